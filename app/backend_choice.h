@@ -1,0 +1,30 @@
+// Choosing a backend by name for the command line (cpu, gpu, auto), and what bench times on each.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attnscope/backend.h"
+
+namespace attnscope::cli {
+
+// cpu: the Eigen reference. gpu: the OpenGL compute backend (an error when no GL 4.3 context can be made).
+// auto: the GPU when it starts, else the CPU with a warning appended to `warnings`.
+std::unique_ptr<Backend> makeBackend(const std::string& name, int threads, std::vector<std::string>& warnings);
+
+// What `bench` times: prepare() does the one-off work (upload), run() one full recompute, finished.
+class BenchTarget {
+ public:
+  virtual ~BenchTarget() = default;
+  virtual std::string name() const = 0;
+  virtual std::string device() const = 0;
+  virtual void prepare(const Scene& scene, const ComputeOptions& options) = 0;
+  virtual void run() = 0;
+  // Extra JSON fields (the GPU reports its read-back time here).
+  virtual std::map<std::string, double> extraFields() { return {}; }
+};
+std::unique_ptr<BenchTarget> makeBenchTarget(const std::string& name, int threads, std::vector<std::string>& warnings);
+
+}  // namespace attnscope::cli

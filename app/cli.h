@@ -1,0 +1,19 @@
+// The headless subcommands. Each takes its arguments and returns the exit status; errors are thrown as
+// InputError (bad usage or bad input) and turned into one line on stderr and exit status 2 by main.
+#pragma once
+
+#include "cli_args.h"
+
+namespace attnscope::cli {
+
+int runCompute(Args& args);      // cli_compute.cpp
+int runWalkthrough(Args& args);  // cli_walkthrough.cpp
+int runExport(Args& args);       // cli_export.cpp
+int runBench(Args& args);        // cli_bench.cpp
+
+}  // namespace attnscope::cli
+
+namespace attnscope {
+// No subcommand: the window (window_main.cpp). `args` are the options after the program name.
+int runWindow(const std::vector<std::string>& args);
+}  // namespace attnscope

@@ -1,0 +1,56 @@
+// attnscope's entry point: a subcommand runs headless; no subcommand opens the window.
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "attnscope/error.h"
+#include "cli.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  int (*run)(attnscope::cli::Args&);
+  const char* usage;
+};
+
+const Command kCommands[] = {
+    {"compute", attnscope::cli::runCompute, "compute SCENE [--backend cpu|gpu|auto] [-o OUT.json]"},
+    {"walkthrough", attnscope::cli::runWalkthrough, "walkthrough [SCENE]"},
+    {"export", attnscope::cli::runExport,
+     "export SCENE --what head:N|heads|similarity --format png|svg|csv|npy --out PATH [--annotate] "
+     "[--metric cosine|js] [--backend cpu|gpu|auto]"},
+    {"bench", attnscope::cli::runBench,
+     "bench --n N --heads H --d-model D [--d-k K] [--d-v V] [--mask causal] [--backend cpu|gpu|auto] "
+     "[--threads T] [--repeat R] [--analysis]"},
+};
+
+void printUsage(std::FILE* to) {
+  std::fprintf(to, "usage: attnscope [--scene FILE] [--screenshot PATH --frames N] [--frame-stats]   (opens the window)\n");
+  for (const Command& c : kCommands) std::fprintf(to, "       attnscope %s\n", c.usage);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && (args[0] == "--help" || args[0] == "-h" || args[0] == "help")) {
+    printUsage(stdout);
+    return 0;
+  }
+  try {
+    if (args.empty() || args[0].rfind("-", 0) == 0) return attnscope::runWindow(args);
+    for (const Command& c : kCommands) {
+      if (args[0] != c.name) continue;
+      attnscope::cli::Args parsed(c.name, std::vector<std::string>(args.begin() + 1, args.end()));
+      return c.run(parsed);
+    }
+    std::fprintf(stderr, "attnscope: command: expected one of compute, walkthrough, export, bench, got '%s'\n",
+                 args[0].c_str());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "attnscope: %s\n", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,35 @@
+// Backend: turns a Scene into a Result. The CPU backend is the reference the GPU backend is tested against.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "attnscope/result.h"
+#include "attnscope/scene.h"
+
+namespace attnscope {
+
+struct ComputeOptions {
+  bool keep_scores = true;  // false: scores are not kept (the weights overwrite them), halving the n^2 memory
+  bool analysis = true;     // false: skip head similarity and statistics (O(h^2 n^2); benchmarks time attention alone)
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;    // "cpu", "gpu"
+  virtual std::string device() const = 0;  // what runs it: the CPU model, or the GL renderer string
+  // Validates the scene, then computes everything into `result`, reusing its buffers when the shapes match
+  // (a live edit or a benchmark loop then allocates nothing).
+  virtual void computeInto(const Scene& scene, Result& result, const ComputeOptions& options = {}) = 0;
+  Result compute(const Scene& scene, const ComputeOptions& options = {}) {
+    Result result;
+    computeInto(scene, result, options);
+    return result;
+  }
+  // After only head `head`'s projections changed: recompute that head, then concat, output, similarity and
+  // stats. `result` must come from compute() on a scene of the same shape.
+  virtual void recomputeHead(const Scene& scene, int head, Result& result) = 0;
+};
+
+}  // namespace attnscope

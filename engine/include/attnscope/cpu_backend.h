@@ -1,0 +1,25 @@
+// The reference backend: Eigen on the CPU, threaded over heads with OpenMP.
+#pragma once
+
+#include "attnscope/backend.h"
+
+namespace attnscope {
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(int threads = 0);  // 0 = all hardware threads
+  std::string name() const override { return "cpu"; }
+  std::string device() const override;
+  void computeInto(const Scene& scene, Result& result, const ComputeOptions& options = {}) override;
+  void recomputeHead(const Scene& scene, int head, Result& result) override;
+  int threads() const { return threads_; }
+
+ private:
+  int threads_;
+};
+
+// The steps after the heads, shared by every backend's CPU-side finish: concat, output, similarity, stats and
+// the fully-masked-row warnings. Reads result.heads[*].weights and .output.
+void finishResult(const Scene& scene, Result& result, bool analysis = true);
+
+}  // namespace attnscope

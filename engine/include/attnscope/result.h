@@ -1,0 +1,41 @@
+// Result: every matrix a backend computes from a Scene.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "attnscope/types.h"
+
+namespace attnscope {
+
+struct HeadResult {
+  Matrix q;        // (n_q, d_k)
+  Matrix k;        // (n_k, d_k)
+  Matrix v;        // (n_k, d_v)
+  Matrix scores;   // (n_q, n_k) scaled, masked entries -inf; empty when ComputeOptions::keep_scores is false
+  Matrix weights;  // (n_q, n_k) softmax of scores; masked entries exactly 0; fully masked rows all 0
+  Matrix output;   // (n_q, d_v) weights V
+};
+
+// Per-head summary of the weight map.
+struct HeadStats {
+  float entropy = 0;        // mean over attending query rows of -sum_j w log w (nats)
+  float max_weight = 0;     // largest weight anywhere in the map
+  float mean_distance = 0;  // mean over attending query rows of sum_j w_ij |i - j| (token positions)
+};
+
+struct Similarity {
+  Matrix cosine;  // (h, h) cosine of the flattened weight maps; symmetric, unit diagonal
+  Matrix js;      // (h, h) Jensen-Shannon divergence (nats, 0..ln 2) averaged over query rows; symmetric, zero diagonal
+};
+
+struct Result {
+  std::vector<HeadResult> heads;
+  Matrix concat;  // (n_q, sum of d_v)
+  Matrix output;  // (n_q, d_model), or the concat when the scene has no W_O
+  Similarity similarity;
+  std::vector<HeadStats> stats;       // one per head
+  std::vector<std::string> warnings;  // e.g. a query row whose keys are all masked
+};
+
+}  // namespace attnscope

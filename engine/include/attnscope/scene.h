@@ -1,0 +1,74 @@
+// Scene: everything the user can edit (sizes, tokens, input rows, projections, mask, scale), as plain data.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attnscope/types.h"
+
+namespace attnscope {
+
+// One head's projections. Row vectors: Q = X W_Q + b_Q.
+struct HeadParams {
+  Matrix w_q;  // (d_model, d_k)
+  Matrix w_k;  // (d_model, d_k)
+  Matrix w_v;  // (d_model, d_v)
+  std::optional<RowVector> b_q, b_k;  // (d_k)
+  std::optional<RowVector> b_v;       // (d_v)
+
+  int dK() const { return static_cast<int>(w_q.cols()); }
+  int dV() const { return static_cast<int>(w_v.cols()); }
+};
+
+enum class MaskKind {
+  None,      // every query may attend every key (key_padding still applies)
+  Causal,    // query i may attend key j <= i (top-left aligned when n_q != n_k, as PyTorch's is_causal)
+  Explicit,  // Scene::explicit_mask
+};
+
+struct Scene {
+  int d_model = 0;
+  std::vector<std::string> query_tokens;  // n_q
+  std::vector<std::string> key_tokens;    // n_k; empty = query_tokens (self-attention)
+  Matrix query;                           // (n_q, d_model)
+  std::optional<Matrix> key;              // (n_k, d_model); absent = query
+  std::optional<Matrix> value;            // (n_k, d_model); absent = key
+  std::vector<HeadParams> heads;          // 1 to 64
+  std::optional<Matrix> w_o;              // (sum of d_v, d_model); absent = output is the concatenation
+  std::optional<RowVector> b_o;           // (d_model); only with w_o
+  MaskKind mask = MaskKind::None;
+  MaskMatrix explicit_mask;               // (n_q, n_k), 1 = may attend; used when mask == Explicit
+  std::vector<std::uint8_t> key_padding;  // n_k or empty, 1 = padded (never attended)
+  std::optional<float> scale;             // absent = 1/sqrt(d_k) of each head
+
+  int numHeads() const { return static_cast<int>(heads.size()); }
+  int nQ() const { return static_cast<int>(query.rows()); }
+  int nK() const { return static_cast<int>(keyRows().rows()); }
+  const Matrix& keyRows() const { return key ? *key : query; }
+  const Matrix& valueRows() const { return value ? *value : keyRows(); }
+  const std::vector<std::string>& keyTokens() const { return key_tokens.empty() ? query_tokens : key_tokens; }
+  int concatWidth() const;            // sum of d_v over heads
+  float headScale(int head) const;    // the override, or 1/sqrt(d_k of that head)
+  bool hasMask() const { return mask != MaskKind::None || !key_padding.empty(); }
+};
+
+// The combined mask (n_q, n_k), 1 = may attend: mask kind AND NOT key_padding. The one place masks are combined;
+// both backends use it.
+MaskMatrix allowedMask(const Scene& scene);
+
+struct Limits {
+  std::size_t memory_budget_bytes = 0;  // 0 = defaultMemoryBudget()
+  int max_heads = 64;
+};
+// Half of physical memory, or ATTNSCOPE_MEMORY_BUDGET (bytes, suffixes K/M/G allowed) when set.
+std::size_t defaultMemoryBudget();
+// Bytes a full Result for this scene holds (every per-head matrix, concat, output), before any is allocated.
+std::size_t estimateResultBytes(const Scene& scene);
+
+// Every check on a scene lives here: shapes, finiteness, head count, empty sequences, token counts, masks,
+// memory. Throws InputError naming the field, the expected and the actual.
+void validateScene(const Scene& scene, const Limits& limits = {});
+
+}  // namespace attnscope

@@ -1,0 +1,181 @@
+// Scene helpers and the one place every scene is validated.
+#include "attnscope/scene.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+#include "attnscope/error.h"
+
+namespace attnscope {
+
+std::string shapeString(long rows, long cols) { return std::to_string(rows) + " x " + std::to_string(cols); }
+
+int Scene::concatWidth() const {
+  int width = 0;
+  for (const HeadParams& head : heads) width += head.dV();
+  return width;
+}
+
+float Scene::headScale(int head) const {
+  if (scale) return *scale;
+  return 1.0f / std::sqrt(static_cast<float>(heads[static_cast<std::size_t>(head)].dK()));
+}
+
+MaskMatrix allowedMask(const Scene& scene) {
+  const int n_q = scene.nQ(), n_k = scene.nK();
+  MaskMatrix allowed;
+  switch (scene.mask) {
+    case MaskKind::None:
+      allowed = MaskMatrix::Ones(n_q, n_k);
+      break;
+    case MaskKind::Causal:
+      allowed = MaskMatrix::Zero(n_q, n_k);
+      for (int i = 0; i < n_q; ++i)
+        for (int j = 0; j <= i && j < n_k; ++j) allowed(i, j) = 1;
+      break;
+    case MaskKind::Explicit:
+      allowed = scene.explicit_mask;
+      break;
+  }
+  for (int j = 0; j < static_cast<int>(scene.key_padding.size()) && j < n_k; ++j)
+    if (scene.key_padding[static_cast<std::size_t>(j)]) allowed.col(j).setZero();
+  return allowed;
+}
+
+static std::size_t parseByteCount(const char* text) {
+  char* end = nullptr;
+  double value = std::strtod(text, &end);
+  if (end == text || value <= 0) throw InputError("ATTNSCOPE_MEMORY_BUDGET", "a positive byte count such as 4G", text);
+  switch (*end) {
+    case 'k': case 'K': value *= 1024.0; break;
+    case 'm': case 'M': value *= 1024.0 * 1024.0; break;
+    case 'g': case 'G': value *= 1024.0 * 1024.0 * 1024.0; break;
+    case '\0': break;
+    default: throw InputError("ATTNSCOPE_MEMORY_BUDGET", "a positive byte count such as 4G", text);
+  }
+  return static_cast<std::size_t>(value);
+}
+
+std::size_t defaultMemoryBudget() {
+  if (const char* env = std::getenv("ATTNSCOPE_MEMORY_BUDGET")) return parseByteCount(env);
+  const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_size <= 0) return std::size_t{4} << 30;
+  return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page_size) / 2;
+}
+
+std::size_t estimateResultBytes(const Scene& scene) {
+  const std::size_t n_q = static_cast<std::size_t>(scene.nQ()), n_k = static_cast<std::size_t>(scene.nK());
+  std::size_t floats = 0;
+  for (const HeadParams& head : scene.heads) {
+    const std::size_t d_k = static_cast<std::size_t>(head.dK()), d_v = static_cast<std::size_t>(head.dV());
+    floats += n_q * d_k + n_k * d_k + n_k * d_v  // q, k, v
+              + 2 * n_q * n_k                     // scores, weights
+              + n_q * d_v;                        // head output
+  }
+  floats += n_q * static_cast<std::size_t>(scene.concatWidth());
+  floats += n_q * static_cast<std::size_t>(scene.d_model);
+  return floats * sizeof(float);
+}
+
+// [SECTION] validation helpers
+
+static void checkShape(const std::string& field, long rows, long cols, long want_rows, long want_cols) {
+  if (rows != want_rows || cols != want_cols)
+    throw InputError(field, shapeString(want_rows, want_cols), shapeString(rows, cols));
+}
+
+template <typename Derived>
+static void checkFinite(const std::string& field, const Eigen::MatrixBase<Derived>& m) {
+  for (Eigen::Index i = 0; i < m.rows(); ++i)
+    for (Eigen::Index j = 0; j < m.cols(); ++j)
+      if (!std::isfinite(m(i, j)))
+        throw InputError(field, "finite numbers", std::to_string(m(i, j)) + " at [" + std::to_string(i) + "][" +
+                                                      std::to_string(j) + "]");
+}
+
+static void checkMatrix(const std::string& field, const Matrix& m, long want_rows, long want_cols) {
+  checkShape(field, m.rows(), m.cols(), want_rows, want_cols);
+  checkFinite(field, m);
+}
+
+static void checkBias(const std::string& field, const std::optional<RowVector>& b, long want) {
+  if (!b) return;
+  if (b->size() != want) throw InputError(field, std::to_string(want) + " numbers", std::to_string(b->size()));
+  checkFinite(field, *b);
+}
+
+void validateScene(const Scene& scene, const Limits& limits) {
+  if (scene.d_model < 1) throw InputError("d_model", "at least 1", std::to_string(scene.d_model));
+  const int h = scene.numHeads();
+  if (h < 1 || h > limits.max_heads)
+    throw InputError("heads", "1 to " + std::to_string(limits.max_heads) + " heads", std::to_string(h));
+  const long d = scene.d_model;
+
+  if (scene.query.rows() == 0) throw InputError("query", "at least 1 row (an empty sequence has nothing to attend)", "0 rows");
+  checkMatrix("query", scene.query, scene.query.rows(), d);
+  const long n_q = scene.query.rows();
+  if (scene.key) {
+    if (scene.key->rows() == 0) throw InputError("key", "at least 1 row", "0 rows");
+    checkMatrix("key", *scene.key, scene.key->rows(), d);
+  }
+  const long n_k = scene.keyRows().rows();
+  if (scene.value) checkMatrix("value", *scene.value, n_k, d);
+
+  if (static_cast<long>(scene.query_tokens.size()) != n_q)
+    throw InputError("query_tokens", std::to_string(n_q) + " tokens (one per query row)",
+                     std::to_string(scene.query_tokens.size()));
+  if (!scene.key_tokens.empty() && static_cast<long>(scene.key_tokens.size()) != n_k)
+    throw InputError("key_tokens", std::to_string(n_k) + " tokens (one per key row)",
+                     std::to_string(scene.key_tokens.size()));
+  if (scene.key_tokens.empty() && scene.key && n_k != n_q)
+    throw InputError("key_tokens", std::to_string(n_k) + " tokens (key rows differ in count from query rows)",
+                     "none");
+
+  int concat = 0;
+  for (int i = 0; i < h; ++i) {
+    const HeadParams& head = scene.heads[static_cast<std::size_t>(i)];
+    const std::string at = "heads[" + std::to_string(i) + "].";
+    if (head.w_q.cols() < 1) throw InputError(at + "w_q", "d_k of at least 1 column", "0 columns");
+    if (head.w_v.cols() < 1) throw InputError(at + "w_v", "d_v of at least 1 column", "0 columns");
+    checkMatrix(at + "w_q", head.w_q, d, head.w_q.cols());
+    checkMatrix(at + "w_k", head.w_k, d, head.dK());
+    checkMatrix(at + "w_v", head.w_v, d, head.w_v.cols());
+    checkBias(at + "b_q", head.b_q, head.dK());
+    checkBias(at + "b_k", head.b_k, head.dK());
+    checkBias(at + "b_v", head.b_v, head.dV());
+    concat += head.dV();
+  }
+  if (scene.w_o) checkMatrix("w_o", *scene.w_o, concat, d);
+  if (scene.b_o) {
+    if (!scene.w_o) throw InputError("b_o", "no b_o without w_o (the output is then the concatenation)", "b_o");
+    checkBias("b_o", scene.b_o, d);
+  }
+
+  if (scene.mask == MaskKind::Explicit) {
+    checkShape("mask", scene.explicit_mask.rows(), scene.explicit_mask.cols(), n_q, n_k);
+    for (Eigen::Index i = 0; i < scene.explicit_mask.size(); ++i)
+      if (scene.explicit_mask.data()[i] > 1)
+        throw InputError("mask", "0 or 1 in every cell", std::to_string(scene.explicit_mask.data()[i]));
+  }
+  if (!scene.key_padding.empty()) {
+    if (static_cast<long>(scene.key_padding.size()) != n_k)
+      throw InputError("key_padding", std::to_string(n_k) + " flags (one per key)",
+                       std::to_string(scene.key_padding.size()));
+    for (std::uint8_t flag : scene.key_padding)
+      if (flag > 1) throw InputError("key_padding", "0 or 1 for each key", std::to_string(flag));
+  }
+  if (scene.scale && (!std::isfinite(*scene.scale) || *scene.scale <= 0))
+    throw InputError("scale", "a finite number above 0", std::to_string(*scene.scale));
+
+  const std::size_t budget = limits.memory_budget_bytes ? limits.memory_budget_bytes : defaultMemoryBudget();
+  const std::size_t need = estimateResultBytes(scene);
+  if (need > budget)
+    throw InputError("scene size", "a result within the memory budget of " + std::to_string(budget >> 20) +
+                                       " MiB (set ATTNSCOPE_MEMORY_BUDGET to change it)",
+                     "an estimated " + std::to_string(need >> 20) + " MiB");
+}
+
+}  // namespace attnscope

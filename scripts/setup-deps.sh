@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs every Debian package attnscope needs to build, test and open its window.
+# Idempotent: when all packages are present it does nothing (no apt-get update, no network).
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config ninja-build
+  libeigen3-dev nlohmann-json3-dev libstb-dev
+  libglfw3-dev libimgui-dev libepoxy-dev libegl-dev libgl-dev
+  libegl-mesa0 libgl1-mesa-dri libglx-mesa0
+  libgtest-dev libgmock-dev libbenchmark-dev
+  xvfb xauth xdotool x11-utils fonts-dejavu-core
+  python3 python3-numpy
+)
+# Extra packages for ../shared/tools/peer-bench (PyTorch and a threaded BLAS): `setup-deps.sh --bench`.
+if [[ "${1:-}" == "--bench" ]]; then
+  packages+=(python3-torch libopenblas0-pthread)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+  exit 0
+fi
+
+echo "setup-deps: installing ${missing[*]}" >&2
+sudo_cmd=()
+if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
