@@ -1,0 +1,45 @@
+// The worked example as ordered, named steps, each with its computed matrices and, where the source text
+// printed numbers for that step, the printed ones beside them.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attnscope/result.h"
+#include "attnscope/scene.h"
+
+namespace attnscope {
+
+// One entry where the printed number and the computed one disagree beyond the printed precision.
+struct Disagreement {
+  int row = 0, col = 0;
+  double printed = 0, computed = 0;
+  double difference() const { return computed - printed; }
+};
+
+struct StepMatrix {
+  std::string name;                // "Q", "K", "V", "scores", "scaled scores", "weights", "output", ...
+  Matrix computed;
+  std::optional<Matrix> printed;   // what the text printed for this matrix, when it printed it
+  double printed_tolerance = 0;    // half a unit in the last printed digit (0.005 for 2 decimals)
+  std::vector<Disagreement> disagreements;  // only entries that disagree
+};
+
+struct Step {
+  std::string title;  // "Head 1: Q = X W_Q", ...
+  int head = -1;      // -1 for steps that are not per head
+  std::string note;   // why this step, or how a value was derived (e.g. X from the printed products)
+  std::vector<StepMatrix> matrices;
+};
+
+struct Walkthrough {
+  std::vector<Step> steps;
+  int disagreementCount() const;
+};
+
+// Steps for any scene; the printed numbers of seed 001 are attached when the scene is the worked example
+// (same inputs and projections), so editing the scene drops the comparison for matrices that changed.
+Walkthrough buildWalkthrough(const Scene& scene, const Result& result);
+
+}  // namespace attnscope
