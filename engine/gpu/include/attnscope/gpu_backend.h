@@ -1,0 +1,55 @@
+// The GPU backend: OpenGL 4.3 compute shaders. Results stay resident on the GPU (the window samples the
+// weight textures directly); read back only for export and the command line.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "attnscope/backend.h"
+
+namespace attnscope {
+
+enum class GlContextMode {
+  OwnHeadless,  // make an EGL context of its own (surfaceless on Mesa, the NVIDIA device when present)
+  UseCurrent,   // use the context current on this thread (the window's); the caller keeps it current
+};
+
+struct GpuOptions {
+  GlContextMode context = GlContextMode::OwnHeadless;
+  std::size_t memory_budget_bytes = 0;  // 0 = what the driver reports free (NVX/ATI), else a default budget
+};
+
+class GpuBackend final : public Backend {
+ public:
+  // Throws GpuUnavailable (a std::runtime_error) with a clear reason when no GL 4.3 context can be had.
+  explicit GpuBackend(const GpuOptions& options = {});
+  ~GpuBackend() override;
+  std::string name() const override { return "gpu"; }
+  std::string device() const override;  // GL_RENDERER, GL_VERSION
+  // Full recompute, then read everything back into `result`.
+  void computeInto(const Scene& scene, Result& result, const ComputeOptions& options = {}) override;
+  void recomputeHead(const Scene& scene, int head, Result& result) override;
+
+  // [SECTION] resident use (the window, the benchmark)
+  // Uploads the scene and computes every head; nothing is read back.
+  void computeResident(const Scene& scene);
+  // Only head `head`'s projections changed: recompute that head, the output and the similarity; no read-back.
+  void recomputeHeadResident(const Scene& scene, int head);
+  // GL texture name of head `head`'s weights: GL_TEXTURE_2D, GL_R32F, n_k texels wide, n_q tall (row i = query i).
+  unsigned weightsTexture(int head) const;
+  // Reads every resident matrix back into `result` (as computeInto would have produced).
+  void readBack(const Scene& scene, Result& result, const ComputeOptions& options = {});
+  // Blocks until the GPU has finished all submitted work (glFinish).
+  void finish();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+class GpuUnavailable : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace attnscope
