@@ -1,14 +1,175 @@
-// The window is not built yet (issue 4); until it is, say so and exit 2.
-#include <cstdio>
+// The window: GLFW + OpenGL 4.3 core + Dear ImGui. A flat init, loop, shutdown; the panels do the rest.
+// Options: --scene FILE, --screenshot PATH --frames N, --frame-stats, --script FILE.
+#include <epoxy/gl.h>
+#include <GLFW/glfw3.h>
+#include <imgui.h>
+#include <imgui_impl_glfw.h>
+#include <imgui_impl_opengl3.h>
+#include <stb_image_write.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "app_state.h"
+#include "attnscope/atomic_file.h"
+#include "attnscope/error.h"
+#include "attnscope/scene_json.h"
 #include "cli.h"
+#include "cli_args.h"
+#include "heatmap_view.h"
+#include "panels.h"
+#include "script_input.h"
+#include "ui_probe.h"
+#include "window_layout.h"
 
 namespace attnscope {
 
-int runWindow(const std::vector<std::string>&) {
-  std::fprintf(stderr, "attnscope: window: expected a subcommand (compute, walkthrough, export, bench), got none "
-                       "(the window is not built yet)\n");
-  return 2;
+namespace {
+
+struct WindowOptions {
+  std::optional<std::string> scene_path, screenshot_path, script_path;
+  long frames = 0;  // 0 = until closed
+  bool frame_stats = false;
+};
+
+WindowOptions parseOptions(const std::vector<std::string>& args) {
+  cli::Args parsed("window", args);
+  WindowOptions o;
+  o.scene_path = parsed.take("--scene");
+  o.screenshot_path = parsed.take("--screenshot");
+  o.script_path = parsed.take("--script");
+  o.frames = parsed.takeInt("--frames", o.screenshot_path ? 3 : 0, 1, 1000000);
+  o.frame_stats = parsed.takeFlag("--frame-stats");
+  parsed.positionals(0);
+  return o;
+}
+
+// Reads the back buffer (the frame just rendered) and writes it as PNG, top row first.
+void writeScreenshot(GLFWwindow* window, const std::string& path) {
+  int w = 0, h = 0;
+  glfwGetFramebufferSize(window, &w, &h);
+  std::vector<unsigned char> pixels(static_cast<std::size_t>(w) * static_cast<std::size_t>(h) * 3);
+  glPixelStorei(GL_PACK_ALIGNMENT, 1);
+  glReadBuffer(GL_BACK);
+  glReadPixels(0, 0, w, h, GL_RGB, GL_UNSIGNED_BYTE, pixels.data());
+  std::string png;
+  auto append = [](void* context, void* data, int size) {
+    static_cast<std::string*>(context)->append(static_cast<const char*>(data), static_cast<std::size_t>(size));
+  };
+  stbi_flip_vertically_on_write(1);  // GL's rows start at the bottom
+  if (!stbi_write_png_to_func(append, &png, w, h, 3, pixels.data(), w * 3))
+    throw InputError("--screenshot", "a PNG encoding of the window", "an stb_image_write failure");
+  writeFileAtomically(path, png);
+}
+
+void printFrameStats(std::vector<double> ms) {
+  if (ms.empty()) return;
+  std::sort(ms.begin(), ms.end());
+  const auto at = [&](double q) { return ms[std::min(ms.size() - 1, static_cast<std::size_t>(q * static_cast<double>(ms.size())))]; };
+  std::printf("frames %zu  median %.2f ms  p95 %.2f ms  (renderer: %s)\n", ms.size(), at(0.5), at(0.95),
+              reinterpret_cast<const char*>(glGetString(GL_RENDERER)));
+}
+
+void loadFonts(float scale) {
+  ImGuiIO& io = ImGui::GetIO();
+  const float size = std::round(15.0f * scale);
+  if (std::filesystem::exists(ATTNSCOPE_FONT_PATH) && io.Fonts->AddFontFromFileTTF(ATTNSCOPE_FONT_PATH, size))
+    return;
+  ImFontConfig config;
+  config.SizePixels = 13.0f * scale;
+  io.Fonts->AddFontDefault(&config);  // ImGui's own font when DejaVu Sans is not installed
+}
+
+}  // namespace
+
+int runWindow(const std::vector<std::string>& args) {
+  const WindowOptions options = parseOptions(args);
+  // Read the scene and the script first: a bad file is a one-line error before any window appears.
+  Scene scene = options.scene_path ? loadSceneFile(*options.scene_path) : app::initialScene();
+  std::unique_ptr<app::ScriptInput> script;
+  if (options.script_path) script = std::make_unique<app::ScriptInput>(*options.script_path);
+
+  glfwSetErrorCallback([](int code, const char* text) { std::fprintf(stderr, "attnscope: GLFW %d: %s\n", code, text); });
+  if (!glfwInit()) throw InputError("window", "a display (set DISPLAY, or run under Xvfb)", "none could be opened");
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 4);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+  glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+  glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GLFW_TRUE);
+  glfwWindowHint(GLFW_SCALE_TO_MONITOR, GLFW_TRUE);
+  GLFWwindow* window = glfwCreateWindow(1280, 800, "attnscope", nullptr, nullptr);
+  if (!window) {
+    glfwTerminate();
+    throw InputError("window", "an OpenGL 4.3 core context", "none (see the GLFW message above)");
+  }
+  glfwMakeContextCurrent(window);
+  const bool headless_run = options.screenshot_path || script || options.frame_stats;
+  glfwSwapInterval(headless_run ? 0 : 1);  // measured runs time the frame itself, not the display's refresh
+
+  IMGUI_CHECKVERSION();
+  ImGui::CreateContext();
+  ImGuiIO& io = ImGui::GetIO();
+  io.IniFilename = nullptr;  // the layout is computed from the window size every frame
+  float content_scale = 1.0f, unused = 1.0f;
+  glfwGetWindowContentScale(window, &content_scale, &unused);
+  ImGui::StyleColorsDark();
+  ImGui::GetStyle().ScaleAllSizes(content_scale);
+  loadFonts(content_scale);
+  ImGui_ImplGlfw_InitForOpenGL(window, true);
+  ImGui_ImplOpenGL3_Init("#version 430 core");
+
+  int status = 0;
+  {
+    app::AppState state(std::move(scene));
+    if (options.scene_path) state.path = *options.scene_path;
+    app::ViewState view;
+    app::HeatmapRenderer renderer;
+    std::vector<double> frame_ms;
+    long frame = 0;
+    bool running = true;
+    while (running && !glfwWindowShouldClose(window)) {
+      const auto start = std::chrono::steady_clock::now();
+      glfwPollEvents();
+      ImGui_ImplOpenGL3_NewFrame();
+      ImGui_ImplGlfw_NewFrame();
+      if (script) script->apply(io, state);
+      ImGui::NewFrame();
+      app::rotateProbes();
+      renderer.beginFrame(state);
+      app::drawWindowLayout(state, view, renderer, frame_ms.empty() ? 0.0 : frame_ms.back());
+      ImGui::Render();
+      int fb_w = 0, fb_h = 0;
+      glfwGetFramebufferSize(window, &fb_w, &fb_h);
+      glViewport(0, 0, fb_w, fb_h);
+      glClearColor(0.09f, 0.09f, 0.11f, 1.0f);
+      glClear(GL_COLOR_BUFFER_BIT);
+      ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+      ++frame;
+      if (script)
+        running = script->afterRender([&](const std::string& path) { writeScreenshot(window, path); }) &&
+                  !(script->done() && !options.screenshot_path);
+      if (options.screenshot_path && frame >= options.frames && (!script || script->done())) {
+        writeScreenshot(window, *options.screenshot_path);
+        running = false;
+      }
+      if (!options.screenshot_path && options.frames > 0 && frame >= options.frames) running = false;
+      glfwSwapBuffers(window);
+      frame_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    }
+    if (options.frame_stats) printFrameStats(frame_ms);
+  }
+
+  ImGui_ImplOpenGL3_Shutdown();
+  ImGui_ImplGlfw_Shutdown();
+  ImGui::DestroyContext();
+  glfwDestroyWindow(window);
+  glfwTerminate();
+  return status;
 }
 
 }  // namespace attnscope

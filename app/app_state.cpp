@@ -1,0 +1,139 @@
+// The window's state and its one edit path: validate a copy, apply, push undo, recompute.
+#include "app_state.h"
+
+#include <chrono>
+#include <exception>
+
+#include "attnscope/cpu_backend.h"
+#include "attnscope/error.h"
+#include "attnscope/scene_json.h"
+#ifdef ATTNSCOPE_HAS_GPU
+#include "attnscope/gpu_backend.h"
+#endif
+
+namespace attnscope::app {
+
+namespace {
+constexpr std::size_t kUndoDepth = 100;
+}
+
+Scene initialScene() { return workedExampleScene(); }
+
+AppState::AppState(Scene scene) : scene_(std::move(scene)), backend_(std::make_unique<CpuBackend>()) {
+  validateScene(scene_);
+  recompute(-1);
+}
+
+AppState::~AppState() = default;
+
+bool AppState::edit(const std::string& what, const std::function<void(Scene&)>& change, int only_head,
+                    bool continuing) {
+  Scene next = scene_;
+  try {
+    change(next);
+    validateScene(next);
+  } catch (const std::exception& e) {
+    edit_error_ = what + ": " + e.what();
+    return false;
+  }
+  edit_error_.clear();
+  if (!continuing || undo_.empty()) {
+    undo_.push_back(std::move(scene_));
+    if (undo_.size() > kUndoDepth) undo_.pop_front();
+  }
+  scene_ = std::move(next);
+  dirty_ = true;
+  recompute(only_head);
+  return true;
+}
+
+bool AppState::replaceScene(const std::string& what, Scene scene) {
+  return edit(what, [&](Scene& s) { s = std::move(scene); });
+}
+
+bool AppState::undo() {
+  if (undo_.empty()) return false;
+  scene_ = std::move(undo_.back());
+  undo_.pop_back();
+  dirty_ = true;
+  edit_error_.clear();
+  recompute(-1);
+  return true;
+}
+
+bool AppState::open(const std::string& file) {
+  try {
+    Scene loaded = loadSceneFile(file);
+    if (!replaceScene("open", std::move(loaded))) {
+      message_ = "Could not open " + file + ": " + edit_error_;
+      return false;
+    }
+    dirty_ = false;
+    message_ = "Opened " + file;
+    return true;
+  } catch (const std::exception& e) {
+    message_ = std::string("Could not open: ") + e.what();
+    return false;
+  }
+}
+
+bool AppState::save(const std::string& file) {
+  try {
+    saveSceneFile(scene_, file);
+    dirty_ = false;
+    message_ = "Saved " + file;
+    return true;
+  } catch (const std::exception& e) {
+    message_ = std::string("Not saved (the scene is kept): ") + e.what();
+    return false;
+  }
+}
+
+void AppState::useBackend(const std::string& name) {
+  if (name == backend_->name()) return;
+  if (name == "gpu") {
+#ifdef ATTNSCOPE_HAS_GPU
+    try {
+      GpuOptions options;
+      options.context = GlContextMode::UseCurrent;
+      backend_ = std::make_unique<GpuBackend>(options);
+      banner_.clear();
+    } catch (const std::exception& e) {
+      banner_ = std::string("GPU backend unavailable, using the CPU: ") + e.what();
+      backend_ = std::make_unique<CpuBackend>();
+    }
+#else
+    banner_ = "This build has no GPU backend; using the CPU.";
+#endif
+  } else {
+    backend_ = std::make_unique<CpuBackend>();
+    banner_.clear();
+  }
+  recompute(-1);
+}
+
+void AppState::recompute(int only_head) {
+  const auto start = std::chrono::steady_clock::now();
+  const bool same_shape = only_head >= 0 && result_.heads.size() == scene_.heads.size();
+  try {
+    if (same_shape)
+      backend_->recomputeHead(scene_, only_head, result_);
+    else
+      backend_->computeInto(scene_, result_);
+  } catch (const std::exception& e) {
+    if (backend_->name() == "cpu") throw;  // the reference backend failing on a validated scene is a bug
+    banner_ = std::string("The GPU backend failed, switched to the CPU: ") + e.what();
+    backend_ = std::make_unique<CpuBackend>();
+    backend_->computeInto(scene_, result_);
+  }
+  compute_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  ++revision_;
+  if (same_shape) {
+    head_revision_[static_cast<std::size_t>(only_head)] = revision_;
+  } else {
+    ++full_revision_;
+    head_revision_.assign(scene_.heads.size(), revision_);
+  }
+}
+
+}  // namespace attnscope::app

@@ -1,0 +1,77 @@
+// The window's state: the scene being edited, its result, undo, the unsaved mark, and the one place every
+// edit goes through (validate on a copy, apply, push undo, recompute).
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attnscope/backend.h"
+#include "attnscope/result.h"
+#include "attnscope/scene.h"
+
+namespace attnscope::app {
+
+class AppState {
+ public:
+  explicit AppState(Scene scene);
+  ~AppState();
+
+  const Scene& scene() const { return scene_; }
+  const Result& result() const { return result_; }
+  // Bumped whenever the scene or result changes; views re-upload what they draw when it moves.
+  unsigned revision() const { return revision_; }
+  // Bumped on a full recompute (shapes, mask, inputs may have changed); a single-head edit leaves it and
+  // bumps only that head's revision, so views re-upload only that head.
+  unsigned fullRevision() const { return full_revision_; }
+  unsigned headRevision(int head) const { return head_revision_[static_cast<std::size_t>(head)]; }
+
+  // The one place edits go through. `change` edits a copy of the scene; the copy is validated (validateScene)
+  // and only then becomes the scene: undo is pushed, the scene is marked unsaved and recomputed. `only_head` >= 0
+  // says only that head's projections changed, so only that head is recomputed. An invalid edit is not applied:
+  // returns false and editError() says why (panels show it inline). `continuing`: the same gesture as the last
+  // edit (a drag in progress), so no new undo entry is pushed.
+  bool edit(const std::string& what, const std::function<void(Scene&)>& change, int only_head = -1,
+            bool continuing = false);
+  // Replaces the whole scene (a preset, an opened file); undoable like any edit.
+  bool replaceScene(const std::string& what, Scene scene);
+  bool undo();
+  bool canUndo() const { return !undo_.empty(); }
+  const std::string& editError() const { return edit_error_; }
+  void clearEditError() { edit_error_.clear(); }
+
+  // Scene files. A failed open or save keeps the scene as it was; message() says what happened either way.
+  bool open(const std::string& path);
+  bool save(const std::string& path);
+  const std::string& message() const { return message_; }
+  bool dirty() const { return dirty_; }
+  std::string path;  // the path field (Ctrl+O / Ctrl+S)
+
+  // Backend: "cpu" or "gpu". A GPU backend that fails to start or to compute falls back to the CPU and leaves
+  // a banner saying why.
+  void useBackend(const std::string& name);
+  const Backend& backend() const { return *backend_; }
+  Backend& backend() { return *backend_; }
+  const std::string& banner() const { return banner_; }
+  double computeMs() const { return compute_ms_; }
+
+ private:
+  void recompute(int only_head);
+
+  Scene scene_;
+  Result result_;
+  std::unique_ptr<Backend> backend_;
+  std::deque<Scene> undo_;  // oldest first, at most kUndoDepth
+  std::string edit_error_, message_, banner_;
+  bool dirty_ = false;
+  double compute_ms_ = 0;
+  unsigned revision_ = 0, full_revision_ = 0;
+  std::vector<unsigned> head_revision_;  // one per head
+};
+
+// The scene the window opens on when no --scene is given.
+Scene initialScene();
+
+}  // namespace attnscope::app

@@ -1,0 +1,239 @@
+// Heads panel: a grid of per-head heatmaps (GPU-drawn) with token labels, hover details, a colour bar;
+// a click enlarges one head with zoom (mouse wheel) and pan (drag).
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "attnscope/colormap.h"
+#include "panels.h"
+#include "ui_probe.h"
+
+namespace attnscope::app {
+
+namespace {
+
+// [SECTION] colour scale
+
+float scaleTop(const AppState& state, const ViewState& view, int head) {
+  const std::vector<HeadStats>& stats = state.result().stats;
+  switch (view.color_scale) {
+    case ColorScale::Fixed:
+      return 1.0f;
+    case ColorScale::Shared: {
+      float top = 0;
+      for (const HeadStats& s : stats) top = std::max(top, s.max_weight);
+      return top > 0 ? top : 1.0f;
+    }
+    case ColorScale::PerHead:
+      return stats[static_cast<std::size_t>(head)].max_weight > 0 ? stats[static_cast<std::size_t>(head)].max_weight
+                                                                  : 1.0f;
+  }
+  return 1.0f;
+}
+
+ImU32 toImU32(Rgb8 c) { return IM_COL32(c.r, c.g, c.b, 255); }
+
+// A vertical colour bar from 0 (bottom) to `top`, one band per colour-map entry.
+void drawColorBar(ImDrawList* list, ImVec2 p0, ImVec2 p1, float top) {
+  const auto& table = colorMapTable(ColorMap::Viridis);
+  const float h = p1.y - p0.y;
+  for (int i = 0; i < kColorMapSize; ++i) {
+    const float y1 = p1.y - h * static_cast<float>(i) / kColorMapSize;
+    const float y0 = p1.y - h * static_cast<float>(i + 1) / kColorMapSize;
+    list->AddRectFilled(ImVec2(p0.x, std::floor(y0)), ImVec2(p1.x, std::ceil(y1)), toImU32(table[static_cast<std::size_t>(i)]));
+  }
+  list->AddRect(p0, p1, IM_COL32(120, 120, 120, 255));
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f", top);
+  list->AddText(ImVec2(p1.x + 4, p0.y - 2), ImGui::GetColorU32(ImGuiCol_Text), text);
+  list->AddText(ImVec2(p1.x + 4, p1.y - ImGui::GetFontSize()), ImGui::GetColorU32(ImGuiCol_Text), "0");
+}
+
+// [SECTION] one heatmap with its labels
+
+struct TileResult {
+  bool clicked = false;
+  ImVec2 map_min, map_max;
+};
+
+// Draws head `head` into [p0, p1): title, key labels below, query labels left, the map itself; hover shows the
+// cell under the mouse. Labels are thinned so that they never overlap (every k-th token).
+TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer, int head, ImVec2 p0, ImVec2 p1,
+                    const CellView& cells, bool zoomable) {
+  const Scene& scene = state.scene();
+  const std::vector<std::string>& q_tokens = scene.query_tokens;
+  const std::vector<std::string>& k_tokens = scene.keyTokens();
+  ImDrawList* list = ImGui::GetWindowDrawList();
+  const float line = ImGui::GetTextLineHeight();
+  const ImU32 text_color = ImGui::GetColorU32(ImGuiCol_Text);
+  TileResult out;
+
+  char title[64];
+  const HeadStats& stats = state.result().stats[static_cast<std::size_t>(head)];
+  std::snprintf(title, sizeof title, "Head %d   entropy %.2f", head + 1, stats.entropy);
+  list->AddText(p0, text_color, title);
+
+  float label_w = 0;
+  for (const std::string& t : q_tokens) label_w = std::max(label_w, ImGui::CalcTextSize(t.c_str()).x);
+  label_w = std::min(label_w + 6, (p1.x - p0.x) * 0.3f);
+  float key_label_w = 0;
+  for (const std::string& t : k_tokens) key_label_w = std::max(key_label_w, ImGui::CalcTextSize(t.c_str()).x);
+
+  // The map: square cells where the space allows, at most the tile.
+  const float avail_w = p1.x - p0.x - label_w, avail_h = p1.y - p0.y - 2.4f * line;
+  const float n_cols = cells.col1 - cells.col0, n_rows = cells.row1 - cells.row0;
+  const float cell = std::max(0.01f, std::min(avail_w / n_cols, avail_h / n_rows));
+  const ImVec2 m0(p0.x + label_w, p0.y + 1.2f * line);
+  const ImVec2 m1(std::floor(m0.x + cell * n_cols), std::floor(m0.y + cell * n_rows));
+  out.map_min = m0;
+  out.map_max = m1;
+  renderer.draw(list, head, m0, m1, cells, 0.0f, scaleTop(state, view, head));
+  probeRect("head" + std::to_string(head) + ".map", m0, m1);
+
+  // Query labels (left), right-aligned, every `stride`-th so they do not overlap.
+  const int first_row = std::max(0, static_cast<int>(std::floor(cells.row0)));
+  const int last_row = std::min(scene.nQ() - 1, static_cast<int>(std::ceil(cells.row1)) - 1);
+  const int row_stride = std::max(1, static_cast<int>(std::ceil(line / cell)));
+  list->PushClipRect(ImVec2(p0.x, m0.y - line), ImVec2(m0.x, m1.y + line), true);
+  for (int i = first_row - first_row % row_stride; i <= last_row; i += row_stride) {
+    if (i < first_row) continue;
+    const char* t = q_tokens[static_cast<std::size_t>(i)].c_str();
+    const float y = m0.y + (static_cast<float>(i) + 0.5f - cells.row0) * cell - line * 0.5f;
+    list->AddText(ImVec2(m0.x - 4 - ImGui::CalcTextSize(t).x, y), text_color, t);
+  }
+  list->PopClipRect();
+  // Key labels (below), centred under their column when they fit.
+  const int first_col = std::max(0, static_cast<int>(std::floor(cells.col0)));
+  const int last_col = std::min(scene.nK() - 1, static_cast<int>(std::ceil(cells.col1)) - 1);
+  const int col_stride = std::max(1, static_cast<int>(std::ceil((std::min(key_label_w, 8 * line) + 6) / cell)));
+  list->PushClipRect(ImVec2(m0.x - line, m1.y), ImVec2(m1.x + line, m1.y + 1.2f * line), true);
+  for (int j = first_col - first_col % col_stride; j <= last_col; j += col_stride) {
+    if (j < first_col) continue;
+    const char* t = k_tokens[static_cast<std::size_t>(j)].c_str();
+    const float x = m0.x + (static_cast<float>(j) + 0.5f - cells.col0) * cell - ImGui::CalcTextSize(t).x * 0.5f;
+    list->AddText(ImVec2(x, m1.y + 2), text_color, t);
+  }
+  list->PopClipRect();
+
+  // Interaction: an invisible button over the map takes hover, clicks, drags and the wheel.
+  ImGui::SetCursorScreenPos(m0);
+  out.clicked = ImGui::InvisibleButton(("map" + std::to_string(head)).c_str(), ImVec2(std::max(1.0f, m1.x - m0.x),
+                                                                          std::max(1.0f, m1.y - m0.y)));
+  const ImGuiIO& io = ImGui::GetIO();
+  if (zoomable && ImGui::IsItemActive() && ImGui::IsMouseDragging(ImGuiMouseButton_Left, 0.0f)) {
+    const float dx = io.MouseDelta.x / cell, dy = io.MouseDelta.y / cell;
+    view.zoom.col0 -= dx, view.zoom.col1 -= dx, view.zoom.row0 -= dy, view.zoom.row1 -= dy;
+  }
+  if (ImGui::IsItemHovered()) {
+    const float col = cells.col0 + (io.MousePos.x - m0.x) / cell;
+    const float row = cells.row0 + (io.MousePos.y - m0.y) / cell;
+    if (zoomable && io.MouseWheel != 0) {
+      // Zoom about the cell under the mouse; never closer than 4 cells, never further than the whole map.
+      const float factor = std::pow(0.85f, io.MouseWheel);
+      const float w = std::clamp(n_cols * factor, 4.0f, static_cast<float>(scene.nK()));
+      const float h = std::clamp(n_rows * factor, 4.0f, static_cast<float>(scene.nQ()));
+      const float fx = (col - cells.col0) / n_cols, fy = (row - cells.row0) / n_rows;
+      view.zoom = CellView{col - fx * w, row - fy * h, col - fx * w + w, row - fy * h + h};
+    }
+    const int i = static_cast<int>(std::floor(row)), j = static_cast<int>(std::floor(col));
+    if (i >= 0 && i < scene.nQ() && j >= 0 && j < scene.nK()) {
+      const ImVec2 c0(m0.x + (static_cast<float>(j) - cells.col0) * cell, m0.y + (static_cast<float>(i) - cells.row0) * cell);
+      list->AddRect(c0, ImVec2(c0.x + cell, c0.y + cell), IM_COL32(255, 255, 255, 255), 0, 0, 2.0f);
+      const HeadResult& hr = state.result().heads[static_cast<std::size_t>(head)];
+      ImGui::BeginTooltip();
+      ImGui::Text("Head %d", head + 1);
+      ImGui::Text("query  %s  (row %d)", q_tokens[static_cast<std::size_t>(i)].c_str(), i);
+      ImGui::Text("key    %s  (column %d)", k_tokens[static_cast<std::size_t>(j)].c_str(), j);
+      ImGui::Text("weight %.4f", hr.weights(i, j));
+      if (hr.scores.size() == 0)
+        ImGui::TextDisabled("score not kept");
+      else if (std::isinf(hr.scores(i, j)))
+        ImGui::Text("score  masked (-inf)");
+      else
+        ImGui::Text("score  %.4f", hr.scores(i, j));
+      ImGui::EndTooltip();
+    }
+  }
+  return out;
+}
+
+void clampZoom(CellView& z, const Scene& scene) {
+  const float w = std::min(z.col1 - z.col0, static_cast<float>(scene.nK()));
+  const float h = std::min(z.row1 - z.row0, static_cast<float>(scene.nQ()));
+  z.col0 = std::clamp(z.col0, 0.0f, static_cast<float>(scene.nK()) - w);
+  z.row0 = std::clamp(z.row0, 0.0f, static_cast<float>(scene.nQ()) - h);
+  z.col1 = z.col0 + w;
+  z.row1 = z.row0 + h;
+}
+
+}  // namespace
+
+void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer) {
+  const Scene& scene = state.scene();
+  const int heads = scene.numHeads();
+  if (view.focus_head >= heads) view.focus_head = -1;
+  if (view.compare_a >= heads || view.compare_b >= heads) view.compare_a = view.compare_b = -1;
+
+  ImGui::TextUnformatted("Colour scale");
+  ImGui::SameLine();
+  int scale = static_cast<int>(view.color_scale);
+  const char* names[] = {"0 to 1", "shared max", "per-head max"};
+  for (int i = 0; i < 3; ++i) {
+    ImGui::SameLine();
+    if (ImGui::RadioButton(names[i], scale == i)) view.color_scale = static_cast<ColorScale>(i);
+    probeItem(std::string("heads.scale.") + std::to_string(i));
+  }
+  const bool single = view.focus_head >= 0, pair = view.compare_a >= 0;
+  if (single || pair) {
+    ImGui::SameLine(ImGui::GetContentRegionAvail().x - ImGui::CalcTextSize("All heads").x);
+    if (ImGui::Button("All heads")) view.focus_head = view.compare_a = view.compare_b = -1;
+    probeItem("heads.back");
+  }
+
+  // The grid (or the enlarged head) fills the panel, leaving a strip for the colour bar on the right.
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const float bar_w = ImGui::GetFontSize() * 3.5f;
+  const float gap = ImGui::GetFontSize() * 0.8f;
+  const ImVec2 area(avail.x - bar_w - gap, avail.y);
+  const CellView whole{0, 0, static_cast<float>(scene.nK()), static_cast<float>(scene.nQ())};
+
+  if (single) {
+    clampZoom(view.zoom, scene);
+    drawTile(state, view, renderer, view.focus_head, origin, ImVec2(origin.x + area.x, origin.y + area.y), view.zoom,
+             true);
+  } else if (pair) {
+    const float w = (area.x - gap) / 2;
+    drawTile(state, view, renderer, view.compare_a, origin, ImVec2(origin.x + w, origin.y + area.y), whole, false);
+    const ImVec2 second(origin.x + w + gap, origin.y);
+    drawTile(state, view, renderer, view.compare_b, second, ImVec2(second.x + w, origin.y + area.y), whole, false);
+  } else {
+    // Columns chosen so that tiles come out as square as the area allows.
+    int cols = 1;
+    float best = 0;
+    for (int c = 1; c <= heads; ++c) {
+      const int rows = (heads + c - 1) / c;
+      const float side = std::min(area.x / c, area.y / rows);
+      if (side > best) best = side, cols = c;
+    }
+    const int rows = (heads + cols - 1) / cols;
+    const float tile_w = area.x / cols, tile_h = area.y / rows;
+    for (int h = 0; h < heads; ++h) {
+      const ImVec2 t0(origin.x + (h % cols) * tile_w, origin.y + (h / cols) * tile_h);
+      const ImVec2 t1(t0.x + tile_w - gap, t0.y + tile_h - gap * 0.5f);
+      if (drawTile(state, view, renderer, h, t0, t1, whole, false).clicked) {
+        view.focus_head = h;
+        view.zoom = whole;
+      }
+    }
+  }
+  const float top = scaleTop(state, view, std::max(0, view.focus_head));
+  const ImVec2 b0(origin.x + area.x + gap, origin.y + ImGui::GetTextLineHeight() * 1.2f);
+  drawColorBar(ImGui::GetWindowDrawList(), b0, ImVec2(b0.x + bar_w * 0.35f, b0.y + std::min(area.y * 0.6f, 300.0f)),
+               view.color_scale == ColorScale::PerHead && view.focus_head < 0 ? 1.0f : top);
+  if (view.color_scale == ColorScale::PerHead && view.focus_head < 0)
+    ImGui::GetWindowDrawList()->AddText(ImVec2(b0.x, b0.y + std::min(area.y * 0.6f, 300.0f) + 20),
+                                        ImGui::GetColorU32(ImGuiCol_TextDisabled), "x head\nmax");
+}
+
+}  // namespace attnscope::app

@@ -1,0 +1,116 @@
+// Projections panel: one head's W_Q, W_K, W_V and biases, and W_O, as editable tables, with identity,
+// random, zero and copy-from-head actions. A per-head edit recomputes only that head.
+#include <string>
+
+#include "attnscope/error.h"
+#include "attnscope/scene_edit.h"
+#include "panels.h"
+#include "ui_probe.h"
+
+namespace attnscope::app {
+
+namespace {
+
+// Fill actions for one matrix; `set` writes the new matrix into a scene copy.
+void fillButtons(AppState& state, ViewState& view, const char* id, int rows, int cols, int head,
+                 const std::function<void(Scene&, Matrix)>& set) {
+  ImGui::PushID(id);
+  if (ImGui::SmallButton("identity"))
+    state.edit(std::string(id) + " identity", [&](Scene& s) { set(s, identityMatrix(rows, cols)); }, head);
+  ImGui::SameLine();
+  if (ImGui::SmallButton("random"))
+    state.edit(std::string(id) + " random",
+               [&](Scene& s) { set(s, randomMatrix(rows, cols, 1.0f / std::sqrt(static_cast<float>(rows)), view.seed++)); },
+               head);
+  ImGui::SameLine();
+  if (ImGui::SmallButton("zero"))
+    state.edit(std::string(id) + " zero", [&](Scene& s) { set(s, Matrix::Zero(rows, cols)); }, head);
+  ImGui::PopID();
+}
+
+void biasRow(AppState& state, const char* label, const std::optional<RowVector>& bias, int size, int head,
+             std::optional<RowVector> HeadParams::*member) {
+  ImGui::PushID(label);
+  bool on = bias.has_value();
+  if (ImGui::Checkbox(label, &on))
+    state.edit(label, [&](Scene& s) {
+      auto& b = s.heads[static_cast<std::size_t>(head)].*member;
+      if (on) b = RowVector::Zero(size);
+      else b.reset();
+    }, head);
+  if (bias) {
+    Matrix as_matrix = *bias, edited;
+    bool continuing = false;
+    if (matrixTable("bias", as_matrix, edited, continuing))
+      state.edit(label, [&](Scene& s) { s.heads[static_cast<std::size_t>(head)].*member = RowVector(edited.row(0)); },
+                 head, continuing);
+  }
+  ImGui::PopID();
+}
+
+}  // namespace
+
+void drawProjectionsPanel(AppState& state, ViewState& view) {
+  const Scene& scene = state.scene();
+  const int heads = scene.numHeads();
+  view.projection_head = std::clamp(view.projection_head, 0, heads - 1);
+  const int h = view.projection_head;
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
+  int shown = h + 1;
+  if (ImGui::SliderInt("head", &shown, 1, heads)) view.projection_head = shown - 1;
+  ImGui::SameLine();
+  static int copy_from = 1;
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 3);
+  ImGui::InputInt("##copy_from", &copy_from, 0);
+  ImGui::SameLine();
+  if (ImGui::Button("copy from head"))
+    state.edit("copy head", [&](Scene& s) {
+      const int from = copy_from - 1;
+      if (from < 0 || from >= s.numHeads())
+        throw InputError("copy from head", "1 to " + std::to_string(s.numHeads()), std::to_string(copy_from));
+      s.heads[static_cast<std::size_t>(h)] = s.heads[static_cast<std::size_t>(from)];
+    });
+  showEditError(state);
+
+  const HeadParams& p = scene.heads[static_cast<std::size_t>(h)];
+  const int d = scene.d_model;
+  const struct {
+    const char* name;
+    const Matrix& m;
+    Matrix HeadParams::*member;
+  } mats[] = {{"W_Q (d_model x d_k)", p.w_q, &HeadParams::w_q},
+              {"W_K (d_model x d_k)", p.w_k, &HeadParams::w_k},
+              {"W_V (d_model x d_v)", p.w_v, &HeadParams::w_v}};
+  for (const auto& entry : mats) {
+    sectionHeader(entry.name);
+    auto member = entry.member;
+    fillButtons(state, view, entry.name, d, static_cast<int>(entry.m.cols()), h,
+                [h, member](Scene& s, Matrix m) { s.heads[static_cast<std::size_t>(h)].*member = std::move(m); });
+    Matrix edited;
+    bool continuing = false;
+    if (matrixTable(entry.name, entry.m, edited, continuing))
+      state.edit(entry.name, [&](Scene& s) { s.heads[static_cast<std::size_t>(h)].*member = edited; }, h,
+                 continuing);
+  }
+  sectionHeader("Biases");
+  biasRow(state, "b_Q", p.b_q, p.dK(), h, &HeadParams::b_q);
+  biasRow(state, "b_K", p.b_k, p.dK(), h, &HeadParams::b_k);
+  biasRow(state, "b_V", p.b_v, p.dV(), h, &HeadParams::b_v);
+
+  sectionHeader("W_O (sum of d_v x d_model), all heads");
+  bool has_w_o = scene.w_o.has_value();
+  if (ImGui::Checkbox("use W_O (off: the output is the concatenation)", &has_w_o))
+    state.edit("W_O", [&](Scene& s) {
+      if (has_w_o) s.w_o = identityMatrix(s.concatWidth(), s.d_model);
+      else s.w_o.reset(), s.b_o.reset();
+    });
+  if (scene.w_o) {
+    fillButtons(state, view, "W_O", scene.concatWidth(), d, -1, [](Scene& s, Matrix m) { s.w_o = std::move(m); });
+    Matrix edited;
+    bool continuing = false;
+    if (matrixTable("W_O", *scene.w_o, edited, continuing))
+      state.edit("W_O", [&](Scene& s) { s.w_o = edited; }, -1, continuing);
+  }
+}
+
+}  // namespace attnscope::app

@@ -1,0 +1,88 @@
+// Widgets the panels share: editable matrix tables, integer steppers, inline edit errors.
+#include <string>
+
+#include "panels.h"
+#include "ui_probe.h"
+
+namespace attnscope::app {
+
+namespace {
+bool g_fresh_gesture = false;  // an item became active and has not changed anything yet
+}
+
+bool continuesGesture(bool changed) {
+  if (ImGui::IsItemActivated()) g_fresh_gesture = true;
+  if (!changed) return false;
+  const bool continuing = !g_fresh_gesture;
+  g_fresh_gesture = false;
+  return continuing;
+}
+
+bool matrixTable(const char* id, const Matrix& m, Matrix& out, bool& continuing, float cell_width) {
+  if (m.size() == 0) return false;
+  const float width = cell_width > 0 ? cell_width : ImGui::GetFontSize() * 3.6f;
+  bool changed = false;
+  const int cols = static_cast<int>(std::min<Eigen::Index>(m.cols(), 63));
+  if (!ImGui::BeginTable(id, cols + 1, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_ScrollX |
+                                           ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV,
+                         ImVec2(0, 0)))
+    return false;
+  for (Eigen::Index i = 0; i < m.rows(); ++i) {
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    ImGui::TextDisabled("%ld", static_cast<long>(i));
+    for (int j = 0; j < cols; ++j) {
+      ImGui::TableNextColumn();
+      float value = m(i, j);
+      ImGui::PushID(static_cast<int>(i * 64 + j));
+      ImGui::SetNextItemWidth(width);
+      const bool edited = ImGui::DragFloat("##v", &value, 0.01f, 0.0f, 0.0f, "%.3f");
+      const bool continues = continuesGesture(edited);
+      if (edited) {
+        continuing = continues;
+        if (!changed) out = m;
+        out(i, j) = value;
+        changed = true;
+      }
+      ImGui::PopID();
+    }
+  }
+  ImGui::EndTable();
+  return changed;
+}
+
+bool stepperInt(const char* label, const std::string& probe, int& value, int min, int max) {
+  ImGui::PushID(label);
+  const int before = value;
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextUnformatted(label);
+  ImGui::SameLine(ImGui::GetFontSize() * 6.5f);
+  if (ImGui::Button("-", ImVec2(ImGui::GetFrameHeight(), 0)) && value > min) --value;
+  probeItem(probe + ".minus");
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 4.0f);
+  int typed = value;
+  if (ImGui::InputInt("##value", &typed, 0, 0, ImGuiInputTextFlags_EnterReturnsTrue))
+    value = std::max(min, std::min(max, typed));
+  probeItem(probe);
+  ImGui::SameLine();
+  if (ImGui::Button("+", ImVec2(ImGui::GetFrameHeight(), 0)) && value < max) ++value;
+  probeItem(probe + ".plus");
+  ImGui::PopID();
+  return value != before;
+}
+
+void sectionHeader(const char* title) {
+  ImGui::Spacing();
+  ImGui::TextColored(ImVec4(0.55f, 0.75f, 1.0f, 1.0f), "%s", title);
+  ImGui::Separator();
+}
+
+void showEditError(const AppState& state) {
+  if (state.editError().empty()) return;
+  ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.4f, 1.0f));
+  ImGui::TextWrapped("Not applied: %s", state.editError().c_str());
+  ImGui::PopStyleColor();
+}
+
+}  // namespace attnscope::app

@@ -1,0 +1,48 @@
+// Scripted input (`--script FILE`): mouse moves, clicks, keys and text fed through ImGui's own input state
+// (io.MousePos, io.MouseDown, io.KeysDown, io.AddInputCharacter), one step per frame, so the GUI tests use the
+// window as a person would. Targets are widget names recorded by ui_probe ("model.heads.plus"), a cell
+// ("cell HEAD ROW COL") or pixels ("x y").
+//
+// Commands, one a line (# starts a comment):
+//   wait N                 render N frames
+//   move TARGET            put the mouse over the target
+//   click TARGET           move, press, release the left button
+//   wheel TARGET STEPS     mouse wheel over the target
+//   key NAME [ctrl]        press and release a key: Left Right Up Down Enter Escape Tab Backspace A..Z
+//   text STRING            type the characters
+//   screenshot PATH        write the window to PNG
+//   layout PATH            write the widget rectangles as JSON (for the pixel checks)
+//   quit                   exit (status 0)
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <imgui.h>
+
+#include "app_state.h"
+
+namespace attnscope::app {
+
+class ScriptInput {
+ public:
+  // Reads the script; throws InputError naming the line on an unknown command.
+  explicit ScriptInput(const std::string& path);
+  // Before ImGui::NewFrame (after the platform backend's NewFrame): overrides this frame's input.
+  void apply(ImGuiIO& io, const AppState& state);
+  // After rendering, before the buffers swap: runs screenshot/layout commands. Returns false on `quit`.
+  bool afterRender(const std::function<void(const std::string&)>& screenshot);
+  bool done() const { return line_ >= lines_.size(); }
+
+ private:
+  bool resolveTarget(const std::vector<std::string>& words, std::size_t first, const AppState& state, ImVec2& at) const;
+  std::vector<std::string> lines_;
+  std::size_t line_ = 0;
+  int phase_ = 0;       // progress through the current command (frames)
+  ImVec2 mouse_{-1, -1};
+  bool quit_ = false;
+  std::string pending_screenshot_, pending_layout_;
+};
+
+}  // namespace attnscope::app
