@@ -108,6 +108,7 @@ void drawWalkthroughPanel(AppState& state, ViewState& view) {
   ImGui::Spacing();
   ImGui::TextColored(ImVec4(0.55f, 0.75f, 1.0f, 1.0f), "%s", step.title.c_str());
   probeItem("walk.title");
+  probeItem("walk.step" + std::to_string(view.walk_step));  // which step is shown, for the GUI test
   if (!step.note.empty()) ImGui::TextWrapped("%s", step.note.c_str());
   for (const StepMatrix& sm : step.matrices) {
     sectionHeader(sm.name.c_str());

@@ -1,0 +1,195 @@
+// Pixel checks on the window's screenshots (tests/gui). The expected weights are worked out here in double
+// from seed 001's printed W matrices and the worked example's X, independently of the engine; the engine's
+// colour map (colorAt, kMaskedColor) says which colour a weight must be drawn in.
+// Usage: gui_check TEST ARTIFACT_DIR   (reads window.png and layout.json there)
+#include <stb_image.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "attnscope/colormap.h"
+
+using attnscope::ColorMap;
+using attnscope::Rgb8;
+
+namespace {
+
+using Grid = std::vector<std::vector<double>>;  // (rows, cols)
+
+struct Image {
+  int w = 0, h = 0;
+  std::vector<unsigned char> rgb;
+  Rgb8 at(int x, int y) const {
+    const unsigned char* p = &rgb[(static_cast<std::size_t>(y) * static_cast<std::size_t>(w) + static_cast<std::size_t>(x)) * 3];
+    return Rgb8{p[0], p[1], p[2]};
+  }
+};
+
+Image loadPng(const std::string& path) {
+  Image img;
+  int channels = 0;
+  unsigned char* data = stbi_load(path.c_str(), &img.w, &img.h, &channels, 3);
+  if (!data) throw std::runtime_error("cannot read " + path);
+  img.rgb.assign(data, data + static_cast<std::size_t>(img.w) * static_cast<std::size_t>(img.h) * 3);
+  stbi_image_free(data);
+  return img;
+}
+
+nlohmann::json loadLayout(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  return nlohmann::json::parse(in);
+}
+
+Grid mul(const Grid& a, const Grid& b) {
+  Grid c(a.size(), std::vector<double>(b[0].size(), 0.0));
+  for (std::size_t i = 0; i < a.size(); ++i)
+    for (std::size_t k = 0; k < b.size(); ++k)
+      for (std::size_t j = 0; j < b[0].size(); ++j) c[i][j] += a[i][k] * b[k][j];
+  return c;
+}
+
+// Seed 001's worked example: X (3 x 4), W_Q and W_K of both heads (4 x 2) as printed.
+const Grid kX = {{1, 0, 1, 0}, {0, 1, 0, 1}, {1, 1, 0, 0}};
+const Grid kWq[2] = {{{1, 0}, {0, 1}, {0, 0}, {0, 0}}, {{0, 0}, {0, 0}, {1, 0}, {0, 1}}};
+const Grid kWk[2] = {{{0, 1}, {1, 0}, {0, 0}, {0, 0}}, {{0, 0}, {0, 0}, {0, 1}, {1, 0}}};
+
+// softmax(Q K^T / sqrt(2)) row by row; causal: keys after the query are left out (weight 0).
+Grid expectedWeights(int head, bool causal) {
+  const Grid q = mul(kX, kWq[head]), k = mul(kX, kWk[head]);
+  Grid w(3, std::vector<double>(3, 0.0));
+  for (int i = 0; i < 3; ++i) {
+    double sum = 0;
+    for (int j = 0; j < 3; ++j) {
+      if (causal && j > i) continue;
+      const double s = (q[i][0] * k[j][0] + q[i][1] * k[j][1]) / std::sqrt(2.0);
+      sum += (w[i][j] = std::exp(s));
+    }
+    for (int j = 0; j < 3; ++j) w[i][j] /= sum;
+  }
+  return w;
+}
+
+struct Checker {
+  Image img;
+  nlohmann::json layout;
+  int failures = 0;
+
+  std::vector<float> rect(const std::string& id) const {
+    if (!layout.contains(id)) throw std::runtime_error("layout has no '" + id + "'");
+    return layout[id].get<std::vector<float>>();
+  }
+  // Centre pixel of cell (i, j) of a map with n_q x n_k cells.
+  Rgb8 cell(const std::string& map, int i, int j, int n_q, int n_k) const {
+    const std::vector<float> r = rect(map);
+    const float x = r[0] + (r[2] - r[0]) * (static_cast<float>(j) + 0.5f) / static_cast<float>(n_k);
+    const float y = r[1] + (r[3] - r[1]) * (static_cast<float>(i) + 0.5f) / static_cast<float>(n_q);
+    return img.at(static_cast<int>(x), static_cast<int>(y));
+  }
+  void expect(bool ok, const std::string& what) {
+    if (!ok) ++failures;
+    std::printf("%s  %s\n", ok ? "ok  " : "FAIL", what.c_str());
+  }
+  static std::string str(Rgb8 c) {
+    return "(" + std::to_string(c.r) + "," + std::to_string(c.g) + "," + std::to_string(c.b) + ")";
+  }
+  // The shader and colorAt both take the nearest of 256 entries; the window draws the float32 weight, this
+  // check computes in double, so a weight within 1e-5 of a boundary between two entries may show either.
+  void expectWeightColor(const std::string& map, int head, int i, int j, double w) {
+    const Rgb8 got = cell(map, i, j, 3, 3);
+    const Rgb8 lo = attnscope::colorAt(ColorMap::Viridis, static_cast<float>(w - 1e-5));
+    const Rgb8 hi = attnscope::colorAt(ColorMap::Viridis, static_cast<float>(w + 1e-5));
+    char what[160];
+    std::snprintf(what, sizeof what, "head %d cell (%d,%d): weight %.4f -> colour %s, drawn %s", head + 1, i, j, w,
+                  str(attnscope::colorAt(ColorMap::Viridis, static_cast<float>(w))).c_str(), str(got).c_str());
+    expect(got == lo || got == hi, what);
+  }
+  void expectWorkedExample(int heads_to_check, bool causal) {
+    for (int h = 0; h < heads_to_check; ++h) {
+      const Grid w = expectedWeights(h, causal);
+      const std::string map = "head" + std::to_string(h) + ".map";
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) {
+          if (causal && j > i) {
+            const Rgb8 got = cell(map, i, j, 3, 3);
+            expect(got == attnscope::kMaskedColor,
+                   "head " + std::to_string(h + 1) + " cell (" + std::to_string(i) + "," + std::to_string(j) +
+                       ") masked: drawn " + str(got));
+          } else {
+            expectWeightColor(map, h, i, j, w[i][j]);
+          }
+        }
+    }
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: gui_check TEST ARTIFACT_DIR\n");
+    return 2;
+  }
+  const std::string test = argv[1], dir = argv[2];
+  try {
+    Checker c{loadPng(dir + "/window.png"), loadLayout(dir + "/layout.json")};
+    c.expect(c.img.w == 1280 && c.img.h == 800, "screenshot is 1280 x 800: " + std::to_string(c.img.w) + " x " +
+                                                    std::to_string(c.img.h));
+    if (test == "worked_example") {
+      c.expect(c.layout.contains("head1.map") && !c.layout.contains("head2.map"), "two heatmaps");
+      c.expectWorkedExample(2, false);
+    } else if (test == "causal_mask") {
+      c.expectWorkedExample(2, true);
+    } else if (test == "four_heads") {
+      for (int h = 0; h < 4; ++h) c.expect(c.layout.contains("head" + std::to_string(h) + ".map"), "heatmap " + std::to_string(h + 1) + " shown");
+      c.expect(!c.layout.contains("head4.map"), "no fifth heatmap");
+      c.expectWorkedExample(2, false);  // the first two heads keep their projections
+      // The new heads are random: each cell must still be drawn in a colour of the map.
+      const auto& table = attnscope::colorMapTable(ColorMap::Viridis);
+      const std::set<std::tuple<int, int, int>> colours = [&] {
+        std::set<std::tuple<int, int, int>> s;
+        for (const Rgb8& e : table) s.insert({e.r, e.g, e.b});
+        return s;
+      }();
+      for (int h = 2; h < 4; ++h)
+        for (int i = 0; i < 3; ++i)
+          for (int j = 0; j < 3; ++j) {
+            const Rgb8 got = c.cell("head" + std::to_string(h) + ".map", i, j, 3, 3);
+            c.expect(colours.count({got.r, got.g, got.b}) == 1,
+                     "head " + std::to_string(h + 1) + " cell drawn in a colour-map colour " + Checker::str(got));
+          }
+    } else if (test == "hover") {
+      const Image before = loadPng(dir + "/before.png");
+      const std::vector<float> r = c.rect("head0.map");
+      const float cw = (r[2] - r[0]) / 3, ch = (r[3] - r[1]) / 3;
+      // cell (1, 0): the 2-pixel white outline sits on the cell's edge; inside, the colour is unchanged
+      const int left = static_cast<int>(r[0]), top = static_cast<int>(r[1] + ch);
+      bool white = false;  // the anti-aliased line is fully white on one of the pixels around the edge
+      for (int x = left - 1; x <= left + 1; ++x) white = white || c.img.at(x, top + static_cast<int>(ch / 2)) == Rgb8{255, 255, 255};
+      c.expect(white, "hovered cell's left edge outlined in white");
+      c.expectWeightColor("head0.map", 0, 1, 0, expectedWeights(0, false)[1][0]);
+      // the tooltip opens below and right of the mouse: a region there changed from before the hover
+      int changed = 0;
+      const int mx = static_cast<int>(r[0] + cw / 2), my = static_cast<int>(r[1] + 1.5f * ch);
+      for (int y = my + 20; y < my + 60; ++y)
+        for (int x = mx + 20; x < mx + 120; ++x) changed += !(c.img.at(x, y) == before.at(x, y));
+      c.expect(changed > 1000, "tooltip drawn next to the mouse (" + std::to_string(changed) + " of 4000 pixels changed)");
+    } else if (test == "walkthrough") {
+      // Next, Right, Right, Left: the third step (index 2) is shown.
+      c.expect(c.layout.contains("walk.step2"), "walkthrough on step 3 after Next, Right, Right, Left");
+    } else {
+      std::fprintf(stderr, "gui_check: unknown test %s\n", test.c_str());
+      return 2;
+    }
+    std::printf("%s: %d failure(s)\n", test.c_str(), c.failures);
+    return c.failures == 0 ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gui_check: %s\n", e.what());
+    return 1;
+  }
+}

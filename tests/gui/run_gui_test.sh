@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# One GUI test: starts Xvfb on a free display, runs the window with scripts/NAME.txt (where @OUT@ becomes the
+# artifact folder), then checks the screenshots with gui_check. Usage:
+#   run_gui_test.sh NAME ATTNSCOPE GUI_CHECK SCRIPTS_DIR ARTIFACTS_DIR
+set -euo pipefail
+name=$1 app=$2 check=$3 scripts=$4 artifacts=$5
+out="$artifacts/$name"
+rm -rf "$out" && mkdir -p "$out"
+
+# A free display number: no lock file and no socket. Xvfb itself refuses a taken one, so retry a few times.
+xvfb_pid=""
+cleanup() { if [[ -n "$xvfb_pid" ]]; then kill "$xvfb_pid" 2>/dev/null || true; wait "$xvfb_pid" 2>/dev/null || true; fi; }
+trap cleanup EXIT
+for display in $(seq $((100 + RANDOM % 400)) 600); do
+  [[ -e /tmp/.X$display-lock || -e /tmp/.X11-unix/X$display ]] && continue
+  Xvfb ":$display" -screen 0 1280x800x24 -nolisten tcp >"$out/xvfb.log" 2>&1 &
+  xvfb_pid=$!
+  for _ in $(seq 50); do
+    [[ -e /tmp/.X11-unix/X$display ]] && break
+    kill -0 "$xvfb_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if [[ -e /tmp/.X11-unix/X$display ]] && kill -0 "$xvfb_pid" 2>/dev/null; then break; fi
+  xvfb_pid=""
+done
+[[ -n "$xvfb_pid" ]] || { echo "run_gui_test: could not start Xvfb" >&2; exit 1; }
+
+sed "s|@OUT@|$out|g" "$scripts/$name.txt" >"$out/script.txt"
+# Mesa's software renderer (llvmpipe) under Xvfb; no terminal or display needed beyond this one.
+DISPLAY=":$display" LIBGL_ALWAYS_SOFTWARE=1 timeout 120 "$app" --script "$out/script.txt" </dev/null
+"$check" "$name" "$out"
