@@ -1,8 +1,10 @@
-// Heatmap textures and the draw callback that runs our heatmap shader in the middle of ImGui's draw list.
+// Heatmap textures, and the heatmap shader rendering each head's map into a texture of its on-screen size.
 #include "heatmap_view.h"
 
 #include <epoxy/gl.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -72,6 +74,10 @@ HeatmapRenderer::HeatmapRenderer() {
 }
 
 HeatmapRenderer::~HeatmapRenderer() {
+  for (Rendered& r : rendered_) {
+    glDeleteFramebuffers(1, &r.framebuffer);
+    glDeleteTextures(1, &r.texture);
+  }
   glDeleteTextures(static_cast<GLsizei>(head_textures_.size()), head_textures_.data());
   glDeleteTextures(1, &colormap_);
   glDeleteTextures(1, &mask_);
@@ -88,13 +94,12 @@ unsigned HeatmapRenderer::weightsTexture(const AppState& state, int head) const 
   return head_textures_[static_cast<std::size_t>(head)];
 }
 
-void HeatmapRenderer::beginFrame(const AppState& state) {
-  calls_.clear();
+void HeatmapRenderer::sync(const AppState& state) {
   const Scene& scene = state.scene();
   const int heads = scene.numHeads();
   glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
-  if (state.fullRevision() != full_revision_) {
-    full_revision_ = state.fullRevision();
+  if (state.fullRevision() != mask_revision_) {
+    mask_revision_ = state.fullRevision();
     // mask: (n_q, n_k) bytes, 255 = may attend
     MaskMatrix allowed = allowedMask(scene);
     for (Eigen::Index i = 0; i < allowed.size(); ++i) allowed.data()[i] = allowed.data()[i] ? 255 : 0;
@@ -104,9 +109,11 @@ void HeatmapRenderer::beginFrame(const AppState& state) {
   while (static_cast<int>(head_textures_.size()) < heads) {
     head_textures_.push_back(makeTexture());
     head_revisions_.push_back(~0u);
+    rendered_.emplace_back();
   }
   const bool cpu = state.backend().name() == "cpu";
-  draw_textures_.resize(static_cast<std::size_t>(heads));
+  sources_.resize(static_cast<std::size_t>(heads));
+  source_revisions_.resize(static_cast<std::size_t>(heads));
   for (int h = 0; h < heads; ++h) {
     const std::size_t at = static_cast<std::size_t>(h);
     if (cpu && head_revisions_[at] != state.headRevision(h)) {
@@ -117,7 +124,8 @@ void HeatmapRenderer::beginFrame(const AppState& state) {
                    GL_RED, GL_FLOAT, w.data());
       head_revisions_[at] = state.headRevision(h);
     }
-    draw_textures_[at] = weightsTexture(state, h);
+    sources_[at] = weightsTexture(state, h);
+    source_revisions_[at] = state.headRevision(h);
   }
   glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
   glBindTexture(GL_TEXTURE_2D, 0);
@@ -125,45 +133,66 @@ void HeatmapRenderer::beginFrame(const AppState& state) {
 
 void HeatmapRenderer::draw(ImDrawList* list, int head, ImVec2 p0, ImVec2 p1, const CellView& view, float lo,
                            float hi) {
-  calls_.push_back(DrawCall{this, draw_textures_[static_cast<std::size_t>(head)], ImVec4(p0.x, p0.y, p1.x, p1.y),
-                            view, lo, hi});
-  list->AddCallback(&HeatmapRenderer::renderCallback, &calls_.back());
-  list->AddCallback(ImDrawCallback_ResetRenderState, nullptr);  // ImGui's backend restores its own GL state
+  Rendered& r = rendered_[static_cast<std::size_t>(head)];
+  const int width = std::max(1, static_cast<int>(p1.x - p0.x)), height = std::max(1, static_cast<int>(p1.y - p0.y));
+  const std::size_t at = static_cast<std::size_t>(head);
+  const bool same_view = r.view.col0 == view.col0 && r.view.row0 == view.row0 && r.view.col1 == view.col1 &&
+                         r.view.row1 == view.row1;
+  if (r.width != width || r.height != height || !same_view || r.lo != lo || r.hi != hi || r.source != sources_[at] ||
+      r.source_revision != source_revisions_[at] || r.mask_revision != mask_revision_) {
+    r.width = width, r.height = height, r.view = view, r.lo = lo, r.hi = hi;
+    r.source = sources_[at], r.source_revision = source_revisions_[at], r.mask_revision = mask_revision_;
+    render(r, head, view, lo, hi);
+  }
+  // The texture's first row is the bottom of the map (GL), so v runs from 1 at the top to 0.
+  list->AddImage(reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(r.texture)), p0,
+                 ImVec2(p0.x + static_cast<float>(width), p0.y + static_cast<float>(height)), ImVec2(0, 1),
+                 ImVec2(1, 0));
 }
 
-void HeatmapRenderer::renderCallback(const ImDrawList*, const ImDrawCmd* cmd) {
-  const DrawCall& call = *static_cast<const DrawCall*>(cmd->UserCallbackData);
-  call.self->render(call, *cmd);
-}
+void HeatmapRenderer::render(Rendered& target, int head, const CellView& view, float lo, float hi) {
+  if (!target.texture) {
+    target.texture = makeTexture();
+    glGenFramebuffers(1, &target.framebuffer);
+  }
+  glBindTexture(GL_TEXTURE_2D, target.texture);
+  glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, target.width, target.height, 0, GL_RGBA, GL_UNSIGNED_BYTE, nullptr);
+  GLint previous_framebuffer = 0, previous_viewport[4] = {};
+  glGetIntegerv(GL_DRAW_FRAMEBUFFER_BINDING, &previous_framebuffer);
+  glGetIntegerv(GL_VIEWPORT, previous_viewport);
+  glBindFramebuffer(GL_FRAMEBUFFER, target.framebuffer);
+  glFramebufferTexture2D(GL_FRAMEBUFFER, GL_COLOR_ATTACHMENT0, GL_TEXTURE_2D, target.texture, 0);
+  glViewport(0, 0, target.width, target.height);
+  glDisable(GL_SCISSOR_TEST);
+  glDisable(GL_BLEND);
 
-void HeatmapRenderer::render(const DrawCall& call, const ImDrawCmd& cmd) const {
-  const ImGuiIO& io = ImGui::GetIO();
-  const ImVec2 scale = io.DisplayFramebufferScale;
-  const float fb_height = io.DisplaySize.y * scale.y;
-  // Clip to the ImGui window the heatmap sits in (the backend does this only for its own commands).
-  const ImVec4 clip = cmd.ClipRect;
-  glScissor(static_cast<GLint>(clip.x * scale.x), static_cast<GLint>(fb_height - clip.w * scale.y),
-            static_cast<GLsizei>((clip.z - clip.x) * scale.x), static_cast<GLsizei>((clip.w - clip.y) * scale.y));
   glUseProgram(program_);
   glBindVertexArray(vao_);
-  glUniform4f(glGetUniformLocation(program_, "u_rect"), call.rect.x, call.rect.y, call.rect.z, call.rect.w);
-  glUniform2f(glGetUniformLocation(program_, "u_display"), io.DisplaySize.x, io.DisplaySize.y);
-  glUniform4f(glGetUniformLocation(program_, "u_view"), call.view.col0, call.view.row0, call.view.col1,
-              call.view.row1);
-  glUniform2f(glGetUniformLocation(program_, "u_range"), call.lo, call.hi);
+  const float w = static_cast<float>(target.width), h = static_cast<float>(target.height);
+  glUniform4f(glGetUniformLocation(program_, "u_rect"), 0, 0, w, h);
+  glUniform2f(glGetUniformLocation(program_, "u_display"), w, h);
+  glUniform4f(glGetUniformLocation(program_, "u_view"), view.col0, view.row0, view.col1, view.row1);
+  glUniform2f(glGetUniformLocation(program_, "u_range"), lo, hi);
   glUniform3f(glGetUniformLocation(program_, "u_masked_color"), kMaskedColor.r / 255.0f, kMaskedColor.g / 255.0f,
               kMaskedColor.b / 255.0f);
   const struct {
     const char* name;
     GLuint texture;
-  } units[] = {{"u_weights", call.weights}, {"u_mask", mask_}, {"u_colormap", colormap_}};
+  } units[] = {{"u_weights", sources_[static_cast<std::size_t>(head)]}, {"u_mask", mask_}, {"u_colormap", colormap_}};
   for (int unit = 0; unit < 3; ++unit) {
     glActiveTexture(GL_TEXTURE0 + static_cast<GLenum>(unit));
     glBindTexture(GL_TEXTURE_2D, units[unit].texture);
     glUniform1i(glGetUniformLocation(program_, units[unit].name), unit);
   }
   glDrawArrays(GL_TRIANGLE_STRIP, 0, 4);
+
+  // Leave GL as ImGui's backend expects it between frames.
   glActiveTexture(GL_TEXTURE0);
+  glBindTexture(GL_TEXTURE_2D, 0);
+  glBindVertexArray(0);
+  glUseProgram(0);
+  glBindFramebuffer(GL_FRAMEBUFFER, static_cast<GLuint>(previous_framebuffer));
+  glViewport(previous_viewport[0], previous_viewport[1], previous_viewport[2], previous_viewport[3]);
 }
 
 }  // namespace attnscope::app

@@ -1,9 +1,8 @@
-// Heatmaps drawn on the GPU inside ImGui's draw lists: each head's weights live in an R32F texture (uploaded
-// from the CPU result, or the GPU backend's own resident texture) and a small shader maps them through the
-// colour map texture made from colorMapTable(ColorMap::Viridis).
+// Heatmaps drawn on the GPU: each head's weights live in an R32F texture (uploaded from the CPU result, or the
+// GPU backend's own resident texture) and a small shader maps them through the colour map texture made from
+// colorMapTable(ColorMap::Viridis) into a texture that ImGui shows as an image.
 #pragma once
 
-#include <deque>
 #include <vector>
 
 #include <imgui.h>
@@ -24,29 +23,33 @@ class HeatmapRenderer {
   HeatmapRenderer(const HeatmapRenderer&) = delete;
   HeatmapRenderer& operator=(const HeatmapRenderer&) = delete;
 
-  // Call once per frame before drawing: forgets last frame's draw calls, uploads what changed.
-  void beginFrame(const AppState& state);
-  // Adds head `head`'s heatmap over the screen rectangle [p0, p1); weights from `lo` to `hi` span the map.
+  // Call before drawing (after this frame's edits): uploads what changed since the last call.
+  void sync(const AppState& state);
+  // Adds head `head`'s heatmap over the screen rectangle [p0, p1) (whole pixels); weights from `lo` to `hi` span
+  // the colour map. The map is rendered by the heatmap shader into a texture of exactly that many pixels (level
+  // of detail: never larger than what can be shown), and only when the weights, the view or the size changed;
+  // every other frame just draws that texture.
   void draw(ImDrawList* list, int head, ImVec2 p0, ImVec2 p1, const CellView& view, float lo, float hi);
 
  private:
-  struct DrawCall {
-    HeatmapRenderer* self;
-    unsigned weights;
-    ImVec4 rect;
+  // One head's rendered map: an RGBA8 texture the size of its place on screen, and what it shows.
+  struct Rendered {
+    unsigned texture = 0, framebuffer = 0;
+    int width = 0, height = 0;
     CellView view;
-    float lo, hi;
+    float lo = 0, hi = 0;
+    unsigned source = 0, source_revision = ~0u, mask_revision = ~0u;
   };
-  static void renderCallback(const ImDrawList* list, const ImDrawCmd* cmd);
-  void render(const DrawCall& call, const ImDrawCmd& cmd) const;
+  void render(Rendered& target, int head, const CellView& view, float lo, float hi);
   unsigned weightsTexture(const AppState& state, int head) const;
 
   unsigned program_ = 0, vao_ = 0, colormap_ = 0, mask_ = 0;
   std::vector<unsigned> head_textures_;  // our own R32F copies of the CPU result, one per head
   std::vector<unsigned> head_revisions_;
-  std::vector<unsigned> draw_textures_;  // the texture each head is drawn from this frame
-  unsigned full_revision_ = ~0u;
-  std::deque<DrawCall> calls_;           // stable addresses until the frame is rendered
+  std::vector<unsigned> sources_;        // the weights texture each head is drawn from this frame
+  std::vector<unsigned> source_revisions_;
+  std::vector<Rendered> rendered_;
+  unsigned mask_revision_ = ~0u;
 };
 
 }  // namespace attnscope::app

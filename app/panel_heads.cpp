@@ -83,7 +83,7 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
   const float avail_w = p1.x - p0.x - label_w, avail_h = p1.y - p0.y - 2.4f * line;
   const float n_cols = cells.col1 - cells.col0, n_rows = cells.row1 - cells.row0;
   const float cell = std::max(0.01f, std::min(avail_w / n_cols, avail_h / n_rows));
-  const ImVec2 m0(p0.x + label_w, p0.y + 1.2f * line);
+  const ImVec2 m0(std::floor(p0.x + label_w), std::floor(p0.y + 1.2f * line));  // whole pixels: one texel each
   const ImVec2 m1(std::floor(m0.x + cell * n_cols), std::floor(m0.y + cell * n_rows));
   out.map_min = m0;
   out.map_max = m1;
@@ -169,6 +169,7 @@ void clampZoom(CellView& z, const Scene& scene) {
 }  // namespace
 
 void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer) {
+  renderer.sync(state);  // after the editors on the left have applied this frame's edits
   const Scene& scene = state.scene();
   const int heads = scene.numHeads();
   if (view.focus_head >= heads) view.focus_head = -1;

@@ -129,12 +129,15 @@ void presetsSection(AppState& state, ViewState& view) {
 
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 4);
   ImGui::InputInt("n##random", &view.random_n, 0);
+  probeItem("model.random.n");
   ImGui::SameLine();
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 3);
   ImGui::InputInt("h##random", &view.random_heads, 0);
+  probeItem("model.random.heads");
   ImGui::SameLine();
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 3.5f);
   ImGui::InputInt("d##random", &view.random_d_model, 0);
+  probeItem("model.random.d_model");
   int seed = static_cast<int>(view.seed);
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 4);
   if (ImGui::InputInt("seed", &seed, 0)) view.seed = static_cast<std::uint64_t>(std::max(0, seed));
