@@ -72,6 +72,9 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
   const HeadStats& stats = state.result().stats[static_cast<std::size_t>(head)];
   std::snprintf(title, sizeof title, "Head %d   entropy %.2f", head + 1, stats.entropy);
   list->AddText(p0, text_color, title);
+  const char* hint = "rows: queries, columns: keys";
+  if (ImGui::CalcTextSize(title).x + ImGui::CalcTextSize(hint).x + 3 * line < p1.x - p0.x)
+    list->AddText(ImVec2(p1.x - ImGui::CalcTextSize(hint).x - line, p0.y), ImGui::GetColorU32(ImGuiCol_TextDisabled), hint);
 
   float label_w = 0;
   for (const std::string& t : q_tokens) label_w = std::max(label_w, ImGui::CalcTextSize(t.c_str()).x);
@@ -89,6 +92,27 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
   out.map_max = m1;
   renderer.draw(list, head, m0, m1, cells, 0.0f, scaleTop(state, view, head));
   probeRect("head" + std::to_string(head) + ".map", m0, m1);
+
+  // Large cells carry their weight as text, low in the cell (the centre pixel stays the plain colour).
+  if (cell >= 2.6f * line) {
+    const Matrix& weights = state.result().heads[static_cast<std::size_t>(head)].weights;
+    const MaskMatrix allowed = allowedMask(scene);
+    const float top = scaleTop(state, view, head);
+    list->PushClipRect(m0, m1, true);
+    for (int i = std::max(0, static_cast<int>(cells.row0)); i < std::min(scene.nQ(), static_cast<int>(std::ceil(cells.row1))); ++i)
+      for (int j = std::max(0, static_cast<int>(cells.col0)); j < std::min(scene.nK(), static_cast<int>(std::ceil(cells.col1))); ++j) {
+        char text[16];
+        if (allowed(i, j)) std::snprintf(text, sizeof text, "%.3f", weights(i, j));
+        else std::snprintf(text, sizeof text, "masked");
+        const Rgb8 c = allowed(i, j) ? colorAt(ColorMap::Viridis, weights(i, j) / top) : kMaskedColor;
+        const bool dark = 0.299f * c.r + 0.587f * c.g + 0.114f * c.b < 140;
+        const ImVec2 size = ImGui::CalcTextSize(text);
+        list->AddText(ImVec2(m0.x + (static_cast<float>(j) + 0.5f - cells.col0) * cell - size.x * 0.5f,
+                             m0.y + (static_cast<float>(i + 1) - cells.row0) * cell - size.y - 0.12f * cell),
+                      dark ? IM_COL32(255, 255, 255, 230) : IM_COL32(20, 20, 20, 230), text);
+      }
+    list->PopClipRect();
+  }
 
   // Query labels (left), right-aligned, every `stride`-th so they do not overlap.
   const int first_row = std::max(0, static_cast<int>(std::floor(cells.row0)));
