@@ -38,8 +38,9 @@ float parseFloat(const json& v, const std::string& path) {
   if (!v.is_number()) throw InputError(path, "a number", describe(v));
   const double d = v.get<double>();
   const float f = static_cast<float>(d);
-  if (!std::isfinite(d) || !std::isfinite(f))
-    throw InputError(path, "a finite number within float32 range (magnitude below 3.4e38)", v.dump());
+  if (!std::isfinite(d) || !std::isfinite(f))  // JSON text cannot hold inf or NaN, but a json built in code can
+    throw InputError(path, "a finite number within float32 range (magnitude below 3.4e38)",
+                     std::isnan(d) ? "nan" : std::isinf(d) ? (d > 0 ? "inf" : "-inf") : v.dump());
   return f;
 }
 
