@@ -6,7 +6,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <string>
 
@@ -261,4 +263,20 @@ TEST(SceneJson, ResultJsonWritesMaskedScoresAsNull) {
   EXPECT_TRUE(j["heads"][1]["scores"][2][2].is_number());
   for (const char* key : {"tokens", "heads", "concat", "output", "similarity", "warnings"}) EXPECT_TRUE(j.contains(key)) << key;
   for (const char* key : {"q", "k", "v", "scores", "weights", "output", "stats"}) EXPECT_TRUE(j["heads"][1].contains(key)) << key;
+}
+
+TEST(SceneJson, TheReadmeExampleIsAValidScene) {
+  // The README's ```json block documents every key; it must stay a scene this program reads.
+  std::ifstream in(ATTNSCOPE_SOURCE_DIR "/README.md");
+  const std::string readme((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::size_t start = readme.find("```json\n");
+  ASSERT_NE(start, std::string::npos);
+  const std::size_t end = readme.find("```", start + 8);
+  const Scene s = sceneFromJson(json::parse(readme.substr(start + 8, end - start - 8)));
+  // Cross-attention with 2 keys, a causal mask and the second key padded, as the README describes.
+  EXPECT_EQ(s.nQ(), 3);
+  EXPECT_EQ(s.nK(), 2);
+  EXPECT_EQ(s.mask, MaskKind::Causal);
+  EXPECT_EQ(s.key_padding, (std::vector<std::uint8_t>{0, 1}));
+  EXPECT_EQ(s.scale, 0.5f);
 }

@@ -268,12 +268,14 @@ Scene loadSceneFile(const std::string& path) {
     throw InputError(path, "valid JSON", "a syntax error" + (from == std::string::npos ? ": " + what : what.substr(from)));
   } catch (const json::out_of_range& e) {
     // nlohmann refuses a number that overflows a double (1e999) while parsing, before any path is known.
-    std::string what = e.what();
-    const std::size_t from = what.find("number overflow parsing '");
-    std::string literal = from == std::string::npos ? what : what.substr(from + 25);
+    const std::string what = e.what();
+    const std::string marker = "number overflow parsing '";
+    const std::size_t from = what.find(marker);
+    if (from == std::string::npos) throw InputError(path, "valid JSON", what);
+    std::string literal = what.substr(from + marker.size());
     if (!literal.empty() && literal.back() == '\'') literal.pop_back();
     std::string where;
-    if (const std::size_t pos = text.find(literal); from != std::string::npos && pos != std::string::npos) {
+    if (const std::size_t pos = text.find(literal); pos != std::string::npos) {
       const std::size_t line = 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<long>(pos), '\n'));
       const std::size_t line_start = text.rfind('\n', pos);
       const std::size_t column = pos - (line_start == std::string::npos ? 0 : line_start + 1) + 1;
