@@ -113,8 +113,7 @@ void printStep(const Step& step, int number_of_step) {
   printWrapped(step.note, "  ");
   for (const StepMatrix& m : step.matrices) {
     std::printf("  %s (%ld x %ld)%s\n", m.name.c_str(), static_cast<long>(m.computed.rows()),
-                static_cast<long>(m.computed.cols()),
-                m.printed ? "  computed | as printed in the text" : "");
+                static_cast<long>(m.computed.cols()), m.printed ? "  computed | as printed in the text" : "");
     std::vector<std::string> left = matrixLines(m.computed, m.row_labels, m.col_labels, 4, false);
     if (m.printed) {
       const std::vector<std::string> right =
@@ -131,11 +130,12 @@ void printStep(const Step& step, int number_of_step) {
     const int decimals = printedDecimals(m.printed_tolerance);
     for (const Disagreement& d : m.disagreements) {
       const std::string tokens = entryTokens(m, d);
-      std::printf("differs: step %d \"%s\", head %d, matrix %s, entry (%d, %d)%s: printed %s, computed %s, "
-                  "difference %s\n",
-                  number_of_step, step.title.c_str(), step.head + 1, m.name.c_str(), d.row + 1, d.col + 1,
-                  tokens.empty() ? "" : (" " + tokens).c_str(), fixedNumber(d.printed, decimals).c_str(),
-                  number(d.computed).c_str(), number(d.difference(), 4, true).c_str());
+      std::printf(
+          "differs: step %d \"%s\", head %d, matrix %s, entry (%d, %d)%s: printed %s, computed %s, "
+          "difference %s\n",
+          number_of_step, step.title.c_str(), step.head + 1, m.name.c_str(), d.row + 1, d.col + 1,
+          tokens.empty() ? "" : (" " + tokens).c_str(), fixedNumber(d.printed, decimals).c_str(),
+          number(d.computed).c_str(), number(d.difference(), 4, true).c_str());
     }
   }
 }
@@ -152,12 +152,14 @@ int runWalkthrough(Args& args) {
   std::printf("attnscope walkthrough: %s; %d head%s, d_model %d, %d query and %d key tokens\n",
               files.empty() ? "the built-in worked example of seed 001" : files[0].c_str(), scene.numHeads(),
               scene.numHeads() == 1 ? "" : "s", scene.d_model, scene.nQ(), scene.nK());
-  std::printf("(rows and columns are counted from 1; a printed number differs when it is further than half a unit\n"
-              " of its last printed digit from the computed one)\n");
+  std::printf(
+      "(rows and columns are counted from 1; a printed number differs when it is further than half a unit\n"
+      " of its last printed digit from the computed one)\n");
   int compared = 0;
   for (std::size_t i = 0; i < walkthrough.steps.size(); ++i) {
     printStep(walkthrough.steps[i], static_cast<int>(i) + 1);
-    for (const StepMatrix& m : walkthrough.steps[i].matrices) compared += m.printed ? static_cast<int>(m.printed->size()) : 0;
+    for (const StepMatrix& m : walkthrough.steps[i].matrices)
+      compared += m.printed ? static_cast<int>(m.printed->size()) : 0;
   }
   std::printf("\n");
   if (compared == 0)

@@ -93,11 +93,12 @@ TEST(CliCompute, WorkedExampleJsonMatchesHandNumbers) {
   const double s0 = 1 + 2 * ea, s2 = 2 * ea + e2a, t = 2 + ea;
   // Head 1: scores [[0,a,a],[a,0,a],[a,a,2a]]; softmax rows [1,ea,ea]/s0, [ea,1,ea]/s0, [ea,ea,e2a]/s2.
   expectMatrix(j["heads"][0]["scores"], {{0, a, a}, {a, 0, a}, {a, a, 2 * a}}, "head 1 scores");
-  const std::vector<std::vector<double>> w1 = {{1 / s0, ea / s0, ea / s0}, {ea / s0, 1 / s0, ea / s0},
-                                               {ea / s2, ea / s2, e2a / s2}};
+  const std::vector<std::vector<double>> w1 = {
+      {1 / s0, ea / s0, ea / s0}, {ea / s0, 1 / s0, ea / s0}, {ea / s2, ea / s2, e2a / s2}};
   expectMatrix(j["heads"][0]["weights"], w1, "head 1 weights");
   expectMatrix(j["heads"][1]["v"], {{0, 1}, {0, 1}, {0, 2}}, "head 2 V");
-  const std::vector<std::vector<double>> w2 = {{1 / t, ea / t, 1 / t}, {ea / t, 1 / t, 1 / t}, {1. / 3, 1. / 3, 1. / 3}};
+  const std::vector<std::vector<double>> w2 = {
+      {1 / t, ea / t, 1 / t}, {ea / t, 1 / t, 1 / t}, {1. / 3, 1. / 3, 1. / 3}};
   expectMatrix(j["heads"][1]["weights"], w2, "head 2 weights");
   // Output = concat (W^O = I): [(2+ea)/s0, 0, 0, (3+ea)/t], [3ea/s0, 0, 0, (3+ea)/t], [1, 0, 0, 4/3].
   const std::vector<std::vector<double>> out = {
@@ -152,9 +153,10 @@ TEST(CliCompute, WrongShapeIsNamedAndAnExistingOutputIsLeftAlone) {
 
 TEST(CliCompute, UsageErrorsExitTwoWithOneLine) {
   for (const std::string& args :
-       {std::string("compute"), std::string("compute /nonexistent/scene.json"), "compute " + kExample + " --backend tpu",
-        "compute " + kExample + " --frobnicate", "compute " + kExample + " -o /nonexistent/dir/out.json",
-        "compute " + kExample + " " + kExample, std::string("walkthrough /nonexistent/scene.json")}) {
+       {std::string("compute"), std::string("compute /nonexistent/scene.json"),
+        "compute " + kExample + " --backend tpu", "compute " + kExample + " --frobnicate",
+        "compute " + kExample + " -o /nonexistent/dir/out.json", "compute " + kExample + " " + kExample,
+        std::string("walkthrough /nonexistent/scene.json")}) {
     const CommandRun r = attnscope(args);
     EXPECT_EQ(r.status, 2) << args;
     EXPECT_EQ(lines(r.err).size(), 1u) << args << ": " << r.err;

@@ -27,7 +27,8 @@ namespace {
 template <typename M>
 bool sameBits(const M& a, const M& b) {
   return a.rows() == b.rows() && a.cols() == b.cols() &&
-         (a.size() == 0 || std::memcmp(a.data(), b.data(), sizeof(typename M::Scalar) * static_cast<std::size_t>(a.size())) == 0);
+         (a.size() == 0 ||
+          std::memcmp(a.data(), b.data(), sizeof(typename M::Scalar) * static_cast<std::size_t>(a.size())) == 0);
 }
 template <typename V>
 bool sameOptional(const std::optional<V>& a, const std::optional<V>& b) {
@@ -148,8 +149,7 @@ TEST(SceneJson, WorkedExampleRoundTripsAndWritesShortNumbers) {
   const std::string text = formatJson(sceneToJson(s));
   expectSameScene(s, sceneFromJson(json::parse(text)));
   // Integral values are written as integers, a matrix one row per line.
-  EXPECT_NE(text.find("\"query\": [\n    [1, 0, 1, 0],\n    [0, 1, 0, 1],\n    [1, 1, 0, 0]\n  ]"),
-            std::string::npos)
+  EXPECT_NE(text.find("\"query\": [\n    [1, 0, 1, 0],\n    [0, 1, 0, 1],\n    [1, 1, 0, 0]\n  ]"), std::string::npos)
       << text;
   // 0.1f is written as 0.1, and reads back as 0.1f.
   Scene t = s;
@@ -171,9 +171,13 @@ TEST(SceneJson, EveryMalformedValueIsNamedByItsPath) {
     std::string message;
   };
   const std::vector<Case> cases = {
-      {"not an object", [](json& j) { j = json::array({1, 2}); },
+      {"not an object",
+       [](json& j) {
+         j = json::array({1, 2});
+       },
        "scene: expected a JSON object with \"format\": \"attnscope-scene\", got array [1,2]"},
-      {"wrong format", [](json& j) { j["format"] = "other"; }, "format: expected \"attnscope-scene\", got string \"other\""},
+      {"wrong format", [](json& j) { j["format"] = "other"; },
+       "format: expected \"attnscope-scene\", got string \"other\""},
       {"missing format", [](json& j) { j.erase("format"); },
        "format: expected \"attnscope-scene\", got nothing (the key is missing)"},
       {"wrong version", [](json& j) { j["version"] = 2; },
@@ -186,8 +190,13 @@ TEST(SceneJson, EveryMalformedValueIsNamedByItsPath) {
       {"d_model fraction", [](json& j) { j["d_model"] = 4.5; }, "d_model: expected a positive integer, got number 4.5"},
       {"d_model missing", [](json& j) { j.erase("d_model"); },
        "d_model: expected a positive integer, got nothing (the key is missing)"},
-      {"short query row", [](json& j) { j["query"][2] = {1, 1, 0}; }, "query[2]: expected 4 numbers, got 3"},
-      {"query row not a list", [](json& j) { j["query"][1] = 5; }, "query[1]: expected a row of 4 numbers, got number 5"},
+      {"short query row",
+       [](json& j) {
+         j["query"][2] = {1, 1, 0};
+       },
+       "query[2]: expected 4 numbers, got 3"},
+      {"query row not a list", [](json& j) { j["query"][1] = 5; },
+       "query[1]: expected a row of 4 numbers, got number 5"},
       {"string in query", [](json& j) { j["query"][1][2] = "abc"; },
        "query[1][2]: expected a number, got string \"abc\""},
       {"null in query", [](json& j) { j["query"][0][0] = nullptr; }, "query[0][0]: expected a number, got null"},
@@ -195,7 +204,10 @@ TEST(SceneJson, EveryMalformedValueIsNamedByItsPath) {
        "query[0][1]: expected a finite number within float32 range (magnitude below 3.4e38), got 1e+39"},
       {"non-finite (programmatic)", [](json& j) { j["heads"][0]["w_q"][0][0] = INFINITY; },
        "heads[0].w_q[0][0]: expected a finite number within float32 range (magnitude below 3.4e38), got inf"},
-      {"ragged w_k", [](json& j) { j["heads"][1]["w_k"][2] = {0, 1, 1}; },
+      {"ragged w_k",
+       [](json& j) {
+         j["heads"][1]["w_k"][2] = {0, 1, 1};
+       },
        "heads[1].w_k[2]: expected 2 numbers (as in row 0), got 3"},
       {"w_k shape", [](json& j) { j["heads"][1]["w_k"] = json::parse("[[0,0,0],[0,0,0],[0,1,0],[1,0,0]]"); },
        "heads[1].w_k: expected 4 x 2, got 4 x 3"},
@@ -204,23 +216,44 @@ TEST(SceneJson, EveryMalformedValueIsNamedByItsPath) {
       {"head not an object", [](json& j) { j["heads"][1] = 3; },
        "heads[1]: expected a head object with w_q, w_k, w_v, got number 3"},
       {"no heads", [](json& j) { j["heads"] = json::array(); }, "heads: expected 1 to 64 heads, got 0"},
-      {"bias length", [](json& j) { j["heads"][0]["b_q"] = {1, 2, 3}; }, "heads[0].b_q: expected 2 numbers, got 3"},
-      {"bias string", [](json& j) { j["heads"][0]["b_v"] = {1, "x"}; },
+      {"bias length",
+       [](json& j) {
+         j["heads"][0]["b_q"] = {1, 2, 3};
+       },
+       "heads[0].b_q: expected 2 numbers, got 3"},
+      {"bias string",
+       [](json& j) {
+         j["heads"][0]["b_v"] = {1, "x"};
+       },
        "heads[0].b_v[1]: expected a number, got string \"x\""},
       {"w_o shape", [](json& j) { j["w_o"] = json::parse("[[1,0,0,0]]"); }, "w_o: expected 4 x 4, got 1 x 4"},
-      {"tokens count", [](json& j) { j["query_tokens"] = {"a", "b"}; },
+      {"tokens count",
+       [](json& j) {
+         j["query_tokens"] = {"a", "b"};
+       },
        "query_tokens: expected 3 tokens (one per query row), got 2"},
-      {"token not a string", [](json& j) { j["query_tokens"][1] = 7; }, "query_tokens[1]: expected a string, got number 7"},
-      {"empty sequence", [](json& j) { j["query"] = json::array(); j["query_tokens"] = json::array(); },
+      {"token not a string", [](json& j) { j["query_tokens"][1] = 7; },
+       "query_tokens[1]: expected a string, got number 7"},
+      {"empty sequence",
+       [](json& j) {
+         j["query"] = json::array();
+         j["query_tokens"] = json::array();
+       },
        "query: expected at least 1 row (an empty sequence has nothing to attend), got 0 rows"},
       {"mask word", [](json& j) { j["mask"] = "upper"; },
        "mask: expected \"none\", \"causal\" or a list of rows of 0/1 (1 = may attend), got string \"upper\""},
       {"mask shape", [](json& j) { j["mask"] = json::parse("[[1,1,1],[1,1,1]]"); }, "mask: expected 3 x 3, got 2 x 3"},
       {"mask value", [](json& j) { j["mask"] = json::parse("[[1,1,1],[1,2,1],[1,1,1]]"); },
        "mask[1][1]: expected 0 or 1 (or false/true), got number 2"},
-      {"key_padding length", [](json& j) { j["key_padding"] = {0, 1}; },
+      {"key_padding length",
+       [](json& j) {
+         j["key_padding"] = {0, 1};
+       },
        "key_padding: expected 3 flags (one per key), got 2"},
-      {"key_padding value", [](json& j) { j["key_padding"] = {0, 1, 3}; },
+      {"key_padding value",
+       [](json& j) {
+         j["key_padding"] = {0, 1, 3};
+       },
        "key_padding[2]: expected 0 or 1 (or false/true), got number 3"},
       {"scale negative", [](json& j) { j["scale"] = -1; }, "scale: expected a finite number above 0, got -1.000000"},
       {"key width", [](json& j) { j["key"] = json::parse("[[1,2]]"); }, "key[0]: expected 4 numbers, got 2"},
@@ -246,8 +279,9 @@ TEST(SceneJson, FileErrorsNameThePathAndWhere) {
     loadSceneFile("/nonexistent/attnscope/scene.json");
     FAIL() << "no error";
   } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "scene file: expected a readable file, got '/nonexistent/attnscope/scene.json' (No such file or directory)");
+    EXPECT_EQ(
+        std::string(e.what()),
+        "scene file: expected a readable file, got '/nonexistent/attnscope/scene.json' (No such file or directory)");
   }
 }
 
@@ -261,8 +295,10 @@ TEST(SceneJson, ResultJsonWritesMaskedScoresAsNull) {
   EXPECT_EQ(j["heads"][0]["scores"][0], json::parse("[0, null, null]"));
   EXPECT_EQ(j["heads"][0]["weights"][0], json::parse("[1, 0, 0]"));
   EXPECT_TRUE(j["heads"][1]["scores"][2][2].is_number());
-  for (const char* key : {"tokens", "heads", "concat", "output", "similarity", "warnings"}) EXPECT_TRUE(j.contains(key)) << key;
-  for (const char* key : {"q", "k", "v", "scores", "weights", "output", "stats"}) EXPECT_TRUE(j["heads"][1].contains(key)) << key;
+  for (const char* key : {"tokens", "heads", "concat", "output", "similarity", "warnings"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  for (const char* key : {"q", "k", "v", "scores", "weights", "output", "stats"})
+    EXPECT_TRUE(j["heads"][1].contains(key)) << key;
 }
 
 TEST(SceneJson, TheReadmeExampleIsAValidScene) {

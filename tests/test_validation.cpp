@@ -69,7 +69,11 @@ TEST(Validation, EveryBadInputNamesFieldExpectedAndActual) {
       {"zero heads", [](Scene& s) { s.heads.clear(); }, "heads: expected 1 to 64 heads, got 0"},
       {"65 heads", [](Scene& s) { s.heads.resize(65, s.heads[0]); }, "heads: expected 1 to 64 heads, got 65"},
       {"d_model 0", [](Scene& s) { s.d_model = 0; }, "d_model: expected at least 1, got 0"},
-      {"empty sequence", [](Scene& s) { s.query.resize(0, 4); s.query_tokens.clear(); },
+      {"empty sequence",
+       [](Scene& s) {
+         s.query.resize(0, 4);
+         s.query_tokens.clear();
+       },
        "query: expected at least 1 row (an empty sequence has nothing to attend), got 0 rows"},
       {"query width", [](Scene& s) { s.query = Matrix::Ones(3, 5); }, "query: expected 3 x 4, got 3 x 5"},
       {"empty key", [](Scene& s) { s.key = Matrix(0, 4); }, "key: expected at least 1 row, got 0 rows"},
@@ -77,7 +81,10 @@ TEST(Validation, EveryBadInputNamesFieldExpectedAndActual) {
       {"value rows", [](Scene& s) { s.value = Matrix::Ones(2, 4); }, "value: expected 3 x 4, got 2 x 4"},
       {"query tokens", [](Scene& s) { s.query_tokens.pop_back(); },
        "query_tokens: expected 3 tokens (one per query row), got 2"},
-      {"key tokens", [](Scene& s) { s.key_tokens = {"x", "y"}; },
+      {"key tokens",
+       [](Scene& s) {
+         s.key_tokens = {"x", "y"};
+       },
        "key_tokens: expected 3 tokens (one per key row), got 2"},
       {"key rows without tokens", [](Scene& s) { s.key = Matrix::Ones(5, 4); },
        "key_tokens: expected 5 tokens (key rows differ in count from query rows), got none"},
@@ -91,24 +98,47 @@ TEST(Validation, EveryBadInputNamesFieldExpectedAndActual) {
       {"b_v", [](Scene& s) { s.heads[0].b_v = RowVector::Zero(2); }, "heads[0].b_v: expected 3 numbers, got 2"},
       {"w_o rows", [](Scene& s) { s.w_o = Matrix::Ones(4, 4); }, "w_o: expected 6 x 4, got 4 x 4"},
       {"b_o", [](Scene& s) { s.b_o = RowVector::Zero(6); }, "b_o: expected 4 numbers, got 6"},
-      {"b_o without w_o", [](Scene& s) { s.w_o.reset(); s.b_o = RowVector::Zero(4); },
+      {"b_o without w_o",
+       [](Scene& s) {
+         s.w_o.reset();
+         s.b_o = RowVector::Zero(4);
+       },
        "b_o: expected no b_o without w_o (the output is then the concatenation), got b_o"},
-      {"explicit mask shape", [](Scene& s) { s.mask = MaskKind::Explicit; s.explicit_mask = MaskMatrix::Ones(3, 2); },
+      {"explicit mask shape",
+       [](Scene& s) {
+         s.mask = MaskKind::Explicit;
+         s.explicit_mask = MaskMatrix::Ones(3, 2);
+       },
        "mask: expected 3 x 3, got 3 x 2"},
-      {"explicit mask value", [](Scene& s) { s.mask = MaskKind::Explicit; s.explicit_mask = MaskMatrix::Ones(3, 3);
-                                             s.explicit_mask(1, 1) = 2; },
+      {"explicit mask value",
+       [](Scene& s) {
+         s.mask = MaskKind::Explicit;
+         s.explicit_mask = MaskMatrix::Ones(3, 3);
+         s.explicit_mask(1, 1) = 2;
+       },
        "mask: expected 0 or 1 in every cell, got 2"},
-      {"key_padding length", [](Scene& s) { s.key_padding = {0, 1}; },
+      {"key_padding length",
+       [](Scene& s) {
+         s.key_padding = {0, 1};
+       },
        "key_padding: expected 3 flags (one per key), got 2"},
       {"scale zero", [](Scene& s) { s.scale = 0.0f; }, "scale: expected a finite number above 0, got 0.000000"},
       {"non-finite query", [inf](Scene& s) { s.query(2, 1) = inf; },
        "query: expected finite numbers, got inf at [2][1]"},
       {"NaN in w_v", [nan](Scene& s) { s.heads[1].w_v(3, 2) = nan; },
        "heads[1].w_v: expected finite numbers, got nan at [3][2]"},
-      {"non-finite bias", [inf](Scene& s) { s.heads[0].b_k = RowVector::Zero(2); (*s.heads[0].b_k)[1] = -inf; },
+      {"non-finite bias",
+       [inf](Scene& s) {
+         s.heads[0].b_k = RowVector::Zero(2);
+         (*s.heads[0].b_k)[1] = -inf;
+       },
        "heads[0].b_k: expected finite numbers, got -inf at [0][1]"},
       {"non-finite w_o", [nan](Scene& s) { (*s.w_o)(0, 0) = nan; }, "w_o: expected finite numbers, got nan at [0][0]"},
-      {"non-finite value", [inf](Scene& s) { s.value = Matrix::Ones(3, 4); (*s.value)(0, 3) = inf; },
+      {"non-finite value",
+       [inf](Scene& s) {
+         s.value = Matrix::Ones(3, 4);
+         (*s.value)(0, 3) = inf;
+       },
        "value: expected finite numbers, got inf at [0][3]"},
   };
   for (const BadCase& c : cases) {

@@ -85,9 +85,9 @@ TEST(WorkedExample, EveryMatrixMatchesTheHandArithmetic) {
   // softmax [a, 0, a] = [ea, 1, ea] / (1 + 2 ea);
   // softmax [a, a, 2a] = [ea, ea, e2a] / (2 ea + e2a) = [0.2483, 0.2483, 0.5035].
   const double s0 = 1 + 2 * ea, s2 = 2 * ea + e2a;
-  EXPECT_LT(maxDiff(h1.weights, mat(3, 3, {1 / s0, ea / s0, ea / s0, ea / s0, 1 / s0, ea / s0, ea / s2, ea / s2,
-                                           e2a / s2})),
-            kTol);
+  EXPECT_LT(
+      maxDiff(h1.weights, mat(3, 3, {1 / s0, ea / s0, ea / s0, ea / s0, 1 / s0, ea / s0, ea / s2, ea / s2, e2a / s2})),
+      kTol);
   // Output1 = weights V1: row 1 (2 + ea) / (1 + 2 ea) = 0.7967; row 2 3 ea / (1 + 2 ea) = 1.2033;
   // row 3 (2 ea + e2a) / (2 ea + e2a) = 1 exactly.
   EXPECT_LT(maxDiff(h1.output, mat(3, 2, {(2 + ea) / s0, 0, 3 * ea / s0, 0, 1, 0})), kTol);
@@ -100,13 +100,13 @@ TEST(WorkedExample, EveryMatrixMatchesTheHandArithmetic) {
   EXPECT_LT(maxDiff(h2.scores, mat(3, 3, {0, a, 0, a, 0, 0, 0, 0, 0})), kTol);
   // softmax [0, a, 0] = [1, ea, 1] / (2 + ea) = [0.2483, 0.5035, 0.2483]; the zero row gives 1/3 each.
   const double t = 2 + ea;
-  EXPECT_LT(maxDiff(h2.weights, mat(3, 3, {1 / t, ea / t, 1 / t, ea / t, 1 / t, 1 / t, 1. / 3, 1. / 3, 1. / 3})),
-            kTol);
+  EXPECT_LT(maxDiff(h2.weights, mat(3, 3, {1 / t, ea / t, 1 / t, ea / t, 1 / t, 1 / t, 1. / 3, 1. / 3, 1. / 3})), kTol);
   // Output2 second column = weights [1, 1, 2]: (1 + ea + 2) / (2 + ea) = 1.2483 for rows 1-2, 4/3 for row 3.
   EXPECT_LT(maxDiff(h2.output, mat(3, 2, {0, (3 + ea) / t, 0, (3 + ea) / t, 0, 4. / 3})), kTol);
 
   // Concat [Output1 | Output2]; W^O = I, so the output is the concat.
-  const Matrix concat = mat(3, 4, {(2 + ea) / s0, 0, 0, (3 + ea) / t, 3 * ea / s0, 0, 0, (3 + ea) / t, 1, 0, 0, 4. / 3});
+  const Matrix concat =
+      mat(3, 4, {(2 + ea) / s0, 0, 0, (3 + ea) / t, 3 * ea / s0, 0, 0, (3 + ea) / t, 1, 0, 0, 4. / 3});
   EXPECT_LT(maxDiff(r.concat, concat), kTol);
   EXPECT_LT(maxDiff(r.output, concat), kTol);
   EXPECT_TRUE(r.warnings.empty());
@@ -132,22 +132,13 @@ struct Expected {
 //   Q1, K1, V1, Q2, K2 agree everywhere.
 std::vector<Expected> handDisagreements() {
   const double s0 = 1 + 2 * ea, s2 = 2 * ea + e2a;
-  return {  // in step order: head 1's steps come before head 2's
-      {0, "scaled scores", 0, 0, 0.71, 0},
-      {0, "scaled scores", 0, 1, 0.00, a},
-      {0, "scaled scores", 0, 2, 1.41, a},
-      {0, "scaled scores", 1, 0, 0.00, a},
-      {0, "scaled scores", 1, 1, 0.71, 0},
-      {0, "weights", 0, 0, 0.30, 1 / s0},
-      {0, "weights", 0, 1, 0.15, ea / s0},
-      {0, "weights", 0, 2, 0.55, ea / s0},
-      {0, "weights", 1, 0, 0.21, ea / s0},
-      {0, "weights", 1, 1, 0.37, 1 / s0},
-      {0, "weights", 1, 2, 0.42, ea / s0},
-      {0, "weights", 2, 0, 0.21, ea / s2},
-      {0, "weights", 2, 1, 0.21, ea / s2},
-      {0, "weights", 2, 2, 0.58, e2a / s2},
-      {1, "V", 2, 1, 0, 2},
+  return {
+      // in step order: head 1's steps come before head 2's
+      {0, "scaled scores", 0, 0, 0.71, 0}, {0, "scaled scores", 0, 1, 0.00, a},  {0, "scaled scores", 0, 2, 1.41, a},
+      {0, "scaled scores", 1, 0, 0.00, a}, {0, "scaled scores", 1, 1, 0.71, 0},  {0, "weights", 0, 0, 0.30, 1 / s0},
+      {0, "weights", 0, 1, 0.15, ea / s0}, {0, "weights", 0, 2, 0.55, ea / s0},  {0, "weights", 1, 0, 0.21, ea / s0},
+      {0, "weights", 1, 1, 0.37, 1 / s0},  {0, "weights", 1, 2, 0.42, ea / s0},  {0, "weights", 2, 0, 0.21, ea / s2},
+      {0, "weights", 2, 1, 0.21, ea / s2}, {0, "weights", 2, 2, 0.58, e2a / s2}, {1, "V", 2, 1, 0, 2},
   };
 }
 
@@ -161,7 +152,8 @@ TEST(WorkedExample, WalkthroughReportsExactlyTheHandFoundDisagreements) {
   for (const Step& step : w.steps)
     for (const StepMatrix& m : step.matrices) {
       if (m.printed) ++printed_matrices;
-      for (const Disagreement& d : m.disagreements) found.push_back({step.head, m.name, d.row, d.col, d.printed, d.computed});
+      for (const Disagreement& d : m.disagreements)
+        found.push_back({step.head, m.name, d.row, d.col, d.printed, d.computed});
     }
   // Q1, K1, V1, Q2, K2, V2, head-1 scaled scores and weights.
   EXPECT_EQ(printed_matrices, 8);
@@ -184,8 +176,12 @@ TEST(WorkedExample, StepsComeInTheDocumentedOrder) {
   const Walkthrough w = buildWalkthrough(scene, CpuBackend(1).compute(scene));
   std::vector<std::string> titles;
   for (const Step& step : w.steps) titles.push_back(step.title);
-  const std::vector<std::string> per_head = {"Q = X W_Q", "K = X W_K", "V = X W_V", "scores = Q K^T",
-                                             "scaled scores = Q K^T * scale", "weights = softmax(scaled scores)",
+  const std::vector<std::string> per_head = {"Q = X W_Q",
+                                             "K = X W_K",
+                                             "V = X W_V",
+                                             "scores = Q K^T",
+                                             "scaled scores = Q K^T * scale",
+                                             "weights = softmax(scaled scores)",
                                              "output = weights V"};
   std::vector<std::string> want = {"Input X"};
   for (int h = 1; h <= 2; ++h)
@@ -218,8 +214,8 @@ TEST(WorkedExample, EditingTheSceneDropsOnlyTheComparisonsItInvalidates) {
 
   Scene changed_w2v = workedExampleScene();
   changed_w2v.heads[1].w_v(0, 0) = 1;
-  EXPECT_EQ(printedOf(changed_w2v), (std::vector<std::string>{"1 Q", "1 K", "1 V", "1 scaled scores", "1 weights",
-                                                               "2 Q", "2 K"}));
+  EXPECT_EQ(printedOf(changed_w2v),
+            (std::vector<std::string>{"1 Q", "1 K", "1 V", "1 scaled scores", "1 weights", "2 Q", "2 K"}));
 
   Scene causal = workedExampleScene();
   causal.mask = MaskKind::Causal;

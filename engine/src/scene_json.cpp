@@ -40,7 +40,9 @@ float parseFloat(const json& v, const std::string& path) {
   const float f = static_cast<float>(d);
   if (!std::isfinite(d) || !std::isfinite(f))  // JSON text cannot hold inf or NaN, but a json built in code can
     throw InputError(path, "a finite number within float32 range (magnitude below 3.4e38)",
-                     std::isnan(d) ? "nan" : std::isinf(d) ? (d > 0 ? "inf" : "-inf") : v.dump());
+                     std::isnan(d)   ? "nan"
+                     : std::isinf(d) ? (d > 0 ? "inf" : "-inf")
+                                     : v.dump());
   return f;
 }
 
@@ -106,16 +108,15 @@ void checkKeys(const json& object, const std::string& path, const std::vector<st
   }
 }
 
-const json& required(const json& object, const std::string& key, const std::string& path,
-                     const std::string& expected) {
+const json& required(const json& object, const std::string& key, const std::string& path, const std::string& expected) {
   const auto it = object.find(key);
   if (it == object.end()) throw InputError(path + key, expected, "nothing (the key is missing)");
   return *it;
 }
 
-const std::vector<std::string> kSceneKeys = {"format", "version", "description", "d_model", "query_tokens",
-                                             "key_tokens", "query", "key", "value", "heads", "w_o", "b_o",
-                                             "mask", "key_padding", "scale"};
+const std::vector<std::string> kSceneKeys = {"format",     "version", "description", "d_model",     "query_tokens",
+                                             "key_tokens", "query",   "key",         "value",       "heads",
+                                             "w_o",        "b_o",     "mask",        "key_padding", "scale"};
 const std::vector<std::string> kHeadKeys = {"w_q", "w_k", "w_v", "b_q", "b_k", "b_v"};
 constexpr const char* kFormat = "attnscope-scene";
 constexpr int kVersion = 1;
@@ -167,16 +168,19 @@ ordered_json vectorJson(const RowVector& v) {
   return out;
 }
 
+// Bytes that are not UTF-8 (a token typed in the window, say) are written as U+FFFD rather than failing the save.
+std::string dumpScalar(const ordered_json& v) { return v.dump(-1, ' ', false, ordered_json::error_handler_t::replace); }
+
 void formatInto(const ordered_json& j, int indent, std::string& out) {
   const auto scalar = [](const ordered_json& v) { return !v.is_array() && !v.is_object(); };
   if (scalar(j)) {
-    out += j.dump();
+    out += dumpScalar(j);
     return;
   }
   const bool flat = j.empty() || (j.is_array() && std::all_of(j.begin(), j.end(), scalar));
   if (flat) {  // a list of numbers (a matrix row) stays on one line: [1, 0, 2]
     out += j.is_array() ? "[" : "{";
-    for (auto it = j.begin(); it != j.end(); ++it) out += (it == j.begin() ? "" : ", ") + it->dump();
+    for (auto it = j.begin(); it != j.end(); ++it) out += (it == j.begin() ? "" : ", ") + dumpScalar(*it);
     out += j.is_array() ? "]" : "}";
     return;
   }
@@ -187,7 +191,7 @@ void formatInto(const ordered_json& j, int indent, std::string& out) {
     out += first ? "" : ",\n";
     first = false;
     out += pad;
-    if (j.is_object()) out += ordered_json(it.key()).dump() + ": ";
+    if (j.is_object()) out += dumpScalar(ordered_json(it.key())) + ": ";
     formatInto(*it, indent + 2, out);
   }
   out += "\n" + std::string(static_cast<std::size_t>(indent), ' ') + (j.is_array() ? "]" : "}");
@@ -218,8 +222,8 @@ Scene sceneFromJson(const json& j) {
     throw InputError("d_model", "a positive integer", describe(d_model));
   scene.d_model = static_cast<int>(d_model.get<std::int64_t>());
 
-  scene.query_tokens = parseTokens(required(j, "query_tokens", "", "a list of strings (one per query row)"),
-                                   "query_tokens");
+  scene.query_tokens =
+      parseTokens(required(j, "query_tokens", "", "a list of strings (one per query row)"), "query_tokens");
   if (j.contains("key_tokens")) scene.key_tokens = parseTokens(j["key_tokens"], "key_tokens");
   scene.query = parseMatrix(required(j, "query", "", "a list of rows of d_model numbers"), "query", scene.d_model);
   if (j.contains("key")) scene.key = parseMatrix(j["key"], "key", scene.d_model);
@@ -265,7 +269,8 @@ Scene loadSceneFile(const std::string& path) {
     // e.what(): "[json.exception.parse_error.101] parse error at line 2, column 10: syntax error ..."
     std::string what = e.what();
     const std::size_t from = what.find(" at line ");
-    throw InputError(path, "valid JSON", "a syntax error" + (from == std::string::npos ? ": " + what : what.substr(from)));
+    throw InputError(path, "valid JSON",
+                     "a syntax error" + (from == std::string::npos ? ": " + what : what.substr(from)));
   } catch (const json::out_of_range& e) {
     // nlohmann refuses a number that overflows a double (1e999) while parsing, before any path is known.
     const std::string what = e.what();
@@ -276,7 +281,8 @@ Scene loadSceneFile(const std::string& path) {
     if (!literal.empty() && literal.back() == '\'') literal.pop_back();
     std::string where;
     if (const std::size_t pos = text.find(literal); pos != std::string::npos) {
-      const std::size_t line = 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<long>(pos), '\n'));
+      const std::size_t line =
+          1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<long>(pos), '\n'));
       const std::size_t line_start = text.rfind('\n', pos);
       const std::size_t column = pos - (line_start == std::string::npos ? 0 : line_start + 1) + 1;
       where = " at line " + std::to_string(line) + ", column " + std::to_string(column);
@@ -319,9 +325,15 @@ ordered_json sceneToJson(const Scene& scene) {
   if (scene.w_o) j["w_o"] = matrixJson(*scene.w_o);
   if (scene.b_o) j["b_o"] = vectorJson(*scene.b_o);
   switch (scene.mask) {
-    case MaskKind::None: j["mask"] = "none"; break;
-    case MaskKind::Causal: j["mask"] = "causal"; break;
-    case MaskKind::Explicit: j["mask"] = matrixJson(scene.explicit_mask.cast<float>()); break;
+    case MaskKind::None:
+      j["mask"] = "none";
+      break;
+    case MaskKind::Causal:
+      j["mask"] = "causal";
+      break;
+    case MaskKind::Explicit:
+      j["mask"] = matrixJson(scene.explicit_mask.cast<float>());
+      break;
   }
   if (!scene.key_padding.empty()) {
     ordered_json padding = ordered_json::array();

@@ -29,27 +29,45 @@ constexpr double kIntegers = 0.5, kTwoDecimals = 0.005;
 const PrintedMatrix kPrinted[] = {
     {0, "Q", kIntegers, 3, 2, {1, 0, 0, 1, 1, 1}, "The text prints Q1; it fixes columns 1-2 of X."},
     {0, "K", kIntegers, 3, 2, {0, 1, 1, 0, 1, 1}, "The text prints K1 (columns 2 and 1 of X)."},
-    {0, "V", kIntegers, 3, 2, {2, 0, 0, 0, 1, 0},
+    {0,
+     "V",
+     kIntegers,
+     3,
+     2,
+     {2, 0, 0, 0, 1, 0},
      "The text prints V1; its first column, X[:,1] + X[:,3], fixes column 3 of X."},
     {1, "Q", kIntegers, 3, 2, {1, 0, 0, 1, 0, 0}, "The text prints Q2; it fixes column 4 of X."},
     {1, "K", kIntegers, 3, 2, {0, 1, 1, 0, 0, 0}, "The text prints K2 (columns 4 and 3 of X)."},
-    {1, "V", kIntegers, 3, 2, {0, 1, 0, 1, 0, 0},
+    {1,
+     "V",
+     kIntegers,
+     3,
+     2,
+     {0, 1, 0, 1, 0, 0},
      "The text prints V2 row 3 as [0, 0]. X row 3 is [1, 1, 0, 0] (Q1 and K1 both show it) and W2_V's second "
      "column adds X's first two entries, so V2 row 3 is [0, 2]."},
-    {0, "scaled scores", kTwoDecimals, 3, 3, {0.71, 0.00, 1.41, 0.00, 0.71, 0.71, 0.71, 0.71, 1.41},
+    {0,
+     "scaled scores",
+     kTwoDecimals,
+     3,
+     3,
+     {0.71, 0.00, 1.41, 0.00, 0.71, 0.71, 0.71, 0.71, 1.41},
      "The text prints rows 1-2 wrongly: Q1 row 1 = [1, 0] against K1's rows [0, 1], [1, 0], [1, 1] gives "
      "[0, 1, 1] / sqrt(2) = [0, 0.71, 0.71], not [0.71, 0.00, 1.41]; row 2 gives [1, 0, 1] / sqrt(2) = "
      "[0.71, 0, 0.71], not [0.00, 0.71, 0.71]. Row 3, [1, 1, 2] / sqrt(2), agrees."},
-    {0, "weights", kTwoDecimals, 3, 3, {0.30, 0.15, 0.55, 0.21, 0.37, 0.42, 0.21, 0.21, 0.58},
+    {0,
+     "weights",
+     kTwoDecimals,
+     3,
+     3,
+     {0.30, 0.15, 0.55, 0.21, 0.37, 0.42, 0.21, 0.21, 0.58},
      "Every printed weight is off. They are not the softmax of the printed scores either (rows 1-2 would be "
      "[0.29, 0.14, 0.57] and [0.20, 0.40, 0.40]). Printed row 3, [0.21, 0.21, 0.58], is the softmax of the "
      "unscaled row [1, 1, 2] = [1, 1, e] / (2 + e) = [0.212, 0.212, 0.576]: that row was computed without the "
      "1/sqrt(2). Rows 1-2 match none of: softmax of the right or the printed scores, scaled or not."},
 };
 
-bool sameMatrix(const Matrix& a, const Matrix& b) {
-  return a.rows() == b.rows() && a.cols() == b.cols() && a == b;
-}
+bool sameMatrix(const Matrix& a, const Matrix& b) { return a.rows() == b.rows() && a.cols() == b.cols() && a == b; }
 
 bool sameBias(const std::optional<RowVector>& a, const std::optional<RowVector>& b) {
   if (!a || !b) return !a && !b;
@@ -146,9 +164,9 @@ void addProjectionSteps(StepBuilder& b, int i, const HeadResult& hr) {
   };
   for (const Projection& pr : projections) {
     const std::string n = pr.name;
-    Step& step = b.add(head + n + " = " + pr.input + " W_" + n + (pr.bias ? " + b_" + n : ""), i,
-                       n + ": " + pr.what + ", (" + std::to_string(pr.out.rows()) + " x " +
-                           std::to_string(pr.out.cols()) + ").");
+    Step& step = b.add(
+        head + n + " = " + pr.input + " W_" + n + (pr.bias ? " + b_" + n : ""), i,
+        n + ": " + pr.what + ", (" + std::to_string(pr.out.rows()) + " x " + std::to_string(pr.out.cols()) + ").");
     b.matrix(step, "W_" + n, pr.w);
     if (pr.bias) b.matrix(step, "b_" + n, *pr.bias);
     b.matrix(step, n, pr.out, pr.tokens);
@@ -165,7 +183,8 @@ void addAttentionSteps(StepBuilder& b, int i, const HeadResult& hr) {
   b.matrix(scores, "scores", raw, q_tokens, k_tokens);
 
   std::string scale_text = b.scene.scale ? "the scene's scale " + formatNumber(scale)
-                                         : "1/sqrt(d_k) = 1/sqrt(" + std::to_string(b.scene.heads[static_cast<std::size_t>(i)].dK()) +
+                                         : "1/sqrt(d_k) = 1/sqrt(" +
+                                               std::to_string(b.scene.heads[static_cast<std::size_t>(i)].dK()) +
                                                ") = " + formatNumber(scale);
   Step& scaled = b.add(head + "scaled scores = Q K^T * scale", i,
                        "Scores times " + scale_text + (b.scene.hasMask() ? "; masked entries are -inf." : "."));
