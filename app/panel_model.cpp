@@ -28,8 +28,11 @@ void setMask(Scene& s, int choice) {
   } else {
     s.key_padding.clear();
   }
-  if (choice == kPainted && (s.explicit_mask.rows() != s.nQ() || s.explicit_mask.cols() != s.nK()))
-    s.explicit_mask = allowedMask(Scene{s.d_model, {}, {}, s.query, s.key, {}, {}, {}, {}, MaskKind::Causal, {}, {}, {}});
+  if (choice == kPainted && (s.explicit_mask.rows() != s.nQ() || s.explicit_mask.cols() != s.nK())) {
+    Scene causal = s;  // painting starts from the causal pattern, a common hand-made mask
+    causal.mask = MaskKind::Causal;
+    s.explicit_mask = allowedMask(causal);
+  }
 }
 
 void sizesSection(AppState& state, ViewState& view) {
