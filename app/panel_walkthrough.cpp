@@ -99,10 +99,8 @@ void drawWalkthroughPanel(AppState& state, ViewState& view) {
   ImGui::SameLine();
   ImGui::Text("step %d of %d", view.walk_step + 1, count);
   const int disagreements = walk.disagreementCount();
-  if (disagreements > 0) {
-    ImGui::SameLine();
-    ImGui::TextColored(kDisagree, "(%d printed numbers disagree)", disagreements);
-  }
+  if (disagreements > 0)
+    ImGui::TextColored(kDisagree, "%d numbers printed in the text disagree with the computation", disagreements);
 
   const Step& step = walk.steps[static_cast<std::size_t>(view.walk_step)];
   ImGui::Spacing();
