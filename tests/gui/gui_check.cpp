@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "attnscope/colormap.h"
+#include "attnscope/scene_json.h"
 
 using attnscope::ColorMap;
 using attnscope::Rgb8;
@@ -179,6 +180,13 @@ int main(int argc, char** argv) {
       for (int y = my + 20; y < my + 60; ++y)
         for (int x = mx + 20; x < mx + 120; ++x) changed += !(c.img.at(x, y) == before.at(x, y));
       c.expect(changed > 1000, "tooltip drawn next to the mouse (" + std::to_string(changed) + " of 4000 pixels changed)");
+    } else if (test == "undo_and_save") {
+      c.expectWorkedExample(2, false);  // the causal mask was undone
+      const attnscope::Scene saved = attnscope::loadSceneFile(dir + "/saved_scene.json");
+      const attnscope::Scene worked = attnscope::workedExampleScene();
+      c.expect(saved.mask == attnscope::MaskKind::None && saved.query == worked.query &&
+                   saved.heads[1].w_k == worked.heads[1].w_k,
+               "the saved scene is the worked example, unmasked");
     } else if (test == "walkthrough") {
       // Next, Right, Right, Left: the third step (index 2) is shown.
       c.expect(c.layout.contains("walk.step2"), "walkthrough on step 3 after Next, Right, Right, Left");
