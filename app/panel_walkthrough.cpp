@@ -17,45 +17,35 @@ namespace {
 
 const ImVec4 kDisagree(1.0f, 0.42f, 0.38f, 1.0f);
 
-// The computed matrix as a table; a cell whose printed value disagrees is red, with both numbers on hover.
-void stepTable(const StepMatrix& sm) {
-  const Matrix& m = sm.computed;
-  const int cols = static_cast<int>(std::min<Eigen::Index>(m.cols(), 16));
-  if (!ImGui::BeginTable(sm.name.c_str(), cols, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit)) return;
-  for (Eigen::Index i = 0; i < std::min<Eigen::Index>(m.rows(), 16); ++i) {
-    ImGui::TableNextRow();
-    for (int j = 0; j < cols; ++j) {
-      ImGui::TableNextColumn();
+// A matrix as a grid of numbers drawn straight into the draw list (an ImGui table per matrix cost several ms a
+// frame on llvmpipe). `disagreements` marks cells in red with both numbers on hover; `dim` greys the numbers.
+void numberGrid(const Matrix& m, const std::vector<Disagreement>& disagreements, bool dim, const char* format) {
+  const Eigen::Index rows = std::min<Eigen::Index>(m.rows(), 16), cols = std::min<Eigen::Index>(m.cols(), 16);
+  const float cell_w = ImGui::CalcTextSize("-0.000").x + ImGui::GetFontSize() * 0.6f;
+  const float cell_h = ImGui::GetTextLineHeightWithSpacing();
+  const ImVec2 p0 = ImGui::GetCursorScreenPos();
+  ImDrawList* list = ImGui::GetWindowDrawList();
+  list->AddRectFilled(p0, ImVec2(p0.x + cell_w * cols, p0.y + cell_h * rows), IM_COL32(255, 255, 255, 14));
+  const ImVec2 mouse = ImGui::GetIO().MousePos;
+  for (Eigen::Index i = 0; i < rows; ++i)
+    for (Eigen::Index j = 0; j < cols; ++j) {
       const Disagreement* wrong = nullptr;
-      for (const Disagreement& d : sm.disagreements)
+      for (const Disagreement& d : disagreements)
         if (d.row == i && d.col == j) wrong = &d;
-      if (std::isinf(m(i, j)))
-        ImGui::TextDisabled("-inf");
-      else if (wrong)
-        ImGui::TextColored(kDisagree, "%.3f", m(i, j));
-      else
-        ImGui::Text("%.3f", m(i, j));
-      if (wrong && ImGui::IsItemHovered())
+      char text[24];
+      if (std::isinf(m(i, j))) std::snprintf(text, sizeof text, "-inf");
+      else std::snprintf(text, sizeof text, format, m(i, j));
+      const ImVec2 c0(p0.x + cell_w * j, p0.y + cell_h * i);
+      const ImU32 color = wrong ? ImGui::GetColorU32(kDisagree)
+                                : ImGui::GetColorU32(dim ? ImGuiCol_TextDisabled : ImGuiCol_Text);
+      list->AddText(ImVec2(c0.x + cell_w - ImGui::CalcTextSize(text).x - ImGui::GetFontSize() * 0.3f, c0.y + 1), color,
+                    text);
+      if (wrong && ImGui::IsWindowHovered() && mouse.x >= c0.x && mouse.x < c0.x + cell_w && mouse.y >= c0.y &&
+          mouse.y < c0.y + cell_h)
         ImGui::SetTooltip("printed %.3f, computed %.4f, difference %+.4f", wrong->printed, wrong->computed,
                           wrong->difference());
     }
-  }
-  ImGui::EndTable();
-}
-
-void printedTable(const StepMatrix& sm) {
-  const Matrix& m = *sm.printed;
-  if (!ImGui::BeginTable((sm.name + "printed").c_str(), static_cast<int>(m.cols()),
-                         ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit))
-    return;
-  for (Eigen::Index i = 0; i < m.rows(); ++i) {
-    ImGui::TableNextRow();
-    for (Eigen::Index j = 0; j < m.cols(); ++j) {
-      ImGui::TableNextColumn();
-      ImGui::TextDisabled("%.2f", m(i, j));
-    }
-  }
-  ImGui::EndTable();
+  ImGui::Dummy(ImVec2(cell_w * cols, cell_h * rows));
 }
 
 // Weights as a small heatmap of ImGui rectangles (a few cells: no texture needed).
@@ -113,18 +103,18 @@ void drawWalkthroughPanel(AppState& state, ViewState& view) {
     if (sm.printed) {
       ImGui::BeginGroup();
       ImGui::TextDisabled("computed");
-      stepTable(sm);
+      numberGrid(sm.computed, sm.disagreements, false, "%.3f");
       ImGui::EndGroup();
       ImGui::SameLine(0, ImGui::GetFontSize() * 1.5f);
       ImGui::BeginGroup();
       ImGui::TextDisabled("printed in the text");
-      printedTable(sm);
+      numberGrid(*sm.printed, {}, true, "%.2f");
       ImGui::EndGroup();
       if (!sm.disagreements.empty())
         ImGui::TextColored(kDisagree, "%zu value%s differ beyond the printed precision (+-%.3f)",
                            sm.disagreements.size(), sm.disagreements.size() == 1 ? "" : "s", sm.printed_tolerance);
     } else {
-      stepTable(sm);
+      numberGrid(sm.computed, {}, false, "%.3f");
     }
     if (sm.name == "weights") smallHeatmap(sm.computed);
   }
