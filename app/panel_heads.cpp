@@ -91,6 +91,8 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
   out.map_min = m0;
   out.map_max = m1;
   renderer.draw(list, head, m0, m1, cells, 0.0f, scaleTop(state, view, head));
+  if (head == view.walk_head)  // the walkthrough's current step is about this head
+    list->AddRect(ImVec2(m0.x - 3, m0.y - 3), ImVec2(m1.x + 3, m1.y + 3), IM_COL32(90, 170, 255, 255), 0, 0, 2.0f);
   probeRect("head" + std::to_string(head) + ".map", m0, m1);
 
   // Large cells carry their weight as text, low in the cell (the centre pixel stays the plain colour).

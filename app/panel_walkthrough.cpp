@@ -90,9 +90,15 @@ void drawWalkthroughPanel(AppState& state, ViewState& view) {
   ImGui::Text("step %d of %d", view.walk_step + 1, count);
   const int disagreements = walk.disagreementCount();
   if (disagreements > 0)
-    ImGui::TextColored(kDisagree, "%d numbers printed in the text disagree with the computation", disagreements);
+    {
+    ImGui::PushStyleColor(ImGuiCol_Text, kDisagree);
+    ImGui::TextWrapped("%d numbers printed in the text disagree with the computation (red; hover for both)",
+                       disagreements);
+    ImGui::PopStyleColor();
+  }
 
   const Step& step = walk.steps[static_cast<std::size_t>(view.walk_step)];
+  view.walk_head = step.head;  // the heads panel outlines this head
   ImGui::Spacing();
   ImGui::TextColored(ImVec4(0.55f, 0.75f, 1.0f, 1.0f), "%s", step.title.c_str());
   probeItem("walk.title");

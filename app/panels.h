@@ -19,6 +19,7 @@ struct ViewState {
   ColorScale color_scale = ColorScale::Fixed;
   int metric = 0;            // similarity: 0 cosine, 1 Jensen-Shannon
   int walk_step = 0;
+  int walk_head = -1;        // the head the shown walkthrough step is about (-1: none or tab hidden)
   std::uint64_t seed = 1;    // for random presets and random fills
   int random_n = 16, random_heads = 4, random_d_model = 16;
   std::string sentence = "The cat sat on the mat because it was tired.";

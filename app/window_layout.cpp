@@ -114,6 +114,7 @@ void drawWindowLayout(AppState& state, ViewState& view, HeatmapRenderer& rendere
 
   placeNext(ImVec2(display.x - side_w, y), ImVec2(side_w, body_h));
   ImGui::Begin("Analysis", nullptr, kPanelFlags);
+  view.walk_head = -1;
   if (ImGui::BeginTabBar("analysis_tabs")) {
     if (tab("Walkthrough", "tab.walkthrough")) drawWalkthroughPanel(state, view), ImGui::EndTabItem();
     if (tab("Similarity", "tab.similarity")) drawSimilarityPanel(state, view), ImGui::EndTabItem();
