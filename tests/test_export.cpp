@@ -208,6 +208,36 @@ TEST(ExportSvg, ParsesAsXmlWithEscapedTokensAndOneRectPerCell) {
   EXPECT_EQ(std::stoul(readFile(dir.file("count.txt"))), texts);
 }
 
+TEST(ExportSvg, LargeMapsAreEmbeddedAsPngImages) {
+  // 300 x 300 = 90,000 cells, past the 40,000 drawn as rects: the map is one embedded PNG of the map's size.
+  const Scene s = makeRandomScene({.n = 300, .heads = 1, .d_model = 4, .causal = true, .seed = 2});
+  const Result r = CpuBackend(2).compute(s);
+  const ExportRequest req = request(ExportWhat::Head, ExportFormat::Svg, 0);
+  const FigureLayout layout = layoutFigure(makeFigure(s, r, req));
+  const std::string svg = exportBytes(s, r, req);
+  const std::string prefix = "xlink:href=\"data:image/png;base64,";
+  const std::size_t at = svg.find(prefix);
+  ASSERT_NE(at, std::string::npos);
+  const std::string b64 = svg.substr(at + prefix.size(), svg.find('"', at + prefix.size()) - at - prefix.size());
+  std::string png;  // base64 decoded by hand (RFC 4648)
+  const std::string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  unsigned bits = 0;
+  int nbits = 0;
+  for (char c : b64) {
+    if (c == '=') break;
+    bits = (bits << 6) | static_cast<unsigned>(alphabet.find(c));
+    nbits += 6;
+    if (nbits >= 8) {
+      nbits -= 8;
+      png += static_cast<char>((bits >> nbits) & 0xFF);
+    }
+  }
+  const Image img = decodePng(png);
+  EXPECT_EQ(img.width, layout.maps[0].w);
+  EXPECT_EQ(img.height, layout.maps[0].h);
+  EXPECT_EQ(img.at(img.width - 1, 0), kMaskedColor);  // top right of a causal map
+}
+
 TEST(ExportCsv, OneHeadAsAQueryByKeyTable) {
   const Scene s = handScene();
   const Result r = handResult();
