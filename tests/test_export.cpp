@@ -115,6 +115,33 @@ TEST(ExportPng, AnnotationsUseDarkTextOnLightCellsAndLightOnDark) {
     EXPECT_NE(std::find(texts.begin(), texts.end(), want), texts.end()) << want;
 }
 
+TEST(ExportPng, LongTokensAreCutAtWholeCharactersWithAnEllipsis) {
+  Scene s = handScene();
+  // "ê" (2 bytes) and "é" are where a byte-wise cut would split a character.
+  s.query_tokens[0] = "parce qu'il \u00e9tait extr\u00eamement fatigu\u00e9 et tr\u00e8s en retard";
+  const Result r = CpuBackend(1).compute(s);
+  const FigureLayout layout = layoutFigure(makeFigure(s, r, request(ExportWhat::Head, ExportFormat::Png)));
+  const std::string ellipsis = "\u2026";
+  int cut = 0;
+  for (const TextItem& t : layout.texts) {
+    if (t.text.rfind("parce", 0) != 0) continue;
+    ++cut;
+    ASSERT_GE(t.text.size(), ellipsis.size());
+    EXPECT_EQ(t.text.substr(t.text.size() - ellipsis.size()), ellipsis);
+    EXPECT_LT(t.text.size(), s.query_tokens[0].size());
+    // Valid UTF-8: every lead byte is followed by exactly its continuation bytes.
+    for (std::size_t i = 0; i < t.text.size();) {
+      const auto c = static_cast<unsigned char>(t.text[i]);
+      const std::size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+      ASSERT_NE(len, 0u) << "stray byte at " << i << " in " << t.text;
+      ASSERT_LE(i + len, t.text.size());
+      for (std::size_t k = 1; k < len; ++k) ASSERT_EQ(static_cast<unsigned char>(t.text[i + k]) >> 6, 2u) << t.text;
+      i += len;
+    }
+  }
+  EXPECT_EQ(cut, 2);  // the query label and the key label
+}
+
 TEST(ExportPng, AllHeadsShareOneScaleInAGrid) {
   const Scene s = handScene();
   const Result r = handResult();

@@ -78,7 +78,7 @@ Figure makeFigure(const Scene& scene, const Result& result, const ExportRequest&
       f.ticks = {-1.0f, -0.5f, 0.0f, 0.5f, 1.0f};
     } else {
       // Jensen-Shannon divergence in nats is bounded by ln 2; 0 = identical rows.
-      f.title = "Head dissimilarity (Jensen-Shannon divergence)";
+      f.title = "Head similarity (Jensen-Shannon divergence)";
       f.scale_label = "JS divergence (nats, max ln 2)";
       f.map = ColorMap::Viridis;
       f.vmin = 0;

@@ -44,8 +44,9 @@ std::string displayLabel(const std::string& token, const Font& font, float size)
   }
   if (font.textWidth(s, size) <= kMaxLabelWidth) return s;
   while (!s.empty() && font.textWidth(s + "\u2026", size) > kMaxLabelWidth) {
-    s.pop_back();
-    while (!s.empty() && (static_cast<unsigned char>(s.back()) & 0xC0) == 0x80) s.pop_back();  // whole code points
+    // Drop one whole code point: its continuation bytes (10xxxxxx), then its lead byte.
+    while (!s.empty() && (static_cast<unsigned char>(s.back()) & 0xC0) == 0x80) s.pop_back();
+    if (!s.empty()) s.pop_back();
   }
   return s + "\u2026";
 }
