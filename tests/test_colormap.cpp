@@ -10,7 +10,9 @@ using namespace attnscope;
 
 namespace {
 
-Rgb8 hex(unsigned v) { return {static_cast<std::uint8_t>(v >> 16), static_cast<std::uint8_t>(v >> 8), static_cast<std::uint8_t>(v)}; }
+Rgb8 hex(unsigned v) {
+  return {static_cast<std::uint8_t>(v >> 16), static_cast<std::uint8_t>(v >> 8), static_cast<std::uint8_t>(v)};
+}
 
 double relativeLuminance(Rgb8 c) {
   auto lin = [](std::uint8_t v) {
@@ -37,7 +39,8 @@ TEST(ColorMap, ViridisGetsLighterAllTheWay) {
   // Rounding to 8 bits makes neighbours tie or dip by up to 3e-4 in luminance (seen at entries 95, 113, 130,
   // 146), while four entries apart luminance always rises by more than 2e-3: compare entries 4 apart.
   const auto& t = colorMapTable(ColorMap::Viridis);
-  for (int i = 4; i < kColorMapSize; ++i) EXPECT_GT(relativeLuminance(t[i]), relativeLuminance(t[i - 4])) << "entry " << i;
+  for (int i = 4; i < kColorMapSize; ++i)
+    EXPECT_GT(relativeLuminance(t[i]), relativeLuminance(t[i - 4])) << "entry " << i;
 }
 
 TEST(ColorMap, IndexIsTheNearestFilteredTextureLookup) {

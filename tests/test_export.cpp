@@ -56,7 +56,8 @@ TEST(ExportPng, CellsShowTheColourOfTheirHandWorkedWeight) {
       for (int j = 0; j < 3; ++j) {
         const PixelRect cell = cellRect(fig, layout, 0, i, j);
         EXPECT_GE(cell.w, 24);  // small maps get big cells
-        const Rgb8 want = j > i ? kMaskedColor : colorAt(ColorMap::Viridis, static_cast<float>(kHandWeights[head][i][j]));
+        const Rgb8 want =
+            j > i ? kMaskedColor : colorAt(ColorMap::Viridis, static_cast<float>(kHandWeights[head][i][j]));
         EXPECT_EQ(centre(img, cell), want) << "head " << head << " cell " << i << "," << j;
       }
     }
@@ -103,10 +104,11 @@ TEST(ExportPng, AnnotationsUseDarkTextOnLightCellsAndLightOnDark) {
       }
     return count;
   };
-  EXPECT_EQ(img.at(cellRect(fig, layout, 0, 0, 0).x + 1, cellRect(fig, layout, 0, 0, 0).y + 1), (Rgb8{0xFD, 0xE7, 0x25}));
-  EXPECT_GT(textPixels(0, 0, true), 20);   // "1.00" in dark text on yellow
+  EXPECT_EQ(img.at(cellRect(fig, layout, 0, 0, 0).x + 1, cellRect(fig, layout, 0, 0, 0).y + 1),
+            (Rgb8{0xFD, 0xE7, 0x25}));
+  EXPECT_GT(textPixels(0, 0, true), 20);  // "1.00" in dark text on yellow
   EXPECT_EQ(textPixels(0, 0, false), 0);
-  EXPECT_GT(textPixels(2, 1, false), 20);  // "0.14" in white on dark purple
+  EXPECT_GT(textPixels(2, 1, false), 20);                          // "0.14" in white on dark purple
   EXPECT_EQ(textPixels(0, 2, true) + textPixels(0, 2, false), 0);  // masked: no number
   // The annotation texts are the hand weights to two decimals.
   std::vector<std::string> texts;
@@ -155,7 +157,8 @@ TEST(ExportPng, AllHeadsShareOneScaleInAGrid) {
   for (int head = 0; head < 2; ++head)
     for (int i = 0; i < 3; ++i)
       for (int j = 0; j < 3; ++j) {
-        const Rgb8 want = j > i ? kMaskedColor : colorAt(ColorMap::Viridis, static_cast<float>(kHandWeights[head][i][j]));
+        const Rgb8 want =
+            j > i ? kMaskedColor : colorAt(ColorMap::Viridis, static_cast<float>(kHandWeights[head][i][j]));
         EXPECT_EQ(centre(img, cellRect(fig, layout, head, i, j)), want) << "head " << head << " " << i << "," << j;
       }
   EXPECT_EQ(fig.panels[1].title, "Head 2");  // heads are named from 1
@@ -226,9 +229,10 @@ TEST(ExportSvg, ParsesAsXmlWithEscapedTokensAndOneRectPerCell) {
   EXPECT_NE(svg.find("fill=\"#c8c8c8\""), std::string::npos);
   if (std::system("/usr/bin/python3 -c 'import xml.etree.ElementTree' >/dev/null 2>&1") != 0)
     GTEST_SKIP() << "/usr/bin/python3 is not installed, so the XML parse is not checked";
-  const std::string cmd = "/usr/bin/python3 -c \"import sys, xml.etree.ElementTree as E; t = E.parse(sys.argv[1]); "
-                          "ns = '{http://www.w3.org/2000/svg}'; print(len(t.findall('.//' + ns + 'text')))\" " +
-                          req.path + " > " + dir.file("count.txt");
+  const std::string cmd =
+      "/usr/bin/python3 -c \"import sys, xml.etree.ElementTree as E; t = E.parse(sys.argv[1]); "
+      "ns = '{http://www.w3.org/2000/svg}'; print(len(t.findall('.//' + ns + 'text')))\" " +
+      req.path + " > " + dir.file("count.txt");
   ASSERT_EQ(std::system(cmd.c_str()), 0) << "the SVG is not well-formed XML";
   std::size_t texts = 0;
   for (std::size_t p = svg.find("<text"); p != std::string::npos; p = svg.find("<text", p + 1)) ++texts;
@@ -285,7 +289,8 @@ TEST(ExportCsv, AllHeadsInLongFormat) {
   const Result r = handResult();
   const auto rows = parseCsv(exportBytes(s, r, request(ExportWhat::Heads, ExportFormat::Csv)));
   ASSERT_EQ(rows.size(), 1u + 2 * 3 * 3);
-  EXPECT_EQ(rows[0], (std::vector<std::string>{"head", "query_index", "query_token", "key_index", "key_token", "weight"}));
+  EXPECT_EQ(rows[0],
+            (std::vector<std::string>{"head", "query_index", "query_token", "key_index", "key_token", "weight"}));
   // Head 2 (numbered from 1), query 2 "<tag>&", key 0 "a,b": 3/7.
   const auto& row = rows[1 + 9 + 2 * 3 + 0];
   EXPECT_EQ(row[0], "2");
@@ -346,9 +351,10 @@ TEST(ExportNpy, NumpyLoadsIt) {
   ExportRequest req = request(ExportWhat::Heads, ExportFormat::Npy);
   req.path = dir.file("weights.npy");
   exportResult(s, r, req);
-  const std::string cmd = "/usr/bin/python3 -c \"import sys, numpy as np; a = np.load(sys.argv[1]); "
-                          "print(a.dtype, a.shape, a.flags['C_CONTIGUOUS'], '%.7f' % a[1, 2, 1])\" " +
-                          req.path + " > " + dir.file("out.txt");
+  const std::string cmd =
+      "/usr/bin/python3 -c \"import sys, numpy as np; a = np.load(sys.argv[1]); "
+      "print(a.dtype, a.shape, a.flags['C_CONTIGUOUS'], '%.7f' % a[1, 2, 1])\" " +
+      req.path + " > " + dir.file("out.txt");
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   EXPECT_EQ(readFile(dir.file("out.txt")), "float32 (2, 3, 3) True 0.1428571\n");  // 1/7
 }

@@ -95,9 +95,12 @@ inline std::vector<std::vector<std::string>> parseCsv(const std::string& text) {
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (quoted) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') field += '"', ++i;
-      else if (c == '"') quoted = false;
-      else field += c;
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"')
+        field += '"', ++i;
+      else if (c == '"')
+        quoted = false;
+      else
+        field += c;
     } else if (c == '"') {
       quoted = true;
     } else if (c == ',') {
@@ -127,14 +130,16 @@ inline Npy decodeNpy(const std::string& bytes) {
   if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) return n;
   n.major = static_cast<unsigned char>(bytes[6]);
   n.minor = static_cast<unsigned char>(bytes[7]);
-  n.header_len = static_cast<unsigned char>(bytes[8]) | (static_cast<std::size_t>(static_cast<unsigned char>(bytes[9])) << 8);
+  n.header_len =
+      static_cast<unsigned char>(bytes[8]) | (static_cast<std::size_t>(static_cast<unsigned char>(bytes[9])) << 8);
   n.dict = bytes.substr(10, n.header_len);
   const std::size_t data = 10 + n.header_len;
   n.values.resize((bytes.size() - data) / 4);
   for (std::size_t i = 0; i < n.values.size(); ++i) {
     // Little-endian float32, assembled byte by byte (independent of the writer's memcpy).
     std::uint32_t u = 0;
-    for (int b = 0; b < 4; ++b) u |= static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[data + 4 * i + b])) << (8 * b);
+    for (int b = 0; b < 4; ++b)
+      u |= static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[data + 4 * i + b])) << (8 * b);
     float f;
     std::memcpy(&f, &u, 4);
     n.values[i] = f;

@@ -103,9 +103,9 @@ constexpr float kViridis[kColorMapSize][3] = {
 // centre made pure white so that a similarity of 0 reads as "no colour".
 constexpr int kDivergingStops = 6;
 constexpr Rgb8 kBlueSide[kDivergingStops] = {{255, 255, 255}, {209, 229, 240}, {146, 197, 222},
-                                             {67, 147, 195},   {33, 102, 172},  {5, 48, 97}};
+                                             {67, 147, 195},  {33, 102, 172},  {5, 48, 97}};
 constexpr Rgb8 kRedSide[kDivergingStops] = {{255, 255, 255}, {253, 219, 199}, {244, 165, 130},
-                                            {214, 96, 77},    {178, 24, 43},   {103, 0, 31}};
+                                            {214, 96, 77},   {178, 24, 43},   {103, 0, 31}};
 
 std::uint8_t toByte(double v) { return static_cast<std::uint8_t>(std::lround(std::clamp(v, 0.0, 1.0) * 255.0)); }
 
@@ -123,7 +123,8 @@ Rgb8 divergingSide(const Rgb8 (&stops)[kDivergingStops], double s) {
 std::array<Rgb8, kColorMapSize> makeViridis() {
   // 8-bit as matplotlib's to_hex does: round(v * 255).
   std::array<Rgb8, kColorMapSize> t{};
-  for (int i = 0; i < kColorMapSize; ++i) t[i] = {toByte(kViridis[i][0]), toByte(kViridis[i][1]), toByte(kViridis[i][2])};
+  for (int i = 0; i < kColorMapSize; ++i)
+    t[i] = {toByte(kViridis[i][0]), toByte(kViridis[i][1]), toByte(kViridis[i][2])};
   return t;
 }
 

@@ -1,10 +1,11 @@
 // Where each part of an exported figure lands: title, panels (a grid for all heads), token labels, value
 // annotations, axis titles and the colour bar, in pixels. The PNG and SVG exporters draw this one layout.
+#include "attnscope/export_layout.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
-#include "attnscope/export_layout.h"
 #include "export_text.h"
 
 namespace attnscope {
@@ -13,10 +14,10 @@ namespace {
 
 constexpr int kMargin = 16;
 constexpr float kTitleSize = 18, kHeadingSize = 14, kAxisSize = 14, kTickSize = 13, kIndexSize = 12;
-constexpr int kMaxCell = 48;          // cells never grow past this, except for tiny maps:
-constexpr int kMinMapSide = 256;      // a map is at least this many pixels when the budget allows
-constexpr int kSingleBudget = 1024;   // largest side of a lone map, pixels, growing to 2048 for long sequences
-constexpr int kMinLabelCell = 10;     // smaller cells get position numbers instead of token labels
+constexpr int kMaxCell = 48;         // cells never grow past this, except for tiny maps:
+constexpr int kMinMapSide = 256;     // a map is at least this many pixels when the budget allows
+constexpr int kSingleBudget = 1024;  // largest side of a lone map, pixels, growing to 2048 for long sequences
+constexpr int kMinLabelCell = 10;    // smaller cells get position numbers instead of token labels
 constexpr double kMaxLabelWidth = 160;
 constexpr int kColorbarWidth = 18, kColorbarGap = 24, kPanelGapX = 28, kPanelGapY = 20, kLabelGap = 6;
 constexpr Rgb8 kText{38, 38, 38}, kLightText{255, 255, 255}, kFrame{80, 80, 80};
@@ -37,10 +38,14 @@ std::string formatNumber(double v, int decimals) {
 std::string displayLabel(const std::string& token, const Font& font, float size) {
   std::string s;
   for (char c : token) {
-    if (c == '\n') s += "\\n";
-    else if (c == '\t') s += "\\t";
-    else if (static_cast<unsigned char>(c) < 0x20) s += "\uFFFD";
-    else s += c;
+    if (c == '\n')
+      s += "\\n";
+    else if (c == '\t')
+      s += "\\t";
+    else if (static_cast<unsigned char>(c) < 0x20)
+      s += "\uFFFD";
+    else
+      s += c;
   }
   if (font.textWidth(s, size) <= kMaxLabelWidth) return s;
   while (!s.empty() && font.textWidth(s + "\u2026", size) > kMaxLabelWidth) {
@@ -79,7 +84,8 @@ AxisLabels axisLabels(const std::vector<std::string>& tokens, int n, double cell
   AxisLabels a;
   if (tokens_fit) {
     a.size = std::min(kTickSize, static_cast<float>(std::floor(cell)) - 2);
-    for (int i = 0; i < n; ++i) a.ticks.emplace_back(i, displayLabel(tokens[static_cast<std::size_t>(i)], font, a.size));
+    for (int i = 0; i < n; ++i)
+      a.ticks.emplace_back(i, displayLabel(tokens[static_cast<std::size_t>(i)], font, a.size));
   } else {
     a.size = kIndexSize;
     const int step = positionStep(n, cell, spacing_target);
@@ -124,9 +130,11 @@ FigureLayout layoutWithBudget(const Figure& fig, const Font& font, int budget) {
   // Labels: rows (queries) down the left, columns (keys) along the bottom, turned upright when too wide.
   const AxisLabels row_labels = axisLabels(fig.panels[0].row_labels, rows, s.cell_h, L.labels_shown, font, 80);
   const AxisLabels col_labels = axisLabels(fig.panels[0].col_labels, cols, s.cell_w, L.labels_shown, font, 90);
-  const double col_spacing = s.cell_w * (col_labels.ticks.size() > 1 ? col_labels.ticks[1].first - col_labels.ticks[0].first : 1);
+  const double col_spacing =
+      s.cell_w * (col_labels.ticks.size() > 1 ? col_labels.ticks[1].first - col_labels.ticks[0].first : 1);
   const bool col_upright = col_labels.max_width > col_spacing - 4;
-  const double col_label_h = col_upright ? col_labels.max_width : font.ascent(col_labels.size) + font.descent(col_labels.size);
+  const double col_label_h =
+      col_upright ? col_labels.max_width : font.ascent(col_labels.size) + font.descent(col_labels.size);
 
   // Annotations: the largest size up to 13 px whose widest value fits in a cell with 2 px to spare each side.
   float annot_size = 0;
@@ -212,7 +220,8 @@ FigureLayout layoutWithBudget(const Figure& fig, const Font& font, int budget) {
     L.lines.push_back({bar.x + bar.w, y, bar.x + bar.w + 3, y, kFrame});
     const std::string text = formatNumber(t, fig.tick_decimals);
     tick_w = std::max(tick_w, font.textWidth(text, kTickSize));
-    L.texts.push_back({text, kTickSize, bar.x + bar.w + 7.0, y + kDigitHalf * kTickSize, TextAnchor::Start, false, kText});
+    L.texts.push_back(
+        {text, kTickSize, bar.x + bar.w + 7.0, y + kDigitHalf * kTickSize, TextAnchor::Start, false, kText});
   }
   L.lines.push_back({bar.x - 1, bar.y - 1, bar.x + bar.w, bar.y - 1, kFrame});
   L.lines.push_back({bar.x - 1, bar.y + bar.h, bar.x + bar.w, bar.y + bar.h, kFrame});
@@ -224,7 +233,8 @@ FigureLayout layoutWithBudget(const Figure& fig, const Font& font, int budget) {
   // Title, centred over the maps (but never cut at the left edge), and the image size.
   const double title_w = font.textWidth(fig.title, kTitleSize);
   const double title_cx = std::max(grid_map_cx, kMargin + title_w / 2);
-  L.texts.push_back({fig.title, kTitleSize, title_cx, kMargin + font.ascent(kTitleSize), TextAnchor::Middle, false, kText});
+  L.texts.push_back(
+      {fig.title, kTitleSize, title_cx, kMargin + font.ascent(kTitleSize), TextAnchor::Middle, false, kText});
   const double right = std::max(label_x + font.descent(kAxisSize), title_cx + title_w / 2);
   L.width = static_cast<int>(std::ceil(right)) + kMargin;
   L.height = static_cast<int>(std::ceil(std::max(col_axis_y + font.descent(kAxisSize), bar.y + bar.h + 0.0))) + kMargin;
@@ -241,7 +251,8 @@ FigureLayout layoutFigure(const Figure& figure) {
   int budget = grid_cols == 1 ? std::clamp(n, kSingleBudget, 2 * kSingleBudget) : std::max(96, 2560 / grid_cols);
   FigureLayout layout = layoutWithBudget(figure, font, budget);
   // Shrink the maps until the whole image fits kMaxImageSide (labels and margins do not shrink).
-  for (int attempt = 0; attempt < 8 && std::max(layout.width, layout.height) > kMaxImageSide && budget > 16; ++attempt) {
+  for (int attempt = 0; attempt < 8 && std::max(layout.width, layout.height) > kMaxImageSide && budget > 16;
+       ++attempt) {
     budget = std::max(16, static_cast<int>(budget * 0.97 * kMaxImageSide / std::max(layout.width, layout.height)));
     layout = layoutWithBudget(figure, font, budget);
   }

@@ -18,8 +18,10 @@ static_assert(std::endian::native == std::endian::little, "NPY '<f4' is written 
 std::string npyHeader(const std::vector<long>& shape) {
   std::string dims;
   for (long d : shape) dims += std::to_string(d) + ", ";
-  if (shape.size() > 1) dims.resize(dims.size() - 2);
-  else dims.pop_back();  // (n,) keeps its comma
+  if (shape.size() > 1)
+    dims.resize(dims.size() - 2);
+  else
+    dims.pop_back();  // (n,) keeps its comma
   std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims + "), }";
   const std::size_t unpadded = 10 + dict.size() + 1;
   dict.append((64 - unpadded % 64) % 64, ' ');

@@ -61,7 +61,8 @@ Canvas rasterizeMap(const Figure& figure, int panel, int w, int h) {
 std::string encodePng(const Canvas& canvas) {
   std::string bytes;
   if (!stbi_write_png_to_func(appendBytes, &bytes, canvas.width, canvas.height, 3, canvas.rgb.data(), canvas.width * 3))
-    throw InputError("png", "an image stb_image_write can encode", shapeString(canvas.height, canvas.width) + " pixels");
+    throw InputError("png", "an image stb_image_write can encode",
+                     shapeString(canvas.height, canvas.width) + " pixels");
   return bytes;
 }
 
@@ -78,8 +79,7 @@ std::string pngBytes(const Figure& figure, const FigureLayout& layout) {
   const PixelRect& bar = layout.colorbar;
   for (int y = 0; y < bar.h; ++y)
     canvas.fill({bar.x, bar.y + y, bar.w, 1}, colorAt(figure.map, 1.0f - (y + 0.5f) / static_cast<float>(bar.h)));
-  for (const LineItem& l : layout.lines)
-    canvas.fill({l.x0, l.y0, l.x1 - l.x0 + 1, l.y1 - l.y0 + 1}, l.color);
+  for (const LineItem& l : layout.lines) canvas.fill({l.x0, l.y0, l.x1 - l.x0 + 1, l.y1 - l.y0 + 1}, l.color);
   const Font& font = Font::exportFont();
   for (const TextItem& t : layout.texts) font.draw(canvas, t);
   return encodePng(canvas);

@@ -105,8 +105,9 @@ const Font& Font::exportFont() {
   if (it != fonts.end()) return *it->second;
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw InputError("font", "DejaVu Sans at " + path + " (Debian package fonts-dejavu-core; scripts/setup-deps.sh installs it)",
-                     "no readable file there");
+    throw InputError(
+        "font", "DejaVu Sans at " + path + " (Debian package fonts-dejavu-core; scripts/setup-deps.sh installs it)",
+        "no readable file there");
   std::ostringstream bytes;
   bytes << in.rdbuf();
   auto font = std::unique_ptr<Font>(new Font(bytes.str()));
@@ -166,8 +167,10 @@ void Font::draw(Canvas& canvas, const TextItem& item) const {
           const int coverage = glyph[static_cast<std::size_t>(gy) * gw + gx];
           if (coverage == 0) continue;
           const int u = static_cast<int>(u0) + x0 + gx, v = y0 + gy;
-          if (item.vertical) canvas.blend(ax + v, ay - u, item.color, coverage);
-          else canvas.blend(ax + u, ay + v, item.color, coverage);
+          if (item.vertical)
+            canvas.blend(ax + v, ay - u, item.color, coverage);
+          else
+            canvas.blend(ax + u, ay + v, item.color, coverage);
         }
       }
     }

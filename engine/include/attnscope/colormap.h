@@ -13,8 +13,8 @@ struct Rgb8 {
 };
 
 enum class ColorMap {
-  Viridis,  // sequential, for weights (0..1)
-  Diverging // blue-white-red (RdBu-like), for similarity (-1..1) and differences
+  Viridis,   // sequential, for weights (0..1)
+  Diverging  // blue-white-red (RdBu-like), for similarity (-1..1) and differences
 };
 
 constexpr int kColorMapSize = 256;

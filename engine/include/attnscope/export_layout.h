@@ -21,15 +21,15 @@ struct HeatmapPanel {
 };
 
 struct Figure {
-  std::string title;       // "Head 2 attention weights"
-  std::string row_axis;    // "Query"
-  std::string col_axis;    // "Key"
-  std::string scale_label; // the colour bar's label, "attention weight"
+  std::string title;        // "Head 2 attention weights"
+  std::string row_axis;     // "Query"
+  std::string col_axis;     // "Key"
+  std::string scale_label;  // the colour bar's label, "attention weight"
   ColorMap map = ColorMap::Viridis;
   float vmin = 0, vmax = 1;  // one fixed scale for every panel
   std::vector<float> ticks;  // colour bar ticks, values on the scale
   int tick_decimals = 1;
-  bool annotate = false;     // write each cell's value (2 decimals) in the cell when it fits
+  bool annotate = false;  // write each cell's value (2 decimals) in the cell when it fits
   std::vector<HeatmapPanel> panels;
 };
 
