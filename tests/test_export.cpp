@@ -278,7 +278,7 @@ TEST(ExportCsv, OneHeadAsAQueryByKeyTable) {
   for (int i = 0; i < 3; ++i) {
     ASSERT_EQ(rows[i + 1].size(), 4u);
     EXPECT_EQ(rows[i + 1][0], s.query_tokens[i]);
-    for (int j = 0; j < 3; ++j)  // %.9g of a float32: seen within 3e-8 of the exact fraction
+    for (int j = 0; j < 3; ++j)  // a float32 printed exactly: seen within 3e-8 of the fraction
       EXPECT_NEAR(std::stod(rows[i + 1][j + 1]), kHandWeights[1][i][j], 1e-7) << i << "," << j;
   }
   EXPECT_EQ(rows[1][2], "0");  // masked weights are exactly 0

@@ -28,7 +28,8 @@ void exportResult(const Scene& scene, const Result& result, const ExportRequest&
 
 // The bytes exportResult writes (request.path is not read). Formats:
 // - PNG/SVG: heatmaps as laid out by layoutFigure (export_layout.h); heads are titled from 1 ("Head 1").
-// - CSV (RFC 4180, numbers as %.9g): Head: header `query\key,<key tokens...>`, then one row per query token.
+// - CSV (RFC 4180; numbers in the shortest text that reads back as the same float32): Head: header
+//   `query\key,<key tokens...>`, then one row per query token.
 //   Heads: long format `head,query_index,query_token,key_index,key_token,weight`, head numbered from 1 (as on
 //   the command line), positions from 0 (as in the NPY array). Similarity: header `head,H1,...,Hh`, then one
 //   row per head.
