@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config ninja-build
-  libeigen3-dev nlohmann-json3-dev libstb-dev
+  libeigen3-dev libopenblas-openmp-dev nlohmann-json3-dev libstb-dev
   libglfw3-dev libimgui-dev libepoxy-dev libegl-dev libgl-dev
   libegl-mesa0 libgl1-mesa-dri libglx-mesa0
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -4,6 +4,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -62,43 +63,66 @@ Matrix projectOne(const Matrix& rows, const Matrix& w, const std::optional<RowVe
   return projected;
 }
 
-// scores (n_q, n_k) -> weights in place: masked entries exactly 0, a fully masked row all 0.
-void maskedSoftmaxInPlace(Matrix& m, const MaskMatrix* allowed) {
-  for (Eigen::Index i = 0; i < m.rows(); ++i) {
-    auto row = m.row(i);
-    if (allowed) {
-      const std::uint8_t* a = allowed->row(i).data();
-      for (Eigen::Index j = 0; j < row.size(); ++j)
-        if (!a[j]) row[j] = kMasked;
-    }
-    const float max = row.maxCoeff();
-    if (max == kMasked) {
-      row.setZero();
-      continue;
-    }
-    row = (row.array() - max).exp();
-    if (allowed) {  // exp(-inf) may come back as a denormal from a vectorised exp; masked means exactly 0
-      const std::uint8_t* a = allowed->row(i).data();
-      for (Eigen::Index j = 0; j < row.size(); ++j)
-        if (!a[j]) row[j] = 0.0f;
-    }
-    row /= row.sum();
+// One row of scores -> weights in place: masked entries exactly 0, a fully masked row all 0.
+// allowed: that row of the mask (n_k), or null without a mask.
+void maskedSoftmaxRow(Eigen::Ref<RowVector> row, const std::uint8_t* allowed) {
+  if (allowed)
+    for (Eigen::Index j = 0; j < row.size(); ++j)
+      if (!allowed[j]) row[j] = kMasked;
+  const float max = row.maxCoeff();
+  if (max == kMasked) {
+    row.setZero();
+    return;
   }
+  row = (row.array() - max).exp();
+  if (allowed)  // exp(-inf) may come back as a denormal from a vectorised exp; masked means exactly 0
+    for (Eigen::Index j = 0; j < row.size(); ++j)
+      if (!allowed[j]) row[j] = 0.0f;
+  row /= row.sum();
 }
 
-// Q, K, V of the head are set; computes scores, weights and the head output.
-void attendHead(const Scene& scene, int head, const MaskMatrix* allowed, bool keep_scores, HeadResult& hr) {
+// Query rows per block: the block's scores (rows, n_k) stay within ~256 KiB of cache while they are scaled,
+// masked, softmaxed and multiplied by V, instead of streaming the whole (n_q, n_k) map through memory 3 times.
+int blockRows(int n_k) { return std::clamp(65536 / std::max(1, n_k), 8, 256); }
+
+// Q, K, V of the head are set and weights/output sized; computes query rows [row0, row0 + rows) of the
+// scores, weights and head output.
+void attendBlock(const Scene& scene, int head, const MaskMatrix* allowed, bool keep_scores, HeadResult& hr,
+                 int row0, int rows) {
   const float scale = scene.headScale(head);
-  hr.weights.noalias() = hr.q * hr.k.transpose();
-  hr.weights *= scale;
+  auto weights = hr.weights.middleRows(row0, rows);  // (rows, n_k)
+  weights.noalias() = hr.q.middleRows(row0, rows) * hr.k.transpose();
+  weights *= scale;
   if (keep_scores) {
-    hr.scores = hr.weights;
-    if (allowed) hr.scores = (allowed->array() != 0).select(hr.scores, kMasked);
-  } else {
-    hr.scores.resize(0, 0);
+    auto scores = hr.scores.middleRows(row0, rows);
+    scores = weights;
+    if (allowed) scores = (allowed->middleRows(row0, rows).array() != 0).select(scores, kMasked);
   }
-  maskedSoftmaxInPlace(hr.weights, allowed);
-  hr.output.noalias() = hr.weights * hr.v;
+  for (int i = 0; i < rows; ++i)
+    maskedSoftmaxRow(weights.row(i), allowed ? allowed->row(row0 + i).data() : nullptr);
+  hr.output.middleRows(row0, rows).noalias() = weights * hr.v;
+}
+
+// Every head, in blocks of query rows spread over the OpenMP threads.
+void attendHeads(const Scene& scene, const std::vector<int>& heads, const MaskMatrix* allowed, bool keep_scores,
+                 Result& result) {
+  const int n_q = scene.nQ(), n_k = scene.nK(), block = blockRows(n_k);
+  const int blocks_per_head = (n_q + block - 1) / block;
+  for (int head : heads) {
+    HeadResult& hr = result.heads[static_cast<std::size_t>(head)];
+    hr.weights.resize(n_q, n_k);
+    hr.output.resize(n_q, hr.v.cols());
+    if (keep_scores) hr.scores.resize(n_q, n_k);
+    else hr.scores.resize(0, 0);
+  }
+  const int tasks = static_cast<int>(heads.size()) * blocks_per_head;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int t = 0; t < tasks; ++t) {
+    const int head = heads[static_cast<std::size_t>(t / blocks_per_head)];
+    const int row0 = (t % blocks_per_head) * block;
+    attendBlock(scene, head, allowed, keep_scores, result.heads[static_cast<std::size_t>(head)], row0,
+                std::min(block, n_q - row0));
+  }
 }
 
 std::string cpuModelName() {
@@ -143,9 +167,9 @@ void CpuBackend::computeInto(const Scene& scene, Result& result, const ComputeOp
 
   const MaskMatrix allowed = scene.hasMask() ? allowedMask(scene) : MaskMatrix();
   const MaskMatrix* mask = scene.hasMask() ? &allowed : nullptr;
-  const int h = scene.numHeads();
-#pragma omp parallel for schedule(dynamic, 1)
-  for (int i = 0; i < h; ++i) attendHead(scene, i, mask, options.keep_scores, result.heads[static_cast<std::size_t>(i)]);
+  std::vector<int> all_heads(scene.heads.size());
+  for (std::size_t i = 0; i < all_heads.size(); ++i) all_heads[i] = static_cast<int>(i);
+  attendHeads(scene, all_heads, mask, options.keep_scores, result);
 
   finishResult(scene, result, options.analysis);
 }
@@ -159,7 +183,8 @@ void CpuBackend::recomputeHead(const Scene& scene, int head, Result& result) {
   hr.k = projectOne(scene.keyRows(), p.w_k, p.b_k);
   hr.v = projectOne(scene.valueRows(), p.w_v, p.b_v);
   const MaskMatrix allowed = scene.hasMask() ? allowedMask(scene) : MaskMatrix();
-  attendHead(scene, head, scene.hasMask() ? &allowed : nullptr, hr.scores.size() > 0, hr);
+  omp_set_num_threads(threads_);
+  attendHeads(scene, {head}, scene.hasMask() ? &allowed : nullptr, hr.scores.size() > 0, result);
   finishResult(scene, result, true);
 }
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -81,6 +82,15 @@ std::size_t estimateResultBytes(const Scene& scene) {
 }
 
 // [SECTION] validation helpers
+
+// "432 bytes", or "1536.0 MiB (1610612736 bytes)": exact, and readable when large.
+static std::string byteString(std::size_t bytes) {
+  const std::string exact = std::to_string(bytes) + " bytes";
+  if (bytes < (std::size_t{1} << 20)) return exact;
+  char mib[32];
+  std::snprintf(mib, sizeof mib, "%.1f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return std::string(mib) + " (" + exact + ")";
+}
 
 static void checkShape(const std::string& field, long rows, long cols, long want_rows, long want_cols) {
   if (rows != want_rows || cols != want_cols)
@@ -173,9 +183,9 @@ void validateScene(const Scene& scene, const Limits& limits) {
   const std::size_t budget = limits.memory_budget_bytes ? limits.memory_budget_bytes : defaultMemoryBudget();
   const std::size_t need = estimateResultBytes(scene);
   if (need > budget)
-    throw InputError("scene size", "a result within the memory budget of " + std::to_string(budget >> 20) +
-                                       " MiB (set ATTNSCOPE_MEMORY_BUDGET to change it)",
-                     "an estimated " + std::to_string(need >> 20) + " MiB");
+    throw InputError("scene size", "a result within the memory budget of " + byteString(budget) +
+                                       " (set ATTNSCOPE_MEMORY_BUDGET to change it)",
+                     "an estimated " + byteString(need));
 }
 
 }  // namespace attnscope

@@ -29,6 +29,7 @@ enum class MaskKind {
 };
 
 struct Scene {
+  std::string description;                // free text: where the numbers come from (not used in compute)
   int d_model = 0;
   std::vector<std::string> query_tokens;  // n_q
   std::vector<std::string> key_tokens;    // n_k; empty = query_tokens (self-attention)

@@ -11,8 +11,9 @@
 namespace attnscope {
 
 // Parses and validates (validateScene). Errors are InputErrors naming the JSON field, e.g.
-// "heads[1].w_k: expected 4 x 2, got 4 x 3". `source` names the file in messages.
+// "heads[1].w_k: expected 4 x 2, got 4 x 3". Numbers may be float64 in the file; they are stored as float32.
 Scene sceneFromJson(const nlohmann::json& j);
+// As sceneFromJson; a missing file or a JSON syntax error is named by the path (with line and column).
 Scene loadSceneFile(const std::string& path);
 nlohmann::ordered_json sceneToJson(const Scene& scene);
 void saveSceneFile(const Scene& scene, const std::string& path);  // atomic
@@ -20,8 +21,12 @@ void saveSceneFile(const Scene& scene, const std::string& path);  // atomic
 // The worked example of seed 001 (assets/scenes/worked_example.json, built into the binary).
 Scene workedExampleScene();
 
-// heads[i].q/k/v/scores/weights/output, concat, output, similarity.cosine/js, stats, warnings.
+// tokens.query/key, heads[i].q/k/v/scores/weights/output/stats, concat, output, similarity.cosine/js, warnings.
 // Masked scores (-inf) are written as null.
 nlohmann::ordered_json resultToJson(const Scene& scene, const Result& result);
+
+// JSON as text, indented, with each list of numbers on one line (a matrix is one row per line).
+// Floats are written with the fewest digits that read back as the same float32.
+std::string formatJson(const nlohmann::ordered_json& j);
 
 }  // namespace attnscope

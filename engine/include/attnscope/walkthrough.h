@@ -13,7 +13,7 @@ namespace attnscope {
 
 // One entry where the printed number and the computed one disagree beyond the printed precision.
 struct Disagreement {
-  int row = 0, col = 0;
+  int row = 0, col = 0;  // 0-based
   double printed = 0, computed = 0;
   double difference() const { return computed - printed; }
 };
@@ -21,6 +21,7 @@ struct Disagreement {
 struct StepMatrix {
   std::string name;                // "Q", "K", "V", "scores", "scaled scores", "weights", "output", ...
   Matrix computed;
+  std::vector<std::string> row_labels, col_labels;  // tokens, where rows or columns are tokens; else empty
   std::optional<Matrix> printed;   // what the text printed for this matrix, when it printed it
   double printed_tolerance = 0;    // half a unit in the last printed digit (0.005 for 2 decimals)
   std::vector<Disagreement> disagreements;  // only entries that disagree

@@ -1,0 +1,393 @@
+// Scene files: JSON -> Scene (every malformed value named by its JSON path), Scene -> JSON that loads back
+// bit for bit, the built-in worked example, and the Result as JSON (`attnscope compute`).
+#include "attnscope/scene_json.h"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+
+#include "attnscope/atomic_file.h"
+#include "attnscope/error.h"
+
+namespace attnscope {
+
+// assets/scenes/worked_example.json, embedded at build time (generated/worked_example_json.cpp).
+extern const char kWorkedExampleJson[];
+
+namespace {
+
+using json = nlohmann::json;
+using ordered_json = nlohmann::ordered_json;
+
+// "string \"abc\"", "array [1,2]": what a wrong value was, short enough for a one-line message.
+std::string describe(const json& v) {
+  std::string text = v.dump();
+  if (text.size() > 40) text = text.substr(0, 37) + "...";
+  if (v.is_null()) return "null";
+  return std::string(v.type_name()) + " " + text;
+}
+
+std::string at(const std::string& path, std::size_t index) { return path + "[" + std::to_string(index) + "]"; }
+
+// A JSON number as float32. Files may hold float64; a value float32 cannot hold (1e39) is refused.
+float parseFloat(const json& v, const std::string& path) {
+  if (!v.is_number()) throw InputError(path, "a number", describe(v));
+  const double d = v.get<double>();
+  const float f = static_cast<float>(d);
+  if (!std::isfinite(d) || !std::isfinite(f))  // JSON text cannot hold inf or NaN, but a json built in code can
+    throw InputError(path, "a finite number within float32 range (magnitude below 3.4e38)",
+                     std::isnan(d)   ? "nan"
+                     : std::isinf(d) ? (d > 0 ? "inf" : "-inf")
+                                     : v.dump());
+  return f;
+}
+
+std::uint8_t parseFlag(const json& v, const std::string& path) {
+  if (v.is_boolean()) return v.get<bool>() ? 1 : 0;
+  if (v.is_number_integer() && (v.get<std::int64_t>() == 0 || v.get<std::int64_t>() == 1))
+    return static_cast<std::uint8_t>(v.get<std::int64_t>());
+  throw InputError(path, "0 or 1 (or false/true)", describe(v));
+}
+
+// A matrix as a list of rows (lists). want_cols >= 0 demands that width of every row; otherwise every row
+// must be as long as row 0. M is Matrix or MaskMatrix; parse turns one JSON value into one entry.
+template <typename M, typename Parse>
+M parseRows(const json& v, const std::string& path, long want_cols, Parse parse) {
+  if (!v.is_array()) throw InputError(path, "a list of rows (each a list of numbers)", describe(v));
+  const long rows = static_cast<long>(v.size());
+  const bool fixed = want_cols >= 0;
+  long cols = want_cols;
+  if (!fixed) cols = rows > 0 && v[0].is_array() ? static_cast<long>(v[0].size()) : 0;
+  M m(rows, cols);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const json& row = v[i];
+    const std::string row_path = at(path, i);
+    const std::string width = std::to_string(cols) + " numbers" + (fixed || i == 0 ? "" : " (as in row 0)");
+    if (!row.is_array()) throw InputError(row_path, "a row of " + width, describe(row));
+    if (static_cast<long>(row.size()) != cols) throw InputError(row_path, width, std::to_string(row.size()));
+    for (std::size_t j = 0; j < row.size(); ++j)
+      m(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = parse(row[j], at(row_path, j));
+  }
+  return m;
+}
+
+Matrix parseMatrix(const json& v, const std::string& path, long want_cols = -1) {
+  return parseRows<Matrix>(v, path, want_cols, parseFloat);
+}
+
+RowVector parseVector(const json& v, const std::string& path) {
+  if (!v.is_array()) throw InputError(path, "a list of numbers", describe(v));
+  RowVector b(static_cast<Eigen::Index>(v.size()));
+  for (std::size_t i = 0; i < v.size(); ++i) b[static_cast<Eigen::Index>(i)] = parseFloat(v[i], at(path, i));
+  return b;
+}
+
+std::vector<std::string> parseTokens(const json& v, const std::string& path) {
+  if (!v.is_array()) throw InputError(path, "a list of strings", describe(v));
+  std::vector<std::string> tokens;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (!v[i].is_string()) throw InputError(at(path, i), "a string", describe(v[i]));
+    tokens.push_back(v[i].get<std::string>());
+  }
+  return tokens;
+}
+
+// Every key of `object` must be in `allowed`; `path` prefixes the key in the message ("heads[1].").
+void checkKeys(const json& object, const std::string& path, const std::vector<std::string>& allowed) {
+  for (const auto& item : object.items()) {
+    bool known = false;
+    for (const std::string& a : allowed) known = known || a == item.key();
+    if (known) continue;
+    std::string listed;
+    for (const std::string& a : allowed) listed += (listed.empty() ? "" : ", ") + a;
+    throw InputError(path + item.key(), "one of the keys " + listed, "an unknown key");
+  }
+}
+
+const json& required(const json& object, const std::string& key, const std::string& path, const std::string& expected) {
+  const auto it = object.find(key);
+  if (it == object.end()) throw InputError(path + key, expected, "nothing (the key is missing)");
+  return *it;
+}
+
+const std::vector<std::string> kSceneKeys = {"format",     "version", "description", "d_model",     "query_tokens",
+                                             "key_tokens", "query",   "key",         "value",       "heads",
+                                             "w_o",        "b_o",     "mask",        "key_padding", "scale"};
+const std::vector<std::string> kHeadKeys = {"w_q", "w_k", "w_v", "b_q", "b_k", "b_v"};
+constexpr const char* kFormat = "attnscope-scene";
+constexpr int kVersion = 1;
+
+HeadParams parseHead(const json& v, const std::string& path) {
+  if (!v.is_object()) throw InputError(path, "a head object with w_q, w_k, w_v", describe(v));
+  const std::string p = path + ".";
+  checkKeys(v, p, kHeadKeys);
+  HeadParams head;
+  head.w_q = parseMatrix(required(v, "w_q", p, "a d_model x d_k matrix"), p + "w_q");
+  head.w_k = parseMatrix(required(v, "w_k", p, "a d_model x d_k matrix"), p + "w_k");
+  head.w_v = parseMatrix(required(v, "w_v", p, "a d_model x d_v matrix"), p + "w_v");
+  if (v.contains("b_q")) head.b_q = parseVector(v["b_q"], p + "b_q");
+  if (v.contains("b_k")) head.b_k = parseVector(v["b_k"], p + "b_k");
+  if (v.contains("b_v")) head.b_v = parseVector(v["b_v"], p + "b_v");
+  return head;
+}
+
+// [SECTION] writing numbers
+
+// The shortest decimal that reads back as exactly this float: 0.1f is written 0.1, not 0.10000000149.
+// Integral values are written as integers. NaN and infinities (masked scores) become null.
+ordered_json floatJson(float f) {
+  if (!std::isfinite(f)) return nullptr;
+  if (f == 0.0f && std::signbit(f)) return -0.0;
+  if (f == std::trunc(f) && std::fabs(f) < 9.0e15f) return static_cast<std::int64_t>(f);
+  std::array<char, 32> buf{};
+  const auto written = std::to_chars(buf.data(), buf.data() + buf.size(), f);
+  *written.ptr = '\0';
+  double d = std::strtod(buf.data(), nullptr);
+  if (static_cast<float>(d) != f) d = static_cast<double>(f);  // double rounding: fall back to the exact value
+  return d;
+}
+
+template <typename Derived>
+ordered_json matrixJson(const Eigen::MatrixBase<Derived>& m) {
+  ordered_json rows = ordered_json::array();
+  for (Eigen::Index i = 0; i < m.rows(); ++i) {
+    ordered_json row = ordered_json::array();
+    for (Eigen::Index j = 0; j < m.cols(); ++j) row.push_back(floatJson(static_cast<float>(m(i, j))));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+ordered_json vectorJson(const RowVector& v) {
+  ordered_json out = ordered_json::array();
+  for (Eigen::Index i = 0; i < v.size(); ++i) out.push_back(floatJson(v[i]));
+  return out;
+}
+
+// Bytes that are not UTF-8 (a token typed in the window, say) are written as U+FFFD rather than failing the save.
+std::string dumpScalar(const ordered_json& v) { return v.dump(-1, ' ', false, ordered_json::error_handler_t::replace); }
+
+void formatInto(const ordered_json& j, int indent, std::string& out) {
+  const auto scalar = [](const ordered_json& v) { return !v.is_array() && !v.is_object(); };
+  if (scalar(j)) {
+    out += dumpScalar(j);
+    return;
+  }
+  const bool flat = j.empty() || (j.is_array() && std::all_of(j.begin(), j.end(), scalar));
+  if (flat) {  // a list of numbers (a matrix row) stays on one line: [1, 0, 2]
+    out += j.is_array() ? "[" : "{";
+    for (auto it = j.begin(); it != j.end(); ++it) out += (it == j.begin() ? "" : ", ") + dumpScalar(*it);
+    out += j.is_array() ? "]" : "}";
+    return;
+  }
+  const std::string pad(static_cast<std::size_t>(indent + 2), ' ');
+  out += j.is_array() ? "[\n" : "{\n";
+  bool first = true;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    out += first ? "" : ",\n";
+    first = false;
+    out += pad;
+    if (j.is_object()) out += dumpScalar(ordered_json(it.key())) + ": ";
+    formatInto(*it, indent + 2, out);
+  }
+  out += "\n" + std::string(static_cast<std::size_t>(indent), ' ') + (j.is_array() ? "]" : "}");
+}
+
+}  // namespace
+
+// [SECTION] reading
+
+Scene sceneFromJson(const json& j) {
+  if (!j.is_object())
+    throw InputError("scene", std::string("a JSON object with \"format\": \"") + kFormat + "\"", describe(j));
+  checkKeys(j, "", kSceneKeys);
+  const json& format = required(j, "format", "", std::string("\"") + kFormat + "\"");
+  if (format != kFormat) throw InputError("format", std::string("\"") + kFormat + "\"", describe(format));
+  const json& version = required(j, "version", "", std::to_string(kVersion));
+  if (!version.is_number_integer() || version.get<std::int64_t>() != kVersion)
+    throw InputError("version", std::to_string(kVersion) + " (the only version this program reads)", describe(version));
+
+  Scene scene;
+  if (j.contains("description")) {
+    if (!j["description"].is_string()) throw InputError("description", "a string", describe(j["description"]));
+    scene.description = j["description"].get<std::string>();
+  }
+  const json& d_model = required(j, "d_model", "", "a positive integer");
+  if (!d_model.is_number_integer() || d_model.get<std::int64_t>() < 1 ||
+      d_model.get<std::int64_t>() > std::numeric_limits<int>::max())
+    throw InputError("d_model", "a positive integer", describe(d_model));
+  scene.d_model = static_cast<int>(d_model.get<std::int64_t>());
+
+  scene.query_tokens =
+      parseTokens(required(j, "query_tokens", "", "a list of strings (one per query row)"), "query_tokens");
+  if (j.contains("key_tokens")) scene.key_tokens = parseTokens(j["key_tokens"], "key_tokens");
+  scene.query = parseMatrix(required(j, "query", "", "a list of rows of d_model numbers"), "query", scene.d_model);
+  if (j.contains("key")) scene.key = parseMatrix(j["key"], "key", scene.d_model);
+  if (j.contains("value")) scene.value = parseMatrix(j["value"], "value", scene.d_model);
+
+  const json& heads = required(j, "heads", "", "a list of head objects");
+  if (!heads.is_array()) throw InputError("heads", "a list of head objects", describe(heads));
+  for (std::size_t i = 0; i < heads.size(); ++i) scene.heads.push_back(parseHead(heads[i], at("heads", i)));
+  if (j.contains("w_o")) scene.w_o = parseMatrix(j["w_o"], "w_o");
+  if (j.contains("b_o")) scene.b_o = parseVector(j["b_o"], "b_o");
+
+  if (j.contains("mask")) {
+    const json& mask = j["mask"];
+    if (mask == "none") {
+      scene.mask = MaskKind::None;
+    } else if (mask == "causal") {
+      scene.mask = MaskKind::Causal;
+    } else if (mask.is_array()) {
+      scene.mask = MaskKind::Explicit;
+      scene.explicit_mask = parseRows<MaskMatrix>(mask, "mask", -1, parseFlag);
+    } else {
+      throw InputError("mask", "\"none\", \"causal\" or a list of rows of 0/1 (1 = may attend)", describe(mask));
+    }
+  }
+  if (j.contains("key_padding")) {
+    const json& padding = j["key_padding"];
+    if (!padding.is_array()) throw InputError("key_padding", "a list of 0/1 (1 = padded)", describe(padding));
+    for (std::size_t i = 0; i < padding.size(); ++i)
+      scene.key_padding.push_back(parseFlag(padding[i], at("key_padding", i)));
+  }
+  if (j.contains("scale")) scene.scale = parseFloat(j["scale"], "scale");
+
+  validateScene(scene);
+  return scene;
+}
+
+Scene loadSceneFile(const std::string& path) {
+  const std::string text = readWholeFile(path, "scene file");
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    // e.what(): "[json.exception.parse_error.101] parse error at line 2, column 10: syntax error ..."
+    std::string what = e.what();
+    const std::size_t from = what.find(" at line ");
+    throw InputError(path, "valid JSON",
+                     "a syntax error" + (from == std::string::npos ? ": " + what : what.substr(from)));
+  } catch (const json::out_of_range& e) {
+    // nlohmann refuses a number that overflows a double (1e999) while parsing, before any path is known.
+    const std::string what = e.what();
+    const std::string marker = "number overflow parsing '";
+    const std::size_t from = what.find(marker);
+    if (from == std::string::npos) throw InputError(path, "valid JSON", what);
+    std::string literal = what.substr(from + marker.size());
+    if (!literal.empty() && literal.back() == '\'') literal.pop_back();
+    std::string where;
+    if (const std::size_t pos = text.find(literal); pos != std::string::npos) {
+      const std::size_t line =
+          1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<long>(pos), '\n'));
+      const std::size_t line_start = text.rfind('\n', pos);
+      const std::size_t column = pos - (line_start == std::string::npos ? 0 : line_start + 1) + 1;
+      where = " at line " + std::to_string(line) + ", column " + std::to_string(column);
+    }
+    throw InputError(path, "finite numbers", literal + where + " (too large: not finite)");
+  }
+  return sceneFromJson(j);
+}
+
+Scene workedExampleScene() {
+  static const Scene scene = sceneFromJson(json::parse(kWorkedExampleJson));
+  return scene;
+}
+
+// [SECTION] writing
+
+ordered_json sceneToJson(const Scene& scene) {
+  ordered_json j;
+  j["format"] = kFormat;
+  j["version"] = kVersion;
+  if (!scene.description.empty()) j["description"] = scene.description;
+  j["d_model"] = scene.d_model;
+  j["query_tokens"] = scene.query_tokens;
+  if (!scene.key_tokens.empty()) j["key_tokens"] = scene.key_tokens;
+  j["query"] = matrixJson(scene.query);
+  if (scene.key) j["key"] = matrixJson(*scene.key);
+  if (scene.value) j["value"] = matrixJson(*scene.value);
+  ordered_json heads = ordered_json::array();
+  for (const HeadParams& head : scene.heads) {
+    ordered_json h;
+    h["w_q"] = matrixJson(head.w_q);
+    h["w_k"] = matrixJson(head.w_k);
+    h["w_v"] = matrixJson(head.w_v);
+    if (head.b_q) h["b_q"] = vectorJson(*head.b_q);
+    if (head.b_k) h["b_k"] = vectorJson(*head.b_k);
+    if (head.b_v) h["b_v"] = vectorJson(*head.b_v);
+    heads.push_back(std::move(h));
+  }
+  j["heads"] = std::move(heads);
+  if (scene.w_o) j["w_o"] = matrixJson(*scene.w_o);
+  if (scene.b_o) j["b_o"] = vectorJson(*scene.b_o);
+  switch (scene.mask) {
+    case MaskKind::None:
+      j["mask"] = "none";
+      break;
+    case MaskKind::Causal:
+      j["mask"] = "causal";
+      break;
+    case MaskKind::Explicit:
+      j["mask"] = matrixJson(scene.explicit_mask.cast<float>());
+      break;
+  }
+  if (!scene.key_padding.empty()) {
+    ordered_json padding = ordered_json::array();
+    for (std::uint8_t flag : scene.key_padding) padding.push_back(static_cast<int>(flag));
+    j["key_padding"] = std::move(padding);
+  }
+  if (scene.scale) j["scale"] = floatJson(*scene.scale);
+  return j;
+}
+
+void saveSceneFile(const Scene& scene, const std::string& path) {
+  validateScene(scene);
+  writeFileAtomically(path, formatJson(sceneToJson(scene)));
+}
+
+std::string formatJson(const ordered_json& j) {
+  std::string out;
+  formatInto(j, 0, out);
+  out += "\n";
+  return out;
+}
+
+// [SECTION] the Result
+
+ordered_json resultToJson(const Scene& scene, const Result& result) {
+  ordered_json j;
+  j["tokens"]["query"] = scene.query_tokens;
+  j["tokens"]["key"] = scene.keyTokens();
+  ordered_json heads = ordered_json::array();
+  for (std::size_t i = 0; i < result.heads.size(); ++i) {
+    const HeadResult& hr = result.heads[i];
+    ordered_json h;
+    h["q"] = matrixJson(hr.q);              // (n_q, d_k)
+    h["k"] = matrixJson(hr.k);              // (n_k, d_k)
+    h["v"] = matrixJson(hr.v);              // (n_k, d_v)
+    h["scores"] = matrixJson(hr.scores);    // (n_q, n_k) scaled; masked = null
+    h["weights"] = matrixJson(hr.weights);  // (n_q, n_k)
+    h["output"] = matrixJson(hr.output);    // (n_q, d_v)
+    if (i < result.stats.size()) {
+      h["stats"]["entropy"] = floatJson(result.stats[i].entropy);
+      h["stats"]["max_weight"] = floatJson(result.stats[i].max_weight);
+      h["stats"]["mean_distance"] = floatJson(result.stats[i].mean_distance);
+    }
+    heads.push_back(std::move(h));
+  }
+  j["heads"] = std::move(heads);
+  j["concat"] = matrixJson(result.concat);  // (n_q, sum of d_v)
+  j["output"] = matrixJson(result.output);  // (n_q, d_model), or the concat without W_O
+  if (result.similarity.cosine.size() > 0) {
+    j["similarity"]["cosine"] = matrixJson(result.similarity.cosine);  // (h, h)
+    j["similarity"]["js"] = matrixJson(result.similarity.js);          // (h, h)
+  }
+  j["warnings"] = result.warnings;
+  return j;
+}
+
+}  // namespace attnscope
