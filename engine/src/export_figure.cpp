@@ -103,7 +103,9 @@ Figure makeFigure(const Scene& scene, const Result& result, const ExportRequest&
     return f;
   }
   for (int i = 0; i < h; ++i) f.panels.push_back(weightPanel(scene, result, allowed, i));
-  f.title = h == 1 ? "Attention weights" : "Attention weights, all " + std::to_string(h) + " heads";
+  f.title = h == 1   ? "Attention weights"
+            : h == 2 ? "Attention weights, both heads"
+                     : "Attention weights, all " + std::to_string(h) + " heads";
   return f;
 }
 
