@@ -74,10 +74,12 @@ struct FigureLayout {
 // Largest side of an exported image, in pixels.
 constexpr int kMaxImageSide = 4096;
 
-// Cell sizes are whole pixels (at most 48, at least 24 while a single map fits in 1024 px) until a panel's
-// pixel budget runs out; then the map keeps its budget and each pixel shows the mean of the unmasked cells it
-// covers (masked only when all are). Token labels need cells of at least 10 px, annotations cells wide
-// enough for "-0.00"; otherwise they are dropped. Needs the font (throws InputError when it is missing).
+// Cells are square and whole pixels: min(budget / n, max(48, 256 / n)) for n = max(n_q, n_k), so 48 px
+// (more for a few tokens, about 256 px a side) down to 1 px; the budget is 1024 px for one map (n itself up to
+// 2048 for longer sequences) and 2560 / grid columns per head in a grid. Past the budget the map keeps it and
+// each pixel shows the mean of the unmasked cells it covers (masked only when all are). Token labels need
+// cells of 10 px (else positions are shown), annotations cells wide enough for their text (else none). The
+// maps shrink until no side exceeds kMaxImageSide. Needs the font (throws InputError when it is missing).
 FigureLayout layoutFigure(const Figure& figure);
 
 // The pixels of cell (row, col) of panel `panel`: columns [x, x + w), rows [y, y + h) of the image. Cell
