@@ -1,7 +1,118 @@
-// attnscope export (placeholder until its helper lands it).
+// attnscope export: loads a scene, computes it, and writes one head, all heads
+// or the head similarity as a PNG or SVG figure, a CSV table or a NPY array.
+// Heads are numbered from 1 on the command line.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "attnscope/error.h"
+#include "attnscope/export.h"
+#include "attnscope/scene_json.h"
+#include "backend_choice.h"
 #include "cli.h"
 
 namespace attnscope::cli {
-int runExport(Args&) { throw InputError("export", "a built subcommand", "one not built yet"); }
+
+namespace {
+
+constexpr const char* kHelp =
+    "usage: attnscope export SCENE --what head:N|heads|similarity --format "
+    "png|svg|csv|npy --out PATH\n"
+    "                        [--annotate] [--metric cosine|js] [--backend "
+    "cpu|gpu|auto]\n"
+    "  --what head:N     one head's attention weights; heads are numbered from "
+    "1 (head:1 is the first)\n"
+    "         heads      every head: a grid of heatmaps with one colour bar, "
+    "(heads, n_q, n_k) in NPY\n"
+    "         similarity the heads x heads similarity matrix (--metric cosine, "
+    "the default, or js)\n"
+    "  --format          png or svg (a heatmap figure), csv (a table with a "
+    "header row), npy (float32 for\n"
+    "                    numpy.load); may be left out when --out ends in .png, "
+    ".svg, .csv or .npy\n"
+    "  --out PATH, -o    the file to write (written to a temporary file and "
+    "renamed: never half a file)\n"
+    "  --annotate        write each cell's value in the cell (PNG and SVG, "
+    "when the cells are big enough)\n"
+    "  --backend         cpu (default), gpu, or auto (the GPU when it starts, "
+    "else the CPU)\n";
+
+ExportFormat parseFormat(const std::string& name) {
+  if (name == "png") return ExportFormat::Png;
+  if (name == "svg") return ExportFormat::Svg;
+  if (name == "csv") return ExportFormat::Csv;
+  return ExportFormat::Npy;
+}
+
+// --format, or the extension of --out when --format is absent.
+ExportFormat chooseFormat(Args& args, const std::string& out) {
+  const std::vector<std::string> formats = {"png", "svg", "csv", "npy"};
+  const std::string given = args.takeChoice("--format", formats, "");
+  if (!given.empty()) return parseFormat(given);
+  const std::size_t dot = out.find_last_of('.');
+  const std::string ext = dot == std::string::npos ? "" : out.substr(dot + 1);
+  for (const std::string& f : formats)
+    if (ext == f) return parseFormat(f);
+  throw InputError("--format", "png, svg, csv or npy (or an --out path ending in one of them)", "nothing");
+}
+
+// "head:N" (N from 1 to the scene's head count), "heads" or "similarity".
+void parseWhat(const std::string& what, int heads, ExportRequest& request) {
+  if (what == "heads") {
+    request.what = ExportWhat::Heads;
+    return;
+  }
+  if (what == "similarity") {
+    request.what = ExportWhat::Similarity;
+    return;
+  }
+  const std::string range =
+      "head:1 to head:" + std::to_string(heads) + " (heads are numbered from 1), heads or similarity";
+  if (what.rfind("head:", 0) != 0) throw InputError("--what", range, "'" + what + "'");
+  const std::string digits = what.substr(5);
+  if (digits.empty() || digits.size() > 3 || digits.find_first_not_of("0123456789") != std::string::npos)
+    throw InputError("--what", range, "'" + what + "'");
+  const int n = std::stoi(digits);
+  if (n < 1 || n > heads) throw InputError("--what", range, "'" + what + "'");
+  request.what = ExportWhat::Head;
+  request.head = n - 1;
+}
+
+}  // namespace
+
+int runExport(Args& args) {
+  if (args.takeFlag("--help") || args.takeFlag("-h")) {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  const std::optional<std::string> what = args.take("--what");
+  const std::optional<std::string> out = args.take("--out", "-o");
+  if (!what) throw InputError("--what", "head:N, heads or similarity", "nothing (see attnscope export --help)");
+  if (!out) throw InputError("--out", "the path of the file to write", "nothing (see attnscope export --help)");
+  ExportRequest request;
+  request.path = *out;
+  request.format = chooseFormat(args, *out);
+  request.annotate = args.takeFlag("--annotate");
+  request.metric = args.takeChoice("--metric", {"cosine", "js"}, "cosine") == "js" ? SimilarityMetric::JensenShannon
+                                                                                   : SimilarityMetric::Cosine;
+  const std::string backend_name = args.takeChoice("--backend", {"cpu", "gpu", "auto"}, "cpu");
+  const std::vector<std::string> files = args.positionals(1);
+  if (files.empty()) throw InputError("export", "a scene file: attnscope export SCENE ...", "none");
+
+  const Scene scene = loadSceneFile(files[0]);
+  parseWhat(*what, scene.numHeads(), request);
+  std::vector<std::string> warnings;
+  std::unique_ptr<Backend> backend = makeBackend(backend_name, 0, warnings);
+  // Scores are not exported (masked cells come from the scene's mask);
+  // similarity only when asked for.
+  const Result result =
+      backend->compute(scene, {.keep_scores = false, .analysis = request.what == ExportWhat::Similarity});
+  warnings.insert(warnings.end(), result.warnings.begin(), result.warnings.end());
+  for (const std::string& w : warnings) std::fprintf(stderr, "attnscope: warning: %s\n", w.c_str());
+  exportResult(scene, result, request);
+  std::printf("wrote %s\n", request.path.c_str());
+  return 0;
+}
+
 }  // namespace attnscope::cli

@@ -19,7 +19,7 @@ const Command kCommands[] = {
     {"compute", attnscope::cli::runCompute, "compute SCENE [--backend cpu|gpu|auto] [-o OUT.json]"},
     {"walkthrough", attnscope::cli::runWalkthrough, "walkthrough [SCENE]"},
     {"export", attnscope::cli::runExport,
-     "export SCENE --what head:N|heads|similarity --format png|svg|csv|npy --out PATH [--annotate] "
+     "export SCENE --what head:N|heads|similarity (N from 1) --format png|svg|csv|npy --out PATH [--annotate] "
      "[--metric cosine|js] [--backend cpu|gpu|auto]"},
     {"bench", attnscope::cli::runBench,
      "bench --n N --heads H --d-model D [--d-k K] [--d-v V] [--mask causal] [--backend cpu|gpu|auto] "

@@ -13,14 +13,22 @@ struct Rgb8 {
 };
 
 enum class ColorMap {
-  Viridis,  // sequential, for weights (0..1)
-  Diverging // blue-white-red (RdBu-like), for similarity (-1..1) and differences
+  Viridis,   // sequential, for weights (0..1)
+  Diverging  // blue-white-red (RdBu-like), for similarity (-1..1) and differences
 };
 
 constexpr int kColorMapSize = 256;
+// Viridis: matplotlib's 256 entries, rounded to 8 bits as matplotlib's to_hex does (entry 0 = #440154,
+// entry 255 = #FDE725). Diverging: ColorBrewer RdBu reversed with a pure white centre; entries 127 and 128
+// are white, entry i and entry 255 - i are mirror images (blue below the middle, red above).
 const std::array<Rgb8, kColorMapSize>& colorMapTable(ColorMap map);
-// t in [0, 1] (clamped) -> colour, nearest of the 256 entries (as the GPU's nearest-filtered texture).
+// The entry a 256x1 nearest-filtered texture returns for coordinate t: index = min(255, floor(t * 256)), t
+// clamped to [0, 1] (NaN -> 0). This is also matplotlib's lookup for a 256-entry ListedColormap.
+int colorMapIndex(float t);
+// t in [0, 1] (clamped) -> colour: colorMapTable(map)[colorMapIndex(t)].
 Rgb8 colorAt(ColorMap map, float t);
+// A value on the scale [vmin, vmax] -> t in [0, 1], clamped (0 when the scale is empty).
+float colorMapParameter(float value, float vmin, float vmax);
 // The colour shown for a masked cell (score -inf).
 constexpr Rgb8 kMaskedColor{200, 200, 200};
 

@@ -26,4 +26,15 @@ struct ExportRequest {
 // Throws InputError for a head out of range, an unwritable path, etc.; never leaves a partial file.
 void exportResult(const Scene& scene, const Result& result, const ExportRequest& request);
 
+// The bytes exportResult writes (request.path is not read). Formats:
+// - PNG/SVG: heatmaps as laid out by layoutFigure (export_layout.h); heads are titled from 1 ("Head 1").
+// - CSV (RFC 4180; numbers in the shortest text that reads back as the same float32): Head: header
+//   `query\key,<key tokens...>`, then one row per query token.
+//   Heads: long format `head,query_index,query_token,key_index,key_token,weight`, head numbered from 1 (as on
+//   the command line), positions from 0 (as in the NPY array). Similarity: header `head,H1,...,Hh`, then one
+//   row per head.
+// - NPY (version 1.0, '<f4', C order): Heads (h, n_q, n_k); Head (n_q, n_k); Similarity (h, h).
+// Masked weights are exactly 0 in CSV and NPY.
+std::string exportBytes(const Scene& scene, const Result& result, const ExportRequest& request);
+
 }  // namespace attnscope

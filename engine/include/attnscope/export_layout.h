@@ -1,0 +1,92 @@
+// The figure behind the PNG and SVG exports, and where every part of it lands (pixels; the SVG's user units
+// are the same pixels), so that both formats and the tests read one layout.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "attnscope/colormap.h"
+#include "attnscope/export.h"
+#include "attnscope/types.h"
+
+namespace attnscope {
+
+// One heatmap: a matrix on the figure's colour scale.
+struct HeatmapPanel {
+  std::string title;                    // "Head 2" in a grid of heads; empty for a single map
+  Matrix values;                        // (rows, cols)
+  MaskMatrix masked;                    // (rows, cols), 1 = masked, drawn in kMaskedColor; empty = none masked
+  std::vector<std::string> row_labels;  // one per row: query tokens, or head names
+  std::vector<std::string> col_labels;  // one per column: key tokens, or head names
+};
+
+struct Figure {
+  std::string title;        // "Head 2 attention weights"
+  std::string row_axis;     // "Query"
+  std::string col_axis;     // "Key"
+  std::string scale_label;  // the colour bar's label, "attention weight"
+  ColorMap map = ColorMap::Viridis;
+  float vmin = 0, vmax = 1;  // one fixed scale for every panel
+  std::vector<float> ticks;  // colour bar ticks, values on the scale
+  int tick_decimals = 1;
+  bool annotate = false;  // write each cell's value (2 decimals) in the cell when it fits
+  std::vector<HeatmapPanel> panels;
+};
+
+// The figure for a request (what, head, metric, annotate; format and path are not read). Heads are named from
+// 1 ("Head 1" is request.head == 0). Weights use viridis on 0..1; cosine similarity the diverging map on -1..1;
+// Jensen-Shannon viridis on 0..ln 2. Masked cells are those allowedMask(scene) forbids.
+// Throws InputError for a head out of range or a result that does not belong to the scene.
+Figure makeFigure(const Scene& scene, const Result& result, const ExportRequest& request);
+
+struct PixelRect {
+  int x = 0, y = 0, w = 0, h = 0;
+};
+
+enum class TextAnchor { Start, Middle, End };
+
+// A run of text. (x, y) is the anchor point on the baseline; `vertical` text is turned 90 degrees
+// anticlockwise about (x, y) and reads from bottom to top (SVG's rotate(-90 x y)).
+struct TextItem {
+  std::string text;  // UTF-8
+  float size = 12;   // pixels per em (CSS font-size)
+  double x = 0, y = 0;
+  TextAnchor anchor = TextAnchor::Start;
+  bool vertical = false;
+  Rgb8 color{0, 0, 0};
+};
+
+struct LineItem {  // a 1-pixel axis-aligned line (ticks, frames): pixels [x0, x1] x [y0, y1]
+  int x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+  Rgb8 color{0, 0, 0};
+};
+
+struct FigureLayout {
+  int width = 0, height = 0;
+  std::vector<PixelRect> maps;  // one per panel: the heatmap's pixels
+  PixelRect colorbar;           // top = figure.vmax, bottom = figure.vmin
+  bool labels_shown = false;    // token labels on the axes (dropped when cells are too small to read)
+  bool annotations_shown = false;
+  std::vector<TextItem> texts;
+  std::vector<LineItem> lines;
+};
+
+// Largest side of an exported image, in pixels.
+constexpr int kMaxImageSide = 4096;
+
+// Cells are square and whole pixels: min(budget / n, max(48, 256 / n)) for n = max(n_q, n_k), so 48 px
+// (more for a few tokens, about 256 px a side) down to 1 px; the budget is 1024 px for one map (n itself up to
+// 2048 for longer sequences) and 2560 / grid columns per head in a grid. Past the budget the map keeps it and
+// each pixel shows the mean of the unmasked cells it covers (masked only when all are). Token labels need
+// cells of 10 px (else positions are shown), annotations cells wide enough for their text (else none). The
+// maps shrink until no side exceeds kMaxImageSide. Needs the font (throws InputError when it is missing).
+FigureLayout layoutFigure(const Figure& figure);
+
+// The pixels of cell (row, col) of panel `panel`: columns [x, x + w), rows [y, y + h) of the image. Cell
+// edges are floor(col * map.w / cols); when w and h are >= 1 every pixel inside is the cell's colour.
+PixelRect cellRect(const Figure& figure, const FigureLayout& layout, int panel, int row, int col);
+
+// The colour a value is drawn in: kMaskedColor when masked, else colorAt(map, (v - vmin) / (vmax - vmin)).
+Rgb8 cellColor(const Figure& figure, float value, bool masked);
+
+}  // namespace attnscope

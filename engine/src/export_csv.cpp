@@ -1,0 +1,107 @@
+// CSV export (RFC 4180): one head as a query-by-key table, all heads in long format, or the head similarity
+// matrix; the layouts are documented with exportBytes in export.h.
+#include <charconv>
+#include <string>
+#include <vector>
+
+#include "export_formats.h"
+
+namespace attnscope {
+
+namespace {
+
+// RFC 4180: a field holding a comma, a quote, CR or LF is quoted, with its quotes doubled.
+std::string csvField(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+// The shortest text that reads back as the same float32 (std::to_chars), e.g. 0.5, 0.33333334.
+void appendNumber(std::string& out, float v) {
+  char buf[32];
+  const auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;
+  out.append(buf, end);
+}
+
+void appendIndex(std::string& out, long v) {
+  char buf[24];
+  const auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;
+  out.append(buf, end);
+}
+
+std::vector<std::string> csvFields(const std::vector<std::string>& tokens) {
+  std::vector<std::string> fields;
+  fields.reserve(tokens.size());
+  for (const std::string& t : tokens) fields.push_back(csvField(t));
+  return fields;
+}
+
+}  // namespace
+
+std::string csvBytes(const Scene& scene, const Result& result, const ExportRequest& request) {
+  std::string out;
+  const std::vector<std::string> q_fields = csvFields(scene.query_tokens);
+  const std::vector<std::string> k_fields = csvFields(scene.keyTokens());
+  const int h = scene.numHeads();
+  switch (request.what) {
+    case ExportWhat::Head: {
+      const Matrix& w = result.heads[static_cast<std::size_t>(request.head)].weights;  // (n_q, n_k)
+      out += csvField("query\\key");
+      for (const std::string& f : k_fields) out += "," + f;
+      out += "\r\n";
+      for (Eigen::Index i = 0; i < w.rows(); ++i) {
+        out += q_fields[static_cast<std::size_t>(i)];
+        for (Eigen::Index j = 0; j < w.cols(); ++j) {
+          out += ',';
+          appendNumber(out, w(i, j));
+        }
+        out += "\r\n";
+      }
+      break;
+    }
+    case ExportWhat::Heads:
+      // One line per (head, query, key): about 40 bytes each, so reserve for them all at once.
+      out.reserve(64 + static_cast<std::size_t>(h) * scene.nQ() * scene.nK() * 40);
+      out += "head,query_index,query_token,key_index,key_token,weight\r\n";
+      for (int a = 0; a < h; ++a) {
+        const Matrix& w = result.heads[static_cast<std::size_t>(a)].weights;
+        for (Eigen::Index i = 0; i < w.rows(); ++i) {
+          for (Eigen::Index j = 0; j < w.cols(); ++j) {
+            appendIndex(out, a + 1);
+            out += ',';
+            appendIndex(out, i);
+            out += ',';
+            out += q_fields[static_cast<std::size_t>(i)];
+            out += ',';
+            appendIndex(out, j);
+            out += ',';
+            out += k_fields[static_cast<std::size_t>(j)];
+            out += ',';
+            appendNumber(out, w(i, j));
+            out += "\r\n";
+          }
+        }
+      }
+      break;
+    case ExportWhat::Similarity: {
+      const Matrix& m = similarityMatrix(scene, result, request.metric);  // (h, h)
+      out += "head";
+      for (int a = 0; a < h; ++a) out += ",H" + std::to_string(a + 1);
+      out += "\r\n";
+      for (int a = 0; a < h; ++a) {
+        out += "H" + std::to_string(a + 1);
+        for (int b = 0; b < h; ++b) {
+          out += ',';
+          appendNumber(out, m(a, b));
+        }
+        out += "\r\n";
+      }
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace attnscope

@@ -1,0 +1,117 @@
+// What an exported heatmap shows: the panels, titles, colour scale and masked cells of a request, built from
+// the scene and its result (the PNG and SVG exporters both draw this Figure).
+#include <cmath>
+#include <string>
+
+#include "attnscope/error.h"
+#include "attnscope/export_layout.h"
+#include "attnscope/scene.h"
+#include "export_formats.h"
+
+namespace attnscope {
+
+// The result must be this scene's: one weight map (n_q, n_k) per head.
+void checkResult(const Scene& scene, const Result& result) {
+  const int h = scene.numHeads();
+  if (static_cast<int>(result.heads.size()) != h)
+    throw InputError("result.heads", std::to_string(h) + " heads (the scene's)", std::to_string(result.heads.size()));
+  for (int i = 0; i < h; ++i) {
+    const Matrix& w = result.heads[static_cast<std::size_t>(i)].weights;
+    if (w.rows() != scene.nQ() || w.cols() != scene.nK())
+      throw InputError("result.heads[" + std::to_string(i) + "].weights", shapeString(scene.nQ(), scene.nK()),
+                       shapeString(w.rows(), w.cols()));
+  }
+}
+
+const Matrix& similarityMatrix(const Scene& scene, const Result& result, SimilarityMetric metric) {
+  const bool cosine = metric == SimilarityMetric::Cosine;
+  const Matrix& m = cosine ? result.similarity.cosine : result.similarity.js;
+  const int h = scene.numHeads();
+  if (m.rows() != h || m.cols() != h)
+    throw InputError(cosine ? "result.similarity.cosine" : "result.similarity.js", shapeString(h, h),
+                     shapeString(m.rows(), m.cols()) + " (a result computed without analysis?)");
+  return m;
+}
+
+namespace {
+
+HeatmapPanel weightPanel(const Scene& scene, const Result& result, const MaskMatrix& allowed, int head) {
+  HeatmapPanel p;
+  p.title = "Head " + std::to_string(head + 1);
+  p.values = result.heads[static_cast<std::size_t>(head)].weights;
+  // masked: (n_q, n_k), 1 where the scene's combined mask forbids attending.
+  p.masked = (allowed.array() == 0).cast<std::uint8_t>();
+  p.row_labels = scene.query_tokens;
+  p.col_labels = scene.keyTokens();
+  return p;
+}
+
+}  // namespace
+
+void checkHeadIndex(const Scene& scene, int head) {
+  const int h = scene.numHeads();
+  if (head < 0 || head >= h)
+    throw InputError("head", "an index 0 to " + std::to_string(h - 1) + " (head 1 to " + std::to_string(h) + ")",
+                     std::to_string(head));
+}
+
+Figure makeFigure(const Scene& scene, const Result& result, const ExportRequest& request) {
+  checkResult(scene, result);
+  Figure f;
+  f.annotate = request.annotate;
+  const int h = scene.numHeads();
+  if (request.what == ExportWhat::Similarity) {
+    const bool cosine = request.metric == SimilarityMetric::Cosine;
+    const Matrix& m = similarityMatrix(scene, result, request.metric);  // (h, h)
+    HeatmapPanel p;
+    p.values = m;
+    for (int i = 0; i < h; ++i) p.row_labels.push_back("H" + std::to_string(i + 1));
+    p.col_labels = p.row_labels;
+    f.panels.push_back(std::move(p));
+    f.row_axis = f.col_axis = "Head";
+    if (cosine) {
+      f.title = "Head similarity (cosine)";
+      f.scale_label = "cosine similarity of weight maps";
+      f.map = ColorMap::Diverging;
+      f.vmin = -1;
+      f.vmax = 1;
+      f.ticks = {-1.0f, -0.5f, 0.0f, 0.5f, 1.0f};
+    } else {
+      // Jensen-Shannon divergence in nats is bounded by ln 2; 0 = identical rows.
+      f.title = "Head similarity (Jensen-Shannon divergence)";
+      f.scale_label = "JS divergence (nats, max ln 2)";
+      f.map = ColorMap::Viridis;
+      f.vmin = 0;
+      f.vmax = static_cast<float>(std::log(2.0));
+      f.ticks = {0.0f, 0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f};
+    }
+    return f;
+  }
+  f.row_axis = "Query";
+  f.col_axis = "Key";
+  f.scale_label = "attention weight";
+  f.map = ColorMap::Viridis;
+  f.vmin = 0;
+  f.vmax = 1;
+  f.ticks = {0.0f, 0.2f, 0.4f, 0.6f, 0.8f, 1.0f};
+  const MaskMatrix allowed = allowedMask(scene);
+  if (request.what == ExportWhat::Head) {
+    checkHeadIndex(scene, request.head);
+    f.panels.push_back(weightPanel(scene, result, allowed, request.head));
+    f.title = f.panels.back().title + " attention weights";
+    f.panels.back().title.clear();
+    return f;
+  }
+  for (int i = 0; i < h; ++i) f.panels.push_back(weightPanel(scene, result, allowed, i));
+  f.title = h == 1   ? "Attention weights"
+            : h == 2 ? "Attention weights, both heads"
+                     : "Attention weights, all " + std::to_string(h) + " heads";
+  return f;
+}
+
+Rgb8 cellColor(const Figure& figure, float value, bool masked) {
+  if (masked) return kMaskedColor;
+  return colorAt(figure.map, colorMapParameter(value, figure.vmin, figure.vmax));
+}
+
+}  // namespace attnscope

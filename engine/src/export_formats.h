@@ -1,0 +1,30 @@
+// The exporters' private pieces: one function per file format (export_png.cpp, export_svg.cpp,
+// export_csv.cpp, export_npy.cpp), and the heatmap rasteriser the PNG and SVG share.
+#pragma once
+
+#include <string>
+
+#include "attnscope/export.h"
+#include "attnscope/export_layout.h"
+#include "export_text.h"
+
+namespace attnscope {
+
+// Throws InputError unless the result is this scene's: one weight map (n_q, n_k) per head.
+void checkResult(const Scene& scene, const Result& result);
+// The (h, h) matrix of the metric; throws InputError when the result has none (computed without analysis).
+const Matrix& similarityMatrix(const Scene& scene, const Result& result, SimilarityMetric metric);
+// Throws InputError("head", ...) unless 0 <= head < scene.numHeads().
+void checkHeadIndex(const Scene& scene, int head);
+
+// Panel `panel`'s heatmap at w x h pixels: each pixel is the colour of the mean of the unmasked cells it
+// covers (kMaskedColor when all are masked); with whole-pixel cells that is exactly each cell's colour.
+Canvas rasterizeMap(const Figure& figure, int panel, int w, int h);
+std::string encodePng(const Canvas& canvas);
+
+std::string pngBytes(const Figure& figure, const FigureLayout& layout);
+std::string svgBytes(const Figure& figure, const FigureLayout& layout);
+std::string csvBytes(const Scene& scene, const Result& result, const ExportRequest& request);
+std::string npyBytes(const Scene& scene, const Result& result, const ExportRequest& request);
+
+}  // namespace attnscope

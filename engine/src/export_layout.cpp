@@ -1,0 +1,273 @@
+// Where each part of an exported figure lands: title, panels (a grid for all heads), token labels, value
+// annotations, axis titles and the colour bar, in pixels. The PNG and SVG exporters draw this one layout.
+#include "attnscope/export_layout.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "export_text.h"
+
+namespace attnscope {
+
+namespace {
+
+constexpr int kMargin = 16;
+constexpr float kTitleSize = 18, kHeadingSize = 14, kAxisSize = 14, kTickSize = 13, kIndexSize = 12;
+constexpr int kMaxCell = 48;         // cells never grow past this, except for tiny maps:
+constexpr int kMinMapSide = 256;     // a map is at least this many pixels when the budget allows
+constexpr int kSingleBudget = 1024;  // largest side of a lone map, pixels, growing to 2048 for long sequences
+constexpr int kMinLabelCell = 10;    // smaller cells get position numbers instead of token labels
+constexpr double kMaxLabelWidth = 160;
+constexpr int kColorbarWidth = 18, kColorbarGap = 24, kPanelGapX = 28, kPanelGapY = 20, kLabelGap = 6;
+constexpr Rgb8 kText{38, 38, 38}, kLightText{255, 255, 255}, kFrame{80, 80, 80};
+
+// The height of a digit above the baseline, as a fraction of the em: centring a label on y puts its
+// baseline at y + kDigitHalf * size. (DejaVu Sans digits are 0.729 em tall.)
+constexpr double kDigitHalf = 0.3645;
+
+// Negative numbers with a true minus sign (U+2212), never "-0.00".
+std::string formatNumber(double v, int decimals) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, std::fabs(v));
+  const double shown = std::atof(buf);
+  return (v < 0 && shown != 0 ? "\u2212" : "") + std::string(buf);
+}
+
+// Control characters made visible; long labels cut with an ellipsis to kMaxLabelWidth.
+std::string displayLabel(const std::string& token, const Font& font, float size) {
+  std::string s;
+  for (char c : token) {
+    if (c == '\n')
+      s += "\\n";
+    else if (c == '\t')
+      s += "\\t";
+    else if (static_cast<unsigned char>(c) < 0x20)
+      s += "\uFFFD";
+    else
+      s += c;
+  }
+  if (font.textWidth(s, size) <= kMaxLabelWidth) return s;
+  while (!s.empty() && font.textWidth(s + "\u2026", size) > kMaxLabelWidth) {
+    // Drop one whole code point: its continuation bytes (10xxxxxx), then its lead byte.
+    while (!s.empty() && (static_cast<unsigned char>(s.back()) & 0xC0) == 0x80) s.pop_back();
+    if (!s.empty()) s.pop_back();
+  }
+  return s + "\u2026";
+}
+
+// Relative luminance of an sRGB colour (WCAG), as seaborn picks annotation colours: dark text above 0.408.
+double luminance(Rgb8 c) {
+  auto lin = [](std::uint8_t v) {
+    const double s = v / 255.0;
+    return s <= 0.03928 ? s / 12.92 : std::pow((s + 0.055) / 1.055, 2.4);
+  };
+  return 0.2126 * lin(c.r) + 0.7152 * lin(c.g) + 0.0722 * lin(c.b);
+}
+
+// A readable step between numbered positions: 1, 2, 5 x 10^k with about `target` pixels between labels.
+int positionStep(int n, double cell, double target) {
+  for (int step : {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000}) {
+    if (step * cell >= target || step >= n) return step;
+  }
+  return 100000;
+}
+
+struct AxisLabels {
+  std::vector<std::pair<int, std::string>> ticks;  // (row or column index, text)
+  float size = kTickSize;
+  double max_width = 0;
+};
+
+AxisLabels axisLabels(const std::vector<std::string>& tokens, int n, double cell, bool tokens_fit, const Font& font,
+                      double spacing_target) {
+  AxisLabels a;
+  if (tokens_fit) {
+    a.size = std::min(kTickSize, static_cast<float>(std::floor(cell)) - 2);
+    for (int i = 0; i < n; ++i)
+      a.ticks.emplace_back(i, displayLabel(tokens[static_cast<std::size_t>(i)], font, a.size));
+  } else {
+    a.size = kIndexSize;
+    const int step = positionStep(n, cell, spacing_target);
+    for (int i = 0; i < n; i += step) a.ticks.emplace_back(i, std::to_string(i));
+  }
+  for (const auto& t : a.ticks) a.max_width = std::max(a.max_width, font.textWidth(t.second, a.size));
+  return a;
+}
+
+struct Sizes {
+  int map_w = 0, map_h = 0;
+  double cell_w = 0, cell_h = 0;
+};
+
+Sizes mapSizes(int rows, int cols, int budget) {
+  Sizes s;
+  const int n = std::max(rows, cols);
+  const int cell = std::min(budget / n, std::max(kMaxCell, kMinMapSide / n));
+  if (cell >= 1) {
+    s.map_w = cell * cols;
+    s.map_h = cell * rows;
+  } else {
+    const double scale = static_cast<double>(budget) / n;
+    s.map_w = std::max(1, static_cast<int>(std::lround(cols * scale)));
+    s.map_h = std::max(1, static_cast<int>(std::lround(rows * scale)));
+  }
+  s.cell_w = static_cast<double>(s.map_w) / cols;
+  s.cell_h = static_cast<double>(s.map_h) / rows;
+  return s;
+}
+
+FigureLayout layoutWithBudget(const Figure& fig, const Font& font, int budget) {
+  FigureLayout L;
+  const int panels = static_cast<int>(fig.panels.size());
+  const int rows = static_cast<int>(fig.panels[0].values.rows()), cols = static_cast<int>(fig.panels[0].values.cols());
+  const int grid_cols = panels == 1 ? 1 : static_cast<int>(std::ceil(std::sqrt(static_cast<double>(panels))));
+  const int grid_rows = (panels + grid_cols - 1) / grid_cols;
+  const Sizes s = mapSizes(rows, cols, budget);
+  const double cell = std::min(s.cell_w, s.cell_h);
+  L.labels_shown = cell >= kMinLabelCell;
+
+  // Labels: rows (queries) down the left, columns (keys) along the bottom, turned upright when too wide.
+  const AxisLabels row_labels = axisLabels(fig.panels[0].row_labels, rows, s.cell_h, L.labels_shown, font, 80);
+  const AxisLabels col_labels = axisLabels(fig.panels[0].col_labels, cols, s.cell_w, L.labels_shown, font, 90);
+  const double col_spacing =
+      s.cell_w * (col_labels.ticks.size() > 1 ? col_labels.ticks[1].first - col_labels.ticks[0].first : 1);
+  const bool col_upright = col_labels.max_width > col_spacing - 4;
+  const double col_label_h =
+      col_upright ? col_labels.max_width : font.ascent(col_labels.size) + font.descent(col_labels.size);
+
+  // Annotations: the largest size up to 13 px whose widest value fits in a cell with 2 px to spare each side.
+  float annot_size = 0;
+  if (fig.annotate) {
+    double widest = 0;
+    for (const HeatmapPanel& p : fig.panels)
+      widest = std::max({widest, font.textWidth(formatNumber(p.values.maxCoeff(), 2), 1.0f),
+                         font.textWidth(formatNumber(p.values.minCoeff(), 2), 1.0f)});
+    for (float size = std::min(13.0f, static_cast<float>(cell * 0.45)); size >= 7.0f; size -= 0.5f) {
+      if (widest * size + 4 <= cell) {
+        annot_size = size;
+        break;
+      }
+    }
+  }
+  L.annotations_shown = annot_size > 0;
+
+  const double heading_h = panels > 1 ? std::ceil(font.ascent(kHeadingSize) + font.descent(kHeadingSize)) + 4 : 0;
+  const int row_label_w = static_cast<int>(std::ceil(row_labels.max_width)) + kLabelGap;
+  const int panel_w = row_label_w + s.map_w;
+  const int panel_h = static_cast<int>(heading_h + s.map_h + 4 + std::ceil(col_label_h));
+  const int axis_h = static_cast<int>(std::ceil(font.ascent(kAxisSize) + font.descent(kAxisSize)));
+  const int title_h = static_cast<int>(std::ceil(font.ascent(kTitleSize) + font.descent(kTitleSize)));
+  const int grid_x = kMargin + axis_h + 8;
+  const int grid_y = kMargin + title_h + 12;
+  const int grid_w = grid_cols * panel_w + (grid_cols - 1) * kPanelGapX;
+  const int grid_h = grid_rows * panel_h + (grid_rows - 1) * kPanelGapY;
+
+  for (int p = 0; p < panels; ++p) {
+    const int px = grid_x + (p % grid_cols) * (panel_w + kPanelGapX);
+    const int py = grid_y + (p / grid_cols) * (panel_h + kPanelGapY);
+    const PixelRect map{px + row_label_w, py + static_cast<int>(heading_h), s.map_w, s.map_h};
+    L.maps.push_back(map);
+    const HeatmapPanel& panel = fig.panels[static_cast<std::size_t>(p)];
+    if (!panel.title.empty())
+      L.texts.push_back({panel.title, kHeadingSize, map.x + map.w / 2.0, py + font.ascent(kHeadingSize),
+                         TextAnchor::Middle, false, kText});
+    for (const auto& [i, text] : row_labels.ticks)
+      L.texts.push_back({text, row_labels.size, static_cast<double>(map.x - kLabelGap),
+                         map.y + (i + 0.5) * s.cell_h + kDigitHalf * row_labels.size, TextAnchor::End, false, kText});
+    for (const auto& [j, text] : col_labels.ticks) {
+      const double cx = map.x + (j + 0.5) * s.cell_w;
+      if (col_upright)
+        L.texts.push_back({text, col_labels.size, cx + kDigitHalf * col_labels.size, map.y + map.h + 4.0,
+                           TextAnchor::End, true, kText});
+      else
+        L.texts.push_back({text, col_labels.size, cx, map.y + map.h + 4 + font.ascent(col_labels.size),
+                           TextAnchor::Middle, false, kText});
+    }
+    if (!L.annotations_shown) continue;
+    for (int i = 0; i < rows; ++i) {
+      for (int j = 0; j < cols; ++j) {
+        const bool masked = panel.masked.size() > 0 && panel.masked(i, j);
+        if (masked) continue;  // as seaborn: masked cells carry no number
+        const float v = panel.values(i, j);
+        const Rgb8 under = cellColor(fig, v, false);
+        L.texts.push_back({formatNumber(v, 2), annot_size, map.x + (j + 0.5) * s.cell_w,
+                           map.y + (i + 0.5) * s.cell_h + kDigitHalf * annot_size, TextAnchor::Middle, false,
+                           luminance(under) > 0.408 ? kText : kLightText});
+      }
+    }
+  }
+
+  // Axis titles: the row axis upright at the far left, the column axis under the grid.
+  const double maps_top = grid_y + heading_h;
+  const double maps_bottom = grid_y + (grid_rows - 1) * (panel_h + kPanelGapY) + heading_h + s.map_h;
+  const std::string row_axis = L.labels_shown ? fig.row_axis : fig.row_axis + " position";
+  const std::string col_axis = L.labels_shown ? fig.col_axis : fig.col_axis + " position";
+  L.texts.push_back({row_axis, kAxisSize, kMargin + font.ascent(kAxisSize), (maps_top + maps_bottom) / 2,
+                     TextAnchor::Middle, true, kText});
+  const double first_map_cx = grid_x + row_label_w + s.map_w / 2.0;
+  const double grid_map_cx = grid_cols == 1 ? first_map_cx : grid_x + row_label_w + (grid_w - row_label_w) / 2.0;
+  const double col_axis_y = grid_y + grid_h + 8 + font.ascent(kAxisSize);
+  L.texts.push_back({col_axis, kAxisSize, grid_map_cx, col_axis_y, TextAnchor::Middle, false, kText});
+
+  // Colour bar: beside the maps, from the top of the first row of maps to the bottom of the last.
+  L.colorbar = {grid_x + grid_w + kColorbarGap, static_cast<int>(maps_top), kColorbarWidth,
+                static_cast<int>(maps_bottom - maps_top)};
+  const PixelRect& bar = L.colorbar;
+  double tick_w = 0;
+  for (float t : fig.ticks) {
+    const int y = bar.y + static_cast<int>(std::lround((1.0 - colorMapParameter(t, fig.vmin, fig.vmax)) * (bar.h - 1)));
+    L.lines.push_back({bar.x + bar.w, y, bar.x + bar.w + 3, y, kFrame});
+    const std::string text = formatNumber(t, fig.tick_decimals);
+    tick_w = std::max(tick_w, font.textWidth(text, kTickSize));
+    L.texts.push_back(
+        {text, kTickSize, bar.x + bar.w + 7.0, y + kDigitHalf * kTickSize, TextAnchor::Start, false, kText});
+  }
+  L.lines.push_back({bar.x - 1, bar.y - 1, bar.x + bar.w, bar.y - 1, kFrame});
+  L.lines.push_back({bar.x - 1, bar.y + bar.h, bar.x + bar.w, bar.y + bar.h, kFrame});
+  L.lines.push_back({bar.x - 1, bar.y - 1, bar.x - 1, bar.y + bar.h, kFrame});
+  L.lines.push_back({bar.x + bar.w, bar.y - 1, bar.x + bar.w, bar.y + bar.h, kFrame});
+  const double label_x = bar.x + bar.w + 7 + std::ceil(tick_w) + 10 + font.ascent(kAxisSize);
+  L.texts.push_back({fig.scale_label, kAxisSize, label_x, bar.y + bar.h / 2.0, TextAnchor::Middle, true, kText});
+
+  // Title, centred over the maps (but never cut at the left edge), and the image size.
+  const double title_w = font.textWidth(fig.title, kTitleSize);
+  const double title_cx = std::max(grid_map_cx, kMargin + title_w / 2);
+  L.texts.push_back(
+      {fig.title, kTitleSize, title_cx, kMargin + font.ascent(kTitleSize), TextAnchor::Middle, false, kText});
+  const double right = std::max(label_x + font.descent(kAxisSize), title_cx + title_w / 2);
+  L.width = static_cast<int>(std::ceil(right)) + kMargin;
+  L.height = static_cast<int>(std::ceil(std::max(col_axis_y + font.descent(kAxisSize), bar.y + bar.h + 0.0))) + kMargin;
+  return L;
+}
+
+}  // namespace
+
+FigureLayout layoutFigure(const Figure& figure) {
+  const Font& font = Font::exportFont();
+  const int panels = static_cast<int>(figure.panels.size());
+  const int grid_cols = panels == 1 ? 1 : static_cast<int>(std::ceil(std::sqrt(static_cast<double>(panels))));
+  const auto n = static_cast<int>(std::max(figure.panels[0].values.rows(), figure.panels[0].values.cols()));
+  int budget = grid_cols == 1 ? std::clamp(n, kSingleBudget, 2 * kSingleBudget) : std::max(96, 2560 / grid_cols);
+  FigureLayout layout = layoutWithBudget(figure, font, budget);
+  // Shrink the maps until the whole image fits kMaxImageSide (labels and margins do not shrink).
+  for (int attempt = 0; attempt < 8 && std::max(layout.width, layout.height) > kMaxImageSide && budget > 16;
+       ++attempt) {
+    budget = std::max(16, static_cast<int>(budget * 0.97 * kMaxImageSide / std::max(layout.width, layout.height)));
+    layout = layoutWithBudget(figure, font, budget);
+  }
+  return layout;
+}
+
+PixelRect cellRect(const Figure& figure, const FigureLayout& layout, int panel, int row, int col) {
+  const HeatmapPanel& p = figure.panels[static_cast<std::size_t>(panel)];
+  const PixelRect& m = layout.maps[static_cast<std::size_t>(panel)];
+  const auto rows = static_cast<long long>(p.values.rows()), cols = static_cast<long long>(p.values.cols());
+  const int x0 = static_cast<int>(col * static_cast<long long>(m.w) / cols);
+  const int x1 = static_cast<int>((col + 1) * static_cast<long long>(m.w) / cols);
+  const int y0 = static_cast<int>(row * static_cast<long long>(m.h) / rows);
+  const int y1 = static_cast<int>((row + 1) * static_cast<long long>(m.h) / rows);
+  return {m.x + x0, m.y + y0, x1 - x0, y1 - y0};
+}
+
+}  // namespace attnscope

@@ -1,0 +1,70 @@
+// NPY export (format version 1.0, little-endian float32, C order), readable by numpy.load: all heads
+// (h, n_q, n_k), one head (n_q, n_k), or the similarity matrix (h, h).
+#include <bit>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "export_formats.h"
+
+namespace attnscope {
+
+namespace {
+
+static_assert(std::endian::native == std::endian::little, "NPY '<f4' is written straight from memory");
+
+// Magic, version 1.0, header length (uint16 LE), then the header dict padded with spaces and ended by '\n' so
+// that the data starts at a multiple of 64 bytes (as numpy writes it).
+std::string npyHeader(const std::vector<long>& shape) {
+  std::string dims;
+  for (long d : shape) dims += std::to_string(d) + ", ";
+  if (shape.size() > 1)
+    dims.resize(dims.size() - 2);
+  else
+    dims.pop_back();  // (n,) keeps its comma
+  std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims + "), }";
+  const std::size_t unpadded = 10 + dict.size() + 1;
+  dict.append((64 - unpadded % 64) % 64, ' ');
+  dict += '\n';
+  std::string out = "\x93NUMPY";
+  out += '\x01';
+  out += '\x00';
+  out += static_cast<char>(dict.size() & 0xFF);
+  out += static_cast<char>(dict.size() >> 8);
+  return out + dict;
+}
+
+void appendFloats(std::string& out, const Matrix& m) {  // row-major: C order as it lies in memory
+  const std::size_t at = out.size();
+  out.resize(at + static_cast<std::size_t>(m.size()) * sizeof(float));
+  std::memcpy(out.data() + at, m.data(), static_cast<std::size_t>(m.size()) * sizeof(float));
+}
+
+}  // namespace
+
+std::string npyBytes(const Scene& scene, const Result& result, const ExportRequest& request) {
+  const long h = scene.numHeads();
+  std::string out;
+  switch (request.what) {
+    case ExportWhat::Head: {
+      const Matrix& w = result.heads[static_cast<std::size_t>(request.head)].weights;
+      out = npyHeader({static_cast<long>(w.rows()), static_cast<long>(w.cols())});
+      appendFloats(out, w);
+      break;
+    }
+    case ExportWhat::Heads:
+      out = npyHeader({h, scene.nQ(), scene.nK()});
+      out.reserve(out.size() + static_cast<std::size_t>(h) * scene.nQ() * scene.nK() * sizeof(float));
+      for (const HeadResult& r : result.heads) appendFloats(out, r.weights);
+      break;
+    case ExportWhat::Similarity: {
+      const Matrix& m = similarityMatrix(scene, result, request.metric);  // (h, h)
+      out = npyHeader({h, h});
+      appendFloats(out, m);
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace attnscope

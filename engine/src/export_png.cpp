@@ -1,0 +1,88 @@
+// PNG export: the figure painted on an RGB canvas (heatmaps, colour bar, lines, DejaVu Sans text) and encoded
+// in memory with stb_image_write. Also the heatmap rasteriser the SVG embeds for large maps.
+#include <stb/stb_image_write.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "attnscope/error.h"
+#include "export_formats.h"
+
+namespace attnscope {
+
+namespace {
+
+// The cells [lo, hi) that pixel p of `pixels` shows along an axis of n cells, the inverse of cellRect's edges
+// floor(i * pixels / n): the cells whose first pixel is p, or, when a cell spans several pixels, the one cell
+// that covers p.
+std::pair<int, int> cellRange(int p, int pixels, int n) {
+  const long long lo = (static_cast<long long>(p) * n + pixels - 1) / pixels;
+  const long long hi = (static_cast<long long>(p + 1) * n + pixels - 1) / pixels;
+  if (lo >= hi) return {static_cast<int>(lo - 1), static_cast<int>(lo)};
+  return {static_cast<int>(lo), static_cast<int>(hi)};
+}
+
+void appendBytes(void* context, void* data, int size) {
+  static_cast<std::string*>(context)->append(static_cast<const char*>(data), static_cast<std::size_t>(size));
+}
+
+}  // namespace
+
+Canvas rasterizeMap(const Figure& figure, int panel, int w, int h) {
+  const HeatmapPanel& p = figure.panels[static_cast<std::size_t>(panel)];
+  const int rows = static_cast<int>(p.values.rows()), cols = static_cast<int>(p.values.cols());
+  const bool has_mask = p.masked.size() > 0;
+  Canvas c(w, h, kMaskedColor);
+  std::vector<std::pair<int, int>> col_ranges(static_cast<std::size_t>(w));
+  for (int x = 0; x < w; ++x) col_ranges[static_cast<std::size_t>(x)] = cellRange(x, w, cols);
+  for (int y = 0; y < h; ++y) {
+    const auto [r0, r1] = cellRange(y, h, rows);
+    for (int x = 0; x < w; ++x) {
+      const auto [c0, c1] = col_ranges[static_cast<std::size_t>(x)];
+      double sum = 0;
+      int count = 0;
+      for (int i = r0; i < r1; ++i) {
+        for (int j = c0; j < c1; ++j) {
+          if (has_mask && p.masked(i, j)) continue;
+          sum += p.values(i, j);
+          ++count;
+        }
+      }
+      const Rgb8 color = count == 0 ? kMaskedColor : cellColor(figure, static_cast<float>(sum / count), false);
+      std::uint8_t* px = &c.rgb[(static_cast<std::size_t>(y) * w + x) * 3];
+      px[0] = color.r;
+      px[1] = color.g;
+      px[2] = color.b;
+    }
+  }
+  return c;
+}
+
+std::string encodePng(const Canvas& canvas) {
+  std::string bytes;
+  if (!stbi_write_png_to_func(appendBytes, &bytes, canvas.width, canvas.height, 3, canvas.rgb.data(), canvas.width * 3))
+    throw InputError("png", "an image stb_image_write can encode",
+                     shapeString(canvas.height, canvas.width) + " pixels");
+  return bytes;
+}
+
+std::string pngBytes(const Figure& figure, const FigureLayout& layout) {
+  Canvas canvas(layout.width, layout.height, Rgb8{255, 255, 255});
+  for (std::size_t p = 0; p < layout.maps.size(); ++p) {
+    const PixelRect& m = layout.maps[p];
+    const Canvas map = rasterizeMap(figure, static_cast<int>(p), m.w, m.h);
+    for (int y = 0; y < m.h; ++y)
+      std::copy_n(&map.rgb[static_cast<std::size_t>(y) * m.w * 3], static_cast<std::size_t>(m.w) * 3,
+                  &canvas.rgb[(static_cast<std::size_t>(m.y + y) * canvas.width + m.x) * 3]);
+  }
+  // Colour bar: pixel row y shows the value at its centre, vmax at the top.
+  const PixelRect& bar = layout.colorbar;
+  for (int y = 0; y < bar.h; ++y)
+    canvas.fill({bar.x, bar.y + y, bar.w, 1}, colorAt(figure.map, 1.0f - (y + 0.5f) / static_cast<float>(bar.h)));
+  for (const LineItem& l : layout.lines) canvas.fill({l.x0, l.y0, l.x1 - l.x0 + 1, l.y1 - l.y0 + 1}, l.color);
+  const Font& font = Font::exportFont();
+  for (const TextItem& t : layout.texts) font.draw(canvas, t);
+  return encodePng(canvas);
+}
+
+}  // namespace attnscope

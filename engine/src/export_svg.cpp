@@ -1,0 +1,137 @@
+// SVG export: the same layout as the PNG as vector graphics: one <rect> per cell (an embedded PNG of the map
+// when there are too many cells for a vector file to stay small), real <text> labels, escaped.
+#include <cstdio>
+#include <string>
+
+#include "export_formats.h"
+
+namespace attnscope {
+
+namespace {
+
+// Above this many cells in all panels together, each map is embedded as a PNG image instead of rects.
+constexpr long kMaxVectorCells = 40000;
+
+std::string xmlEscape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n')
+          out += "\uFFFD";  // not allowed in XML
+        else
+          out += c;
+    }
+  }
+  return out;
+}
+
+std::string hex(Rgb8 c) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "#%02x%02x%02x", c.r, c.g, c.b);
+  return buf;
+}
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  std::string s = buf;
+  while (s.back() == '0') s.pop_back();
+  if (s.back() == '.') s.pop_back();
+  return s;
+}
+
+std::string rect(int x, int y, int w, int h, Rgb8 c) {
+  return "<rect x=\"" + std::to_string(x) + "\" y=\"" + std::to_string(y) + "\" width=\"" + std::to_string(w) +
+         "\" height=\"" + std::to_string(h) + "\" fill=\"" + hex(c) + "\"/>\n";
+}
+
+std::string base64(const std::string& bytes) {
+  static const char* table = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  for (std::size_t i = 0; i < bytes.size(); i += 3) {
+    unsigned v = static_cast<unsigned char>(bytes[i]) << 16;
+    if (i + 1 < bytes.size()) v |= static_cast<unsigned char>(bytes[i + 1]) << 8;
+    if (i + 2 < bytes.size()) v |= static_cast<unsigned char>(bytes[i + 2]);
+    out += table[(v >> 18) & 63];
+    out += table[(v >> 12) & 63];
+    out += i + 1 < bytes.size() ? table[(v >> 6) & 63] : '=';
+    out += i + 2 < bytes.size() ? table[v & 63] : '=';
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string svgBytes(const Figure& figure, const FigureLayout& layout) {
+  const std::string w = std::to_string(layout.width), h = std::to_string(layout.height);
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out += "<svg xmlns=\"http://www.w3.org/2000/svg\" xmlns:xlink=\"http://www.w3.org/1999/xlink\" width=\"" + w +
+         "\" height=\"" + h + "\" viewBox=\"0 0 " + w + " " + h +
+         "\" font-family=\"DejaVu Sans, Verdana, sans-serif\">\n";
+  out += "<title>" + xmlEscape(figure.title) + "</title>\n";
+  out += rect(0, 0, layout.width, layout.height, Rgb8{255, 255, 255});
+
+  long cells = 0;
+  for (const HeatmapPanel& p : figure.panels) cells += static_cast<long>(p.values.size());
+  out += "<g shape-rendering=\"crispEdges\">\n";
+  for (std::size_t p = 0; p < layout.maps.size(); ++p) {
+    const PixelRect& m = layout.maps[p];
+    const HeatmapPanel& panel = figure.panels[p];
+    const bool whole_cells = m.w >= panel.values.cols() && m.h >= panel.values.rows();
+    if (cells <= kMaxVectorCells && whole_cells) {
+      for (Eigen::Index i = 0; i < panel.values.rows(); ++i) {
+        for (Eigen::Index j = 0; j < panel.values.cols(); ++j) {
+          const PixelRect r = cellRect(figure, layout, static_cast<int>(p), static_cast<int>(i), static_cast<int>(j));
+          const bool masked = panel.masked.size() > 0 && panel.masked(i, j);
+          out += rect(r.x, r.y, r.w, r.h, cellColor(figure, panel.values(i, j), masked));
+        }
+      }
+    } else {
+      const std::string png = encodePng(rasterizeMap(figure, static_cast<int>(p), m.w, m.h));
+      out += "<image x=\"" + std::to_string(m.x) + "\" y=\"" + std::to_string(m.y) + "\" width=\"" +
+             std::to_string(m.w) + "\" height=\"" + std::to_string(m.h) +
+             "\" image-rendering=\"pixelated\" preserveAspectRatio=\"none\" xlink:href=\"data:image/png;base64," +
+             base64(png) + "\"/>\n";
+    }
+  }
+  // Colour bar as runs of equal colour, vmax at the top (the PNG's pixel rows).
+  const PixelRect& bar = layout.colorbar;
+  for (int y = 0; y < bar.h;) {
+    const Rgb8 c = colorAt(figure.map, 1.0f - (y + 0.5f) / static_cast<float>(bar.h));
+    int run = 1;
+    while (y + run < bar.h && colorAt(figure.map, 1.0f - (y + run + 0.5f) / static_cast<float>(bar.h)) == c) ++run;
+    out += rect(bar.x, bar.y + y, bar.w, run, c);
+    y += run;
+  }
+  for (const LineItem& l : layout.lines) out += rect(l.x0, l.y0, l.x1 - l.x0 + 1, l.y1 - l.y0 + 1, l.color);
+  out += "</g>\n";
+
+  for (const TextItem& t : layout.texts) {
+    const char* anchor = t.anchor == TextAnchor::Start ? "start" : t.anchor == TextAnchor::Middle ? "middle" : "end";
+    out += "<text x=\"" + num(t.x) + "\" y=\"" + num(t.y) + "\" font-size=\"" + num(t.size) + "\" text-anchor=\"" +
+           anchor + "\" fill=\"" + hex(t.color) + "\"";
+    if (t.vertical) out += " transform=\"rotate(-90 " + num(t.x) + " " + num(t.y) + ")\"";
+    out += " xml:space=\"preserve\">" + xmlEscape(t.text) + "</text>\n";
+  }
+  out += "</svg>\n";
+  return out;
+}
+
+}  // namespace attnscope

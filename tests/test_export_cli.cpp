@@ -1,0 +1,141 @@
+// `attnscope export` end to end: the hand-worked scene of test_export_support.h
+// written as a scene file, the command run as a user would, and each output
+// decoded and checked; bad requests give one line and status 2.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include "attnscope/cpu_backend.h"
+#include "attnscope/export_layout.h"
+#include "test_export_support.h"
+
+using namespace attnscope;
+using namespace attnscope::testing;
+
+namespace {
+
+// The scene of handScene() in the scene file format (README "Scene files"),
+// written by hand.
+const char* kHandSceneJson = R"({
+  "format": "attnscope-scene", "version": 1, "d_model": 2,
+  "query_tokens": ["a,b", "say \"hi\"", "<tag>&"],
+  "query": [[1, 0], [0, 1], [1, 1]],
+  "heads": [
+    {"w_q": [[0], [0]], "w_k": [[1], [1]], "w_v": [[1], [1]]},
+    {"w_q": [[1], [0]], "w_k": [[1.0986122886681098], [0]], "w_v": [[1], [1]]}
+  ],
+  "mask": "causal"
+})";
+
+struct CliRun {
+  int status = -1;
+  std::string out, err;
+};
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+class ExportCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    scene_path_ = dir_.file("hand.json");
+    std::ofstream(scene_path_) << kHandSceneJson;
+  }
+  CliRun run(const std::string& args) {
+    const std::string cmd =
+        std::string(ATTNSCOPE_BINARY) + " export " + args + " > " + dir_.file("stdout") + " 2> " + dir_.file("stderr");
+    CliRun r;
+    const int raw = std::system(cmd.c_str());
+    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+    r.out = readFile(dir_.file("stdout"));
+    r.err = readFile(dir_.file("stderr"));
+    std::filesystem::remove(dir_.file("stdout"));
+    std::filesystem::remove(dir_.file("stderr"));
+    return r;
+  }
+  TempDir dir_;
+  std::string scene_path_;
+};
+
+}  // namespace
+
+TEST_F(ExportCli, HeadTwoPngHasTheHandWorkedColours) {
+  const std::string out = dir_.file("head2.png");
+  const CliRun r = run(scene_path_ + " --what head:2 --format png --out " + out);
+  ASSERT_EQ(r.status, 0) << r.err;
+  // Where the cells land: the engine's layout of the same figure (head:2 is
+  // index 1).
+  ExportRequest req;
+  req.what = ExportWhat::Head;
+  req.head = 1;
+  const Figure fig = makeFigure(handScene(), CpuBackend(1).compute(handScene()), req);
+  const FigureLayout layout = layoutFigure(fig);
+  EXPECT_EQ(fig.title, "Head 2 attention weights");
+  const Image img = decodePng(readFile(out));
+  ASSERT_EQ(img.width, layout.width);
+  ASSERT_EQ(img.height, layout.height);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) {
+      const PixelRect c = cellRect(fig, layout, 0, i, j);
+      const Rgb8 want = j > i ? kMaskedColor : colorAt(ColorMap::Viridis, static_cast<float>(kHandWeights[1][i][j]));
+      EXPECT_EQ(img.at(c.x + c.w / 2, c.y + c.h / 2), want) << i << "," << j;
+    }
+}
+
+TEST_F(ExportCli, HeadsNpyAndFormatFromTheExtension) {
+  const std::string out = dir_.file("weights.npy");
+  const CliRun r = run(scene_path_ + " --what heads -o " + out);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const Npy npy = decodeNpy(readFile(out));
+  EXPECT_NE(npy.dict.find("'shape': (2, 3, 3)"), std::string::npos) << npy.dict;
+  ASSERT_EQ(npy.values.size(), 18u);
+  for (int h = 0; h < 2; ++h)
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j)  // float32 softmax: seen within 6e-8
+        EXPECT_NEAR(npy.values[static_cast<std::size_t>(h * 9 + i * 3 + j)], kHandWeights[h][i][j], 1e-6);
+}
+
+TEST_F(ExportCli, SimilarityCsvAndAnnotatedSvg) {
+  CliRun r = run(scene_path_ + " --what similarity --metric cosine --format csv --out " + dir_.file("sim.csv"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto rows = parseCsv(readFile(dir_.file("sim.csv")));
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0], (std::vector<std::string>{"head", "H1", "H2"}));
+  EXPECT_NEAR(std::stod(rows[1][2]), handCosine(), 1e-6);
+  r = run(scene_path_ + " --what head:1 --format svg --annotate --out " + dir_.file("head1.svg"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string svg = readFile(dir_.file("head1.svg"));
+  EXPECT_NE(svg.find(">&lt;tag&gt;&amp;</text>"), std::string::npos);
+  EXPECT_NE(svg.find(">0.33</text>"), std::string::npos);  // 1/3 to two decimals
+}
+
+TEST_F(ExportCli, BadRequestsAreOneLineAndStatusTwo) {
+  const std::string out = dir_.file("x.png");
+  CliRun r = run(scene_path_ + " --what head:0 --out " + out);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err,
+            "attnscope: --what: expected head:1 to head:2 (heads are "
+            "numbered from 1), heads or similarity, "
+            "got 'head:0'\n");
+  r = run(scene_path_ + " --what head:3 --out " + out);
+  EXPECT_EQ(r.status, 2);
+  r = run(scene_path_ + " --what heads --format gif --out " + out);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--format"), std::string::npos) << r.err;
+  r = run(scene_path_ + " --what heads --format csv --out " + dir_.path.string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("output path: expected a file path"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
+  // Nothing but the scene file is left behind.
+  EXPECT_EQ(dir_.entries(), std::vector<std::string>{"hand.json"});
+}
+
+TEST_F(ExportCli, HelpSaysHeadsCountFromOne) {
+  const CliRun r = run("--help");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("heads are numbered from 1"), std::string::npos) << r.out;
+}
