@@ -31,8 +31,8 @@ void main() {
     o_color = vec4(u_masked_color, 1.0);
     return;
   }
-  // Same rule as colorAt(): t clamped to [0, 1], nearest of the 256 entries.
+  // Same rule as colorMapIndex() (and so colorAt()): t clamped to [0, 1], index = min(255, floor(t * 256)).
   float t = clamp((best - u_range.x) / max(u_range.y - u_range.x, 1e-12), 0.0, 1.0);
-  int index = int(floor(t * 255.0 + 0.5));
+  int index = min(255, int(floor(t * 256.0)));
   o_color = vec4(texelFetch(u_colormap, ivec2(index, 0), 0).rgb, 1.0);
 }
