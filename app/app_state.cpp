@@ -7,6 +7,7 @@
 #include "attnscope/cpu_backend.h"
 #include "attnscope/error.h"
 #include "attnscope/scene_json.h"
+#include "attnscope/similarity.h"
 #ifdef ATTNSCOPE_HAS_GPU
 #include "attnscope/gpu_backend.h"
 #endif
@@ -15,6 +16,14 @@ namespace attnscope::app {
 
 namespace {
 constexpr std::size_t kUndoDepth = 100;
+// Above this many h^2 n_q n_k, similarity waits until edits pause (about 10 ms of analysis on this machine).
+constexpr double kLiveAnalysisCells = 1.5e6;
+constexpr double kAnalysisDelayMs = 200;
+
+bool liveAnalysis(const Scene& scene) {
+  const double h = scene.numHeads();
+  return h * h * scene.nQ() * scene.nK() <= kLiveAnalysisCells;
+}
 }
 
 Scene initialScene() { return workedExampleScene(); }
@@ -115,18 +124,32 @@ void AppState::useBackend(const std::string& name) {
 void AppState::recompute(int only_head) {
   const auto start = std::chrono::steady_clock::now();
   const bool same_shape = only_head >= 0 && result_.heads.size() == scene_.heads.size();
+  const bool live = liveAnalysis(scene_);
+  // Kept to show while a deferred analysis is pending (same head count only).
+  Similarity old_similarity = std::move(result_.similarity);
+  std::vector<HeadStats> old_stats = std::move(result_.stats);
   try {
-    if (same_shape)
-      backend_->recomputeHead(scene_, only_head, result_);
+    if (same_shape && live)
+      backend_->recomputeHead(scene_, only_head, result_);  // also redoes the (cheap) analysis
     else
-      backend_->computeInto(scene_, result_);
+      backend_->computeInto(scene_, result_, ComputeOptions{true, live});
   } catch (const std::exception& e) {
     if (backend_->name() == "cpu") throw;  // the reference backend failing on a validated scene is a bug
     banner_ = std::string("The GPU backend failed, switched to the CPU: ") + e.what();
     backend_ = std::make_unique<CpuBackend>();
-    backend_->computeInto(scene_, result_);
+    backend_->computeInto(scene_, result_, ComputeOptions{true, live});
   }
-  compute_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  analysis_pending_ = !live;
+  if (!live) {
+    if (old_stats.size() == scene_.heads.size()) {
+      result_.stats = std::move(old_stats);
+      result_.similarity = std::move(old_similarity);
+    } else {
+      runAnalysis();  // the head count changed: nothing earlier to show
+    }
+  }
+  last_change_ = std::chrono::steady_clock::now();
+  compute_ms_ = std::chrono::duration<double, std::milli>(last_change_ - start).count();
   ++revision_;
   if (same_shape) {
     head_revision_[static_cast<std::size_t>(only_head)] = revision_;
@@ -134,6 +157,22 @@ void AppState::recompute(int only_head) {
     ++full_revision_;
     head_revision_.assign(scene_.heads.size(), revision_);
   }
+}
+
+void AppState::tick() {
+  if (!analysis_pending_) return;
+  const double idle_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - last_change_).count();
+  if (idle_ms >= kAnalysisDelayMs) runAnalysis();
+}
+
+void AppState::runAnalysis() {
+  std::vector<const Matrix*> maps;
+  for (const HeadResult& hr : result_.heads) maps.push_back(&hr.weights);
+  result_.similarity = headSimilarity(maps);
+  result_.stats.clear();
+  for (const HeadResult& hr : result_.heads) result_.stats.push_back(headStats(hr.weights));
+  analysis_pending_ = false;
 }
 
 }  // namespace attnscope::app

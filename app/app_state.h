@@ -2,6 +2,7 @@
 // edit goes through (validate on a copy, apply, push undo, recompute).
 #pragma once
 
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -57,8 +58,15 @@ class AppState {
   const std::string& banner() const { return banner_; }
   double computeMs() const { return compute_ms_; }
 
+  // Head similarity is O(h^2 n_q n_k): for big scenes it is not recomputed on every edit (a drag would stall)
+  // but once the scene has been still for a moment; until then the previous similarity and statistics show.
+  // Call once a frame.
+  void tick();
+  bool analysisPending() const { return analysis_pending_; }
+
  private:
   void recompute(int only_head);
+  void runAnalysis();
 
   Scene scene_;
   Result result_;
@@ -67,6 +75,8 @@ class AppState {
   std::string edit_error_, message_, banner_;
   bool dirty_ = false;
   double compute_ms_ = 0;
+  bool analysis_pending_ = false;
+  std::chrono::steady_clock::time_point last_change_;
   unsigned revision_ = 0, full_revision_ = 0;
   std::vector<unsigned> head_revision_;  // one per head
 };

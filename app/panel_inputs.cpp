@@ -52,6 +52,7 @@ void drawInputsPanel(AppState& state, ViewState& view) {
   bool cross = scene.key.has_value();
   if (ImGui::Checkbox("Separate key/value rows (cross-attention)", &cross))
     state.edit("cross-attention", [&](Scene& s) { setCrossAttention(s, cross); });
+  cross = scene.key.has_value();  // as it is now, after this frame's edit
   if (ImGui::Button("Randomise inputs"))
     state.edit("randomise inputs", [&](Scene& s) {
       s.query = randomMatrix(s.nQ(), s.d_model, 1.0f, view.seed++);
@@ -68,7 +69,7 @@ void drawInputsPanel(AppState& state, ViewState& view) {
   sectionHeader(cross ? "Query rows (n_q x d_model)" : "Input rows X (n x d_model)");
   Matrix edited;
   bool continuing = false;
-  if (matrixTable("query_rows", scene.query, edited, continuing))
+  if (matrixTable("query_rows", scene.query, edited, continuing, "inputs.query"))
     state.edit("query rows", [&](Scene& s) { s.query = edited; }, -1, continuing);
   if (cross) {
     sectionHeader("Key tokens");

@@ -51,7 +51,7 @@ void sizesSection(AppState& state, ViewState& view) {
 
 void maskSection(AppState& state) {
   const Scene& scene = state.scene();
-  const int current = maskChoice(scene);
+  int current = maskChoice(scene);
   const char* names[] = {"none", "causal", "key padding", "painted"};
   const char* probes[] = {"model.mask.none", "model.mask.causal", "model.mask.padding", "model.mask.painted"};
   ImGui::AlignTextToFramePadding();
@@ -63,6 +63,7 @@ void maskSection(AppState& state) {
       state.edit("mask", [i](Scene& s) { setMask(s, i); });
     probeItem(probes[i]);
   }
+  current = maskChoice(scene);  // as it is now, after this frame's edit
   if (current == kKeyPadding) {
     ImGui::TextDisabled("Padded keys are never attended:");
     for (int j = 0; j < scene.nK(); ++j) {

@@ -28,9 +28,12 @@ void fillButtons(AppState& state, ViewState& view, const char* id, int rows, int
   ImGui::PopID();
 }
 
-void biasRow(AppState& state, const char* label, const std::optional<RowVector>& bias, int size, int head,
-             std::optional<RowVector> HeadParams::*member) {
+void biasRow(AppState& state, const char* label, int head, std::optional<RowVector> HeadParams::*member,
+             bool query_key) {
   ImGui::PushID(label);
+  const HeadParams& params = state.scene().heads[static_cast<std::size_t>(head)];
+  const int size = query_key ? params.dK() : params.dV();
+  const std::optional<RowVector> bias = params.*member;  // a copy: an edit below replaces the scene's heads
   bool on = bias.has_value();
   if (ImGui::Checkbox(label, &on))
     state.edit(label, [&](Scene& s) {
@@ -72,30 +75,32 @@ void drawProjectionsPanel(AppState& state, ViewState& view) {
     });
   showEditError(state);
 
-  const HeadParams& p = scene.heads[static_cast<std::size_t>(h)];
+  // Matrices are looked up again after each edit: an edit replaces the scene's heads, so a reference taken
+  // before it would dangle.
   const int d = scene.d_model;
   const struct {
     const char* name;
-    const Matrix& m;
+    const char* probe;
     Matrix HeadParams::*member;
-  } mats[] = {{"W_Q (d_model x d_k)", p.w_q, &HeadParams::w_q},
-              {"W_K (d_model x d_k)", p.w_k, &HeadParams::w_k},
-              {"W_V (d_model x d_v)", p.w_v, &HeadParams::w_v}};
+  } mats[] = {{"W_Q (d_model x d_k)", "proj.w_q", &HeadParams::w_q},
+              {"W_K (d_model x d_k)", "proj.w_k", &HeadParams::w_k},
+              {"W_V (d_model x d_v)", "proj.w_v", &HeadParams::w_v}};
   for (const auto& entry : mats) {
     sectionHeader(entry.name);
     auto member = entry.member;
-    fillButtons(state, view, entry.name, d, static_cast<int>(entry.m.cols()), h,
+    const auto current = [&]() -> const Matrix& { return state.scene().heads[static_cast<std::size_t>(h)].*member; };
+    fillButtons(state, view, entry.name, d, static_cast<int>(current().cols()), h,
                 [h, member](Scene& s, Matrix m) { s.heads[static_cast<std::size_t>(h)].*member = std::move(m); });
     Matrix edited;
     bool continuing = false;
-    if (matrixTable(entry.name, entry.m, edited, continuing))
+    if (matrixTable(entry.name, current(), edited, continuing, entry.probe))
       state.edit(entry.name, [&](Scene& s) { s.heads[static_cast<std::size_t>(h)].*member = edited; }, h,
                  continuing);
   }
   sectionHeader("Biases");
-  biasRow(state, "b_Q", p.b_q, p.dK(), h, &HeadParams::b_q);
-  biasRow(state, "b_K", p.b_k, p.dK(), h, &HeadParams::b_k);
-  biasRow(state, "b_V", p.b_v, p.dV(), h, &HeadParams::b_v);
+  biasRow(state, "b_Q", h, &HeadParams::b_q, true);
+  biasRow(state, "b_K", h, &HeadParams::b_k, true);
+  biasRow(state, "b_V", h, &HeadParams::b_v, false);
 
   sectionHeader("W_O (sum of d_v x d_model), all heads");
   bool has_w_o = scene.w_o.has_value();

@@ -16,6 +16,7 @@ void drawSimilarityPanel(AppState& state, ViewState& view) {
   const bool cosine = view.metric == 0;
   ImGui::TextDisabled(cosine ? "1 = identical attention maps, 0 = no overlap"
                              : "0 = identical rows; ln 2 = %.3f = disjoint", std::log(2.0));
+  if (state.analysisPending()) ImGui::TextDisabled("(updates when the edits pause)");
   const Matrix& m = cosine ? state.result().similarity.cosine : state.result().similarity.js;
   const int h = static_cast<int>(m.rows());
   if (h == 0) return;

@@ -18,9 +18,9 @@ bool continuesGesture(bool changed) {
   return continuing;
 }
 
-bool matrixTable(const char* id, const Matrix& m, Matrix& out, bool& continuing, float cell_width) {
+bool matrixTable(const char* id, const Matrix& m, Matrix& out, bool& continuing, const char* probe) {
   if (m.size() == 0) return false;
-  const float width = cell_width > 0 ? cell_width : ImGui::GetFontSize() * 3.6f;
+  const float width = ImGui::GetFontSize() * 3.6f;
   bool changed = false;
   const int cols = static_cast<int>(std::min<Eigen::Index>(m.cols(), 63));
   if (!ImGui::BeginTable(id, cols + 1, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_ScrollX |
@@ -38,6 +38,7 @@ bool matrixTable(const char* id, const Matrix& m, Matrix& out, bool& continuing,
       ImGui::SetNextItemWidth(width);
       const bool edited = ImGui::DragFloat("##v", &value, 0.01f, 0.0f, 0.0f, "%.3f");
       const bool continues = continuesGesture(edited);
+      if (probe && i == 0 && j == 0) probeItem(std::string(probe) + ".cell0");
       if (edited) {
         continuing = continues;
         if (!changed) out = m;

@@ -52,13 +52,13 @@ std::string layoutJson() {
 ScriptInput::ScriptInput(const std::string& path) {
   std::istringstream in(readWholeFile(path, "--script"));
   int number = 0;
-  const std::vector<std::string> known = {"wait", "move", "click", "wheel", "key", "text", "screenshot", "layout", "quit"};
+  const std::vector<std::string> known = {"wait", "move", "click", "wheel", "drag", "key", "text", "screenshot", "layout", "quit"};
   for (std::string line; std::getline(in, line);) {
     ++number;
     const std::vector<std::string> words = splitLine(line.substr(0, line.find('#')));
     if (words.empty()) continue;
     if (std::find(known.begin(), known.end(), words[0]) == known.end())
-      throw InputError(path + ":" + std::to_string(number), "a command (wait move click wheel key text screenshot layout quit)",
+      throw InputError(path + ":" + std::to_string(number), "a command (wait move click wheel drag key text screenshot layout quit)",
                        words[0]);
     lines_.push_back(line.substr(0, line.find('#')));
   }
@@ -124,6 +124,18 @@ void ScriptInput::apply(ImGuiIO& io, const AppState& state) {
     mouse_ = io.MousePos = target(1);
     if (phase_ == 1) io.MouseWheel = std::stof(words.back());
     if (++phase_ > 1) next();
+  } else if (command == "drag") {
+    // frame 0: move there; 1: press; 2..N+1: move a step each frame, held; N+2: release
+    const int steps = std::max(1, std::stoi(words.at(words.size() - 1)));
+    if (phase_ == 0) drag_from_ = mouse_ = target(1);
+    if (phase_ >= 2 && phase_ <= steps + 1) {
+      const float f = static_cast<float>(phase_ - 1) / static_cast<float>(steps);
+      mouse_ = ImVec2(drag_from_.x + f * std::stof(words.at(words.size() - 3)),
+                      drag_from_.y + f * std::stof(words.at(words.size() - 2)));
+    }
+    io.MousePos = mouse_;
+    io.MouseDown[0] = phase_ >= 1 && phase_ <= steps + 1;
+    if (++phase_ > steps + 2) next();
   } else if (command == "key") {
     io.KeyCtrl = words.size() > 2 && words[2] == "ctrl";
     io.KeysDown[glfwKey(words.at(1))] = phase_ == 0;

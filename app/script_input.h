@@ -8,6 +8,7 @@
 //   move TARGET            put the mouse over the target
 //   click TARGET           move, press, release the left button
 //   wheel TARGET STEPS     mouse wheel over the target
+//   drag TARGET DX DY N    press on the target, move by (DX, DY) pixels over N frames, release
 //   key NAME [ctrl]        press and release a key: Left Right Up Down Enter Escape Tab Backspace A..Z
 //   text STRING            type the characters
 //   screenshot PATH        write the window to PNG
@@ -41,6 +42,7 @@ class ScriptInput {
   std::size_t line_ = 0;
   int phase_ = 0;       // progress through the current command (frames)
   ImVec2 mouse_{-1, -1};
+  ImVec2 drag_from_;
   bool quit_ = false;
   std::string pending_screenshot_, pending_layout_;
 };

@@ -144,6 +144,7 @@ int runWindow(const std::vector<std::string>& args) {
       if (script) script->apply(io, state);
       ImGui::NewFrame();
       app::rotateProbes();
+      state.tick();
       app::drawWindowLayout(state, view, renderer, frame_ms.empty() ? 0.0 : frame_ms.back());
       ImGui::Render();
       int fb_w = 0, fb_h = 0;
