@@ -24,7 +24,7 @@ bool liveAnalysis(const Scene& scene) {
   const double h = scene.numHeads();
   return h * h * scene.nQ() * scene.nK() <= kLiveAnalysisCells;
 }
-}
+}  // namespace
 
 Scene initialScene() { return workedExampleScene(); }
 

@@ -120,8 +120,8 @@ void HeatmapRenderer::sync(const AppState& state) {
       // weights: (n_q, n_k) row-major -> texture n_k wide, n_q tall, row i = query i
       const Matrix& w = state.result().heads[at].weights;
       glBindTexture(GL_TEXTURE_2D, head_textures_[at]);
-      glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, static_cast<GLsizei>(w.cols()), static_cast<GLsizei>(w.rows()), 0,
-                   GL_RED, GL_FLOAT, w.data());
+      glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, static_cast<GLsizei>(w.cols()), static_cast<GLsizei>(w.rows()), 0, GL_RED,
+                   GL_FLOAT, w.data());
       head_revisions_[at] = state.headRevision(h);
     }
     sources_[at] = weightsTexture(state, h);
@@ -131,13 +131,12 @@ void HeatmapRenderer::sync(const AppState& state) {
   glBindTexture(GL_TEXTURE_2D, 0);
 }
 
-void HeatmapRenderer::draw(ImDrawList* list, int head, ImVec2 p0, ImVec2 p1, const CellView& view, float lo,
-                           float hi) {
+void HeatmapRenderer::draw(ImDrawList* list, int head, ImVec2 p0, ImVec2 p1, const CellView& view, float lo, float hi) {
   Rendered& r = rendered_[static_cast<std::size_t>(head)];
   const int width = std::max(1, static_cast<int>(p1.x - p0.x)), height = std::max(1, static_cast<int>(p1.y - p0.y));
   const std::size_t at = static_cast<std::size_t>(head);
-  const bool same_view = r.view.col0 == view.col0 && r.view.row0 == view.row0 && r.view.col1 == view.col1 &&
-                         r.view.row1 == view.row1;
+  const bool same_view =
+      r.view.col0 == view.col0 && r.view.row0 == view.row0 && r.view.col1 == view.col1 && r.view.row1 == view.row1;
   if (r.width != width || r.height != height || !same_view || r.lo != lo || r.hi != hi || r.source != sources_[at] ||
       r.source_revision != source_revisions_[at] || r.mask_revision != mask_revision_) {
     r.width = width, r.height = height, r.view = view, r.lo = lo, r.hi = hi;

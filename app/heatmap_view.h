@@ -3,9 +3,9 @@
 // colorMapTable(ColorMap::Viridis) into a texture that ImGui shows as an image.
 #pragma once
 
-#include <vector>
-
 #include <imgui.h>
+
+#include <vector>
 
 #include "app_state.h"
 
@@ -46,7 +46,7 @@ class HeatmapRenderer {
   unsigned program_ = 0, vao_ = 0, colormap_ = 0, mask_ = 0;
   std::vector<unsigned> head_textures_;  // our own R32F copies of the CPU result, one per head
   std::vector<unsigned> head_revisions_;
-  std::vector<unsigned> sources_;        // the weights texture each head is drawn from this frame
+  std::vector<unsigned> sources_;  // the weights texture each head is drawn from this frame
   std::vector<unsigned> source_revisions_;
   std::vector<Rendered> rendered_;
   unsigned mask_revision_ = ~0u;

@@ -34,8 +34,8 @@ void drawExportPanel(AppState& state, ViewState& view) {
     if (ImGui::RadioButton(formats[i], &view.export_format, i)) {
       // keep the path's extension in step with the format
       const std::size_t dot = view.export_path.rfind('.');
-      view.export_path = view.export_path.substr(0, dot == std::string::npos ? view.export_path.size() : dot) +
-                         extensions[i];
+      view.export_path =
+          view.export_path.substr(0, dot == std::string::npos ? view.export_path.size() : dot) + extensions[i];
     }
   }
   if (view.export_what == 2) {

@@ -40,7 +40,8 @@ void drawColorBar(ImDrawList* list, ImVec2 p0, ImVec2 p1, float top) {
   for (int i = 0; i < kColorMapSize; ++i) {
     const float y1 = p1.y - h * static_cast<float>(i) / kColorMapSize;
     const float y0 = p1.y - h * static_cast<float>(i + 1) / kColorMapSize;
-    list->AddRectFilled(ImVec2(p0.x, std::floor(y0)), ImVec2(p1.x, std::ceil(y1)), toImU32(table[static_cast<std::size_t>(i)]));
+    list->AddRectFilled(ImVec2(p0.x, std::floor(y0)), ImVec2(p1.x, std::ceil(y1)),
+                        toImU32(table[static_cast<std::size_t>(i)]));
   }
   list->AddRect(p0, p1, IM_COL32(120, 120, 120, 255));
   char text[32];
@@ -51,76 +52,21 @@ void drawColorBar(ImDrawList* list, ImVec2 p0, ImVec2 p1, float top) {
 
 // [SECTION] one heatmap with its labels
 
-struct TileResult {
-  bool clicked = false;
-  ImVec2 map_min, map_max;
-};
-
-// Draws head `head` into [p0, p1): title, key labels below, query labels left, the map itself; hover shows the
-// cell under the mouse. Labels are thinned so that they never overlap (every k-th token).
-TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer, int head, ImVec2 p0, ImVec2 p1,
-                    const CellView& cells, bool zoomable) {
-  const Scene& scene = state.scene();
-  const std::vector<std::string>& q_tokens = scene.query_tokens;
-  const std::vector<std::string>& k_tokens = scene.keyTokens();
+// Token labels: queries left of the map (right-aligned), keys below it (centred), every k-th so that they never
+// overlap.
+void drawAxisLabels(const Scene& scene, const CellView& cells, ImVec2 m0, ImVec2 m1, float cell, float label_w) {
   ImDrawList* list = ImGui::GetWindowDrawList();
   const float line = ImGui::GetTextLineHeight();
   const ImU32 text_color = ImGui::GetColorU32(ImGuiCol_Text);
-  TileResult out;
-
-  char title[64];
-  const HeadStats& stats = state.result().stats[static_cast<std::size_t>(head)];
-  std::snprintf(title, sizeof title, "Head %d   entropy %.2f", head + 1, stats.entropy);
-  list->AddText(p0, text_color, title);
-  const char* hint = "rows: queries, columns: keys";
-  if (ImGui::CalcTextSize(title).x + ImGui::CalcTextSize(hint).x + 3 * line < p1.x - p0.x)
-    list->AddText(ImVec2(p1.x - ImGui::CalcTextSize(hint).x - line, p0.y), ImGui::GetColorU32(ImGuiCol_TextDisabled), hint);
-
-  float label_w = 0;
-  for (const std::string& t : q_tokens) label_w = std::max(label_w, ImGui::CalcTextSize(t.c_str()).x);
-  label_w = std::min(label_w + 6, (p1.x - p0.x) * 0.3f);
+  const std::vector<std::string>& q_tokens = scene.query_tokens;
+  const std::vector<std::string>& k_tokens = scene.keyTokens();
   float key_label_w = 0;
   for (const std::string& t : k_tokens) key_label_w = std::max(key_label_w, ImGui::CalcTextSize(t.c_str()).x);
-
-  // The map: square cells where the space allows, at most the tile.
-  const float avail_w = p1.x - p0.x - label_w, avail_h = p1.y - p0.y - 2.4f * line;
-  const float n_cols = cells.col1 - cells.col0, n_rows = cells.row1 - cells.row0;
-  const float cell = std::max(0.01f, std::min(avail_w / n_cols, avail_h / n_rows));
-  const ImVec2 m0(std::floor(p0.x + label_w), std::floor(p0.y + 1.2f * line));  // whole pixels: one texel each
-  const ImVec2 m1(std::floor(m0.x + cell * n_cols), std::floor(m0.y + cell * n_rows));
-  out.map_min = m0;
-  out.map_max = m1;
-  renderer.draw(list, head, m0, m1, cells, 0.0f, scaleTop(state, view, head));
-  if (head == view.walk_head)  // the walkthrough's current step is about this head
-    list->AddRect(ImVec2(m0.x - 3, m0.y - 3), ImVec2(m1.x + 3, m1.y + 3), IM_COL32(90, 170, 255, 255), 0, 0, 2.0f);
-  probeRect("head" + std::to_string(head) + ".map", m0, m1);
-
-  // Large cells carry their weight as text, low in the cell (the centre pixel stays the plain colour).
-  if (cell >= 2.6f * line) {
-    const Matrix& weights = state.result().heads[static_cast<std::size_t>(head)].weights;
-    const MaskMatrix allowed = allowedMask(scene);
-    const float top = scaleTop(state, view, head);
-    list->PushClipRect(m0, m1, true);
-    for (int i = std::max(0, static_cast<int>(cells.row0)); i < std::min(scene.nQ(), static_cast<int>(std::ceil(cells.row1))); ++i)
-      for (int j = std::max(0, static_cast<int>(cells.col0)); j < std::min(scene.nK(), static_cast<int>(std::ceil(cells.col1))); ++j) {
-        char text[16];
-        if (allowed(i, j)) std::snprintf(text, sizeof text, "%.3f", weights(i, j));
-        else std::snprintf(text, sizeof text, "masked");
-        const Rgb8 c = allowed(i, j) ? colorAt(ColorMap::Viridis, weights(i, j) / top) : kMaskedColor;
-        const bool dark = 0.299f * c.r + 0.587f * c.g + 0.114f * c.b < 140;
-        const ImVec2 size = ImGui::CalcTextSize(text);
-        list->AddText(ImVec2(m0.x + (static_cast<float>(j) + 0.5f - cells.col0) * cell - size.x * 0.5f,
-                             m0.y + (static_cast<float>(i + 1) - cells.row0) * cell - size.y - 0.12f * cell),
-                      dark ? IM_COL32(255, 255, 255, 230) : IM_COL32(20, 20, 20, 230), text);
-      }
-    list->PopClipRect();
-  }
-
   // Query labels (left), right-aligned, every `stride`-th so they do not overlap.
   const int first_row = std::max(0, static_cast<int>(std::floor(cells.row0)));
   const int last_row = std::min(scene.nQ() - 1, static_cast<int>(std::ceil(cells.row1)) - 1);
   const int row_stride = std::max(1, static_cast<int>(std::ceil(line / cell)));
-  list->PushClipRect(ImVec2(p0.x, m0.y - line), ImVec2(m0.x, m1.y + line), true);
+  list->PushClipRect(ImVec2(m0.x - label_w, m0.y - line), ImVec2(m0.x, m1.y + line), true);
   for (int i = first_row - first_row % row_stride; i <= last_row; i += row_stride) {
     if (i < first_row) continue;
     const char* t = q_tokens[static_cast<std::size_t>(i)].c_str();
@@ -140,11 +86,86 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
     list->AddText(ImVec2(x, m1.y + 2), text_color, t);
   }
   list->PopClipRect();
+}
+
+struct TileResult {
+  bool clicked = false;
+  ImVec2 map_min, map_max;
+};
+
+// Draws head `head` into [p0, p1): title, key labels below, query labels left, the map itself; hover shows the
+// cell under the mouse. Labels are thinned so that they never overlap (every k-th token).
+TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer, int head, ImVec2 p0, ImVec2 p1,
+                    const CellView& cells, bool zoomable) {
+  const Scene& scene = state.scene();
+  const std::vector<std::string>& q_tokens = scene.query_tokens;
+  const std::vector<std::string>& k_tokens = scene.keyTokens();
+  ImDrawList* list = ImGui::GetWindowDrawList();
+  const float line = ImGui::GetTextLineHeight();
+  const ImU32 text_color = ImGui::GetColorU32(ImGuiCol_Text);
+  TileResult out;
+
+  // Title: "Head 3", with its entropy and the axis hint when the tile is wide enough for them.
+  char title[64];
+  const HeadStats& stats = state.result().stats[static_cast<std::size_t>(head)];
+  std::snprintf(title, sizeof title, "Head %d   entropy %.2f", head + 1, stats.entropy);
+  if (ImGui::CalcTextSize(title).x > p1.x - p0.x) std::snprintf(title, sizeof title, "Head %d", head + 1);
+  list->AddText(p0, text_color, title);
+  const char* hint = "rows: queries, columns: keys";
+  if (ImGui::CalcTextSize(title).x + ImGui::CalcTextSize(hint).x + 3 * line < p1.x - p0.x)
+    list->AddText(ImVec2(p1.x - ImGui::CalcTextSize(hint).x - line, p0.y), ImGui::GetColorU32(ImGuiCol_TextDisabled),
+                  hint);
+
+  float label_w = 0;
+  for (const std::string& t : q_tokens) label_w = std::max(label_w, ImGui::CalcTextSize(t.c_str()).x);
+  label_w = std::min(label_w + 6, (p1.x - p0.x) * 0.3f);
+  // Small tiles (many heads) give all their room to the map; the tooltip still names the tokens.
+  const bool labels = p1.x - p0.x >= 12 * line;
+  if (!labels) label_w = 0;
+  // The map: square cells where the space allows, at most the tile.
+  const float avail_w = p1.x - p0.x - label_w, avail_h = p1.y - p0.y - (labels ? 2.4f : 1.3f) * line;
+  const float n_cols = cells.col1 - cells.col0, n_rows = cells.row1 - cells.row0;
+  const float cell = std::max(0.01f, std::min(avail_w / n_cols, avail_h / n_rows));
+  const ImVec2 m0(std::floor(p0.x + label_w), std::floor(p0.y + 1.2f * line));  // whole pixels: one texel each
+  const ImVec2 m1(std::floor(m0.x + cell * n_cols), std::floor(m0.y + cell * n_rows));
+  out.map_min = m0;
+  out.map_max = m1;
+  renderer.draw(list, head, m0, m1, cells, 0.0f, scaleTop(state, view, head));
+  if (head == view.walk_head)  // the walkthrough's current step is about this head
+    list->AddRect(ImVec2(m0.x - 3, m0.y - 3), ImVec2(m1.x + 3, m1.y + 3), IM_COL32(90, 170, 255, 255), 0, 0, 2.0f);
+  probeRect("head" + std::to_string(head) + ".map", m0, m1);
+
+  // Large cells carry their weight as text, low in the cell (the centre pixel stays the plain colour).
+  if (cell >= 2.6f * line) {
+    const Matrix& weights = state.result().heads[static_cast<std::size_t>(head)].weights;
+    const MaskMatrix allowed = allowedMask(scene);
+    const float top = scaleTop(state, view, head);
+    list->PushClipRect(m0, m1, true);
+    for (int i = std::max(0, static_cast<int>(cells.row0));
+         i < std::min(scene.nQ(), static_cast<int>(std::ceil(cells.row1))); ++i)
+      for (int j = std::max(0, static_cast<int>(cells.col0));
+           j < std::min(scene.nK(), static_cast<int>(std::ceil(cells.col1))); ++j) {
+        char text[16];
+        if (allowed(i, j))
+          std::snprintf(text, sizeof text, "%.3f", weights(i, j));
+        else
+          std::snprintf(text, sizeof text, "masked");
+        const Rgb8 c = allowed(i, j) ? colorAt(ColorMap::Viridis, weights(i, j) / top) : kMaskedColor;
+        const bool dark = 0.299f * c.r + 0.587f * c.g + 0.114f * c.b < 140;
+        const ImVec2 size = ImGui::CalcTextSize(text);
+        list->AddText(ImVec2(m0.x + (static_cast<float>(j) + 0.5f - cells.col0) * cell - size.x * 0.5f,
+                             m0.y + (static_cast<float>(i + 1) - cells.row0) * cell - size.y - 0.12f * cell),
+                      dark ? IM_COL32(255, 255, 255, 230) : IM_COL32(20, 20, 20, 230), text);
+      }
+    list->PopClipRect();
+  }
+
+  if (labels) drawAxisLabels(scene, cells, m0, m1, cell, label_w);
 
   // Interaction: an invisible button over the map takes hover, clicks, drags and the wheel.
   ImGui::SetCursorScreenPos(m0);
-  out.clicked = ImGui::InvisibleButton(("map" + std::to_string(head)).c_str(), ImVec2(std::max(1.0f, m1.x - m0.x),
-                                                                          std::max(1.0f, m1.y - m0.y)));
+  out.clicked = ImGui::InvisibleButton(("map" + std::to_string(head)).c_str(),
+                                       ImVec2(std::max(1.0f, m1.x - m0.x), std::max(1.0f, m1.y - m0.y)));
   const ImGuiIO& io = ImGui::GetIO();
   if (zoomable && ImGui::IsItemActive() && ImGui::IsMouseDragging(ImGuiMouseButton_Left, 0.0f)) {
     const float dx = io.MouseDelta.x / cell, dy = io.MouseDelta.y / cell;
@@ -163,7 +184,8 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
     }
     const int i = static_cast<int>(std::floor(row)), j = static_cast<int>(std::floor(col));
     if (i >= 0 && i < scene.nQ() && j >= 0 && j < scene.nK()) {
-      const ImVec2 c0(m0.x + (static_cast<float>(j) - cells.col0) * cell, m0.y + (static_cast<float>(i) - cells.row0) * cell);
+      const ImVec2 c0(m0.x + (static_cast<float>(j) - cells.col0) * cell,
+                      m0.y + (static_cast<float>(i) - cells.row0) * cell);
       list->AddRect(c0, ImVec2(c0.x + cell, c0.y + cell), IM_COL32(255, 255, 255, 255), 0, 0, 2.0f);
       const HeadResult& hr = state.result().heads[static_cast<std::size_t>(head)];
       ImGui::BeginTooltip();

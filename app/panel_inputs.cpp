@@ -70,16 +70,19 @@ void drawInputsPanel(AppState& state, ViewState& view) {
   Matrix edited;
   bool continuing = false;
   if (matrixTable("query_rows", scene.query, edited, continuing, "inputs.query"))
-    state.edit("query rows", [&](Scene& s) { s.query = edited; }, -1, continuing);
+    state.edit(
+        "query rows", [&](Scene& s) { s.query = edited; }, -1, continuing);
   if (cross) {
     sectionHeader("Key tokens");
     tokenList(state, TokenSide::Key, "key_tokens");
     sectionHeader("Key rows (n_k x d_model)");
     if (matrixTable("key_rows", *scene.key, edited, continuing))
-      state.edit("key rows", [&](Scene& s) { s.key = edited; }, -1, continuing);
+      state.edit(
+          "key rows", [&](Scene& s) { s.key = edited; }, -1, continuing);
     sectionHeader("Value rows (n_k x d_model)");
     if (matrixTable("value_rows", scene.valueRows(), edited, continuing))
-      state.edit("value rows", [&](Scene& s) { s.value = edited; }, -1, continuing);
+      state.edit(
+          "value rows", [&](Scene& s) { s.value = edited; }, -1, continuing);
   }
 }
 

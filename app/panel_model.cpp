@@ -1,8 +1,8 @@
 // Model panel: sizes (d_model, heads, d_k, d_v), mask, scale, backend, and the preset scenes.
-#include <string>
-
 #include <imgui.h>
 #include <imgui_stdlib.h>
+
+#include <string>
 
 #include "attnscope/presets.h"
 #include "attnscope/scene_edit.h"
@@ -43,8 +43,7 @@ void sizesSection(AppState& state, ViewState& view) {
   stepperInt("heads", "model.heads", size.heads, 1, 64);
   stepperInt("d_k", "model.d_k", size.d_k, 1, 1024);
   stepperInt("d_v", "model.d_v", size.d_v, 1, 1024);
-  if (size.d_model != before.d_model || size.heads != before.heads || size.d_k != before.d_k ||
-      size.d_v != before.d_v)
+  if (size.d_model != before.d_model || size.heads != before.heads || size.d_k != before.d_k || size.d_v != before.d_v)
     state.edit("sizes", [&](Scene& s) { s = resizeScene(s, size, view.seed++); });
   ImGui::TextDisabled("n_q = %d, n_k = %d tokens; sum of d_v = %d", scene.nQ(), scene.nK(), scene.concatWidth());
 }
@@ -57,8 +56,10 @@ void maskSection(AppState& state) {
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted("Mask");
   for (int i = 0; i < 4; ++i) {
-    if (i != 2) ImGui::SameLine(i == 0 ? ImGui::GetFontSize() * 4 : 0);
-    else ImGui::SetCursorPosX(ImGui::GetFontSize() * 4);
+    if (i != 2)
+      ImGui::SameLine(i == 0 ? ImGui::GetFontSize() * 4 : 0);
+    else
+      ImGui::SetCursorPosX(ImGui::GetFontSize() * 4);
     if (ImGui::RadioButton(names[i], current == i) && current != i)
       state.edit("mask", [i](Scene& s) { setMask(s, i); });
     probeItem(probes[i]);
@@ -100,8 +101,10 @@ void scaleAndBackendSection(AppState& state) {
   bool override_scale = scene.scale.has_value();
   if (ImGui::Checkbox("Scale override", &override_scale))
     state.edit("scale", [&](Scene& s) {
-      if (override_scale) s.scale = s.headScale(0);
-      else s.scale.reset();
+      if (override_scale)
+        s.scale = s.headScale(0);
+      else
+        s.scale.reset();
     });
   if (scene.scale) {
     ImGui::SameLine();
@@ -109,7 +112,9 @@ void scaleAndBackendSection(AppState& state) {
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
     const bool changed = ImGui::DragFloat("##scale", &value, 0.005f, 0.0f, 0.0f, "%.4f");
     const bool continuing = continuesGesture(changed);
-    if (changed) state.edit("scale", [&](Scene& s) { s.scale = value; }, -1, continuing);
+    if (changed)
+      state.edit(
+          "scale", [&](Scene& s) { s.scale = value; }, -1, continuing);
   } else {
     ImGui::SameLine();
     ImGui::TextDisabled("(1/sqrt(d_k) = %.4f)", scene.headScale(0));

@@ -16,15 +16,18 @@ void fillButtons(AppState& state, ViewState& view, const char* id, int rows, int
                  const std::function<void(Scene&, Matrix)>& set) {
   ImGui::PushID(id);
   if (ImGui::SmallButton("identity"))
-    state.edit(std::string(id) + " identity", [&](Scene& s) { set(s, identityMatrix(rows, cols)); }, head);
+    state.edit(
+        std::string(id) + " identity", [&](Scene& s) { set(s, identityMatrix(rows, cols)); }, head);
   ImGui::SameLine();
   if (ImGui::SmallButton("random"))
-    state.edit(std::string(id) + " random",
-               [&](Scene& s) { set(s, randomMatrix(rows, cols, 1.0f / std::sqrt(static_cast<float>(rows)), view.seed++)); },
-               head);
+    state.edit(
+        std::string(id) + " random",
+        [&](Scene& s) { set(s, randomMatrix(rows, cols, 1.0f / std::sqrt(static_cast<float>(rows)), view.seed++)); },
+        head);
   ImGui::SameLine();
   if (ImGui::SmallButton("zero"))
-    state.edit(std::string(id) + " zero", [&](Scene& s) { set(s, Matrix::Zero(rows, cols)); }, head);
+    state.edit(
+        std::string(id) + " zero", [&](Scene& s) { set(s, Matrix::Zero(rows, cols)); }, head);
   ImGui::PopID();
 }
 
@@ -36,17 +39,23 @@ void biasRow(AppState& state, const char* label, int head, std::optional<RowVect
   const std::optional<RowVector> bias = params.*member;  // a copy: an edit below replaces the scene's heads
   bool on = bias.has_value();
   if (ImGui::Checkbox(label, &on))
-    state.edit(label, [&](Scene& s) {
-      auto& b = s.heads[static_cast<std::size_t>(head)].*member;
-      if (on) b = RowVector::Zero(size);
-      else b.reset();
-    }, head);
+    state.edit(
+        label,
+        [&](Scene& s) {
+          auto& b = s.heads[static_cast<std::size_t>(head)].*member;
+          if (on)
+            b = RowVector::Zero(size);
+          else
+            b.reset();
+        },
+        head);
   if (bias) {
     Matrix as_matrix = *bias, edited;
     bool continuing = false;
     if (matrixTable("bias", as_matrix, edited, continuing))
-      state.edit(label, [&](Scene& s) { s.heads[static_cast<std::size_t>(head)].*member = RowVector(edited.row(0)); },
-                 head, continuing);
+      state.edit(
+          label, [&](Scene& s) { s.heads[static_cast<std::size_t>(head)].*member = RowVector(edited.row(0)); }, head,
+          continuing);
   }
   ImGui::PopID();
 }
@@ -94,8 +103,8 @@ void drawProjectionsPanel(AppState& state, ViewState& view) {
     Matrix edited;
     bool continuing = false;
     if (matrixTable(entry.name, current(), edited, continuing, entry.probe))
-      state.edit(entry.name, [&](Scene& s) { s.heads[static_cast<std::size_t>(h)].*member = edited; }, h,
-                 continuing);
+      state.edit(
+          entry.name, [&](Scene& s) { s.heads[static_cast<std::size_t>(h)].*member = edited; }, h, continuing);
   }
   sectionHeader("Biases");
   biasRow(state, "b_Q", h, &HeadParams::b_q, true);
@@ -106,15 +115,18 @@ void drawProjectionsPanel(AppState& state, ViewState& view) {
   bool has_w_o = scene.w_o.has_value();
   if (ImGui::Checkbox("use W_O (off: the output is the concatenation)", &has_w_o))
     state.edit("W_O", [&](Scene& s) {
-      if (has_w_o) s.w_o = identityMatrix(s.concatWidth(), s.d_model);
-      else s.w_o.reset(), s.b_o.reset();
+      if (has_w_o)
+        s.w_o = identityMatrix(s.concatWidth(), s.d_model);
+      else
+        s.w_o.reset(), s.b_o.reset();
     });
   if (scene.w_o) {
     fillButtons(state, view, "W_O", scene.concatWidth(), d, -1, [](Scene& s, Matrix m) { s.w_o = std::move(m); });
     Matrix edited;
     bool continuing = false;
     if (matrixTable("W_O", *scene.w_o, edited, continuing))
-      state.edit("W_O", [&](Scene& s) { s.w_o = edited; }, -1, continuing);
+      state.edit(
+          "W_O", [&](Scene& s) { s.w_o = edited; }, -1, continuing);
   }
 }
 

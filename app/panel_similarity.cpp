@@ -14,8 +14,9 @@ void drawSimilarityPanel(AppState& state, ViewState& view) {
   ImGui::SameLine();
   ImGui::RadioButton("Jensen-Shannon", &view.metric, 1);
   const bool cosine = view.metric == 0;
-  ImGui::TextDisabled(cosine ? "1 = identical attention maps, 0 = no overlap"
-                             : "0 = identical rows; ln 2 = %.3f = disjoint", std::log(2.0));
+  ImGui::TextDisabled(
+      cosine ? "1 = identical attention maps, 0 = no overlap" : "0 = identical rows; ln 2 = %.3f = disjoint",
+      std::log(2.0));
   if (state.analysisPending()) ImGui::TextDisabled("(updates when the edits pause)");
   const Matrix& m = cosine ? state.result().similarity.cosine : state.result().similarity.js;
   const int h = static_cast<int>(m.rows());
@@ -44,7 +45,8 @@ void drawSimilarityPanel(AppState& state, ViewState& view) {
         char text[16];
         std::snprintf(text, sizeof text, "%.2f", v);
         const bool dark = c.r + c.g + c.b < 300;
-        list->AddText(ImVec2(c0.x + (cell - ImGui::CalcTextSize(text).x) * 0.5f, c0.y + (cell - ImGui::GetTextLineHeight()) * 0.5f),
+        list->AddText(ImVec2(c0.x + (cell - ImGui::CalcTextSize(text).x) * 0.5f,
+                             c0.y + (cell - ImGui::GetTextLineHeight()) * 0.5f),
                       dark ? IM_COL32(255, 255, 255, 255) : IM_COL32(0, 0, 0, 255), text);
       }
     }

@@ -33,11 +33,13 @@ void numberGrid(const Matrix& m, const std::vector<Disagreement>& disagreements,
       for (const Disagreement& d : disagreements)
         if (d.row == i && d.col == j) wrong = &d;
       char text[24];
-      if (std::isinf(m(i, j))) std::snprintf(text, sizeof text, "-inf");
-      else std::snprintf(text, sizeof text, format, m(i, j));
+      if (std::isinf(m(i, j)))
+        std::snprintf(text, sizeof text, "-inf");
+      else
+        std::snprintf(text, sizeof text, format, m(i, j));
       const ImVec2 c0(p0.x + cell_w * j, p0.y + cell_h * i);
-      const ImU32 color = wrong ? ImGui::GetColorU32(kDisagree)
-                                : ImGui::GetColorU32(dim ? ImGuiCol_TextDisabled : ImGuiCol_Text);
+      const ImU32 color =
+          wrong ? ImGui::GetColorU32(kDisagree) : ImGui::GetColorU32(dim ? ImGuiCol_TextDisabled : ImGuiCol_Text);
       list->AddText(ImVec2(c0.x + cell_w - ImGui::CalcTextSize(text).x - ImGui::GetFontSize() * 0.3f, c0.y + 1), color,
                     text);
       if (wrong && ImGui::IsWindowHovered() && mouse.x >= c0.x && mouse.x < c0.x + cell_w && mouse.y >= c0.y &&
@@ -89,8 +91,7 @@ void drawWalkthroughPanel(AppState& state, ViewState& view) {
   ImGui::SameLine();
   ImGui::Text("step %d of %d", view.walk_step + 1, count);
   const int disagreements = walk.disagreementCount();
-  if (disagreements > 0)
-    {
+  if (disagreements > 0) {
     ImGui::PushStyleColor(ImGuiCol_Text, kDisagree);
     ImGui::TextWrapped("%d numbers printed in the text disagree with the computation (red; hover for both)",
                        disagreements);

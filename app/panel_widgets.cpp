@@ -23,8 +23,9 @@ bool matrixTable(const char* id, const Matrix& m, Matrix& out, bool& continuing,
   const float width = ImGui::GetFontSize() * 3.6f;
   bool changed = false;
   const int cols = static_cast<int>(std::min<Eigen::Index>(m.cols(), 63));
-  if (!ImGui::BeginTable(id, cols + 1, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_ScrollX |
-                                           ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV,
+  if (!ImGui::BeginTable(id, cols + 1,
+                         ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_ScrollX | ImGuiTableFlags_RowBg |
+                             ImGuiTableFlags_BordersInnerV,
                          ImVec2(0, 0)))
     return false;
   for (Eigen::Index i = 0; i < m.rows(); ++i) {

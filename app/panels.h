@@ -13,17 +13,17 @@ namespace attnscope::app {
 enum class ColorScale { Fixed, Shared, PerHead };  // 0..1; 0..max over all heads; 0..max of each head
 
 struct ViewState {
-  int focus_head = -1;       // >= 0: the heads panel shows this head enlarged
+  int focus_head = -1;                 // >= 0: the heads panel shows this head enlarged
   int compare_a = -1, compare_b = -1;  // >= 0: the heads panel shows these two side by side (from similarity)
-  CellView zoom;             // the enlarged head's visible cells
+  CellView zoom;                       // the enlarged head's visible cells
   ColorScale color_scale = ColorScale::Fixed;
-  int metric = 0;            // similarity: 0 cosine, 1 Jensen-Shannon
+  int metric = 0;  // similarity: 0 cosine, 1 Jensen-Shannon
   int walk_step = 0;
-  int walk_head = -1;        // the head the shown walkthrough step is about (-1: none or tab hidden)
-  std::uint64_t seed = 1;    // for random presets and random fills
+  int walk_head = -1;      // the head the shown walkthrough step is about (-1: none or tab hidden)
+  std::uint64_t seed = 1;  // for random presets and random fills
   int random_n = 16, random_heads = 4, random_d_model = 16;
   std::string sentence = "The cat sat on the mat because it was tired.";
-  int projection_head = 0;   // the projections panel's head
+  int projection_head = 0;  // the projections panel's head
   std::string export_path = "attnscope_export.png";
   int export_what = 1, export_format = 0;
   bool export_annotate = false;

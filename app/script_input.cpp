@@ -52,14 +52,15 @@ std::string layoutJson() {
 ScriptInput::ScriptInput(const std::string& path) {
   std::istringstream in(readWholeFile(path, "--script"));
   int number = 0;
-  const std::vector<std::string> known = {"wait", "move", "click", "wheel", "drag", "key", "text", "screenshot", "layout", "quit"};
+  const std::vector<std::string> known = {"wait", "move", "click",      "wheel",  "drag",
+                                          "key",  "text", "screenshot", "layout", "quit"};
   for (std::string line; std::getline(in, line);) {
     ++number;
     const std::vector<std::string> words = splitLine(line.substr(0, line.find('#')));
     if (words.empty()) continue;
     if (std::find(known.begin(), known.end(), words[0]) == known.end())
-      throw InputError(path + ":" + std::to_string(number), "a command (wait move click wheel drag key text screenshot layout quit)",
-                       words[0]);
+      throw InputError(path + ":" + std::to_string(number),
+                       "a command (wait move click wheel drag key text screenshot layout quit)", words[0]);
     lines_.push_back(line.substr(0, line.find('#')));
   }
 }

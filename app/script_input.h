@@ -16,11 +16,11 @@
 //   quit                   exit (status 0)
 #pragma once
 
+#include <imgui.h>
+
 #include <functional>
 #include <string>
 #include <vector>
-
-#include <imgui.h>
 
 #include "app_state.h"
 
@@ -40,7 +40,7 @@ class ScriptInput {
   bool resolveTarget(const std::vector<std::string>& words, std::size_t first, const AppState& state, ImVec2& at) const;
   std::vector<std::string> lines_;
   std::size_t line_ = 0;
-  int phase_ = 0;       // progress through the current command (frames)
+  int phase_ = 0;  // progress through the current command (frames)
   ImVec2 mouse_{-1, -1};
   ImVec2 drag_from_;
   bool quit_ = false;

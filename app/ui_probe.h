@@ -2,10 +2,10 @@
 // GUI tests through it) can click "model.heads.plus" rather than a pixel position that moves with the layout.
 #pragma once
 
+#include <imgui.h>
+
 #include <map>
 #include <string>
-
-#include <imgui.h>
 
 namespace attnscope::app {
 

@@ -1,7 +1,7 @@
 // The window: GLFW + OpenGL 4.3 core + Dear ImGui. A flat init, loop, shutdown; the panels do the rest.
 // Options: --scene FILE, --screenshot PATH --frames N, --frame-stats, --script FILE.
-#include <epoxy/gl.h>
 #include <GLFW/glfw3.h>
+#include <epoxy/gl.h>
 #include <imgui.h>
 #include <imgui_impl_glfw.h>
 #include <imgui_impl_opengl3.h>
@@ -71,7 +71,9 @@ void writeScreenshot(GLFWwindow* window, const std::string& path) {
 void printFrameStats(std::vector<double> ms) {
   if (ms.empty()) return;
   std::sort(ms.begin(), ms.end());
-  const auto at = [&](double q) { return ms[std::min(ms.size() - 1, static_cast<std::size_t>(q * static_cast<double>(ms.size())))]; };
+  const auto at = [&](double q) {
+    return ms[std::min(ms.size() - 1, static_cast<std::size_t>(q * static_cast<double>(ms.size())))];
+  };
   std::printf("frames %zu  median %.2f ms  p95 %.2f ms  (renderer: %s)\n", ms.size(), at(0.5), at(0.95),
               reinterpret_cast<const char*>(glGetString(GL_RENDERER)));
 }
@@ -79,8 +81,7 @@ void printFrameStats(std::vector<double> ms) {
 void loadFonts(float scale) {
   ImGuiIO& io = ImGui::GetIO();
   const float size = std::round(15.0f * scale);
-  if (std::filesystem::exists(ATTNSCOPE_FONT_PATH) && io.Fonts->AddFontFromFileTTF(ATTNSCOPE_FONT_PATH, size))
-    return;
+  if (std::filesystem::exists(ATTNSCOPE_FONT_PATH) && io.Fonts->AddFontFromFileTTF(ATTNSCOPE_FONT_PATH, size)) return;
   ImFontConfig config;
   config.SizePixels = 13.0f * scale;
   io.Fonts->AddFontDefault(&config);  // ImGui's own font when DejaVu Sans is not installed
@@ -95,7 +96,8 @@ int runWindow(const std::vector<std::string>& args) {
   std::unique_ptr<app::ScriptInput> script;
   if (options.script_path) script = std::make_unique<app::ScriptInput>(*options.script_path);
 
-  glfwSetErrorCallback([](int code, const char* text) { std::fprintf(stderr, "attnscope: GLFW %d: %s\n", code, text); });
+  glfwSetErrorCallback(
+      [](int code, const char* text) { std::fprintf(stderr, "attnscope: GLFW %d: %s\n", code, text); });
   if (!glfwInit()) throw InputError("window", "a display (set DISPLAY, or run under Xvfb)", "none could be opened");
   glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 4);
   glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);

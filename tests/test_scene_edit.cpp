@@ -18,8 +18,12 @@ Scene smallScene() {
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 4; ++j) s.query(i, j) = static_cast<float>(10 * j + i);
   for (int h = 0; h < 2; ++h) {
-    HeadParams p{Matrix::Constant(4, 2, 1.0f + h), Matrix::Constant(4, 2, 2.0f + h), Matrix::Constant(4, 2, 3.0f + h),
-                 RowVector::Constant(2, 0.5f), std::nullopt, std::nullopt};
+    HeadParams p{Matrix::Constant(4, 2, 1.0f + h),
+                 Matrix::Constant(4, 2, 2.0f + h),
+                 Matrix::Constant(4, 2, 3.0f + h),
+                 RowVector::Constant(2, 0.5f),
+                 std::nullopt,
+                 std::nullopt};
     s.heads.push_back(p);
   }
   s.w_o = Matrix::Identity(4, 4);
@@ -31,9 +35,10 @@ Scene smallScene() {
 TEST(SceneEdit, SinusoidalPositionsMatchHandValues) {
   // d_model = 4: the pair i = 0 has frequency 1, the pair i = 1 has 1 / 10000^(2/4) = 1/100.
   const Matrix pe = sinusoidalPositions(3, 4);
-  const float expected[3][4] = {{0.0f, 1.0f, 0.0f, 1.0f},
-                                {0.841470985f, 0.540302306f, 0.00999983333f, 0.99995000f},   // sin 1, cos 1, sin .01, cos .01
-                                {0.909297427f, -0.416146837f, 0.0199986667f, 0.99980001f}};  // sin 2, cos 2, sin .02, cos .02
+  const float expected[3][4] = {
+      {0.0f, 1.0f, 0.0f, 1.0f},
+      {0.841470985f, 0.540302306f, 0.00999983333f, 0.99995000f},   // sin 1, cos 1, sin .01, cos .01
+      {0.909297427f, -0.416146837f, 0.0199986667f, 0.99980001f}};  // sin 2, cos 2, sin .02, cos .02
   for (int p = 0; p < 3; ++p)
     for (int j = 0; j < 4; ++j) EXPECT_NEAR(pe(p, j), expected[p][j], 1e-6f) << p << "," << j;  // float rounding ~6e-8
 }
@@ -52,13 +57,13 @@ TEST(SceneEdit, ResizeKeepsWhatFits) {
   validateScene(r);
   ASSERT_EQ(r.numHeads(), 4);
   EXPECT_EQ(r.d_model, 3);
-  EXPECT_TRUE(r.query == s.query.leftCols(3));                 // the first 3 input columns kept
+  EXPECT_TRUE(r.query == s.query.leftCols(3));                           // the first 3 input columns kept
   EXPECT_TRUE(r.heads[1].w_q.leftCols(2) == s.heads[1].w_q.topRows(3));  // top-left 3 x 2 of head 2's W_Q kept
   EXPECT_EQ(r.heads[1].w_q.cols(), 3);
   EXPECT_TRUE(r.heads[0].w_v == s.heads[0].w_v.topLeftCorner(3, 1));
   ASSERT_TRUE(r.heads[0].b_q.has_value());
   EXPECT_FLOAT_EQ((*r.heads[0].b_q)(1), 0.5f);
-  EXPECT_FLOAT_EQ((*r.heads[0].b_q)(2), 0.0f);  // new bias entries are zero
+  EXPECT_FLOAT_EQ((*r.heads[0].b_q)(2), 0.0f);     // new bias entries are zero
   EXPECT_FALSE(r.heads[2].w_q == r.heads[3].w_q);  // new heads differ from each other
   ASSERT_TRUE(r.w_o.has_value());
   EXPECT_EQ(r.w_o->rows(), 4);  // 4 heads x d_v 1

@@ -121,8 +121,12 @@ Scene resizeScene(const Scene& scene, const SceneSize& size, std::uint64_t seed)
   if (scene.value) out.value = keepBlock(*scene.value, fresh(static_cast<int>(scene.value->rows()), d, 1.0f));
   out.heads.clear();
   for (int h = 0; h < size.heads; ++h) {
-    HeadParams p{fresh(d, size.d_k, w_std), fresh(d, size.d_k, w_std), fresh(d, size.d_v, w_std),
-                 std::nullopt, std::nullopt, std::nullopt};
+    HeadParams p{fresh(d, size.d_k, w_std),
+                 fresh(d, size.d_k, w_std),
+                 fresh(d, size.d_v, w_std),
+                 std::nullopt,
+                 std::nullopt,
+                 std::nullopt};
     if (h < scene.numHeads()) {
       const HeadParams& old = scene.heads[static_cast<std::size_t>(h)];
       p.w_q = keepBlock(old.w_q, p.w_q);

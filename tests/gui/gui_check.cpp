@@ -26,7 +26,8 @@ struct Image {
   int w = 0, h = 0;
   std::vector<unsigned char> rgb;
   Rgb8 at(int x, int y) const {
-    const unsigned char* p = &rgb[(static_cast<std::size_t>(y) * static_cast<std::size_t>(w) + static_cast<std::size_t>(x)) * 3];
+    const unsigned char* p =
+        &rgb[(static_cast<std::size_t>(y) * static_cast<std::size_t>(w) + static_cast<std::size_t>(x)) * 3];
     return Rgb8{p[0], p[1], p[2]};
   }
 };
@@ -118,9 +119,8 @@ struct Checker {
         for (int j = 0; j < 3; ++j) {
           if (causal && j > i) {
             const Rgb8 got = cell(map, i, j, 3, 3);
-            expect(got == attnscope::kMaskedColor,
-                   "head " + std::to_string(h + 1) + " cell (" + std::to_string(i) + "," + std::to_string(j) +
-                       ") masked: drawn " + str(got));
+            expect(got == attnscope::kMaskedColor, "head " + std::to_string(h + 1) + " cell (" + std::to_string(i) +
+                                                       "," + std::to_string(j) + ") masked: drawn " + str(got));
           } else {
             expectWeightColor(map, h, i, j, w[i][j]);
           }
@@ -139,15 +139,16 @@ int main(int argc, char** argv) {
   const std::string test = argv[1], dir = argv[2];
   try {
     Checker c{loadPng(dir + "/window.png"), loadLayout(dir + "/layout.json")};
-    c.expect(c.img.w == 1280 && c.img.h == 800, "screenshot is 1280 x 800: " + std::to_string(c.img.w) + " x " +
-                                                    std::to_string(c.img.h));
+    c.expect(c.img.w == 1280 && c.img.h == 800,
+             "screenshot is 1280 x 800: " + std::to_string(c.img.w) + " x " + std::to_string(c.img.h));
     if (test == "worked_example") {
       c.expect(c.layout.contains("head1.map") && !c.layout.contains("head2.map"), "two heatmaps");
       c.expectWorkedExample(2, false);
     } else if (test == "causal_mask") {
       c.expectWorkedExample(2, true);
     } else if (test == "four_heads") {
-      for (int h = 0; h < 4; ++h) c.expect(c.layout.contains("head" + std::to_string(h) + ".map"), "heatmap " + std::to_string(h + 1) + " shown");
+      for (int h = 0; h < 4; ++h)
+        c.expect(c.layout.contains("head" + std::to_string(h) + ".map"), "heatmap " + std::to_string(h + 1) + " shown");
       c.expect(!c.layout.contains("head4.map"), "no fifth heatmap");
       c.expectWorkedExample(2, false);  // the first two heads keep their projections
       // The new heads are random: their weights come from the saved scene through the CPU reference backend
@@ -158,7 +159,8 @@ int main(int argc, char** argv) {
       for (int h = 2; h < 4; ++h)
         for (int i = 0; i < 3; ++i)
           for (int j = 0; j < 3; ++j)
-            c.expectWeightColor("head" + std::to_string(h) + ".map", h, i, j, result.heads[static_cast<std::size_t>(h)].weights(i, j));
+            c.expectWeightColor("head" + std::to_string(h) + ".map", h, i, j,
+                                result.heads[static_cast<std::size_t>(h)].weights(i, j));
     } else if (test == "hover") {
       const Image before = loadPng(dir + "/before.png");
       const std::vector<float> r = c.rect("head0.map");
@@ -166,7 +168,8 @@ int main(int argc, char** argv) {
       // cell (1, 0): the 2-pixel white outline sits on the cell's edge; inside, the colour is unchanged
       const int left = static_cast<int>(r[0]), top = static_cast<int>(r[1] + ch);
       bool white = false;  // the anti-aliased line is fully white on one of the pixels around the edge
-      for (int x = left - 1; x <= left + 1; ++x) white = white || c.img.at(x, top + static_cast<int>(ch / 2)) == Rgb8{255, 255, 255};
+      for (int x = left - 1; x <= left + 1; ++x)
+        white = white || c.img.at(x, top + static_cast<int>(ch / 2)) == Rgb8{255, 255, 255};
       c.expect(white, "hovered cell's left edge outlined in white");
       c.expectWeightColor("head0.map", 0, 1, 0, expectedWeights(0, false)[1][0]);
       // the tooltip opens below and right of the mouse: a region there changed from before the hover
@@ -174,7 +177,8 @@ int main(int argc, char** argv) {
       const int mx = static_cast<int>(r[0] + cw / 2), my = static_cast<int>(r[1] + 1.5f * ch);
       for (int y = my + 20; y < my + 60; ++y)
         for (int x = mx + 20; x < mx + 120; ++x) changed += !(c.img.at(x, y) == before.at(x, y));
-      c.expect(changed > 1000, "tooltip drawn next to the mouse (" + std::to_string(changed) + " of 4000 pixels changed)");
+      c.expect(changed > 1000,
+               "tooltip drawn next to the mouse (" + std::to_string(changed) + " of 4000 pixels changed)");
     } else if (test == "undo_and_save") {
       c.expectWorkedExample(2, false);  // the causal mask was undone
       const attnscope::Scene saved = attnscope::loadSceneFile(dir + "/saved_scene.json");
