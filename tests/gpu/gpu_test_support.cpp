@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 namespace attnscope::test {
 
@@ -26,6 +27,11 @@ GpuFixture& gpuFixture() {
     return f;
   }();
   return fixture;
+}
+
+bool gpuRequired() {
+  const char* required = std::getenv("ATTNSCOPE_REQUIRE_GPU");
+  return required && std::string(required) == "1";
 }
 
 Matrix randomMatrix(int rows, int cols, float stddev, std::mt19937& rng) {

@@ -19,9 +19,15 @@ struct GpuFixture {
 };
 GpuFixture& gpuFixture();
 
-// Use in a test body: binds `gpu` to the shared backend, or skips the test with the reason.
-#define ATTNSCOPE_REQUIRE_GPU(gpu)                                                                   \
-  ::attnscope::GpuBackend* gpu = ::attnscope::test::gpuFixture().backend.get();                      \
+// True when ATTNSCOPE_REQUIRE_GPU=1: a machine that must run the GPU tests (CI) fails instead of skipping.
+bool gpuRequired();
+
+// Use in a test body: binds `gpu` to the shared backend, or skips the test with the reason (fails instead
+// where the GPU is required).
+#define ATTNSCOPE_REQUIRE_GPU(gpu)                                                                          \
+  ::attnscope::GpuBackend* gpu = ::attnscope::test::gpuFixture().backend.get();                             \
+  if (!gpu && ::attnscope::test::gpuRequired())                                                             \
+    GTEST_FAIL() << "ATTNSCOPE_REQUIRE_GPU=1 but no OpenGL 4.3 context: " << ::attnscope::test::gpuFixture().unavailable; \
   if (!gpu) GTEST_SKIP() << "no OpenGL 4.3 context: " << ::attnscope::test::gpuFixture().unavailable
 
 Matrix randomMatrix(int rows, int cols, float stddev, std::mt19937& rng);

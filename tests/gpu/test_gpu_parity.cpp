@@ -134,6 +134,8 @@ const ParityCase kCases[] = {
 };
 // clang-format on
 
+void PrintTo(const ParityCase& c, std::ostream* os) { *os << c.name; }  // ctest shows the case's name
+
 class GpuParity : public ::testing::TestWithParam<ParityCase> {};
 
 TEST_P(GpuParity, MatchesCpuReference) {

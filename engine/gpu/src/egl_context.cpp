@@ -39,7 +39,8 @@ std::vector<EGLDeviceEXT> eglDevices() {
 EglContext::EglContext() {
   const char* client = eglQueryString(EGL_NO_DISPLAY, EGL_EXTENSIONS);
   if (!hasExtension(client, "EGL_EXT_platform_base"))
-    throw GpuUnavailable("no headless OpenGL: EGL lacks EGL_EXT_platform_base (is libEGL installed?)");
+    throw GpuUnavailable(client ? "no headless OpenGL: EGL lacks EGL_EXT_platform_base"
+                                : "no headless OpenGL: EGL found no driver (libegl-mesa0 or the NVIDIA driver)");
   const bool device_platform =
       hasExtension(client, "EGL_EXT_device_enumeration") && hasExtension(client, "EGL_EXT_platform_device");
   const std::vector<EGLDeviceEXT> devices = device_platform ? eglDevices() : std::vector<EGLDeviceEXT>{};
