@@ -27,8 +27,9 @@ using gpu::GlBuffer;
 namespace {
 
 constexpr unsigned kTile = 64;            // GEMM_BM = GEMM_BN in common.glsl
-constexpr unsigned kSimilarityRows = 4;   // query rows per similarity workgroup (also in estimateGpuBytes)
 constexpr unsigned kFinishThreads = 64;   // local_size_x of similarity_finish.comp
+using gpu::kPackedSimilarityBytes;
+using gpu::kSimilarityRows;
 
 unsigned groupsFor(std::size_t n, unsigned per) { return static_cast<unsigned>((n + per - 1) / per); }
 
@@ -86,10 +87,12 @@ struct GpuBackend::Impl {
   Shape shape;
   std::vector<unsigned> k_col, v_col;
   unsigned sum_dk = 0, sum_dv = 0, mask_words = 0, similarity_groups = 0;
+  unsigned valid_rows = 0;       // query rows with at least one key allowed
+  unsigned similarity_rows = 0;  // query rows per similarity workgroup
   std::vector<float> scale;
   bool has_mask = false, bias_q = false, bias_k = false, bias_v = false;
   GlBuffer x_q, x_k, x_v, w_q, w_k, w_v, b_q, b_k, b_v, w_o, b_o;
-  GlBuffer q, k, v, mask, concat, output, partial, cosine, js, score_scratch;
+  GlBuffer q, k, v, mask, concat, output, partial, pairs, packed, cosine, js, score_scratch;
   std::vector<GlBuffer> weights;
   std::vector<GLuint> textures;
   std::vector<char> texture_stale;
@@ -130,7 +133,7 @@ struct GpuBackend::Impl {
   std::size_t heldBytes() const {
     std::size_t bytes = 0;
     for (const GlBuffer* b : {&x_q, &x_k, &x_v, &w_q, &w_k, &w_v, &b_q, &b_k, &b_v, &w_o, &b_o, &q, &k, &v, &mask,
-                              &concat, &output, &partial, &cosine, &js, &score_scratch})
+                              &concat, &output, &partial, &pairs, &packed, &cosine, &js, &score_scratch})
       bytes += b->bytes();
     for (const GlBuffer& b : weights) bytes += b.bytes();
     for (std::size_t i = 0; i < textures.size(); ++i)
@@ -211,12 +214,18 @@ struct GpuBackend::Impl {
     has_mask = scene.hasMask();
     mask_words = groupsFor(n_k, 32);
     std::vector<std::uint32_t> bits(has_mask ? n_q * mask_words : 1, 0u);
+    valid_rows = static_cast<unsigned>(n_q);
     if (has_mask) {
       const MaskMatrix allowed = allowedMask(scene);
-      for (std::size_t i = 0; i < n_q; ++i)
+      for (std::size_t i = 0; i < n_q; ++i) {
+        bool any = false;
         for (std::size_t j = 0; j < n_k; ++j)
-          if (allowed(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)))
+          if (allowed(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j))) {
             bits[i * mask_words + j / 32] |= 1u << (j % 32);
+            any = true;
+          }
+        if (!any) --valid_rows;
+      }
     }
     mask.upload(bits.data(), bits.size() * sizeof(std::uint32_t));
 
@@ -231,8 +240,11 @@ struct GpuBackend::Impl {
       textures.resize(h);
     }
     texture_stale.assign(h, 1);
-    similarity_groups = groupsFor(n_q, kSimilarityRows);
-    partial.ensure(h * h * similarity_groups * 4 * sizeof(float));
+    // At least ~2048 weights per workgroup, so that short rows do not leave most invocations idle.
+    similarity_rows = std::max<unsigned>(kSimilarityRows, 2048 / static_cast<unsigned>(n_k));
+    similarity_groups = groupsFor(n_q, similarity_rows);
+    partial.ensure(h * h * similarity_groups * 2 * sizeof(float));
+    pairs.ensure(h * (h + 1) / 2 * 4 * sizeof(std::uint32_t));
     cosine.ensure(h * h * sizeof(float));
     js.ensure(h * h * sizeof(float));
     similarity_current = false;
@@ -320,19 +332,43 @@ struct GpuBackend::Impl {
   // Partials of the pairs (a, b), a <= b, that involve `head` (every pair when head < 0), then the matrices.
   void similarity(int head) {
     const unsigned h = static_cast<unsigned>(heads());
+    std::vector<std::uint32_t> list;  // (a, b, first partial, 0) per pair
+    for (unsigned a = 0; a < h; ++a)
+      for (unsigned b = a; b < h; ++b)
+        if (head < 0 || a == static_cast<unsigned>(head) || b == static_cast<unsigned>(head))
+          list.insert(list.end(), {a, b, (a * h + b) * similarity_groups, 0u});
+    const unsigned count = static_cast<unsigned>(list.size() / 4);
+    pairs.upload(list.data(), list.size() * sizeof(std::uint32_t));
     similarity_pair.use();
     partial.bind(2);
+    pairs.bind(3);
     similarity_pair.set("u_n_q", static_cast<unsigned>(shape.n_q));
     similarity_pair.set("u_n_k", static_cast<unsigned>(shape.n_k));
-    similarity_pair.set("u_rows_per_group", kSimilarityRows);
-    for (unsigned a = 0; a < h; ++a)
-      for (unsigned b = a; b < h; ++b) {
-        if (head >= 0 && a != static_cast<unsigned>(head) && b != static_cast<unsigned>(head)) continue;
-        weights[a].bind(0);
-        weights[b].bind(1);
-        similarity_pair.set("u_first_partial", (a * h + b) * similarity_groups);
-        glDispatchCompute(similarity_groups, 1, 1);  // pairs write disjoint partials: one barrier after all
+    similarity_pair.set("u_rows_per_group", similarity_rows);
+    const std::size_t map_bytes = static_cast<std::size_t>(shape.n_q) * static_cast<std::size_t>(shape.n_k) * sizeof(float);
+    if (map_bytes * h <= kPackedSimilarityBytes) {  // small maps: one dispatch, dispatch overhead dominates
+      packed.ensure(map_bytes * h);
+      for (unsigned i = 0; i < h; ++i) {
+        glBindBuffer(GL_COPY_READ_BUFFER, weights[i].id());
+        glBindBuffer(GL_COPY_WRITE_BUFFER, packed.id());
+        glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, 0, static_cast<GLintptr>(i * map_bytes),
+                            static_cast<GLsizeiptr>(map_bytes));
       }
+      glMemoryBarrier(GL_SHADER_STORAGE_BARRIER_BIT);
+      packed.bind(0);
+      packed.bind(1);
+      similarity_pair.set("u_head_stride", static_cast<unsigned>(map_bytes / sizeof(float)));
+      similarity_pair.set("u_first_pair", 0u);
+      glDispatchCompute(similarity_groups, count, 1);
+    } else {
+      similarity_pair.set("u_head_stride", 0u);
+      for (unsigned p = 0; p < count; ++p) {  // pairs write disjoint partials: one barrier after all
+        weights[list[4 * p]].bind(0);
+        weights[list[4 * p + 1]].bind(1);
+        similarity_pair.set("u_first_pair", p);
+        glDispatchCompute(similarity_groups, 1, 1);
+      }
+    }
     glMemoryBarrier(GL_SHADER_STORAGE_BARRIER_BIT);
     similarity_finish.use();
     partial.bind(0);
@@ -340,6 +376,7 @@ struct GpuBackend::Impl {
     js.bind(2);
     similarity_finish.set("u_heads", h);
     similarity_finish.set("u_groups", similarity_groups);
+    similarity_finish.set("u_valid_rows", valid_rows);
     dispatch(groupsFor(h * h, kFinishThreads), 1);
     similarity_current = true;
   }

@@ -16,7 +16,7 @@ std::size_t estimateGpuBytes(const Scene& scene, bool with_textures) {
     sum_dk += static_cast<std::size_t>(head.dK());
     sum_dv += static_cast<std::size_t>(head.dV());
   }
-  const std::size_t similarity_groups = (n_q + 3) / 4;  // kSimilarityRows in gpu_backend.cpp
+  const std::size_t similarity_groups = (n_q + gpu::kSimilarityRows - 1) / gpu::kSimilarityRows;
   std::size_t floats = n_q * d + (scene.key ? n_k * d : 0) + (scene.value ? n_k * d : 0);  // inputs
   floats += d * (2 * sum_dk + sum_dv) + 2 * sum_dk + sum_dv;                              // W_Q W_K W_V, biases
   if (scene.w_o) floats += sum_dv * d + d + n_q * d;                                      // W_O, b_O, output
@@ -24,7 +24,8 @@ std::size_t estimateGpuBytes(const Scene& scene, bool with_textures) {
   floats += h * n_q * n_k + n_q * n_k;  // every head's weights, one score buffer for read-back
   floats += n_q * sum_dv;               // concat (the heads' outputs)
   floats += n_q * ((n_k + 31) / 32);    // mask bits
-  floats += h * h * similarity_groups * 4 + 2 * h * h;
+  floats += h * h * similarity_groups * 2 + 2 * h * (h + 1) + 2 * h * h;  // partials, pair list, cosine, js
+  if (h * n_q * n_k * sizeof(float) <= gpu::kPackedSimilarityBytes) floats += h * n_q * n_k;  // packed maps
   if (with_textures) floats += h * n_q * n_k;
   return floats * sizeof(float);
 }
