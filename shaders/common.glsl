@@ -8,8 +8,9 @@ bool isNegInf(float x) { return floatBitsToUint(x) == NEG_INF_BITS; }
 
 #ifdef ATTNSCOPE_GEMM
 // [SECTION] tiled matrix product C (M, N) = A (M, K) B (K, N)
-// One workgroup computes a GEMM_BM x GEMM_BN tile of C; its 16 x 16 invocations each hold a 4 x 4 block of
-// accumulators in registers (rows ty + 16 i, columns tx + 16 j, so that stores are coalesced). K is walked in
+// One workgroup computes a GEMM_BM x GEMM_BN tile of C; its GEMM_SIDE x GEMM_SIDE invocations each hold a
+// GEMM_T x GEMM_T block of accumulators in registers (rows ty + GEMM_SIDE i, columns tx + GEMM_SIDE j, so that
+// stores are coalesced). K is walked in
 // slices of GEMM_BK staged in shared memory. Edges that are not a multiple of the tile are loaded as 0 and
 // not stored, so any M, N, K work. The stage shader defines loadA, loadB and storeC, and says which index is
 // contiguous in memory (A_K_CONTIGUOUS: A (i, k) adjacent in k; B_K_CONTIGUOUS: B (k, j) adjacent in k) so
@@ -17,9 +18,10 @@ bool isNegInf(float x) { return floatBitsToUint(x) == NEG_INF_BITS; }
 #define GEMM_BM 64u
 #define GEMM_BN 64u
 #define GEMM_BK 16u
-#define GEMM_T 4u
-#define GEMM_THREADS 256u
-layout(local_size_x = 16, local_size_y = 16, local_size_z = 1) in;
+#define GEMM_SIDE 8u   // invocations along each side of the workgroup
+#define GEMM_T 8u      // GEMM_BM / GEMM_SIDE: accumulators along each side of an invocation's block
+#define GEMM_THREADS (GEMM_SIDE * GEMM_SIDE)
+layout(local_size_x = GEMM_SIDE, local_size_y = GEMM_SIDE, local_size_z = 1) in;
 
 float loadA(uint i, uint k);
 float loadB(uint k, uint j);
@@ -31,7 +33,7 @@ shared float s_b[GEMM_BK * (GEMM_BN + 1u)];
 
 void gemmTile(uint m, uint n, uint k_total) {
   const uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y;
-  const uint tid = ty * 16u + tx;
+  const uint tid = ty * GEMM_SIDE + tx;
   const uint row0 = gl_WorkGroupID.y * GEMM_BM, col0 = gl_WorkGroupID.x * GEMM_BN;
   float acc[GEMM_T][GEMM_T];
   for (uint i = 0u; i < GEMM_T; ++i)
@@ -59,8 +61,8 @@ void gemmTile(uint m, uint n, uint k_total) {
     barrier();
     for (uint k = 0u; k < GEMM_BK; ++k) {
       float a[GEMM_T], b[GEMM_T];
-      for (uint i = 0u; i < GEMM_T; ++i) a[i] = s_a[k * (GEMM_BM + 1u) + ty + 16u * i];
-      for (uint j = 0u; j < GEMM_T; ++j) b[j] = s_b[k * (GEMM_BN + 1u) + tx + 16u * j];
+      for (uint i = 0u; i < GEMM_T; ++i) a[i] = s_a[k * (GEMM_BM + 1u) + ty + GEMM_SIDE * i];
+      for (uint j = 0u; j < GEMM_T; ++j) b[j] = s_b[k * (GEMM_BN + 1u) + tx + GEMM_SIDE * j];
       for (uint i = 0u; i < GEMM_T; ++i)
         for (uint j = 0u; j < GEMM_T; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
     }
@@ -68,10 +70,10 @@ void gemmTile(uint m, uint n, uint k_total) {
   }
 
   for (uint i = 0u; i < GEMM_T; ++i) {
-    const uint gi = row0 + ty + 16u * i;
+    const uint gi = row0 + ty + GEMM_SIDE * i;
     if (gi >= m) continue;
     for (uint j = 0u; j < GEMM_T; ++j) {
-      const uint gj = col0 + tx + 16u * j;
+      const uint gj = col0 + tx + GEMM_SIDE * j;
       if (gj < n) storeC(gi, gj, acc[i][j]);
     }
   }

@@ -2,8 +2,8 @@
 // row maximum is subtracted first); masked (-inf) entries become exactly 0; a fully masked row becomes all 0.
 #include "common.glsl"
 
-#define SOFTMAX_THREADS 256u
-layout(local_size_x = 256, local_size_y = 1, local_size_z = 1) in;
+#define SOFTMAX_THREADS 64u
+layout(local_size_x = SOFTMAX_THREADS, local_size_y = 1, local_size_z = 1) in;
 
 layout(std430, binding = 0) buffer BW { float b_w[]; };  // (n_q, u_n_k): scores in, weights out
 
