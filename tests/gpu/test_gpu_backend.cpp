@@ -147,6 +147,17 @@ TEST(GpuBackend, WeightsTexturesHoldTheWeights) {
   glGetTexImage(GL_TEXTURE_2D, 0, GL_RED, GL_FLOAT, texels.data());
   glBindTexture(GL_TEXTURE_2D, 0);
   EXPECT_EQ(texels, r.heads[0].weights);
+
+  // Another size: a texture of the new size.
+  const Scene larger = makeRandomScene({.n = 30, .heads = 2, .d_model = 8, .seed = 4});
+  gpu->computeResident(larger);
+  glBindTexture(GL_TEXTURE_2D, gpu->weightsTexture(1));
+  GLint width = 0, height = 0;
+  glGetTexLevelParameteriv(GL_TEXTURE_2D, 0, GL_TEXTURE_WIDTH, &width);
+  glGetTexLevelParameteriv(GL_TEXTURE_2D, 0, GL_TEXTURE_HEIGHT, &height);
+  glBindTexture(GL_TEXTURE_2D, 0);
+  EXPECT_EQ(width, 30);
+  EXPECT_EQ(height, 30);
 }
 
 TEST(GpuBackend, UseCurrentLeavesTheCallersBindingsAsFound) {

@@ -83,7 +83,12 @@ void GpuBackend::Impl::uploadProjections(const Scene& scene) {
 }
 
 void GpuBackend::Impl::upload(const Scene& scene) {
+  const gpu::Shape previous = shape;
   shape = gpu::shapeOf(scene);
+  if (previous.n_q != shape.n_q || previous.n_k != shape.n_k) {  // textures have a fixed size: new ones on demand
+    if (!textures.empty()) glDeleteTextures(static_cast<GLsizei>(textures.size()), textures.data());
+    textures.clear();
+  }
   const std::size_t n_q = static_cast<std::size_t>(shape.n_q), n_k = static_cast<std::size_t>(shape.n_k);
   const std::size_t d = static_cast<std::size_t>(shape.d_model), h = shape.d_k.size();
   k_col.clear();

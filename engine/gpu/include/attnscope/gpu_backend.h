@@ -48,6 +48,7 @@ class GpuBackend final : public Backend {
   // Only head `head`'s projections changed: recompute that head, the output and the similarity; no read-back.
   void recomputeHeadResident(const Scene& scene, int head);
   // GL texture name of head `head`'s weights: GL_TEXTURE_2D, GL_R32F, n_k texels wide, n_q tall (row i = query i).
+  // Refreshed on the GPU when stale; after computeResident with other n_q or n_k the name changes.
   unsigned weightsTexture(int head) const;
   // Reads every resident matrix back into `result` (as computeInto would have produced).
   void readBack(const Scene& scene, Result& result, const ComputeOptions& options = {});
