@@ -67,7 +67,8 @@ class GpuBenchTarget final : public BenchTarget {
 
 // `make` builds the GPU thing; "gpu" turns a missing GPU into a usage error, "auto" into the CPU and a warning.
 template <typename Gpu, typename Cpu>
-auto choose(const std::string& name, std::vector<std::string>& warnings, Gpu make_gpu, Cpu make_cpu) -> decltype(make_cpu()) {
+auto choose(const std::string& name, std::vector<std::string>& warnings, Gpu make_gpu, Cpu make_cpu)
+    -> decltype(make_cpu()) {
   if (name == "cpu") return make_cpu();
   try {
     return make_gpu();

@@ -17,9 +17,14 @@ namespace {
 constexpr int kDModel = 512;
 
 Scene benchScene(const benchmark::State& state) {
-  return makeRandomScene({.n = static_cast<int>(state.range(0)), .heads = static_cast<int>(state.range(1)),
-                          .d_model = kDModel, .d_k = static_cast<int>(state.range(2)), .d_v = 0, .causal = false,
-                          .with_w_o = true, .seed = 1});
+  return makeRandomScene({.n = static_cast<int>(state.range(0)),
+                          .heads = static_cast<int>(state.range(1)),
+                          .d_model = kDModel,
+                          .d_k = static_cast<int>(state.range(2)),
+                          .d_v = 0,
+                          .causal = false,
+                          .with_w_o = true,
+                          .seed = 1});
 }
 
 GpuBackend* sharedGpu(benchmark::State& state) {

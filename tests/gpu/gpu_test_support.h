@@ -24,10 +24,11 @@ bool gpuRequired();
 
 // Use in a test body: binds `gpu` to the shared backend, or skips the test with the reason (fails instead
 // where the GPU is required).
-#define ATTNSCOPE_REQUIRE_GPU(gpu)                                                                          \
-  ::attnscope::GpuBackend* gpu = ::attnscope::test::gpuFixture().backend.get();                             \
-  if (!gpu && ::attnscope::test::gpuRequired())                                                             \
-    GTEST_FAIL() << "ATTNSCOPE_REQUIRE_GPU=1 but no OpenGL 4.3 context: " << ::attnscope::test::gpuFixture().unavailable; \
+#define ATTNSCOPE_REQUIRE_GPU(gpu)                                              \
+  ::attnscope::GpuBackend* gpu = ::attnscope::test::gpuFixture().backend.get(); \
+  if (!gpu && ::attnscope::test::gpuRequired())                                 \
+    GTEST_FAIL() << "ATTNSCOPE_REQUIRE_GPU=1 but no OpenGL 4.3 context: "       \
+                 << ::attnscope::test::gpuFixture().unavailable;                \
   if (!gpu) GTEST_SKIP() << "no OpenGL 4.3 context: " << ::attnscope::test::gpuFixture().unavailable
 
 Matrix randomMatrix(int rows, int cols, float stddev, std::mt19937& rng);

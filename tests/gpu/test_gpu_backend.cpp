@@ -2,12 +2,12 @@
 // the weights textures, the window's context left as found, shader errors reported, memory refused.
 #include <epoxy/gl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
 
 #include "attnscope/error.h"
 #include "attnscope/presets.h"
@@ -53,10 +53,10 @@ Scene maskedScene() {
 TEST(GpuBackend, WorkedExampleByHand) {
   ATTNSCOPE_REQUIRE_GPU(gpu);
   const Result r = gpu->compute(workedExample());
-  // By hand: Q1 = X W1_Q = [[1,0],[0,1],[1,1]], K1 = X W1_K = [[0,1],[1,0],[1,1]], so Q1 K1^T = [[0,1,1],[1,0,1],[1,1,2]]
-  // (the seed prints [[0.71,0,1.41],...] / sqrt 2, which does not follow from its own W).
-  // Q2 = [[1,0],[0,1],[0,0]], K2 = [[0,1],[1,0],[0,0]]: Q2 K2^T = [[0,1,0],[1,0,0],[0,0,0]].
-  // V1 = [[2,0],[0,0],[1,0]]; V2 = [[0,1],[0,1],[0,2]] (the seed prints [0,0] for x3 = [1,1,0,0], whose W2_V rows sum to [0,2]).
+  // By hand: Q1 = X W1_Q = [[1,0],[0,1],[1,1]], K1 = X W1_K = [[0,1],[1,0],[1,1]], so Q1 K1^T =
+  // [[0,1,1],[1,0,1],[1,1,2]] (the seed prints [[0.71,0,1.41],...] / sqrt 2, which does not follow from its own W). Q2
+  // = [[1,0],[0,1],[0,0]], K2 = [[0,1],[1,0],[0,0]]: Q2 K2^T = [[0,1,0],[1,0,0],[0,0,0]]. V1 = [[2,0],[0,0],[1,0]]; V2
+  // = [[0,1],[0,1],[0,2]] (the seed prints [0,0] for x3 = [1,1,0,0], whose W2_V rows sum to [0,2]).
   const double qk[2][3][3] = {{{0, 1, 1}, {1, 0, 1}, {1, 1, 2}}, {{0, 1, 0}, {1, 0, 0}, {0, 0, 0}}};
   const double v[2][3][2] = {{{2, 0}, {0, 0}, {1, 0}}, {{0, 1}, {0, 1}, {0, 2}}};
   for (int h = 0; h < 2; ++h)
@@ -199,7 +199,8 @@ fs::path brokenShaders(const std::string& file, const std::string& text) {
   const fs::path dir = fs::temp_directory_path() / ("attnscope_broken_shaders_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
-  for (const auto& entry : fs::directory_iterator(ATTNSCOPE_SHADER_SOURCE_DIR)) fs::copy(entry.path(), dir / entry.path().filename());
+  for (const auto& entry : fs::directory_iterator(ATTNSCOPE_SHADER_SOURCE_DIR))
+    fs::copy(entry.path(), dir / entry.path().filename());
   std::ofstream(dir / file, std::ios::trunc) << text;
   return dir;
 }

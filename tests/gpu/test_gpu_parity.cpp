@@ -21,8 +21,14 @@ struct ParityCase {
 };
 
 Scene randomScene(int n, int heads, int d_model, int d_k, int d_v, bool causal, std::uint64_t seed) {
-  return makeRandomScene({.n = n, .heads = heads, .d_model = d_model, .d_k = d_k, .d_v = d_v, .causal = causal,
-                          .with_w_o = true, .seed = seed});
+  return makeRandomScene({.n = n,
+                          .heads = heads,
+                          .d_model = d_model,
+                          .d_k = d_k,
+                          .d_v = d_v,
+                          .causal = causal,
+                          .with_w_o = true,
+                          .seed = seed});
 }
 
 std::vector<std::string> tokens(int n, const char* prefix) {
@@ -154,6 +160,8 @@ TEST_P(GpuParity, MatchesCpuReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, GpuParity, ::testing::ValuesIn(kCases),
-                         [](const ::testing::TestParamInfo<ParityCase>& case_info) { return std::string(case_info.param.name); });
+                         [](const ::testing::TestParamInfo<ParityCase>& case_info) {
+                           return std::string(case_info.param.name);
+                         });
 
 }  // namespace

@@ -76,8 +76,9 @@ EglContext::EglContext() {
     if (!eglChooseConfig(display_, wanted, &config, 1, &found) || found < 1)
       throw GpuUnavailable("no headless OpenGL: no EGL config renders desktop OpenGL on the " + platform_ + " display");
   }
-  const EGLint attributes[] = {EGL_CONTEXT_MAJOR_VERSION, 4, EGL_CONTEXT_MINOR_VERSION, 3,
-                               EGL_CONTEXT_OPENGL_PROFILE_MASK, EGL_CONTEXT_OPENGL_CORE_PROFILE_BIT, EGL_NONE};
+  const EGLint attributes[] = {
+      EGL_CONTEXT_MAJOR_VERSION,           4,       EGL_CONTEXT_MINOR_VERSION, 3, EGL_CONTEXT_OPENGL_PROFILE_MASK,
+      EGL_CONTEXT_OPENGL_CORE_PROFILE_BIT, EGL_NONE};
   context_ = eglCreateContext(display_, config, EGL_NO_CONTEXT, attributes);
   if (context_ == EGL_NO_CONTEXT)
     throw GpuUnavailable("no OpenGL 4.3 core context on the " + platform_ + " display (" + eglErrorText() + ")");

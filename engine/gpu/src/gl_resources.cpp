@@ -16,7 +16,8 @@ GlBuffer::~GlBuffer() {
   if (id_) glDeleteBuffers(1, &id_);
 }
 
-GlBuffer::GlBuffer(GlBuffer&& other) noexcept : id_(std::exchange(other.id_, 0)), bytes_(std::exchange(other.bytes_, 0)) {}
+GlBuffer::GlBuffer(GlBuffer&& other) noexcept
+    : id_(std::exchange(other.id_, 0)), bytes_(std::exchange(other.bytes_, 0)) {}
 
 GlBuffer& GlBuffer::operator=(GlBuffer&& other) noexcept {
   if (this != &other) {
@@ -71,7 +72,8 @@ GlStateGuard::GlStateGuard() {
   glGetIntegerv(GL_UNPACK_ALIGNMENT, &unpack_alignment_);
   glGetIntegerv(GL_UNPACK_ROW_LENGTH, &unpack_row_length_);
   for (int i = 0; i < kStorageBindings; ++i)
-    glGetIntegeri_v(GL_SHADER_STORAGE_BUFFER_BINDING, static_cast<GLuint>(i), &storage_indexed_[static_cast<std::size_t>(i)]);
+    glGetIntegeri_v(GL_SHADER_STORAGE_BUFFER_BINDING, static_cast<GLuint>(i),
+                    &storage_indexed_[static_cast<std::size_t>(i)]);
 }
 
 GlStateGuard::~GlStateGuard() {

@@ -48,8 +48,9 @@ GpuBackend::Impl::~Impl() {
 
 std::size_t GpuBackend::Impl::heldBytes() const {
   std::size_t bytes = 0;
-  for (const GlBuffer* b : {&x_q, &x_k, &x_v, &w_q, &w_k, &w_v, &b_q, &b_k, &b_v, &w_o, &b_o, &q, &k, &v, &mask,
-                            &concat, &output, &partial, &pairs, &packed, &cosine, &js, &score_scratch})
+  for (const GlBuffer* b :
+       {&x_q, &x_k, &x_v,  &w_q,    &w_k,    &w_v,     &b_q,   &b_k,    &b_v,    &w_o, &b_o,          &q,
+        &k,   &v,   &mask, &concat, &output, &partial, &pairs, &packed, &cosine, &js,  &score_scratch})
     bytes += b->bytes();
   for (const GlBuffer& b : weights) bytes += b.bytes();
   for (GLuint texture : textures)
@@ -66,12 +67,11 @@ void GpuBackend::Impl::checkFits(const Scene& scene) const {
   for (const HeadParams& head : scene.heads) widest = std::max<std::size_t>(widest, head.dK());
   const std::size_t largest_qk = std::max(n_q, n_k) * widest * scene.heads.size() * sizeof(float);
   if (std::max(largest, largest_qk) > static_cast<std::size_t>(max_block_bytes))
-    throw InputError("gpu buffer", "at most " + std::to_string(max_block_bytes >> 20) + " MiB in one buffer (" +
-                                       renderer + ")",
+    throw InputError("gpu buffer",
+                     "at most " + std::to_string(max_block_bytes >> 20) + " MiB in one buffer (" + renderer + ")",
                      std::to_string(std::max(largest, largest_qk) >> 20) + " MiB for one head's weights or Q/K");
   if (n_q > static_cast<std::size_t>(max_groups_x) || groupsFor(n_q, kTile) > static_cast<unsigned>(max_groups_y))
-    throw InputError("query rows", "at most " + std::to_string(max_groups_x) + " on " + renderer,
-                     std::to_string(n_q));
+    throw InputError("query rows", "at most " + std::to_string(max_groups_x) + " on " + renderer, std::to_string(n_q));
   const std::size_t need = estimateGpuBytes(scene, options.context == GlContextMode::UseCurrent);
   const gpu::MemoryBudget budget = gpu::memoryBudget(options.memory_budget_bytes, heldBytes());
   if (need > budget.bytes)
@@ -135,7 +135,8 @@ void GpuBackend::Impl::readBack(const Scene& scene, Result& result, const Comput
       result.stats.clear();
       for (const HeadResult& hr : result.heads) result.stats.push_back(headStats(hr.weights));
     } else {
-      result.stats[static_cast<std::size_t>(only_head)] = headStats(result.heads[static_cast<std::size_t>(only_head)].weights);
+      result.stats[static_cast<std::size_t>(only_head)] =
+          headStats(result.heads[static_cast<std::size_t>(only_head)].weights);
     }
   } else {
     result.similarity = {};

@@ -18,9 +18,9 @@ std::size_t estimateGpuBytes(const Scene& scene, bool with_textures) {
   }
   const std::size_t similarity_groups = (n_q + gpu::kSimilarityRows - 1) / gpu::kSimilarityRows;
   std::size_t floats = n_q * d + (scene.key ? n_k * d : 0) + (scene.value ? n_k * d : 0);  // inputs
-  floats += d * (2 * sum_dk + sum_dv) + 2 * sum_dk + sum_dv;                              // W_Q W_K W_V, biases
-  if (scene.w_o) floats += sum_dv * d + d + n_q * d;                                      // W_O, b_O, output
-  floats += n_q * sum_dk + n_k * sum_dk + n_k * sum_dv;                                   // Q K V
+  floats += d * (2 * sum_dk + sum_dv) + 2 * sum_dk + sum_dv;                               // W_Q W_K W_V, biases
+  if (scene.w_o) floats += sum_dv * d + d + n_q * d;                                       // W_O, b_O, output
+  floats += n_q * sum_dk + n_k * sum_dk + n_k * sum_dv;                                    // Q K V
   floats += h * n_q * n_k + n_q * n_k;  // every head's weights, one score buffer for read-back
   floats += n_q * sum_dv;               // concat (the heads' outputs)
   floats += n_q * ((n_k + 31) / 32);    // mask bits

@@ -13,7 +13,7 @@ namespace attnscope {
 namespace gpu {
 
 Shape shapeOf(const Scene& scene) {
-  Shape s{scene.nQ(), scene.nK(), scene.d_model, {}, {}, scene.key.has_value(), scene.value.has_value(),
+  Shape s{scene.nQ(),           scene.nK(), scene.d_model, {}, {}, scene.key.has_value(), scene.value.has_value(),
           scene.w_o.has_value()};
   for (const HeadParams& head : scene.heads) {
     s.d_k.push_back(head.dK());
@@ -153,8 +153,9 @@ void GpuBackend::Impl::upload(const Scene& scene) {
 }
 
 // out[:, col0 : col0 + width] = input (rows, k) W[:, col0 : col0 + width] + bias; W, bias and out have ld columns.
-void GpuBackend::Impl::projectColumns(const GlBuffer& input, unsigned rows, unsigned k_size, const GlBuffer& w, const GlBuffer& bias,
-                    bool with_bias, const GlBuffer& out, unsigned ld, unsigned col0, unsigned width) const {
+void GpuBackend::Impl::projectColumns(const GlBuffer& input, unsigned rows, unsigned k_size, const GlBuffer& w,
+                                      const GlBuffer& bias, bool with_bias, const GlBuffer& out, unsigned ld,
+                                      unsigned col0, unsigned width) const {
   project.use();
   input.bind(0);
   w.bind(1);
@@ -194,7 +195,8 @@ void GpuBackend::Impl::scoreHead(int head, const GlBuffer& out) const {
   scores.set("u_scale", scale[i]);
   scores.set("u_has_mask", has_mask);
   scores.set("u_mask_words", mask_words);
-  dispatch(groupsFor(static_cast<std::size_t>(shape.n_k), kTile), groupsFor(static_cast<std::size_t>(shape.n_q), kTile));
+  dispatch(groupsFor(static_cast<std::size_t>(shape.n_k), kTile),
+           groupsFor(static_cast<std::size_t>(shape.n_q), kTile));
 }
 
 // Scores, softmax and weighted sum of one head (its Q, K, V already projected).
@@ -214,7 +216,8 @@ void GpuBackend::Impl::attendHead(int head) {
   weighted_sum.set("u_d_v", static_cast<unsigned>(shape.d_v[i]));
   weighted_sum.set("u_ld", sum_dv);
   weighted_sum.set("u_col0", v_col[i]);
-  dispatch(groupsFor(static_cast<std::size_t>(shape.d_v[i]), kTile), groupsFor(static_cast<std::size_t>(shape.n_q), kTile));
+  dispatch(groupsFor(static_cast<std::size_t>(shape.d_v[i]), kTile),
+           groupsFor(static_cast<std::size_t>(shape.n_q), kTile));
   texture_stale[i] = 1;
 }
 
@@ -240,7 +243,8 @@ void GpuBackend::Impl::similarity(int head) {
   similarity_pair.set("u_n_q", static_cast<unsigned>(shape.n_q));
   similarity_pair.set("u_n_k", static_cast<unsigned>(shape.n_k));
   similarity_pair.set("u_rows_per_group", similarity_rows);
-  const std::size_t map_bytes = static_cast<std::size_t>(shape.n_q) * static_cast<std::size_t>(shape.n_k) * sizeof(float);
+  const std::size_t map_bytes =
+      static_cast<std::size_t>(shape.n_q) * static_cast<std::size_t>(shape.n_k) * sizeof(float);
   if (map_bytes * h <= kPackedSimilarityBytes) {  // small maps: one dispatch, dispatch overhead dominates
     packed.ensure(map_bytes * h);
     for (unsigned i = 0; i < h; ++i) {

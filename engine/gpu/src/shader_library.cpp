@@ -35,7 +35,8 @@ std::string expandIncludes(const ShaderLibrary& library, const std::string& name
   while (std::getline(in, line)) {
     ++line_number;
     if (std::regex_match(line, match, include_line)) {
-      if (files.size() > 16) throw ShaderError(name + " line " + std::to_string(line_number) + ": includes nest too deep");
+      if (files.size() > 16)
+        throw ShaderError(name + " line " + std::to_string(line_number) + ": includes nest too deep");
       out += expandIncludes(library, match[1].str(), files);
       out += "#line " + std::to_string(line_number + 1) + " " + std::to_string(self) + "\n";
     } else {
