@@ -20,7 +20,7 @@ struct GpuOptions {
   GlContextMode context = GlContextMode::OwnHeadless;
   std::size_t memory_budget_bytes = 0;  // 0 = what the driver reports free (NVX/ATI), else a default budget
   // Folder of the GLSL files; empty = $ATTNSCOPE_SHADER_DIR when set, else the shaders embedded at build time.
-  std::string shader_dir;
+  std::string shader_dir = {};
 };
 
 // Bytes the GPU backend allocates for this scene (inputs, projections, Q K V, every head's weights, the
