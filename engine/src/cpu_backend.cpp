@@ -188,6 +188,21 @@ void CpuBackend::recomputeHead(const Scene& scene, int head, Result& result) {
   finishResult(scene, result, true);
 }
 
+std::vector<std::string> fullyMaskedRowWarnings(const Scene& scene) {
+  std::vector<std::string> warnings;
+  if (!scene.hasMask()) return warnings;
+  const MaskMatrix allowed = allowedMask(scene);
+  std::vector<int> empty_rows;
+  for (int i = 0; i < scene.nQ(); ++i)
+    if ((allowed.row(i).array() == 0).all()) empty_rows.push_back(i);
+  constexpr std::size_t kListed = 5;
+  for (std::size_t r = 0; r < empty_rows.size() && r < kListed; ++r)
+    warnings.push_back(rowLabel(scene, empty_rows[r]) + " has every key masked: its weights are 0 in every head");
+  if (empty_rows.size() > kListed)
+    warnings.push_back(std::to_string(empty_rows.size() - kListed) + " more query rows have every key masked");
+  return warnings;
+}
+
 void finishResult(const Scene& scene, Result& result, bool analysis) {
   const int n_q = scene.nQ();
   result.concat.resize(n_q, scene.concatWidth());
@@ -203,20 +218,7 @@ void finishResult(const Scene& scene, Result& result, bool analysis) {
     result.output = result.concat;
   }
 
-  result.warnings.clear();
-  if (scene.hasMask()) {
-    const MaskMatrix allowed = allowedMask(scene);
-    std::vector<int> empty_rows;
-    for (int i = 0; i < n_q; ++i)
-      if ((allowed.row(i).array() == 0).all()) empty_rows.push_back(i);
-    constexpr std::size_t kListed = 5;
-    for (std::size_t r = 0; r < empty_rows.size() && r < kListed; ++r)
-      result.warnings.push_back(rowLabel(scene, empty_rows[r]) +
-                                " has every key masked: its weights are 0 in every head");
-    if (empty_rows.size() > kListed)
-      result.warnings.push_back(std::to_string(empty_rows.size() - kListed) +
-                                " more query rows have every key masked");
-  }
+  result.warnings = fullyMaskedRowWarnings(scene);
 
   if (!analysis) {
     result.similarity = {};

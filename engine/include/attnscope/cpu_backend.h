@@ -1,6 +1,9 @@
 // The reference backend: Eigen on the CPU, threaded over heads with OpenMP.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "attnscope/backend.h"
 
 namespace attnscope {
@@ -21,5 +24,8 @@ class CpuBackend final : public Backend {
 // The steps after the heads, shared by every backend's CPU-side finish: concat, output, similarity, stats and
 // the fully-masked-row warnings. Reads result.heads[*].weights and .output.
 void finishResult(const Scene& scene, Result& result, bool analysis = true);
+// The warnings for query rows whose keys are all masked (the first few named, the rest counted); used by
+// finishResult and by the GPU backend's read-back.
+std::vector<std::string> fullyMaskedRowWarnings(const Scene& scene);
 
 }  // namespace attnscope

@@ -2,7 +2,9 @@
 // weight textures directly); read back only for export and the command line.
 #pragma once
 
+#include <cstddef>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "attnscope/backend.h"
@@ -17,7 +19,14 @@ enum class GlContextMode {
 struct GpuOptions {
   GlContextMode context = GlContextMode::OwnHeadless;
   std::size_t memory_budget_bytes = 0;  // 0 = what the driver reports free (NVX/ATI), else a default budget
+  // Folder of the GLSL files; empty = $ATTNSCOPE_SHADER_DIR when set, else the shaders embedded at build time.
+  std::string shader_dir = {};
 };
+
+// Bytes the GPU backend allocates for this scene (inputs, projections, Q K V, every head's weights, the
+// concat, the output, the mask, similarity and a score buffer for read-back), plus one R32F texture per head
+// when `with_textures` (the window's heatmaps). Checked against the budget before anything is allocated.
+std::size_t estimateGpuBytes(const Scene& scene, bool with_textures);
 
 class GpuBackend final : public Backend {
  public:
@@ -31,11 +40,15 @@ class GpuBackend final : public Backend {
   void recomputeHead(const Scene& scene, int head, Result& result) override;
 
   // [SECTION] resident use (the window, the benchmark)
-  // Uploads the scene and computes every head; nothing is read back.
-  void computeResident(const Scene& scene);
+  // Uploads the scene and computes every head (and, with options.analysis, the head similarity); nothing is
+  // read back. Throws InputError when the scene does not fit the memory budget or the device's limits.
+  void computeResident(const Scene& scene, const ComputeOptions& options = {});
+  // Recomputes everything from the inputs already uploaded (what `bench` times); nothing is read back.
+  void recomputeResident();
   // Only head `head`'s projections changed: recompute that head, the output and the similarity; no read-back.
   void recomputeHeadResident(const Scene& scene, int head);
   // GL texture name of head `head`'s weights: GL_TEXTURE_2D, GL_R32F, n_k texels wide, n_q tall (row i = query i).
+  // Refreshed on the GPU when stale; after computeResident with other n_q or n_k the name changes.
   unsigned weightsTexture(int head) const;
   // Reads every resident matrix back into `result` (as computeInto would have produced).
   void readBack(const Scene& scene, Result& result, const ComputeOptions& options = {});
@@ -48,6 +61,12 @@ class GpuBackend final : public Backend {
 };
 
 class GpuUnavailable : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A shader that does not compile or link: names the file, the line and carries the driver's log.
+class ShaderError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };

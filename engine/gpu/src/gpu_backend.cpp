@@ -1,0 +1,268 @@
+// The GPU backend: OpenGL 4.3 compute shaders over a Scene uploaded into storage buffers, every result kept
+// resident. This file: the context, the device's limits, read-back and the public interface.
+#include "attnscope/gpu_backend.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "attnscope/cpu_backend.h"
+#include "attnscope/error.h"
+#include "attnscope/similarity.h"
+#include "gpu_backend_impl.h"
+#include "gpu_memory.h"
+
+namespace attnscope {
+
+using gpu::groupsFor;
+using gpu::kTile;
+using gpu::shapeOf;
+
+GpuBackend::Impl::Impl(const GpuOptions& opts) : options(opts) {
+  if (options.context == GlContextMode::OwnHeadless) egl = std::make_unique<gpu::EglContext>();
+  const GLubyte* version_text = glGetString(GL_VERSION);
+  if (!version_text) throw GpuUnavailable("no current OpenGL context to use");
+  version = reinterpret_cast<const char*>(version_text);
+  renderer = reinterpret_cast<const char*>(glGetString(GL_RENDERER));
+  if (epoxy_gl_version() < 43 || epoxy_is_desktop_gl() == 0)
+    throw GpuUnavailable("OpenGL 4.3 with compute shaders is needed; " + renderer + " offers " + version);
+  glGetIntegerv(GL_MAX_SHADER_STORAGE_BLOCK_SIZE, &max_block_bytes);
+  glGetIntegerv(GL_MAX_TEXTURE_SIZE, &max_texture);
+  glGetIntegeri_v(GL_MAX_COMPUTE_WORK_GROUP_COUNT, 0, &max_groups_x);
+  glGetIntegeri_v(GL_MAX_COMPUTE_WORK_GROUP_COUNT, 1, &max_groups_y);
+  std::optional<gpu::GlStateGuard> guard;
+  if (!egl) guard.emplace();
+  const gpu::ShaderLibrary library(options.shader_dir);
+  project = gpu::ComputeProgram(library, "project.comp");
+  scores = gpu::ComputeProgram(library, "scores.comp");
+  softmax = gpu::ComputeProgram(library, "softmax.comp");
+  weighted_sum = gpu::ComputeProgram(library, "weighted_sum.comp");
+  similarity_pair = gpu::ComputeProgram(library, "similarity_pair.comp");
+  similarity_finish = gpu::ComputeProgram(library, "similarity_finish.comp");
+  gpu::checkGl("building the compute shaders");
+}
+
+GpuBackend::Impl::~Impl() {
+  if (egl) egl->makeCurrent();
+  if (!textures.empty()) glDeleteTextures(static_cast<GLsizei>(textures.size()), textures.data());
+}
+
+std::size_t GpuBackend::Impl::heldBytes() const {
+  std::size_t bytes = 0;
+  for (const GlBuffer* b :
+       {&x_q, &x_k, &x_v,  &w_q,    &w_k,    &w_v,     &b_q,   &b_k,    &b_v,    &w_o, &b_o,          &q,
+        &k,   &v,   &mask, &concat, &output, &partial, &pairs, &packed, &cosine, &js,  &score_scratch})
+    bytes += b->bytes();
+  for (const GlBuffer& b : weights) bytes += b.bytes();
+  for (GLuint texture : textures)
+    if (texture) bytes += static_cast<std::size_t>(shape.n_q) * static_cast<std::size_t>(shape.n_k) * sizeof(float);
+  return bytes;
+}
+
+void GpuBackend::Impl::checkFits(const Scene& scene) const {
+  const std::size_t n_q = static_cast<std::size_t>(scene.nQ()), n_k = static_cast<std::size_t>(scene.nK());
+  const std::size_t largest = std::max({n_q * n_k, n_q * static_cast<std::size_t>(scene.concatWidth()),
+                                        std::max(n_q, n_k) * static_cast<std::size_t>(scene.d_model)}) *
+                              sizeof(float);
+  std::size_t widest = 0;
+  for (const HeadParams& head : scene.heads) widest = std::max<std::size_t>(widest, head.dK());
+  const std::size_t largest_qk = std::max(n_q, n_k) * widest * scene.heads.size() * sizeof(float);
+  if (std::max(largest, largest_qk) > static_cast<std::size_t>(max_block_bytes))
+    throw InputError("gpu buffer",
+                     "at most " + std::to_string(max_block_bytes >> 20) + " MiB in one buffer (" + renderer + ")",
+                     std::to_string(std::max(largest, largest_qk) >> 20) + " MiB for one head's weights or Q/K");
+  if (n_q > static_cast<std::size_t>(max_groups_x) || groupsFor(n_q, kTile) > static_cast<unsigned>(max_groups_y))
+    throw InputError("query rows", "at most " + std::to_string(max_groups_x) + " on " + renderer, std::to_string(n_q));
+  const std::size_t need = estimateGpuBytes(scene, options.context == GlContextMode::UseCurrent);
+  const gpu::MemoryBudget budget = gpu::memoryBudget(options.memory_budget_bytes, heldBytes());
+  if (need > budget.bytes)
+    throw InputError("gpu memory", "at most " + std::to_string(budget.bytes >> 20) + " MiB (" + budget.source + ")",
+                     std::to_string(need >> 20) + " MiB for this scene");
+}
+
+void GpuBackend::Impl::requireResident(const Scene& scene) const {
+  if (!resident) throw InputError("gpu backend", "computeResident before a read-back or recompute", "nothing computed");
+  if (shapeOf(scene) != shape)
+    throw InputError("scene", "the shape computed last (call computeResident after a shape change)", "another shape");
+}
+
+void GpuBackend::Impl::readBack(const Scene& scene, Result& result, const ComputeOptions& opts, int only_head) {
+  requireResident(scene);
+  if (opts.analysis && !similarity_current) similarity(-1);
+  const int h = heads();
+  const Eigen::Index n_q = shape.n_q, n_k = shape.n_k;
+  glMemoryBarrier(GL_BUFFER_UPDATE_BARRIER_BIT);
+  Matrix qs(n_q, sum_dk), ks(n_k, sum_dk), vs(n_k, sum_dv);
+  q.download(qs.data(), static_cast<std::size_t>(qs.size()) * sizeof(float));
+  k.download(ks.data(), static_cast<std::size_t>(ks.size()) * sizeof(float));
+  v.download(vs.data(), static_cast<std::size_t>(vs.size()) * sizeof(float));
+  result.concat.resize(n_q, sum_dv);
+  concat.download(result.concat.data(), static_cast<std::size_t>(result.concat.size()) * sizeof(float));
+  if (shape.has_w_o) {
+    result.output.resize(n_q, shape.d_model);
+    output.download(result.output.data(), static_cast<std::size_t>(result.output.size()) * sizeof(float));
+  } else {
+    result.output = result.concat;
+  }
+  result.heads.resize(static_cast<std::size_t>(h));
+  for (int i = 0; i < h; ++i) {
+    if (only_head >= 0 && i != only_head) continue;
+    const std::size_t s = static_cast<std::size_t>(i);
+    HeadResult& hr = result.heads[s];
+    hr.q = qs.middleCols(k_col[s], shape.d_k[s]);
+    hr.k = ks.middleCols(k_col[s], shape.d_k[s]);
+    hr.v = vs.middleCols(v_col[s], shape.d_v[s]);
+    hr.output = result.concat.middleCols(v_col[s], shape.d_v[s]);
+    hr.weights.resize(n_q, n_k);
+    weights[s].download(hr.weights.data(), static_cast<std::size_t>(hr.weights.size()) * sizeof(float));
+    if (opts.keep_scores) {  // scores are not kept resident (the softmax overwrites them): recompute them
+      score_scratch.ensure(static_cast<std::size_t>(n_q * n_k) * sizeof(float));
+      scoreHead(i, score_scratch);
+      glMemoryBarrier(GL_BUFFER_UPDATE_BARRIER_BIT);
+      hr.scores.resize(n_q, n_k);
+      score_scratch.download(hr.scores.data(), static_cast<std::size_t>(hr.scores.size()) * sizeof(float));
+    } else {
+      hr.scores.resize(0, 0);
+    }
+  }
+  result.warnings = fullyMaskedRowWarnings(scene);
+  if (opts.analysis) {
+    result.similarity.cosine.resize(h, h);
+    result.similarity.js.resize(h, h);
+    cosine.download(result.similarity.cosine.data(), static_cast<std::size_t>(h * h) * sizeof(float));
+    js.download(result.similarity.js.data(), static_cast<std::size_t>(h * h) * sizeof(float));
+    // Statistics on the CPU from the read-back weights: the same function as the reference, so exact to it.
+    if (only_head < 0 || result.stats.size() != static_cast<std::size_t>(h)) {
+      result.stats.clear();
+      for (const HeadResult& hr : result.heads) result.stats.push_back(headStats(hr.weights));
+    } else {
+      result.stats[static_cast<std::size_t>(only_head)] =
+          headStats(result.heads[static_cast<std::size_t>(only_head)].weights);
+    }
+  } else {
+    result.similarity = {};
+    result.stats.clear();
+  }
+  gpu::checkGl("reading results back");
+}
+
+GLuint GpuBackend::Impl::texture(int head) {
+  const std::size_t i = static_cast<std::size_t>(head);
+  if (shape.n_k > max_texture || shape.n_q > max_texture)
+    throw InputError("weights texture", "at most " + std::to_string(max_texture) + " texels a side on " + renderer,
+                     shapeString(shape.n_q, shape.n_k));
+  if (textures.size() <= i) textures.resize(static_cast<std::size_t>(heads()), 0);
+  if (!textures[i]) {
+    glGenTextures(1, &textures[i]);
+    glBindTexture(GL_TEXTURE_2D, textures[i]);
+    glTexStorage2D(GL_TEXTURE_2D, 1, GL_R32F, shape.n_k, shape.n_q);  // n_k wide, n_q tall: row i = query i
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
+    texture_stale[i] = 1;
+  }
+  if (texture_stale[i]) {  // a copy on the GPU, from the weights buffer through the pixel-unpack binding
+    glMemoryBarrier(GL_PIXEL_BUFFER_BARRIER_BIT);
+    glBindBuffer(GL_PIXEL_UNPACK_BUFFER, weights[i].id());
+    glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
+    glPixelStorei(GL_UNPACK_ROW_LENGTH, 0);
+    glBindTexture(GL_TEXTURE_2D, textures[i]);
+    glTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, shape.n_k, shape.n_q, GL_RED, GL_FLOAT, nullptr);
+    texture_stale[i] = 0;
+  }
+  gpu::checkGl("updating a weights texture");
+  return textures[i];
+}
+
+// [SECTION] public interface: each call makes the context current and, on the window's, restores its state
+namespace {
+struct CallScope {
+  explicit CallScope(const gpu::EglContext* egl) {
+    if (egl)
+      egl->makeCurrent();
+    else
+      guard.emplace();
+  }
+  std::optional<gpu::GlStateGuard> guard;
+};
+}  // namespace
+
+GpuBackend::GpuBackend(const GpuOptions& options) : impl_(std::make_unique<Impl>(options)) {}
+GpuBackend::~GpuBackend() = default;
+
+std::string GpuBackend::device() const { return impl_->renderer + ", OpenGL " + impl_->version; }
+
+void GpuBackend::computeResident(const Scene& scene, const ComputeOptions& options) {
+  validateScene(scene);
+  CallScope scope(impl_->egl.get());
+  impl_->resident = false;
+  impl_->checkFits(scene);
+  impl_->analysis = options.analysis;
+  impl_->upload(scene);
+  impl_->computeAll();
+  impl_->resident = true;
+}
+
+void GpuBackend::recomputeResident() {
+  CallScope scope(impl_->egl.get());
+  if (!impl_->resident) throw InputError("gpu backend", "computeResident before recomputeResident", "nothing computed");
+  impl_->computeAll();
+}
+
+void GpuBackend::recomputeHeadResident(const Scene& scene, int head) {
+  validateScene(scene);
+  if (head < 0 || head >= scene.numHeads())
+    throw InputError("head", "0 to " + std::to_string(scene.numHeads() - 1), std::to_string(head));
+  if (!impl_->resident || shapeOf(scene) != impl_->shape) {  // a new shape: everything is recomputed
+    computeResident(scene, {.keep_scores = true, .analysis = impl_->analysis});
+    return;
+  }
+  CallScope scope(impl_->egl.get());
+  Impl& s = *impl_;
+  const std::size_t i = static_cast<std::size_t>(head);
+  s.uploadProjections(scene);
+  s.projectHeads(s.k_col[i], static_cast<unsigned>(s.shape.d_k[i]), s.v_col[i], static_cast<unsigned>(s.shape.d_v[i]));
+  s.attendHead(head);
+  s.outputProjection();
+  if (s.similarity_current) s.similarity(head);
+  gpu::checkGl("recomputing a head");
+}
+
+unsigned GpuBackend::weightsTexture(int head) const {
+  if (!impl_->resident) throw InputError("gpu backend", "computeResident before weightsTexture", "nothing computed");
+  if (head < 0 || head >= impl_->heads())
+    throw InputError("head", "0 to " + std::to_string(impl_->heads() - 1), std::to_string(head));
+  CallScope scope(impl_->egl.get());
+  return impl_->texture(head);
+}
+
+void GpuBackend::readBack(const Scene& scene, Result& result, const ComputeOptions& options) {
+  CallScope scope(impl_->egl.get());
+  impl_->readBack(scene, result, options, -1);
+}
+
+void GpuBackend::finish() {
+  CallScope scope(impl_->egl.get());
+  glFinish();
+  gpu::checkGl("finishing");
+}
+
+void GpuBackend::computeInto(const Scene& scene, Result& result, const ComputeOptions& options) {
+  computeResident(scene, options);
+  readBack(scene, result, options);
+}
+
+void GpuBackend::recomputeHead(const Scene& scene, int head, Result& result) {
+  const bool same = impl_->resident && shapeOf(scene) == impl_->shape &&
+                    result.heads.size() == static_cast<std::size_t>(scene.numHeads());
+  if (!same) {
+    computeInto(scene, result);
+    return;
+  }
+  const bool keep_scores = result.heads[static_cast<std::size_t>(head)].scores.size() > 0;
+  recomputeHeadResident(scene, head);
+  CallScope scope(impl_->egl.get());
+  impl_->readBack(scene, result, {.keep_scores = keep_scores, .analysis = true}, head);
+}
+
+}  // namespace attnscope

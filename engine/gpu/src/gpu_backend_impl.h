@@ -1,0 +1,96 @@
+// The GPU backend's private state and stages, shared by gpu_backend.cpp (context, limits, read-back, the
+// public interface) and gpu_stages.cpp (upload and the compute dispatches).
+//
+// Resident layout (row-major floats):
+//   Q, K: (n_q | n_k, sum of d_k), head i in columns [k_col[i], k_col[i] + d_k)   -- the heads side by side
+//   V, concat: (n_k | n_q, sum of d_v), head i in columns [v_col[i], ...)          -- a head's output is its
+//                                                                                   slice of the concat
+//   weights[i]: (n_q, n_k), one buffer per head (copied to an R32F texture only when the window asks)
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attnscope/gpu_backend.h"
+#include "egl_context.h"
+#include "gl_resources.h"
+#include "shader_library.h"
+
+namespace attnscope {
+
+namespace gpu {
+constexpr unsigned kTile = 64;           // GEMM_BM = GEMM_BN in common.glsl
+constexpr unsigned kFinishThreads = 64;  // local_size_x of similarity_finish.comp
+
+inline unsigned groupsFor(std::size_t n, unsigned per) { return static_cast<unsigned>((n + per - 1) / per); }
+
+// What must match for resident results to be reused by an incremental recompute or a read-back.
+struct Shape {
+  int n_q = 0, n_k = 0, d_model = 0;
+  std::vector<int> d_k, d_v;
+  bool own_key = false, own_value = false, has_w_o = false;
+  bool operator==(const Shape&) const = default;
+};
+Shape shapeOf(const Scene& scene);
+}  // namespace gpu
+
+struct GpuBackend::Impl {
+  using GlBuffer = gpu::GlBuffer;
+
+  std::unique_ptr<gpu::EglContext> egl;  // declared first so that it is destroyed last
+  GpuOptions options;
+  std::string renderer, version;
+  GLint max_block_bytes = 0, max_texture = 0, max_groups_x = 0, max_groups_y = 0;
+  gpu::ComputeProgram project, scores, softmax, weighted_sum, similarity_pair, similarity_finish;
+
+  // [SECTION] resident state
+  bool resident = false, analysis = true, similarity_current = false;
+  gpu::Shape shape;
+  std::vector<unsigned> k_col, v_col;
+  unsigned sum_dk = 0, sum_dv = 0, mask_words = 0, similarity_groups = 0;
+  unsigned valid_rows = 0;       // query rows with at least one key allowed
+  unsigned similarity_rows = 0;  // query rows per similarity workgroup
+  std::vector<float> scale;
+  bool has_mask = false, bias_q = false, bias_k = false, bias_v = false;
+  GlBuffer x_q, x_k, x_v, w_q, w_k, w_v, b_q, b_k, b_v, w_o, b_o;
+  GlBuffer q, k, v, mask, concat, output, partial, pairs, packed, cosine, js, score_scratch;
+  std::vector<GlBuffer> weights;
+  std::vector<GLuint> textures;  // 0 until the window asks for that head's texture
+  std::vector<char> texture_stale;
+
+  // [SECTION] gpu_backend.cpp: context, limits, read-back
+  explicit Impl(const GpuOptions& opts);
+  ~Impl();
+  int heads() const { return static_cast<int>(shape.d_k.size()); }
+  std::size_t heldBytes() const;
+  // Refuses a scene the device cannot hold before allocating any of it.
+  void checkFits(const Scene& scene) const;
+  void requireResident(const Scene& scene) const;
+  // Export, the command line; only_head >= 0 reads that head alone (and the shared results).
+  void readBack(const Scene& scene, Result& result, const ComputeOptions& opts, int only_head);
+  // Head `head`'s weights texture, created and refreshed from the weights buffer on the GPU when stale.
+  GLuint texture(int head);
+
+  // [SECTION] gpu_stages.cpp: upload and dispatches
+  const GlBuffer& keyInput() const { return shape.own_key ? x_k : x_q; }
+  const GlBuffer& valueInput() const { return shape.own_value ? x_v : keyInput(); }
+  void uploadProjections(const Scene& scene);
+  void upload(const Scene& scene);
+  // out[:, col0 : col0 + width] = input (rows, k) W[:, col0 : col0 + width] + bias; W, bias and out have ld columns.
+  void projectColumns(const GlBuffer& input, unsigned rows, unsigned k_size, const GlBuffer& w, const GlBuffer& bias,
+                      bool with_bias, const GlBuffer& out, unsigned ld, unsigned col0, unsigned width) const;
+  // Q, K, V of the heads whose columns are [k0, k0 + dk) and [v0, v0 + dv) (all heads, or one).
+  void projectHeads(unsigned k0, unsigned dk, unsigned v0, unsigned dv) const;
+  // Scaled, masked scores of head `head` into `out` (n_q, n_k).
+  void scoreHead(int head, const GlBuffer& out) const;
+  // Scores, softmax and weighted sum of one head (its Q, K, V already projected).
+  void attendHead(int head);
+  void outputProjection() const;
+  // Partials of the pairs (a, b), a <= b, that involve `head` (every pair when head < 0), then the matrices.
+  void similarity(int head);
+  // Every stage from the uploaded inputs (and the similarity when `analysis`).
+  void computeAll();
+};
+
+}  // namespace attnscope

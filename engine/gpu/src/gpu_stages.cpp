@@ -1,0 +1,292 @@
+// The GPU backend's upload and compute stages: one dispatch per shader, a barrier after each so that the
+// next stage sees its writes.
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+
+#include "attnscope/error.h"
+#include "gpu_backend_impl.h"
+#include "gpu_memory.h"
+
+namespace attnscope {
+
+namespace gpu {
+
+Shape shapeOf(const Scene& scene) {
+  Shape s{scene.nQ(),           scene.nK(), scene.d_model, {}, {}, scene.key.has_value(), scene.value.has_value(),
+          scene.w_o.has_value()};
+  for (const HeadParams& head : scene.heads) {
+    s.d_k.push_back(head.dK());
+    s.d_v.push_back(head.dV());
+  }
+  return s;
+}
+
+}  // namespace gpu
+
+namespace {
+
+// Every head's W side by side, (d_model, sum of widths), and the biases (zeros where a head has none).
+template <typename GetW, typename GetB>
+bool stackHeads(const Scene& scene, GetW get_w, GetB get_b, std::vector<float>& w, std::vector<float>& b) {
+  int width = 0;
+  for (const HeadParams& head : scene.heads) width += static_cast<int>(get_w(head).cols());
+  w.assign(static_cast<std::size_t>(scene.d_model) * static_cast<std::size_t>(width), 0.0f);
+  b.assign(static_cast<std::size_t>(width), 0.0f);
+  Eigen::Map<Matrix> stacked(w.data(), scene.d_model, width);
+  bool any_bias = false;
+  int col = 0;
+  for (const HeadParams& head : scene.heads) {
+    const Matrix& hw = get_w(head);
+    stacked.middleCols(col, hw.cols()) = hw;
+    if (const std::optional<RowVector>& hb = get_b(head)) {
+      std::copy(hb->data(), hb->data() + hb->size(), b.begin() + col);
+      any_bias = true;
+    }
+    col += static_cast<int>(hw.cols());
+  }
+  return any_bias;
+}
+
+void dispatch(unsigned x, unsigned y) {
+  glDispatchCompute(std::max(x, 1u), std::max(y, 1u), 1);
+  glMemoryBarrier(GL_SHADER_STORAGE_BARRIER_BIT);
+}
+
+}  // namespace
+
+using gpu::groupsFor;
+using gpu::kFinishThreads;
+using gpu::kPackedSimilarityBytes;
+using gpu::kSimilarityRows;
+using gpu::kTile;
+
+void GpuBackend::Impl::uploadProjections(const Scene& scene) {
+  std::vector<float> w, b;
+  bias_q = stackHeads(
+      scene, [](const HeadParams& p) -> const Matrix& { return p.w_q; },
+      [](const HeadParams& p) -> const std::optional<RowVector>& { return p.b_q; }, w, b);
+  w_q.upload(w.data(), w.size() * sizeof(float));
+  b_q.upload(b.data(), b.size() * sizeof(float));
+  bias_k = stackHeads(
+      scene, [](const HeadParams& p) -> const Matrix& { return p.w_k; },
+      [](const HeadParams& p) -> const std::optional<RowVector>& { return p.b_k; }, w, b);
+  w_k.upload(w.data(), w.size() * sizeof(float));
+  b_k.upload(b.data(), b.size() * sizeof(float));
+  bias_v = stackHeads(
+      scene, [](const HeadParams& p) -> const Matrix& { return p.w_v; },
+      [](const HeadParams& p) -> const std::optional<RowVector>& { return p.b_v; }, w, b);
+  w_v.upload(w.data(), w.size() * sizeof(float));
+  b_v.upload(b.data(), b.size() * sizeof(float));
+  scale.clear();
+  for (int i = 0; i < scene.numHeads(); ++i) scale.push_back(scene.headScale(i));
+}
+
+void GpuBackend::Impl::upload(const Scene& scene) {
+  const gpu::Shape previous = shape;
+  shape = gpu::shapeOf(scene);
+  if (previous.n_q != shape.n_q || previous.n_k != shape.n_k) {  // textures have a fixed size: new ones on demand
+    if (!textures.empty()) glDeleteTextures(static_cast<GLsizei>(textures.size()), textures.data());
+    textures.clear();
+  }
+  const std::size_t n_q = static_cast<std::size_t>(shape.n_q), n_k = static_cast<std::size_t>(shape.n_k);
+  const std::size_t d = static_cast<std::size_t>(shape.d_model), h = shape.d_k.size();
+  k_col.clear();
+  v_col.clear();
+  sum_dk = sum_dv = 0;
+  for (std::size_t i = 0; i < h; ++i) {
+    k_col.push_back(sum_dk);
+    v_col.push_back(sum_dv);
+    sum_dk += static_cast<unsigned>(shape.d_k[i]);
+    sum_dv += static_cast<unsigned>(shape.d_v[i]);
+  }
+  x_q.upload(scene.query.data(), n_q * d * sizeof(float));
+  if (scene.key) x_k.upload(scene.key->data(), n_k * d * sizeof(float));
+  if (scene.value) x_v.upload(scene.value->data(), n_k * d * sizeof(float));
+  uploadProjections(scene);
+  if (scene.w_o) {
+    w_o.upload(scene.w_o->data(), static_cast<std::size_t>(scene.w_o->size()) * sizeof(float));
+    const RowVector bias = scene.b_o ? *scene.b_o : RowVector::Zero(shape.d_model);
+    b_o.upload(bias.data(), d * sizeof(float));
+    output.ensure(n_q * d * sizeof(float));
+  }
+
+  // allowedMask(scene), the one place masks combine, packed 32 keys to a word; bit set = may attend.
+  has_mask = scene.hasMask();
+  mask_words = groupsFor(n_k, 32);
+  std::vector<std::uint32_t> bits(has_mask ? n_q * mask_words : 1, 0u);
+  valid_rows = static_cast<unsigned>(n_q);
+  if (has_mask) {
+    const MaskMatrix allowed = allowedMask(scene);
+    for (std::size_t i = 0; i < n_q; ++i) {
+      bool any = false;
+      for (std::size_t j = 0; j < n_k; ++j)
+        if (allowed(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j))) {
+          bits[i * mask_words + j / 32] |= 1u << (j % 32);
+          any = true;
+        }
+      if (!any) --valid_rows;
+    }
+  }
+  mask.upload(bits.data(), bits.size() * sizeof(std::uint32_t));
+
+  q.ensure(n_q * sum_dk * sizeof(float));
+  k.ensure(n_k * sum_dk * sizeof(float));
+  v.ensure(n_k * sum_dv * sizeof(float));
+  concat.ensure(n_q * sum_dv * sizeof(float));
+  weights.resize(h);
+  for (GlBuffer& w : weights) w.ensure(n_q * n_k * sizeof(float));
+  if (textures.size() > h) {
+    glDeleteTextures(static_cast<GLsizei>(textures.size() - h), textures.data() + h);
+    textures.resize(h);
+  }
+  texture_stale.assign(h, 1);
+  // At least ~2048 weights per workgroup, so that short rows do not leave most invocations idle.
+  similarity_rows = std::max<unsigned>(kSimilarityRows, 2048 / static_cast<unsigned>(n_k));
+  similarity_groups = groupsFor(n_q, similarity_rows);
+  partial.ensure(h * h * similarity_groups * 2 * sizeof(float));
+  pairs.ensure(h * (h + 1) / 2 * 4 * sizeof(std::uint32_t));
+  cosine.ensure(h * h * sizeof(float));
+  js.ensure(h * h * sizeof(float));
+  similarity_current = false;
+  gpu::checkGl("uploading the scene");
+}
+
+// out[:, col0 : col0 + width] = input (rows, k) W[:, col0 : col0 + width] + bias; W, bias and out have ld columns.
+void GpuBackend::Impl::projectColumns(const GlBuffer& input, unsigned rows, unsigned k_size, const GlBuffer& w,
+                                      const GlBuffer& bias, bool with_bias, const GlBuffer& out, unsigned ld,
+                                      unsigned col0, unsigned width) const {
+  project.use();
+  input.bind(0);
+  w.bind(1);
+  bias.bind(2);
+  out.bind(3);
+  project.set("u_m", rows);
+  project.set("u_n", width);
+  project.set("u_k", k_size);
+  project.set("u_ld", ld);
+  project.set("u_col0", col0);
+  project.set("u_has_bias", with_bias);
+  dispatch(groupsFor(width, kTile), groupsFor(rows, kTile));
+}
+
+// Q, K, V of the heads whose columns are [k0, k0 + dk) and [v0, v0 + dv) (all heads, or one).
+void GpuBackend::Impl::projectHeads(unsigned k0, unsigned dk, unsigned v0, unsigned dv) const {
+  const unsigned n_q = static_cast<unsigned>(shape.n_q), n_k = static_cast<unsigned>(shape.n_k);
+  const unsigned d = static_cast<unsigned>(shape.d_model);
+  projectColumns(x_q, n_q, d, w_q, b_q, bias_q, q, sum_dk, k0, dk);
+  projectColumns(keyInput(), n_k, d, w_k, b_k, bias_k, k, sum_dk, k0, dk);
+  projectColumns(valueInput(), n_k, d, w_v, b_v, bias_v, v, sum_dv, v0, dv);
+}
+
+// Scaled, masked scores of head `head` into `out` (n_q, n_k).
+void GpuBackend::Impl::scoreHead(int head, const GlBuffer& out) const {
+  const std::size_t i = static_cast<std::size_t>(head);
+  scores.use();
+  q.bind(0);
+  k.bind(1);
+  mask.bind(2);
+  out.bind(3);
+  scores.set("u_n_q", static_cast<unsigned>(shape.n_q));
+  scores.set("u_n_k", static_cast<unsigned>(shape.n_k));
+  scores.set("u_d_k", static_cast<unsigned>(shape.d_k[i]));
+  scores.set("u_ld", sum_dk);
+  scores.set("u_col0", k_col[i]);
+  scores.set("u_scale", scale[i]);
+  scores.set("u_has_mask", has_mask);
+  scores.set("u_mask_words", mask_words);
+  dispatch(groupsFor(static_cast<std::size_t>(shape.n_k), kTile),
+           groupsFor(static_cast<std::size_t>(shape.n_q), kTile));
+}
+
+// Scores, softmax and weighted sum of one head (its Q, K, V already projected).
+void GpuBackend::Impl::attendHead(int head) {
+  const std::size_t i = static_cast<std::size_t>(head);
+  scoreHead(head, weights[i]);
+  softmax.use();
+  weights[i].bind(0);
+  softmax.set("u_n_k", static_cast<unsigned>(shape.n_k));
+  dispatch(static_cast<unsigned>(shape.n_q), 1);
+  weighted_sum.use();
+  weights[i].bind(0);
+  v.bind(1);
+  concat.bind(2);
+  weighted_sum.set("u_n_q", static_cast<unsigned>(shape.n_q));
+  weighted_sum.set("u_n_k", static_cast<unsigned>(shape.n_k));
+  weighted_sum.set("u_d_v", static_cast<unsigned>(shape.d_v[i]));
+  weighted_sum.set("u_ld", sum_dv);
+  weighted_sum.set("u_col0", v_col[i]);
+  dispatch(groupsFor(static_cast<std::size_t>(shape.d_v[i]), kTile),
+           groupsFor(static_cast<std::size_t>(shape.n_q), kTile));
+  texture_stale[i] = 1;
+}
+
+void GpuBackend::Impl::outputProjection() const {
+  if (!shape.has_w_o) return;
+  const unsigned d = static_cast<unsigned>(shape.d_model);
+  projectColumns(concat, static_cast<unsigned>(shape.n_q), sum_dv, w_o, b_o, true, output, d, 0, d);
+}
+
+// Partials of the pairs (a, b), a <= b, that involve `head` (every pair when head < 0), then the matrices.
+void GpuBackend::Impl::similarity(int head) {
+  const unsigned h = static_cast<unsigned>(heads());
+  std::vector<std::uint32_t> list;  // (a, b, first partial, 0) per pair
+  for (unsigned a = 0; a < h; ++a)
+    for (unsigned b = a; b < h; ++b)
+      if (head < 0 || a == static_cast<unsigned>(head) || b == static_cast<unsigned>(head))
+        list.insert(list.end(), {a, b, (a * h + b) * similarity_groups, 0u});
+  const unsigned count = static_cast<unsigned>(list.size() / 4);
+  pairs.upload(list.data(), list.size() * sizeof(std::uint32_t));
+  similarity_pair.use();
+  partial.bind(2);
+  pairs.bind(3);
+  similarity_pair.set("u_n_q", static_cast<unsigned>(shape.n_q));
+  similarity_pair.set("u_n_k", static_cast<unsigned>(shape.n_k));
+  similarity_pair.set("u_rows_per_group", similarity_rows);
+  const std::size_t map_bytes =
+      static_cast<std::size_t>(shape.n_q) * static_cast<std::size_t>(shape.n_k) * sizeof(float);
+  if (map_bytes * h <= kPackedSimilarityBytes) {  // small maps: one dispatch, dispatch overhead dominates
+    packed.ensure(map_bytes * h);
+    for (unsigned i = 0; i < h; ++i) {
+      glBindBuffer(GL_COPY_READ_BUFFER, weights[i].id());
+      glBindBuffer(GL_COPY_WRITE_BUFFER, packed.id());
+      glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, 0, static_cast<GLintptr>(i * map_bytes),
+                          static_cast<GLsizeiptr>(map_bytes));
+    }
+    glMemoryBarrier(GL_SHADER_STORAGE_BARRIER_BIT);
+    packed.bind(0);
+    packed.bind(1);
+    similarity_pair.set("u_head_stride", static_cast<unsigned>(map_bytes / sizeof(float)));
+    similarity_pair.set("u_first_pair", 0u);
+    glDispatchCompute(similarity_groups, count, 1);
+  } else {
+    similarity_pair.set("u_head_stride", 0u);
+    for (unsigned p = 0; p < count; ++p) {  // pairs write disjoint partials: one barrier after all
+      weights[list[4 * p]].bind(0);
+      weights[list[4 * p + 1]].bind(1);
+      similarity_pair.set("u_first_pair", p);
+      glDispatchCompute(similarity_groups, 1, 1);
+    }
+  }
+  glMemoryBarrier(GL_SHADER_STORAGE_BARRIER_BIT);
+  similarity_finish.use();
+  partial.bind(0);
+  cosine.bind(1);
+  js.bind(2);
+  similarity_finish.set("u_heads", h);
+  similarity_finish.set("u_groups", similarity_groups);
+  similarity_finish.set("u_valid_rows", valid_rows);
+  dispatch(groupsFor(h * h, kFinishThreads), 1);
+  similarity_current = true;
+}
+
+void GpuBackend::Impl::computeAll() {
+  projectHeads(0, sum_dk, 0, sum_dv);
+  for (int i = 0; i < heads(); ++i) attendHead(i);
+  outputProjection();
+  similarity_current = false;
+  if (analysis) similarity(-1);
+  gpu::checkGl("computing attention");
+}
+
+}  // namespace attnscope

@@ -1,0 +1,151 @@
+// Shader text (embedded or from disk), #include expansion and compute-program building with loud errors.
+#include "shader_library.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <utility>
+
+#include "attnscope/gpu_backend.h"
+
+namespace attnscope::gpu {
+
+namespace {
+
+std::string defaultDir() {
+  if (const char* env = std::getenv("ATTNSCOPE_SHADER_DIR"); env && *env) return env;
+#ifdef ATTNSCOPE_DEFAULT_SHADER_DIR
+  return ATTNSCOPE_DEFAULT_SHADER_DIR;
+#else
+  return "";
+#endif
+}
+
+// The full source of a stage: `#version 430`, then the stage file with each `#include "x"` replaced by x's
+// text. `#line L S` markers keep the driver's line numbers true; `files[S]` names source string S.
+std::string expandIncludes(const ShaderLibrary& library, const std::string& name, std::vector<std::string>& files) {
+  static const std::regex include_line(R"re(^\s*#\s*include\s+"([^"]+)"\s*$)re");
+  const int self = static_cast<int>(files.size());
+  files.push_back(name);
+  std::istringstream in(library.read(name));
+  std::string out = "#line 1 " + std::to_string(self) + "\n", line;
+  int line_number = 0;
+  std::smatch match;
+  while (std::getline(in, line)) {
+    ++line_number;
+    if (std::regex_match(line, match, include_line)) {
+      if (files.size() > 16)
+        throw ShaderError(name + " line " + std::to_string(line_number) + ": includes nest too deep");
+      out += expandIncludes(library, match[1].str(), files);
+      out += "#line " + std::to_string(line_number + 1) + " " + std::to_string(self) + "\n";
+    } else {
+      out += line + "\n";
+    }
+  }
+  return out;
+}
+
+// "file line N" from the first location in a driver log: Mesa writes "S:L(C): error", NVIDIA "S(L) : error".
+std::string firstLocation(const std::string& log, const std::vector<std::string>& files) {
+  static const std::regex location(R"((\d+)[:(](\d+))");
+  std::smatch match;
+  if (!std::regex_search(log, match, location)) return "";
+  const std::size_t source = std::stoul(match[1].str());
+  const std::string file = source < files.size() ? files[source] : "source string " + match[1].str();
+  return file + " line " + match[2].str();
+}
+
+std::string shaderLog(GLuint shader) {
+  GLint length = 0;
+  glGetShaderiv(shader, GL_INFO_LOG_LENGTH, &length);
+  std::string log(static_cast<std::size_t>(std::max(length, 1)), '\0');
+  glGetShaderInfoLog(shader, length, nullptr, log.data());
+  return log.c_str();
+}
+
+std::string programLog(GLuint program) {
+  GLint length = 0;
+  glGetProgramiv(program, GL_INFO_LOG_LENGTH, &length);
+  std::string log(static_cast<std::size_t>(std::max(length, 1)), '\0');
+  glGetProgramInfoLog(program, length, nullptr, log.data());
+  return log.c_str();
+}
+
+}  // namespace
+
+ShaderLibrary::ShaderLibrary(std::string dir) : dir_(dir.empty() ? defaultDir() : std::move(dir)) {}
+
+std::string ShaderLibrary::origin() const { return dir_.empty() ? "embedded" : dir_; }
+
+std::string ShaderLibrary::read(const std::string& name) const {
+  if (dir_.empty()) {
+    for (const EmbeddedShader& shader : embeddedShaders())
+      if (name == shader.name) return shader.text;
+    throw ShaderError("shader " + name + ": not among the embedded shaders");
+  }
+  const std::string path = dir_ + "/" + name;
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw ShaderError("shader " + path + ": cannot be opened (ATTNSCOPE_SHADER_DIR is " + dir_ + ")");
+  std::ostringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+ComputeProgram::ComputeProgram(const ShaderLibrary& library, const std::string& name) : name_(name) {
+  std::vector<std::string> files;
+  const std::string source = "#version 430 core\n" + expandIncludes(library, name, files);
+  const char* text = source.c_str();
+
+  const GLuint shader = glCreateShader(GL_COMPUTE_SHADER);
+  glShaderSource(shader, 1, &text, nullptr);
+  glCompileShader(shader);
+  GLint ok = GL_FALSE;
+  glGetShaderiv(shader, GL_COMPILE_STATUS, &ok);
+  if (!ok) {
+    const std::string log = shaderLog(shader);
+    glDeleteShader(shader);
+    const std::string where = firstLocation(log, files);
+    throw ShaderError("shader " + name + " (from " + library.origin() + ") failed to compile" +
+                      (where.empty() ? "" : " at " + where) + ": " + log);
+  }
+  id_ = glCreateProgram();
+  glAttachShader(id_, shader);
+  glLinkProgram(id_);
+  glDeleteShader(shader);  // flagged; freed with the program
+  glGetProgramiv(id_, GL_LINK_STATUS, &ok);
+  if (!ok) {
+    const std::string log = programLog(id_);
+    glDeleteProgram(id_);
+    id_ = 0;
+    throw ShaderError("shader " + name + " (from " + library.origin() + ") failed to link: " + log);
+  }
+}
+
+ComputeProgram::~ComputeProgram() {
+  if (id_) glDeleteProgram(id_);
+}
+
+ComputeProgram::ComputeProgram(ComputeProgram&& other) noexcept
+    : id_(std::exchange(other.id_, 0)), name_(std::move(other.name_)) {}
+
+ComputeProgram& ComputeProgram::operator=(ComputeProgram&& other) noexcept {
+  if (this != &other) {
+    if (id_) glDeleteProgram(id_);
+    id_ = std::exchange(other.id_, 0);
+    name_ = std::move(other.name_);
+  }
+  return *this;
+}
+
+void ComputeProgram::set(const char* uniform, unsigned value) const {
+  glProgramUniform1ui(id_, glGetUniformLocation(id_, uniform), value);
+}
+void ComputeProgram::set(const char* uniform, float value) const {
+  glProgramUniform1f(id_, glGetUniformLocation(id_, uniform), value);
+}
+void ComputeProgram::set(const char* uniform, bool value) const {
+  glProgramUniform1i(id_, glGetUniformLocation(id_, uniform), value ? 1 : 0);
+}
+
+}  // namespace attnscope::gpu

@@ -1,0 +1,81 @@
+// Shared by every attnscope compute shader: the masked-score sentinel and the tiled matrix product.
+// The loader puts `#version 430` first and expands `#include "common.glsl"` with #line markers.
+
+// Masked scores are -inf. Tested by bit pattern: an optimising compiler may assume no infinities in isinf().
+const uint NEG_INF_BITS = 0xff800000u;
+float negInf() { return uintBitsToFloat(NEG_INF_BITS); }
+bool isNegInf(float x) { return floatBitsToUint(x) == NEG_INF_BITS; }
+
+#ifdef ATTNSCOPE_GEMM
+// [SECTION] tiled matrix product C (M, N) = A (M, K) B (K, N)
+// One workgroup computes a GEMM_BM x GEMM_BN tile of C; its GEMM_SIDE x GEMM_SIDE invocations each hold a
+// GEMM_T x GEMM_T block of accumulators in registers (rows ty + GEMM_SIDE i, columns tx + GEMM_SIDE j, so that
+// stores are coalesced). K is walked in
+// slices of GEMM_BK staged in shared memory. Edges that are not a multiple of the tile are loaded as 0 and
+// not stored, so any M, N, K work. The stage shader defines loadA, loadB and storeC, and says which index is
+// contiguous in memory (A_K_CONTIGUOUS: A (i, k) adjacent in k; B_K_CONTIGUOUS: B (k, j) adjacent in k) so
+// that neighbouring invocations load neighbouring floats.
+#define GEMM_BM 64u
+#define GEMM_BN 64u
+#define GEMM_BK 16u
+#define GEMM_SIDE 8u   // invocations along each side of the workgroup
+#define GEMM_T 8u      // GEMM_BM / GEMM_SIDE: accumulators along each side of an invocation's block
+#define GEMM_THREADS (GEMM_SIDE * GEMM_SIDE)
+layout(local_size_x = GEMM_SIDE, local_size_y = GEMM_SIDE, local_size_z = 1) in;
+
+float loadA(uint i, uint k);
+float loadB(uint k, uint j);
+void storeC(uint i, uint j, float acc);
+
+// s_a: (GEMM_BK, GEMM_BM + 1), s_b: (GEMM_BK, GEMM_BN + 1); the +1 keeps transposing stores off one bank.
+shared float s_a[GEMM_BK * (GEMM_BM + 1u)];
+shared float s_b[GEMM_BK * (GEMM_BN + 1u)];
+
+void gemmTile(uint m, uint n, uint k_total) {
+  const uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y;
+  const uint tid = ty * GEMM_SIDE + tx;
+  const uint row0 = gl_WorkGroupID.y * GEMM_BM, col0 = gl_WorkGroupID.x * GEMM_BN;
+  float acc[GEMM_T][GEMM_T];
+  for (uint i = 0u; i < GEMM_T; ++i)
+    for (uint j = 0u; j < GEMM_T; ++j) acc[i][j] = 0.0;
+
+  for (uint k0 = 0u; k0 < k_total; k0 += GEMM_BK) {
+    for (uint e = tid; e < GEMM_BM * GEMM_BK; e += GEMM_THREADS) {
+#ifdef A_K_CONTIGUOUS
+      const uint i = e / GEMM_BK, k = e % GEMM_BK;
+#else
+      const uint k = e / GEMM_BM, i = e % GEMM_BM;
+#endif
+      const uint gi = row0 + i, gk = k0 + k;
+      s_a[k * (GEMM_BM + 1u) + i] = (gi < m && gk < k_total) ? loadA(gi, gk) : 0.0;
+    }
+    for (uint e = tid; e < GEMM_BK * GEMM_BN; e += GEMM_THREADS) {
+#ifdef B_K_CONTIGUOUS
+      const uint j = e / GEMM_BK, k = e % GEMM_BK;
+#else
+      const uint k = e / GEMM_BN, j = e % GEMM_BN;
+#endif
+      const uint gj = col0 + j, gk = k0 + k;
+      s_b[k * (GEMM_BN + 1u) + j] = (gj < n && gk < k_total) ? loadB(gk, gj) : 0.0;
+    }
+    barrier();
+    for (uint k = 0u; k < GEMM_BK; ++k) {
+      float a[GEMM_T], b[GEMM_T];
+      for (uint i = 0u; i < GEMM_T; ++i) a[i] = s_a[k * (GEMM_BM + 1u) + ty + GEMM_SIDE * i];
+      for (uint j = 0u; j < GEMM_T; ++j) b[j] = s_b[k * (GEMM_BN + 1u) + tx + GEMM_SIDE * j];
+      for (uint i = 0u; i < GEMM_T; ++i)
+        for (uint j = 0u; j < GEMM_T; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
+    }
+    barrier();
+  }
+
+  for (uint i = 0u; i < GEMM_T; ++i) {
+    const uint gi = row0 + ty + GEMM_SIDE * i;
+    if (gi >= m) continue;
+    for (uint j = 0u; j < GEMM_T; ++j) {
+      const uint gj = col0 + tx + GEMM_SIDE * j;
+      if (gj < n) storeC(gi, gj, acc[i][j]);
+    }
+  }
+}
+#endif

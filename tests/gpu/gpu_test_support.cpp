@@ -1,0 +1,100 @@
+// The shared GPU test backend and the Result comparison.
+#include "gpu_test_support.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+namespace attnscope::test {
+
+namespace {
+// Destroys the backend after the last test, while EGL and the driver are still loaded.
+class GpuEnvironment : public ::testing::Environment {
+ public:
+  void TearDown() override { gpuFixture().backend.reset(); }
+};
+[[maybe_unused]] ::testing::Environment* const kEnvironment = ::testing::AddGlobalTestEnvironment(new GpuEnvironment);
+}  // namespace
+
+GpuFixture& gpuFixture() {
+  static GpuFixture fixture = [] {
+    GpuFixture f;
+    try {
+      f.backend = std::make_unique<GpuBackend>();
+    } catch (const GpuUnavailable& e) {
+      f.unavailable = e.what();
+    }
+    return f;
+  }();
+  return fixture;
+}
+
+bool gpuRequired() {
+  const char* required = std::getenv("ATTNSCOPE_REQUIRE_GPU");
+  return required && std::string(required) == "1";
+}
+
+Matrix randomMatrix(int rows, int cols, float stddev, std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.0f, stddev);
+  Matrix m(rows, cols);
+  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = normal(rng);
+  return m;
+}
+
+RowVector randomRow(int cols, float stddev, std::mt19937& rng) { return randomMatrix(1, cols, stddev, rng); }
+
+double mixedError(const Matrix& gpu, const Matrix& cpu) {
+  EXPECT_EQ(gpu.rows(), cpu.rows());
+  EXPECT_EQ(gpu.cols(), cpu.cols());
+  if (gpu.rows() != cpu.rows() || gpu.cols() != cpu.cols()) return INFINITY;
+  double worst = 0;
+  for (Eigen::Index i = 0; i < cpu.size(); ++i) {
+    const double c = cpu.data()[i], g = gpu.data()[i];
+    if (std::isinf(c) || std::isinf(g)) {
+      if (c != g) return INFINITY;
+      continue;
+    }
+    worst = std::max(worst, std::abs(g - c) / (1.0 + std::abs(c)));
+  }
+  return worst;
+}
+
+double expectResultsMatch(const Scene& scene, const Result& gpu, const Result& cpu, double tolerance) {
+  double worst = 0;
+  auto check = [&](const Matrix& g, const Matrix& c, const std::string& what) {
+    const double error = mixedError(g, c);
+    EXPECT_LE(error, tolerance) << what;
+    worst = std::max(worst, error);
+  };
+  EXPECT_EQ(gpu.heads.size(), cpu.heads.size());
+  if (gpu.heads.size() != cpu.heads.size()) return INFINITY;
+  const MaskMatrix allowed = allowedMask(scene);
+  for (std::size_t h = 0; h < cpu.heads.size(); ++h) {
+    const std::string at = "head " + std::to_string(h) + " ";
+    check(gpu.heads[h].q, cpu.heads[h].q, at + "q");
+    check(gpu.heads[h].k, cpu.heads[h].k, at + "k");
+    check(gpu.heads[h].v, cpu.heads[h].v, at + "v");
+    check(gpu.heads[h].scores, cpu.heads[h].scores, at + "scores");
+    check(gpu.heads[h].weights, cpu.heads[h].weights, at + "weights");
+    check(gpu.heads[h].output, cpu.heads[h].output, at + "output");
+    int masked_nonzero = 0;
+    for (Eigen::Index i = 0; i < allowed.rows(); ++i)
+      for (Eigen::Index j = 0; j < allowed.cols(); ++j)
+        if (!allowed(i, j) && gpu.heads[h].weights(i, j) != 0.0f) ++masked_nonzero;
+    EXPECT_EQ(masked_nonzero, 0) << at << "masked weights must be exactly 0";
+  }
+  check(gpu.concat, cpu.concat, "concat");
+  check(gpu.output, cpu.output, "output");
+  check(gpu.similarity.cosine, cpu.similarity.cosine, "similarity.cosine");
+  check(gpu.similarity.js, cpu.similarity.js, "similarity.js");
+  EXPECT_EQ(gpu.stats.size(), cpu.stats.size());
+  for (std::size_t h = 0; h < std::min(gpu.stats.size(), cpu.stats.size()); ++h) {
+    const Matrix g{{gpu.stats[h].entropy, gpu.stats[h].max_weight, gpu.stats[h].mean_distance}};
+    const Matrix c{{cpu.stats[h].entropy, cpu.stats[h].max_weight, cpu.stats[h].mean_distance}};
+    check(g, c, "stats of head " + std::to_string(h));
+  }
+  EXPECT_EQ(gpu.warnings, cpu.warnings);
+  return worst;
+}
+
+}  // namespace attnscope::test

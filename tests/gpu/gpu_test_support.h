@@ -1,0 +1,44 @@
+// Shared by the GPU tests: one backend for the whole run (a context costs time), skipping with the reason
+// when no GL 4.3 context can be made, random matrices, and the CPU-vs-GPU comparison.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <random>
+#include <string>
+
+#include "attnscope/cpu_backend.h"
+#include "attnscope/gpu_backend.h"
+
+namespace attnscope::test {
+
+struct GpuFixture {
+  std::unique_ptr<GpuBackend> backend;
+  std::string unavailable;  // why there is no backend
+};
+GpuFixture& gpuFixture();
+
+// True when ATTNSCOPE_REQUIRE_GPU=1: a machine that must run the GPU tests (CI) fails instead of skipping.
+bool gpuRequired();
+
+// Use in a test body: binds `gpu` to the shared backend, or skips the test with the reason (fails instead
+// where the GPU is required).
+#define ATTNSCOPE_REQUIRE_GPU(gpu)                                              \
+  ::attnscope::GpuBackend* gpu = ::attnscope::test::gpuFixture().backend.get(); \
+  if (!gpu && ::attnscope::test::gpuRequired())                                 \
+    GTEST_FAIL() << "ATTNSCOPE_REQUIRE_GPU=1 but no OpenGL 4.3 context: "       \
+                 << ::attnscope::test::gpuFixture().unavailable;                \
+  if (!gpu) GTEST_SKIP() << "no OpenGL 4.3 context: " << ::attnscope::test::gpuFixture().unavailable
+
+Matrix randomMatrix(int rows, int cols, float stddev, std::mt19937& rng);
+RowVector randomRow(int cols, float stddev, std::mt19937& rng);
+
+// Largest |gpu - cpu| / (1 + |cpu|) over two matrices of the same shape; -inf must meet -inf exactly.
+double mixedError(const Matrix& gpu, const Matrix& cpu);
+
+// Compares every matrix of two Results (Q, K, V, scores, weights, head outputs, concat, output, similarity,
+// statistics) within `tolerance`, masked weights exactly 0, warnings equal. Returns the largest error seen.
+double expectResultsMatch(const Scene& scene, const Result& gpu, const Result& cpu, double tolerance);
+
+}  // namespace attnscope::test
