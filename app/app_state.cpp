@@ -124,20 +124,22 @@ void AppState::useBackend(const std::string& name) {
 void AppState::recompute(int only_head) {
   const auto start = std::chrono::steady_clock::now();
   const bool same_shape = only_head >= 0 && result_.heads.size() == scene_.heads.size();
-  const bool live = liveAnalysis(scene_);
+  // The GPU computes the similarity itself (cheap); the CPU defers it for big scenes.
+  const bool live = backend_->name() == "gpu" || liveAnalysis(scene_);
   // Kept to show while a deferred analysis is pending (same head count only).
   Similarity old_similarity = std::move(result_.similarity);
   std::vector<HeadStats> old_stats = std::move(result_.stats);
   try {
     if (same_shape && live)
-      backend_->recomputeHead(scene_, only_head, result_);  // also redoes the (cheap) analysis
+      backend_->recomputeHead(scene_, only_head, result_);  // also redoes the analysis; the GPU reads back one head
     else
       backend_->computeInto(scene_, result_, ComputeOptions{true, live});
   } catch (const std::exception& e) {
     if (backend_->name() == "cpu") throw;  // the reference backend failing on a validated scene is a bug
     banner_ = std::string("The GPU backend failed, switched to the CPU: ") + e.what();
     backend_ = std::make_unique<CpuBackend>();
-    backend_->computeInto(scene_, result_, ComputeOptions{true, live});
+    result_ = Result{};
+    backend_->computeInto(scene_, result_, ComputeOptions{true, liveAnalysis(scene_)});
   }
   analysis_pending_ = !live;
   if (!live) {

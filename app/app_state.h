@@ -56,6 +56,7 @@ class AppState {
   const Backend& backend() const { return *backend_; }
   Backend& backend() { return *backend_; }
   const std::string& banner() const { return banner_; }
+  void clearBanner() { banner_.clear(); }
   double computeMs() const { return compute_ms_; }
 
   // Head similarity is O(h^2 n_q n_k): for big scenes it is not recomputed on every edit (a drag would stall)

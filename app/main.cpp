@@ -27,7 +27,10 @@ const Command kCommands[] = {
 };
 
 void printUsage(std::FILE* to) {
-  std::fprintf(to, "usage: attnscope [--scene FILE] [--screenshot PATH --frames N] [--frame-stats]   (opens the window)\n");
+  std::fprintf(to,
+               "usage: attnscope [--scene FILE] [--backend cpu|gpu|auto] [--screenshot PATH --frames N] "
+               "[--frame-stats] [--script FILE]\n"
+               "       (no subcommand: opens the window)\n");
   for (const Command& c : kCommands) std::fprintf(to, "       attnscope %s\n", c.usage);
 }
 

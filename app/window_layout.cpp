@@ -51,6 +51,7 @@ void statusBar(const AppState& state, double frame_ms) {
   ImGui::AlignTextToFramePadding();
   ImGui::Text("%s  |  compute %.2f ms  |  frame %.1f ms  |  n = %d, heads = %d", state.backend().name().c_str(),
               state.computeMs(), frame_ms, state.scene().nQ(), state.scene().numHeads());
+  probeItem("status.backend." + state.backend().name());  // which backend computed, for the GUI tests
   const std::vector<std::string>& warnings = state.result().warnings;
   if (!warnings.empty()) {
     ImGui::SameLine();

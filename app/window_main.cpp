@@ -1,5 +1,5 @@
 // The window: GLFW + OpenGL 4.3 core + Dear ImGui. A flat init, loop, shutdown; the panels do the rest.
-// Options: --scene FILE, --screenshot PATH --frames N, --frame-stats, --script FILE.
+// Options: --scene FILE, --screenshot PATH --frames N, --frame-stats, --script FILE, --backend cpu|gpu|auto.
 #include <GLFW/glfw3.h>
 #include <epoxy/gl.h>
 #include <imgui.h>
@@ -34,7 +34,8 @@ namespace {
 
 struct WindowOptions {
   std::optional<std::string> scene_path, screenshot_path, script_path;
-  long frames = 0;  // 0 = until closed
+  std::string backend = "auto";  // cpu, gpu, or auto (the GPU when it starts, quietly the CPU otherwise)
+  long frames = 0;               // 0 = until closed
   bool frame_stats = false;
 };
 
@@ -46,6 +47,7 @@ WindowOptions parseOptions(const std::vector<std::string>& args) {
   o.script_path = parsed.take("--script");
   o.frames = parsed.takeInt("--frames", o.screenshot_path ? 3 : 0, 1, 1000000);
   o.frame_stats = parsed.takeFlag("--frame-stats");
+  o.backend = parsed.takeChoice("--backend", {"cpu", "gpu", "auto"}, "auto");
   parsed.positionals(0);
   return o;
 }
@@ -133,6 +135,10 @@ int runWindow(const std::vector<std::string>& args) {
   {
     app::AppState state(std::move(scene));
     if (options.scene_path) state.path = *options.scene_path;
+    if (options.backend != "cpu") {
+      state.useBackend("gpu");
+      if (options.backend == "auto" && state.backend().name() == "cpu") state.clearBanner();  // no GPU: quietly CPU
+    }
     app::ViewState view;
     app::HeatmapRenderer renderer;
     std::vector<double> frame_ms;

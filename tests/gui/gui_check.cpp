@@ -1,7 +1,8 @@
 // Pixel checks on the window's screenshots (tests/gui). The expected weights are worked out here in double
 // from seed 001's printed W matrices and the worked example's X, independently of the engine; the engine's
 // colour map (colorAt, kMaskedColor) says which colour a weight must be drawn in.
-// Usage: gui_check TEST ARTIFACT_DIR   (reads window.png and layout.json there)
+// Usage: gui_check TEST ARTIFACT_DIR [BACKEND]   (reads window.png and layout.json there; BACKEND cpu or gpu:
+// the one the status bar must name)
 #include <stb_image.h>
 
 #include <cmath>
@@ -132,8 +133,8 @@ struct Checker {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: gui_check TEST ARTIFACT_DIR\n");
+  if (argc != 3 && argc != 4) {
+    std::fprintf(stderr, "usage: gui_check TEST ARTIFACT_DIR [BACKEND]\n");
     return 2;
   }
   const std::string test = argv[1], dir = argv[2];
@@ -141,6 +142,9 @@ int main(int argc, char** argv) {
     Checker c{loadPng(dir + "/window.png"), loadLayout(dir + "/layout.json")};
     c.expect(c.img.w == 1280 && c.img.h == 800,
              "screenshot is 1280 x 800: " + std::to_string(c.img.w) + " x " + std::to_string(c.img.h));
+    if (argc == 4 && std::string(argv[3]) != "auto")
+      c.expect(c.layout.contains("status.backend." + std::string(argv[3])),
+               std::string("computed on the ") + argv[3] + " backend");
     if (test == "worked_example") {
       c.expect(c.layout.contains("head1.map") && !c.layout.contains("head2.map"), "two heatmaps");
       c.expectWorkedExample(2, false);

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # One GUI test: starts Xvfb on a free display, runs the window with scripts/NAME.txt (where @OUT@ becomes the
 # artifact folder), then checks the screenshots with gui_check. Usage:
-#   run_gui_test.sh NAME ATTNSCOPE GUI_CHECK SCRIPTS_DIR ARTIFACTS_DIR
+#   run_gui_test.sh NAME ATTNSCOPE GUI_CHECK SCRIPTS_DIR ARTIFACTS_DIR [BACKEND]
 set -euo pipefail
-name=$1 app=$2 check=$3 scripts=$4 artifacts=$5
-out="$artifacts/$name"
+name=$1 app=$2 check=$3 scripts=$4 artifacts=$5 backend=${6:-auto}
+out="$artifacts/${name}_$backend"
 rm -rf "$out" && mkdir -p "$out"
 
 # A free display number: no lock file and no socket. Xvfb itself refuses a taken one, so retry a few times.
@@ -27,5 +27,5 @@ done
 
 sed "s|@OUT@|$out|g" "$scripts/$name.txt" >"$out/script.txt"
 # Mesa's software renderer (llvmpipe) under Xvfb; no terminal or display needed beyond this one.
-DISPLAY=":$display" LIBGL_ALWAYS_SOFTWARE=1 timeout 120 "$app" --script "$out/script.txt" </dev/null
-"$check" "$name" "$out"
+DISPLAY=":$display" LIBGL_ALWAYS_SOFTWARE=1 timeout 120 "$app" --backend "$backend" --script "$out/script.txt" </dev/null
+"$check" "$name" "$out" "$backend"
