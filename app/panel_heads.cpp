@@ -177,8 +177,9 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
     if (zoomable && io.MouseWheel != 0) {
       // Zoom about the cell under the mouse; never closer than 4 cells, never further than the whole map.
       const float factor = std::pow(0.85f, io.MouseWheel);
-      const float w = std::clamp(n_cols * factor, 4.0f, static_cast<float>(scene.nK()));
-      const float h = std::clamp(n_rows * factor, 4.0f, static_cast<float>(scene.nQ()));
+      const float all_w = static_cast<float>(scene.nK()), all_h = static_cast<float>(scene.nQ());
+      const float w = std::clamp(n_cols * factor, std::min(4.0f, all_w), all_w);
+      const float h = std::clamp(n_rows * factor, std::min(4.0f, all_h), all_h);
       const float fx = (col - cells.col0) / n_cols, fy = (row - cells.row0) / n_rows;
       view.zoom = CellView{col - fx * w, row - fy * h, col - fx * w + w, row - fy * h + h};
     }

@@ -190,6 +190,34 @@ int main(int argc, char** argv) {
       c.expect(saved.mask == attnscope::MaskKind::None && saved.query == worked.query &&
                    saved.heads[1].w_k == worked.heads[1].w_k,
                "the saved scene is the worked example, unmasked");
+    } else if (test == "enlarge_zoom") {
+      const Checker full{loadPng(dir + "/full.png"), loadLayout(dir + "/layout_full.json")};
+      c.expect(full.layout.contains("head1.map") && !full.layout.contains("head0.map"), "only head 2 shown");
+      const std::vector<float> r = full.rect("head1.map");
+      c.expect(r[2] - r[0] > 400, "head 2 enlarged to " + std::to_string(static_cast<int>(r[2] - r[0])) + " px");
+      const attnscope::Scene saved = attnscope::loadSceneFile(dir + "/scene.json");
+      const attnscope::Result result = attnscope::CpuBackend(1).compute(saved);
+      const attnscope::Matrix& w = result.heads[1].weights;  // (64, 64)
+      int wrong = 0;
+      for (int i = 0; i < 64; ++i)
+        for (int j = 0; j < 64; ++j) {
+          const Rgb8 got = full.cell("head1.map", i, j, 64, 64);
+          wrong += !(got == attnscope::colorAt(ColorMap::Viridis, w(i, j) - 1e-5f) ||
+                     got == attnscope::colorAt(ColorMap::Viridis, w(i, j) + 1e-5f));
+        }
+      c.expect(wrong == 0,
+               "all 64 x 64 cells of the enlarged head in colorAt(weight): " + std::to_string(wrong) + " wrong");
+      // Zoomed in: cells are wider, so runs of one colour along a row get longer.
+      const auto meanRun = [](const Image& img, const std::vector<float>& rect) {
+        const int y = static_cast<int>((rect[1] + rect[3]) / 2);
+        int runs = 1;
+        for (int x = static_cast<int>(rect[0]) + 1; x < static_cast<int>(rect[2]); ++x)
+          runs += !(img.at(x, y) == img.at(x - 1, y));
+        return (rect[2] - rect[0]) / static_cast<float>(runs);
+      };
+      const float before = meanRun(full.img, r), after = meanRun(c.img, c.rect("head1.map"));
+      c.expect(after > 1.5f * before,
+               "wheel zoomed in: mean run " + std::to_string(before) + " -> " + std::to_string(after) + " px");
     } else if (test == "walkthrough") {
       // Next, Right, Right, Left: the third step (index 2) is shown.
       c.expect(c.layout.contains("walk.step2"), "walkthrough on step 3 after Next, Right, Right, Left");
