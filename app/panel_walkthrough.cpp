@@ -93,8 +93,8 @@ void drawWalkthroughPanel(AppState& state, ViewState& view) {
   const int disagreements = walk.disagreementCount();
   if (disagreements > 0) {
     ImGui::PushStyleColor(ImGuiCol_Text, kDisagree);
-    ImGui::TextWrapped("%d numbers printed in the text disagree with the computation (red; hover for both)",
-                       disagreements);
+    ImGui::TextWrapped("%d number%s printed in the text disagree%s with the computation (red; hover for both)",
+                       disagreements, disagreements == 1 ? "" : "s", disagreements == 1 ? "s" : "");
     ImGui::PopStyleColor();
   }
 

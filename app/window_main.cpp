@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -106,7 +107,13 @@ int runWindow(const std::vector<std::string>& args) {
   glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
   glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GLFW_TRUE);
   glfwWindowHint(GLFW_SCALE_TO_MONITOR, GLFW_TRUE);
-  GLFWwindow* window = glfwCreateWindow(1280, 800, "attnscope", nullptr, nullptr);
+  // ATTNSCOPE_UI_SCALE overrides the monitor's content scale (to try a HiDPI look on any display); the window
+  // then grows by the same factor, as GLFW_SCALE_TO_MONITOR does for a real HiDPI monitor.
+  const char* forced_scale = std::getenv("ATTNSCOPE_UI_SCALE");
+  const float ui_scale_override = forced_scale ? std::clamp(std::strtof(forced_scale, nullptr), 0.5f, 4.0f) : 0.0f;
+  const int initial_scale = ui_scale_override > 0 ? static_cast<int>(ui_scale_override) : 1;
+  GLFWwindow* window = glfwCreateWindow(1280 * std::max(1, initial_scale), 800 * std::max(1, initial_scale),
+                                        "attnscope", nullptr, nullptr);
   if (!window) {
     glfwTerminate();
     throw InputError("window", "an OpenGL 4.3 core context", "none (see the GLFW message above)");
@@ -121,6 +128,7 @@ int runWindow(const std::vector<std::string>& args) {
   io.IniFilename = nullptr;  // the layout is computed from the window size every frame
   float content_scale = 1.0f, unused = 1.0f;
   glfwGetWindowContentScale(window, &content_scale, &unused);
+  if (ui_scale_override > 0) content_scale = ui_scale_override;
   ImGui::StyleColorsDark();
   // The panels tile the window, so their background is the clear colour: drawing it again per panel cost
   // ~3 ms per panel on llvmpipe (a blended full-panel fill). ImGui skips fully transparent rectangles.
