@@ -46,6 +46,7 @@ void drawExportPanel(AppState& state, ViewState& view) {
   if (view.export_format <= 1) ImGui::Checkbox("write each value in its cell", &view.export_annotate);
   ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 4);
   ImGui::InputText("path", &view.export_path);
+  probeItem("export.path");
   if (ImGui::Button("Export")) {
     ExportRequest request;
     request.what = static_cast<ExportWhat>(view.export_what);
