@@ -22,7 +22,7 @@ void drawExportPanel(AppState& state, ViewState& view) {
     ImGui::SameLine();
     ImGui::RadioButton(what[i], &view.export_what, i);
   }
-  static int head = 1;
+  int& head = view.export_head;
   if (view.export_what == 0) {
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
     ImGui::SliderInt("head", &head, 1, heads);

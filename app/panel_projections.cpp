@@ -71,7 +71,7 @@ void drawProjectionsPanel(AppState& state, ViewState& view) {
   int shown = h + 1;
   if (ImGui::SliderInt("head", &shown, 1, heads)) view.projection_head = shown - 1;
   ImGui::SameLine();
-  static int copy_from = 1;
+  int& copy_from = view.copy_from_head;
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 3);
   ImGui::InputInt("##copy_from", &copy_from, 0);
   ImGui::SameLine();

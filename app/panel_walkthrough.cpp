@@ -68,12 +68,11 @@ void smallHeatmap(const Matrix& m) {
 }  // namespace
 
 void drawWalkthroughPanel(AppState& state, ViewState& view) {
-  static unsigned built_revision = ~0u;
-  static Walkthrough walk;
-  if (built_revision != state.revision()) {
-    walk = buildWalkthrough(state.scene(), state.result());
-    built_revision = state.revision();
+  if (view.walk_revision != state.revision()) {
+    view.walk = buildWalkthrough(state.scene(), state.result());
+    view.walk_revision = state.revision();
   }
+  const Walkthrough& walk = view.walk;
   const int count = static_cast<int>(walk.steps.size());
   if (count == 0) {
     ImGui::TextWrapped("No steps for this scene.");

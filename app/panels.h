@@ -6,6 +6,7 @@
 #include <string>
 
 #include "app_state.h"
+#include "attnscope/walkthrough.h"
 #include "heatmap_view.h"
 
 namespace attnscope::app {
@@ -19,13 +20,17 @@ struct ViewState {
   ColorScale color_scale = ColorScale::Fixed;
   int metric = 0;  // similarity: 0 cosine, 1 Jensen-Shannon
   int walk_step = 0;
+  Walkthrough walk;  // built from the scene at walk_revision
+  unsigned walk_revision = ~0u;
   int walk_head = -1;      // the head the shown walkthrough step is about (-1: none or tab hidden)
   std::uint64_t seed = 1;  // for random presets and random fills
   int random_n = 16, random_heads = 4, random_d_model = 16;
   std::string sentence = "The cat sat on the mat because it was tired.";
   int projection_head = 0;  // the projections panel's head
+  int copy_from_head = 1;   // 1-based, as shown
   std::string export_path = "attnscope_export.png";
   int export_what = 1, export_format = 0;
+  int export_head = 1;  // 1-based, as shown
   bool export_annotate = false;
   std::string export_message;
 };

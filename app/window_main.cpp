@@ -139,7 +139,6 @@ int runWindow(const std::vector<std::string>& args) {
   ImGui_ImplGlfw_InitForOpenGL(window, true);
   ImGui_ImplOpenGL3_Init("#version 430 core");
 
-  int status = 0;
   {
     app::AppState state(std::move(scene));
     if (options.scene_path) state.path = *options.scene_path;
@@ -189,7 +188,7 @@ int runWindow(const std::vector<std::string>& args) {
   ImGui::DestroyContext();
   glfwDestroyWindow(window);
   glfwTerminate();
-  return status;
+  return 0;
 }
 
 }  // namespace attnscope
