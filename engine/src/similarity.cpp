@@ -14,6 +14,8 @@ static double jensenShannonRow(const Eigen::ArrayXf& p, const Eigen::ArrayXf& q)
   return 0.5 * static_cast<double>(kl_p.sum()) + 0.5 * static_cast<double>(kl_q.sum());
 }
 
+// A map flattened to one vector; dot products over it accumulate in double (a float sum over millions of
+// weights drifts by ~1e-5).
 static Eigen::Map<const Eigen::VectorXf> flat(const Matrix& m) { return {m.data(), m.size()}; }
 
 Similarity headSimilarity(const std::vector<const Matrix*>& weights) {
@@ -22,13 +24,13 @@ Similarity headSimilarity(const std::vector<const Matrix*>& weights) {
   s.cosine = Matrix::Identity(h, h);
   s.js = Matrix::Zero(h, h);
   std::vector<double> norms(static_cast<std::size_t>(h));
-  for (Eigen::Index a = 0; a < h; ++a) norms[static_cast<std::size_t>(a)] = flat(*weights[static_cast<std::size_t>(a)]).norm();
+  for (Eigen::Index a = 0; a < h; ++a) norms[static_cast<std::size_t>(a)] = flat(*weights[static_cast<std::size_t>(a)]).cast<double>().norm();
   for (Eigen::Index a = 0; a < h; ++a) {
     const Matrix& wa = *weights[static_cast<std::size_t>(a)];
     for (Eigen::Index b = a + 1; b < h; ++b) {
       const Matrix& wb = *weights[static_cast<std::size_t>(b)];
       const double denom = norms[static_cast<std::size_t>(a)] * norms[static_cast<std::size_t>(b)];
-      const double dot = flat(wa).dot(flat(wb));
+      const double dot = flat(wa).cast<double>().dot(flat(wb).cast<double>());
       const float cosine = denom > 0 ? static_cast<float>(dot / denom) : 0.0f;
       // Rows where either head attends nothing (fully masked) have no distribution to compare.
       double js = 0;
