@@ -35,7 +35,7 @@ namespace {
 
 struct WindowOptions {
   std::optional<std::string> scene_path, screenshot_path, script_path;
-  std::string backend = "auto";  // cpu, gpu, or auto (the GPU when it starts, quietly the CPU otherwise)
+  std::string backend = "auto";  // cpu, gpu, or auto (a hardware GPU when it starts, quietly the CPU otherwise)
   long frames = 0;               // 0 = until closed
   bool frame_stats = false;
 };
@@ -54,6 +54,16 @@ WindowOptions parseOptions(const std::vector<std::string>& args) {
 }
 
 // Reads the back buffer (the frame just rendered) and writes it as PNG, top row first.
+// Mesa's software rasterisers run compute shaders on the CPU, tens of times slower than the Eigen backend on
+// the same cores: there `--backend auto` keeps the CPU (the Model panel still offers the GPU).
+bool isSoftwareRenderer() {
+  const char* renderer = reinterpret_cast<const char*>(glGetString(GL_RENDERER));
+  const std::string name = renderer ? renderer : "";
+  for (const char* software : {"llvmpipe", "softpipe", "swrast", "SWR"})
+    if (name.find(software) != std::string::npos) return true;
+  return false;
+}
+
 void writeScreenshot(GLFWwindow* window, const std::string& path) {
   int w = 0, h = 0;
   glfwGetFramebufferSize(window, &w, &h);
@@ -142,7 +152,7 @@ int runWindow(const std::vector<std::string>& args) {
   {
     app::AppState state(std::move(scene));
     if (options.scene_path) state.path = *options.scene_path;
-    if (options.backend != "cpu") {
+    if (options.backend == "gpu" || (options.backend == "auto" && !isSoftwareRenderer())) {
       state.useBackend("gpu");
       if (options.backend == "auto" && state.backend().name() == "cpu") state.clearBanner();  // no GPU: quietly CPU
     }
