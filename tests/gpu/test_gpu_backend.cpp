@@ -12,6 +12,7 @@
 
 #include "attnscope/error.h"
 #include "attnscope/presets.h"
+#include "attnscope/scene_json.h"
 #include "gpu_test_support.h"
 
 using namespace attnscope;
@@ -19,17 +20,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-Scene workedExample() {  // seed 001: h = 2, d = 4, d_k = d_v = 2, X = [[1,0,1,0],[0,1,0,1],[1,1,0,0]], no W_O
-  Scene s;
-  s.d_model = 4;
-  s.query = Matrix{{1, 0, 1, 0}, {0, 1, 0, 1}, {1, 1, 0, 0}};
-  s.query_tokens = {"x1", "x2", "x3"};
-  s.heads.push_back({Matrix{{1, 0}, {0, 1}, {0, 0}, {0, 0}}, Matrix{{0, 1}, {1, 0}, {0, 0}, {0, 0}},
-                     Matrix{{1, 0}, {0, 0}, {1, 0}, {0, 0}}, std::nullopt, std::nullopt, std::nullopt});
-  s.heads.push_back({Matrix{{0, 0}, {0, 0}, {1, 0}, {0, 1}}, Matrix{{0, 0}, {0, 0}, {0, 1}, {1, 0}},
-                     Matrix{{0, 1}, {0, 1}, {0, 0}, {0, 0}}, std::nullopt, std::nullopt, std::nullopt});
-  return s;
-}
 
 // Softmax of one row of scores, in double: the independent formula.
 std::vector<double> softmaxRow(std::vector<double> row) {
@@ -53,7 +43,7 @@ Scene maskedScene() {
 
 TEST(GpuBackend, WorkedExampleByHand) {
   ATTNSCOPE_REQUIRE_GPU(gpu);
-  const Result r = gpu->compute(workedExample());
+  const Result r = gpu->compute(workedExampleScene());
   // By hand: Q1 = X W1_Q = [[1,0],[0,1],[1,1]], K1 = X W1_K = [[0,1],[1,0],[1,1]], so Q1 K1^T =
   // [[0,1,1],[1,0,1],[1,1,2]] (the seed prints [[0.71,0,1.41],...] / sqrt 2, which does not follow from its own W). Q2
   // = [[1,0],[0,1],[0,0]], K2 = [[0,1],[1,0],[0,0]]: Q2 K2^T = [[0,1,0],[1,0,0],[0,0,0]]. V1 = [[2,0],[0,0],[1,0]]; V2

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "attnscope/presets.h"
+#include "attnscope/scene_json.h"
 #include "gpu_test_support.h"
 
 using namespace attnscope;
@@ -101,18 +102,6 @@ Scene mixedHeadSizes() {  // d_k and d_v differ from head to head
   return s;
 }
 
-// Seed 001's worked example: h = 2, d = 4, d_k = d_v = 2, X = [[1,0,1,0],[0,1,0,1],[1,1,0,0]], no W_O.
-Scene workedExample() {
-  Scene s;
-  s.d_model = 4;
-  s.query = Matrix{{1, 0, 1, 0}, {0, 1, 0, 1}, {1, 1, 0, 0}};
-  s.query_tokens = {"x1", "x2", "x3"};
-  s.heads.push_back({Matrix{{1, 0}, {0, 1}, {0, 0}, {0, 0}}, Matrix{{0, 1}, {1, 0}, {0, 0}, {0, 0}},
-                     Matrix{{1, 0}, {0, 0}, {1, 0}, {0, 0}}, std::nullopt, std::nullopt, std::nullopt});
-  s.heads.push_back({Matrix{{0, 0}, {0, 0}, {1, 0}, {0, 1}}, Matrix{{0, 0}, {0, 0}, {0, 1}, {1, 0}},
-                     Matrix{{0, 1}, {0, 1}, {0, 0}, {0, 0}}, std::nullopt, std::nullopt, std::nullopt});
-  return s;
-}
 
 // clang-format off
 const ParityCase kCases[] = {
@@ -140,7 +129,7 @@ const ParityCase kCases[] = {
   // the reference's: its float dot over 2.25M weights gives cosine 0.4185219 where double gives 0.4184957
   // (the GPU's tree sum gives 0.4184958).
   {"large_maps_pairwise",     [] { return randomScene(1500, 2, 16, 8, 8, true, 17); },  1e-5},   // 1.1e-06 (1.8e-05 when the CPU summed in float)
-  {"worked_example",          workedExample,                                            1e-5},   // 5.8e-08
+  {"worked_example",          workedExampleScene,                                       1e-5},   // 5.8e-08
 };
 // clang-format on
 
