@@ -168,8 +168,10 @@ void drawWalkthroughPanel(AppState& state, ViewState& view) {
     }
     if (sm.printed_dropped) {
       ImGui::PushStyleColor(ImGuiCol_Text, kEdited);
-      ImGui::TextWrapped("Edited: the text's printed %s no longer applies (the scene differs from the worked "
-                         "example where %s depends on it).", sm.name.c_str(), sm.name.c_str());
+      ImGui::TextWrapped(
+          "Edited: the text's printed %s no longer applies (the scene differs from the worked "
+          "example where %s depends on it).",
+          sm.name.c_str(), sm.name.c_str());
       ImGui::PopStyleColor();
       probeItem("walk.dropped." + sm.name);
     }

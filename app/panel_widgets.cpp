@@ -7,10 +7,10 @@
 namespace attnscope::app {
 
 namespace {
-bool g_fresh_gesture = false;  // an item became active and has not changed anything yet
+bool g_fresh_gesture = false;    // an item became active and has not changed anything yet
 constexpr int kProbedCells = 8;  // matrixTable names cells (i, j) with i, j < 8 for the scripted mode
 constexpr int kShownRows = 12;   // matrixTable's height in rows; more rows scroll inside it
-}
+}  // namespace
 
 bool continuesGesture(bool changed) {
   if (ImGui::IsItemActivated()) g_fresh_gesture = true;
@@ -33,8 +33,8 @@ bool matrixTable(const char* id, const Matrix& m, Matrix& out, bool& continuing,
   const float content_w = ImGui::CalcTextSize("0000").x + static_cast<float>(cols + 1) * 2 * style.CellPadding.x +
                           static_cast<float>(cols) * width;
   if (content_w > ImGui::GetContentRegionAvail().x) height += style.ScrollbarSize;
-  ImGuiTableFlags flags = ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_ScrollX | ImGuiTableFlags_RowBg |
-                          ImGuiTableFlags_BordersInnerV;
+  ImGuiTableFlags flags =
+      ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_ScrollX | ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV;
   if (m.rows() > kShownRows) flags |= ImGuiTableFlags_ScrollY;
   if (!ImGui::BeginTable(id, cols + 1, flags, ImVec2(0, height))) return false;
   // Only the rows on screen are submitted: a few thousand drag widgets a frame would stall a big scene.

@@ -216,8 +216,8 @@ TEST(WorkedExample, EditingTheSceneDropsOnlyTheComparisonsItInvalidates) {
         if (m.printed_dropped) names.push_back(std::to_string(step.head + 1) + " " + m.name);
     return names;
   };
-  const std::vector<std::string> all_printed = {"1 Q", "1 K", "1 V", "1 scaled scores", "1 weights",
-                                                "2 Q", "2 K", "2 V"};
+  const std::vector<std::string> all_printed = {"1 Q",       "1 K", "1 V", "1 scaled scores",
+                                                "1 weights", "2 Q", "2 K", "2 V"};
   EXPECT_TRUE(droppedOf(workedExampleScene()).empty());
 
   Scene changed_x = workedExampleScene();

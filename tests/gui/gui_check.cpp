@@ -220,8 +220,8 @@ int main(int argc, char** argv) {
                "wheel zoomed in: mean run " + std::to_string(before) + " -> " + std::to_string(after) + " px");
     } else if (test == "export") {
       const Image exported = loadPng(dir + "/exported_heads.png");  // throws when missing or not a PNG
-      c.expect(exported.w > 100 && exported.h > 100, "export wrote a " + std::to_string(exported.w) + " x " +
-                                                         std::to_string(exported.h) + " PNG");
+      c.expect(exported.w > 100 && exported.h > 100,
+               "export wrote a " + std::to_string(exported.w) + " x " + std::to_string(exported.h) + " PNG");
     } else if (test == "walkthrough") {
       // Next, Right, Right, Left: the third step (index 2) is shown.
       c.expect(c.layout.contains("walk.step2"), "walkthrough on step 3 after Next, Right, Right, Left");
