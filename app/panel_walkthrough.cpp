@@ -1,9 +1,13 @@
 // Walkthrough panel: the worked example step by step (Prev/Next, or the arrow keys), each matrix as a small
 // table and heatmap, the tutorial's printed numbers beside the computed ones with disagreements highlighted.
 // Built from the current scene, so an edit updates every step (and drops comparisons that no longer apply).
+// The scene's inputs shown in the steps (X, W_Q, W_K, W_V, biases, W_O) are editable tables, as in the Inputs
+// and Projections panels; computed matrices are read-only.
 #include <GLFW/glfw3.h>
 
 #include <cmath>
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "attnscope/colormap.h"
@@ -16,6 +20,7 @@ namespace attnscope::app {
 namespace {
 
 const ImVec4 kDisagree(1.0f, 0.42f, 0.38f, 1.0f);
+const ImVec4 kEdited(0.95f, 0.78f, 0.35f, 1.0f);  // amber: not wrong, just no longer comparable
 
 // A matrix as a grid of numbers drawn straight into the draw list (an ImGui table per matrix cost several ms a
 // frame on llvmpipe). `disagreements` marks cells in red with both numbers on hover; `dim` greys the numbers.
@@ -65,6 +70,32 @@ void smallHeatmap(const Matrix& m) {
   ImGui::Dummy(ImVec2(cols * cell, rows * cell));
 }
 
+// A step's matrix that is one of the scene's inputs (X, a head's W and b, W_O), so the walkthrough edits it in
+// place: `set` writes the edited matrix into a scene copy; `head` >= 0 when only that head needs recomputing.
+struct SceneInput {
+  std::function<void(Scene&, const Matrix&)> set;
+  int head = -1;
+};
+
+std::optional<SceneInput> sceneInput(const Step& step, const std::string& name) {
+  const auto bias = [](const Matrix& m) { return RowVector(m.row(0)); };  // a bias step shows (1, d)
+  if (name == "X") return SceneInput{[](Scene& s, const Matrix& m) { s.query = m; }};
+  if (name == "X_key") return SceneInput{[](Scene& s, const Matrix& m) { s.key = m; }};
+  if (name == "X_value") return SceneInput{[](Scene& s, const Matrix& m) { s.value = m; }};
+  if (name == "W_O") return SceneInput{[](Scene& s, const Matrix& m) { s.w_o = m; }};
+  if (name == "b_O") return SceneInput{[bias](Scene& s, const Matrix& m) { s.b_o = bias(m); }};
+  const int h = step.head;
+  if (h < 0) return std::nullopt;
+  const auto head = [h](Scene& s) -> HeadParams& { return s.heads[static_cast<std::size_t>(h)]; };
+  if (name == "W_Q") return SceneInput{[head](Scene& s, const Matrix& m) { head(s).w_q = m; }, h};
+  if (name == "W_K") return SceneInput{[head](Scene& s, const Matrix& m) { head(s).w_k = m; }, h};
+  if (name == "W_V") return SceneInput{[head](Scene& s, const Matrix& m) { head(s).w_v = m; }, h};
+  if (name == "b_Q") return SceneInput{[head, bias](Scene& s, const Matrix& m) { head(s).b_q = bias(m); }, h};
+  if (name == "b_K") return SceneInput{[head, bias](Scene& s, const Matrix& m) { head(s).b_k = bias(m); }, h};
+  if (name == "b_V") return SceneInput{[head, bias](Scene& s, const Matrix& m) { head(s).b_v = bias(m); }, h};
+  return std::nullopt;
+}
+
 }  // namespace
 
 void drawWalkthroughPanel(AppState& state, ViewState& view) {
@@ -104,9 +135,22 @@ void drawWalkthroughPanel(AppState& state, ViewState& view) {
   probeItem("walk.title");
   probeItem("walk.step" + std::to_string(view.walk_step));  // which step is shown, for the GUI test
   if (!step.note.empty()) ImGui::TextWrapped("%s", step.note.c_str());
+  showEditError(state);
   for (const StepMatrix& sm : step.matrices) {
+    const std::optional<SceneInput> input = sceneInput(step, sm.name);
     sectionHeader(sm.name.c_str());
-    if (sm.printed) {
+    if (input) {
+      // An input of the scene: edited in place through the one edit path, so every step follows it.
+      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+      ImGui::TextWrapped("An input of the scene: drag a value, or Ctrl+click to type one.");
+      ImGui::PopStyleColor();
+      Matrix edited;
+      bool continuing = false;
+      const std::string probe = "walk." + sm.name;
+      if (matrixTable(probe.c_str(), sm.computed, edited, continuing, probe.c_str()))
+        state.edit(
+            "walkthrough " + sm.name, [&](Scene& s) { input->set(s, edited); }, input->head, continuing);
+    } else if (sm.printed) {
       ImGui::BeginGroup();
       ImGui::TextDisabled("computed");
       numberGrid(sm.computed, sm.disagreements, false, "%.3f");
@@ -122,7 +166,19 @@ void drawWalkthroughPanel(AppState& state, ViewState& view) {
     } else {
       numberGrid(sm.computed, {}, false, "%.3f");
     }
-    if (sm.name == "weights") smallHeatmap(sm.computed);
+    if (sm.printed_dropped) {
+      ImGui::PushStyleColor(ImGuiCol_Text, kEdited);
+      ImGui::TextWrapped(
+          "Edited: the text's printed %s no longer applies (the scene differs from the worked "
+          "example where %s depends on it).",
+          sm.name.c_str(), sm.name.c_str());
+      ImGui::PopStyleColor();
+      probeItem("walk.dropped." + sm.name);
+    }
+    if (sm.name == "weights") {
+      smallHeatmap(sm.computed);
+      probeItem("walk.heatmap");
+    }
   }
 }
 

@@ -7,8 +7,10 @@
 namespace attnscope::app {
 
 namespace {
-bool g_fresh_gesture = false;  // an item became active and has not changed anything yet
-}
+bool g_fresh_gesture = false;    // an item became active and has not changed anything yet
+constexpr int kProbedCells = 8;  // matrixTable names cells (i, j) with i, j < 8 for the scripted mode
+constexpr int kShownRows = 12;   // matrixTable's height in rows; more rows scroll inside it
+}  // namespace
 
 bool continuesGesture(bool changed) {
   if (ImGui::IsItemActivated()) g_fresh_gesture = true;
@@ -23,32 +25,44 @@ bool matrixTable(const char* id, const Matrix& m, Matrix& out, bool& continuing,
   const float width = ImGui::GetFontSize() * 3.6f;
   bool changed = false;
   const int cols = static_cast<int>(std::min<Eigen::Index>(m.cols(), 63));
-  if (!ImGui::BeginTable(id, cols + 1,
-                         ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_ScrollX | ImGuiTableFlags_RowBg |
-                             ImGuiTableFlags_BordersInnerV,
-                         ImVec2(0, 0)))
-    return false;
-  for (Eigen::Index i = 0; i < m.rows(); ++i) {
-    ImGui::TableNextRow();
-    ImGui::TableNextColumn();
-    ImGui::TextDisabled("%ld", static_cast<long>(i));
-    for (int j = 0; j < cols; ++j) {
+  // A scrolling table left to size itself takes all the height that remains: size it to its rows (at most
+  // kShownRows, scrolling beyond), plus the horizontal scrollbar when the columns do not fit.
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const int shown_rows = static_cast<int>(std::min<Eigen::Index>(m.rows(), kShownRows));
+  float height = static_cast<float>(shown_rows) * (ImGui::GetFrameHeight() + 2 * style.CellPadding.y) + 2;
+  const float content_w = ImGui::CalcTextSize("0000").x + static_cast<float>(cols + 1) * 2 * style.CellPadding.x +
+                          static_cast<float>(cols) * width;
+  if (content_w > ImGui::GetContentRegionAvail().x) height += style.ScrollbarSize;
+  ImGuiTableFlags flags =
+      ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_ScrollX | ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV;
+  if (m.rows() > kShownRows) flags |= ImGuiTableFlags_ScrollY;
+  if (!ImGui::BeginTable(id, cols + 1, flags, ImVec2(0, height))) return false;
+  // Only the rows on screen are submitted: a few thousand drag widgets a frame would stall a big scene.
+  ImGuiListClipper clipper;
+  clipper.Begin(static_cast<int>(m.rows()));
+  while (clipper.Step())
+    for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
+      ImGui::TableNextRow();
       ImGui::TableNextColumn();
-      float value = m(i, j);
-      ImGui::PushID(static_cast<int>(i * 64 + j));
-      ImGui::SetNextItemWidth(width);
-      const bool edited = ImGui::DragFloat("##v", &value, 0.01f, 0.0f, 0.0f, "%.3f");
-      const bool continues = continuesGesture(edited);
-      if (probe && i == 0 && j == 0) probeItem(std::string(probe) + ".cell0");
-      if (edited) {
-        continuing = continues;
-        if (!changed) out = m;
-        out(i, j) = value;
-        changed = true;
+      ImGui::TextDisabled("%d", i);
+      for (int j = 0; j < cols; ++j) {
+        ImGui::TableNextColumn();
+        float value = m(i, j);
+        ImGui::PushID(i * 64 + j);
+        ImGui::SetNextItemWidth(width);
+        const bool edited = ImGui::DragFloat("##v", &value, 0.01f, 0.0f, 0.0f, "%.3f");
+        const bool continues = continuesGesture(edited);
+        if (probe && i < kProbedCells && j < kProbedCells)
+          probeItem(std::string(probe) + "." + std::to_string(i) + "." + std::to_string(j));
+        if (edited) {
+          continuing = continues;
+          if (!changed) out = m;
+          out(i, j) = value;
+          changed = true;
+        }
+        ImGui::PopID();
       }
-      ImGui::PopID();
     }
-  }
   ImGui::EndTable();
   return changed;
 }

@@ -49,7 +49,8 @@ void drawExportPanel(AppState& state, ViewState& view);
 // progress), so AppState::edit pushes no new undo entry for it.
 bool continuesGesture(bool changed);
 // An editable matrix table; returns true and the edited copy in `out` when the user changed a cell this frame;
-// `continuing` as continuesGesture(). `probe` names cell (0, 0) for the scripted mode ("<probe>.cell0").
+// `continuing` as continuesGesture(). `probe` names the cells of the first 8 rows and columns for the scripted
+// mode: "<probe>.<row>.<col>", 0-based. Drag a cell, or Ctrl+click / double-click it to type a value.
 bool matrixTable(const char* id, const Matrix& m, Matrix& out, bool& continuing, const char* probe = nullptr);
 // "- [value] +" with named probes "<probe>.minus", "<probe>.plus"; true when the value changed.
 bool stepperInt(const char* label, const std::string& probe, int& value, int min, int max);

@@ -120,6 +120,7 @@ void ScriptInput::apply(ImGuiIO& io, const AppState& state) {
     // frame 0: move there; 1: press; 2: release (a click is press then release over the same widget)
     if (phase_ == 0) mouse_ = io.MousePos = target(1);
     io.MouseDown[0] = phase_ == 1;
+    io.KeyCtrl = words.back() == "ctrl";  // Ctrl+click: a drag field turns into a text field
     if (++phase_ > 2) next();
   } else if (command == "wheel") {
     mouse_ = io.MousePos = target(1);

@@ -1,12 +1,12 @@
 // Scripted input (`--script FILE`): mouse moves, clicks, keys and text fed through ImGui's own input state
 // (io.MousePos, io.MouseDown, io.KeysDown, io.AddInputCharacter), one step per frame, so the GUI tests use the
 // window as a person would. Targets are widget names recorded by ui_probe ("model.heads.plus"), a cell
-// ("cell HEAD ROW COL") or pixels ("x y").
+// ("cell HEAD ROW COL") or pixels ("x y"); a matrix table's cell is "<probe>.<row>.<col>" ("walk.X.2.2").
 //
 // Commands, one a line (# starts a comment):
 //   wait N                 render N frames
 //   move TARGET            put the mouse over the target
-//   click TARGET           move, press, release the left button
+//   click TARGET [ctrl]    move, press, release the left button (with Ctrl held: type into a drag field)
 //   wheel TARGET STEPS     mouse wheel over the target
 //   drag TARGET DX DY N    press on the target, move by (DX, DY) pixels over N frames, release
 //   key NAME [ctrl]        press and release a key: Left Right Up Down Enter Escape Tab Backspace A..Z

@@ -208,14 +208,33 @@ TEST(WorkedExample, EditingTheSceneDropsOnlyTheComparisonsItInvalidates) {
         if (m.printed) names.push_back(std::to_string(step.head + 1) + " " + m.name);
     return names;
   };
+  // What the view marks "edited: the text's numbers no longer apply".
+  const auto droppedOf = [](const Scene& scene) {
+    std::vector<std::string> names;
+    for (const Step& step : buildWalkthrough(scene, CpuBackend(1).compute(scene)).steps)
+      for (const StepMatrix& m : step.matrices)
+        if (m.printed_dropped) names.push_back(std::to_string(step.head + 1) + " " + m.name);
+    return names;
+  };
+  const std::vector<std::string> all_printed = {"1 Q",       "1 K", "1 V", "1 scaled scores",
+                                                "1 weights", "2 Q", "2 K", "2 V"};
+  EXPECT_TRUE(droppedOf(workedExampleScene()).empty());
+
   Scene changed_x = workedExampleScene();
   changed_x.query(0, 0) = 5;
   EXPECT_TRUE(printedOf(changed_x).empty());
+  EXPECT_EQ(droppedOf(changed_x), all_printed);  // X feeds every printed matrix
 
   Scene changed_w2v = workedExampleScene();
   changed_w2v.heads[1].w_v(0, 0) = 1;
   EXPECT_EQ(printedOf(changed_w2v),
             (std::vector<std::string>{"1 Q", "1 K", "1 V", "1 scaled scores", "1 weights", "2 Q", "2 K"}));
+  EXPECT_EQ(droppedOf(changed_w2v), (std::vector<std::string>{"2 V"}));
+
+  // Another scene of the same shape (other tokens) is not an edit of the example: nothing is marked.
+  Scene other = changed_x;
+  other.query_tokens = {"a", "b", "c"};
+  EXPECT_TRUE(droppedOf(other).empty());
 
   Scene causal = workedExampleScene();
   causal.mask = MaskKind::Causal;

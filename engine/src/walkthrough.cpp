@@ -134,10 +134,14 @@ struct StepBuilder {
     m.row_labels = rows;
     m.col_labels = cols;
     if (step.head >= 0)
-      for (const PrintedMatrix& printed : kPrinted)
-        if (printed.head == step.head && m.name == printed.matrix &&
-            followsWorkedExample(scene, example, step.head, m.name))
+      for (const PrintedMatrix& printed : kPrinted) {
+        if (printed.head != step.head || m.name != printed.matrix) continue;
+        if (followsWorkedExample(scene, example, step.head, m.name))
           attachPrinted(printed, m, step.note);
+        else  // an edit of the example, not some other scene that happens to share a shape
+          m.printed_dropped = scene.query_tokens == example.query_tokens && m.computed.rows() == printed.rows &&
+                              m.computed.cols() == printed.cols;
+      }
     step.matrices.push_back(std::move(m));
   }
 };

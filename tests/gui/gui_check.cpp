@@ -63,8 +63,8 @@ const Grid kWq[2] = {{{1, 0}, {0, 1}, {0, 0}, {0, 0}}, {{0, 0}, {0, 0}, {1, 0}, 
 const Grid kWk[2] = {{{0, 1}, {1, 0}, {0, 0}, {0, 0}}, {{0, 0}, {0, 0}, {0, 1}, {1, 0}}};
 
 // softmax(Q K^T / sqrt(2)) row by row; causal: keys after the query are left out (weight 0).
-Grid expectedWeights(int head, bool causal) {
-  const Grid q = mul(kX, kWq[head]), k = mul(kX, kWk[head]);
+Grid expectedWeights(int head, bool causal, const Grid& x = kX) {
+  const Grid q = mul(x, kWq[head]), k = mul(x, kWk[head]);
   Grid w(3, std::vector<double>(3, 0.0));
   for (int i = 0; i < 3; ++i) {
     double sum = 0;
@@ -220,11 +220,38 @@ int main(int argc, char** argv) {
                "wheel zoomed in: mean run " + std::to_string(before) + " -> " + std::to_string(after) + " px");
     } else if (test == "export") {
       const Image exported = loadPng(dir + "/exported_heads.png");  // throws when missing or not a PNG
-      c.expect(exported.w > 100 && exported.h > 100, "export wrote a " + std::to_string(exported.w) + " x " +
-                                                         std::to_string(exported.h) + " PNG");
+      c.expect(exported.w > 100 && exported.h > 100,
+               "export wrote a " + std::to_string(exported.w) + " x " + std::to_string(exported.h) + " PNG");
     } else if (test == "walkthrough") {
       // Next, Right, Right, Left: the third step (index 2) is shown.
       c.expect(c.layout.contains("walk.step2"), "walkthrough on step 3 after Next, Right, Right, Left");
+    } else if (test == "walkthrough_edit") {
+      // X[3][3] typed from 0 to 1 in the walkthrough: X row 3 becomes [1, 1, 1, 0]. Head 2 reads columns 3-4:
+      // Q2 = X W2_Q = X[:, 3:4] gives rows [1, 0], [0, 1], [1, 0] (row 3 was [0, 0]); K2 = [X[:, 4], X[:, 3]]
+      // gives rows [0, 1], [1, 0], [0, 1]. Row 3 of Q2 K2^T is [0, 1, 0] (was [0, 0, 0]), scaled by 1/sqrt(2)
+      // [0, 0.7071, 0], softmax [1, e^0.7071, 1] / (2 + e^0.7071) = [0.2483, 0.5035, 0.2483] (was 1/3 each).
+      Grid x = kX;
+      x[2][2] = 1;
+      const Grid w = expectedWeights(1, false, x);
+      c.expect(std::fabs(w[2][1] - 0.5035) < 5e-5 && std::fabs(w[2][0] - 0.2483) < 5e-5,
+               "independent weights agree with the hand value row 3 = [0.2483, 0.5035, 0.2483]");
+      const nlohmann::json q_step = loadLayout(dir + "/layout_q.json");
+      c.expect(q_step.contains("walk.step8") && q_step.contains("walk.dropped.Q"),
+               "on head 2's Q step the text's printed Q2 is marked as no longer applying");
+      c.expect(c.layout.contains("walk.step13"), "then on head 2's weights step");
+      // The step's own heatmap and the heads panel's head 2 both follow the edit.
+      for (const char* map : {"walk.heatmap", "head1.map"})
+        for (int i = 0; i < 3; ++i)
+          for (int j = 0; j < 3; ++j) c.expectWeightColor(map, 1, i, j, w[i][j]);
+      c.expect(!(c.cell("walk.heatmap", 2, 1, 3, 3) == attnscope::colorAt(ColorMap::Viridis, 1.0f / 3.0f)),
+               "row 3's middle weight is no longer drawn as 1/3");
+      // Exactly that one cell changed, through the edit path (the saved scene is the window's scene).
+      const attnscope::Scene saved = attnscope::loadSceneFile(dir + "/saved_scene.json");
+      attnscope::Scene want = attnscope::workedExampleScene();
+      want.query(2, 2) = 1;
+      c.expect(saved.query == want.query && saved.heads[0].w_q == want.heads[0].w_q &&
+                   saved.heads[1].w_v == want.heads[1].w_v,
+               "the saved scene is the worked example with X[3][3] = 1");
     } else {
       std::fprintf(stderr, "gui_check: unknown test %s\n", test.c_str());
       return 2;

@@ -25,6 +25,9 @@ struct StepMatrix {
   std::optional<Matrix> printed;   // what the text printed for this matrix, when it printed it
   double printed_tolerance = 0;    // half a unit in the last printed digit (0.005 for 2 decimals)
   std::vector<Disagreement> disagreements;  // only entries that disagree
+  // The text prints this matrix for the worked example, but the scene (same tokens) was edited where this
+  // matrix depends on it, so the printed numbers were left out: the view says they no longer apply.
+  bool printed_dropped = false;
 };
 
 struct Step {
