@@ -19,41 +19,67 @@ namespace {
 
 constexpr float kMasked = -std::numeric_limits<float>::infinity();
 
-// Stacks one projection of every head side by side, (d_model, sum of widths), and its bias (or zeros).
-template <typename GetW, typename GetB>
-void stackProjections(const Scene& scene, GetW get_w, GetB get_b, Matrix& w, RowVector& b, bool& any_bias) {
-  int width = 0;
-  for (const HeadParams& head : scene.heads) width += static_cast<int>(get_w(head).cols());
-  w.resize(scene.d_model, width);
-  b = RowVector::Zero(width);
-  any_bias = false;
-  int col = 0;
-  for (const HeadParams& head : scene.heads) {
-    const Matrix& hw = get_w(head);
-    w.middleCols(col, hw.cols()) = hw;
-    if (const std::optional<RowVector>& hb = get_b(head)) {
-      b.segment(col, hb->size()) = *hb;
-      any_bias = true;
-    }
-    col += static_cast<int>(hw.cols());
-  }
-}
+// One of a head's three projections: its weight, its bias, and where its product goes.
+struct Projection {
+  const Matrix& (*weight)(const HeadParams&);
+  const std::optional<RowVector>& (*bias)(const HeadParams&);
+  Matrix HeadResult::*out;
+};
+const Projection kQuery{[](const HeadParams& p) -> const Matrix& { return p.w_q; },
+                        [](const HeadParams& p) -> const std::optional<RowVector>& { return p.b_q; }, &HeadResult::q};
+const Projection kKey{[](const HeadParams& p) -> const Matrix& { return p.w_k; },
+                      [](const HeadParams& p) -> const std::optional<RowVector>& { return p.b_k; }, &HeadResult::k};
+const Projection kValue{[](const HeadParams& p) -> const Matrix& { return p.w_v; },
+                        [](const HeadParams& p) -> const std::optional<RowVector>& { return p.b_v; }, &HeadResult::v};
 
-// rows (n, d_model) -> per-head slices of rows W + b, each (n, width of head).
-template <typename GetW, typename GetB>
-void projectAllHeads(const Scene& scene, const Matrix& rows, GetW get_w, GetB get_b, Matrix HeadResult::*out,
-                     Result& result) {
-  Matrix w, projected;
-  RowVector b;
+// rows (n, d_model) times the given projections of every head, stacked side by side into one product
+// (d_model, sum of widths) so that the BLAS sees one wide matrix instead of 3h thin ones; then sliced into each
+// head's Q, K or V, (n, width of that head).
+void projectStacked(const Scene& scene, const Matrix& rows, const std::vector<Projection>& projections,
+                    Result& result) {
+  int width = 0;
+  for (const Projection& p : projections)
+    for (const HeadParams& head : scene.heads) width += static_cast<int>(p.weight(head).cols());
+  Matrix w(scene.d_model, width);
+  RowVector b = RowVector::Zero(width);
   bool any_bias = false;
-  stackProjections(scene, get_w, get_b, w, b, any_bias);
+  int col = 0;
+  for (const Projection& p : projections)
+    for (const HeadParams& head : scene.heads) {
+      const Matrix& hw = p.weight(head);
+      w.middleCols(col, hw.cols()) = hw;
+      if (const std::optional<RowVector>& hb = p.bias(head)) {
+        b.segment(col, hb->size()) = *hb;
+        any_bias = true;
+      }
+      col += static_cast<int>(hw.cols());
+    }
+  Matrix projected(rows.rows(), width);
   projected.noalias() = rows * w;
   if (any_bias) projected.rowwise() += b;
-  int col = 0;
-  for (std::size_t i = 0; i < scene.heads.size(); ++i) {
-    const Eigen::Index width = get_w(scene.heads[i]).cols();
-    result.heads[i].*out = projected.middleCols(col, width);
-    col += static_cast<int>(width);
+  col = 0;
+  for (const Projection& p : projections)
+    for (std::size_t i = 0; i < scene.heads.size(); ++i) {
+      const Eigen::Index head_width = p.weight(scene.heads[i]).cols();
+      result.heads[i].*(p.out) = projected.middleCols(col, head_width);
+      col += static_cast<int>(head_width);
+    }
+}
+
+// Q, K and V of every head, one product per distinct input: self-attention projects X once for all three.
+void projectAllHeads(const Scene& scene, Result& result) {
+  const Matrix* rows[] = {&scene.query, &scene.keyRows(), &scene.valueRows()};
+  const Projection* kinds[] = {&kQuery, &kKey, &kValue};
+  bool done[3] = {false, false, false};
+  for (int i = 0; i < 3; ++i) {
+    if (done[i]) continue;
+    std::vector<Projection> same_rows;
+    for (int j = i; j < 3; ++j)
+      if (!done[j] && rows[j] == rows[i]) {
+        same_rows.push_back(*kinds[j]);
+        done[j] = true;
+      }
+    projectStacked(scene, *rows[i], same_rows, result);
   }
 }
 
@@ -155,15 +181,7 @@ void CpuBackend::computeInto(const Scene& scene, Result& result, const ComputeOp
   Eigen::setNbThreads(threads_);
 
   result.heads.resize(scene.heads.size());
-  projectAllHeads(
-      scene, scene.query, [](const HeadParams& p) -> const Matrix& { return p.w_q; },
-      [](const HeadParams& p) -> const std::optional<RowVector>& { return p.b_q; }, &HeadResult::q, result);
-  projectAllHeads(
-      scene, scene.keyRows(), [](const HeadParams& p) -> const Matrix& { return p.w_k; },
-      [](const HeadParams& p) -> const std::optional<RowVector>& { return p.b_k; }, &HeadResult::k, result);
-  projectAllHeads(
-      scene, scene.valueRows(), [](const HeadParams& p) -> const Matrix& { return p.w_v; },
-      [](const HeadParams& p) -> const std::optional<RowVector>& { return p.b_v; }, &HeadResult::v, result);
+  projectAllHeads(scene, result);
 
   const MaskMatrix allowed = scene.hasMask() ? allowedMask(scene) : MaskMatrix();
   const MaskMatrix* mask = scene.hasMask() ? &allowed : nullptr;

@@ -99,6 +99,7 @@ static void checkShape(const std::string& field, long rows, long cols, long want
 
 template <typename Derived>
 static void checkFinite(const std::string& field, const Eigen::MatrixBase<Derived>& m) {
+  if (m.allFinite()) return;  // vectorised; the loop below only runs to name the first bad entry
   for (Eigen::Index i = 0; i < m.rows(); ++i)
     for (Eigen::Index j = 0; j < m.cols(); ++j)
       if (!std::isfinite(m(i, j)))
