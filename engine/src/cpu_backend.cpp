@@ -202,7 +202,7 @@ void CpuBackend::recomputeHead(const Scene& scene, int head, Result& result) {
   const MaskMatrix allowed = scene.hasMask() ? allowedMask(scene) : MaskMatrix();
   omp_set_num_threads(threads_);
   attendHeads(scene, {head}, scene.hasMask() ? &allowed : nullptr, hr.scores.size() > 0, result);
-  finishResult(scene, result, true);
+  finishResult(scene, result, true, head);
 }
 
 std::vector<std::string> fullyMaskedRowWarnings(const Scene& scene) {
@@ -220,7 +220,7 @@ std::vector<std::string> fullyMaskedRowWarnings(const Scene& scene) {
   return warnings;
 }
 
-void finishResult(const Scene& scene, Result& result, bool analysis) {
+void finishResult(const Scene& scene, Result& result, bool analysis, int changed_head) {
   const int n_q = scene.nQ();
   result.concat.resize(n_q, scene.concatWidth());
   int col = 0;
@@ -244,6 +244,13 @@ void finishResult(const Scene& scene, Result& result, bool analysis) {
   }
   std::vector<const Matrix*> maps;
   for (const HeadResult& hr : result.heads) maps.push_back(&hr.weights);
+  const std::size_t h = result.heads.size();
+  const bool has_full_analysis = result.stats.size() == h && result.similarity.cosine.rows() == static_cast<long>(h);
+  if (changed_head >= 0 && has_full_analysis) {
+    updateHeadSimilarity(maps, changed_head, result.similarity);
+    result.stats[static_cast<std::size_t>(changed_head)] = headStats(*maps[static_cast<std::size_t>(changed_head)]);
+    return;
+  }
   result.similarity = headSimilarity(maps);
   result.stats.clear();
   for (const HeadResult& hr : result.heads) result.stats.push_back(headStats(hr.weights));

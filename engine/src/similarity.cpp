@@ -18,33 +18,62 @@ static double jensenShannonRow(const Eigen::ArrayXf& p, const Eigen::ArrayXf& q)
 // weights drifts by ~1e-5).
 static Eigen::Map<const Eigen::VectorXf> flat(const Matrix& m) { return {m.data(), m.size()}; }
 
+namespace {
+
+double flatNorm(const Matrix& m) { return flat(m).cast<double>().norm(); }
+
+// Cosine and mean Jensen-Shannon of two maps; norms given (each map's is shared by h - 1 pairs).
+void comparePair(const Matrix& wa, const Matrix& wb, double norm_a, double norm_b, float& cosine, float& js) {
+  const double denom = norm_a * norm_b;
+  cosine = denom > 0 ? static_cast<float>(flat(wa).cast<double>().dot(flat(wb).cast<double>()) / denom) : 0.0f;
+  // Rows where either head attends nothing (fully masked) have no distribution to compare.
+  double sum = 0;
+  int rows = 0;
+  for (Eigen::Index i = 0; i < wa.rows(); ++i) {
+    if (wa.row(i).sum() <= 0 || wb.row(i).sum() <= 0) continue;
+    sum += jensenShannonRow(wa.row(i).transpose().array(), wb.row(i).transpose().array());
+    ++rows;
+  }
+  js = rows ? static_cast<float>(sum / rows) : 0.0f;
+}
+
+// Fills the given pairs (a, b), a != b, of `s` symmetrically; pairs spread over the OpenMP threads, since the
+// O(h^2 n_q n_k) comparisons are the analysis' whole cost.
+void comparePairs(const std::vector<const Matrix*>& weights, const std::vector<std::pair<int, int>>& pairs,
+                  Similarity& s) {
+  std::vector<double> norms(weights.size());
+  for (std::size_t a = 0; a < weights.size(); ++a) norms[a] = flatNorm(*weights[a]);
+  const int count = static_cast<int>(pairs.size());
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int p = 0; p < count; ++p) {
+    const auto [a, b] = pairs[static_cast<std::size_t>(p)];
+    float cosine = 0, js = 0;
+    comparePair(*weights[static_cast<std::size_t>(a)], *weights[static_cast<std::size_t>(b)],
+                norms[static_cast<std::size_t>(a)], norms[static_cast<std::size_t>(b)], cosine, js);
+    s.cosine(a, b) = s.cosine(b, a) = cosine;
+    s.js(a, b) = s.js(b, a) = js;
+  }
+}
+
+}  // namespace
+
 Similarity headSimilarity(const std::vector<const Matrix*>& weights) {
-  const Eigen::Index h = static_cast<Eigen::Index>(weights.size());
+  const int h = static_cast<int>(weights.size());
   Similarity s;
   s.cosine = Matrix::Identity(h, h);
   s.js = Matrix::Zero(h, h);
-  std::vector<double> norms(static_cast<std::size_t>(h));
-  for (Eigen::Index a = 0; a < h; ++a) norms[static_cast<std::size_t>(a)] = flat(*weights[static_cast<std::size_t>(a)]).cast<double>().norm();
-  for (Eigen::Index a = 0; a < h; ++a) {
-    const Matrix& wa = *weights[static_cast<std::size_t>(a)];
-    for (Eigen::Index b = a + 1; b < h; ++b) {
-      const Matrix& wb = *weights[static_cast<std::size_t>(b)];
-      const double denom = norms[static_cast<std::size_t>(a)] * norms[static_cast<std::size_t>(b)];
-      const double dot = flat(wa).cast<double>().dot(flat(wb).cast<double>());
-      const float cosine = denom > 0 ? static_cast<float>(dot / denom) : 0.0f;
-      // Rows where either head attends nothing (fully masked) have no distribution to compare.
-      double js = 0;
-      int rows = 0;
-      for (Eigen::Index i = 0; i < wa.rows(); ++i) {
-        if (wa.row(i).sum() <= 0 || wb.row(i).sum() <= 0) continue;
-        js += jensenShannonRow(wa.row(i).transpose().array(), wb.row(i).transpose().array());
-        ++rows;
-      }
-      s.cosine(a, b) = s.cosine(b, a) = cosine;
-      s.js(a, b) = s.js(b, a) = rows ? static_cast<float>(js / rows) : 0.0f;
-    }
-  }
+  std::vector<std::pair<int, int>> pairs;
+  for (int a = 0; a < h; ++a)
+    for (int b = a + 1; b < h; ++b) pairs.emplace_back(a, b);
+  comparePairs(weights, pairs, s);
   return s;
+}
+
+void updateHeadSimilarity(const std::vector<const Matrix*>& weights, int head, Similarity& similarity) {
+  std::vector<std::pair<int, int>> pairs;
+  for (int b = 0; b < static_cast<int>(weights.size()); ++b)
+    if (b != head) pairs.emplace_back(head, b);
+  comparePairs(weights, pairs, similarity);
 }
 
 HeadStats headStats(const Matrix& weights) {

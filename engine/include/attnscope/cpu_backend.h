@@ -23,7 +23,9 @@ class CpuBackend final : public Backend {
 
 // The steps after the heads, shared by every backend's CPU-side finish: concat, output, similarity, stats and
 // the fully-masked-row warnings. Reads result.heads[*].weights and .output.
-void finishResult(const Scene& scene, Result& result, bool analysis = true);
+// changed_head >= 0: only that head's weights changed since the last finish, so only its similarity row and
+// column and its statistics are recomputed (when the result holds a full analysis to update).
+void finishResult(const Scene& scene, Result& result, bool analysis = true, int changed_head = -1);
 // The warnings for query rows whose keys are all masked (the first few named, the rest counted); used by
 // finishResult and by the GPU backend's read-back.
 std::vector<std::string> fullyMaskedRowWarnings(const Scene& scene);

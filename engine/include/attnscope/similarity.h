@@ -9,6 +9,8 @@ namespace attnscope {
 
 // weights: one (n_q, n_k) map per head.
 Similarity headSimilarity(const std::vector<const Matrix*>& weights);
+// After only head `head`'s map changed: recomputes its row and column of `similarity` (h - 1 pairs, not h^2/2).
+void updateHeadSimilarity(const std::vector<const Matrix*>& weights, int head, Similarity& similarity);
 HeadStats headStats(const Matrix& weights);
 
 }  // namespace attnscope
