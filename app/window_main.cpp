@@ -109,9 +109,16 @@ int runWindow(const std::vector<std::string>& args) {
   std::unique_ptr<app::ScriptInput> script;
   if (options.script_path) script = std::make_unique<app::ScriptInput>(*options.script_path);
 
+  // Before a window exists GLFW's errors go into the one-line message below; after, to stderr as they come.
+  glfwSetErrorCallback(nullptr);
+  if (!glfwInit()) {
+    const char* reason = nullptr;
+    glfwGetError(&reason);
+    throw InputError("window", "a display (set DISPLAY, or run under Xvfb)",
+                     std::string("none could be opened (") + (reason ? reason : "GLFW failed to start") + ")");
+  }
   glfwSetErrorCallback(
       [](int code, const char* text) { std::fprintf(stderr, "attnscope: GLFW %d: %s\n", code, text); });
-  if (!glfwInit()) throw InputError("window", "a display (set DISPLAY, or run under Xvfb)", "none could be opened");
   glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 4);
   glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
   glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
