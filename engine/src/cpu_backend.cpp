@@ -36,11 +36,12 @@ const Projection kValue{[](const HeadParams& p) -> const Matrix& { return p.w_v;
 // (d_model, sum of widths) so that the BLAS sees one wide matrix instead of 3h thin ones; then sliced into each
 // head's Q, K or V, (n, width of that head).
 void projectStacked(const Scene& scene, const Matrix& rows, const std::vector<Projection>& projections,
-                    Result& result) {
+                    ProjectionWorkspace& work, Result& result) {
   int width = 0;
   for (const Projection& p : projections)
     for (const HeadParams& head : scene.heads) width += static_cast<int>(p.weight(head).cols());
-  Matrix w(scene.d_model, width);
+  Matrix& w = work.stacked_weights;
+  w.resize(scene.d_model, width);
   RowVector b = RowVector::Zero(width);
   bool any_bias = false;
   int col = 0;
@@ -54,7 +55,8 @@ void projectStacked(const Scene& scene, const Matrix& rows, const std::vector<Pr
       }
       col += static_cast<int>(hw.cols());
     }
-  Matrix projected(rows.rows(), width);
+  Matrix& projected = work.projected;
+  projected.resize(rows.rows(), width);
   projected.noalias() = rows * w;
   if (any_bias) projected.rowwise() += b;
   col = 0;
@@ -67,7 +69,7 @@ void projectStacked(const Scene& scene, const Matrix& rows, const std::vector<Pr
 }
 
 // Q, K and V of every head, one product per distinct input: self-attention projects X once for all three.
-void projectAllHeads(const Scene& scene, Result& result) {
+void projectAllHeads(const Scene& scene, ProjectionWorkspace& work, Result& result) {
   const Matrix* rows[] = {&scene.query, &scene.keyRows(), &scene.valueRows()};
   const Projection* kinds[] = {&kQuery, &kKey, &kValue};
   bool done[3] = {false, false, false};
@@ -79,7 +81,7 @@ void projectAllHeads(const Scene& scene, Result& result) {
         same_rows.push_back(*kinds[j]);
         done[j] = true;
       }
-    projectStacked(scene, *rows[i], same_rows, result);
+    projectStacked(scene, *rows[i], same_rows, work, result);
   }
 }
 
@@ -180,7 +182,7 @@ void CpuBackend::computeInto(const Scene& scene, Result& result, const ComputeOp
   Eigen::setNbThreads(threads_);
 
   result.heads.resize(scene.heads.size());
-  projectAllHeads(scene, result);
+  projectAllHeads(scene, workspace_, result);
 
   const MaskMatrix allowed = scene.hasMask() ? allowedMask(scene) : MaskMatrix();
   const MaskMatrix* mask = scene.hasMask() ? &allowed : nullptr;

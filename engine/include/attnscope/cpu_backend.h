@@ -8,6 +8,13 @@
 
 namespace attnscope {
 
+// Buffers the projections reuse from one compute to the next (a live edit or a benchmark loop then neither
+// allocates nor page-faults 2 x d_model x 3 sum(d_k) floats each time).
+struct ProjectionWorkspace {
+  Matrix stacked_weights;  // (d_model, sum of the stacked widths)
+  Matrix projected;        // (n, sum of the stacked widths)
+};
+
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(int threads = 0);  // 0 = all hardware threads
@@ -19,6 +26,7 @@ class CpuBackend final : public Backend {
 
  private:
   int threads_;
+  ProjectionWorkspace workspace_;
 };
 
 // The steps after the heads, shared by every backend's CPU-side finish: concat, output, similarity, stats and
