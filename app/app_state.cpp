@@ -169,11 +169,7 @@ void AppState::tick() {
 }
 
 void AppState::runAnalysis() {
-  std::vector<const Matrix*> maps;
-  for (const HeadResult& hr : result_.heads) maps.push_back(&hr.weights);
-  result_.similarity = headSimilarity(maps);
-  result_.stats.clear();
-  for (const HeadResult& hr : result_.heads) result_.stats.push_back(headStats(hr.weights));
+  analyseHeads(result_);
   analysis_pending_ = false;
 }
 

@@ -244,18 +244,16 @@ void finishResult(const Scene& scene, Result& result, bool analysis, int changed
     result.stats.clear();
     return;
   }
-  std::vector<const Matrix*> maps;
-  for (const HeadResult& hr : result.heads) maps.push_back(&hr.weights);
   const std::size_t h = result.heads.size();
   const bool has_full_analysis = result.stats.size() == h && result.similarity.cosine.rows() == static_cast<long>(h);
-  if (changed_head >= 0 && has_full_analysis) {
-    updateHeadSimilarity(maps, changed_head, result.similarity);
-    result.stats[static_cast<std::size_t>(changed_head)] = headStats(*maps[static_cast<std::size_t>(changed_head)]);
+  if (changed_head < 0 || !has_full_analysis) {
+    analyseHeads(result);
     return;
   }
-  result.similarity = headSimilarity(maps);
-  result.stats.clear();
-  for (const HeadResult& hr : result.heads) result.stats.push_back(headStats(hr.weights));
+  std::vector<const Matrix*> maps;
+  for (const HeadResult& hr : result.heads) maps.push_back(&hr.weights);
+  updateHeadSimilarity(maps, changed_head, result.similarity);
+  result.stats[static_cast<std::size_t>(changed_head)] = headStats(*maps[static_cast<std::size_t>(changed_head)]);
 }
 
 }  // namespace attnscope

@@ -76,6 +76,14 @@ void updateHeadSimilarity(const std::vector<const Matrix*>& weights, int head, S
   comparePairs(weights, pairs, similarity);
 }
 
+void analyseHeads(Result& result) {
+  std::vector<const Matrix*> maps;
+  for (const HeadResult& hr : result.heads) maps.push_back(&hr.weights);
+  result.similarity = headSimilarity(maps);
+  result.stats.clear();
+  for (const HeadResult& hr : result.heads) result.stats.push_back(headStats(hr.weights));
+}
+
 HeadStats headStats(const Matrix& weights) {
   HeadStats stats;
   double entropy = 0, distance = 0;

@@ -12,5 +12,7 @@ Similarity headSimilarity(const std::vector<const Matrix*>& weights);
 // After only head `head`'s map changed: recomputes its row and column of `similarity` (h - 1 pairs, not h^2/2).
 void updateHeadSimilarity(const std::vector<const Matrix*>& weights, int head, Similarity& similarity);
 HeadStats headStats(const Matrix& weights);
+// result.similarity and result.stats from result.heads[*].weights: the analysis step after the heads.
+void analyseHeads(Result& result);
 
 }  // namespace attnscope
