@@ -46,6 +46,25 @@ class GpuBenchTarget final : public BenchTarget {
   void run() override {
     backend_.recomputeResident();
     backend_.finish();
+    if (timing_)
+      for (const auto& [stage, ms] : backend_.takeStageTimes()) {
+        auto at = std::find_if(stages_.begin(), stages_.end(), [&](const auto& s) { return s.first == stage; });
+        if (at == stages_.end()) at = stages_.insert(stages_.end(), {stage, {}});
+        at->second.push_back(ms);
+      }
+  }
+  bool timeStages() override {
+    backend_.setStageTiming(true);
+    timing_ = true;
+    return true;
+  }
+  std::vector<std::pair<std::string, double>> stageMedians() override {
+    std::vector<std::pair<std::string, double>> medians;
+    for (auto& [stage, ms] : stages_) {
+      std::sort(ms.begin(), ms.end());
+      medians.emplace_back(stage, ms[ms.size() / 2]);
+    }
+    return medians;
   }
   std::map<std::string, double> extraFields() override {
     std::vector<double> ms;
@@ -63,6 +82,8 @@ class GpuBenchTarget final : public BenchTarget {
   const Scene* scene_ = nullptr;
   ComputeOptions options_;
   Result result_;
+  bool timing_ = false;
+  std::vector<std::pair<std::string, std::vector<double>>> stages_;  // ms of each run, per stage
 };
 
 // `make` builds the GPU thing; "gpu" turns a missing GPU into a usage error, "auto" into the CPU and a warning.

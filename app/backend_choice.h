@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attnscope/backend.h"
@@ -24,6 +25,10 @@ class BenchTarget {
   virtual void run() = 0;
   // Extra JSON fields (the GPU reports its read-back time here).
   virtual std::map<std::string, double> extraFields() { return {}; }
+  // Time each stage of every run() (GL timer queries); false where the target cannot.
+  virtual bool timeStages() { return false; }
+  // Median milliseconds per stage over the runs since timeStages(), in the order the stages run.
+  virtual std::vector<std::pair<std::string, double>> stageMedians() { return {}; }
 };
 std::unique_ptr<BenchTarget> makeBenchTarget(const std::string& name, int threads, std::vector<std::string>& warnings);
 

@@ -53,6 +53,7 @@ int runBench(Args& args) {
   const int threads = static_cast<int>(args.takeInt("--threads", 0, 0, 1024));
   const int repeat = static_cast<int>(args.takeInt("--repeat", 7, 1, 100000));
   const bool analysis = args.takeFlag("--analysis");
+  const bool stages = args.takeFlag("--stages");
   args.positionals(0);
 
   const Scene scene = makeRandomScene(spec);
@@ -66,6 +67,8 @@ int runBench(Args& args) {
 
   target->prepare(scene, options);
   target->run();  // warm-up
+  if (stages && !target->timeStages())
+    throw InputError("--stages", "the GPU backend (GL timer queries)", "--backend " + target->name());
   std::vector<double> ms;
   for (int r = 0; r < repeat; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -91,6 +94,8 @@ int runBench(Args& args) {
   out["min_ms"] = sorted.front();
   out["gflops"] = attentionFlops(scene) / (median * 1e-3) / 1e9;
   for (const auto& [key, value] : target->extraFields()) out[key] = value;
+  if (stages)
+    for (const auto& [stage, stage_ms] : target->stageMedians()) out["stage_median_ms"][stage] = stage_ms;
   out["weights_bytes"] = static_cast<double>(spec.heads) * spec.n * spec.n * sizeof(float);
   out["peak_rss_bytes"] = peakRssBytes();
   std::printf("%s\n", out.dump().c_str());

@@ -5,6 +5,7 @@
 const uint NEG_INF_BITS = 0xff800000u;
 float negInf() { return uintBitsToFloat(NEG_INF_BITS); }
 bool isNegInf(float x) { return floatBitsToUint(x) == NEG_INF_BITS; }
+const float FLT_MIN_NORMAL = 1.17549435e-38;  // the smallest normal float, 2^-126
 
 #ifdef ATTNSCOPE_GEMM
 // [SECTION] tiled matrix product C (M, N) = A (M, K) B (K, N)
@@ -25,19 +26,22 @@ layout(local_size_x = GEMM_SIDE, local_size_y = GEMM_SIDE, local_size_z = 1) in;
 
 float loadA(uint i, uint k);
 float loadB(uint k, uint j);
-void storeC(uint i, uint j, float acc);
 
 // s_a: (GEMM_BK, GEMM_BM + 1), s_b: (GEMM_BK, GEMM_BN + 1); the +1 keeps transposing stores off one bank.
 shared float s_a[GEMM_BK * (GEMM_BM + 1u)];
 shared float s_b[GEMM_BK * (GEMM_BN + 1u)];
 
-void gemmTile(uint m, uint n, uint k_total) {
+// This invocation's block of the tile: gemm_acc[i][j] is C (row0 + ty + GEMM_SIDE i, col0 + tx + GEMM_SIDE j).
+float gemm_acc[GEMM_T][GEMM_T];
+
+// gemm_acc = the (row0, col0) tile of A B. Every invocation of the workgroup must call it (it holds barriers).
+// Shared memory is handed between invocations as GLSL 4.30 asks: memoryBarrierShared() makes this
+// invocation's writes visible, barrier() waits for every invocation's; neither alone is enough.
+void gemmAccumulate(uint row0, uint col0, uint m, uint n, uint k_total) {
   const uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y;
   const uint tid = ty * GEMM_SIDE + tx;
-  const uint row0 = gl_WorkGroupID.y * GEMM_BM, col0 = gl_WorkGroupID.x * GEMM_BN;
-  float acc[GEMM_T][GEMM_T];
   for (uint i = 0u; i < GEMM_T; ++i)
-    for (uint j = 0u; j < GEMM_T; ++j) acc[i][j] = 0.0;
+    for (uint j = 0u; j < GEMM_T; ++j) gemm_acc[i][j] = 0.0;
 
   for (uint k0 = 0u; k0 < k_total; k0 += GEMM_BK) {
     for (uint e = tid; e < GEMM_BM * GEMM_BK; e += GEMM_THREADS) {
@@ -58,24 +62,35 @@ void gemmTile(uint m, uint n, uint k_total) {
       const uint gj = col0 + j, gk = k0 + k;
       s_b[k * (GEMM_BN + 1u) + j] = (gj < n && gk < k_total) ? loadB(gk, gj) : 0.0;
     }
+    memoryBarrierShared();
     barrier();
     for (uint k = 0u; k < GEMM_BK; ++k) {
       float a[GEMM_T], b[GEMM_T];
       for (uint i = 0u; i < GEMM_T; ++i) a[i] = s_a[k * (GEMM_BM + 1u) + ty + GEMM_SIDE * i];
       for (uint j = 0u; j < GEMM_T; ++j) b[j] = s_b[k * (GEMM_BN + 1u) + tx + GEMM_SIDE * j];
       for (uint i = 0u; i < GEMM_T; ++i)
-        for (uint j = 0u; j < GEMM_T; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
+        for (uint j = 0u; j < GEMM_T; ++j) gemm_acc[i][j] = fma(a[i], b[j], gemm_acc[i][j]);
     }
-    barrier();
+    barrier();  // every invocation has read this slice before the next one overwrites it
   }
+}
 
+#ifndef GEMM_ACCUMULATE_ONLY  // a stage that takes gemm_acc itself defines this and no storeC
+void storeC(uint i, uint j, float acc);
+
+// The workgroup's tile of C = A B, stored through storeC.
+void gemmTile(uint m, uint n, uint k_total) {
+  const uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y;
+  const uint row0 = gl_WorkGroupID.y * GEMM_BM, col0 = gl_WorkGroupID.x * GEMM_BN;
+  gemmAccumulate(row0, col0, m, n, k_total);
   for (uint i = 0u; i < GEMM_T; ++i) {
     const uint gi = row0 + ty + GEMM_SIDE * i;
     if (gi >= m) continue;
     for (uint j = 0u; j < GEMM_T; ++j) {
       const uint gj = col0 + tx + GEMM_SIDE * j;
-      if (gj < n) storeC(gi, gj, acc[i][j]);
+      if (gj < n) storeC(gi, gj, gemm_acc[i][j]);
     }
   }
 }
-#endif
+#endif  // GEMM_ACCUMULATE_ONLY
+#endif  // ATTNSCOPE_GEMM

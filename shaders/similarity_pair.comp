@@ -30,8 +30,10 @@ void main() {
     const float p = b_wa[base_a + e], q = b_wb[base_b + e];
     const float m = 0.5 * (p + q);
     dot_ab = fma(p, q, dot_ab);
-    if (p > 0.0) js += p * log(p / m);
-    if (q > 0.0) js += q * log(q / m);
+    // A subnormal weight adds under 1e-38 (log(p / m) <= log 2), and GPUs may flush it, and so m, to zero
+    // (p / 0 = inf): only normal weights count.
+    if (p >= FLT_MIN_NORMAL) js += p * log(p / m);
+    if (q >= FLT_MIN_NORMAL) js += q * log(q / m);
   }
   s_red[t] = vec2(dot_ab, 0.5 * js);
   barrier();

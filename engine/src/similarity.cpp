@@ -3,14 +3,18 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 
 namespace attnscope {
 
-// JS(p, q) = 1/2 KL(p || m) + 1/2 KL(q || m), m = (p + q) / 2, in nats; terms with p = 0 contribute 0.
+// JS(p, q) = 1/2 KL(p || m) + 1/2 KL(q || m), m = (p + q) / 2, in nats. Only normal weights count: a
+// subnormal p adds under 1e-38 (log(p / m) <= log 2), but m = p / 2 may round to 0 and make it inf; GPUs
+// flush subnormals anyway, and the GPU backend uses the same rule.
 static double jensenShannonRow(const Eigen::ArrayXf& p, const Eigen::ArrayXf& q) {
+  constexpr float kMinNormal = std::numeric_limits<float>::min();
   const Eigen::ArrayXf m = 0.5f * (p + q);
-  const Eigen::ArrayXf kl_p = (p > 0).select(p * (p / m).log(), 0.0f);
-  const Eigen::ArrayXf kl_q = (q > 0).select(q * (q / m).log(), 0.0f);
+  const Eigen::ArrayXf kl_p = (p >= kMinNormal).select(p * (p / m).log(), 0.0f);
+  const Eigen::ArrayXf kl_q = (q >= kMinNormal).select(q * (q / m).log(), 0.0f);
   return 0.5 * static_cast<double>(kl_p.sum()) + 0.5 * static_cast<double>(kl_q.sum());
 }
 

@@ -34,6 +34,38 @@ bool gpuRequired() {
   return required && std::string(required) == "1";
 }
 
+int stressRepeats() {
+  const char* text = std::getenv("ATTNSCOPE_GPU_STRESS");
+  if (!text || !*text) return 1;
+  char* end = nullptr;
+  const long n = std::strtol(text, &end, 10);
+  if (*end != '\0' || n < 1 || n > 100000) {
+    ADD_FAILURE() << "ATTNSCOPE_GPU_STRESS: expected a count from 1 to 100000, got '" << text << "'";
+    return 1;
+  }
+  return static_cast<int>(n);
+}
+
+Scene peakedScene(int n_q, int n_k, int heads, int d_model, int d_k, int d_v, bool causal, std::uint64_t seed) {
+  std::mt19937 rng(static_cast<unsigned>(seed));
+  Scene s;
+  s.d_model = d_model;
+  s.query = randomMatrix(n_q, d_model, 1.0f, rng);
+  for (int i = 0; i < n_q; ++i) s.query_tokens.push_back("q" + std::to_string(i));
+  for (int i = 0; i < heads; ++i)
+    s.heads.push_back({randomMatrix(d_model, d_k, 1.0f, rng), randomMatrix(d_model, d_k, 1.0f, rng),
+                       randomMatrix(d_model, d_v, 1.0f, rng), std::nullopt, std::nullopt, std::nullopt});
+  s.mask = causal ? MaskKind::Causal : MaskKind::None;
+  if (n_k != n_q) {
+    s.key = randomMatrix(n_k, d_model, 1.0f, rng);
+    s.value = randomMatrix(n_k, d_model, 1.0f, rng);
+    for (int j = 0; j < n_k; ++j) s.key_tokens.push_back("k" + std::to_string(j));
+    s.key_padding.assign(static_cast<std::size_t>(n_k), 0);
+    for (int j = 0; j < n_k; j += 7) s.key_padding[static_cast<std::size_t>(j)] = 1;
+  }
+  return s;
+}
+
 Matrix randomMatrix(int rows, int cols, float stddev, std::mt19937& rng) {
   std::normal_distribution<float> normal(0.0f, stddev);
   Matrix m(rows, cols);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <functional>
 
 #include "attnscope/presets.h"
@@ -130,6 +131,13 @@ const ParityCase kCases[] = {
   // (the GPU's tree sum gives 0.4184958).
   {"large_maps_pairwise",     [] { return randomScene(1500, 2, 16, 8, 8, true, 17); },  1e-5},   // 1.1e-06 (1.8e-05 when the CPU summed in float)
   {"worked_example",          workedExampleScene,                                       1e-5},   // 5.8e-08
+  // Peaked rows, many workgroups per dispatch (the scenes of the H100 report). A score sums d_k products of
+  // ~1e2 (d_model 16) to ~1e3 (d_model 32) in float, so it carries ~1e-5 to ~1e-4 of rounding in either
+  // backend, and a peaked row's weights move by as much.
+  {"peaked_n1500_causal",     [] { return test::peakedScene(1500, 1500, 2, 16, 8, 8, true, 31); },  1e-4},  // 2.4e-05
+  {"peaked_n1500_no_mask",    [] { return test::peakedScene(1500, 1500, 2, 16, 8, 8, false, 32); },    1e-4},  // 3.8e-05
+  {"peaked_cross_1100x1700_padded", [] { return test::peakedScene(1100, 1700, 3, 32, 16, 8, false, 33); }, 5e-4},  // 9.4e-05
+  {"n2048_causal_4_heads",    [] { return randomScene(2048, 4, 64, 16, 16, true, 34); }, 1e-5},  // 1.5e-06
 };
 // clang-format on
 
@@ -142,10 +150,16 @@ TEST_P(GpuParity, MatchesCpuReference) {
   const ParityCase& c = GetParam();
   const Scene scene = c.scene();
   const Result cpu = CpuBackend(2).compute(scene);
-  const Result result = gpu->compute(scene);
-  const double error = test::expectResultsMatch(scene, result, cpu, c.tolerance);
-  RecordProperty("max_error", std::to_string(error));
-  std::printf("[ parity   ] %s: largest error %.2g (tolerance %.0e)\n", c.name, error, c.tolerance);
+  // ATTNSCOPE_GPU_STRESS=N computes each case N times (a race on a real GPU shows in some runs, not all).
+  const int repeats = test::stressRepeats();
+  double worst = 0;
+  for (int run = 0; run < repeats && !HasFailure(); ++run) {
+    const Result result = gpu->compute(scene);
+    worst = std::max(worst, test::expectResultsMatch(scene, result, cpu, c.tolerance));
+  }
+  RecordProperty("max_error", std::to_string(worst));
+  std::printf("[ parity   ] %s: largest error %.2g over %d run(s) (tolerance %.0e)\n", c.name, worst, repeats,
+              c.tolerance);
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, GpuParity, ::testing::ValuesIn(kCases),

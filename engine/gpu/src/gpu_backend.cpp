@@ -34,7 +34,7 @@ GpuBackend::Impl::Impl(const GpuOptions& opts) : options(opts) {
   const gpu::ShaderLibrary library(options.shader_dir);
   project = gpu::ComputeProgram(library, "project.comp");
   scores = gpu::ComputeProgram(library, "scores.comp");
-  softmax = gpu::ComputeProgram(library, "softmax.comp");
+  scores_softmax = gpu::ComputeProgram(library, "scores_softmax.comp");
   weighted_sum = gpu::ComputeProgram(library, "weighted_sum.comp");
   similarity_pair = gpu::ComputeProgram(library, "similarity_pair.comp");
   similarity_finish = gpu::ComputeProgram(library, "similarity_finish.comp");
@@ -245,6 +245,13 @@ void GpuBackend::finish() {
   CallScope scope(impl_->egl.get());
   glFinish();
   gpu::checkGl("finishing");
+}
+
+void GpuBackend::setStageTiming(bool on) { impl_->timer.enable(on); }
+
+std::vector<std::pair<std::string, double>> GpuBackend::takeStageTimes() {
+  CallScope scope(impl_->egl.get());
+  return impl_->timer.take();
 }
 
 void GpuBackend::computeInto(const Scene& scene, Result& result, const ComputeOptions& options) {

@@ -16,6 +16,7 @@
 #include "egl_context.h"
 #include "gl_resources.h"
 #include "shader_library.h"
+#include "stage_timer.h"
 
 namespace attnscope {
 
@@ -42,7 +43,7 @@ struct GpuBackend::Impl {
   GpuOptions options;
   std::string renderer, version;
   GLint max_block_bytes = 0, max_texture = 0, max_groups_x = 0, max_groups_y = 0;
-  gpu::ComputeProgram project, scores, softmax, weighted_sum, similarity_pair, similarity_finish;
+  gpu::ComputeProgram project, scores, scores_softmax, weighted_sum, similarity_pair, similarity_finish;
 
   // [SECTION] resident state
   bool resident = false, analysis = true, similarity_current = false;
@@ -58,6 +59,7 @@ struct GpuBackend::Impl {
   std::vector<GlBuffer> weights;
   std::vector<GLuint> textures;  // 0 until the window asks for that head's texture
   std::vector<char> texture_stale;
+  mutable gpu::StageTimer timer;  // GPU time per stage, when enabled (bench --stages)
 
   // [SECTION] gpu_backend.cpp: context, limits, read-back
   explicit Impl(const GpuOptions& opts);
@@ -82,7 +84,9 @@ struct GpuBackend::Impl {
                       bool with_bias, const GlBuffer& out, unsigned ld, unsigned col0, unsigned width) const;
   // Q, K, V of the heads whose columns are [k0, k0 + dk) and [v0, v0 + dv) (all heads, or one).
   void projectHeads(unsigned k0, unsigned dk, unsigned v0, unsigned dv) const;
-  // Scaled, masked scores of head `head` into `out` (n_q, n_k).
+  // Binds Q, K and the mask and sets the uniforms of a scores stage (scores or scores_softmax) for head `head`.
+  void bindScoreInputs(const gpu::ComputeProgram& program, int head) const;
+  // Scaled, masked scores of head `head` into `out` (n_q, n_k): for a read-back of the scores only.
   void scoreHead(int head, const GlBuffer& out) const;
   // Scores, softmax and weighted sum of one head (its Q, K, V already projected).
   void attendHead(int head);

@@ -1,5 +1,16 @@
 // The GPU backend's upload and compute stages: one dispatch per shader, a barrier after each so that the
 // next stage sees its writes.
+//
+// Every hand-off, by the OpenGL 4.3 memory model (shader storage writes are incoherent: only the right
+// glMemoryBarrier bit makes them visible to the command that consumes them):
+//   dispatch -> dispatch reading a storage buffer      GL_SHADER_STORAGE_BARRIER_BIT (dispatch(), after each)
+//   dispatch -> glGetBufferSubData / glCopyBufferSubData  GL_BUFFER_UPDATE_BARRIER_BIT (before the read-back
+//                                                      and before the similarity's packing copies)
+//   dispatch -> glTexSubImage2D from the buffer (PBO)  GL_PIXEL_BUFFER_BARRIER_BIT (texture())
+//   glBufferSubData / glCopyBufferSubData -> dispatch  none: ordinary GL commands, ordered by the API
+// Within a dispatch, shared memory passes between invocations through memoryBarrierShared() + barrier(); no
+// invocation reads storage another invocation of the same dispatch wrote (scores_softmax.comp re-reads only
+// its own writes). Nothing relies on llvmpipe running a workgroup in lock step or a dispatch to completion.
 #include <algorithm>
 #include <cstdint>
 #include <optional>
@@ -174,39 +185,47 @@ void GpuBackend::Impl::projectColumns(const GlBuffer& input, unsigned rows, unsi
 void GpuBackend::Impl::projectHeads(unsigned k0, unsigned dk, unsigned v0, unsigned dv) const {
   const unsigned n_q = static_cast<unsigned>(shape.n_q), n_k = static_cast<unsigned>(shape.n_k);
   const unsigned d = static_cast<unsigned>(shape.d_model);
+  const gpu::StageTimer::Scope timed = timer.scope("projections");
   projectColumns(x_q, n_q, d, w_q, b_q, bias_q, q, sum_dk, k0, dk);
   projectColumns(keyInput(), n_k, d, w_k, b_k, bias_k, k, sum_dk, k0, dk);
   projectColumns(valueInput(), n_k, d, w_v, b_v, bias_v, v, sum_dv, v0, dv);
 }
 
-// Scaled, masked scores of head `head` into `out` (n_q, n_k).
-void GpuBackend::Impl::scoreHead(int head, const GlBuffer& out) const {
+void GpuBackend::Impl::bindScoreInputs(const gpu::ComputeProgram& program, int head) const {
   const std::size_t i = static_cast<std::size_t>(head);
-  scores.use();
+  program.use();
   q.bind(0);
   k.bind(1);
   mask.bind(2);
+  program.set("u_n_q", static_cast<unsigned>(shape.n_q));
+  program.set("u_n_k", static_cast<unsigned>(shape.n_k));
+  program.set("u_d_k", static_cast<unsigned>(shape.d_k[i]));
+  program.set("u_ld", sum_dk);
+  program.set("u_col0", k_col[i]);
+  program.set("u_scale", scale[i]);
+  program.set("u_has_mask", has_mask);
+  program.set("u_mask_words", mask_words);
+}
+
+// Scaled, masked scores of head `head` into `out` (n_q, n_k): for a read-back of the scores only.
+void GpuBackend::Impl::scoreHead(int head, const GlBuffer& out) const {
+  bindScoreInputs(scores, head);
   out.bind(3);
-  scores.set("u_n_q", static_cast<unsigned>(shape.n_q));
-  scores.set("u_n_k", static_cast<unsigned>(shape.n_k));
-  scores.set("u_d_k", static_cast<unsigned>(shape.d_k[i]));
-  scores.set("u_ld", sum_dk);
-  scores.set("u_col0", k_col[i]);
-  scores.set("u_scale", scale[i]);
-  scores.set("u_has_mask", has_mask);
-  scores.set("u_mask_words", mask_words);
   dispatch(groupsFor(static_cast<std::size_t>(shape.n_k), kTile),
            groupsFor(static_cast<std::size_t>(shape.n_q), kTile));
 }
 
-// Scores, softmax and weighted sum of one head (its Q, K, V already projected).
+// Weights (scores and softmax in one dispatch, a workgroup per 64 query rows) and weighted sum of one head
+// (its Q, K, V already projected).
 void GpuBackend::Impl::attendHead(int head) {
   const std::size_t i = static_cast<std::size_t>(head);
-  scoreHead(head, weights[i]);
-  softmax.use();
-  weights[i].bind(0);
-  softmax.set("u_n_k", static_cast<unsigned>(shape.n_k));
-  dispatch(static_cast<unsigned>(shape.n_q), 1);
+  {
+    const gpu::StageTimer::Scope timed = timer.scope("scores and softmax");
+    bindScoreInputs(scores_softmax, head);
+    weights[i].bind(3);
+    dispatch(1, groupsFor(static_cast<std::size_t>(shape.n_q), kTile));
+  }
+  const gpu::StageTimer::Scope timed = timer.scope("weighted sum");
   weighted_sum.use();
   weights[i].bind(0);
   v.bind(1);
@@ -224,11 +243,13 @@ void GpuBackend::Impl::attendHead(int head) {
 void GpuBackend::Impl::outputProjection() const {
   if (!shape.has_w_o) return;
   const unsigned d = static_cast<unsigned>(shape.d_model);
+  const gpu::StageTimer::Scope timed = timer.scope("output projection");
   projectColumns(concat, static_cast<unsigned>(shape.n_q), sum_dv, w_o, b_o, true, output, d, 0, d);
 }
 
 // Partials of the pairs (a, b), a <= b, that involve `head` (every pair when head < 0), then the matrices.
 void GpuBackend::Impl::similarity(int head) {
+  const gpu::StageTimer::Scope timed = timer.scope("similarity");
   const unsigned h = static_cast<unsigned>(heads());
   std::vector<std::uint32_t> list;  // (a, b, first partial, 0) per pair
   for (unsigned a = 0; a < h; ++a)
@@ -247,6 +268,7 @@ void GpuBackend::Impl::similarity(int head) {
       static_cast<std::size_t>(shape.n_q) * static_cast<std::size_t>(shape.n_k) * sizeof(float);
   if (map_bytes * h <= kPackedSimilarityBytes) {  // small maps: one dispatch, dispatch overhead dominates
     packed.ensure(map_bytes * h);
+    glMemoryBarrier(GL_BUFFER_UPDATE_BARRIER_BIT);  // the copies read the weights the shaders wrote
     for (unsigned i = 0; i < h; ++i) {
       glBindBuffer(GL_COPY_READ_BUFFER, weights[i].id());
       glBindBuffer(GL_COPY_WRITE_BUFFER, packed.id());

@@ -6,6 +6,8 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "attnscope/backend.h"
 
@@ -54,6 +56,10 @@ class GpuBackend final : public Backend {
   void readBack(const Scene& scene, Result& result, const ComputeOptions& options = {});
   // Blocks until the GPU has finished all submitted work (glFinish).
   void finish();
+  // GPU time per stage (GL timer queries): off by default. takeStageTimes waits for the stages computed since
+  // the last call and returns milliseconds per stage, in the order they first ran.
+  void setStageTiming(bool on);
+  std::vector<std::pair<std::string, double>> takeStageTimes();
 
  private:
   struct Impl;
