@@ -7,6 +7,28 @@ float negInf() { return uintBitsToFloat(NEG_INF_BITS); }
 bool isNegInf(float x) { return floatBitsToUint(x) == NEG_INF_BITS; }
 const float FLT_MIN_NORMAL = 1.17549435e-38;  // the smallest normal float, 2^-126
 
+#ifdef ATTNSCOPE_HEADS
+// [SECTION] the heads of one dispatch: workgroup z computes head u_head0 + gl_WorkGroupID.z, so every head of a
+// scene (or of one weights buffer) runs in one dispatch instead of one dispatch per head.
+// b_heads, two entries per head: (first column in Q and K, d_k, first column in V and the concat, d_v),
+// then (floatBitsToUint(scale), 0, 0, 0).
+layout(std430, binding = 4) readonly buffer BHeads { uvec4 b_heads[]; };
+uniform uint u_head0;         // the first head of this dispatch
+uniform uint u_buffer_head0;  // the head whose (n_q, n_k) map starts the bound weights buffer
+
+struct Head {
+  uint k_col, d_k, v_col, d_v;
+  float scale;
+  uint map_base;  // index of the head's first weight in the bound weights buffer
+};
+
+Head dispatchHead(uint map_size) {
+  const uint h = u_head0 + gl_WorkGroupID.z;
+  const uvec4 a = b_heads[2u * h], b = b_heads[2u * h + 1u];
+  return Head(a.x, a.y, a.z, a.w, uintBitsToFloat(b.x), (h - u_buffer_head0) * map_size);
+}
+#endif
+
 #ifdef ATTNSCOPE_GEMM
 // [SECTION] tiled matrix product C (M, N) = A (M, K) B (K, N)
 // One workgroup computes a GEMM_BM x GEMM_BN tile of C; its GEMM_SIDE x GEMM_SIDE invocations each hold a

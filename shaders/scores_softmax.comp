@@ -1,10 +1,11 @@
-// One head's weights W = softmax_rows(scale Q K^T, masked) in one dispatch: workgroup y takes query rows
-// [64 y, 64 y + 64) and walks every key tile twice. Pass 1 writes the scaled, masked scores (-inf where masked)
+// The weights W = softmax_rows(scale Q K^T, masked) of the dispatch's heads (z) in one dispatch: workgroup
+// (y, z) takes query rows [64 y, 64 y + 64) of head z and walks every key tile twice. Pass 1 writes the scaled, masked scores (-inf where masked)
 // into W and keeps each row's running maximum and sum of exp (the online softmax); the workgroup then combines
 // its invocations' partial maxima and sums in shared memory; pass 2 turns each score into exp(s - max) / sum.
 // Each invocation re-reads in pass 2 only the elements it wrote itself in pass 1, so the hand-off is program
 // order within one invocation: no other dispatch and no other invocation ever sees an unfinished score.
 #define ATTNSCOPE_GEMM
+#define ATTNSCOPE_HEADS
 #define GEMM_ACCUMULATE_ONLY
 #define A_K_CONTIGUOUS
 #define B_K_CONTIGUOUS
@@ -13,17 +14,17 @@
 layout(std430, binding = 0) readonly buffer BQ { float b_q[]; };       // Q of all heads: (u_n_q, u_ld)
 layout(std430, binding = 1) readonly buffer BK { float b_k[]; };       // K of all heads: (u_n_k, u_ld)
 layout(std430, binding = 2) readonly buffer BMask { uint b_mask[]; };  // (u_n_q, u_mask_words) bits
-layout(std430, binding = 3) buffer BW { float b_w[]; };                // weights: (u_n_q, u_n_k)
+layout(std430, binding = 3) buffer BW { float b_w[]; };                // weights: (heads, u_n_q, u_n_k)
 
-uniform uint u_n_q, u_n_k, u_d_k;
-uniform uint u_ld;    // d_k summed over heads
-uniform uint u_col0;  // this head's first column in Q and K
-uniform float u_scale;
+uniform uint u_n_q, u_n_k;
+uniform uint u_ld;  // d_k summed over heads
 uniform bool u_has_mask;
 uniform uint u_mask_words;
 
-float loadA(uint i, uint k) { return b_q[i * u_ld + u_col0 + k]; }
-float loadB(uint k, uint j) { return b_k[j * u_ld + u_col0 + k]; }  // K^T (k, j) = K (j, k)
+Head head;
+
+float loadA(uint i, uint k) { return b_q[i * u_ld + head.k_col + k]; }
+float loadB(uint k, uint j) { return b_k[j * u_ld + head.k_col + k]; }  // K^T (k, j) = K (j, k)
 
 bool allowedAt(uint i, uint j) {
   return !u_has_mask || ((b_mask[i * u_mask_words + (j >> 5u)] >> (j & 31u)) & 1u) != 0u;
@@ -35,6 +36,7 @@ shared float s_row_max[GEMM_BM * GEMM_SIDE];
 shared float s_row_sum[GEMM_BM * GEMM_SIDE];
 
 void main() {
+  head = dispatchHead(u_n_q * u_n_k);
   const uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y;
   const uint row0 = gl_WorkGroupID.y * GEMM_BM;
   float row_max[GEMM_T], row_sum[GEMM_T];  // over the keys this invocation has seen, for rows ty + GEMM_SIDE i
@@ -45,7 +47,7 @@ void main() {
 
   // Pass 1: scores into W, running (max, sum) per row. Masked and out-of-range entries count as -inf.
   for (uint col0 = 0u; col0 < u_n_k; col0 += GEMM_BN) {
-    gemmAccumulate(row0, col0, u_n_q, u_n_k, u_d_k);
+    gemmAccumulate(row0, col0, u_n_q, u_n_k, head.d_k);
     for (uint i = 0u; i < GEMM_T; ++i) {
       const uint gi = row0 + ty + GEMM_SIDE * i;
       float tile_max = negInf();
@@ -53,8 +55,8 @@ void main() {
         const uint gj = col0 + tx + GEMM_SIDE * j;
         float s = negInf();
         if (gi < u_n_q && gj < u_n_k) {
-          if (allowedAt(gi, gj)) s = gemm_acc[i][j] * u_scale;
-          b_w[gi * u_n_k + gj] = s;
+          if (allowedAt(gi, gj)) s = gemm_acc[i][j] * head.scale;
+          b_w[head.map_base + gi * u_n_k + gj] = s;
         }
         gemm_acc[i][j] = s;
         if (!isNegInf(s)) tile_max = max(tile_max, s);
@@ -99,7 +101,7 @@ void main() {
       for (uint j = 0u; j < GEMM_T; ++j) {
         const uint gj = col0 + tx + GEMM_SIDE * j;
         if (gj >= u_n_k) continue;
-        const uint at = gi * u_n_k + gj;
+        const uint at = head.map_base + gi * u_n_k + gj;
         const float s = b_w[at];
         b_w[at] = isNegInf(s) ? 0.0 : exp(s - row_max[i]) / row_sum[i];
       }

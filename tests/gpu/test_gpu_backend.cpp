@@ -170,6 +170,33 @@ TEST(GpuBackend, TexturesOfAPeakedLargeSceneMatchTheCpu) {
   }
 }
 
+// Heads' weights share a buffer up to the storage-block limit; past it they spread over several buffers, and
+// each stage dispatches once per buffer (the similarity pair by pair). Forced here with a small limit: 5 heads,
+// 2 maps per buffer, so 3 buffers, the last holding one head.
+TEST(GpuBackend, WeightsSpreadOverSeveralBuffersMatchTheCpu) {
+  ATTNSCOPE_REQUIRE_GPU(gpu);
+  Scene scene = makeRandomScene({.n = 40, .heads = 5, .d_model = 12, .d_k = 3, .d_v = 4, .causal = true,
+                                 .with_w_o = true, .seed = 8});
+  GpuOptions options;
+  options.max_buffer_bytes = 2 * 40 * 40 * sizeof(float);
+  GpuBackend split(options);
+  test::expectResultsMatch(scene, split.compute(scene), CpuBackend(2).compute(scene), 1e-5);  // 4.8e-07
+  // A one-head recompute in the middle buffer, and the texture of the head alone in the last.
+  scene.heads[2].w_k *= -2.0f;
+  Result r = split.compute(scene);
+  scene.heads[3].w_q *= 0.5f;
+  split.recomputeHead(scene, 3, r);
+  const Result cpu = CpuBackend(2).compute(scene);
+  test::expectResultsMatch(scene, r, cpu, 1e-5);  // 4.8e-07
+  split.computeResident(scene);
+  glBindTexture(GL_TEXTURE_2D, split.weightsTexture(4));
+  Matrix texels(40, 40);
+  glPixelStorei(GL_PACK_ALIGNMENT, 4);
+  glGetTexImage(GL_TEXTURE_2D, 0, GL_RED, GL_FLOAT, texels.data());
+  glBindTexture(GL_TEXTURE_2D, 0);
+  EXPECT_LE(test::mixedError(texels, cpu.heads[4].weights), 1e-5);
+}
+
 TEST(GpuBackend, UseCurrentLeavesTheCallersBindingsAsFound) {
   ATTNSCOPE_REQUIRE_GPU(gpu);
   gpu->finish();  // makes the shared context current: it stands in for the window's
@@ -275,11 +302,11 @@ TEST(GpuBackend, MemoryEstimateAndRefusal) {
   ATTNSCOPE_REQUIRE_GPU(gpu);
   // n = 4, d_model = 2, one head with d_k = d_v = 1, no W_O, no mask, self-attention, counted by hand in floats:
   // X 8; W_Q W_K W_V 6 and biases 3; Q K V 12; weights 16 and a read-back score buffer 16; concat 4; mask 4 words;
-  // similarity: 1 pair x 1 group x 2 partials + a pair entry of 4 + cosine 1 + js 1 + the packed maps 16 = 24.
-  // Total 93 floats = 372 bytes; with textures another 16 floats, 436 bytes.
+  // similarity: 1 pair x 1 group x 2 partials + a pair entry of 4 + cosine 1 + js 1 = 8; the head table 8.
+  // Total 85 floats = 340 bytes; with textures another 16 floats, 404 bytes.
   Scene tiny = makeRandomScene({.n = 4, .heads = 1, .d_model = 2, .d_k = 1, .with_w_o = false, .seed = 1});
-  EXPECT_EQ(estimateGpuBytes(tiny, false), 372u);
-  EXPECT_EQ(estimateGpuBytes(tiny, true), 436u);
+  EXPECT_EQ(estimateGpuBytes(tiny, false), 340u);
+  EXPECT_EQ(estimateGpuBytes(tiny, true), 404u);
 
   GpuOptions options;
   options.memory_budget_bytes = 64 * 1024;

@@ -44,9 +44,9 @@ void GlBuffer::upload(const void* data, std::size_t bytes) {
   glBufferSubData(GL_COPY_WRITE_BUFFER, 0, static_cast<GLsizeiptr>(bytes), data);
 }
 
-void GlBuffer::download(void* data, std::size_t bytes) const {
+void GlBuffer::download(void* data, std::size_t bytes, std::size_t offset) const {
   glBindBuffer(GL_COPY_READ_BUFFER, id_);
-  glGetBufferSubData(GL_COPY_READ_BUFFER, 0, static_cast<GLsizeiptr>(bytes), data);
+  glGetBufferSubData(GL_COPY_READ_BUFFER, static_cast<GLintptr>(offset), static_cast<GLsizeiptr>(bytes), data);
 }
 
 void checkGl(const char* where) {

@@ -21,7 +21,7 @@ class GlBuffer {
 
   void ensure(std::size_t bytes);  // at least 16 bytes: a zero-sized range cannot be bound
   void upload(const void* data, std::size_t bytes);
-  void download(void* data, std::size_t bytes) const;
+  void download(void* data, std::size_t bytes, std::size_t offset = 0) const;
   void bind(GLuint index) const { glBindBufferBase(GL_SHADER_STORAGE_BUFFER, index, id_); }
   GLuint id() const { return id_; }
   std::size_t bytes() const { return bytes_; }
@@ -44,7 +44,7 @@ class GlStateGuard {
   GlStateGuard& operator=(const GlStateGuard&) = delete;
 
  private:
-  static constexpr int kStorageBindings = 4;  // the backend's shaders use bindings 0..3
+  static constexpr int kStorageBindings = 5;  // the backend's shaders use bindings 0..4
   GLint program_ = 0, storage_ = 0, copy_read_ = 0, copy_write_ = 0, unpack_ = 0, texture_ = 0;
   GLint unpack_alignment_ = 4, unpack_row_length_ = 0;
   std::array<GLint, kStorageBindings> storage_indexed_{};

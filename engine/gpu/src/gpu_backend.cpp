@@ -25,7 +25,11 @@ GpuBackend::Impl::Impl(const GpuOptions& opts) : options(opts) {
   renderer = reinterpret_cast<const char*>(glGetString(GL_RENDERER));
   if (epoxy_gl_version() < 43 || epoxy_is_desktop_gl() == 0)
     throw GpuUnavailable("OpenGL 4.3 with compute shaders is needed; " + renderer + " offers " + version);
-  glGetIntegerv(GL_MAX_SHADER_STORAGE_BLOCK_SIZE, &max_block_bytes);
+  GLint64 driver_block_bytes = 0;
+  glGetInteger64v(GL_MAX_SHADER_STORAGE_BLOCK_SIZE, &driver_block_bytes);
+  max_block_bytes = static_cast<std::size_t>(std::max<GLint64>(driver_block_bytes, 0));
+  if (options.max_buffer_bytes > 0) max_block_bytes = std::min(max_block_bytes, options.max_buffer_bytes);
+  max_block_bytes = std::min(max_block_bytes, std::size_t{1} << 34);  // the shaders index floats with 32 bits
   glGetIntegerv(GL_MAX_TEXTURE_SIZE, &max_texture);
   glGetIntegeri_v(GL_MAX_COMPUTE_WORK_GROUP_COUNT, 0, &max_groups_x);
   glGetIntegeri_v(GL_MAX_COMPUTE_WORK_GROUP_COUNT, 1, &max_groups_y);
@@ -49,10 +53,10 @@ GpuBackend::Impl::~Impl() {
 std::size_t GpuBackend::Impl::heldBytes() const {
   std::size_t bytes = 0;
   for (const GlBuffer* b :
-       {&x_q, &x_k, &x_v,  &w_q,    &w_k,    &w_v,     &b_q,   &b_k,    &b_v,    &w_o, &b_o,          &q,
-        &k,   &v,   &mask, &concat, &output, &partial, &pairs, &packed, &cosine, &js,  &score_scratch})
+       {&x_q, &x_k, &x_v, &w_q, &w_k, &w_v, &b_q, &b_k, &b_v, &w_o, &b_o, &q, &k, &v, &mask, &concat, &output,
+        &partial, &pairs, &cosine, &js, &score_scratch, &heads_table})
     bytes += b->bytes();
-  for (const GlBuffer& b : weights) bytes += b.bytes();
+  for (const GlBuffer& b : weight_groups) bytes += b.bytes();
   for (GLuint texture : textures)
     if (texture) bytes += static_cast<std::size_t>(shape.n_q) * static_cast<std::size_t>(shape.n_k) * sizeof(float);
   return bytes;
@@ -66,7 +70,7 @@ void GpuBackend::Impl::checkFits(const Scene& scene) const {
   std::size_t widest = 0;
   for (const HeadParams& head : scene.heads) widest = std::max<std::size_t>(widest, head.dK());
   const std::size_t largest_qk = std::max(n_q, n_k) * widest * scene.heads.size() * sizeof(float);
-  if (std::max(largest, largest_qk) > static_cast<std::size_t>(max_block_bytes))
+  if (std::max(largest, largest_qk) > max_block_bytes)
     throw InputError("gpu buffer",
                      "at most " + std::to_string(max_block_bytes >> 20) + " MiB in one buffer (" + renderer + ")",
                      std::to_string(std::max(largest, largest_qk) >> 20) + " MiB for one head's weights or Q/K");
@@ -113,7 +117,9 @@ void GpuBackend::Impl::readBack(const Scene& scene, Result& result, const Comput
     hr.v = vs.middleCols(v_col[s], shape.d_v[s]);
     hr.output = result.concat.middleCols(v_col[s], shape.d_v[s]);
     hr.weights.resize(n_q, n_k);
-    weights[s].download(hr.weights.data(), static_cast<std::size_t>(hr.weights.size()) * sizeof(float));
+    std::size_t offset = 0;
+    const GlBuffer& buffer = weightsOf(i, offset);
+    buffer.download(hr.weights.data(), static_cast<std::size_t>(hr.weights.size()) * sizeof(float), offset);
     if (opts.keep_scores) {  // scores are not kept resident (the softmax overwrites them): recompute them
       score_scratch.ensure(static_cast<std::size_t>(n_q * n_k) * sizeof(float));
       scoreHead(i, score_scratch);
@@ -163,11 +169,14 @@ GLuint GpuBackend::Impl::texture(int head) {
   }
   if (texture_stale[i]) {  // a copy on the GPU, from the weights buffer through the pixel-unpack binding
     glMemoryBarrier(GL_PIXEL_BUFFER_BARRIER_BIT);
-    glBindBuffer(GL_PIXEL_UNPACK_BUFFER, weights[i].id());
+    std::size_t offset = 0;
+    glBindBuffer(GL_PIXEL_UNPACK_BUFFER, weightsOf(head, offset).id());
     glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
     glPixelStorei(GL_UNPACK_ROW_LENGTH, 0);
     glBindTexture(GL_TEXTURE_2D, textures[i]);
-    glTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, shape.n_k, shape.n_q, GL_RED, GL_FLOAT, nullptr);
+    // With a pixel-unpack buffer bound, the pointer argument is a byte offset into it.
+    glTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, shape.n_k, shape.n_q, GL_RED, GL_FLOAT,
+                    reinterpret_cast<const void*>(offset));
     texture_stale[i] = 0;
   }
   gpu::checkGl("updating a weights texture");
@@ -222,7 +231,7 @@ void GpuBackend::recomputeHeadResident(const Scene& scene, int head) {
   const std::size_t i = static_cast<std::size_t>(head);
   s.uploadProjections(scene);
   s.projectHeads(s.k_col[i], static_cast<unsigned>(s.shape.d_k[i]), s.v_col[i], static_cast<unsigned>(s.shape.d_v[i]));
-  s.attendHead(head);
+  s.attendHeads(head, 1);
   s.outputProjection();
   if (s.similarity_current) s.similarity(head);
   gpu::checkGl("recomputing a head");

@@ -5,9 +5,11 @@
 //   Q, K: (n_q | n_k, sum of d_k), head i in columns [k_col[i], k_col[i] + d_k)   -- the heads side by side
 //   V, concat: (n_k | n_q, sum of d_v), head i in columns [v_col[i], ...)          -- a head's output is its
 //                                                                                   slice of the concat
-//   weights[i]: (n_q, n_k), one buffer per head (copied to an R32F texture only when the window asks)
+//   weights: (n_q, n_k) per head, as many heads back to back in a buffer as one storage block holds (copied to
+//            an R32F texture only when the window asks)
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,7 +44,8 @@ struct GpuBackend::Impl {
   std::unique_ptr<gpu::EglContext> egl;  // declared first so that it is destroyed last
   GpuOptions options;
   std::string renderer, version;
-  GLint max_block_bytes = 0, max_texture = 0, max_groups_x = 0, max_groups_y = 0;
+  std::size_t max_block_bytes = 0;  // one storage buffer's limit (the driver's, or GpuOptions::max_buffer_bytes)
+  GLint max_texture = 0, max_groups_x = 0, max_groups_y = 0;
   gpu::ComputeProgram project, scores, scores_softmax, weighted_sum, similarity_pair, similarity_finish;
 
   // [SECTION] resident state
@@ -52,11 +55,13 @@ struct GpuBackend::Impl {
   unsigned sum_dk = 0, sum_dv = 0, mask_words = 0, similarity_groups = 0;
   unsigned valid_rows = 0;       // query rows with at least one key allowed
   unsigned similarity_rows = 0;  // query rows per similarity workgroup
-  std::vector<float> scale;
   bool has_mask = false, bias_q = false, bias_k = false, bias_v = false;
   GlBuffer x_q, x_k, x_v, w_q, w_k, w_v, b_q, b_k, b_v, w_o, b_o;
-  GlBuffer q, k, v, mask, concat, output, partial, pairs, packed, cosine, js, score_scratch;
-  std::vector<GlBuffer> weights;
+  GlBuffer q, k, v, mask, concat, output, partial, pairs, cosine, js, score_scratch, heads_table;
+  // The heads' weights, (n_q, n_k) each: weight_groups[g] holds heads [g heads_per_group, ...) back to back,
+  // as many as one storage block may hold, so that one dispatch covers them.
+  std::vector<GlBuffer> weight_groups;
+  unsigned heads_per_group = 1;
   std::vector<GLuint> textures;  // 0 until the window asks for that head's texture
   std::vector<char> texture_stale;
   mutable gpu::StageTimer timer;  // GPU time per stage, when enabled (bench --stages)
@@ -65,6 +70,16 @@ struct GpuBackend::Impl {
   explicit Impl(const GpuOptions& opts);
   ~Impl();
   int heads() const { return static_cast<int>(shape.d_k.size()); }
+  unsigned groupSize(unsigned g) const {
+    return std::min(heads_per_group, static_cast<unsigned>(heads()) - g * heads_per_group);
+  }
+  // Head `head`'s weights: its buffer and the byte offset of its map there.
+  const GlBuffer& weightsOf(int head, std::size_t& byte_offset) const {
+    const unsigned h = static_cast<unsigned>(head);
+    byte_offset = static_cast<std::size_t>(h % heads_per_group) * static_cast<std::size_t>(shape.n_q) *
+                  static_cast<std::size_t>(shape.n_k) * sizeof(float);
+    return weight_groups[h / heads_per_group];
+  }
   std::size_t heldBytes() const;
   // Refuses a scene the device cannot hold before allocating any of it.
   void checkFits(const Scene& scene) const;
@@ -84,12 +99,15 @@ struct GpuBackend::Impl {
                       bool with_bias, const GlBuffer& out, unsigned ld, unsigned col0, unsigned width) const;
   // Q, K, V of the heads whose columns are [k0, k0 + dk) and [v0, v0 + dv) (all heads, or one).
   void projectHeads(unsigned k0, unsigned dk, unsigned v0, unsigned dv) const;
-  // Binds Q, K and the mask and sets the uniforms of a scores stage (scores or scores_softmax) for head `head`.
-  void bindScoreInputs(const gpu::ComputeProgram& program, int head) const;
+  // Uses `program` (a stage that includes ATTNSCOPE_HEADS) for heads from head0 on, with the weights buffer
+  // that starts with head buffer_head0; binds the head table and sets n_q, n_k.
+  void bindHeadsStage(const gpu::ComputeProgram& program, unsigned head0, unsigned buffer_head0) const;
+  // Binds Q, K and the mask and sets the rest of a scores stage's uniforms (scores or scores_softmax).
+  void bindScoreInputs(const gpu::ComputeProgram& program) const;
   // Scaled, masked scores of head `head` into `out` (n_q, n_k): for a read-back of the scores only.
   void scoreHead(int head, const GlBuffer& out) const;
-  // Scores, softmax and weighted sum of one head (its Q, K, V already projected).
-  void attendHead(int head);
+  // Scores, softmax and weighted sum of heads [first, first + count) (their Q, K, V already projected).
+  void attendHeads(int first, int count);
   void outputProjection() const;
   // Partials of the pairs (a, b), a <= b, that involve `head` (every pair when head < 0), then the matrices.
   void similarity(int head);

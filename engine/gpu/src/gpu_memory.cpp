@@ -25,7 +25,7 @@ std::size_t estimateGpuBytes(const Scene& scene, bool with_textures) {
   floats += n_q * sum_dv;               // concat (the heads' outputs)
   floats += n_q * ((n_k + 31) / 32);    // mask bits
   floats += h * h * similarity_groups * 2 + 2 * h * (h + 1) + 2 * h * h;  // partials, pair list, cosine, js
-  if (h * n_q * n_k * sizeof(float) <= gpu::kPackedSimilarityBytes) floats += h * n_q * n_k;  // packed maps
+  floats += 8 * h;                                                         // the head table
   if (with_textures) floats += h * n_q * n_k;
   return floats * sizeof(float);
 }

@@ -7,9 +7,6 @@
 namespace attnscope::gpu {
 
 constexpr unsigned kSimilarityRows = 4;  // the fewest query rows per similarity workgroup
-// Every head's weights are packed into one buffer for the similarity (one dispatch for all pairs) when they fit
-// this size: GL 4.3's smallest allowed GL_MAX_SHADER_STORAGE_BLOCK_SIZE. Larger scenes dispatch pair by pair.
-constexpr std::size_t kPackedSimilarityBytes = std::size_t{16} << 20;
 
 struct MemoryBudget {
   std::size_t bytes = 0;

@@ -4,15 +4,15 @@
 // Every hand-off, by the OpenGL 4.3 memory model (shader storage writes are incoherent: only the right
 // glMemoryBarrier bit makes them visible to the command that consumes them):
 //   dispatch -> dispatch reading a storage buffer      GL_SHADER_STORAGE_BARRIER_BIT (dispatch(), after each)
-//   dispatch -> glGetBufferSubData / glCopyBufferSubData  GL_BUFFER_UPDATE_BARRIER_BIT (before the read-back
-//                                                      and before the similarity's packing copies)
+//   dispatch -> glGetBufferSubData                    GL_BUFFER_UPDATE_BARRIER_BIT (before the read-back)
 //   dispatch -> glTexSubImage2D from the buffer (PBO)  GL_PIXEL_BUFFER_BARRIER_BIT (texture())
-//   glBufferSubData / glCopyBufferSubData -> dispatch  none: ordinary GL commands, ordered by the API
+//   glBufferSubData -> dispatch                        none: an ordinary GL command, ordered by the API
 // Within a dispatch, shared memory passes between invocations through memoryBarrierShared() + barrier(); no
 // invocation reads storage another invocation of the same dispatch wrote (scores_softmax.comp re-reads only
 // its own writes). Nothing relies on llvmpipe running a workgroup in lock step or a dispatch to completion.
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 
 #include "attnscope/error.h"
@@ -59,8 +59,8 @@ bool stackHeads(const Scene& scene, GetW get_w, GetB get_b, std::vector<float>& 
   return any_bias;
 }
 
-void dispatch(unsigned x, unsigned y) {
-  glDispatchCompute(std::max(x, 1u), std::max(y, 1u), 1);
+void dispatch(unsigned x, unsigned y, unsigned z = 1) {
+  glDispatchCompute(std::max(x, 1u), std::max(y, 1u), std::max(z, 1u));
   glMemoryBarrier(GL_SHADER_STORAGE_BARRIER_BIT);
 }
 
@@ -68,7 +68,6 @@ void dispatch(unsigned x, unsigned y) {
 
 using gpu::groupsFor;
 using gpu::kFinishThreads;
-using gpu::kPackedSimilarityBytes;
 using gpu::kSimilarityRows;
 using gpu::kTile;
 
@@ -89,8 +88,17 @@ void GpuBackend::Impl::uploadProjections(const Scene& scene) {
       [](const HeadParams& p) -> const std::optional<RowVector>& { return p.b_v; }, w, b);
   w_v.upload(w.data(), w.size() * sizeof(float));
   b_v.upload(b.data(), b.size() * sizeof(float));
-  scale.clear();
-  for (int i = 0; i < scene.numHeads(); ++i) scale.push_back(scene.headScale(i));
+  // The head table the attention shaders read (common.glsl, ATTNSCOPE_HEADS): two uvec4 per head.
+  std::vector<std::uint32_t> table;
+  for (int i = 0; i < scene.numHeads(); ++i) {
+    const std::size_t s = static_cast<std::size_t>(i);
+    const float head_scale = scene.headScale(i);
+    std::uint32_t scale_bits = 0;
+    std::memcpy(&scale_bits, &head_scale, sizeof scale_bits);
+    table.insert(table.end(), {k_col[s], static_cast<std::uint32_t>(shape.d_k[s]), v_col[s],
+                               static_cast<std::uint32_t>(shape.d_v[s]), scale_bits, 0u, 0u, 0u});
+  }
+  heads_table.upload(table.data(), table.size() * sizeof(std::uint32_t));
 }
 
 void GpuBackend::Impl::upload(const Scene& scene) {
@@ -145,8 +153,12 @@ void GpuBackend::Impl::upload(const Scene& scene) {
   k.ensure(n_k * sum_dk * sizeof(float));
   v.ensure(n_k * sum_dv * sizeof(float));
   concat.ensure(n_q * sum_dv * sizeof(float));
-  weights.resize(h);
-  for (GlBuffer& w : weights) w.ensure(n_q * n_k * sizeof(float));
+  // As many heads' maps back to back in one buffer as one storage block may hold (so a dispatch covers them).
+  const std::size_t map_bytes = n_q * n_k * sizeof(float);
+  heads_per_group = static_cast<unsigned>(
+      std::clamp<std::size_t>(max_block_bytes / map_bytes, 1, std::max<std::size_t>(h, 1)));
+  weight_groups.resize(groupsFor(h, heads_per_group));
+  for (unsigned g = 0; g < weight_groups.size(); ++g) weight_groups[g].ensure(groupSize(g) * map_bytes);
   if (textures.size() > h) {
     glDeleteTextures(static_cast<GLsizei>(textures.size() - h), textures.data() + h);
     textures.resize(h);
@@ -191,53 +203,61 @@ void GpuBackend::Impl::projectHeads(unsigned k0, unsigned dk, unsigned v0, unsig
   projectColumns(valueInput(), n_k, d, w_v, b_v, bias_v, v, sum_dv, v0, dv);
 }
 
-void GpuBackend::Impl::bindScoreInputs(const gpu::ComputeProgram& program, int head) const {
-  const std::size_t i = static_cast<std::size_t>(head);
+void GpuBackend::Impl::bindHeadsStage(const gpu::ComputeProgram& program, unsigned head0,
+                                      unsigned buffer_head0) const {
   program.use();
+  heads_table.bind(4);
+  program.set("u_n_q", static_cast<unsigned>(shape.n_q));
+  program.set("u_n_k", static_cast<unsigned>(shape.n_k));
+  program.set("u_head0", head0);
+  program.set("u_buffer_head0", buffer_head0);
+}
+
+void GpuBackend::Impl::bindScoreInputs(const gpu::ComputeProgram& program) const {
   q.bind(0);
   k.bind(1);
   mask.bind(2);
-  program.set("u_n_q", static_cast<unsigned>(shape.n_q));
-  program.set("u_n_k", static_cast<unsigned>(shape.n_k));
-  program.set("u_d_k", static_cast<unsigned>(shape.d_k[i]));
   program.set("u_ld", sum_dk);
-  program.set("u_col0", k_col[i]);
-  program.set("u_scale", scale[i]);
   program.set("u_has_mask", has_mask);
   program.set("u_mask_words", mask_words);
 }
 
 // Scaled, masked scores of head `head` into `out` (n_q, n_k): for a read-back of the scores only.
 void GpuBackend::Impl::scoreHead(int head, const GlBuffer& out) const {
-  bindScoreInputs(scores, head);
+  const unsigned h = static_cast<unsigned>(head);
+  bindHeadsStage(scores, h, h);
+  bindScoreInputs(scores);
   out.bind(3);
   dispatch(groupsFor(static_cast<std::size_t>(shape.n_k), kTile),
-           groupsFor(static_cast<std::size_t>(shape.n_q), kTile));
+           groupsFor(static_cast<std::size_t>(shape.n_q), kTile), 1);
 }
 
-// Weights (scores and softmax in one dispatch, a workgroup per 64 query rows) and weighted sum of one head
-// (its Q, K, V already projected).
-void GpuBackend::Impl::attendHead(int head) {
-  const std::size_t i = static_cast<std::size_t>(head);
-  {
-    const gpu::StageTimer::Scope timed = timer.scope("scores and softmax");
-    bindScoreInputs(scores_softmax, head);
-    weights[i].bind(3);
-    dispatch(1, groupsFor(static_cast<std::size_t>(shape.n_q), kTile));
+// Heads [first, first + count): weights (scores and softmax in one dispatch, a workgroup per 64 query rows of
+// a head), then the weighted sum; one dispatch of each per weights buffer, the heads side by side in z.
+void GpuBackend::Impl::attendHeads(int first, int count) {
+  const unsigned begin = static_cast<unsigned>(first), end = static_cast<unsigned>(first + count);
+  const std::size_t n_q = static_cast<std::size_t>(shape.n_q);
+  unsigned widest_dv = 0;
+  for (unsigned i = begin; i < end; ++i) widest_dv = std::max(widest_dv, static_cast<unsigned>(shape.d_v[i]));
+  for (unsigned g = begin / heads_per_group; g * heads_per_group < end; ++g) {
+    const unsigned group_first = g * heads_per_group;
+    const unsigned h0 = std::max(begin, group_first), h1 = std::min(end, group_first + groupSize(g));
+    {
+      const gpu::StageTimer::Scope timed = timer.scope("scores and softmax");
+      bindHeadsStage(scores_softmax, h0, group_first);
+      bindScoreInputs(scores_softmax);
+      weight_groups[g].bind(3);
+      dispatch(1, groupsFor(n_q, kTile), h1 - h0);
+    }
+    const gpu::StageTimer::Scope timed = timer.scope("weighted sum");
+    bindHeadsStage(weighted_sum, h0, group_first);
+    weight_groups[g].bind(0);
+    v.bind(1);
+    concat.bind(2);
+    weighted_sum.set("u_ld", sum_dv);
+    dispatch(groupsFor(widest_dv, kTile), groupsFor(n_q, kTile), h1 - h0);
   }
-  const gpu::StageTimer::Scope timed = timer.scope("weighted sum");
-  weighted_sum.use();
-  weights[i].bind(0);
-  v.bind(1);
-  concat.bind(2);
-  weighted_sum.set("u_n_q", static_cast<unsigned>(shape.n_q));
-  weighted_sum.set("u_n_k", static_cast<unsigned>(shape.n_k));
-  weighted_sum.set("u_d_v", static_cast<unsigned>(shape.d_v[i]));
-  weighted_sum.set("u_ld", sum_dv);
-  weighted_sum.set("u_col0", v_col[i]);
-  dispatch(groupsFor(static_cast<std::size_t>(shape.d_v[i]), kTile),
-           groupsFor(static_cast<std::size_t>(shape.n_q), kTile));
-  texture_stale[i] = 1;
+  for (unsigned i = begin; i < end; ++i) texture_stale[i] = 1;
 }
 
 void GpuBackend::Impl::outputProjection() const {
@@ -248,15 +268,20 @@ void GpuBackend::Impl::outputProjection() const {
 }
 
 // Partials of the pairs (a, b), a <= b, that involve `head` (every pair when head < 0), then the matrices.
+// When every map lies in one weights buffer, one dispatch takes every pair; else one dispatch per pair, with
+// the buffers of its two heads bound.
 void GpuBackend::Impl::similarity(int head) {
   const gpu::StageTimer::Scope timed = timer.scope("similarity");
   const unsigned h = static_cast<unsigned>(heads());
-  std::vector<std::uint32_t> list;  // (a, b, first partial, 0) per pair
+  std::vector<std::uint32_t> list;  // (a, b as indices within their buffers, first partial, 0) per pair
+  std::vector<std::pair<unsigned, unsigned>> buffers;  // the weights buffers of a and b, per pair
   for (unsigned a = 0; a < h; ++a)
     for (unsigned b = a; b < h; ++b)
-      if (head < 0 || a == static_cast<unsigned>(head) || b == static_cast<unsigned>(head))
-        list.insert(list.end(), {a, b, (a * h + b) * similarity_groups, 0u});
-  const unsigned count = static_cast<unsigned>(list.size() / 4);
+      if (head < 0 || a == static_cast<unsigned>(head) || b == static_cast<unsigned>(head)) {
+        list.insert(list.end(), {a % heads_per_group, b % heads_per_group, (a * h + b) * similarity_groups, 0u});
+        buffers.emplace_back(a / heads_per_group, b / heads_per_group);
+      }
+  const unsigned count = static_cast<unsigned>(buffers.size());
   pairs.upload(list.data(), list.size() * sizeof(std::uint32_t));
   similarity_pair.use();
   partial.bind(2);
@@ -264,28 +289,16 @@ void GpuBackend::Impl::similarity(int head) {
   similarity_pair.set("u_n_q", static_cast<unsigned>(shape.n_q));
   similarity_pair.set("u_n_k", static_cast<unsigned>(shape.n_k));
   similarity_pair.set("u_rows_per_group", similarity_rows);
-  const std::size_t map_bytes =
-      static_cast<std::size_t>(shape.n_q) * static_cast<std::size_t>(shape.n_k) * sizeof(float);
-  if (map_bytes * h <= kPackedSimilarityBytes) {  // small maps: one dispatch, dispatch overhead dominates
-    packed.ensure(map_bytes * h);
-    glMemoryBarrier(GL_BUFFER_UPDATE_BARRIER_BIT);  // the copies read the weights the shaders wrote
-    for (unsigned i = 0; i < h; ++i) {
-      glBindBuffer(GL_COPY_READ_BUFFER, weights[i].id());
-      glBindBuffer(GL_COPY_WRITE_BUFFER, packed.id());
-      glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, 0, static_cast<GLintptr>(i * map_bytes),
-                          static_cast<GLsizeiptr>(map_bytes));
-    }
-    glMemoryBarrier(GL_SHADER_STORAGE_BARRIER_BIT);
-    packed.bind(0);
-    packed.bind(1);
-    similarity_pair.set("u_head_stride", static_cast<unsigned>(map_bytes / sizeof(float)));
+  similarity_pair.set("u_head_stride", static_cast<unsigned>(shape.n_q) * static_cast<unsigned>(shape.n_k));
+  if (weight_groups.size() == 1) {
+    weight_groups[0].bind(0);
+    weight_groups[0].bind(1);
     similarity_pair.set("u_first_pair", 0u);
     glDispatchCompute(similarity_groups, count, 1);
   } else {
-    similarity_pair.set("u_head_stride", 0u);
     for (unsigned p = 0; p < count; ++p) {  // pairs write disjoint partials: one barrier after all
-      weights[list[4 * p]].bind(0);
-      weights[list[4 * p + 1]].bind(1);
+      weight_groups[buffers[p].first].bind(0);
+      weight_groups[buffers[p].second].bind(1);
       similarity_pair.set("u_first_pair", p);
       glDispatchCompute(similarity_groups, 1, 1);
     }
@@ -304,7 +317,7 @@ void GpuBackend::Impl::similarity(int head) {
 
 void GpuBackend::Impl::computeAll() {
   projectHeads(0, sum_dk, 0, sum_dv);
-  for (int i = 0; i < heads(); ++i) attendHead(i);
+  attendHeads(0, heads());
   outputProjection();
   similarity_current = false;
   if (analysis) similarity(-1);

@@ -23,6 +23,9 @@ struct GpuOptions {
   std::size_t memory_budget_bytes = 0;  // 0 = what the driver reports free (NVX/ATI), else a default budget
   // Folder of the GLSL files; empty = $ATTNSCOPE_SHADER_DIR when set, else the shaders embedded at build time.
   std::string shader_dir = {};
+  // Most bytes in one storage buffer: 0 = the driver's GL_MAX_SHADER_STORAGE_BLOCK_SIZE. Heads' weights share
+  // a buffer up to this size (one dispatch covers them); a smaller number splits them over more buffers.
+  std::size_t max_buffer_bytes = 0;
 };
 
 // Bytes the GPU backend allocates for this scene (inputs, projections, Q K V, every head's weights, the
