@@ -20,6 +20,7 @@
 #include "app_state.h"
 #include "attnscope/atomic_file.h"
 #include "attnscope/error.h"
+#include "attnscope/gpu_backend.h"
 #include "attnscope/scene_json.h"
 #include "cli.h"
 #include "cli_args.h"
@@ -56,12 +57,9 @@ WindowOptions parseOptions(const std::vector<std::string>& args) {
 // Reads the back buffer (the frame just rendered) and writes it as PNG, top row first.
 // Mesa's software rasterisers run compute shaders on the CPU, tens of times slower than the Eigen backend on
 // the same cores: there `--backend auto` keeps the CPU (the Model panel still offers the GPU).
-bool isSoftwareRenderer() {
+bool windowRendererIsSoftware() {
   const char* renderer = reinterpret_cast<const char*>(glGetString(GL_RENDERER));
-  const std::string name = renderer ? renderer : "";
-  for (const char* software : {"llvmpipe", "softpipe", "swrast", "SWR"})
-    if (name.find(software) != std::string::npos) return true;
-  return false;
+  return attnscope::isSoftwareRenderer(renderer ? renderer : "");
 }
 
 void writeScreenshot(GLFWwindow* window, const std::string& path) {
@@ -159,7 +157,7 @@ int runWindow(const std::vector<std::string>& args) {
   {
     app::AppState state(std::move(scene));
     if (options.scene_path) state.path = *options.scene_path;
-    if (options.backend == "gpu" || (options.backend == "auto" && !isSoftwareRenderer())) {
+    if (options.backend == "gpu" || (options.backend == "auto" && !windowRendererIsSoftware())) {
       state.useBackend("gpu");
       if (options.backend == "auto" && state.backend().name() == "cpu") state.clearBanner();  // no GPU: quietly CPU
     }

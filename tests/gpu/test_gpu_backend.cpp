@@ -197,6 +197,19 @@ TEST(GpuBackend, WeightsSpreadOverSeveralBuffersMatchTheCpu) {
   EXPECT_LE(test::mixedError(texels, cpu.heads[4].weights), 1e-5);
 }
 
+// A map of 70 MB comes back through the staging buffer in three chunks (two halves of 32 MiB, alternating),
+// the GPU copying one while the CPU copies out the other (forced: llvmpipe reads back directly by default).
+TEST(GpuBackend, ReadBackOverSeveralStagingChunks) {
+  ATTNSCOPE_REQUIRE_GPU(gpu);
+  const Scene scene = makeRandomScene({.n = 4200, .heads = 1, .d_model = 4, .d_k = 2, .seed = 12});
+  const Result cpu = CpuBackend(2).compute(scene, {.keep_scores = false, .analysis = false});
+  GpuOptions options;
+  options.readback = ReadbackPath::Staged;
+  const Result r = GpuBackend(options).compute(scene, {.keep_scores = false, .analysis = false});
+  EXPECT_LE(test::mixedError(r.heads[0].weights, cpu.heads[0].weights), 1e-5);
+  EXPECT_LE(test::mixedError(r.output, cpu.output), 1e-5);
+}
+
 TEST(GpuBackend, UseCurrentLeavesTheCallersBindingsAsFound) {
   ATTNSCOPE_REQUIRE_GPU(gpu);
   gpu->finish();  // makes the shared context current: it stands in for the window's

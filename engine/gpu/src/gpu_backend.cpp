@@ -17,6 +17,12 @@ using gpu::groupsFor;
 using gpu::kTile;
 using gpu::shapeOf;
 
+bool isSoftwareRenderer(const std::string& renderer) {
+  for (const char* software : {"llvmpipe", "softpipe", "swrast", "SWR"})
+    if (renderer.find(software) != std::string::npos) return true;
+  return false;
+}
+
 GpuBackend::Impl::Impl(const GpuOptions& opts) : options(opts) {
   if (options.context == GlContextMode::OwnHeadless) egl = std::make_unique<gpu::EglContext>();
   const GLubyte* version_text = glGetString(GL_VERSION);
@@ -43,10 +49,15 @@ GpuBackend::Impl::Impl(const GpuOptions& opts) : options(opts) {
   similarity_pair = gpu::ComputeProgram(library, "similarity_pair.comp");
   similarity_finish = gpu::ComputeProgram(library, "similarity_finish.comp");
   gpu::checkGl("building the compute shaders");
+  const bool staged = options.readback == ReadbackPath::Staged ||
+                      (options.readback == ReadbackPath::Auto && !isSoftwareRenderer(renderer));
+  readback = std::make_unique<gpu::Readback>(staged);
+  gpu::checkGl("mapping the read-back buffer");
 }
 
 GpuBackend::Impl::~Impl() {
   if (egl) egl->makeCurrent();
+  readback.reset();
   if (!textures.empty()) glDeleteTextures(static_cast<GLsizei>(textures.size()), textures.data());
 }
 
@@ -96,14 +107,14 @@ void GpuBackend::Impl::readBack(const Scene& scene, Result& result, const Comput
   const Eigen::Index n_q = shape.n_q, n_k = shape.n_k;
   glMemoryBarrier(GL_BUFFER_UPDATE_BARRIER_BIT);
   Matrix qs(n_q, sum_dk), ks(n_k, sum_dk), vs(n_k, sum_dv);
-  q.download(qs.data(), static_cast<std::size_t>(qs.size()) * sizeof(float));
-  k.download(ks.data(), static_cast<std::size_t>(ks.size()) * sizeof(float));
-  v.download(vs.data(), static_cast<std::size_t>(vs.size()) * sizeof(float));
+  readback->read(q, 0, qs.data(), static_cast<std::size_t>(qs.size()) * sizeof(float));
+  readback->read(k, 0, ks.data(), static_cast<std::size_t>(ks.size()) * sizeof(float));
+  readback->read(v, 0, vs.data(), static_cast<std::size_t>(vs.size()) * sizeof(float));
   result.concat.resize(n_q, sum_dv);
-  concat.download(result.concat.data(), static_cast<std::size_t>(result.concat.size()) * sizeof(float));
+  readback->read(concat, 0, result.concat.data(), static_cast<std::size_t>(result.concat.size()) * sizeof(float));
   if (shape.has_w_o) {
     result.output.resize(n_q, shape.d_model);
-    output.download(result.output.data(), static_cast<std::size_t>(result.output.size()) * sizeof(float));
+    readback->read(output, 0, result.output.data(), static_cast<std::size_t>(result.output.size()) * sizeof(float));
   } else {
     result.output = result.concat;
   }
@@ -119,13 +130,13 @@ void GpuBackend::Impl::readBack(const Scene& scene, Result& result, const Comput
     hr.weights.resize(n_q, n_k);
     std::size_t offset = 0;
     const GlBuffer& buffer = weightsOf(i, offset);
-    buffer.download(hr.weights.data(), static_cast<std::size_t>(hr.weights.size()) * sizeof(float), offset);
+    readback->read(buffer, offset, hr.weights.data(), static_cast<std::size_t>(hr.weights.size()) * sizeof(float));
     if (opts.keep_scores) {  // scores are not kept resident (the softmax overwrites them): recompute them
       score_scratch.ensure(static_cast<std::size_t>(n_q * n_k) * sizeof(float));
       scoreHead(i, score_scratch);
       glMemoryBarrier(GL_BUFFER_UPDATE_BARRIER_BIT);
       hr.scores.resize(n_q, n_k);
-      score_scratch.download(hr.scores.data(), static_cast<std::size_t>(hr.scores.size()) * sizeof(float));
+      readback->read(score_scratch, 0, hr.scores.data(), static_cast<std::size_t>(hr.scores.size()) * sizeof(float));
     } else {
       hr.scores.resize(0, 0);
     }

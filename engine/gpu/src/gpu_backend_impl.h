@@ -17,6 +17,7 @@
 #include "attnscope/gpu_backend.h"
 #include "egl_context.h"
 #include "gl_resources.h"
+#include "readback.h"
 #include "shader_library.h"
 #include "stage_timer.h"
 
@@ -65,6 +66,7 @@ struct GpuBackend::Impl {
   std::vector<GLuint> textures;  // 0 until the window asks for that head's texture
   std::vector<char> texture_stale;
   mutable gpu::StageTimer timer;  // GPU time per stage, when enabled (bench --stages)
+  std::unique_ptr<gpu::Readback> readback;  // made with the programs, the context current
 
   // [SECTION] gpu_backend.cpp: context, limits, read-back
   explicit Impl(const GpuOptions& opts);

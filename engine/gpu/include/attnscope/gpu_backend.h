@@ -18,6 +18,16 @@ enum class GlContextMode {
   UseCurrent,   // use the context current on this thread (the window's); the caller keeps it current
 };
 
+// How results come back to the CPU. Staged: the GPU copies them by DMA into a persistently mapped buffer in
+// chunks while the CPU copies the previous chunk out (GL 4.4 or ARB_buffer_storage); Direct: glGetBufferSubData.
+// Auto: staged on a hardware GPU, direct on a software renderer, where the buffers already are host memory
+// and the extra copy only costs.
+enum class ReadbackPath { Auto, Staged, Direct };
+
+// Mesa's software rasterisers (llvmpipe, softpipe, swrast, SWR), by GL_RENDERER: they run compute shaders on
+// the CPU, tens of times slower than the CPU backend.
+bool isSoftwareRenderer(const std::string& renderer);
+
 struct GpuOptions {
   GlContextMode context = GlContextMode::OwnHeadless;
   std::size_t memory_budget_bytes = 0;  // 0 = what the driver reports free (NVX/ATI), else a default budget
@@ -26,6 +36,7 @@ struct GpuOptions {
   // Most bytes in one storage buffer: 0 = the driver's GL_MAX_SHADER_STORAGE_BLOCK_SIZE. Heads' weights share
   // a buffer up to this size (one dispatch covers them); a smaller number splits them over more buffers.
   std::size_t max_buffer_bytes = 0;
+  ReadbackPath readback = ReadbackPath::Auto;
 };
 
 // Bytes the GPU backend allocates for this scene (inputs, projections, Q K V, every head's weights, the
