@@ -86,6 +86,24 @@ TEST(GpuBackend, IncrementalRecomputeEqualsFullRecompute) {
   test::expectResultsMatch(scene, incremental, CpuBackend(2).compute(scene), 1e-5);
 }
 
+// An edit of one head's numbers (its biases neither added nor removed) writes that head's columns of the
+// stacked W on the GPU, uploading nothing else: still bit for bit the full recompute.
+TEST(GpuBackend, OneHeadEditUploadsThatHeadAlone) {
+  ATTNSCOPE_REQUIRE_GPU(gpu);
+  Scene scene = makeRandomScene({.n = 30, .heads = 3, .d_model = 10, .d_k = 4, .d_v = 5, .with_w_o = true, .seed = 5});
+  std::mt19937 rng(78);
+  for (HeadParams& h : scene.heads) h.b_v = test::randomRow(5, 0.3f, rng);  // every head has b_v, none b_q, b_k
+  Result incremental = gpu->compute(scene);
+  scene.heads[1].w_q(2, 3) += 1.5f;
+  scene.heads[1].w_k = test::randomMatrix(10, 4, 0.5f, rng);
+  scene.heads[1].w_v(9, 4) -= 0.75f;
+  scene.heads[1].b_v = test::randomRow(5, 0.3f, rng);
+  gpu->recomputeHead(scene, 1, incremental);
+  const Result full = gpu->compute(scene);
+  EXPECT_EQ(test::expectResultsMatch(scene, incremental, full, 0.0), 0.0);  // error 0 seen
+  test::expectResultsMatch(scene, incremental, CpuBackend(2).compute(scene), 1e-5);  // 6.0e-07
+}
+
 TEST(GpuBackend, ResidentRecomputeAndReadBackWithoutScoresOrAnalysis) {
   ATTNSCOPE_REQUIRE_GPU(gpu);
   Scene scene = maskedScene();
@@ -315,11 +333,11 @@ TEST(GpuBackend, MemoryEstimateAndRefusal) {
   ATTNSCOPE_REQUIRE_GPU(gpu);
   // n = 4, d_model = 2, one head with d_k = d_v = 1, no W_O, no mask, self-attention, counted by hand in floats:
   // X 8; W_Q W_K W_V 6 and biases 3; Q K V 12; weights 16 and a read-back score buffer 16; concat 4; mask 4 words;
-  // similarity: 1 pair x 1 group x 2 partials + a pair entry of 4 + cosine 1 + js 1 = 8; the head table 8.
-  // Total 85 floats = 340 bytes; with textures another 16 floats, 404 bytes.
+  // similarity: 1 pair x 1 group x 2 partials + a pair entry of 4 + cosine 1 + js 1 = 8; the head table 8;
+  // one head's W staged for an edit, 2. Total 87 floats = 348 bytes; with textures another 16 floats, 412 bytes.
   Scene tiny = makeRandomScene({.n = 4, .heads = 1, .d_model = 2, .d_k = 1, .with_w_o = false, .seed = 1});
-  EXPECT_EQ(estimateGpuBytes(tiny, false), 340u);
-  EXPECT_EQ(estimateGpuBytes(tiny, true), 404u);
+  EXPECT_EQ(estimateGpuBytes(tiny, false), 348u);
+  EXPECT_EQ(estimateGpuBytes(tiny, true), 412u);
 
   GpuOptions options;
   options.memory_budget_bytes = 64 * 1024;

@@ -48,6 +48,7 @@ GpuBackend::Impl::Impl(const GpuOptions& opts) : options(opts) {
   weighted_sum = gpu::ComputeProgram(library, "weighted_sum.comp");
   similarity_pair = gpu::ComputeProgram(library, "similarity_pair.comp");
   similarity_finish = gpu::ComputeProgram(library, "similarity_finish.comp");
+  copy_columns = gpu::ComputeProgram(library, "copy_columns.comp");
   gpu::checkGl("building the compute shaders");
   const bool staged = options.readback == ReadbackPath::Staged ||
                       (options.readback == ReadbackPath::Auto && !isSoftwareRenderer(renderer));
@@ -65,7 +66,7 @@ std::size_t GpuBackend::Impl::heldBytes() const {
   std::size_t bytes = 0;
   for (const GlBuffer* b :
        {&x_q, &x_k, &x_v, &w_q, &w_k, &w_v, &b_q, &b_k, &b_v, &w_o, &b_o, &q, &k, &v, &mask, &concat, &output,
-        &partial, &pairs, &cosine, &js, &score_scratch, &heads_table})
+        &partial, &pairs, &cosine, &js, &score_scratch, &heads_table, &head_scratch})
     bytes += b->bytes();
   for (const GlBuffer& b : weight_groups) bytes += b.bytes();
   for (GLuint texture : textures)
@@ -240,7 +241,7 @@ void GpuBackend::recomputeHeadResident(const Scene& scene, int head) {
   CallScope scope(impl_->egl.get());
   Impl& s = *impl_;
   const std::size_t i = static_cast<std::size_t>(head);
-  s.uploadProjections(scene);
+  if (!s.uploadHeadProjections(scene, head)) s.uploadProjections(scene);
   s.projectHeads(s.k_col[i], static_cast<unsigned>(s.shape.d_k[i]), s.v_col[i], static_cast<unsigned>(s.shape.d_v[i]));
   s.attendHeads(head, 1);
   s.outputProjection();

@@ -47,7 +47,8 @@ struct GpuBackend::Impl {
   std::string renderer, version;
   std::size_t max_block_bytes = 0;  // one storage buffer's limit (the driver's, or GpuOptions::max_buffer_bytes)
   GLint max_texture = 0, max_groups_x = 0, max_groups_y = 0;
-  gpu::ComputeProgram project, scores, scores_softmax, weighted_sum, similarity_pair, similarity_finish;
+  gpu::ComputeProgram project, scores, scores_softmax, weighted_sum, similarity_pair, similarity_finish,
+      copy_columns;
 
   // [SECTION] resident state
   bool resident = false, analysis = true, similarity_current = false;
@@ -58,7 +59,7 @@ struct GpuBackend::Impl {
   unsigned similarity_rows = 0;  // query rows per similarity workgroup
   bool has_mask = false, bias_q = false, bias_k = false, bias_v = false;
   GlBuffer x_q, x_k, x_v, w_q, w_k, w_v, b_q, b_k, b_v, w_o, b_o;
-  GlBuffer q, k, v, mask, concat, output, partial, pairs, cosine, js, score_scratch, heads_table;
+  GlBuffer q, k, v, mask, concat, output, partial, pairs, cosine, js, score_scratch, heads_table, head_scratch;
   // The heads' weights, (n_q, n_k) each: weight_groups[g] holds heads [g heads_per_group, ...) back to back,
   // as many as one storage block may hold, so that one dispatch covers them.
   std::vector<GlBuffer> weight_groups;
@@ -95,6 +96,10 @@ struct GpuBackend::Impl {
   const GlBuffer& keyInput() const { return shape.own_key ? x_k : x_q; }
   const GlBuffer& valueInput() const { return shape.own_value ? x_v : keyInput(); }
   void uploadProjections(const Scene& scene);
+  void uploadHeadTable(const Scene& scene);
+  // Only head `head`'s projections changed: writes its columns of the stacked W and biases on the GPU. False
+  // when its biases appeared or went (then uploadProjections must run).
+  bool uploadHeadProjections(const Scene& scene, int head);
   void upload(const Scene& scene);
   // out[:, col0 : col0 + width] = input (rows, k) W[:, col0 : col0 + width] + bias; W, bias and out have ld columns.
   void projectColumns(const GlBuffer& input, unsigned rows, unsigned k_size, const GlBuffer& w, const GlBuffer& bias,

@@ -3,6 +3,8 @@
 
 #include <epoxy/gl.h>
 
+#include <algorithm>
+
 #include "attnscope/gpu_backend.h"
 #include "attnscope/scene.h"
 
@@ -26,6 +28,10 @@ std::size_t estimateGpuBytes(const Scene& scene, bool with_textures) {
   floats += n_q * ((n_k + 31) / 32);    // mask bits
   floats += h * h * similarity_groups * 2 + 2 * h * (h + 1) + 2 * h * h;  // partials, pair list, cosine, js
   floats += 8 * h;                                                         // the head table
+  std::size_t widest = 0;  // one head's W, staged when an edit uploads that head alone
+  for (const HeadParams& head : scene.heads)
+    widest = std::max({widest, static_cast<std::size_t>(head.dK()), static_cast<std::size_t>(head.dV())});
+  floats += d * widest;
   if (with_textures) floats += h * n_q * n_k;
   return floats * sizeof(float);
 }

@@ -88,7 +88,11 @@ void GpuBackend::Impl::uploadProjections(const Scene& scene) {
       [](const HeadParams& p) -> const std::optional<RowVector>& { return p.b_v; }, w, b);
   w_v.upload(w.data(), w.size() * sizeof(float));
   b_v.upload(b.data(), b.size() * sizeof(float));
-  // The head table the attention shaders read (common.glsl, ATTNSCOPE_HEADS): two uvec4 per head.
+  uploadHeadTable(scene);
+}
+
+// The head table the attention shaders read (common.glsl, ATTNSCOPE_HEADS): two uvec4 per head.
+void GpuBackend::Impl::uploadHeadTable(const Scene& scene) {
   std::vector<std::uint32_t> table;
   for (int i = 0; i < scene.numHeads(); ++i) {
     const std::size_t s = static_cast<std::size_t>(i);
@@ -99,6 +103,42 @@ void GpuBackend::Impl::uploadProjections(const Scene& scene) {
                                static_cast<std::uint32_t>(shape.d_v[s]), scale_bits, 0u, 0u, 0u});
   }
   heads_table.upload(table.data(), table.size() * sizeof(std::uint32_t));
+}
+
+// Head `head`'s W_Q, W_K, W_V and biases written into their columns of the stacked buffers on the GPU. False
+// (nothing done) when the head's biases appeared or went, which changes what the projection adds: then the
+// caller uploads everything.
+bool GpuBackend::Impl::uploadHeadProjections(const Scene& scene, int head) {
+  const HeadParams& p = scene.heads[static_cast<std::size_t>(head)];
+  const bool any_q = std::any_of(scene.heads.begin(), scene.heads.end(), [](const HeadParams& x) { return x.b_q.has_value(); });
+  const bool any_k = std::any_of(scene.heads.begin(), scene.heads.end(), [](const HeadParams& x) { return x.b_k.has_value(); });
+  const bool any_v = std::any_of(scene.heads.begin(), scene.heads.end(), [](const HeadParams& x) { return x.b_v.has_value(); });
+  if (any_q != bias_q || any_k != bias_k || any_v != bias_v) return false;
+  const std::size_t i = static_cast<std::size_t>(head);
+  const unsigned d = static_cast<unsigned>(shape.d_model);
+  // (rows, width) of `values` into columns [col0, col0 + width) of `dst`, ld columns wide.
+  auto place = [&](const float* values, unsigned rows, unsigned width, const GlBuffer& dst, unsigned ld,
+                   unsigned col0) {
+    head_scratch.upload(values, static_cast<std::size_t>(rows) * width * sizeof(float));
+    copy_columns.use();
+    head_scratch.bind(0);
+    dst.bind(1);
+    copy_columns.set("u_rows", rows);
+    copy_columns.set("u_width", width);
+    copy_columns.set("u_ld", ld);
+    copy_columns.set("u_col0", col0);
+    dispatch(groupsFor(width, 64), std::min(rows, 65535u));
+  };
+  const unsigned dk = static_cast<unsigned>(shape.d_k[i]), dv = static_cast<unsigned>(shape.d_v[i]);
+  place(p.w_q.data(), d, dk, w_q, sum_dk, k_col[i]);
+  place(p.w_k.data(), d, dk, w_k, sum_dk, k_col[i]);
+  place(p.w_v.data(), d, dv, w_v, sum_dv, v_col[i]);
+  const std::vector<float> zeros(std::max(dk, dv), 0.0f);
+  place(p.b_q ? p.b_q->data() : zeros.data(), 1, dk, b_q, sum_dk, k_col[i]);
+  place(p.b_k ? p.b_k->data() : zeros.data(), 1, dk, b_k, sum_dk, k_col[i]);
+  place(p.b_v ? p.b_v->data() : zeros.data(), 1, dv, b_v, sum_dv, v_col[i]);
+  uploadHeadTable(scene);
+  return true;
 }
 
 void GpuBackend::Impl::upload(const Scene& scene) {
