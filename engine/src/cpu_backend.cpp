@@ -91,30 +91,13 @@ Matrix projectOne(const Matrix& rows, const Matrix& w, const std::optional<RowVe
   return projected;
 }
 
-// The largest entry of a row (-inf for an empty or fully masked one). Lane accumulators that the compiler
-// vectorises with plain max instructions: Eigen's maxCoeff inlines GCC 12's AVX-512 max intrinsic, whose header
-// trips -Wmaybe-uninitialized (GCC bug 105593) on any machine with AVX-512.
-float rowMax(const Eigen::Ref<RowVector>& row) {
-  constexpr int kLanes = 16;
-  float lane[kLanes];
-  std::fill(lane, lane + kLanes, kMasked);
-  const Eigen::Index n = row.size(), whole = n - n % kLanes;
-  const float* x = row.data();
-  for (Eigen::Index j = 0; j < whole; j += kLanes)
-    for (int l = 0; l < kLanes; ++l) lane[l] = lane[l] < x[j + l] ? x[j + l] : lane[l];
-  float max = kMasked;
-  for (Eigen::Index j = whole; j < n; ++j) max = std::max(max, x[j]);
-  for (float m : lane) max = std::max(max, m);
-  return max;
-}
-
 // One row of scores -> weights in place: masked entries exactly 0, a fully masked row all 0.
 // allowed: that row of the mask (n_k), or null without a mask.
 void maskedSoftmaxRow(Eigen::Ref<RowVector> row, const std::uint8_t* allowed) {
   if (allowed)
     for (Eigen::Index j = 0; j < row.size(); ++j)
       if (!allowed[j]) row[j] = kMasked;
-  const float max = rowMax(row);
+  const float max = row.maxCoeff();
   if (max == kMasked) {
     row.setZero();
     return;
