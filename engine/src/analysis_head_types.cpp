@@ -1,6 +1,7 @@
 // Head-type scores: how much of each query's attention a head puts on the previous token, the token itself,
 // the first token, a local window, the token after an earlier occurrence (induction), or earlier occurrences
 // (duplicate token). Definitions in analysis.h and the README.
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -19,7 +20,10 @@ struct Mean {
     sum += x;
     ++count;
   }
-  std::optional<double> value() const { return count ? std::optional<double>(sum / count) : std::nullopt; }
+  // Clamped to [0, 1]: a row's float32 weights may sum to 1 + 1e-7.
+  std::optional<double> value() const {
+    return count ? std::optional<double>(std::clamp(sum / count, 0.0, 1.0)) : std::nullopt;
+  }
 };
 
 }  // namespace
