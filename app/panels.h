@@ -6,6 +6,7 @@
 #include <string>
 
 #include "app_state.h"
+#include "attnscope/analysis.h"
 #include "attnscope/walkthrough.h"
 #include "heatmap_view.h"
 
@@ -33,7 +34,15 @@ struct ViewState {
   int export_head = 1;  // 1-based, as shown
   bool export_annotate = false;
   std::string export_message;
+  // Heads muted on their tiles (sorted, 0-based): drawn dimmed, and the output change of zero-ablating them shown.
+  std::vector<int> muted_heads;
+  // Head-type scores of the shown result, recomputed when the result's revision moves.
+  std::vector<HeadTypeScores> head_types;
+  unsigned head_types_revision = ~0u;
 };
+
+// The head-type scores of the current result (cached in `view` by revision).
+const std::vector<HeadTypeScores>& headTypes(const AppState& state, ViewState& view);
 
 // Each draws its contents into the current ImGui window.
 void drawModelPanel(AppState& state, ViewState& view);

@@ -183,6 +183,23 @@ int main(int argc, char** argv) {
         for (int x = mx + 20; x < mx + 120; ++x) changed += !(c.img.at(x, y) == before.at(x, y));
       c.expect(changed > 1000,
                "tooltip drawn next to the mouse (" + std::to_string(changed) + " of 4000 pixels changed)");
+    } else if (test == "mute") {
+      // Head 1 muted: each cell is viridis(w) under black at alpha 160/255, so each channel is c * 95/255
+      // (the blend rounds: within 2 of it). Head 2 is drawn as before.
+      c.expect(c.layout.contains("heads.muted_effect"), "the output change of the muted head is shown");
+      const Grid w0 = expectedWeights(0, false);
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) {
+          const Rgb8 full = attnscope::colorAt(ColorMap::Viridis, static_cast<float>(w0[i][j]));
+          const Rgb8 got = c.cell("head0.map", i, j, 3, 3);
+          auto near = [](int drawn, int channel) { return std::abs(drawn - channel * 95.0 / 255.0) <= 2.0; };
+          c.expect(near(got.r, full.r) && near(got.g, full.g) && near(got.b, full.b),
+                   "muted head 1 cell (" + std::to_string(i) + "," + std::to_string(j) +
+                       ") dimmed: " + Checker::str(full) + " -> drawn " + Checker::str(got));
+        }
+      const Grid w1 = expectedWeights(1, false);
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) c.expectWeightColor("head1.map", 1, i, j, w1[i][j]);
     } else if (test == "undo_and_save") {
       c.expectWorkedExample(2, false);  // the causal mask was undone
       const attnscope::Scene saved = attnscope::loadSceneFile(dir + "/saved_scene.json");
