@@ -39,6 +39,9 @@ struct ViewState {
   // Head-type scores of the shown result, recomputed when the result's revision moves.
   std::vector<HeadTypeScores> head_types;
   unsigned head_types_revision = ~0u;
+  // The diff panel's snapshot A (a copy of the result when pinned).
+  bool diff_pinned = false;
+  Result diff_a;
 };
 
 // The head-type scores of the current result (cached in `view` by revision).
@@ -52,6 +55,7 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
 void drawSimilarityPanel(AppState& state, ViewState& view);
 void drawWalkthroughPanel(AppState& state, ViewState& view);
 void drawExportPanel(AppState& state, ViewState& view);
+void drawDiffPanel(AppState& state, ViewState& view);  // panel_diff.cpp
 
 // Shared widgets (panel_widgets.cpp).
 // Call right after an editing widget: true when this change continues the gesture of the last one (a drag in

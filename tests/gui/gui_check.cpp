@@ -63,8 +63,10 @@ const Grid kWq[2] = {{{1, 0}, {0, 1}, {0, 0}, {0, 0}}, {{0, 0}, {0, 0}, {1, 0}, 
 const Grid kWk[2] = {{{0, 1}, {1, 0}, {0, 0}, {0, 0}}, {{0, 0}, {0, 0}, {0, 1}, {1, 0}}};
 
 // softmax(Q K^T / sqrt(2)) row by row; causal: keys after the query are left out (weight 0).
-Grid expectedWeights(int head, bool causal, const Grid& x = kX) {
-  const Grid q = mul(x, kWq[head]), k = mul(x, kWk[head]);
+Grid expectedWeights(int head, bool causal, const Grid& x = kX, double wq00 = -1) {
+  Grid wq = kWq[head];
+  if (wq00 >= 0) wq[0][0] = wq00;
+  const Grid q = mul(x, wq), k = mul(x, kWk[head]);
   Grid w(3, std::vector<double>(3, 0.0));
   for (int i = 0; i < 3; ++i) {
     double sum = 0;
@@ -200,6 +202,27 @@ int main(int argc, char** argv) {
       const Grid w1 = expectedWeights(1, false);
       for (int i = 0; i < 3; ++i)
         for (int j = 0; j < 3; ++j) c.expectWeightColor("head1.map", 1, i, j, w1[i][j]);
+    } else if (test == "diff") {
+      // Head 1's W_Q[1][1] from 1 to 2: q_i[0] doubles where x_i[0] = 1 (x1 and x3); x2's row is unchanged.
+      // B - A on the diverging map over -m..m, m the largest |B - A|; white wherever nothing changed.
+      const Grid a = expectedWeights(0, false), b = expectedWeights(0, false, kX, 2.0);
+      double m = 0;
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) m = std::max(m, std::fabs(b[i][j] - a[i][j]));
+      c.expect(m > 0.05, "the edit changes head 1 (largest change " + std::to_string(m) + ")");
+      const Rgb8 white{255, 255, 255};
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) {
+          const double d = b[i][j] - a[i][j];
+          const Rgb8 got = c.cell("diff0.map", i, j, 3, 3);
+          const Rgb8 lo = attnscope::colorAt(ColorMap::Diverging, static_cast<float>((d + m) / (2 * m) - 1e-5));
+          const Rgb8 hi = attnscope::colorAt(ColorMap::Diverging, static_cast<float>((d + m) / (2 * m) + 1e-5));
+          c.expect(got == lo || got == hi, "head 1 diff cell (" + std::to_string(i) + "," + std::to_string(j) +
+                                               "): " + std::to_string(d) + " drawn " + Checker::str(got));
+          if (i == 1) c.expect(got == white, "x2's row is unchanged: white");
+          const Rgb8 other = c.cell("diff1.map", i, j, 3, 3);
+          c.expect(other == white, "head 2 unchanged: white, drawn " + Checker::str(other));
+        }
     } else if (test == "undo_and_save") {
       c.expectWorkedExample(2, false);  // the causal mask was undone
       const attnscope::Scene saved = attnscope::loadSceneFile(dir + "/saved_scene.json");
