@@ -343,8 +343,10 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
     }
     const int rows = (heads + cols - 1) / cols;
     const float tile_w = area.x / cols, tile_h = area.y / rows;
-    for (int h = 0; h < heads; ++h) {
-      const ImVec2 t0(origin.x + (h % cols) * tile_w, origin.y + (h / cols) * tile_h);
+    const std::vector<int> order = headOrder(state, view);
+    for (int slot = 0; slot < heads; ++slot) {
+      const int h = order[static_cast<std::size_t>(slot)];
+      const ImVec2 t0(origin.x + (slot % cols) * tile_w, origin.y + (slot / cols) * tile_h);
       const ImVec2 t1(t0.x + tile_w - gap, t0.y + tile_h - gap * 0.5f);
       if (drawTile(state, view, renderer, h, t0, t1, whole, false).clicked) {
         view.focus_head = h;
@@ -361,6 +363,20 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
   if (view.color_scale == ColorScale::PerHead && view.focus_head < 0)
     ImGui::GetWindowDrawList()->AddText(ImVec2(b0.x, b0.y + std::min(area.y * 0.6f, 300.0f) + 20),
                                         ImGui::GetColorU32(ImGuiCol_TextDisabled), "x head\nmax");
+}
+
+std::vector<int> headOrder(const AppState& state, const ViewState& view, Clustering* clustering) {
+  const int h = state.scene().numHeads();
+  const Similarity& s = state.result().similarity;
+  if (view.cluster_order && s.cosine.rows() == h && s.js.rows() == h) {
+    Clustering c = clusterHeads(s, view.metric == 0 ? ClusterMetric::Cosine : ClusterMetric::JensenShannon);
+    std::vector<int> order = c.order;
+    if (clustering) *clustering = std::move(c);
+    return order;
+  }
+  std::vector<int> order(static_cast<std::size_t>(h));
+  for (int i = 0; i < h; ++i) order[static_cast<std::size_t>(i)] = i;
+  return order;
 }
 
 const std::vector<HeadTypeScores>& headTypes(const AppState& state, ViewState& view) {

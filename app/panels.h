@@ -39,6 +39,10 @@ struct ViewState {
   // Head-type scores of the shown result, recomputed when the result's revision moves.
   std::vector<HeadTypeScores> head_types;
   unsigned head_types_revision = ~0u;
+  // Heads in UPGMA cluster order (on the similarity metric) in the similarity matrix and the heads grid.
+  bool cluster_order = false;
+  std::vector<double> importance;  // zero-ablation importance per head, cached by revision
+  unsigned importance_revision = ~0u;
   // The diff panel's snapshot A (a copy of the result when pinned).
   bool diff_pinned = false;
   Result diff_a;
@@ -46,6 +50,9 @@ struct ViewState {
 
 // The head-type scores of the current result (cached in `view` by revision).
 const std::vector<HeadTypeScores>& headTypes(const AppState& state, ViewState& view);
+// The order the heads are shown in: UPGMA leaf order when view.cluster_order (and the similarity is there),
+// else 0..h-1. The clustering itself in `clustering` when not null.
+std::vector<int> headOrder(const AppState& state, const ViewState& view, Clustering* clustering = nullptr);
 
 // Each draws its contents into the current ImGui window.
 void drawModelPanel(AppState& state, ViewState& view);

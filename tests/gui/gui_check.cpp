@@ -5,6 +5,7 @@
 // the one the status bar must name)
 #include <stb_image.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "attnscope/analysis.h"
 #include "attnscope/colormap.h"
 #include "attnscope/cpu_backend.h"
 #include "attnscope/scene_json.h"
@@ -223,6 +225,25 @@ int main(int argc, char** argv) {
           const Rgb8 other = c.cell("diff1.map", i, j, 3, 3);
           c.expect(other == white, "head 2 unchanged: white, drawn " + Checker::str(other));
         }
+    } else if (test == "cluster_order") {
+      // The grid's slots run left to right, then top to bottom; slot k must hold the k-th leaf of the UPGMA
+      // clustering (1 - cosine) of the saved scene's heads.
+      const attnscope::Scene saved = attnscope::loadSceneFile(dir + "/scene.json");
+      const attnscope::Result result = attnscope::CpuBackend(1).compute(saved);
+      const attnscope::Clustering cl = attnscope::clusterHeads(result.similarity, attnscope::ClusterMetric::Cosine);
+      std::vector<std::pair<std::pair<float, float>, int>> slots;  // ((top, left), head)
+      for (int h = 0; h < 4; ++h) {
+        const std::vector<float> r = c.rect("head" + std::to_string(h) + ".map");
+        slots.push_back({{r[1], r[0]}, h});
+      }
+      std::sort(slots.begin(), slots.end());
+      std::string shown, want;
+      for (int k = 0; k < 4; ++k) {
+        shown += std::to_string(slots[static_cast<std::size_t>(k)].second + 1);
+        want += std::to_string(cl.order[static_cast<std::size_t>(k)] + 1);
+      }
+      c.expect(shown == want, "heads grid in cluster order " + want + ": shown " + shown);
+      c.expect(c.layout.contains("similarity.column.5"), "the statistics table has the head-type columns");
     } else if (test == "undo_and_save") {
       c.expectWorkedExample(2, false);  // the causal mask was undone
       const attnscope::Scene saved = attnscope::loadSceneFile(dir + "/saved_scene.json");
