@@ -227,6 +227,13 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
       view.zoom = CellView{col - fx * w, row - fy * h, col - fx * w + w, row - fy * h + h};
     }
     const int i = static_cast<int>(std::floor(row)), j = static_cast<int>(std::floor(col));
+    // A click (not the end of a pan) picks the cell for the breakdown panel.
+    if (out.clicked && io.MouseDragMaxDistanceSqr[ImGuiMouseButton_Left] < 16 && i >= 0 && i < scene.nQ() && j >= 0 &&
+        j < scene.nK()) {
+      view.breakdown_head = head;
+      view.breakdown_query = i;
+      view.breakdown_key = j;
+    }
     if (i >= 0 && i < scene.nQ() && j >= 0 && j < scene.nK()) {
       const ImVec2 c0(m0.x + (static_cast<float>(j) - cells.col0) * cell,
                       m0.y + (static_cast<float>(i) - cells.row0) * cell);

@@ -43,6 +43,8 @@ struct ViewState {
   bool cluster_order = false;
   std::vector<double> importance;  // zero-ablation importance per head, cached by revision
   unsigned importance_revision = ~0u;
+  // The cell the breakdown panel explains (a click on a heatmap cell); head -1 = none yet.
+  int breakdown_head = -1, breakdown_query = 0, breakdown_key = 0;
   // The diff panel's snapshot A (a copy of the result when pinned).
   bool diff_pinned = false;
   Result diff_a;
@@ -62,7 +64,8 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
 void drawSimilarityPanel(AppState& state, ViewState& view);
 void drawWalkthroughPanel(AppState& state, ViewState& view);
 void drawExportPanel(AppState& state, ViewState& view);
-void drawDiffPanel(AppState& state, ViewState& view);  // panel_diff.cpp
+void drawDiffPanel(AppState& state, ViewState& view);       // panel_diff.cpp
+void drawBreakdownPanel(AppState& state, ViewState& view);  // panel_breakdown.cpp
 
 // Shared widgets (panel_widgets.cpp).
 // Call right after an editing widget: true when this change continues the gesture of the last one (a drag in

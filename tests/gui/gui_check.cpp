@@ -244,6 +244,16 @@ int main(int argc, char** argv) {
       }
       c.expect(shown == want, "heads grid in cluster order " + want + ": shown " + shown);
       c.expect(c.layout.contains("similarity.column.5"), "the statistics table has the head-type columns");
+    } else if (test == "breakdown") {
+      // Head 1, query x1 (row 0), key x2 (column 1): q = (1, 0), k = (1, 0); products 1 (t = 0) and 0 (t = 1).
+      c.expect(c.layout.contains("breakdown.cell.0.0.1"), "the breakdown shows head 1, row 0, column 1");
+      const std::vector<float> b0 = c.rect("breakdown.bar0"), b1 = c.rect("breakdown.bar1");
+      c.expect(b0[2] - b0[0] > 40, "the largest product's bar is full width: " + std::to_string(b0[2] - b0[0]) + " px");
+      c.expect(b1[2] - b1[0] < 0.5f, "the zero product's bar is empty: " + std::to_string(b1[2] - b1[0]) + " px");
+      // The bar is green (positive).
+      const Rgb8 bar = c.img.at(static_cast<int>((b0[0] + b0[2]) / 2), static_cast<int>((b0[1] + b0[3]) / 2));
+      c.expect(bar == Rgb8{90, 190, 110}, "a positive product is drawn green: " + Checker::str(bar));
+      c.expect(c.layout.contains("breakdown.weight"), "the softmax of the row is shown");
     } else if (test == "undo_and_save") {
       c.expectWorkedExample(2, false);  // the causal mask was undone
       const attnscope::Scene saved = attnscope::loadSceneFile(dir + "/saved_scene.json");
