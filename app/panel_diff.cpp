@@ -12,34 +12,6 @@
 
 namespace attnscope::app {
 
-namespace {
-
-// Cells drawn one rectangle each: past this many over all heads the panel says to export instead.
-constexpr long kMaxDrawnCells = 250000;
-
-ImU32 toImU32(Rgb8 c) { return IM_COL32(c.r, c.g, c.b, 255); }
-
-// A horizontal colour bar from -m (left) through 0 (white) to +m.
-void drawDivergingBar(ImDrawList* list, ImVec2 p0, float width, float height, float m) {
-  const auto& table = colorMapTable(ColorMap::Diverging);
-  for (int i = 0; i < kColorMapSize; ++i) {
-    const float x0 = p0.x + width * static_cast<float>(i) / kColorMapSize;
-    const float x1 = p0.x + width * static_cast<float>(i + 1) / kColorMapSize;
-    list->AddRectFilled(ImVec2(x0, p0.y), ImVec2(x1 + 0.5f, p0.y + height),
-                        toImU32(table[static_cast<std::size_t>(i)]));
-  }
-  char lo[32], hi[32];
-  std::snprintf(lo, sizeof lo, "-%.3g", m);
-  std::snprintf(hi, sizeof hi, "+%.3g", m);
-  const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
-  const float below = p0.y + height + 2;
-  list->AddText(ImVec2(p0.x, below), text, lo);
-  list->AddText(ImVec2(p0.x + width * 0.5f - ImGui::CalcTextSize("0").x * 0.5f, below), text, "0");
-  list->AddText(ImVec2(p0.x + width - ImGui::CalcTextSize(hi).x, below), text, hi);
-}
-
-}  // namespace
-
 void drawDiffPanel(AppState& state, ViewState& view) {
   if (ImGui::Button(view.diff_pinned ? "Pin again as A" : "Pin as A")) {
     view.diff_a = state.result();
@@ -80,7 +52,7 @@ void drawDiffPanel(AppState& state, ViewState& view) {
   ImVec2 cursor = ImGui::GetCursorScreenPos();
   drawDivergingBar(list, cursor, std::min(width, 12 * line), 0.6f * line, m);
   ImGui::Dummy(ImVec2(width, 1.8f * line));
-  if (cells > kMaxDrawnCells) {
+  if (cells > kMaxDrawnMatrixCells) {
     ImGui::TextWrapped("%ld cells are too many to draw here; attnscope export --what diff writes them.", cells);
     return;
   }
@@ -103,14 +75,8 @@ void drawDiffPanel(AppState& state, ViewState& view) {
       std::snprintf(title, sizeof title, "Head %d: unchanged", h + 1);
     list->AddText(t0, ImGui::GetColorU32(ImGuiCol_Text), title);
     const ImVec2 m0(std::floor(t0.x), std::floor(t0.y + 1.2f * line));
-    for (int i = 0; i < n_q; ++i)
-      for (int j = 0; j < n_k; ++j) {
-        const Rgb8 c = colorAt(ColorMap::Diverging, colorMapParameter(d.delta(i, j), -m, m));
-        list->AddRectFilled(ImVec2(m0.x + j * cell, m0.y + i * cell),
-                            ImVec2(m0.x + (j + 1) * cell, m0.y + (i + 1) * cell), toImU32(c));
-      }
+    drawMatrixCells(list, d.delta, m0, cell, ColorMap::Diverging, -m, m, nullptr);
     const ImVec2 m1(m0.x + n_k * cell, m0.y + n_q * cell);
-    list->AddRect(ImVec2(m0.x - 1, m0.y - 1), ImVec2(m1.x + 1, m1.y + 1), IM_COL32(120, 120, 120, 255));
     probeRect("diff" + std::to_string(h) + ".map", m0, m1);
   }
   ImGui::Dummy(ImVec2(width, tile_h * static_cast<float>((heads + cols - 1) / cols)));

@@ -7,6 +7,7 @@
 
 #include "app_state.h"
 #include "attnscope/analysis.h"
+#include "attnscope/colormap.h"
 #include "attnscope/walkthrough.h"
 #include "heatmap_view.h"
 
@@ -43,6 +44,7 @@ struct ViewState {
   bool cluster_order = false;
   std::vector<double> importance;  // zero-ablation importance per head, cached by revision
   unsigned importance_revision = ~0u;
+  int pitfall = 0;  // the mistakes panel's pitfall, an index into pitfallList()
   // The cell the breakdown panel explains (a click on a heatmap cell); head -1 = none yet.
   int breakdown_head = -1, breakdown_query = 0, breakdown_key = 0;
   // The diff panel's snapshot A (a copy of the result when pinned).
@@ -66,6 +68,7 @@ void drawWalkthroughPanel(AppState& state, ViewState& view);
 void drawExportPanel(AppState& state, ViewState& view);
 void drawDiffPanel(AppState& state, ViewState& view);       // panel_diff.cpp
 void drawBreakdownPanel(AppState& state, ViewState& view);  // panel_breakdown.cpp
+void drawPitfallsPanel(AppState& state, ViewState& view);   // panel_pitfalls.cpp
 
 // Shared widgets (panel_widgets.cpp).
 // Call right after an editing widget: true when this change continues the gesture of the last one (a drag in
@@ -77,6 +80,14 @@ bool continuesGesture(bool changed);
 bool matrixTable(const char* id, const Matrix& m, Matrix& out, bool& continuing, const char* probe = nullptr);
 // "- [value] +" with named probes "<probe>.minus", "<probe>.plus"; true when the value changed.
 bool stepperInt(const char* label, const std::string& probe, int& value, int min, int max);
+// Cells drawn one rectangle each (the diff and mistakes panels): past this many the panels point to the CLI.
+constexpr long kMaxDrawnMatrixCells = 250000;
+// A matrix (rows, cols) as cells of `cell` pixels from p0: colorAt(map, (v - vmin) / (vmax - vmin)), or
+// kMaskedColor where `masked` (same shape) is 1; framed in grey.
+void drawMatrixCells(ImDrawList* list, const Matrix& values, ImVec2 p0, float cell, ColorMap map, float vmin,
+                     float vmax, const MaskMatrix* masked);
+// A horizontal colour bar of the diverging map from -m (left) through 0 (white) to +m, labelled.
+void drawDivergingBar(ImDrawList* list, ImVec2 p0, float width, float height, float m);
 // A section title with a rule under it.
 void sectionHeader(const char* title);
 // The edit error of the last edit, in red, under the widget that caused it.

@@ -122,6 +122,7 @@ void drawWindowLayout(AppState& state, ViewState& view, HeatmapRenderer& rendere
     if (tab("Export", "tab.export")) drawExportPanel(state, view), ImGui::EndTabItem();
     if (tab("Diff", "tab.diff")) drawDiffPanel(state, view), ImGui::EndTabItem();
     if (tab("Cell", "tab.breakdown")) drawBreakdownPanel(state, view), ImGui::EndTabItem();
+    if (tab("Mistakes", "tab.pitfalls")) drawPitfallsPanel(state, view), ImGui::EndTabItem();
     ImGui::EndTabBar();
   }
   ImGui::End();

@@ -254,6 +254,29 @@ int main(int argc, char** argv) {
       const Rgb8 bar = c.img.at(static_cast<int>((b0[0] + b0[2]) / 2), static_cast<int>((b0[1] + b0[3]) / 2));
       c.expect(bar == Rgb8{90, 190, 110}, "a positive product is drawn green: " + Checker::str(bar));
       c.expect(c.layout.contains("breakdown.weight"), "the softmax of the row is shown");
+    } else if (test == "pitfalls") {
+      // mask_ignored on the causal worked example: mistaken = the unmasked weights (viridis), beside
+      // unmasked - causal on the diverging map over -m..m, m the largest |difference| over both heads.
+      double m = 0;
+      for (int h = 0; h < 2; ++h) {
+        const Grid u = expectedWeights(h, false), k = expectedWeights(h, true);
+        for (int i = 0; i < 3; ++i)
+          for (int j = 0; j < 3; ++j) m = std::max(m, std::fabs(u[i][j] - k[i][j]));
+      }
+      for (int h = 0; h < 2; ++h) {
+        const Grid u = expectedWeights(h, false), k = expectedWeights(h, true);
+        for (int i = 0; i < 3; ++i)
+          for (int j = 0; j < 3; ++j) {
+            c.expectWeightColor("pitfall.weights" + std::to_string(h), h, i, j, u[i][j]);
+            const double d = u[i][j] - k[i][j];
+            const Rgb8 got = c.cell("pitfall.diff" + std::to_string(h), i, j, 3, 3);
+            const Rgb8 lo = attnscope::colorAt(ColorMap::Diverging, static_cast<float>((d + m) / (2 * m) - 1e-5));
+            const Rgb8 hi = attnscope::colorAt(ColorMap::Diverging, static_cast<float>((d + m) / (2 * m) + 1e-5));
+            c.expect(got == lo || got == hi, "head " + std::to_string(h + 1) + " difference (" + std::to_string(i) +
+                                                 "," + std::to_string(j) + ") " + std::to_string(d) + ": drawn " +
+                                                 Checker::str(got));
+          }
+      }
     } else if (test == "undo_and_save") {
       c.expectWorkedExample(2, false);  // the causal mask was undone
       const attnscope::Scene saved = attnscope::loadSceneFile(dir + "/saved_scene.json");
