@@ -258,11 +258,12 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
 
 // Under the grid when heads are muted: which, and the L2 norm of the output change per query token when they
 // are zero-ablated (the engine's ablateHeads), as text and a bar per query.
-void drawMutedEffect(const AppState& state, const ViewState& view, ImVec2 p0, float width) {
-  const AblationResult ab = ablateHeads(state.scene(), state.result(), view.muted_heads, AblationMode::Zero);
+void drawMutedEffect(const AppState& state, ViewState& view, ImVec2 p0, float width) {
+  const AblationMode mode = view.mute_mean ? AblationMode::Mean : AblationMode::Zero;
+  const AblationResult ab = ablateHeads(state.scene(), state.result(), view.muted_heads, mode);
   ImDrawList* list = ImGui::GetWindowDrawList();
   const float line = ImGui::GetTextLineHeight();
-  std::string text = "Muted (zero-ablated): head";
+  std::string text = view.mute_mean ? "Muted (mean-ablated): head" : "Muted (zero-ablated): head";
   text += ab.heads.size() > 1 ? "s" : "";
   for (int h : ab.heads) text += " " + std::to_string(h + 1);
   char total[64];
@@ -281,6 +282,14 @@ void drawMutedEffect(const AppState& state, const ViewState& view, ImVec2 p0, fl
     list->AddRectFilled(ImVec2(x + 1, base - h), ImVec2(x + bar_w - 1, base), IM_COL32(230, 120, 60, 255));
   }
   probeRect("heads.muted_effect", p0, ImVec2(p0.x + width, base));
+  // Zero or mean ablation: a muted head's output replaced by zeros, or by its mean over the queries.
+  const ImVec2 cursor = ImGui::GetCursorScreenPos();
+  const char* label = view.mute_mean ? "ablate: mean" : "ablate: zero";
+  ImGui::SetCursorScreenPos(
+      ImVec2(p0.x + width - ImGui::CalcTextSize("ablate: mean").x - 2 * line, p0.y + 1.2f * line));
+  if (ImGui::SmallButton(label)) view.mute_mean = !view.mute_mean;
+  probeItem("heads.mute_mode");
+  ImGui::SetCursorScreenPos(cursor);
 }
 
 void clampZoom(CellView& z, const Scene& scene) {

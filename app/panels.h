@@ -37,6 +37,7 @@ struct ViewState {
   std::string export_message;
   // Heads muted on their tiles (sorted, 0-based): drawn dimmed, and the output change of zero-ablating them shown.
   std::vector<int> muted_heads;
+  bool mute_mean = false;  // muting replaces a head's output by its mean over the queries instead of zeros
   // Head-type scores of the shown result, recomputed when the result's revision moves.
   std::vector<HeadTypeScores> head_types;
   unsigned head_types_revision = ~0u;
