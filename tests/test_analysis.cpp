@@ -21,7 +21,8 @@ using test::handWeight;
 using test::peakE;
 using test::peakF;
 
-// float32 weights from the engine against double formulas: largest error seen 3e-8.
+// float32 weights from the engine against double formulas: largest error seen 8.4e-8
+// (HeadTypes.HandHeadsScoreAsWorkedOut prints it).
 constexpr double kTol = 1e-6;
 
 Result cpuResult(const Scene& scene) { return CpuBackend(1).compute(scene); }
