@@ -27,6 +27,12 @@ constexpr const char* kHelp =
     "(heads, n_q, n_k) in NPY\n"
     "         similarity the heads x heads similarity matrix (--metric cosine, "
     "the default, or js)\n"
+    "         diff       B - A per head on a diverging scale centred at 0: "
+    "SCENE is B, --against A.json is A\n"
+    "  --against A.json  for diff: the scene to compare with (same head count "
+    "and token counts)\n"
+    "  --dendrogram      for similarity (PNG, SVG): heads in UPGMA cluster "
+    "order, the dendrogram beside\n"
     "  --format          png or svg (a heatmap figure), csv (a table with a "
     "header row), npy (float32 for\n"
     "                    numpy.load); may be left out when --out ends in .png, "
@@ -67,8 +73,12 @@ void parseWhat(const std::string& what, int heads, ExportRequest& request) {
     request.what = ExportWhat::Similarity;
     return;
   }
+  if (what == "diff") {
+    request.what = ExportWhat::Diff;
+    return;
+  }
   const std::string range =
-      "head:1 to head:" + std::to_string(heads) + " (heads are numbered from 1), heads or similarity";
+      "head:1 to head:" + std::to_string(heads) + " (heads are numbered from 1), heads, similarity or diff";
   if (what.rfind("head:", 0) != 0) throw InputError("--what", range, "'" + what + "'");
   const std::string digits = what.substr(5);
   if (digits.empty() || digits.size() > 3 || digits.find_first_not_of("0123456789") != std::string::npos)
@@ -88,12 +98,14 @@ int runExport(Args& args) {
   }
   const std::optional<std::string> what = args.take("--what");
   const std::optional<std::string> out = args.take("--out", "-o");
-  if (!what) throw InputError("--what", "head:N, heads or similarity", "nothing (see attnscope export --help)");
+  if (!what) throw InputError("--what", "head:N, heads, similarity or diff", "nothing (see attnscope export --help)");
   if (!out) throw InputError("--out", "the path of the file to write", "nothing (see attnscope export --help)");
   ExportRequest request;
   request.path = *out;
   request.format = chooseFormat(args, *out);
   request.annotate = args.takeFlag("--annotate");
+  request.dendrogram = args.takeFlag("--dendrogram");
+  const std::optional<std::string> against = args.take("--against");
   request.metric = args.takeChoice("--metric", {"cosine", "js"}, "cosine") == "js" ? SimilarityMetric::JensenShannon
                                                                                    : SimilarityMetric::Cosine;
   const std::string backend_name = args.takeChoice("--backend", {"cpu", "gpu", "auto"}, "cpu");
@@ -102,8 +114,25 @@ int runExport(Args& args) {
 
   const Scene scene = loadSceneFile(files[0]);
   parseWhat(*what, scene.numHeads(), request);
+  if (request.what == ExportWhat::Diff && !against)
+    throw InputError("--against", "the scene A to compare with (--what diff shows SCENE - A)", "nothing");
+  if (request.what != ExportWhat::Diff && against)
+    throw InputError("--against", "only with --what diff", "'" + *against + "' with --what " + *what);
+  if (request.dendrogram && request.what != ExportWhat::Similarity)
+    throw InputError("--dendrogram", "only with --what similarity", "--what " + *what);
   std::vector<std::string> warnings;
   std::unique_ptr<Backend> backend = makeBackend(backend_name, 0, warnings);
+  Result baseline;
+  if (against) {
+    const Scene scene_a = loadSceneFile(*against);
+    if (scene_a.nQ() != scene.nQ() || scene_a.nK() != scene.nK() || scene_a.numHeads() != scene.numHeads())
+      throw InputError("--against",
+                       std::to_string(scene.numHeads()) + " heads over " + shapeString(scene.nQ(), scene.nK()) +
+                           " tokens (as " + files[0] + ")",
+                       std::to_string(scene_a.numHeads()) + " heads over " + shapeString(scene_a.nQ(), scene_a.nK()));
+    baseline = backend->compute(scene_a, {.keep_scores = false, .analysis = false});
+    request.baseline = &baseline;
+  }
   // Scores are not exported (masked cells come from the scene's mask);
   // similarity only when asked for.
   const Result result =

@@ -19,11 +19,14 @@ const Command kCommands[] = {
     {"compute", attnscope::cli::runCompute, "compute SCENE [--backend cpu|gpu|auto] [-o OUT.json]"},
     {"walkthrough", attnscope::cli::runWalkthrough, "walkthrough [SCENE]"},
     {"export", attnscope::cli::runExport,
-     "export SCENE --what head:N|heads|similarity (N from 1) --format png|svg|csv|npy --out PATH [--annotate] "
-     "[--metric cosine|js] [--backend cpu|gpu|auto]"},
+     "export SCENE --what head:N|heads|similarity|diff (N from 1) --format png|svg|csv|npy --out PATH [--annotate] "
+     "[--metric cosine|js] [--dendrogram] [--against A.json] [--backend cpu|gpu|auto]"},
     {"bench", attnscope::cli::runBench,
      "bench --n N --heads H --d-model D [--d-k K] [--d-v V] [--mask causal] [--backend cpu|gpu|auto] "
      "[--threads T] [--repeat R] [--analysis]"},
+    {"analyze", attnscope::cli::runAnalyze,
+     "analyze SCENE [--cell H,I,J] [--ablate H[,H...]] [--ablation zero|mean] [--pitfall NAME] [--metric cosine|js] "
+     "[--window W] [--sort SCORE] [--backend cpu|gpu|auto] [-o OUT.json] (heads from 1, positions from 0)"},
 };
 
 void printUsage(std::FILE* to) {
@@ -49,7 +52,7 @@ int main(int argc, char** argv) {
       attnscope::cli::Args parsed(c.name, std::vector<std::string>(args.begin() + 1, args.end()));
       return c.run(parsed);
     }
-    std::fprintf(stderr, "attnscope: command: expected one of compute, walkthrough, export, bench, got '%s'\n",
+    std::fprintf(stderr, "attnscope: command: expected one of compute, walkthrough, export, bench, analyze, got '%s'\n",
                  args[0].c_str());
     return 2;
   } catch (const std::exception& e) {

@@ -1,8 +1,10 @@
-// Export panel: the current head, all heads or the similarity matrix to PNG, SVG, CSV or NPY, through the same
-// exporter as `attnscope export`; a message says where the file went or why not.
+// Export panel: the current head, all heads, the similarity matrix (with its dendrogram in cluster order) or
+// B - A against the Diff tab's pinned A to PNG, SVG, CSV or NPY, through the same exporter as `attnscope
+// export`; a message says where the file went or why not.
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
+#include <algorithm>
 #include <exception>
 #include <string>
 
@@ -14,14 +16,17 @@ namespace attnscope::app {
 
 void drawExportPanel(AppState& state, ViewState& view) {
   const int heads = state.scene().numHeads();
-  const char* what[] = {"one head", "all heads", "similarity"};
+  const char* what[] = {"one head", "all heads", "similarity", "B - A"};  // in ExportWhat's order
   const char* formats[] = {"PNG", "SVG", "CSV", "NPY"};
   const char* extensions[] = {".png", ".svg", ".csv", ".npy"};
   ImGui::TextUnformatted("What");
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 4; ++i) {
     ImGui::SameLine();
+    ImGui::BeginDisabled(i == 3 && !view.diff_pinned);  // B - A needs the Diff tab's snapshot A
     ImGui::RadioButton(what[i], &view.export_what, i);
+    ImGui::EndDisabled();
   }
+  if (view.export_what == 3 && !view.diff_pinned) view.export_what = 1;
   int& head = view.export_head;
   if (view.export_what == 0) {
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
@@ -42,6 +47,7 @@ void drawExportPanel(AppState& state, ViewState& view) {
     ImGui::RadioButton("cosine", &view.metric, 0);
     ImGui::SameLine();
     ImGui::RadioButton("Jensen-Shannon", &view.metric, 1);
+    ImGui::Checkbox("cluster order with dendrogram", &view.cluster_order);
   }
   if (view.export_format <= 1) ImGui::Checkbox("write each value in its cell", &view.export_annotate);
   ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 4);
@@ -55,6 +61,8 @@ void drawExportPanel(AppState& state, ViewState& view) {
     request.metric = view.metric == 0 ? SimilarityMetric::Cosine : SimilarityMetric::JensenShannon;
     request.annotate = view.export_annotate;
     request.path = view.export_path;
+    request.dendrogram = view.export_what == 2 && view.cluster_order;
+    if (view.export_what == 3) request.baseline = &view.diff_a;
     try {
       exportResult(state.scene(), state.result(), request);
       view.export_message = "Wrote " + view.export_path;

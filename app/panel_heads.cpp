@@ -1,5 +1,6 @@
 // Heads panel: a grid of per-head heatmaps (GPU-drawn) with token labels, hover details, a colour bar;
-// a click enlarges one head with zoom (mouse wheel) and pan (drag).
+// a click enlarges one head with zoom (mouse wheel) and pan (drag). Each tile carries its head-type label and a
+// mute toggle: muted heads are dimmed and the output change of zero-ablating them is shown under the grid.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -32,6 +33,31 @@ float scaleTop(const AppState& state, const ViewState& view, int head) {
 }
 
 ImU32 toImU32(Rgb8 c) { return IM_COL32(c.r, c.g, c.b, 255); }
+
+// A muted head's map is covered by black at this alpha (of 255): each channel drawn at (255 - a) / 255.
+constexpr int kMutedDim = 160;
+
+bool isMuted(const ViewState& view, int head) {
+  return std::binary_search(view.muted_heads.begin(), view.muted_heads.end(), head);
+}
+
+void toggleMuted(ViewState& view, int head) {
+  auto it = std::lower_bound(view.muted_heads.begin(), view.muted_heads.end(), head);
+  if (it != view.muted_heads.end() && *it == head)
+    view.muted_heads.erase(it);
+  else
+    view.muted_heads.insert(it, head);
+}
+
+// "prev", "current", ... for a tile's title: the head-type label, short.
+const char* shortLabel(const std::string& label) {
+  if (label == "previous_token") return "previous-token";
+  if (label == "current_token") return "current-token";
+  if (label == "first_token") return "first-token";
+  if (label == "induction") return "induction";
+  if (label == "duplicate_token") return "duplicate-token";
+  return "";
+}
 
 // A vertical colour bar from 0 (bottom) to `top`, one band per colour-map entry.
 void drawColorBar(ImDrawList* list, ImVec2 p0, ImVec2 p1, float top) {
@@ -105,14 +131,30 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
   const ImU32 text_color = ImGui::GetColorU32(ImGuiCol_Text);
   TileResult out;
 
-  // Title: "Head 3", with its entropy and the axis hint when the tile is wide enough for them.
-  char title[64];
+  // Title: "Head 3", its head-type label, its entropy and the axis hint when the tile is wide enough for them;
+  // then the mute toggle.
+  char title[96];
   const HeadStats& stats = state.result().stats[static_cast<std::size_t>(head)];
-  std::snprintf(title, sizeof title, "Head %d   entropy %.2f", head + 1, stats.entropy);
-  if (ImGui::CalcTextSize(title).x > p1.x - p0.x) std::snprintf(title, sizeof title, "Head %d", head + 1);
+  const std::vector<HeadTypeScores>& types = headTypes(state, view);
+  const char* label =
+      head < static_cast<int>(types.size()) ? shortLabel(headTypeLabel(types[static_cast<std::size_t>(head)])) : "";
+  const float mute_w = ImGui::CalcTextSize("unmute").x + 2 * ImGui::GetStyle().FramePadding.x;
+  std::snprintf(title, sizeof title, "Head %d %s  entropy %.2f", head + 1, label, stats.entropy);
+  if (ImGui::CalcTextSize(title).x + mute_w + line > p1.x - p0.x)
+    std::snprintf(title, sizeof title, "Head %d %s", head + 1, label);
+  if (ImGui::CalcTextSize(title).x + mute_w + line > p1.x - p0.x)
+    std::snprintf(title, sizeof title, "Head %d", head + 1);
   list->AddText(p0, text_color, title);
+  const bool muted = isMuted(view, head);
+  const ImVec2 after_title = ImGui::GetCursorScreenPos();
+  ImGui::SetCursorScreenPos(ImVec2(p0.x + ImGui::CalcTextSize(title).x + line * 0.5f, p0.y - 1));
+  ImGui::PushID(head);
+  if (ImGui::SmallButton(muted ? "unmute" : "mute")) toggleMuted(view, head);
+  probeItem("head" + std::to_string(head) + ".mute");
+  ImGui::PopID();
+  ImGui::SetCursorScreenPos(after_title);
   const char* hint = "rows: queries, columns: keys";
-  if (ImGui::CalcTextSize(title).x + ImGui::CalcTextSize(hint).x + 3 * line < p1.x - p0.x)
+  if (ImGui::CalcTextSize(title).x + mute_w + ImGui::CalcTextSize(hint).x + 3 * line < p1.x - p0.x)
     list->AddText(ImVec2(p1.x - ImGui::CalcTextSize(hint).x - line, p0.y), ImGui::GetColorU32(ImGuiCol_TextDisabled),
                   hint);
 
@@ -131,6 +173,7 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
   out.map_min = m0;
   out.map_max = m1;
   renderer.draw(list, head, m0, m1, cells, 0.0f, scaleTop(state, view, head));
+  if (isMuted(view, head)) list->AddRectFilled(m0, m1, IM_COL32(0, 0, 0, kMutedDim));
   if (head == view.walk_head)  // the walkthrough's current step is about this head
     list->AddRect(ImVec2(m0.x - 3, m0.y - 3), ImVec2(m1.x + 3, m1.y + 3), IM_COL32(90, 170, 255, 255), 0, 0, 2.0f);
   probeRect("head" + std::to_string(head) + ".map", m0, m1);
@@ -184,6 +227,13 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
       view.zoom = CellView{col - fx * w, row - fy * h, col - fx * w + w, row - fy * h + h};
     }
     const int i = static_cast<int>(std::floor(row)), j = static_cast<int>(std::floor(col));
+    // A click (not the end of a pan) picks the cell for the breakdown panel.
+    if (out.clicked && io.MouseDragMaxDistanceSqr[ImGuiMouseButton_Left] < 16 && i >= 0 && i < scene.nQ() && j >= 0 &&
+        j < scene.nK()) {
+      view.breakdown_head = head;
+      view.breakdown_query = i;
+      view.breakdown_key = j;
+    }
     if (i >= 0 && i < scene.nQ() && j >= 0 && j < scene.nK()) {
       const ImVec2 c0(m0.x + (static_cast<float>(j) - cells.col0) * cell,
                       m0.y + (static_cast<float>(i) - cells.row0) * cell);
@@ -204,6 +254,42 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
     }
   }
   return out;
+}
+
+// Under the grid when heads are muted: which, and the L2 norm of the output change per query token when they
+// are zero-ablated (the engine's ablateHeads), as text and a bar per query.
+void drawMutedEffect(const AppState& state, ViewState& view, ImVec2 p0, float width) {
+  const AblationMode mode = view.mute_mean ? AblationMode::Mean : AblationMode::Zero;
+  const AblationResult ab = ablateHeads(state.scene(), state.result(), view.muted_heads, mode);
+  ImDrawList* list = ImGui::GetWindowDrawList();
+  const float line = ImGui::GetTextLineHeight();
+  std::string text = view.mute_mean ? "Muted (mean-ablated): head" : "Muted (zero-ablated): head";
+  text += ab.heads.size() > 1 ? "s" : "";
+  for (int h : ab.heads) text += " " + std::to_string(h + 1);
+  char total[64];
+  std::snprintf(total, sizeof total, ".  Output change (L2) over all queries: %.4f", ab.total_change);
+  text += total;
+  list->AddText(p0, ImGui::GetColorU32(ImGuiCol_Text), text.c_str());
+  double largest = 0;
+  for (double c : ab.query_change) largest = std::max(largest, c);
+  const int n = static_cast<int>(ab.query_change.size());
+  const float bar_w = std::max(1.0f, std::min(3 * line, width / static_cast<float>(std::max(1, n))));
+  const float base = p0.y + 2.6f * line;
+  for (int i = 0; i < n; ++i) {
+    const float h =
+        largest > 0 ? static_cast<float>(ab.query_change[static_cast<std::size_t>(i)] / largest) * 1.2f * line : 0;
+    const float x = p0.x + static_cast<float>(i) * bar_w;
+    list->AddRectFilled(ImVec2(x + 1, base - h), ImVec2(x + bar_w - 1, base), IM_COL32(230, 120, 60, 255));
+  }
+  probeRect("heads.muted_effect", p0, ImVec2(p0.x + width, base));
+  // Zero or mean ablation: a muted head's output replaced by zeros, or by its mean over the queries.
+  const ImVec2 cursor = ImGui::GetCursorScreenPos();
+  const char* label = view.mute_mean ? "ablate: mean" : "ablate: zero";
+  ImGui::SetCursorScreenPos(
+      ImVec2(p0.x + width - ImGui::CalcTextSize("ablate: mean").x - 2 * line, p0.y + 1.2f * line));
+  if (ImGui::SmallButton(label)) view.mute_mean = !view.mute_mean;
+  probeItem("heads.mute_mode");
+  ImGui::SetCursorScreenPos(cursor);
 }
 
 void clampZoom(CellView& z, const Scene& scene) {
@@ -242,7 +328,12 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
 
   // The grid (or the enlarged head) fills the panel, leaving a strip for the colour bar on the right.
   const ImVec2 origin = ImGui::GetCursorScreenPos();
-  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  ImVec2 avail = ImGui::GetContentRegionAvail();
+  view.muted_heads.erase(
+      std::remove_if(view.muted_heads.begin(), view.muted_heads.end(), [&](int h) { return h >= heads; }),
+      view.muted_heads.end());
+  const float effect_h = view.muted_heads.empty() ? 0.0f : 3.2f * ImGui::GetTextLineHeight();
+  avail.y -= effect_h;
   const float bar_w = ImGui::GetFontSize() * 3.5f;
   const float gap = ImGui::GetFontSize() * 0.8f;
   const ImVec2 area(avail.x - bar_w - gap, avail.y);
@@ -268,8 +359,10 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
     }
     const int rows = (heads + cols - 1) / cols;
     const float tile_w = area.x / cols, tile_h = area.y / rows;
-    for (int h = 0; h < heads; ++h) {
-      const ImVec2 t0(origin.x + (h % cols) * tile_w, origin.y + (h / cols) * tile_h);
+    const std::vector<int> order = headOrder(state, view);
+    for (int slot = 0; slot < heads; ++slot) {
+      const int h = order[static_cast<std::size_t>(slot)];
+      const ImVec2 t0(origin.x + (slot % cols) * tile_w, origin.y + (slot / cols) * tile_h);
       const ImVec2 t1(t0.x + tile_w - gap, t0.y + tile_h - gap * 0.5f);
       if (drawTile(state, view, renderer, h, t0, t1, whole, false).clicked) {
         view.focus_head = h;
@@ -277,6 +370,8 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
       }
     }
   }
+  if (!view.muted_heads.empty())
+    drawMutedEffect(state, view, ImVec2(origin.x, origin.y + avail.y + 0.2f * ImGui::GetTextLineHeight()), area.x);
   const float top = scaleTop(state, view, std::max(0, view.focus_head));
   const ImVec2 b0(origin.x + area.x + gap, origin.y + ImGui::GetTextLineHeight() * 1.2f);
   drawColorBar(ImGui::GetWindowDrawList(), b0, ImVec2(b0.x + bar_w * 0.35f, b0.y + std::min(area.y * 0.6f, 300.0f)),
@@ -284,6 +379,28 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
   if (view.color_scale == ColorScale::PerHead && view.focus_head < 0)
     ImGui::GetWindowDrawList()->AddText(ImVec2(b0.x, b0.y + std::min(area.y * 0.6f, 300.0f) + 20),
                                         ImGui::GetColorU32(ImGuiCol_TextDisabled), "x head\nmax");
+}
+
+std::vector<int> headOrder(const AppState& state, const ViewState& view, Clustering* clustering) {
+  const int h = state.scene().numHeads();
+  const Similarity& s = state.result().similarity;
+  if (view.cluster_order && s.cosine.rows() == h && s.js.rows() == h) {
+    Clustering c = clusterHeads(s, view.metric == 0 ? ClusterMetric::Cosine : ClusterMetric::JensenShannon);
+    std::vector<int> order = c.order;
+    if (clustering) *clustering = std::move(c);
+    return order;
+  }
+  std::vector<int> order(static_cast<std::size_t>(h));
+  for (int i = 0; i < h; ++i) order[static_cast<std::size_t>(i)] = i;
+  return order;
+}
+
+const std::vector<HeadTypeScores>& headTypes(const AppState& state, ViewState& view) {
+  if (view.head_types_revision != state.revision() || view.head_types.size() != state.result().heads.size()) {
+    view.head_types = allHeadTypeScores(state.scene(), state.result());
+    view.head_types_revision = state.revision();
+  }
+  return view.head_types;
 }
 
 }  // namespace attnscope::app

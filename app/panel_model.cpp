@@ -166,6 +166,18 @@ void presetsSection(AppState& state, ViewState& view) {
     state.edit("sentence scene", [&](Scene& s) {
       s = makeSentenceScene(view.sentence, std::max(1, view.random_heads), std::max(1, view.random_d_model), view.seed);
     });
+
+  // Half of n random tokens, then the same again: the probe for induction and duplicate-token heads.
+  if (ImGui::Button("Repeated random tokens")) {
+    RepeatedTokensSpec spec;
+    spec.length = std::max(1, view.random_n / 2);
+    spec.vocab = std::max(50, spec.length);
+    spec.heads = view.random_heads, spec.d_model = view.random_d_model, spec.seed = view.seed;
+    state.edit("repeated tokens scene", [&](Scene& s) { s = makeRepeatedTokensScene(spec); });
+  }
+  probeItem("model.preset.repeated");
+  ImGui::SameLine();
+  ImGui::TextDisabled("(n/2 tokens, twice)");
 }
 
 }  // namespace

@@ -1,5 +1,8 @@
-// Similarity panel: the heads x heads matrix (cosine of flattened weight maps, or Jensen-Shannon divergence);
-// hover names the pair, a click shows the two heads side by side in the heads panel.
+// Similarity panel: the heads x heads matrix (cosine of flattened weight maps, or Jensen-Shannon divergence),
+// optionally in UPGMA cluster order with the dendrogram beside it (the heads grid follows the same order);
+// hover names the pair, a click shows the two heads side by side in the heads panel. Below, a table of per-head
+// statistics, head-type scores and importance, sortable by any column.
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -9,10 +12,119 @@
 
 namespace attnscope::app {
 
+namespace {
+
+// The dendrogram in [x0, x1) beside rows of `cell` pixels from y0: leaves at x1 (height 0), the root's height
+// at x0; each merge a vertical line between its children and a horizontal line to each.
+void drawDendrogram(ImDrawList* list, const Clustering& c, float x0, float x1, float y0, float cell) {
+  const int h = static_cast<int>(c.order.size());
+  double top = 0;
+  for (const ClusterMerge& m : c.merges) top = std::max(top, m.height);
+  if (top <= 0) top = 1;
+  std::vector<float> nx(static_cast<std::size_t>(2 * h), x1), ny(static_cast<std::size_t>(2 * h), 0);
+  for (int k = 0; k < h; ++k)
+    ny[static_cast<std::size_t>(c.order[static_cast<std::size_t>(k)])] = y0 + (k + 0.5f) * cell;
+  const ImU32 color = ImGui::GetColorU32(ImGuiCol_Text);
+  for (std::size_t k = 0; k < c.merges.size(); ++k) {
+    const ClusterMerge& m = c.merges[k];
+    const std::size_t a = static_cast<std::size_t>(m.a), b = static_cast<std::size_t>(m.b), id = h + k;
+    const float x = x1 - static_cast<float>(m.height / top) * (x1 - x0);
+    list->AddLine(ImVec2(x, ny[a]), ImVec2(x, ny[b]), color);
+    list->AddLine(ImVec2(x, ny[a]), ImVec2(nx[a], ny[a]), color);
+    list->AddLine(ImVec2(x, ny[b]), ImVec2(nx[b], ny[b]), color);
+    nx[id] = x;
+    ny[id] = (ny[a] + ny[b]) / 2;
+  }
+}
+
+const std::vector<double>& importance(const AppState& state, ViewState& view) {
+  if (view.importance_revision != state.revision() || view.importance.size() != state.result().heads.size()) {
+    view.importance = headImportance(state.scene(), state.result(), AblationMode::Zero);
+    view.importance_revision = state.revision();
+  }
+  return view.importance;
+}
+
+void statsTable(AppState& state, ViewState& view) {
+  const int h = state.scene().numHeads();
+  const std::vector<HeadTypeScores>& types = headTypes(state, view);
+  const std::vector<double>& imp = importance(state, view);
+  const std::vector<std::string>& names = headTypeScoreNames();
+  // Columns: head, label, entropy, max w, mean dist, the six scores, importance.
+  const char* score_titles[] = {"prev", "cur", "first", "local", "induct", "dup"};
+  const int columns = 5 + 6 + 1;
+  auto value = [&](int head, int column) -> double {
+    const std::size_t a = static_cast<std::size_t>(head);
+    const HeadStats& s = state.result().stats[a];
+    switch (column) {
+      case 0:
+        return head;
+      case 1:
+        return 0;
+      case 2:
+        return s.entropy;
+      case 3:
+        return s.max_weight;
+      case 4:
+        return s.mean_distance;
+      case 11:
+        return imp[a];
+      default:
+        return headTypeScore(types[a], names[static_cast<std::size_t>(column - 5)]).value_or(-1.0);
+    }
+  };
+  const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_Sortable | ImGuiTableFlags_ScrollX |
+                                ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_BordersInnerV;
+  if (!ImGui::BeginTable("stats", columns, flags)) return;
+  ImGui::TableSetupColumn("head", ImGuiTableColumnFlags_DefaultSort);
+  ImGui::TableSetupColumn("type", ImGuiTableColumnFlags_NoSort);
+  ImGui::TableSetupColumn("entropy");
+  ImGui::TableSetupColumn("max w");
+  ImGui::TableSetupColumn("dist");
+  for (const char* t : score_titles) ImGui::TableSetupColumn(t, ImGuiTableColumnFlags_PreferSortDescending);
+  ImGui::TableSetupColumn("importance", ImGuiTableColumnFlags_PreferSortDescending);
+  ImGui::TableNextRow(ImGuiTableRowFlags_Headers);
+  for (int c = 0; c < columns; ++c) {
+    ImGui::TableSetColumnIndex(c);
+    ImGui::TableHeader(ImGui::TableGetColumnName(c));
+    probeItem("similarity.column." + std::to_string(c));
+  }
+  std::vector<int> rows(static_cast<std::size_t>(h));
+  for (int a = 0; a < h; ++a) rows[static_cast<std::size_t>(a)] = a;
+  if (const ImGuiTableSortSpecs* sort = ImGui::TableGetSortSpecs(); sort && sort->SpecsCount > 0) {
+    const int column = sort->Specs[0].ColumnIndex;
+    const bool ascending = sort->Specs[0].SortDirection == ImGuiSortDirection_Ascending;
+    std::stable_sort(rows.begin(), rows.end(), [&](int a, int b) {
+      return ascending ? value(a, column) < value(b, column) : value(a, column) > value(b, column);
+    });
+  }
+  for (int a : rows) {
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    ImGui::Text("%d", a + 1);
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(headTypeLabel(types[static_cast<std::size_t>(a)]).c_str());
+    for (int c = 2; c < columns; ++c) {
+      ImGui::TableNextColumn();
+      const double v = value(a, c);
+      if (c >= 5 && c < 11 && v < 0)
+        ImGui::TextDisabled("-");  // no query row has such a key (no repeated token, say)
+      else
+        ImGui::Text(c == 4 ? "%.2f" : "%.3f", v);
+    }
+  }
+  ImGui::EndTable();
+}
+
+}  // namespace
+
 void drawSimilarityPanel(AppState& state, ViewState& view) {
   ImGui::RadioButton("cosine", &view.metric, 0);
   ImGui::SameLine();
   ImGui::RadioButton("Jensen-Shannon", &view.metric, 1);
+  ImGui::SameLine();
+  ImGui::Checkbox("cluster order", &view.cluster_order);
+  probeItem("similarity.cluster");
   const bool cosine = view.metric == 0;
   ImGui::TextDisabled(
       cosine ? "1 = identical attention maps, 0 = no overlap" : "0 = identical rows; ln 2 = %.3f = disjoint",
@@ -21,25 +133,32 @@ void drawSimilarityPanel(AppState& state, ViewState& view) {
   const Matrix& m = cosine ? state.result().similarity.cosine : state.result().similarity.js;
   const int h = static_cast<int>(m.rows());
   if (h == 0) return;
+  Clustering clustering;
+  const std::vector<int> order = headOrder(state, view, &clustering);
+  const bool dendrogram = view.cluster_order && !clustering.order.empty() && h > 1;
   const float top = cosine ? 1.0f : static_cast<float>(std::log(2.0));
-  const float avail = ImGui::GetContentRegionAvail().x - ImGui::GetFontSize() * 2;
+  const float dendro_w = dendrogram ? ImGui::GetFontSize() * 4 : 0;
+  const float avail = ImGui::GetContentRegionAvail().x - ImGui::GetFontSize() * 2 - dendro_w;
   const float cell = std::max(6.0f, std::min(avail / static_cast<float>(h), ImGui::GetFontSize() * 3.0f));
   const ImVec2 origin = ImGui::GetCursorScreenPos();
-  const ImVec2 p0(origin.x + ImGui::GetFontSize() * 1.8f, origin.y + ImGui::GetTextLineHeight());
+  const ImVec2 p0(origin.x + dendro_w + ImGui::GetFontSize() * 1.8f, origin.y + ImGui::GetTextLineHeight());
   ImDrawList* list = ImGui::GetWindowDrawList();
+  if (dendrogram) drawDendrogram(list, clustering, origin.x, origin.x + dendro_w - 4, p0.y, cell);
   const bool values = cell > ImGui::CalcTextSize("0.00").x + 4;
-  for (int a = 0; a < h; ++a) {
-    if (cell > ImGui::GetFontSize() || a % 4 == 0) {
+  for (int ra = 0; ra < h; ++ra) {
+    const int a = order[static_cast<std::size_t>(ra)];
+    if (cell > ImGui::GetFontSize() || ra % 4 == 0) {
       const std::string label = std::to_string(a + 1);
-      list->AddText(ImVec2(origin.x, p0.y + (a + 0.5f) * cell - ImGui::GetTextLineHeight() * 0.5f),
+      list->AddText(ImVec2(origin.x + dendro_w, p0.y + (ra + 0.5f) * cell - ImGui::GetTextLineHeight() * 0.5f),
                     ImGui::GetColorU32(ImGuiCol_TextDisabled), label.c_str());
-      list->AddText(ImVec2(p0.x + (a + 0.5f) * cell - ImGui::CalcTextSize(label.c_str()).x * 0.5f, origin.y),
+      list->AddText(ImVec2(p0.x + (ra + 0.5f) * cell - ImGui::CalcTextSize(label.c_str()).x * 0.5f, origin.y),
                     ImGui::GetColorU32(ImGuiCol_TextDisabled), label.c_str());
     }
-    for (int b = 0; b < h; ++b) {
+    for (int rb = 0; rb < h; ++rb) {
+      const int b = order[static_cast<std::size_t>(rb)];
       const float v = m(a, b);
       const Rgb8 c = colorAt(ColorMap::Viridis, v / top);
-      const ImVec2 c0(p0.x + b * cell, p0.y + a * cell);
+      const ImVec2 c0(p0.x + rb * cell, p0.y + ra * cell);
       list->AddRectFilled(c0, ImVec2(c0.x + cell - 1, c0.y + cell - 1), IM_COL32(c.r, c.g, c.b, 255));
       if (values) {
         char text[16];
@@ -56,8 +175,8 @@ void drawSimilarityPanel(AppState& state, ViewState& view) {
   probeRect("similarity.map", p0, ImVec2(p0.x + cell * h, p0.y + cell * h));
   if (ImGui::IsItemHovered()) {
     const ImVec2 mouse = ImGui::GetIO().MousePos;
-    const int a = std::clamp(static_cast<int>((mouse.y - p0.y) / cell), 0, h - 1);
-    const int b = std::clamp(static_cast<int>((mouse.x - p0.x) / cell), 0, h - 1);
+    const int a = order[static_cast<std::size_t>(std::clamp(static_cast<int>((mouse.y - p0.y) / cell), 0, h - 1))];
+    const int b = order[static_cast<std::size_t>(std::clamp(static_cast<int>((mouse.x - p0.x) / cell), 0, h - 1))];
     ImGui::SetTooltip("Head %d vs head %d\n%s %.4f\nclick: show them side by side", a + 1, b + 1,
                       cosine ? "cosine" : "JS divergence", m(a, b));
     if (clicked) {
@@ -67,27 +186,10 @@ void drawSimilarityPanel(AppState& state, ViewState& view) {
     }
   }
   ImGui::Spacing();
-  ImGui::TextWrapped("Per-head statistics:");
-  if (ImGui::BeginTable("stats", 4, ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingStretchSame)) {
-    ImGui::TableSetupColumn("head");
-    ImGui::TableSetupColumn("entropy");
-    ImGui::TableSetupColumn("max w");
-    ImGui::TableSetupColumn("mean dist");
-    ImGui::TableHeadersRow();
-    for (int a = 0; a < h; ++a) {
-      const HeadStats& s = state.result().stats[static_cast<std::size_t>(a)];
-      ImGui::TableNextRow();
-      ImGui::TableNextColumn();
-      ImGui::Text("%d", a + 1);
-      ImGui::TableNextColumn();
-      ImGui::Text("%.3f", s.entropy);
-      ImGui::TableNextColumn();
-      ImGui::Text("%.3f", s.max_weight);
-      ImGui::TableNextColumn();
-      ImGui::Text("%.2f", s.mean_distance);
-    }
-    ImGui::EndTable();
-  }
+  ImGui::TextWrapped(
+      "Per head: statistics, head-type scores (README: Head-type scores) and importance (output "
+      "change with the head zero-ablated). Click a column to sort.");
+  statsTable(state, view);
 }
 
 }  // namespace attnscope::app

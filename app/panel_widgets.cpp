@@ -1,4 +1,5 @@
 // Widgets the panels share: editable matrix tables, integer steppers, inline edit errors.
+#include <cstdio>
 #include <string>
 
 #include "panels.h"
@@ -99,6 +100,37 @@ void showEditError(const AppState& state) {
   ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.4f, 1.0f));
   ImGui::TextWrapped("Not applied: %s", state.editError().c_str());
   ImGui::PopStyleColor();
+}
+
+void drawMatrixCells(ImDrawList* list, const Matrix& values, ImVec2 p0, float cell, ColorMap map, float vmin,
+                     float vmax, const MaskMatrix* masked) {
+  for (Eigen::Index i = 0; i < values.rows(); ++i)
+    for (Eigen::Index j = 0; j < values.cols(); ++j) {
+      const Rgb8 c =
+          masked && (*masked)(i, j) ? kMaskedColor : colorAt(map, colorMapParameter(values(i, j), vmin, vmax));
+      const float x = p0.x + static_cast<float>(j) * cell, y = p0.y + static_cast<float>(i) * cell;
+      list->AddRectFilled(ImVec2(x, y), ImVec2(x + cell, y + cell), IM_COL32(c.r, c.g, c.b, 255));
+    }
+  const ImVec2 p1(p0.x + static_cast<float>(values.cols()) * cell, p0.y + static_cast<float>(values.rows()) * cell);
+  list->AddRect(ImVec2(p0.x - 1, p0.y - 1), ImVec2(p1.x + 1, p1.y + 1), IM_COL32(120, 120, 120, 255));
+}
+
+void drawDivergingBar(ImDrawList* list, ImVec2 p0, float width, float height, float m) {
+  const auto& table = colorMapTable(ColorMap::Diverging);
+  for (int i = 0; i < kColorMapSize; ++i) {
+    const float x0 = p0.x + width * static_cast<float>(i) / kColorMapSize;
+    const float x1 = p0.x + width * static_cast<float>(i + 1) / kColorMapSize;
+    const Rgb8 c = table[static_cast<std::size_t>(i)];
+    list->AddRectFilled(ImVec2(x0, p0.y), ImVec2(x1 + 0.5f, p0.y + height), IM_COL32(c.r, c.g, c.b, 255));
+  }
+  char lo[32], hi[32];
+  std::snprintf(lo, sizeof lo, "-%.3g", m);
+  std::snprintf(hi, sizeof hi, "+%.3g", m);
+  const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
+  const float below = p0.y + height + 2;
+  list->AddText(ImVec2(p0.x, below), text, lo);
+  list->AddText(ImVec2(p0.x + width * 0.5f - ImGui::CalcTextSize("0").x * 0.5f, below), text, "0");
+  list->AddText(ImVec2(p0.x + width - ImGui::CalcTextSize(hi).x, below), text, hi);
 }
 
 }  // namespace attnscope::app

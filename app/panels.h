@@ -6,6 +6,8 @@
 #include <string>
 
 #include "app_state.h"
+#include "attnscope/analysis.h"
+#include "attnscope/colormap.h"
 #include "attnscope/walkthrough.h"
 #include "heatmap_view.h"
 
@@ -33,7 +35,29 @@ struct ViewState {
   int export_head = 1;  // 1-based, as shown
   bool export_annotate = false;
   std::string export_message;
+  // Heads muted on their tiles (sorted, 0-based): drawn dimmed, and the output change of zero-ablating them shown.
+  std::vector<int> muted_heads;
+  bool mute_mean = false;  // muting replaces a head's output by its mean over the queries instead of zeros
+  // Head-type scores of the shown result, recomputed when the result's revision moves.
+  std::vector<HeadTypeScores> head_types;
+  unsigned head_types_revision = ~0u;
+  // Heads in UPGMA cluster order (on the similarity metric) in the similarity matrix and the heads grid.
+  bool cluster_order = false;
+  std::vector<double> importance;  // zero-ablation importance per head, cached by revision
+  unsigned importance_revision = ~0u;
+  int pitfall = 0;  // the mistakes panel's pitfall, an index into pitfallList()
+  // The cell the breakdown panel explains (a click on a heatmap cell); head -1 = none yet.
+  int breakdown_head = -1, breakdown_query = 0, breakdown_key = 0;
+  // The diff panel's snapshot A (a copy of the result when pinned).
+  bool diff_pinned = false;
+  Result diff_a;
 };
+
+// The head-type scores of the current result (cached in `view` by revision).
+const std::vector<HeadTypeScores>& headTypes(const AppState& state, ViewState& view);
+// The order the heads are shown in: UPGMA leaf order when view.cluster_order (and the similarity is there),
+// else 0..h-1. The clustering itself in `clustering` when not null.
+std::vector<int> headOrder(const AppState& state, const ViewState& view, Clustering* clustering = nullptr);
 
 // Each draws its contents into the current ImGui window.
 void drawModelPanel(AppState& state, ViewState& view);
@@ -43,6 +67,9 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
 void drawSimilarityPanel(AppState& state, ViewState& view);
 void drawWalkthroughPanel(AppState& state, ViewState& view);
 void drawExportPanel(AppState& state, ViewState& view);
+void drawDiffPanel(AppState& state, ViewState& view);       // panel_diff.cpp
+void drawBreakdownPanel(AppState& state, ViewState& view);  // panel_breakdown.cpp
+void drawPitfallsPanel(AppState& state, ViewState& view);   // panel_pitfalls.cpp
 
 // Shared widgets (panel_widgets.cpp).
 // Call right after an editing widget: true when this change continues the gesture of the last one (a drag in
@@ -54,6 +81,14 @@ bool continuesGesture(bool changed);
 bool matrixTable(const char* id, const Matrix& m, Matrix& out, bool& continuing, const char* probe = nullptr);
 // "- [value] +" with named probes "<probe>.minus", "<probe>.plus"; true when the value changed.
 bool stepperInt(const char* label, const std::string& probe, int& value, int min, int max);
+// Cells drawn one rectangle each (the diff and mistakes panels): past this many the panels point to the CLI.
+constexpr long kMaxDrawnMatrixCells = 250000;
+// A matrix (rows, cols) as cells of `cell` pixels from p0: colorAt(map, (v - vmin) / (vmax - vmin)), or
+// kMaskedColor where `masked` (same shape) is 1; framed in grey.
+void drawMatrixCells(ImDrawList* list, const Matrix& values, ImVec2 p0, float cell, ColorMap map, float vmin,
+                     float vmax, const MaskMatrix* masked);
+// A horizontal colour bar of the diverging map from -m (left) through 0 (white) to +m, labelled.
+void drawDivergingBar(ImDrawList* list, ImVec2 p0, float width, float height, float m);
 // A section title with a rule under it.
 void sectionHeader(const char* title);
 // The edit error of the last edit, in red, under the widget that caused it.

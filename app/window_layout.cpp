@@ -120,6 +120,9 @@ void drawWindowLayout(AppState& state, ViewState& view, HeatmapRenderer& rendere
     if (tab("Walkthrough", "tab.walkthrough")) drawWalkthroughPanel(state, view), ImGui::EndTabItem();
     if (tab("Similarity", "tab.similarity")) drawSimilarityPanel(state, view), ImGui::EndTabItem();
     if (tab("Export", "tab.export")) drawExportPanel(state, view), ImGui::EndTabItem();
+    if (tab("Diff", "tab.diff")) drawDiffPanel(state, view), ImGui::EndTabItem();
+    if (tab("Cell", "tab.breakdown")) drawBreakdownPanel(state, view), ImGui::EndTabItem();
+    if (tab("Mistakes", "tab.pitfalls")) drawPitfallsPanel(state, view), ImGui::EndTabItem();
     ImGui::EndTabBar();
   }
   ImGui::End();

@@ -119,7 +119,7 @@ TEST_F(ExportCli, BadRequestsAreOneLineAndStatusTwo) {
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.err,
             "attnscope: --what: expected head:1 to head:2 (heads are "
-            "numbered from 1), heads or similarity, "
+            "numbered from 1), heads, similarity or diff, "
             "got 'head:0'\n");
   r = run(scene_path_ + " --what head:3 --out " + out);
   EXPECT_EQ(r.status, 2);

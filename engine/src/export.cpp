@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "attnscope/analysis.h"
 #include "attnscope/atomic_file.h"
 #include "attnscope/error.h"
 #include "export_formats.h"
@@ -37,9 +38,16 @@ std::string exportBytes(const Scene& scene, const Result& result, const ExportRe
   if (request.what == ExportWhat::Head) checkHeadIndex(scene, request.head);
   switch (request.format) {
     case ExportFormat::Csv:
-      return csvBytes(scene, result, request);
-    case ExportFormat::Npy:
-      return npyBytes(scene, result, request);
+    case ExportFormat::Npy: {
+      if (request.what != ExportWhat::Diff)
+        return request.format == ExportFormat::Csv ? csvBytes(scene, result, request)
+                                                   : npyBytes(scene, result, request);
+      // The numbers of a diff are the deltas, written where the weights would be.
+      Result delta;
+      for (HeadDiff& d : diffResults(baselineOf(request), result))
+        delta.heads.push_back({{}, {}, {}, {}, std::move(d.delta), {}});
+      return request.format == ExportFormat::Csv ? csvBytes(scene, delta, request) : npyBytes(scene, delta, request);
+    }
     case ExportFormat::Png:
     case ExportFormat::Svg: {
       const Figure figure = makeFigure(scene, result, request);

@@ -62,9 +62,11 @@ std::string csvBytes(const Scene& scene, const Result& result, const ExportReque
       break;
     }
     case ExportWhat::Heads:
+    case ExportWhat::Diff:  // exportBytes passes the deltas as the weights
       // One line per (head, query, key): about 40 bytes each, so reserve for them all at once.
       out.reserve(64 + static_cast<std::size_t>(h) * scene.nQ() * scene.nK() * 40);
-      out += "head,query_index,query_token,key_index,key_token,weight\r\n";
+      out += request.what == ExportWhat::Diff ? "head,query_index,query_token,key_index,key_token,delta\r\n"
+                                              : "head,query_index,query_token,key_index,key_token,weight\r\n";
       for (int a = 0; a < h; ++a) {
         const Matrix& w = result.heads[static_cast<std::size_t>(a)].weights;
         for (Eigen::Index i = 0; i < w.rows(); ++i) {

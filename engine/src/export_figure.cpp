@@ -1,6 +1,8 @@
 // What an exported heatmap shows: the panels, titles, colour scale and masked cells of a request, built from
 // the scene and its result (the PNG and SVG exporters both draw this Figure).
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "attnscope/error.h"
@@ -48,6 +50,11 @@ HeatmapPanel weightPanel(const Scene& scene, const Result& result, const MaskMat
 
 }  // namespace
 
+const Result& baselineOf(const ExportRequest& request) {
+  if (!request.baseline) throw InputError("baseline", "snapshot A to compare the result with", "none");
+  return *request.baseline;
+}
+
 void checkHeadIndex(const Scene& scene, int head) {
   const int h = scene.numHeads();
   if (head < 0 || head >= h)
@@ -65,7 +72,20 @@ Figure makeFigure(const Scene& scene, const Result& result, const ExportRequest&
     const Matrix& m = similarityMatrix(scene, result, request.metric);  // (h, h)
     HeatmapPanel p;
     p.values = m;
-    for (int i = 0; i < h; ++i) p.row_labels.push_back("H" + std::to_string(i + 1));
+    std::vector<int> order(static_cast<std::size_t>(h));
+    for (int i = 0; i < h; ++i) order[static_cast<std::size_t>(i)] = i;
+    if (request.dendrogram) {
+      // Rows and columns in the leaf order of the clustering, so that the dendrogram's leaves meet their rows.
+      const Clustering c =
+          clusterHeads(result.similarity, cosine ? ClusterMetric::Cosine : ClusterMetric::JensenShannon);
+      order = c.order;
+      f.dendrogram = c.merges;
+      f.dendrogram_order = c.order;
+      for (int a = 0; a < h; ++a)
+        for (int b = 0; b < h; ++b)
+          p.values(a, b) = m(order[static_cast<std::size_t>(a)], order[static_cast<std::size_t>(b)]);
+    }
+    for (int i : order) p.row_labels.push_back("H" + std::to_string(i + 1));
     p.col_labels = p.row_labels;
     f.panels.push_back(std::move(p));
     f.row_axis = f.col_axis = "Head";
@@ -95,6 +115,29 @@ Figure makeFigure(const Scene& scene, const Result& result, const ExportRequest&
   f.vmax = 1;
   f.ticks = {0.0f, 0.2f, 0.4f, 0.6f, 0.8f, 1.0f};
   const MaskMatrix allowed = allowedMask(scene);
+  if (request.what == ExportWhat::Diff) {
+    const std::vector<HeadDiff> diffs = diffResults(baselineOf(request), result);
+    float largest = 0;
+    for (const HeadDiff& d : diffs) largest = std::max(largest, d.max_abs);
+    const float m = largest > 0 ? largest : 1.0f;
+    f.map = ColorMap::Diverging;
+    f.vmin = -m;
+    f.vmax = m;
+    f.ticks = {-m, -m / 2, 0.0f, m / 2, m};
+    f.tick_decimals = m >= 0.1f ? 2 : 4;
+    f.scale_label = "change in weight, B \u2212 A";
+    for (int i = 0; i < h; ++i) {
+      HeatmapPanel p = weightPanel(scene, result, allowed, i);
+      const HeadDiff& d = diffs[static_cast<std::size_t>(i)];
+      p.values = d.delta;
+      char largest_text[96];
+      std::snprintf(largest_text, sizeof largest_text, ": max |\u0394| %.3g at (%d, %d)", d.max_abs, d.row, d.col);
+      p.title += d.max_abs > 0 ? largest_text : ": unchanged";
+      f.panels.push_back(std::move(p));
+    }
+    f.title = "Change in attention weights (B \u2212 A)";
+    return f;
+  }
   if (request.what == ExportWhat::Head) {
     checkHeadIndex(scene, request.head);
     f.panels.push_back(weightPanel(scene, result, allowed, request.head));

@@ -14,6 +14,8 @@ namespace attnscope {
 void checkResult(const Scene& scene, const Result& result);
 // The (h, h) matrix of the metric; throws InputError when the result has none (computed without analysis).
 const Matrix& similarityMatrix(const Scene& scene, const Result& result, SimilarityMetric metric);
+// A diff request's snapshot A; throws InputError("baseline", ...) when the request has none.
+const Result& baselineOf(const ExportRequest& request);
 // Throws InputError("head", ...) unless 0 <= head < scene.numHeads().
 void checkHeadIndex(const Scene& scene, int head);
 

@@ -19,6 +19,7 @@ constexpr int kMinMapSide = 256;     // a map is at least this many pixels when 
 constexpr int kSingleBudget = 1024;  // largest side of a lone map, pixels, growing to 2048 for long sequences
 constexpr int kMinLabelCell = 10;    // smaller cells get position numbers instead of token labels
 constexpr double kMaxLabelWidth = 160;
+constexpr int kDendrogramWidth = 120;  // pixels from the leaves to the root's height
 constexpr int kColorbarWidth = 18, kColorbarGap = 24, kPanelGapX = 28, kPanelGapY = 20, kLabelGap = 6;
 constexpr Rgb8 kText{38, 38, 38}, kLightText{255, 255, 255}, kFrame{80, 80, 80};
 
@@ -63,6 +64,38 @@ double luminance(Rgb8 c) {
     return s <= 0.03928 ? s / 12.92 : std::pow((s + 0.055) / 1.055, 2.4);
   };
   return 0.2126 * lin(c.r) + 0.7152 * lin(c.g) + 0.0722 * lin(c.b);
+}
+
+// The dendrogram of a clustered similarity matrix as axis-aligned lines in `band` (x: the root's height at the
+// left edge, height 0 at the right edge; y: leaf k at the middle of row k of a map with rows of cell_h pixels
+// from map_y). Each merge is a vertical line joining its two children's heights and a horizontal line from each
+// child to the merge's height, as SciPy's dendrogram(orientation='left') draws it.
+void addDendrogram(const Figure& fig, int band_x, int band_w, double map_y, double cell_h, FigureLayout& L) {
+  const int h = static_cast<int>(fig.dendrogram_order.size());
+  double top = 0;
+  for (const ClusterMerge& m : fig.dendrogram) top = std::max(top, m.height);
+  if (top <= 0) top = 1;
+  std::vector<double> node_y(static_cast<std::size_t>(2 * h), 0), node_x(static_cast<std::size_t>(2 * h), 0);
+  for (int k = 0; k < h; ++k) {
+    node_y[static_cast<std::size_t>(fig.dendrogram_order[static_cast<std::size_t>(k)])] = map_y + (k + 0.5) * cell_h;
+    node_x[static_cast<std::size_t>(fig.dendrogram_order[static_cast<std::size_t>(k)])] = band_x + band_w - 1;
+  }
+  const Rgb8 line{60, 60, 60};
+  for (std::size_t k = 0; k < fig.dendrogram.size(); ++k) {
+    const ClusterMerge& m = fig.dendrogram[k];
+    const std::size_t id = static_cast<std::size_t>(h) + k, a = static_cast<std::size_t>(m.a),
+                      b = static_cast<std::size_t>(m.b);
+    const int x = band_x + static_cast<int>(std::lround((1.0 - m.height / top) * (band_w - 1)));
+    const int ya = static_cast<int>(std::lround(node_y[a])), yb = static_cast<int>(std::lround(node_y[b]));
+    L.lines.push_back({x, std::min(ya, yb), x, std::max(ya, yb), line});
+    // A merge is never higher than its parent (UPGMA's heights do not decrease), so x <= the children's x.
+    L.lines.push_back(
+        {std::min(x, static_cast<int>(node_x[a])), ya, std::max(x, static_cast<int>(node_x[a])), ya, line});
+    L.lines.push_back(
+        {std::min(x, static_cast<int>(node_x[b])), yb, std::max(x, static_cast<int>(node_x[b])), yb, line});
+    node_x[id] = x;
+    node_y[id] = (node_y[a] + node_y[b]) / 2;
+  }
 }
 
 // A readable step between numbered positions: 1, 2, 5 x 10^k with about `target` pixels between labels.
@@ -158,7 +191,8 @@ FigureLayout layoutWithBudget(const Figure& fig, const Font& font, int budget) {
   const int panel_h = static_cast<int>(heading_h + s.map_h + 4 + std::ceil(col_label_h));
   const int axis_h = static_cast<int>(std::ceil(font.ascent(kAxisSize) + font.descent(kAxisSize)));
   const int title_h = static_cast<int>(std::ceil(font.ascent(kTitleSize) + font.descent(kTitleSize)));
-  const int grid_x = kMargin + axis_h + 8;
+  const int dendrogram_w = fig.dendrogram.empty() ? 0 : kDendrogramWidth + kLabelGap;
+  const int grid_x = kMargin + axis_h + 8 + dendrogram_w;
   const int grid_y = kMargin + title_h + 12;
   const int grid_w = grid_cols * panel_w + (grid_cols - 1) * kPanelGapX;
   const int grid_h = grid_rows * panel_h + (grid_rows - 1) * kPanelGapY;
@@ -197,6 +231,8 @@ FigureLayout layoutWithBudget(const Figure& fig, const Font& font, int budget) {
       }
     }
   }
+
+  if (!fig.dendrogram.empty()) addDendrogram(fig, grid_x - dendrogram_w, kDendrogramWidth, L.maps[0].y, s.cell_h, L);
 
   // Axis titles: the row axis upright at the far left, the column axis under the grid.
   const double maps_top = grid_y + heading_h;

@@ -53,6 +53,7 @@ std::string npyBytes(const Scene& scene, const Result& result, const ExportReque
       break;
     }
     case ExportWhat::Heads:
+    case ExportWhat::Diff:  // exportBytes passes the deltas as the weights
       out = npyHeader({h, scene.nQ(), scene.nK()});
       out.reserve(out.size() + static_cast<std::size_t>(h) * scene.nQ() * scene.nK() * sizeof(float));
       for (const HeadResult& r : result.heads) appendFloats(out, r.weights);

@@ -1,11 +1,14 @@
 // Random scenes of a chosen size, reproducible from a seed.
 #include "attnscope/presets.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <random>
 #include <string>
 
 #include "attnscope/error.h"
+#include "attnscope/scene_edit.h"
 
 namespace attnscope {
 
@@ -31,6 +34,35 @@ Scene makeRandomScene(const RandomSceneSpec& spec) {
                                      fill(spec.d_model, d_v, w_std), std::nullopt, std::nullopt, std::nullopt});
   if (spec.with_w_o) scene.w_o = fill(spec.heads * d_v, spec.d_model, 1.0f / std::sqrt(static_cast<float>(spec.heads * d_v)));
   scene.mask = spec.causal ? MaskKind::Causal : MaskKind::None;
+  return scene;
+}
+
+Scene makeRepeatedTokensScene(const RepeatedTokensSpec& spec) {
+  if (spec.length < 1) throw InputError("length", "at least 1", std::to_string(spec.length));
+  if (spec.vocab < spec.length)
+    throw InputError("vocab", "at least the length (" + std::to_string(spec.length) + ")", std::to_string(spec.vocab));
+  RandomSceneSpec random;
+  random.n = 2 * spec.length;
+  random.heads = spec.heads;
+  random.d_model = spec.d_model;
+  random.seed = spec.seed;
+  Scene scene = makeRandomScene(random);
+
+  std::mt19937_64 rng(spec.seed ^ 0x9e3779b97f4a7c15ULL);  // apart from the projections' stream
+  std::vector<int> ids(static_cast<std::size_t>(spec.vocab));
+  std::iota(ids.begin(), ids.end(), 0);
+  std::shuffle(ids.begin(), ids.end(), rng);  // the first `length` are the sequence: no repeats within a half
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  Matrix embedding(spec.length, spec.d_model);  // (length, d_model): one row per token of the sequence
+  for (Eigen::Index i = 0; i < embedding.size(); ++i) embedding.data()[i] = normal(rng);
+  scene.query_tokens.clear();
+  for (int copy = 0; copy < 2; ++copy)
+    for (int i = 0; i < spec.length; ++i) {
+      scene.query_tokens.push_back("w" + std::to_string(ids[static_cast<std::size_t>(i)]));
+      scene.query.row(copy * spec.length + i) = embedding.row(i);
+    }
+  if (spec.positions) addPositionalEncodings(scene);
+  scene.description = "repeated random tokens: " + std::to_string(spec.length) + " tokens, then the same again";
   return scene;
 }
 

@@ -199,6 +199,9 @@ void formatInto(const ordered_json& j, int indent, std::string& out) {
 
 }  // namespace
 
+ordered_json floatToJson(float f) { return floatJson(f); }
+ordered_json matrixToJson(const Matrix& m) { return matrixJson(m); }
+
 // [SECTION] reading
 
 Scene sceneFromJson(const json& j) {

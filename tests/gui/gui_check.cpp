@@ -5,6 +5,7 @@
 // the one the status bar must name)
 #include <stb_image.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "attnscope/analysis.h"
 #include "attnscope/colormap.h"
 #include "attnscope/cpu_backend.h"
 #include "attnscope/scene_json.h"
@@ -63,8 +65,10 @@ const Grid kWq[2] = {{{1, 0}, {0, 1}, {0, 0}, {0, 0}}, {{0, 0}, {0, 0}, {1, 0}, 
 const Grid kWk[2] = {{{0, 1}, {1, 0}, {0, 0}, {0, 0}}, {{0, 0}, {0, 0}, {0, 1}, {1, 0}}};
 
 // softmax(Q K^T / sqrt(2)) row by row; causal: keys after the query are left out (weight 0).
-Grid expectedWeights(int head, bool causal, const Grid& x = kX) {
-  const Grid q = mul(x, kWq[head]), k = mul(x, kWk[head]);
+Grid expectedWeights(int head, bool causal, const Grid& x = kX, double wq00 = -1) {
+  Grid wq = kWq[head];
+  if (wq00 >= 0) wq[0][0] = wq00;
+  const Grid q = mul(x, wq), k = mul(x, kWk[head]);
   Grid w(3, std::vector<double>(3, 0.0));
   for (int i = 0; i < 3; ++i) {
     double sum = 0;
@@ -183,6 +187,96 @@ int main(int argc, char** argv) {
         for (int x = mx + 20; x < mx + 120; ++x) changed += !(c.img.at(x, y) == before.at(x, y));
       c.expect(changed > 1000,
                "tooltip drawn next to the mouse (" + std::to_string(changed) + " of 4000 pixels changed)");
+    } else if (test == "mute") {
+      // Head 1 muted: each cell is viridis(w) under black at alpha 160/255, so each channel is c * 95/255
+      // (the blend rounds: within 2 of it). Head 2 is drawn as before.
+      c.expect(c.layout.contains("heads.muted_effect"), "the output change of the muted head is shown");
+      const Grid w0 = expectedWeights(0, false);
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) {
+          const Rgb8 full = attnscope::colorAt(ColorMap::Viridis, static_cast<float>(w0[i][j]));
+          const Rgb8 got = c.cell("head0.map", i, j, 3, 3);
+          auto near = [](int drawn, int channel) { return std::abs(drawn - channel * 95.0 / 255.0) <= 2.0; };
+          c.expect(near(got.r, full.r) && near(got.g, full.g) && near(got.b, full.b),
+                   "muted head 1 cell (" + std::to_string(i) + "," + std::to_string(j) +
+                       ") dimmed: " + Checker::str(full) + " -> drawn " + Checker::str(got));
+        }
+      const Grid w1 = expectedWeights(1, false);
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) c.expectWeightColor("head1.map", 1, i, j, w1[i][j]);
+    } else if (test == "diff") {
+      // Head 1's W_Q[1][1] from 1 to 2: q_i[0] doubles where x_i[0] = 1 (x1 and x3); x2's row is unchanged.
+      // B - A on the diverging map over -m..m, m the largest |B - A|; white wherever nothing changed.
+      const Grid a = expectedWeights(0, false), b = expectedWeights(0, false, kX, 2.0);
+      double m = 0;
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) m = std::max(m, std::fabs(b[i][j] - a[i][j]));
+      c.expect(m > 0.05, "the edit changes head 1 (largest change " + std::to_string(m) + ")");
+      const Rgb8 white{255, 255, 255};
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) {
+          const double d = b[i][j] - a[i][j];
+          const Rgb8 got = c.cell("diff0.map", i, j, 3, 3);
+          const Rgb8 lo = attnscope::colorAt(ColorMap::Diverging, static_cast<float>((d + m) / (2 * m) - 1e-5));
+          const Rgb8 hi = attnscope::colorAt(ColorMap::Diverging, static_cast<float>((d + m) / (2 * m) + 1e-5));
+          c.expect(got == lo || got == hi, "head 1 diff cell (" + std::to_string(i) + "," + std::to_string(j) +
+                                               "): " + std::to_string(d) + " drawn " + Checker::str(got));
+          if (i == 1) c.expect(got == white, "x2's row is unchanged: white");
+          const Rgb8 other = c.cell("diff1.map", i, j, 3, 3);
+          c.expect(other == white, "head 2 unchanged: white, drawn " + Checker::str(other));
+        }
+    } else if (test == "cluster_order") {
+      // The grid's slots run left to right, then top to bottom; slot k must hold the k-th leaf of the UPGMA
+      // clustering (1 - cosine) of the saved scene's heads.
+      const attnscope::Scene saved = attnscope::loadSceneFile(dir + "/scene.json");
+      const attnscope::Result result = attnscope::CpuBackend(1).compute(saved);
+      const attnscope::Clustering cl = attnscope::clusterHeads(result.similarity, attnscope::ClusterMetric::Cosine);
+      std::vector<std::pair<std::pair<float, float>, int>> slots;  // ((top, left), head)
+      for (int h = 0; h < 4; ++h) {
+        const std::vector<float> r = c.rect("head" + std::to_string(h) + ".map");
+        slots.push_back({{r[1], r[0]}, h});
+      }
+      std::sort(slots.begin(), slots.end());
+      std::string shown, want;
+      for (int k = 0; k < 4; ++k) {
+        shown += std::to_string(slots[static_cast<std::size_t>(k)].second + 1);
+        want += std::to_string(cl.order[static_cast<std::size_t>(k)] + 1);
+      }
+      c.expect(shown == want, "heads grid in cluster order " + want + ": shown " + shown);
+      c.expect(c.layout.contains("similarity.column.5"), "the statistics table has the head-type columns");
+    } else if (test == "breakdown") {
+      // Head 1, query x1 (row 0), key x2 (column 1): q = (1, 0), k = (1, 0); products 1 (t = 0) and 0 (t = 1).
+      c.expect(c.layout.contains("breakdown.cell.0.0.1"), "the breakdown shows head 1, row 0, column 1");
+      const std::vector<float> b0 = c.rect("breakdown.bar0"), b1 = c.rect("breakdown.bar1");
+      c.expect(b0[2] - b0[0] > 40, "the largest product's bar is full width: " + std::to_string(b0[2] - b0[0]) + " px");
+      c.expect(b1[2] - b1[0] < 0.5f, "the zero product's bar is empty: " + std::to_string(b1[2] - b1[0]) + " px");
+      // The bar is green (positive).
+      const Rgb8 bar = c.img.at(static_cast<int>((b0[0] + b0[2]) / 2), static_cast<int>((b0[1] + b0[3]) / 2));
+      c.expect(bar == Rgb8{90, 190, 110}, "a positive product is drawn green: " + Checker::str(bar));
+      c.expect(c.layout.contains("breakdown.weight"), "the softmax of the row is shown");
+    } else if (test == "pitfalls") {
+      // mask_ignored on the causal worked example: mistaken = the unmasked weights (viridis), beside
+      // unmasked - causal on the diverging map over -m..m, m the largest |difference| over both heads.
+      double m = 0;
+      for (int h = 0; h < 2; ++h) {
+        const Grid u = expectedWeights(h, false), k = expectedWeights(h, true);
+        for (int i = 0; i < 3; ++i)
+          for (int j = 0; j < 3; ++j) m = std::max(m, std::fabs(u[i][j] - k[i][j]));
+      }
+      for (int h = 0; h < 2; ++h) {
+        const Grid u = expectedWeights(h, false), k = expectedWeights(h, true);
+        for (int i = 0; i < 3; ++i)
+          for (int j = 0; j < 3; ++j) {
+            c.expectWeightColor("pitfall.weights" + std::to_string(h), h, i, j, u[i][j]);
+            const double d = u[i][j] - k[i][j];
+            const Rgb8 got = c.cell("pitfall.diff" + std::to_string(h), i, j, 3, 3);
+            const Rgb8 lo = attnscope::colorAt(ColorMap::Diverging, static_cast<float>((d + m) / (2 * m) - 1e-5));
+            const Rgb8 hi = attnscope::colorAt(ColorMap::Diverging, static_cast<float>((d + m) / (2 * m) + 1e-5));
+            c.expect(got == lo || got == hi, "head " + std::to_string(h + 1) + " difference (" + std::to_string(i) +
+                                                 "," + std::to_string(j) + ") " + std::to_string(d) + ": drawn " +
+                                                 Checker::str(got));
+          }
+      }
     } else if (test == "undo_and_save") {
       c.expectWorkedExample(2, false);  // the causal mask was undone
       const attnscope::Scene saved = attnscope::loadSceneFile(dir + "/saved_scene.json");

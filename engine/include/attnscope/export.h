@@ -10,7 +10,9 @@
 
 namespace attnscope {
 
-enum class ExportWhat { Head, Heads, Similarity };
+// Diff: B - A of every head's weights, where the result is B and ExportRequest::baseline is A (a pinned snapshot,
+// or another scene of the same shapes), on the diverging map centred at 0.
+enum class ExportWhat { Head, Heads, Similarity, Diff };
 enum class ExportFormat { Png, Svg, Csv, Npy };
 enum class SimilarityMetric { Cosine, JensenShannon };
 
@@ -20,6 +22,10 @@ struct ExportRequest {
   ExportFormat format = ExportFormat::Png;
   SimilarityMetric metric = SimilarityMetric::Cosine;
   bool annotate = false;  // write each cell's value in the cell (as seaborn's annot=True)
+  // Similarity: heads in the order of UPGMA clustering on the metric (1 - cosine, or JS), with the dendrogram
+  // drawn beside the matrix (PNG, SVG); CSV and NPY keep head order.
+  bool dendrogram = false;
+  const Result* baseline = nullptr;  // Diff: snapshot A (same head count and shapes as the result, B)
   std::string path;
 };
 
@@ -33,7 +39,8 @@ void exportResult(const Scene& scene, const Result& result, const ExportRequest&
 //   Heads: long format `head,query_index,query_token,key_index,key_token,weight`, head numbered from 1 (as on
 //   the command line), positions from 0 (as in the NPY array). Similarity: header `head,H1,...,Hh`, then one
 //   row per head.
-// - NPY (version 1.0, '<f4', C order): Heads (h, n_q, n_k); Head (n_q, n_k); Similarity (h, h).
+//   Diff: as Heads with the column `delta` (B - A) in place of `weight`.
+// - NPY (version 1.0, '<f4', C order): Heads and Diff (h, n_q, n_k); Head (n_q, n_k); Similarity (h, h).
 // Masked weights are exactly 0 in CSV and NPY.
 std::string exportBytes(const Scene& scene, const Result& result, const ExportRequest& request);
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "attnscope/analysis.h"
 #include "attnscope/colormap.h"
 #include "attnscope/export.h"
 #include "attnscope/types.h"
@@ -31,11 +32,17 @@ struct Figure {
   int tick_decimals = 1;
   bool annotate = false;  // write each cell's value (2 decimals) in the cell when it fits
   std::vector<HeatmapPanel> panels;
+  // A similarity matrix in cluster order: the merges (cluster ids as clusterUpgma's) and the leaf order, which
+  // is the panel's row order. The dendrogram is drawn left of the row labels. Empty = none.
+  std::vector<ClusterMerge> dendrogram;
+  std::vector<int> dendrogram_order;
 };
 
 // The figure for a request (what, head, metric, annotate; format and path are not read). Heads are named from
 // 1 ("Head 1" is request.head == 0). Weights use viridis on 0..1; cosine similarity the diverging map on -1..1;
-// Jensen-Shannon viridis on 0..ln 2. Masked cells are those allowedMask(scene) forbids.
+// Jensen-Shannon viridis on 0..ln 2; a diff (B - A) the diverging map on -m..m, m the largest |B - A| (1 when
+// nothing changed), each head titled with its largest change and where. Masked cells are those allowedMask(scene)
+// forbids.
 // Throws InputError for a head out of range or a result that does not belong to the scene.
 Figure makeFigure(const Scene& scene, const Result& result, const ExportRequest& request);
 

@@ -25,6 +25,11 @@ Scene workedExampleScene();
 // Masked scores (-inf) are written as null.
 nlohmann::ordered_json resultToJson(const Scene& scene, const Result& result);
 
+// One float as the shortest decimal that reads back as the same float32 (integers as integers, non-finite as
+// null), and a matrix as a list of rows of them: how every number of compute's and analyze's JSON is written.
+nlohmann::ordered_json floatToJson(float f);
+nlohmann::ordered_json matrixToJson(const Matrix& m);
+
 // JSON as text, indented, with each list of numbers on one line (a matrix is one row per line).
 // Floats are written with the fewest digits that read back as the same float32.
 std::string formatJson(const nlohmann::ordered_json& j);

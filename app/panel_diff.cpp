@@ -1,0 +1,85 @@
+// Diff panel: pin the current result as snapshot A; after edits (or undo) the panel shows B - A of every head
+// on the diverging colour map centred at 0 (white = unchanged), with each head's largest change and where.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "attnscope/analysis.h"
+#include "attnscope/colormap.h"
+#include "attnscope/error.h"
+#include "panels.h"
+#include "ui_probe.h"
+
+namespace attnscope::app {
+
+void drawDiffPanel(AppState& state, ViewState& view) {
+  if (ImGui::Button(view.diff_pinned ? "Pin again as A" : "Pin as A")) {
+    view.diff_a = state.result();
+    view.diff_pinned = true;
+  }
+  probeItem("diff.pin");
+  if (view.diff_pinned) {
+    ImGui::SameLine();
+    if (ImGui::Button("Unpin")) view.diff_pinned = false;
+    probeItem("diff.unpin");
+  }
+  if (!view.diff_pinned) {
+    ImGui::TextWrapped(
+        "Pin the current result as snapshot A, then edit (or undo): this panel shows B - A, the "
+        "change of every head's weights, white where nothing changed.");
+    return;
+  }
+  std::vector<HeadDiff> diffs;
+  try {
+    diffs = diffResults(view.diff_a, state.result());
+  } catch (const InputError& e) {
+    ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(230, 80, 80, 255));
+    ImGui::TextWrapped("Cannot compare with A: %s. Pin again to compare with this shape.", e.what());
+    ImGui::PopStyleColor();
+    return;
+  }
+  float m = 0;
+  long cells = 0;
+  for (const HeadDiff& d : diffs) {
+    m = std::max(m, d.max_abs);
+    cells += static_cast<long>(d.delta.size());
+  }
+  ImGui::Text("B - A, largest change %.4g", m);
+  if (m == 0) m = 1;  // nothing changed: every cell white on a nominal scale
+  ImDrawList* list = ImGui::GetWindowDrawList();
+  const float line = ImGui::GetTextLineHeight();
+  const float width = ImGui::GetContentRegionAvail().x;
+  ImVec2 cursor = ImGui::GetCursorScreenPos();
+  drawDivergingBar(list, cursor, std::min(width, 12 * line), 0.6f * line, m);
+  ImGui::Dummy(ImVec2(width, 1.8f * line));
+  if (cells > kMaxDrawnMatrixCells) {
+    ImGui::TextWrapped("%ld cells are too many to draw here; attnscope export --what diff writes them.", cells);
+    return;
+  }
+  const int heads = static_cast<int>(diffs.size());
+  // Two tiles side by side when their titles fit, else one under another.
+  const float title_w = ImGui::CalcTextSize("Head 00: max change 0.000 at (000, 000)").x;
+  const int cols = heads >= 2 && (width - line) / 2 >= title_w ? 2 : 1;
+  const float tile = (width - (cols - 1) * line) / static_cast<float>(cols);
+  const int n_q = static_cast<int>(diffs[0].delta.rows()), n_k = static_cast<int>(diffs[0].delta.cols());
+  const float cell = std::max(1.0f, std::floor(std::min(tile / n_k, 12 * line / n_q)));
+  cursor = ImGui::GetCursorScreenPos();
+  const float tile_h = cell * n_q + 2.2f * line;
+  for (int h = 0; h < heads; ++h) {
+    const HeadDiff& d = diffs[static_cast<std::size_t>(h)];
+    const ImVec2 t0(cursor.x + (h % cols) * (tile + line), cursor.y + (h / cols) * tile_h);
+    char title[96];
+    if (d.max_abs > 0)
+      std::snprintf(title, sizeof title, "Head %d: max change %.3g at (%d, %d)", h + 1, d.max_abs, d.row, d.col);
+    else
+      std::snprintf(title, sizeof title, "Head %d: unchanged", h + 1);
+    list->AddText(t0, ImGui::GetColorU32(ImGuiCol_Text), title);
+    const ImVec2 m0(std::floor(t0.x), std::floor(t0.y + 1.2f * line));
+    drawMatrixCells(list, d.delta, m0, cell, ColorMap::Diverging, -m, m, nullptr);
+    const ImVec2 m1(m0.x + n_k * cell, m0.y + n_q * cell);
+    probeRect("diff" + std::to_string(h) + ".map", m0, m1);
+  }
+  ImGui::Dummy(ImVec2(width, tile_h * static_cast<float>((heads + cols - 1) / cols)));
+}
+
+}  // namespace attnscope::app

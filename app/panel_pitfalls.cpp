@@ -1,0 +1,77 @@
+// Mistakes panel: the seeds' pitfalls side by side with the correct result. Pick one (each names the text it
+// comes from); every head shows the mistaken weights beside their difference from the correct ones, and the
+// entropy of both, so that a wrong scale's flattening or sharpening is visible at a glance.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "attnscope/analysis.h"
+#include "attnscope/colormap.h"
+#include "attnscope/error.h"
+#include "panels.h"
+#include "ui_probe.h"
+
+namespace attnscope::app {
+
+void drawPitfallsPanel(AppState& state, ViewState& view) {
+  const std::vector<PitfallInfo>& list = pitfallList();
+  for (std::size_t p = 0; p < list.size(); ++p) {
+    if (p % 2 == 1) ImGui::SameLine(ImGui::GetContentRegionAvail().x * 0.5f);
+    ImGui::RadioButton(list[p].name, &view.pitfall, static_cast<int>(p));
+    probeItem(std::string("pitfall.") + list[p].name);
+  }
+  const PitfallInfo& info =
+      list[static_cast<std::size_t>(std::clamp(view.pitfall, 0, static_cast<int>(list.size()) - 1))];
+  ImGui::TextWrapped("%s.", info.what);
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+  ImGui::TextWrapped("From: %s", info.source);
+  ImGui::PopStyleColor();
+  const PitfallResult r = applyPitfall(state.scene(), state.result(), info.pitfall);
+  if (!r.note.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(0.95f, 0.75f, 0.35f, 1.0f));
+    ImGui::TextWrapped("%s", r.note.c_str());
+    ImGui::PopStyleColor();
+  }
+  if (r.output) ImGui::Text("Largest change of the layer output: %.4g", r.max_abs_output_diff);
+
+  float m = 0;
+  long cells = 0;
+  for (std::size_t h = 0; h < r.weights.size(); ++h) {
+    m = std::max(m, static_cast<float>(r.max_abs_weight_diff[h]));
+    cells += static_cast<long>(r.weights[h].size());
+  }
+  if (m == 0) m = 1;
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  const float line = ImGui::GetTextLineHeight();
+  const float width = ImGui::GetContentRegionAvail().x;
+  drawDivergingBar(draw, ImGui::GetCursorScreenPos(), std::min(width, 12 * line), 0.6f * line, m);
+  ImGui::Dummy(ImVec2(width, 1.8f * line));
+  if (cells > kMaxDrawnMatrixCells) {
+    ImGui::TextWrapped("%ld cells are too many to draw here; attnscope analyze --pitfall %s gives the numbers.", cells,
+                       info.name);
+    return;
+  }
+  const MaskMatrix allowed = allowedMask(state.scene());
+  const MaskMatrix masked = (allowed.array() == 0).cast<std::uint8_t>();
+  const int n_q = state.scene().nQ(), n_k = state.scene().nK();
+  const float half = (width - line) / 2;
+  const float cell = std::max(1.0f, std::floor(std::min(half / n_k, 8 * line / n_q)));
+  for (std::size_t h = 0; h < r.weights.size(); ++h) {
+    ImGui::TextWrapped(
+        "Head %zu: entropy %.3f (correct %.3f); largest change %.3g. Left: the mistaken weights; "
+        "right: mistaken - correct.",
+        h + 1, r.entropy[h], r.correct_entropy[h], r.max_abs_weight_diff[h]);
+    const ImVec2 p0 = ImGui::GetCursorScreenPos();
+    // The mistaken weights keep the scene's mask shown as masked only where the mistake keeps it.
+    const bool mask_kept = info.pitfall != Pitfall::MaskIgnored;
+    drawMatrixCells(draw, r.weights[h], ImVec2(p0.x, p0.y), cell, ColorMap::Viridis, 0, 1,
+                    mask_kept ? &masked : nullptr);
+    probeRect("pitfall.weights" + std::to_string(h), p0, ImVec2(p0.x + n_k * cell, p0.y + n_q * cell));
+    const ImVec2 d0(p0.x + half + line, p0.y);
+    drawMatrixCells(draw, r.weight_diff[h], d0, cell, ColorMap::Diverging, -m, m, nullptr);
+    probeRect("pitfall.diff" + std::to_string(h), d0, ImVec2(d0.x + n_k * cell, d0.y + n_q * cell));
+    ImGui::Dummy(ImVec2(width, n_q * cell + 0.4f * line));
+  }
+}
+
+}  // namespace attnscope::app

@@ -1,0 +1,86 @@
+// The score breakdown of one cell: the d_k products that make q_i . k_j, the scale, the score, the row's
+// softmax step by step, and (for small d_model) the input products that make q_i and k_j.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "analysis_common.h"
+#include "attnscope/analysis.h"
+
+namespace attnscope {
+
+namespace {
+
+// x: (d_model) one input row; w: (d_model, d_k) -> (d_model, d_k) of x[d] * w[d][t].
+Matrix inputProducts(const Eigen::Ref<const RowVector>& x, const Matrix& w) {
+  Matrix products(w.rows(), w.cols());
+  for (Eigen::Index d = 0; d < w.rows(); ++d) products.row(d) = x[d] * w.row(d);
+  return products;
+}
+
+RowVector biasOrZero(const std::optional<RowVector>& bias, Eigen::Index size) {
+  return bias ? *bias : RowVector::Zero(size);
+}
+
+}  // namespace
+
+CellBreakdown scoreBreakdown(const Scene& scene, const Result& result, int head, int query, int key) {
+  detail::checkIndex("head", head, scene.numHeads());
+  detail::checkIndex("query", query, scene.nQ());
+  detail::checkIndex("key", key, scene.nK());
+  detail::checkResultMatches(scene, result);
+  const HeadResult& hr = result.heads[static_cast<std::size_t>(head)];
+  const HeadParams& params = scene.heads[static_cast<std::size_t>(head)];
+  const int d_k = params.dK();
+
+  CellBreakdown b;
+  b.head = head;
+  b.query = query;
+  b.key = key;
+  b.q = hr.q.row(query);  // (d_k)
+  b.k = hr.k.row(key);    // (d_k)
+  for (int t = 0; t < d_k; ++t) {
+    b.terms.push_back({t, static_cast<double>(b.q[t]) * static_cast<double>(b.k[t])});
+    b.dot += b.terms.back().product;
+  }
+  std::stable_sort(b.terms.begin(), b.terms.end(),
+                   [](const ScoreTerm& x, const ScoreTerm& y) { return std::abs(x.product) > std::abs(y.product); });
+  b.scale = scene.headScale(head);
+  b.score = b.dot * b.scale;
+  if (hr.scores.rows() == scene.nQ() && hr.scores.cols() == scene.nK()) b.engine_score = hr.scores(query, key);
+  b.engine_weight = hr.weights(query, key);
+
+  // The row's softmax: max over the unmasked keys, exp of each, their sum, each weight.
+  const MaskMatrix allowed = scene.hasMask() ? allowedMask(scene) : MaskMatrix();
+  double row_max = -std::numeric_limits<double>::infinity();
+  b.row.resize(static_cast<std::size_t>(scene.nK()));
+  for (int j = 0; j < scene.nK(); ++j) {
+    SoftmaxEntry& e = b.row[static_cast<std::size_t>(j)];
+    e.key = j;
+    e.masked = scene.hasMask() && allowed(query, j) == 0;
+    e.score = hr.q.row(query).cast<double>().dot(hr.k.row(j).cast<double>()) * b.scale;
+    if (!e.masked) row_max = std::max(row_max, e.score);
+  }
+  const bool row_empty = !std::isfinite(row_max);
+  b.row_max = row_empty ? 0.0 : row_max;
+  for (SoftmaxEntry& e : b.row)
+    if (!e.masked) {
+      e.exp = std::exp(e.score - b.row_max);
+      b.exp_sum += e.exp;
+    }
+  for (SoftmaxEntry& e : b.row)
+    if (!e.masked) e.weight = e.exp / b.exp_sum;
+  const SoftmaxEntry& cell = b.row[static_cast<std::size_t>(key)];
+  b.masked = cell.masked;
+  b.weight = cell.weight;
+
+  if (scene.d_model <= kBreakdownMaxInputDims) {
+    b.query_products = inputProducts(scene.query.row(query), params.w_q);
+    b.key_products = inputProducts(scene.keyRows().row(key), params.w_k);
+    b.query_bias = biasOrZero(params.b_q, d_k);
+    b.key_bias = biasOrZero(params.b_k, d_k);
+  }
+  return b;
+}
+
+}  // namespace attnscope

@@ -1,0 +1,154 @@
+// The seed pitfalls against an independent NumPy version of each mistaken computation
+// (tests/analysis_pitfall_reference.py) and against hand formulas on the hand-built heads.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "analysis_test_scenes.h"
+#include "attnscope/analysis.h"
+#include "attnscope/cpu_backend.h"
+#include "attnscope/error.h"
+#include "attnscope/presets.h"
+#include "attnscope/scene_json.h"
+
+namespace attnscope {
+namespace {
+
+bool numpyAvailable() { return std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") == 0; }
+
+nlohmann::json numpyReference(const Scene& scene, const std::string& pitfall) {
+  const std::string dir = ::testing::TempDir();
+  const std::string scene_path = dir + "attnscope_pitfall_scene.json", out_path = dir + "attnscope_pitfall_out.json";
+  saveSceneFile(scene, scene_path);
+  const std::string command = "/usr/bin/python3 '" ATTNSCOPE_SOURCE_DIR "/tests/analysis_pitfall_reference.py' '" +
+                              scene_path + "' " + pitfall + " >'" + out_path + "'";
+  if (std::system(command.c_str()) != 0) throw std::runtime_error("the NumPy reference failed: " + command);
+  std::ifstream in(out_path);
+  return nlohmann::json::parse(in);
+}
+
+Scene pitfallScene() {
+  RandomSceneSpec spec;
+  spec.n = 6;
+  spec.heads = 3;
+  spec.d_model = 12;
+  spec.d_k = 6;  // per-head 6, full width 18, d_model 12: three different scales
+  spec.causal = true;
+  spec.seed = 5;
+  Scene scene = makeRandomScene(spec);
+  for (Eigen::Index i = 0; i < scene.query.size(); ++i) scene.query.data()[i] *= 3.0f;  // sharp enough to matter
+  scene.heads[0].b_q = RowVector::Constant(6, 0.5f);
+  scene.b_o = RowVector::Constant(12, -0.25f);
+  scene.key_padding = {0, 0, 0, 0, 0, 1};
+  return scene;
+}
+
+TEST(Pitfalls, EachAgainstNumPy) {
+  if (!numpyAvailable()) GTEST_SKIP() << "/usr/bin/python3 with numpy is not installed";
+  Scene scene = pitfallScene();
+  const Result correct = CpuBackend(1).compute(scene);
+  double worst_weight = 0, worst_output = 0, worst_entropy = 0;
+  for (const PitfallInfo& info : pitfallList()) {
+    const PitfallResult r = applyPitfall(scene, correct, info.pitfall);
+    const nlohmann::json want = numpyReference(scene, info.name);
+    ASSERT_EQ(r.weights.size(), 3u);
+    for (int h = 0; h < 3; ++h) {
+      for (int i = 0; i < 6; ++i)
+        for (int j = 0; j < 6; ++j) {
+          const double w = want["weights"][h][i][j].get<double>();
+          worst_weight = std::max(worst_weight, std::abs(r.weights[h](i, j) - w));
+          EXPECT_NEAR(r.weight_diff[h](i, j), w - correct.heads[h].weights(i, j), 2e-6) << info.name;
+        }
+      worst_entropy = std::max(worst_entropy, std::abs(r.entropy[h] - want["entropy"][h].get<double>()));
+    }
+    ASSERT_TRUE(r.output.has_value()) << info.name << ": " << r.note;
+    for (int i = 0; i < 6; ++i)
+      for (int c = 0; c < 12; ++c)
+        worst_output = std::max(worst_output, std::abs((*r.output)(i, c) - want["output"][i][c].get<double>()));
+    if (info.pitfall != Pitfall::ReshapeDkForDv) {
+      EXPECT_GT(r.max_abs_weight_diff[0], 1e-3) << info.name;
+    }
+  }
+  // Seen: weights 4.2e-7, outputs 2.1e-6, entropy 1.3e-7 (the engine's float32 Q, K, V against NumPy's float64
+  // projections of the same float32 inputs).
+  std::printf("pitfalls vs NumPy: weights %.2g, output %.2g, entropy %.2g\n", worst_weight, worst_output,
+              worst_entropy);
+  EXPECT_LT(worst_weight, 2e-6);
+  EXPECT_LT(worst_output, 1e-5);
+  EXPECT_LT(worst_entropy, 2e-6);
+}
+
+TEST(Pitfalls, ReshapeFailsWhenDvDiffersAndIsInvisibleOtherwise) {
+  Scene scene = pitfallScene();
+  const Result same = CpuBackend(1).compute(scene);
+  const PitfallResult r = applyPitfall(scene, same, Pitfall::ReshapeDkForDv);
+  EXPECT_EQ(r.max_abs_output_diff, 0.0);  // d_k = d_v: the same numbers
+  EXPECT_NE(r.note.find("no effect"), std::string::npos);
+  for (HeadParams& p : scene.heads) p.w_v = p.w_v.leftCols(4).eval();
+  scene.w_o = scene.w_o->topRows(12).eval();
+  const Result narrow = CpuBackend(1).compute(scene);
+  const PitfallResult fails = applyPitfall(scene, narrow, Pitfall::ReshapeDkForDv);
+  EXPECT_FALSE(fails.output.has_value());
+  EXPECT_NE(fails.note.find("fails"), std::string::npos) << fails.note;
+  if (numpyAvailable()) {
+    EXPECT_TRUE(numpyReference(scene, "reshape_dk_for_dv")["output"].is_null());
+  }
+}
+
+TEST(Pitfalls, HandFormulas) {
+  // The hand heads (analysis_test_scenes.h) with the scene's scale override removed, so the correct scale is
+  // 1/sqrt(4) = 1/2 and head 1 (current-token, score s = 2 before scaling) puts e^1 / (e^1 + 3) on its diagonal.
+  Scene scene = test::handHeadsScene();
+  scene.scale.reset();
+  const Result correct = CpuBackend(1).compute(scene);
+  auto peak = [](double score) { return std::exp(score) / (std::exp(score) + 3); };
+  EXPECT_NEAR(correct.heads[1].weights(2, 2), peak(1.0), 1e-6);
+  // Full width: 1/sqrt(16) -> score 0.5.
+  EXPECT_NEAR(applyPitfall(scene, correct, Pitfall::ScaleFullWidth).weights[1](2, 2), peak(0.5), 1e-6);
+  // d_model = 4 = d_k: the same scale, no effect.
+  const PitfallResult dmodel = applyPitfall(scene, correct, Pitfall::ScaleDModel);
+  EXPECT_NE(dmodel.note.find("no effect"), std::string::npos);
+  EXPECT_LT(dmodel.max_abs_weight_diff[1], 1e-6);
+  // No scale -> score 2.
+  const PitfallResult none = applyPitfall(scene, correct, Pitfall::NoScale);
+  EXPECT_NEAR(none.weights[1](2, 2), peak(2.0), 1e-6);
+  // Entropy of head 1's rows (one at p, three at (1 - p)/3): -p ln p - (1 - p) ln((1 - p)/3); sharper with no scale.
+  auto entropy = [](double p) { return -p * std::log(p) - (1 - p) * std::log((1 - p) / 3); };
+  EXPECT_NEAR(none.entropy[1], entropy(peak(2.0)), 1e-6);
+  EXPECT_NEAR(none.correct_entropy[1], entropy(peak(1.0)), 1e-6);
+  // Softmax over queries: head 2 (first-token) scores s/2 = 1 in column 0 for every query, 0 elsewhere: every
+  // column is uniform over the 4 queries.
+  const PitfallResult axis = applyPitfall(scene, correct, Pitfall::SoftmaxQueryAxis);
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) EXPECT_NEAR(axis.weights[2](i, j), 0.25, 1e-7);
+  EXPECT_NEAR(axis.entropy[2], std::log(4.0), 1e-7);
+  // Mask ignored: with a causal mask, query 0 of the uniform head attends 4 keys instead of 1.
+  scene.mask = MaskKind::Causal;
+  const Result causal = CpuBackend(1).compute(scene);
+  EXPECT_FLOAT_EQ(causal.heads[3].weights(0, 0), 1.0f);
+  const PitfallResult ignored = applyPitfall(scene, causal, Pitfall::MaskIgnored);
+  EXPECT_NEAR(ignored.weights[3](0, 0), 0.25, 1e-7);
+  EXPECT_NEAR(ignored.weight_diff[3](0, 0), -0.75, 1e-7);
+  EXPECT_NEAR(ignored.weights[3](0, 3), 0.25, 1e-7);
+}
+
+TEST(Pitfalls, NamesAndErrors) {
+  EXPECT_EQ(pitfallList().size(), 6u);
+  for (const PitfallInfo& p : pitfallList()) {
+    EXPECT_EQ(parsePitfall(p.name), p.pitfall);
+    EXPECT_STRNE(p.source, "");
+  }
+  try {
+    parsePitfall("scale_wrong");
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field(), "pitfall");
+  }
+}
+
+}  // namespace
+}  // namespace attnscope
