@@ -41,7 +41,8 @@ CommandRun attnscope(const std::string& args) {
 // The hand heads (previous-token, current-token, first-token, uniform) as a scene file.
 const std::string& handScenePath() {
   static const std::string path = [] {
-    const std::string p = ::testing::TempDir() + "attnscope_analyze_hand.json";
+    // Named by process: ctest runs tests as parallel processes.
+    const std::string p = ::testing::TempDir() + "attnscope_analyze_hand_" + std::to_string(getpid()) + ".json";
     saveSceneFile(test::handHeadsScene(), p);
     return p;
   }();

@@ -1,8 +1,10 @@
 // The seed pitfalls against an independent NumPy version of each mistaken computation
 // (tests/analysis_pitfall_reference.py) and against hand formulas on the hand-built heads.
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <cmath>
+#include <filesystem>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -21,14 +23,18 @@ namespace {
 bool numpyAvailable() { return std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") == 0; }
 
 nlohmann::json numpyReference(const Scene& scene, const std::string& pitfall) {
-  const std::string dir = ::testing::TempDir();
-  const std::string scene_path = dir + "attnscope_pitfall_scene.json", out_path = dir + "attnscope_pitfall_out.json";
+  // A folder of this call's own: ctest runs tests as parallel processes, which must not share a file.
+  std::string pattern = ::testing::TempDir() + "attnscope_pitfall_XXXXXX";
+  if (!mkdtemp(pattern.data())) throw std::runtime_error("cannot make a temporary folder from " + pattern);
+  const std::string scene_path = pattern + "/scene.json", out_path = pattern + "/out.json";
   saveSceneFile(scene, scene_path);
   const std::string command = "/usr/bin/python3 '" ATTNSCOPE_SOURCE_DIR "/tests/analysis_pitfall_reference.py' '" +
                               scene_path + "' " + pitfall + " >'" + out_path + "'";
   if (std::system(command.c_str()) != 0) throw std::runtime_error("the NumPy reference failed: " + command);
   std::ifstream in(out_path);
-  return nlohmann::json::parse(in);
+  const nlohmann::json reference = nlohmann::json::parse(in);
+  std::filesystem::remove_all(pattern);
+  return reference;
 }
 
 Scene pitfallScene() {
