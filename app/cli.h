@@ -10,6 +10,7 @@ int runCompute(Args& args);      // cli_compute.cpp
 int runWalkthrough(Args& args);  // cli_walkthrough.cpp
 int runExport(Args& args);       // cli_export.cpp
 int runBench(Args& args);        // cli_bench.cpp
+int runModel(Args& args);        // cli_model.cpp
 
 }  // namespace attnscope::cli
 

@@ -24,6 +24,9 @@ const Command kCommands[] = {
     {"bench", attnscope::cli::runBench,
      "bench --n N --heads H --d-model D [--d-k K] [--d-v V] [--mask causal] [--backend cpu|gpu|auto] "
      "[--threads T] [--repeat R] [--analysis]"},
+    {"model", attnscope::cli::runModel,
+     "model DIR (--text TEXT | --text-file FILE) [--layer L] [--out OUT.json|.npy] [--scene-out LAYER.json] "
+     "[--grid-out GRID.png|.svg] [--rollout-out ROLLOUT.png|.svg]"},
 };
 
 void printUsage(std::FILE* to) {
@@ -49,7 +52,7 @@ int main(int argc, char** argv) {
       attnscope::cli::Args parsed(c.name, std::vector<std::string>(args.begin() + 1, args.end()));
       return c.run(parsed);
     }
-    std::fprintf(stderr, "attnscope: command: expected one of compute, walkthrough, export, bench, got '%s'\n",
+    std::fprintf(stderr, "attnscope: command: expected one of compute, walkthrough, export, bench, model, got '%s'\n",
                  args[0].c_str());
     return 2;
   } catch (const std::exception& e) {

@@ -390,4 +390,6 @@ ordered_json resultToJson(const Scene& scene, const Result& result) {
   return j;
 }
 
+nlohmann::ordered_json matrixToJson(const Matrix& m) { return matrixJson(m); }
+
 }  // namespace attnscope

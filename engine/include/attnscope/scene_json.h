@@ -25,6 +25,9 @@ Scene workedExampleScene();
 // Masked scores (-inf) are written as null.
 nlohmann::ordered_json resultToJson(const Scene& scene, const Result& result);
 
+// A matrix as a list of rows, each float in the shortest text that reads back as the same float32.
+nlohmann::ordered_json matrixToJson(const Matrix& m);
+
 // JSON as text, indented, with each list of numbers on one line (a matrix is one row per line).
 // Floats are written with the fewest digits that read back as the same float32.
 std::string formatJson(const nlohmann::ordered_json& j);
