@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "app_state.h"
@@ -10,6 +11,8 @@
 #include "heatmap_view.h"
 
 namespace attnscope::app {
+
+struct Gpt2Session;  // panel_gpt2.cpp: the opened checkpoint and its forward
 
 enum class ColorScale { Fixed, Shared, PerHead };  // 0..1; 0..max over all heads; 0..max of each head
 
@@ -33,6 +36,7 @@ struct ViewState {
   int export_head = 1;  // 1-based, as shown
   bool export_annotate = false;
   std::string export_message;
+  std::shared_ptr<Gpt2Session> gpt2;  // created by the GPT-2 panel on first draw
 };
 
 // Each draws its contents into the current ImGui window.
@@ -43,6 +47,7 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
 void drawSimilarityPanel(AppState& state, ViewState& view);
 void drawWalkthroughPanel(AppState& state, ViewState& view);
 void drawExportPanel(AppState& state, ViewState& view);
+void drawGpt2Panel(AppState& state, ViewState& view);  // panel_gpt2.cpp
 
 // Shared widgets (panel_widgets.cpp).
 // Call right after an editing widget: true when this change continues the gesture of the last one (a drag in

@@ -120,6 +120,7 @@ void drawWindowLayout(AppState& state, ViewState& view, HeatmapRenderer& rendere
     if (tab("Walkthrough", "tab.walkthrough")) drawWalkthroughPanel(state, view), ImGui::EndTabItem();
     if (tab("Similarity", "tab.similarity")) drawSimilarityPanel(state, view), ImGui::EndTabItem();
     if (tab("Export", "tab.export")) drawExportPanel(state, view), ImGui::EndTabItem();
+    if (tab("GPT-2", "tab.gpt2")) drawGpt2Panel(state, view), ImGui::EndTabItem();
     ImGui::EndTabBar();
   }
   ImGui::End();
