@@ -82,6 +82,10 @@ std::size_t gpt2ForwardBytes(const Gpt2Config& config, int n, const ForwardOptio
 // n_positions, ids < vocab_size (InputError otherwise); the memory is checked against the budget first.
 ForwardResult gpt2Forward(const Gpt2Weights& weights, const std::vector<int>& ids, const ForwardOptions& options = {},
                           std::size_t budget_bytes = 0);
+// The same into `result`, reusing its matrices where the shapes match (the first touch of 4 n^2 bytes per map
+// costs page faults that can take longer than the arithmetic).
+void gpt2ForwardInto(const Gpt2Weights& weights, const std::vector<int>& ids, ForwardResult& result,
+                     const ForwardOptions& options = {}, std::size_t budget_bytes = 0);
 
 // Attention rollout (Abnar and Zuidema, 2020): per layer A_l = 0.5 * mean over heads of W + 0.5 * I (the
 // identity for the residual; each row of the mean sums to 1, so A_l's rows sum to 1 with no further
