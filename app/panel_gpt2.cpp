@@ -55,7 +55,7 @@ void run(Gpt2Session& s) {
 // One causal map (n, n) over the square [p0, p0 + size). Where a pixel covers several cells it shows the
 // largest weight under it (as the heads panel does), so a sharp peak survives on a small tile; cells above the
 // diagonal are kMaskedColor. Returns the hovered cell, or (-1, -1).
-std::pair<int, int> drawMap(ImDrawList* list, const Matrix& w, ImVec2 p0, float size) {
+std::pair<int, int> drawMap(ImDrawList* list, const Eigen::Ref<const Matrix>& w, ImVec2 p0, float size) {
   const int n = static_cast<int>(w.rows());
   const int px = std::max(1, static_cast<int>(size));
   const int blocks = std::min(n, px);  // blocks of cells drawn, per side

@@ -49,7 +49,7 @@ TEST_P(ModelForward, MatchesNumPyReference) {
   double worst_w = 0;
   for (int l = 0; l < c.n_layer; ++l)
     for (int h = 0; h < c.n_head; ++h) {
-      const Matrix& m = f.map(l, h, c.n_head);
+      const Matrix m = f.map(l, h, c.n_head);
       ASSERT_EQ(m.rows(), f.n);
       worst_w = std::max(worst_w, maxDiff(m, expected["weights"][l][h]));
       for (int i = 0; i < f.n; ++i)
@@ -102,10 +102,11 @@ TEST(ModelRollout, HandWorkedTwoTokens) {
   // One layer, one head, map [[1, 0], [0.2, 0.8]]: A = 0.5 W + 0.5 I = [[1, 0], [0.1, 0.9]]; two layers:
   // A^2 = [[1, 0], [0.1 + 0.09, 0.81]] = [[1, 0], [0.19, 0.81]].
   model::ForwardResult f;
-  f.n = 2;
   Matrix w(2, 2);
   w << 1, 0, 0.2f, 0.8f;
-  f.weights = {w, w};
+  f.resize(2, 2);
+  f.mutableMap(0) = w;
+  f.mutableMap(1) = w;
   model::Gpt2Config c;
   c.n_layer = 2;
   c.n_head = 1;

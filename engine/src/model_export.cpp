@@ -113,7 +113,7 @@ std::string modelResultNpy(const ForwardResult& forward, const Gpt2Config& c, in
   std::string out = npyHeader(shape);
   for (int l = first; l < first + count; ++l)
     for (int h = 0; h < c.n_head; ++h) {
-      const Matrix& m = forward.map(l, h, c.n_head);  // (n, n) row-major: C order
+      const auto m = forward.map(l, h, c.n_head);  // (n, n) row-major: C order
       const std::size_t at = out.size(), bytes = static_cast<std::size_t>(m.size()) * sizeof(float);
       out.resize(at + bytes);
       std::memcpy(out.data() + at, m.data(), bytes);

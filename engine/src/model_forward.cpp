@@ -1,8 +1,11 @@
 // GPT-2's forward pass on the CPU (float32, Eigen with OpenBLAS for the big products, OpenMP over heads and
 // rows), keeping every layer's per-head attention map; attention rollout; a layer opened as a Scene.
 #include <omp.h>
+#include <sys/mman.h>
 
 #include <cmath>
+#include <new>
+#include <utility>
 
 #include "attnscope/error.h"
 #include "attnscope/model/gpt2.h"
@@ -39,7 +42,7 @@ void geluTanh(Matrix& x) {
 }
 
 // Causal softmax in place on the scaled scores (n, n): row i over keys 0..i; keys past i get exactly 0.
-void causalSoftmax(Matrix& s) {
+void causalSoftmax(Eigen::Map<Matrix> s) {
   const long n = s.rows();
   for (long i = 0; i < n; ++i) {
     auto row = s.row(i).head(i + 1).array();
@@ -52,6 +55,42 @@ void causalSoftmax(Matrix& s) {
 }
 
 }  // namespace
+
+MapBuffer::MapBuffer(std::size_t floats) : floats_(floats) {
+  if (floats == 0) return;
+  constexpr std::size_t kHugePage = std::size_t{2} << 20;
+  bytes_ = (floats * sizeof(float) + kHugePage - 1) / kHugePage * kHugePage;
+  void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  ::madvise(p, bytes_, MADV_HUGEPAGE);  // a hint: without THP the pages are ordinary ones
+  data_ = static_cast<float*>(p);
+}
+
+MapBuffer::~MapBuffer() {
+  if (data_) ::munmap(data_, bytes_);
+}
+
+MapBuffer::MapBuffer(MapBuffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)),
+      floats_(std::exchange(other.floats_, 0)),
+      bytes_(std::exchange(other.bytes_, 0)) {}
+
+MapBuffer& MapBuffer::operator=(MapBuffer&& other) noexcept {
+  if (this != &other) {
+    if (data_) ::munmap(data_, bytes_);
+    data_ = std::exchange(other.data_, nullptr);
+    floats_ = std::exchange(other.floats_, 0);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+void ForwardResult::resize(int tokens, int count) {
+  const std::size_t floats = static_cast<std::size_t>(count) * static_cast<std::size_t>(tokens) * tokens;
+  if (buffer.size() != floats) buffer = MapBuffer(floats);
+  n = tokens;
+  maps = count;
+}
 
 std::size_t gpt2ForwardBytes(const Gpt2Config& c, int n, const ForwardOptions& options) {
   const std::size_t nn = static_cast<std::size_t>(n), d = static_cast<std::size_t>(c.n_embd);
@@ -86,10 +125,8 @@ void gpt2ForwardInto(const Gpt2Weights& w, const std::vector<int>& ids, ForwardR
 
   const int d = c.n_embd, h = c.n_head, dh = c.headDim();
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
-  r.n = n;
-  // Matrices of the right shape are reused (assignment keeps their memory): a forward on a result from one
-  // of the same length touches no new pages.
-  r.weights.resize(static_cast<std::size_t>(c.n_layer) * static_cast<std::size_t>(h));
+  // A result of the same size keeps its buffer: a forward on it touches no new pages.
+  r.resize(n, c.n_layer * h);
   r.ln1.resize(options.keep_ln1 ? static_cast<std::size_t>(c.n_layer) : 0);
   Matrix x(n, d);  // (n, d) the residual stream
   for (int i = 0; i < n; ++i) x.row(i) = w.wte.row(ids[static_cast<std::size_t>(i)]) + w.wpe.row(i);
@@ -109,7 +146,7 @@ void gpt2ForwardInto(const Gpt2Weights& w, const std::vector<int>& ids, ForwardR
       const auto q = qkv.middleCols(head * dh, dh);          // (n, dh), already scaled
       const auto k = qkv.middleCols(d + head * dh, dh);      // (n, dh)
       const auto v = qkv.middleCols(2 * d + head * dh, dh);  // (n, dh)
-      Matrix& weights = r.weights[static_cast<std::size_t>(l * h + head)];
+      Eigen::Map<Matrix> weights = r.mutableMap(l * h + head);
       weights.noalias() = q * k.transpose();  // (n, n) scaled scores
       causalSoftmax(weights);
       concat.middleCols(head * dh, dh).noalias() = weights * v;  // (n, dh)

@@ -234,7 +234,7 @@ int main(int argc, char** argv) {
             c.expect(false, tile + " drawn");
             continue;
           }
-          const attnscope::Matrix& w = f.map(l, h, heads);
+          const auto w = f.map(l, h, heads);
           const int wrong_before = wrong;
           for (int i = 0; i < n; ++i)
             for (int j = 0; j < n; ++j) {
