@@ -25,8 +25,8 @@ for dtype in F32 F16 BF16; do
   if [[ ! -f "$out/corpus/safetensors_header/tiny_$dtype" ]]; then
     /usr/bin/python3 tests/model/gpt2_reference.py "$out/tiny_$dtype" --dtype "$dtype" --layers 1 --heads 2 --embd 8 \
       --positions 4 --tokens 2
-    # Only the header and a little data: the reader never reads tensor bytes.
-    head -c 4096 "$out/tiny_$dtype/model.safetensors" >"$out/corpus/safetensors_header/tiny_$dtype"
+    # Whole, valid files (about 12 KB), so that mutation starts from headers that pass.
+    cp "$out/tiny_$dtype/model.safetensors" "$out/corpus/safetensors_header/tiny_$dtype"
   fi
 done
 cp assets/scenes/*.json "$out/corpus/scene_json/"
