@@ -17,6 +17,13 @@
 
 namespace attnscope::app {
 
+// A map's colours at one tile size: blocks x blocks, row-major. Recomputed only when the forward or the size
+// changes, so a frame draws rectangles and never rescans n^2 weights per tile.
+struct TileColors {
+  int blocks = 0;
+  std::vector<ImU32> colors;
+};
+
 struct Gpt2Session {
   std::string dir;
   std::string text = "The cat sat on the mat.";
@@ -27,6 +34,8 @@ struct Gpt2Session {
   std::string ran_text;
   int focus_layer = -1, focus_head = -1;  // >= 0: that map enlarged
   int scene_layer = 0;
+  std::vector<TileColors> tiles;  // one per map (layer * n_head + head)
+  TileColors focus_tile;          // the enlarged map's
 };
 
 namespace {
@@ -45,39 +54,51 @@ void run(Gpt2Session& s) {
     for (int id : ids) s.labels.push_back(s.checkpoint->tokenizer.label(id));
     s.ran_text = s.text;
     s.focus_layer = s.focus_head = -1;
+    s.tiles.assign(static_cast<std::size_t>(s.forward.maps), TileColors{});
+    s.focus_tile = {};
     s.scene_layer = std::min(s.scene_layer, s.checkpoint->weights.config.n_layer - 1);
   } catch (const std::exception& e) {
     s.error = e.what();
     s.forward = {};
+    s.tiles.clear();
   }
 }
 
 // One causal map (n, n) over the square [p0, p0 + size). Where a pixel covers several cells it shows the
 // largest weight under it (as the heads panel does), so a sharp peak survives on a small tile; cells above the
-// diagonal are kMaskedColor. Returns the hovered cell, or (-1, -1).
-std::pair<int, int> drawMap(ImDrawList* list, const Eigen::Ref<const Matrix>& w, ImVec2 p0, float size) {
+// diagonal are kMaskedColor. `cache` keeps the colours for this size. Returns the hovered cell, or (-1, -1).
+std::pair<int, int> drawMap(ImDrawList* list, const Eigen::Ref<const Matrix>& w, ImVec2 p0, float size,
+                            TileColors& cache) {
   const int n = static_cast<int>(w.rows());
-  const int px = std::max(1, static_cast<int>(size));
-  const int blocks = std::min(n, px);  // blocks of cells drawn, per side
+  const int blocks = std::min(n, std::max(1, static_cast<int>(size)));  // blocks of cells drawn, per side
+  if (cache.blocks != blocks) {
+    cache.blocks = blocks;
+    cache.colors.assign(static_cast<std::size_t>(blocks) * static_cast<std::size_t>(blocks), 0);
+    for (int bi = 0; bi < blocks; ++bi) {
+      const int i0 = bi * n / blocks, i1 = (bi + 1) * n / blocks;
+      for (int bj = 0; bj < blocks; ++bj) {
+        const int j0 = bj * n / blocks, j1 = (bj + 1) * n / blocks;
+        float top = -1;
+        for (int i = i0; i < i1; ++i)
+          for (int j = j0; j < std::min(j1, i + 1); ++j) top = std::max(top, w(i, j));
+        cache.colors[static_cast<std::size_t>(bi * blocks + bj)] =
+            toImU32(top < 0 ? kMaskedColor : colorAt(ColorMap::Viridis, top));
+      }
+    }
+  }
   for (int bi = 0; bi < blocks; ++bi) {
-    const int i0 = bi * n / blocks, i1 = (bi + 1) * n / blocks;
-    const float y0 = p0.y + std::floor(static_cast<float>(bi) * size / blocks);
-    const float y1 = p0.y + std::floor(static_cast<float>(bi + 1) * size / blocks);
+    const float y0 = p0.y + std::floor(static_cast<float>(bi) * size / static_cast<float>(blocks));
+    const float y1 = p0.y + std::floor(static_cast<float>(bi + 1) * size / static_cast<float>(blocks));
     for (int bj = 0; bj < blocks; ++bj) {
-      const int j0 = bj * n / blocks, j1 = (bj + 1) * n / blocks;
-      float top = -1;
-      for (int i = i0; i < i1; ++i)
-        for (int j = j0; j < std::min(j1, i + 1); ++j) top = std::max(top, w(i, j));
-      const float x0 = p0.x + std::floor(static_cast<float>(bj) * size / blocks);
-      const float x1 = p0.x + std::floor(static_cast<float>(bj + 1) * size / blocks);
-      list->AddRectFilled(ImVec2(x0, y0), ImVec2(x1, y1),
-                          toImU32(top < 0 ? kMaskedColor : colorAt(ColorMap::Viridis, top)));
+      const float x0 = p0.x + std::floor(static_cast<float>(bj) * size / static_cast<float>(blocks));
+      const float x1 = p0.x + std::floor(static_cast<float>(bj + 1) * size / static_cast<float>(blocks));
+      list->AddRectFilled(ImVec2(x0, y0), ImVec2(x1, y1), cache.colors[static_cast<std::size_t>(bi * blocks + bj)]);
     }
   }
   const ImVec2 m = ImGui::GetIO().MousePos;
   if (m.x < p0.x || m.y < p0.y || m.x >= p0.x + size || m.y >= p0.y + size) return {-1, -1};
-  return {std::min(n - 1, static_cast<int>((m.y - p0.y) / size * n)),
-          std::min(n - 1, static_cast<int>((m.x - p0.x) / size * n))};
+  return {std::min(n - 1, static_cast<int>((m.y - p0.y) / size * static_cast<float>(n))),
+          std::min(n - 1, static_cast<int>((m.x - p0.x) / size * static_cast<float>(n)))};
 }
 
 void tooltip(const Gpt2Session& s, int layer, int head, std::pair<int, int> cell) {
@@ -135,7 +156,7 @@ void drawGpt2Panel(AppState& state, ViewState& view) {
       ImGui::Text("layer %d, head %d", s.focus_layer, s.focus_head);
       const float size = std::floor(std::min(ImGui::GetContentRegionAvail().x, ImGui::GetContentRegionAvail().y));
       const ImVec2 p0 = ImGui::GetCursorScreenPos();
-      const auto cell = drawMap(list, s.forward.map(s.focus_layer, s.focus_head, c.n_head), p0, size);
+      const auto cell = drawMap(list, s.forward.map(s.focus_layer, s.focus_head, c.n_head), p0, size, s.focus_tile);
       probeRect("gpt2.focus", p0, ImVec2(p0.x + size, p0.y + size));
       ImGui::Dummy(ImVec2(size, size));
       tooltip(s, s.focus_layer, s.focus_head, cell);
@@ -154,7 +175,8 @@ void drawGpt2Panel(AppState& state, ViewState& view) {
     list->AddText(ImVec2(origin.x, y), ImGui::GetColorU32(ImGuiCol_Text), ("L" + std::to_string(l)).c_str());
     for (int h = 0; h < c.n_head; ++h) {
       const ImVec2 p0(origin.x + label_w + static_cast<float>(h) * (tile + gap), y);
-      const auto cell = drawMap(list, s.forward.map(l, h, c.n_head), p0, tile);
+      const auto cell =
+          drawMap(list, s.forward.map(l, h, c.n_head), p0, tile, s.tiles[static_cast<std::size_t>(l * c.n_head + h)]);
       probeRect("gpt2.tile." + std::to_string(l) + "." + std::to_string(h), p0, ImVec2(p0.x + tile, p0.y + tile));
       if (cell.first >= 0) {
         list->AddRect(ImVec2(p0.x - 1, p0.y - 1), ImVec2(p0.x + tile + 1, p0.y + tile + 1), IM_COL32_WHITE);
@@ -162,6 +184,7 @@ void drawGpt2Panel(AppState& state, ViewState& view) {
         if (ImGui::IsMouseClicked(ImGuiMouseButton_Left) && ImGui::IsWindowHovered()) {
           s.focus_layer = l;
           s.focus_head = h;
+          s.focus_tile = {};
         }
       }
     }
