@@ -87,6 +87,18 @@ TEST(ModelCli, OutputsAndLayerScene) {
       for (int k = 0; k < 5; ++k)  // the scene file's float32 text reads back exactly; seen 2e-7
         EXPECT_NEAR(res.heads[static_cast<std::size_t>(h)].weights(i, k),
                     j["layers"][1]["heads"][h][i][k].get<double>(), 2e-6);
+  // Every layer as NPY (layers, heads, n, n), the text read from a file; the last map equals the JSON's.
+  model_test::spit(out + "/text.txt", "hello there");
+  const model_test::CommandRun all =
+      attnscope("model '" + dir + "' --text-file '" + out + "/text.txt' --out '" + out + "/all.npy'");
+  ASSERT_EQ(all.status, 0) << all.err;
+  const std::string all_npy = model_test::slurp(out + "/all.npy");
+  EXPECT_NE(all_npy.find("'shape': (3, 4, 5, 5)"), std::string::npos);
+  ASSERT_EQ(all_npy.size(), 128u + 3 * 4 * 5 * 5 * 4);  // a 128-byte header (a multiple of 64) and the floats
+  float last = 0;
+  std::memcpy(&last, all_npy.data() + all_npy.size() - 4, 4);
+  // The JSON's shortest decimal reads back as the same float32.
+  EXPECT_EQ(last, static_cast<float>(j["layers"][2]["heads"][3][4][4].get<double>()));
   // NPY (heads, n, n) for one layer: header then 4 * 5 * 5 float32.
   const std::string npy = model_test::slurp(out + "/l1.npy");
   EXPECT_NE(npy.find("'shape': (4, 5, 5)"), std::string::npos);
