@@ -11,6 +11,7 @@ int runWalkthrough(Args& args);  // cli_walkthrough.cpp
 int runExport(Args& args);       // cli_export.cpp
 int runBench(Args& args);        // cli_bench.cpp
 int runAnalyze(Args& args);      // cli_analyze.cpp
+int runModel(Args& args);        // cli_model.cpp
 
 }  // namespace attnscope::cli
 

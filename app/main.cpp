@@ -27,6 +27,9 @@ const Command kCommands[] = {
     {"analyze", attnscope::cli::runAnalyze,
      "analyze SCENE [--cell H,I,J] [--ablate H[,H...]] [--ablation zero|mean] [--pitfall NAME] [--metric cosine|js] "
      "[--window W] [--sort SCORE] [--backend cpu|gpu|auto] [-o OUT.json] (heads from 1, positions from 0)"},
+    {"model", attnscope::cli::runModel,
+     "model DIR (--text TEXT | --text-file FILE) [--layer L] [--out OUT.json|.npy] [--scene-out LAYER.json] "
+     "[--grid-out GRID.png|.svg] [--rollout-out ROLLOUT.png|.svg]"},
 };
 
 void printUsage(std::FILE* to) {
@@ -52,7 +55,7 @@ int main(int argc, char** argv) {
       attnscope::cli::Args parsed(c.name, std::vector<std::string>(args.begin() + 1, args.end()));
       return c.run(parsed);
     }
-    std::fprintf(stderr, "attnscope: command: expected one of compute, walkthrough, export, bench, analyze, got '%s'\n",
+    std::fprintf(stderr, "attnscope: command: expected one of compute, walkthrough, export, bench, analyze, model, got '%s'\n",
                  args[0].c_str());
     return 2;
   } catch (const std::exception& e) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "app_state.h"
@@ -12,6 +13,8 @@
 #include "heatmap_view.h"
 
 namespace attnscope::app {
+
+struct Gpt2Session;  // panel_gpt2.cpp: the opened checkpoint and its forward
 
 enum class ColorScale { Fixed, Shared, PerHead };  // 0..1; 0..max over all heads; 0..max of each head
 
@@ -51,6 +54,7 @@ struct ViewState {
   // The diff panel's snapshot A (a copy of the result when pinned).
   bool diff_pinned = false;
   Result diff_a;
+  std::shared_ptr<Gpt2Session> gpt2;  // created by the GPT-2 panel on first draw
 };
 
 // The head-type scores of the current result (cached in `view` by revision).
@@ -70,6 +74,7 @@ void drawExportPanel(AppState& state, ViewState& view);
 void drawDiffPanel(AppState& state, ViewState& view);       // panel_diff.cpp
 void drawBreakdownPanel(AppState& state, ViewState& view);  // panel_breakdown.cpp
 void drawPitfallsPanel(AppState& state, ViewState& view);   // panel_pitfalls.cpp
+void drawGpt2Panel(AppState& state, ViewState& view);  // panel_gpt2.cpp
 
 // Shared widgets (panel_widgets.cpp).
 // Call right after an editing widget: true when this change continues the gesture of the last one (a drag in

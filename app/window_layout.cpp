@@ -123,6 +123,7 @@ void drawWindowLayout(AppState& state, ViewState& view, HeatmapRenderer& rendere
     if (tab("Diff", "tab.diff")) drawDiffPanel(state, view), ImGui::EndTabItem();
     if (tab("Cell", "tab.breakdown")) drawBreakdownPanel(state, view), ImGui::EndTabItem();
     if (tab("Mistakes", "tab.pitfalls")) drawPitfallsPanel(state, view), ImGui::EndTabItem();
+    if (tab("GPT-2", "tab.gpt2")) drawGpt2Panel(state, view), ImGui::EndTabItem();
     ImGui::EndTabBar();
   }
   ImGui::End();

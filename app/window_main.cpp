@@ -92,7 +92,19 @@ void printFrameStats(std::vector<double> ms) {
 void loadFonts(float scale) {
   ImGuiIO& io = ImGui::GetIO();
   const float size = std::round(15.0f * scale);
-  if (std::filesystem::exists(ATTNSCOPE_FONT_PATH) && io.Fonts->AddFontFromFileTTF(ATTNSCOPE_FONT_PATH, size)) return;
+  // Latin, Greek and Cyrillic, and the marks GPT-2 token labels use: '␣' (a space), '↵' (newline), '⇥' (tab).
+  static ImVector<ImWchar> ranges;
+  if (ranges.empty()) {
+    ImFontGlyphRangesBuilder builder;
+    builder.AddRanges(io.Fonts->GetGlyphRangesCyrillic());
+    static const ImWchar greek[] = {0x0370, 0x03FF, 0};
+    builder.AddRanges(greek);
+    builder.AddText("\u2423\u21B5\u21E5");
+    builder.BuildRanges(&ranges);
+  }
+  if (std::filesystem::exists(ATTNSCOPE_FONT_PATH) &&
+      io.Fonts->AddFontFromFileTTF(ATTNSCOPE_FONT_PATH, size, nullptr, ranges.Data))
+    return;
   ImFontConfig config;
   config.SizePixels = 13.0f * scale;
   io.Fonts->AddFontDefault(&config);  // ImGui's own font when DejaVu Sans is not installed

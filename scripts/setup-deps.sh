@@ -11,7 +11,17 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   xvfb xauth xdotool x11-utils fonts-dejavu-core
   python3 python3-numpy
+  libicu-dev
+  nodejs openssl
+  clang libclang-rt-14-dev
 )
+# libicu-dev: Unicode letter/number/space classes for GPT-2's pre-tokenizer. nodejs (+ npm), openssl: the
+# tokenizer's peer (scripts/fetch-gpt2-vocab.sh). clang + libclang-rt-14-dev: libFuzzer with ASan/UBSan
+# (scripts/fuzz.sh). npm is Debian's own package only where no npm came with nodejs (NodeSource's nodejs
+# provides npm and conflicts with Debian's).
+if ! command -v npm >/dev/null 2>&1; then
+  packages+=(npm)
+fi
 # Extra packages for ../shared/tools/peer-bench (PyTorch and a threaded BLAS): `setup-deps.sh --bench`.
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(python3-torch libopenblas0-pthread)

@@ -13,5 +13,9 @@ else
   scripts/build.sh
 fi
 ctest --test-dir build --output-on-failure --timeout 600 -j "$(nproc)"
-# In CI, also compile for the instruction sets users' CPUs have (x86-64-v2, and v4 with AVX-512).
-if [[ "${CI:-}" == "true" ]]; then scripts/build-arch-variants.sh; fi
+# In CI, also compile for the instruction sets users' CPUs have (x86-64-v2, and v4 with AVX-512), and fuzz the
+# safetensors header reader and the scene JSON reader for 60 s each (clang, ASan + UBSan; about 4 min in all).
+if [[ "${CI:-}" == "true" ]]; then
+  scripts/build-arch-variants.sh
+  scripts/fuzz.sh 60
+fi

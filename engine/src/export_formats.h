@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "attnscope/export.h"
 #include "attnscope/export_layout.h"
@@ -23,6 +24,8 @@ void checkHeadIndex(const Scene& scene, int head);
 // covers (kMaskedColor when all are masked); with whole-pixel cells that is exactly each cell's colour.
 Canvas rasterizeMap(const Figure& figure, int panel, int w, int h);
 std::string encodePng(const Canvas& canvas);
+// The NPY 1.0 header of a little-endian float32 C-order array of `shape` (the data starts at a multiple of 64).
+std::string npyHeader(const std::vector<long>& shape);
 
 std::string pngBytes(const Figure& figure, const FigureLayout& layout);
 std::string svgBytes(const Figure& figure, const FigureLayout& layout);

@@ -150,11 +150,18 @@ Sizes mapSizes(int rows, int cols, int budget) {
   return s;
 }
 
+// Columns of the grid of panels: the figure's own (a model's heads per layer), else about a square.
+int gridColumns(const Figure& fig) {
+  const int panels = static_cast<int>(fig.panels.size());
+  if (fig.grid_columns > 0) return std::min(fig.grid_columns, panels);
+  return panels == 1 ? 1 : static_cast<int>(std::ceil(std::sqrt(static_cast<double>(panels))));
+}
+
 FigureLayout layoutWithBudget(const Figure& fig, const Font& font, int budget) {
   FigureLayout L;
   const int panels = static_cast<int>(fig.panels.size());
   const int rows = static_cast<int>(fig.panels[0].values.rows()), cols = static_cast<int>(fig.panels[0].values.cols());
-  const int grid_cols = panels == 1 ? 1 : static_cast<int>(std::ceil(std::sqrt(static_cast<double>(panels))));
+  const int grid_cols = gridColumns(fig);
   const int grid_rows = (panels + grid_cols - 1) / grid_cols;
   const Sizes s = mapSizes(rows, cols, budget);
   const double cell = std::min(s.cell_w, s.cell_h);
@@ -281,8 +288,7 @@ FigureLayout layoutWithBudget(const Figure& fig, const Font& font, int budget) {
 
 FigureLayout layoutFigure(const Figure& figure) {
   const Font& font = Font::exportFont();
-  const int panels = static_cast<int>(figure.panels.size());
-  const int grid_cols = panels == 1 ? 1 : static_cast<int>(std::ceil(std::sqrt(static_cast<double>(panels))));
+  const int grid_cols = gridColumns(figure);
   const auto n = static_cast<int>(std::max(figure.panels[0].values.rows(), figure.panels[0].values.cols()));
   int budget = grid_cols == 1 ? std::clamp(n, kSingleBudget, 2 * kSingleBudget) : std::max(96, 2560 / grid_cols);
   FigureLayout layout = layoutWithBudget(figure, font, budget);

@@ -13,6 +13,14 @@ namespace {
 
 static_assert(std::endian::native == std::endian::little, "NPY '<f4' is written straight from memory");
 
+void appendFloats(std::string& out, const Matrix& m) {  // row-major: C order as it lies in memory
+  const std::size_t at = out.size();
+  out.resize(at + static_cast<std::size_t>(m.size()) * sizeof(float));
+  std::memcpy(out.data() + at, m.data(), static_cast<std::size_t>(m.size()) * sizeof(float));
+}
+
+}  // namespace
+
 // Magic, version 1.0, header length (uint16 LE), then the header dict padded with spaces and ended by '\n' so
 // that the data starts at a multiple of 64 bytes (as numpy writes it).
 std::string npyHeader(const std::vector<long>& shape) {
@@ -33,14 +41,6 @@ std::string npyHeader(const std::vector<long>& shape) {
   out += static_cast<char>(dict.size() >> 8);
   return out + dict;
 }
-
-void appendFloats(std::string& out, const Matrix& m) {  // row-major: C order as it lies in memory
-  const std::size_t at = out.size();
-  out.resize(at + static_cast<std::size_t>(m.size()) * sizeof(float));
-  std::memcpy(out.data() + at, m.data(), static_cast<std::size_t>(m.size()) * sizeof(float));
-}
-
-}  // namespace
 
 std::string npyBytes(const Scene& scene, const Result& result, const ExportRequest& request) {
   const long h = scene.numHeads();

@@ -16,6 +16,7 @@
 #include "attnscope/analysis.h"
 #include "attnscope/colormap.h"
 #include "attnscope/cpu_backend.h"
+#include "attnscope/model/gpt2.h"
 #include "attnscope/scene_json.h"
 
 using attnscope::ColorMap;
@@ -312,6 +313,62 @@ int main(int argc, char** argv) {
       const float before = meanRun(full.img, r), after = meanRun(c.img, c.rect("head1.map"));
       c.expect(after > 1.5f * before,
                "wheel zoomed in: mean run " + std::to_string(before) + " -> " + std::to_string(after) + " px");
+    } else if (test == "gpt2") {
+      // The window's grid against the engine's forward on the same checkpoint and text (the forward itself is
+      // tested against an independent NumPy GPT-2 in test_model_forward.cpp). The default text is the panel's.
+      const attnscope::model::Checkpoint ck = attnscope::model::loadCheckpoint(dir + "/ckpt");
+      const std::vector<int> ids = ck.tokenizer.encode("The cat sat on the mat.");
+      const attnscope::model::ForwardResult f = attnscope::model::gpt2Forward(ck.weights, ids);
+      const int n = f.n, heads = ck.weights.config.n_head;
+      int wrong = 0, checked = 0;
+      for (int l = 0; l < ck.weights.config.n_layer; ++l)
+        for (int h = 0; h < heads; ++h) {
+          const std::string tile = "gpt2.tile." + std::to_string(l) + "." + std::to_string(h);
+          if (!c.layout.contains(tile)) {
+            c.expect(false, tile + " drawn");
+            continue;
+          }
+          const auto w = f.map(l, h, heads);
+          const int wrong_before = wrong;
+          for (int i = 0; i < n; ++i)
+            for (int j = 0; j < n; ++j) {
+              const Rgb8 got = c.cell(tile, i, j, n, n);
+              const bool ok = j > i ? got == attnscope::kMaskedColor
+                                    : (got == attnscope::colorAt(ColorMap::Viridis, w(i, j) - 1e-5f) ||
+                                       got == attnscope::colorAt(ColorMap::Viridis, w(i, j) + 1e-5f));
+              wrong += !ok;
+              if (!ok && wrong - wrong_before <= 2)
+                std::printf("      %s cell (%d,%d): weight %.4f drawn %s\n", tile.c_str(), i, j, w(i, j),
+                            Checker::str(got).c_str());
+              ++checked;
+            }
+        }
+      c.expect(wrong == 0, "GPT-2 grid: " + std::to_string(checked) + " cells in colorAt(weight) or masked, " +
+                               std::to_string(wrong) + " wrong");
+      // Hovered (hover.png): the tile is outlined in white and a tooltip opens over the grid.
+      const Image hover = loadPng(dir + "/hover.png");
+      const std::vector<float> hovered = c.rect("gpt2.tile.2.3");
+      c.expect(hover.at(static_cast<int>(hovered[0]) - 1, static_cast<int>(hovered[1]) + 5) == Rgb8{255, 255, 255},
+               "hovered tile outlined in white");
+      int changed = 0;
+      for (int y = static_cast<int>(hovered[3]) + 2; y < static_cast<int>(hovered[3]) + 40; ++y)
+        for (int x = static_cast<int>(hovered[0]) - 60; x < static_cast<int>(hovered[2]); ++x)
+          changed += !(hover.at(x, y) == c.img.at(x, y));
+      c.expect(changed > 500, "tooltip drawn below the hovered tile (" + std::to_string(changed) + " pixels changed)");
+      // Layer 1 opened as the scene: the heads panel shows its 4 maps, computed by the window's backend.
+      const Checker scene{loadPng(dir + "/scene.png"), loadLayout(dir + "/layout_scene.json")};
+      c.expect(scene.layout.contains("head3.map") && !scene.layout.contains("head4.map"), "layer 1's 4 heads shown");
+      int scene_wrong = 0;
+      for (int h = 0; h < heads; ++h)
+        for (int i = 0; i < n; ++i)
+          for (int j = 0; j <= i; ++j) {
+            const float w = f.map(1, h, heads)(i, j);
+            const Rgb8 got = scene.cell("head" + std::to_string(h) + ".map", i, j, n, n);
+            scene_wrong += !(got == attnscope::colorAt(ColorMap::Viridis, w - 1e-5f) ||
+                             got == attnscope::colorAt(ColorMap::Viridis, w + 1e-5f));
+          }
+      c.expect(scene_wrong == 0, "layer 1 as a scene: every unmasked cell in colorAt(the forward's weight), " +
+                                     std::to_string(scene_wrong) + " wrong");
     } else if (test == "export") {
       const Image exported = loadPng(dir + "/exported_heads.png");  // throws when missing or not a PNG
       c.expect(exported.w > 100 && exported.h > 100,

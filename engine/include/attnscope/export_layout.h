@@ -31,6 +31,7 @@ struct Figure {
   std::vector<float> ticks;  // colour bar ticks, values on the scale
   int tick_decimals = 1;
   bool annotate = false;  // write each cell's value (2 decimals) in the cell when it fits
+  int grid_columns = 0;   // panels per row of the grid; 0 = about square (ceil(sqrt(panels)))
   std::vector<HeatmapPanel> panels;
   // A similarity matrix in cluster order: the merges (cluster ids as clusterUpgma's) and the leaf order, which
   // is the panel's row order. The dendrogram is drawn left of the row labels. Empty = none.

@@ -1,0 +1,109 @@
+// attnscope model: a GPT-2 checkpoint folder on the user's text: every layer's per-head maps and the rollout
+// as JSON/NPY, the layers x heads grid and the rollout as PNG/SVG, and one layer as a scene file.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "attnscope/atomic_file.h"
+#include "attnscope/error.h"
+#include "attnscope/model/gpt2.h"
+#include "attnscope/model/model_export.h"
+#include "attnscope/scene_json.h"
+#include "cli.h"
+
+namespace attnscope::cli {
+
+namespace {
+
+constexpr const char* kHelp =
+    "usage: attnscope model DIR (--text TEXT | --text-file FILE) [--layer L] [--out OUT.json|OUT.npy]\n"
+    "                       [--scene-out LAYER.json] [--grid-out GRID.png|.svg] [--rollout-out ROLLOUT.png|.svg]\n"
+    "  DIR             a GPT-2 folder: config.json, model.safetensors (F32, F16 or BF16), vocab.json, merges.txt\n"
+    "  --text          the text to run (GPT-2's byte-level BPE; at most n_positions tokens)\n"
+    "  --layer L       one layer, counted from 0 as in the checkpoint's h.L tensors (default: every layer)\n"
+    "  --out           every map with the tokens as JSON ((layers, heads, n, n) and the rollout), or NPY\n"
+    "                  float32 (layers, heads, n, n), (heads, n, n) with --layer\n"
+    "  --scene-out     layer L as an attnscope scene (needs --layer): ln_1's rows, the heads' projections\n"
+    "  --grid-out      the layers x heads grid of heatmaps (or layer L's heads) as PNG or SVG\n"
+    "  --rollout-out   the attention rollout (Abnar and Zuidema, 2020) as PNG or SVG\n";
+
+std::string extension(const std::string& path) {
+  const std::size_t dot = path.find_last_of('.');
+  return dot == std::string::npos ? "" : path.substr(dot + 1);
+}
+
+ExportFormat figureFormat(const std::string& option, const std::string& path) {
+  const std::string ext = extension(path);
+  if (ext == "png") return ExportFormat::Png;
+  if (ext == "svg") return ExportFormat::Svg;
+  throw InputError(option, "a path ending in .png or .svg", "'" + path + "'");
+}
+
+}  // namespace
+
+int runModel(Args& args) {
+  if (args.takeFlag("--help") || args.takeFlag("-h")) {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  std::optional<std::string> text = args.take("--text");
+  const std::optional<std::string> text_file = args.take("--text-file");
+  const long layer = args.takeInt("--layer", -1, 0, 999);
+  const std::optional<std::string> out = args.take("--out", "-o");
+  const std::optional<std::string> scene_out = args.take("--scene-out");
+  const std::optional<std::string> grid_out = args.take("--grid-out");
+  const std::optional<std::string> rollout_out = args.take("--rollout-out");
+  const std::vector<std::string> dirs = args.positionals(1);
+  if (dirs.empty()) throw InputError("model", "a checkpoint folder: attnscope model DIR --text ...", "none");
+  if (text && text_file) throw InputError("--text", "either --text or --text-file", "both");
+  if (text_file) text = readWholeFile(*text_file, "--text-file");
+  if (!text) throw InputError("--text", "the text to run", "nothing (see attnscope model --help)");
+  if (scene_out && layer < 0) throw InputError("--layer", "a layer for --scene-out", "nothing");
+  // Formats checked before the model is loaded, so a typo costs nothing.
+  if (out && extension(*out) != "json" && extension(*out) != "npy")
+    throw InputError("--out", "a path ending in .json or .npy", "'" + *out + "'");
+  const ExportFormat grid_format = grid_out ? figureFormat("--grid-out", *grid_out) : ExportFormat::Png;
+  const ExportFormat rollout_format = rollout_out ? figureFormat("--rollout-out", *rollout_out) : ExportFormat::Png;
+
+  const model::Checkpoint checkpoint = model::loadCheckpoint(dirs[0]);
+  const model::Gpt2Config& config = checkpoint.weights.config;
+  if (layer >= config.n_layer)
+    throw InputError("--layer", "0 to " + std::to_string(config.n_layer - 1), std::to_string(layer));
+  const std::vector<int> ids = checkpoint.tokenizer.encode(*text);
+  if (ids.empty()) throw InputError("--text", "at least one token", "an empty text");
+  std::vector<std::string> labels;
+  for (int id : ids) labels.push_back(checkpoint.tokenizer.label(id));
+  const model::ForwardResult forward = model::gpt2Forward(checkpoint.weights, ids, {.keep_ln1 = scene_out.has_value()});
+  const Matrix rollout = model::attentionRollout(forward, config);
+
+  // Every output rendered in memory first; each is then written atomically.
+  std::vector<std::pair<std::string, std::string>> files;  // path, bytes
+  if (out)
+    files.emplace_back(*out, extension(*out) == "npy"
+                                 ? model::modelResultNpy(forward, config, static_cast<int>(layer))
+                                 : formatJson(model::modelResultJson(checkpoint, *text, ids, forward, rollout,
+                                                                     static_cast<int>(layer))));
+  if (scene_out) {
+    const std::string shown = text->size() > 200 ? text->substr(0, 200) + "..." : *text;
+    const std::string description = "GPT-2 checkpoint " + checkpoint.dir + ", layer " + std::to_string(layer) + " of " +
+                                    std::to_string(config.n_layer) + " (from 0), text: \"" + shown + "\"";
+    const Scene scene = model::layerScene(checkpoint.weights, forward, static_cast<int>(layer), labels, description);
+    validateScene(scene);
+    files.emplace_back(*scene_out, formatJson(sceneToJson(scene)));
+  }
+  if (grid_out)
+    files.emplace_back(
+        *grid_out,
+        model::figureBytes(model::modelGridFigure(forward, config, labels, static_cast<int>(layer)), grid_format));
+  if (rollout_out)
+    files.emplace_back(*rollout_out, model::figureBytes(model::rolloutFigure(rollout, labels), rollout_format));
+  for (const auto& [path, bytes] : files) writeFileAtomically(path, bytes);
+
+  std::printf("%d layers x %d heads, %zu tokens:", config.n_layer, config.n_head, ids.size());
+  for (const std::string& l : labels) std::printf(" [%s]", l.c_str());
+  std::printf("\n");
+  for (const auto& file : files) std::printf("wrote %s\n", file.first.c_str());
+  return 0;
+}
+
+}  // namespace attnscope::cli

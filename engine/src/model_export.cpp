@@ -1,0 +1,124 @@
+// A model's maps as figures (the layers x heads grid, the rollout) through the scene exporters' layout and
+// PNG/SVG renderers, and as JSON or NPY numbers.
+#include "attnscope/model/model_export.h"
+
+#include <cstring>
+
+#include "attnscope/error.h"
+#include "attnscope/scene_json.h"
+#include "export_formats.h"
+
+namespace attnscope::model {
+
+namespace {
+
+MaskMatrix upperTriangle(int n) {  // (n, n), 1 above the diagonal: keys a causal query never sees
+  MaskMatrix m = MaskMatrix::Zero(n, n);
+  for (int i = 0; i < n; ++i)
+    for (int j = i + 1; j < n; ++j) m(i, j) = 1;
+  return m;
+}
+
+void weightScale(Figure& f) {
+  f.row_axis = "Query";
+  f.col_axis = "Key";
+  f.map = ColorMap::Viridis;
+  f.vmin = 0;
+  f.vmax = 1;
+  f.ticks = {0.0f, 0.2f, 0.4f, 0.6f, 0.8f, 1.0f};
+}
+
+void checkLayer(const Gpt2Config& c, int layer) {
+  if (layer >= c.n_layer) throw InputError("--layer", "0 to " + std::to_string(c.n_layer - 1), std::to_string(layer));
+}
+
+}  // namespace
+
+Figure modelGridFigure(const ForwardResult& forward, const Gpt2Config& c, const std::vector<std::string>& tokens,
+                       int layer) {
+  checkLayer(c, layer);
+  Figure f;
+  weightScale(f);
+  f.scale_label = "attention weight";
+  f.grid_columns = c.n_head;
+  const MaskMatrix masked = upperTriangle(forward.n);
+  for (int l = layer < 0 ? 0 : layer; l < (layer < 0 ? c.n_layer : layer + 1); ++l)
+    for (int h = 0; h < c.n_head; ++h) {
+      HeatmapPanel p;
+      p.title = "L" + std::to_string(l) + " H" + std::to_string(h);
+      p.values = forward.map(l, h, c.n_head);
+      p.masked = masked;
+      p.row_labels = p.col_labels = tokens;
+      f.panels.push_back(std::move(p));
+    }
+  f.title = layer < 0
+                ? "Attention weights, " + std::to_string(c.n_layer) + " layers x " + std::to_string(c.n_head) + " heads"
+                : "Attention weights, layer " + std::to_string(layer);
+  return f;
+}
+
+Figure rolloutFigure(const Matrix& rollout, const std::vector<std::string>& tokens) {
+  Figure f;
+  weightScale(f);
+  f.title = "Attention rollout";
+  f.scale_label = "rollout weight";
+  HeatmapPanel p;
+  p.values = rollout;
+  p.masked = upperTriangle(static_cast<int>(rollout.rows()));
+  p.row_labels = p.col_labels = tokens;
+  f.panels.push_back(std::move(p));
+  return f;
+}
+
+std::string figureBytes(const Figure& figure, ExportFormat format) {
+  if (format != ExportFormat::Png && format != ExportFormat::Svg)
+    throw InputError("format", "png or svg for a figure", format == ExportFormat::Csv ? "csv" : "npy");
+  const FigureLayout layout = layoutFigure(figure);
+  return format == ExportFormat::Png ? pngBytes(figure, layout) : svgBytes(figure, layout);
+}
+
+nlohmann::ordered_json modelResultJson(const Checkpoint& checkpoint, const std::string& text,
+                                       const std::vector<int>& ids, const ForwardResult& forward, const Matrix& rollout,
+                                       int layer) {
+  const Gpt2Config& c = checkpoint.weights.config;
+  checkLayer(c, layer);
+  nlohmann::ordered_json j;
+  j["format"] = "attnscope-model-result";
+  j["version"] = 1;
+  j["checkpoint"] = checkpoint.dir;
+  j["text"] = text;
+  j["token_ids"] = ids;
+  nlohmann::ordered_json tokens = nlohmann::ordered_json::array();
+  for (int id : ids) tokens.push_back(checkpoint.tokenizer.label(id));
+  j["tokens"] = tokens;
+  j["n_layer"] = c.n_layer;
+  j["n_head"] = c.n_head;
+  nlohmann::ordered_json layers = nlohmann::ordered_json::array();
+  for (int l = layer < 0 ? 0 : layer; l < (layer < 0 ? c.n_layer : layer + 1); ++l) {
+    nlohmann::ordered_json heads = nlohmann::ordered_json::array();
+    for (int h = 0; h < c.n_head; ++h) heads.push_back(matrixToJson(forward.map(l, h, c.n_head)));
+    layers.push_back({{"layer", l}, {"heads", heads}});
+  }
+  j["layers"] = layers;
+  j["rollout"] = matrixToJson(rollout);
+  return j;
+}
+
+std::string modelResultNpy(const ForwardResult& forward, const Gpt2Config& c, int layer) {
+  checkLayer(c, layer);
+  const long n = forward.n;
+  const int first = layer < 0 ? 0 : layer, count = layer < 0 ? c.n_layer : 1;
+  std::vector<long> shape = {c.n_head, n, n};
+  if (layer < 0) shape.insert(shape.begin(), c.n_layer);
+  std::string out = npyHeader(shape);
+  for (int l = first; l < first + count; ++l)
+    for (int h = 0; h < c.n_head; ++h) {
+      const auto m = forward.map(l, h, c.n_head);  // (n, n) row-major: C order
+      const std::size_t at = out.size(), bytes = static_cast<std::size_t>(m.size()) * sizeof(float);
+      out.resize(at + bytes);
+      std::memcpy(out.data() + at, m.data(), bytes);
+    }
+  return out;
+}
+
+}  // namespace attnscope::model

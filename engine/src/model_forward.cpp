@@ -1,0 +1,212 @@
+// GPT-2's forward pass on the CPU (float32, Eigen with OpenBLAS for the big products, OpenMP over heads and
+// rows), keeping every layer's per-head attention map; attention rollout; a layer opened as a Scene.
+#include <omp.h>
+#include <sys/mman.h>
+
+#include <cmath>
+#include <new>
+#include <utility>
+
+#include "attnscope/error.h"
+#include "attnscope/model/gpt2.h"
+
+namespace attnscope::model {
+
+namespace {
+
+// out = (x - mean) / sqrt(var + eps) * g + b, row by row (population variance, as torch.nn.LayerNorm).
+// x, out: (n, d).
+void layerNorm(const Matrix& x, const RowVector& g, const RowVector& b, float eps, Matrix& out) {
+  out.resize(x.rows(), x.cols());
+  const long n = x.rows();
+  const float inv_d = 1.0f / static_cast<float>(x.cols());
+#pragma omp parallel for schedule(static)
+  for (long i = 0; i < n; ++i) {
+    const auto row = x.row(i).array();
+    const float mean = row.sum() * inv_d;
+    const float var = (row - mean).square().sum() * inv_d;
+    const float inv = 1.0f / std::sqrt(var + eps);
+    out.row(i).array() = (row - mean) * inv * g.array() + b.array();
+  }
+}
+
+// GPT-2's GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in place on (n, 4d).
+void geluTanh(Matrix& x) {
+  const float c = 0.7978845608028654f;  // sqrt(2 / pi)
+  const long n = x.rows();
+#pragma omp parallel for schedule(static)
+  for (long i = 0; i < n; ++i) {
+    auto r = x.row(i).array();
+    r = 0.5f * r * (1.0f + (c * (r + 0.044715f * r.cube())).tanh());
+  }
+}
+
+// Causal softmax in place on the scaled scores (n, n): row i over keys 0..i; keys past i get exactly 0.
+void causalSoftmax(Eigen::Map<Matrix> s) {
+  const long n = s.rows();
+  for (long i = 0; i < n; ++i) {
+    auto row = s.row(i).head(i + 1).array();
+    float m = row[0];  // a plain loop: Eigen's maxCoeff trips GCC 12's AVX-512 header warning (bug 105593)
+    for (long j = 1; j <= i; ++j) m = row[j] > m ? row[j] : m;
+    row = (row - m).exp();
+    row /= row.sum();
+    s.row(i).tail(n - i - 1).setZero();
+  }
+}
+
+}  // namespace
+
+MapBuffer::MapBuffer(std::size_t floats) : floats_(floats) {
+  if (floats == 0) return;
+  constexpr std::size_t kHugePage = std::size_t{2} << 20;
+  bytes_ = (floats * sizeof(float) + kHugePage - 1) / kHugePage * kHugePage;
+  void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  ::madvise(p, bytes_, MADV_HUGEPAGE);  // a hint: without THP the pages are ordinary ones
+  data_ = static_cast<float*>(p);
+}
+
+MapBuffer::~MapBuffer() {
+  if (data_) ::munmap(data_, bytes_);
+}
+
+MapBuffer::MapBuffer(MapBuffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)),
+      floats_(std::exchange(other.floats_, 0)),
+      bytes_(std::exchange(other.bytes_, 0)) {}
+
+MapBuffer& MapBuffer::operator=(MapBuffer&& other) noexcept {
+  if (this != &other) {
+    if (data_) ::munmap(data_, bytes_);
+    data_ = std::exchange(other.data_, nullptr);
+    floats_ = std::exchange(other.floats_, 0);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+void ForwardResult::resize(int tokens, int count) {
+  const std::size_t floats = static_cast<std::size_t>(count) * static_cast<std::size_t>(tokens) * tokens;
+  if (buffer.size() != floats) buffer = MapBuffer(floats);
+  n = tokens;
+  maps = count;
+}
+
+std::size_t gpt2ForwardBytes(const Gpt2Config& c, int n, const ForwardOptions& options) {
+  const std::size_t nn = static_cast<std::size_t>(n), d = static_cast<std::size_t>(c.n_embd);
+  const std::size_t maps = static_cast<std::size_t>(c.n_layer) * static_cast<std::size_t>(c.n_head) * nn * nn;
+  const std::size_t activations = nn * d * 2 + nn * 3 * d + nn * 4 * d + nn * d * 2;  // x, ln, qkv, mlp, concat
+  const std::size_t ln1 = options.keep_ln1 ? static_cast<std::size_t>(c.n_layer) * nn * d : 0;
+  return 4 * (maps + activations + ln1);
+}
+
+ForwardResult gpt2Forward(const Gpt2Weights& w, const std::vector<int>& ids, const ForwardOptions& options,
+                          std::size_t budget_bytes) {
+  ForwardResult r;
+  gpt2ForwardInto(w, ids, r, options, budget_bytes);
+  return r;
+}
+
+void gpt2ForwardInto(const Gpt2Weights& w, const std::vector<int>& ids, ForwardResult& r, const ForwardOptions& options,
+                     std::size_t budget_bytes) {
+  const Gpt2Config& c = w.config;
+  const int n = static_cast<int>(ids.size());
+  if (n < 1 || n > c.n_positions)
+    throw InputError("tokens", "1 to " + std::to_string(c.n_positions) + " (n_positions)", std::to_string(n));
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] < 0 || ids[i] >= c.vocab_size)
+      throw InputError("tokens[" + std::to_string(i) + "]", "an id below vocab_size " + std::to_string(c.vocab_size),
+                       std::to_string(ids[i]));
+  const std::size_t budget = budget_bytes ? budget_bytes : defaultMemoryBudget();
+  const std::size_t need = gpt2ForwardBytes(c, n, options);
+  if (need > budget)
+    throw InputError("forward", "at most " + std::to_string(budget >> 20) + " MiB for maps and activations",
+                     std::to_string(need >> 20) + " MiB for " + std::to_string(n) + " tokens");
+
+  const int d = c.n_embd, h = c.n_head, dh = c.headDim();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+  // A result of the same size keeps its buffer: a forward on it touches no new pages.
+  r.resize(n, c.n_layer * h);
+  r.ln1.resize(options.keep_ln1 ? static_cast<std::size_t>(c.n_layer) : 0);
+  Matrix x(n, d);  // (n, d) the residual stream
+  for (int i = 0; i < n; ++i) x.row(i) = w.wte.row(ids[static_cast<std::size_t>(i)]) + w.wpe.row(i);
+  Matrix ln(n, d), qkv(n, 3 * d), concat(n, d), mlp(n, 4 * d);
+
+  for (int l = 0; l < c.n_layer; ++l) {
+    const Gpt2Block& b = w.blocks[static_cast<std::size_t>(l)];
+    layerNorm(x, b.ln_1_g, b.ln_1_b, c.layer_norm_epsilon, ln);
+    if (options.keep_ln1) r.ln1[static_cast<std::size_t>(l)] = ln;
+    qkv.noalias() = ln * b.c_attn_w;  // (n, 3d)
+    qkv.rowwise() += b.c_attn_b;
+    // The scale goes onto Q once (n x d multiplies) rather than onto each (n, n) product: Eigen evaluates
+    // `(q * k^T) * s` into a temporary and scales it, 3.5x slower than the plain product handed to BLAS.
+    qkv.leftCols(d) *= scale;
+#pragma omp parallel for schedule(dynamic)
+    for (int head = 0; head < h; ++head) {
+      const auto q = qkv.middleCols(head * dh, dh);          // (n, dh), already scaled
+      const auto k = qkv.middleCols(d + head * dh, dh);      // (n, dh)
+      const auto v = qkv.middleCols(2 * d + head * dh, dh);  // (n, dh)
+      Eigen::Map<Matrix> weights = r.mutableMap(l * h + head);
+      weights.noalias() = q * k.transpose();  // (n, n) scaled scores
+      causalSoftmax(weights);
+      concat.middleCols(head * dh, dh).noalias() = weights * v;  // (n, dh)
+    }
+    x.noalias() += concat * b.c_proj_w;  // (n, d)
+    x.rowwise() += b.c_proj_b;
+    layerNorm(x, b.ln_2_g, b.ln_2_b, c.layer_norm_epsilon, ln);
+    mlp.noalias() = ln * b.fc_w;  // (n, 4d)
+    mlp.rowwise() += b.fc_b;
+    geluTanh(mlp);
+    x.noalias() += mlp * b.mlp_proj_w;  // (n, d)
+    x.rowwise() += b.mlp_proj_b;
+  }
+  layerNorm(x, w.ln_f_g, w.ln_f_b, c.layer_norm_epsilon, r.hidden);
+}
+
+Matrix attentionRollout(const ForwardResult& forward, const Gpt2Config& c) {
+  const int n = forward.n;
+  Matrix rollout = Matrix::Identity(n, n);  // (n, n)
+  for (int l = 0; l < c.n_layer; ++l) {
+    Matrix a = Matrix::Zero(n, n);
+    for (int head = 0; head < c.n_head; ++head) a += forward.map(l, head, c.n_head);
+    a = 0.5f * a / static_cast<float>(c.n_head) + 0.5f * Matrix::Identity(n, n);
+    a.array().colwise() /= a.rowwise().sum().array();  // rows sum to 1 (already so, but for rounding)
+    rollout = (a * rollout).eval();
+  }
+  return rollout;
+}
+
+Scene layerScene(const Gpt2Weights& w, const ForwardResult& forward, int layer, const std::vector<std::string>& tokens,
+                 const std::string& description) {
+  const Gpt2Config& c = w.config;
+  if (layer < 0 || layer >= c.n_layer)
+    throw InputError("layer", "0 to " + std::to_string(c.n_layer - 1), std::to_string(layer));
+  if (static_cast<int>(forward.ln1.size()) != c.n_layer)
+    throw InputError("forward.ln1", std::to_string(c.n_layer) + " layers (a forward with keep_ln1)",
+                     std::to_string(forward.ln1.size()));
+  if (static_cast<int>(tokens.size()) != forward.n)
+    throw InputError("tokens", std::to_string(forward.n) + " labels", std::to_string(tokens.size()));
+  const Gpt2Block& b = w.blocks[static_cast<std::size_t>(layer)];
+  const int d = c.n_embd, dh = c.headDim();
+  Scene s;
+  s.description = description;
+  s.d_model = d;
+  s.query_tokens = tokens;
+  s.query = forward.ln1[static_cast<std::size_t>(layer)];  // (n, d)
+  for (int head = 0; head < c.n_head; ++head) {
+    HeadParams p;
+    p.w_q = b.c_attn_w.middleCols(head * dh, dh);  // (d, dh)
+    p.w_k = b.c_attn_w.middleCols(d + head * dh, dh);
+    p.w_v = b.c_attn_w.middleCols(2 * d + head * dh, dh);
+    p.b_q = b.c_attn_b.segment(head * dh, dh);
+    p.b_k = b.c_attn_b.segment(d + head * dh, dh);
+    p.b_v = b.c_attn_b.segment(2 * d + head * dh, dh);
+    s.heads.push_back(std::move(p));
+  }
+  s.w_o = b.c_proj_w;  // (d, d): rows are the concatenated heads' outputs
+  s.b_o = b.c_proj_b;
+  s.mask = MaskKind::Causal;
+  return s;
+}
+
+}  // namespace attnscope::model

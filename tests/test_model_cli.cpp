@@ -1,0 +1,241 @@
+// `attnscope model` end to end on tiny checkpoints: the outputs (JSON with hand-derived token labels, NPY,
+// a scene that the ordinary engine computes to the same maps, PNG/SVG figures), and hostile files (truncated,
+// header past the end, overlapping or out-of-range offsets, unknown dtype, shapes, missing tensors, broken
+// vocab or merges): exit 2, one line naming the file and the field, no output file.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "attnscope/cpu_backend.h"
+#include "attnscope/scene_json.h"
+#include "test_model_support.h"
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+model_test::CommandRun attnscope(const std::string& args) {
+  return model_test::run(std::string("'") + ATTNSCOPE_BINARY + "' " + args);
+}
+
+// A fresh copy of one tiny F32 checkpoint per test.
+std::string freshCheckpoint() {
+  static const std::string original = model_test::tinyCheckpoint("--dtype F32");
+  const std::string dir = model_test::tempDir() + "/ckpt";
+  fs::copy(original, dir);
+  return dir;
+}
+
+// Rewrites model.safetensors' header through `edit` (the data section is kept as it is).
+template <typename Edit>
+void editHeader(const std::string& dir, Edit edit) {
+  const std::string path = dir + "/model.safetensors";
+  const std::string bytes = model_test::slurp(path);
+  std::uint64_t len = 0;
+  std::memcpy(&len, bytes.data(), 8);
+  json header = json::parse(bytes.substr(8, len));
+  edit(header);
+  const std::string text = header.dump();
+  std::string out(8, '\0');
+  const std::uint64_t new_len = text.size();
+  std::memcpy(out.data(), &new_len, 8);
+  model_test::spit(path, out + text + bytes.substr(8 + len));
+}
+
+int lineCount(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+
+// Runs the command on `dir` and expects exit 2, one stderr line holding each of `needles`, and no output.
+void expectRefused(const std::string& dir, const std::vector<std::string>& needles) {
+  const std::string out = model_test::tempDir() + "/out.json";
+  const model_test::CommandRun r = attnscope("model '" + dir + "' --text 'hello there' --out '" + out + "'");
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(lineCount(r.err), 1) << r.err;
+  EXPECT_EQ(r.err.rfind("attnscope: ", 0), 0u) << r.err;
+  for (const std::string& n : needles) EXPECT_NE(r.err.find(n), std::string::npos) << "'" << n << "' in " << r.err;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(ModelCli, OutputsAndLayerScene) {
+  const std::string dir = freshCheckpoint(), out = model_test::tempDir();
+  const model_test::CommandRun r =
+      attnscope("model '" + dir + "' --text 'hello there' --out '" + out + "/r.json' --grid-out '" + out +
+                "/grid.png' --rollout-out '" + out + "/rollout.svg'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json j = json::parse(model_test::slurp(out + "/r.json"));
+  EXPECT_EQ(j["tokens"], json({"hello", "\u2423t", "he", "r", "e"}));  // worked by hand in test_model_tokenizer
+  ASSERT_EQ(j["layers"].size(), 3u);
+  ASSERT_EQ(j["layers"][2]["heads"].size(), 4u);
+  EXPECT_EQ(j["layers"][2]["heads"][3].size(), 5u);
+  EXPECT_EQ(j["rollout"].size(), 5u);
+  EXPECT_EQ(model_test::slurp(out + "/grid.png").substr(1, 3), "PNG");
+  EXPECT_NE(model_test::slurp(out + "/rollout.svg").find("<svg"), std::string::npos);
+
+  // Layer 1 as a scene: the engine's compute equals the forward's layer-1 maps in the JSON.
+  const model_test::CommandRun s = attnscope("model '" + dir + "' --text 'hello there' --layer 1 --scene-out '" + out +
+                                             "/l1.json' --out '" + out + "/l1.npy'");
+  ASSERT_EQ(s.status, 0) << s.err;
+  const attnscope::Scene scene = attnscope::loadSceneFile(out + "/l1.json");
+  EXPECT_NE(scene.description.find("layer 1"), std::string::npos);
+  EXPECT_NE(scene.description.find("hello there"), std::string::npos);
+  EXPECT_EQ(scene.query_tokens, (std::vector<std::string>{"hello", "\u2423t", "he", "r", "e"}));
+  const attnscope::Result res = attnscope::CpuBackend().compute(scene);
+  for (int h = 0; h < 4; ++h)
+    for (int i = 0; i < 5; ++i)
+      for (int k = 0; k < 5; ++k)  // the scene file's float32 text reads back exactly; seen 2e-7
+        EXPECT_NEAR(res.heads[static_cast<std::size_t>(h)].weights(i, k),
+                    j["layers"][1]["heads"][h][i][k].get<double>(), 2e-6);
+  // Every layer as NPY (layers, heads, n, n), the text read from a file; the last map equals the JSON's.
+  model_test::spit(out + "/text.txt", "hello there");
+  const model_test::CommandRun all =
+      attnscope("model '" + dir + "' --text-file '" + out + "/text.txt' --out '" + out + "/all.npy'");
+  ASSERT_EQ(all.status, 0) << all.err;
+  const std::string all_npy = model_test::slurp(out + "/all.npy");
+  EXPECT_NE(all_npy.find("'shape': (3, 4, 5, 5)"), std::string::npos);
+  ASSERT_EQ(all_npy.size(), 128u + 3 * 4 * 5 * 5 * 4);  // a 128-byte header (a multiple of 64) and the floats
+  float last = 0;
+  std::memcpy(&last, all_npy.data() + all_npy.size() - 4, 4);
+  // The JSON's shortest decimal reads back as the same float32.
+  EXPECT_EQ(last, static_cast<float>(j["layers"][2]["heads"][3][4][4].get<double>()));
+  // NPY (heads, n, n) for one layer: header then 4 * 5 * 5 float32.
+  const std::string npy = model_test::slurp(out + "/l1.npy");
+  EXPECT_NE(npy.find("'shape': (4, 5, 5)"), std::string::npos);
+  EXPECT_EQ(npy.size() % 64, (4 * 5 * 5 * 4) % 64);
+}
+
+TEST(ModelCli, UsageErrors) {
+  const std::string dir = freshCheckpoint();
+  EXPECT_EQ(attnscope("model '" + dir + "'").status, 2);
+  EXPECT_EQ(attnscope("model '" + dir + "' --text hi --layer 3").status, 2);  // 3 layers: 0..2
+  EXPECT_EQ(attnscope("model '" + dir + "' --text hi --scene-out x.json").status, 2);
+  EXPECT_EQ(attnscope("model '" + dir + "' --text hi --grid-out x.jpg").status, 2);
+  // 41 x's (no merge joins x's) and " y" (no "Ġ y" merge) are 43 tokens; n_positions is 40.
+  const model_test::CommandRun long_text = attnscope("model '" + dir + "' --text '" + std::string(41, 'x') + " y'");
+  EXPECT_EQ(long_text.status, 2);
+  EXPECT_NE(long_text.err.find("tokens: expected 1 to 40 (n_positions), got 43"), std::string::npos) << long_text.err;
+}
+
+TEST(ModelCli, HostileSafetensors) {
+  {  // truncated: the last tensors' bytes are gone
+    const std::string dir = freshCheckpoint();
+    const std::string bytes = model_test::slurp(dir + "/model.safetensors");
+    model_test::spit(dir + "/model.safetensors", bytes.substr(0, bytes.size() / 2));
+    expectRefused(dir, {"model.safetensors: tensor '", "data_offsets", "data section"});
+  }
+  {  // header length past the end of the file
+    const std::string dir = freshCheckpoint();
+    std::string bytes = model_test::slurp(dir + "/model.safetensors");
+    const std::uint64_t huge = bytes.size() + 1;
+    std::memcpy(bytes.data(), &huge, 8);
+    model_test::spit(dir + "/model.safetensors", bytes);
+    expectRefused(dir, {"model.safetensors: header length", std::to_string(bytes.size() + 1)});
+  }
+  {  // a file shorter than the 8-byte length
+    const std::string dir = freshCheckpoint();
+    model_test::spit(dir + "/model.safetensors", "abc");
+    expectRefused(dir, {"model.safetensors: header length"});
+  }
+  {  // header not JSON
+    const std::string dir = freshCheckpoint();
+    std::string bytes = model_test::slurp(dir + "/model.safetensors");
+    bytes[8] = '[';
+    model_test::spit(dir + "/model.safetensors", bytes);
+    expectRefused(dir, {"model.safetensors: header: expected JSON"});
+  }
+  {  // overlapping offsets: wpe moved onto wte's bytes
+    const std::string dir = freshCheckpoint();
+    editHeader(dir, [](json& h) {
+      auto& o = h["transformer.wpe.weight"]["data_offsets"];
+      const std::uint64_t size = o[1].get<std::uint64_t>() - o[0].get<std::uint64_t>();
+      o = {16, 16 + size};
+    });
+    expectRefused(dir, {"model.safetensors: tensor '", "data_offsets", "overlap"});
+  }
+  {  // out of range: the last tensor's end one float past the data
+    const std::string dir = freshCheckpoint();
+    editHeader(dir, [](json& h) {
+      std::string last;
+      std::uint64_t end = 0;
+      for (auto& [k, v] : h.items())
+        if (k != "__metadata__" && v["data_offsets"][1].get<std::uint64_t>() > end)
+          end = v["data_offsets"][1].get<std::uint64_t>(), last = k;
+      h[last]["data_offsets"] = {h[last]["data_offsets"][0].get<std::uint64_t>() + 4, end + 4};
+    });
+    expectRefused(dir, {"model.safetensors: tensor '", "data_offsets", "data section"});
+  }
+  {  // an unknown dtype
+    const std::string dir = freshCheckpoint();
+    editHeader(dir, [](json& h) { h["transformer.h.0.ln_1.bias"]["dtype"] = "F7"; });
+    expectRefused(dir, {"model.safetensors: tensor 'transformer.h.0.ln_1.bias' dtype", "\"F7\""});
+  }
+  {  // a known dtype the model cannot use (same size, so the header itself is sound)
+    const std::string dir = freshCheckpoint();
+    editHeader(dir, [](json& h) { h["transformer.ln_f.weight"]["dtype"] = "I32"; });
+    expectRefused(dir, {"model.safetensors: tensor 'transformer.ln_f.weight' dtype", "F32, F16 or BF16", "I32"});
+  }
+  {  // sizes that disagree with the offsets
+    const std::string dir = freshCheckpoint();
+    editHeader(dir, [](json& h) { h["transformer.ln_f.bias"]["shape"] = {33}; });
+    expectRefused(dir, {"tensor 'transformer.ln_f.bias' data_offsets", "132 bytes", "128 bytes"});
+  }
+  {  // a shape that does not match config.json (the header itself is consistent)
+    const std::string dir = freshCheckpoint();
+    editHeader(dir, [](json& h) { h["transformer.h.1.attn.c_proj.weight"]["shape"] = {64, 16}; });
+    expectRefused(dir, {"tensor 'transformer.h.1.attn.c_proj.weight' shape", "[32, 32]", "[64, 16]"});
+  }
+  {  // a missing tensor
+    const std::string dir = freshCheckpoint();
+    editHeader(dir, [](json& h) { h.erase("transformer.h.2.mlp.c_fc.bias"); });
+    expectRefused(dir, {"model.safetensors: tensor 'transformer.h.2.mlp.c_fc.bias'", "missing"});
+  }
+  {  // no weights file at all
+    const std::string dir = freshCheckpoint();
+    fs::remove(dir + "/model.safetensors");
+    expectRefused(dir, {"model.safetensors"});
+  }
+}
+
+TEST(ModelCli, HostileConfigVocabMerges) {
+  {
+    const std::string dir = freshCheckpoint();
+    json c = json::parse(model_test::slurp(dir + "/config.json"));
+    c["n_positions"] = 41;  // wpe is [40, 32]
+    model_test::spit(dir + "/config.json", c.dump());
+    expectRefused(dir, {"tensor 'transformer.wpe.weight' shape", "[41, 32]", "[40, 32]"});
+  }
+  {
+    const std::string dir = freshCheckpoint();
+    json c = json::parse(model_test::slurp(dir + "/config.json"));
+    c.erase("n_head");
+    model_test::spit(dir + "/config.json", c.dump());
+    expectRefused(dir, {"config.json: n_head"});
+  }
+  {
+    const std::string dir = freshCheckpoint();
+    json c = json::parse(model_test::slurp(dir + "/config.json"));
+    c["n_head"] = 5;  // 32 is not a multiple of 5
+    model_test::spit(dir + "/config.json", c.dump());
+    expectRefused(dir, {"config.json: n_embd", "multiple of n_head"});
+  }
+  {
+    const std::string dir = freshCheckpoint();
+    model_test::spit(dir + "/vocab.json", "{\"a\": 0,");
+    expectRefused(dir, {"vocab.json: expected JSON"});
+  }
+  {
+    const std::string dir = freshCheckpoint();
+    model_test::spit(dir + "/merges.txt", "#version: 0.2\nh e\nl l l\n");
+    expectRefused(dir, {"merges.txt: line 3"});
+  }
+  {
+    const std::string dir = freshCheckpoint();
+    json v = json::parse(model_test::slurp(dir + "/vocab.json"));
+    v["extra"] = 9999;  // past vocab_size
+    model_test::spit(dir + "/vocab.json", v.dump());
+    expectRefused(dir, {"vocab.json", "vocab_size"});
+  }
+}
+
+}  // namespace
