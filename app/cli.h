@@ -2,9 +2,15 @@
 // InputError (bad usage or bad input) and turned into one line on stderr and exit status 2 by main.
 #pragma once
 
+#include <optional>
+#include <string>
+
 #include "cli_args.h"
 
 namespace attnscope::cli {
+
+// A command's JSON output: into `path` (written atomically) when given, else to standard output.
+void writeOutput(const std::string& text, const std::optional<std::string>& path);
 
 int runCompute(Args& args);      // cli_compute.cpp
 int runWalkthrough(Args& args);  // cli_walkthrough.cpp

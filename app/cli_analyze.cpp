@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "attnscope/analysis.h"
-#include "attnscope/atomic_file.h"
 #include "attnscope/error.h"
 #include "attnscope/scene_json.h"
 #include "backend_choice.h"
@@ -228,11 +227,7 @@ int runAnalyze(Args& args) {
   }
   if (!pitfall.empty()) out["pitfall"] = pitfallJson(applyPitfall(scene, result, parsePitfall(pitfall)));
 
-  const std::string text = formatJson(out);
-  if (out_path)
-    writeFileAtomically(*out_path, text);
-  else
-    std::fwrite(text.data(), 1, text.size(), stdout);
+  writeOutput(formatJson(out), out_path);
   return 0;
 }
 

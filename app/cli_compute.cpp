@@ -29,12 +29,15 @@ int runCompute(Args& args) {
   out["device"] = backend->device();
   const nlohmann::ordered_json computed = resultToJson(scene, result);
   for (const auto& item : computed.items()) out[item.key()] = item.value();
-  const std::string text = formatJson(out);
-  if (out_path)
-    writeFileAtomically(*out_path, text);
+  writeOutput(formatJson(out), out_path);
+  return 0;
+}
+
+void writeOutput(const std::string& text, const std::optional<std::string>& path) {
+  if (path)
+    writeFileAtomically(*path, text);
   else
     std::fwrite(text.data(), 1, text.size(), stdout);
-  return 0;
 }
 
 }  // namespace attnscope::cli

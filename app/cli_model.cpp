@@ -1,6 +1,7 @@
 // attnscope model: a GPT-2 checkpoint folder on the user's text: every layer's per-head maps and the rollout
 // as JSON/NPY, the layers x heads grid and the rollout as PNG/SVG, and one layer as a scene file.
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "attnscope/model/gpt2.h"
 #include "attnscope/model/model_export.h"
 #include "attnscope/scene_json.h"
+#include "backend_choice.h"
 #include "cli.h"
 
 namespace attnscope::cli {
@@ -18,6 +20,7 @@ namespace {
 constexpr const char* kHelp =
     "usage: attnscope model DIR (--text TEXT | --text-file FILE) [--layer L] [--out OUT.json|OUT.npy]\n"
     "                       [--scene-out LAYER.json] [--grid-out GRID.png|.svg] [--rollout-out ROLLOUT.png|.svg]\n"
+    "                       [--backend cpu|gpu|auto]\n"
     "  DIR             a GPT-2 folder: config.json, model.safetensors (F32, F16 or BF16), vocab.json, merges.txt\n"
     "  --text          the text to run (GPT-2's byte-level BPE; at most n_positions tokens)\n"
     "  --layer L       one layer, counted from 0 as in the checkpoint's h.L tensors (default: every layer)\n"
@@ -25,7 +28,9 @@ constexpr const char* kHelp =
     "                  float32 (layers, heads, n, n), (heads, n, n) with --layer\n"
     "  --scene-out     layer L as an attnscope scene (needs --layer): ln_1's rows, the heads' projections\n"
     "  --grid-out      the layers x heads grid of heatmaps (or layer L's heads) as PNG or SVG\n"
-    "  --rollout-out   the attention rollout (Abnar and Zuidema, 2020) as PNG or SVG\n";
+    "  --rollout-out   the attention rollout (Abnar and Zuidema, 2020) as PNG or SVG\n"
+    "  --backend       who computes each layer's attention: cpu (default; the forward's own fused loop), gpu\n"
+    "                  (the GPU engine, each layer as a scene), or auto (the GPU when it starts)\n";
 
 std::string extension(const std::string& path) {
   const std::size_t dot = path.find_last_of('.');
@@ -53,6 +58,7 @@ int runModel(Args& args) {
   const std::optional<std::string> scene_out = args.take("--scene-out");
   const std::optional<std::string> grid_out = args.take("--grid-out");
   const std::optional<std::string> rollout_out = args.take("--rollout-out");
+  const std::string backend_name = args.takeChoice("--backend", {"cpu", "gpu", "auto"}, "cpu");
   const std::vector<std::string> dirs = args.positionals(1);
   if (dirs.empty()) throw InputError("model", "a checkpoint folder: attnscope model DIR --text ...", "none");
   if (text && text_file) throw InputError("--text", "either --text or --text-file", "both");
@@ -73,7 +79,16 @@ int runModel(Args& args) {
   if (ids.empty()) throw InputError("--text", "at least one token", "an empty text");
   std::vector<std::string> labels;
   for (int id : ids) labels.push_back(checkpoint.tokenizer.label(id));
-  const model::ForwardResult forward = model::gpt2Forward(checkpoint.weights, ids, {.keep_ln1 = scene_out.has_value()});
+  // The CPU's own fused loop is the forward's fastest CPU path; another backend gets each layer as a scene.
+  std::unique_ptr<Backend> attention;
+  if (backend_name != "cpu") {
+    std::vector<std::string> warnings;
+    attention = makeBackend(backend_name, 0, warnings);
+    for (const std::string& w : warnings) std::fprintf(stderr, "attnscope: warning: %s\n", w.c_str());
+    if (attention->name() == "cpu") attention.reset();
+  }
+  const model::ForwardResult forward =
+      model::gpt2Forward(checkpoint.weights, ids, {.keep_ln1 = scene_out.has_value(), .attention = attention.get()});
   const Matrix rollout = model::attentionRollout(forward, config);
 
   // Every output rendered in memory first; each is then written atomically.

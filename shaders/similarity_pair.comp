@@ -35,10 +35,14 @@ void main() {
     if (p >= FLT_MIN_NORMAL) js += p * log(p / m);
     if (q >= FLT_MIN_NORMAL) js += q * log(q / m);
   }
+  // Tree sum in shared memory: memoryBarrierShared() makes each write visible, barrier() waits for all (GLSL
+  // 4.30 asks for both).
   s_red[t] = vec2(dot_ab, 0.5 * js);
+  memoryBarrierShared();
   barrier();
   for (uint s = SIM_THREADS / 2u; s > 0u; s >>= 1u) {
     if (t < s) s_red[t] += s_red[t + s];
+    memoryBarrierShared();
     barrier();
   }
   if (t == 0u) b_partial[pair.z + gl_WorkGroupID.x] = s_red[0];

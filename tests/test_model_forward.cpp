@@ -63,6 +63,16 @@ TEST_P(ModelForward, MatchesNumPyReference) {
   EXPECT_LT(worst_h, kHiddenTol);
   EXPECT_LT(worst_r, kRolloutTol);
 
+  // The same forward with each layer's attention computed by a backend, as the GPU engine does it (each layer
+  // a scene): the same NumPy numbers.
+  attnscope::CpuBackend attention_backend;
+  const model::ForwardResult fb = model::gpt2Forward(ck.weights, ids, {.attention = &attention_backend});
+  double worst_bw = 0;
+  for (int l = 0; l < c.n_layer; ++l)
+    for (int h = 0; h < c.n_head; ++h) worst_bw = std::max(worst_bw, maxDiff(fb.map(l, h, c.n_head), expected["weights"][l][h]));
+  EXPECT_LT(worst_bw, kWeightTol);
+  EXPECT_LT(maxDiff(fb.hidden, expected["hidden"]), kHiddenTol);
+
   // Each layer as a scene, through the ordinary engine.
   std::vector<std::string> labels;
   for (int id : ids) labels.push_back(ck.tokenizer.label(id));

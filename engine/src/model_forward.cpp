@@ -100,6 +100,32 @@ std::size_t gpt2ForwardBytes(const Gpt2Config& c, int n, const ForwardOptions& o
   return 4 * (maps + activations + ln1);
 }
 
+namespace {
+
+// Layer `l`'s causal multi-head attention on the CPU, fused: every head's map into r, the heads' outputs into
+// concat (n, d). ln: (n, d), the layer's ln_1 output; qkv: (n, 3d) scratch.
+void attendLayer(const Gpt2Config& c, const Gpt2Block& b, const Matrix& ln, int l, Matrix& qkv, Matrix& concat,
+                 ForwardResult& r) {
+  const int d = c.n_embd, h = c.n_head, dh = c.headDim();
+  qkv.noalias() = ln * b.c_attn_w;  // (n, 3d)
+  qkv.rowwise() += b.c_attn_b;
+  // The scale goes onto Q once (n x d multiplies) rather than onto each (n, n) product: Eigen evaluates
+  // `(q * k^T) * s` into a temporary and scales it, 3.5x slower than the plain product handed to BLAS.
+  qkv.leftCols(d) *= 1.0f / std::sqrt(static_cast<float>(dh));
+#pragma omp parallel for schedule(dynamic)
+  for (int head = 0; head < h; ++head) {
+    const auto q = qkv.middleCols(head * dh, dh);          // (n, dh), already scaled
+    const auto k = qkv.middleCols(d + head * dh, dh);      // (n, dh)
+    const auto v = qkv.middleCols(2 * d + head * dh, dh);  // (n, dh)
+    Eigen::Map<Matrix> weights = r.mutableMap(l * h + head);
+    weights.noalias() = q * k.transpose();  // (n, n) scaled scores
+    causalSoftmax(weights);
+    concat.middleCols(head * dh, dh).noalias() = weights * v;  // (n, dh)
+  }
+}
+
+}  // namespace
+
 ForwardResult gpt2Forward(const Gpt2Weights& w, const std::vector<int>& ids, const ForwardOptions& options,
                           std::size_t budget_bytes) {
   ForwardResult r;
@@ -123,8 +149,7 @@ void gpt2ForwardInto(const Gpt2Weights& w, const std::vector<int>& ids, ForwardR
     throw InputError("forward", "at most " + std::to_string(budget >> 20) + " MiB for maps and activations",
                      std::to_string(need >> 20) + " MiB for " + std::to_string(n) + " tokens");
 
-  const int d = c.n_embd, h = c.n_head, dh = c.headDim();
-  const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+  const int d = c.n_embd, h = c.n_head;
   // A result of the same size keeps its buffer: a forward on it touches no new pages.
   r.resize(n, c.n_layer * h);
   r.ln1.resize(options.keep_ln1 ? static_cast<std::size_t>(c.n_layer) : 0);
@@ -136,24 +161,19 @@ void gpt2ForwardInto(const Gpt2Weights& w, const std::vector<int>& ids, ForwardR
     const Gpt2Block& b = w.blocks[static_cast<std::size_t>(l)];
     layerNorm(x, b.ln_1_g, b.ln_1_b, c.layer_norm_epsilon, ln);
     if (options.keep_ln1) r.ln1[static_cast<std::size_t>(l)] = ln;
-    qkv.noalias() = ln * b.c_attn_w;  // (n, 3d)
-    qkv.rowwise() += b.c_attn_b;
-    // The scale goes onto Q once (n x d multiplies) rather than onto each (n, n) product: Eigen evaluates
-    // `(q * k^T) * s` into a temporary and scales it, 3.5x slower than the plain product handed to BLAS.
-    qkv.leftCols(d) *= scale;
-#pragma omp parallel for schedule(dynamic)
-    for (int head = 0; head < h; ++head) {
-      const auto q = qkv.middleCols(head * dh, dh);          // (n, dh), already scaled
-      const auto k = qkv.middleCols(d + head * dh, dh);      // (n, dh)
-      const auto v = qkv.middleCols(2 * d + head * dh, dh);  // (n, dh)
-      Eigen::Map<Matrix> weights = r.mutableMap(l * h + head);
-      weights.noalias() = q * k.transpose();  // (n, n) scaled scores
-      causalSoftmax(weights);
-      concat.middleCols(head * dh, dh).noalias() = weights * v;  // (n, dh)
+    if (options.attention) {  // the layer as a scene, through the given backend (its output includes c_proj)
+      const Result attended =
+          options.attention->compute(attentionScene(w, l, ln), {.keep_scores = false, .analysis = false});
+      for (int head = 0; head < h; ++head)
+        r.mutableMap(l * h + head) = attended.heads[static_cast<std::size_t>(head)].weights;
+      x += attended.output;
+    } else {
+      attendLayer(c, b, ln, l, qkv, concat, r);
+      x.noalias() += concat * b.c_proj_w;  // (n, d)
+      x.rowwise() += b.c_proj_b;
     }
-    x.noalias() += concat * b.c_proj_w;  // (n, d)
-    x.rowwise() += b.c_proj_b;
     layerNorm(x, b.ln_2_g, b.ln_2_b, c.layer_norm_epsilon, ln);
+
     mlp.noalias() = ln * b.fc_w;  // (n, 4d)
     mlp.rowwise() += b.fc_b;
     geluTanh(mlp);
@@ -176,23 +196,14 @@ Matrix attentionRollout(const ForwardResult& forward, const Gpt2Config& c) {
   return rollout;
 }
 
-Scene layerScene(const Gpt2Weights& w, const ForwardResult& forward, int layer, const std::vector<std::string>& tokens,
-                 const std::string& description) {
+Scene attentionScene(const Gpt2Weights& w, int layer, const Matrix& x) {
   const Gpt2Config& c = w.config;
-  if (layer < 0 || layer >= c.n_layer)
-    throw InputError("layer", "0 to " + std::to_string(c.n_layer - 1), std::to_string(layer));
-  if (static_cast<int>(forward.ln1.size()) != c.n_layer)
-    throw InputError("forward.ln1", std::to_string(c.n_layer) + " layers (a forward with keep_ln1)",
-                     std::to_string(forward.ln1.size()));
-  if (static_cast<int>(tokens.size()) != forward.n)
-    throw InputError("tokens", std::to_string(forward.n) + " labels", std::to_string(tokens.size()));
   const Gpt2Block& b = w.blocks[static_cast<std::size_t>(layer)];
   const int d = c.n_embd, dh = c.headDim();
   Scene s;
-  s.description = description;
   s.d_model = d;
-  s.query_tokens = tokens;
-  s.query = forward.ln1[static_cast<std::size_t>(layer)];  // (n, d)
+  s.query = x;  // (n, d)
+  for (Eigen::Index i = 0; i < x.rows(); ++i) s.query_tokens.push_back(std::to_string(i));
   for (int head = 0; head < c.n_head; ++head) {
     HeadParams p;
     p.w_q = b.c_attn_w.middleCols(head * dh, dh);  // (d, dh)
@@ -206,6 +217,22 @@ Scene layerScene(const Gpt2Weights& w, const ForwardResult& forward, int layer, 
   s.w_o = b.c_proj_w;  // (d, d): rows are the concatenated heads' outputs
   s.b_o = b.c_proj_b;
   s.mask = MaskKind::Causal;
+  return s;
+}
+
+Scene layerScene(const Gpt2Weights& w, const ForwardResult& forward, int layer, const std::vector<std::string>& tokens,
+                 const std::string& description) {
+  const Gpt2Config& c = w.config;
+  if (layer < 0 || layer >= c.n_layer)
+    throw InputError("layer", "0 to " + std::to_string(c.n_layer - 1), std::to_string(layer));
+  if (static_cast<int>(forward.ln1.size()) != c.n_layer)
+    throw InputError("forward.ln1", std::to_string(c.n_layer) + " layers (a forward with keep_ln1)",
+                     std::to_string(forward.ln1.size()));
+  if (static_cast<int>(tokens.size()) != forward.n)
+    throw InputError("tokens", std::to_string(forward.n) + " labels", std::to_string(tokens.size()));
+  Scene s = attentionScene(w, layer, forward.ln1[static_cast<std::size_t>(layer)]);
+  s.description = description;
+  s.query_tokens = tokens;
   return s;
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "attnscope/backend.h"
 #include "attnscope/model/tokenizer.h"
 #include "attnscope/scene.h"
 #include "attnscope/types.h"
@@ -62,6 +63,9 @@ Checkpoint loadCheckpoint(const std::string& dir, std::size_t budget_bytes = 0);
 
 struct ForwardOptions {
   bool keep_ln1 = true;  // keep each layer's ln_1 output (the rows a layer scene starts from)
+  // Who computes each layer's attention (Q K V, the weights, the heads' outputs and c_proj): null, the
+  // forward's own fused CPU loop; else this backend (the GPU engine, say), given the layer as a scene.
+  Backend* attention = nullptr;
 };
 
 // Float storage for the forward's maps: one anonymous mapping with transparent huge pages requested, so that
@@ -123,6 +127,11 @@ Matrix attentionRollout(const ForwardResult& forward, const Gpt2Config& config);
 // Layer `layer` as an ordinary scene: query rows = that layer's ln_1 output, head h's W_Q, W_K, W_V (d, dh)
 // and biases split from c_attn, W_O = c_proj (d, d) with b_O, the causal mask, the default scale
 // 1/sqrt(dh), `tokens` as labels; `description` is stored as given. Needs forward.ln1.
+// Layer `layer`'s attention as a scene over the rows `x` (n, d), its ln_1 output: each head's W_Q, W_K, W_V
+// and biases split from c_attn, W_O and b_o from c_proj, the causal mask, scale 1/sqrt(d_head), tokens
+// numbered. What layerScene and a forward with ForwardOptions::attention compute from.
+Scene attentionScene(const Gpt2Weights& weights, int layer, const Matrix& x);
+
 Scene layerScene(const Gpt2Weights& weights, const ForwardResult& forward, int layer,
                  const std::vector<std::string>& tokens, const std::string& description);
 
