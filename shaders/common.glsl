@@ -62,8 +62,9 @@ float gemm_acc[GEMM_T][GEMM_T];
 void gemmAccumulate(uint row0, uint col0, uint m, uint n, uint k_total) {
   const uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y;
   const uint tid = ty * GEMM_SIDE + tx;
+  float acc[GEMM_T][GEMM_T];  // a local array: compilers keep it in registers, a global one may live in memory
   for (uint i = 0u; i < GEMM_T; ++i)
-    for (uint j = 0u; j < GEMM_T; ++j) gemm_acc[i][j] = 0.0;
+    for (uint j = 0u; j < GEMM_T; ++j) acc[i][j] = 0.0;
 
   for (uint k0 = 0u; k0 < k_total; k0 += GEMM_BK) {
     for (uint e = tid; e < GEMM_BM * GEMM_BK; e += GEMM_THREADS) {
@@ -91,10 +92,11 @@ void gemmAccumulate(uint row0, uint col0, uint m, uint n, uint k_total) {
       for (uint i = 0u; i < GEMM_T; ++i) a[i] = s_a[k * (GEMM_BM + 1u) + ty + GEMM_SIDE * i];
       for (uint j = 0u; j < GEMM_T; ++j) b[j] = s_b[k * (GEMM_BN + 1u) + tx + GEMM_SIDE * j];
       for (uint i = 0u; i < GEMM_T; ++i)
-        for (uint j = 0u; j < GEMM_T; ++j) gemm_acc[i][j] = fma(a[i], b[j], gemm_acc[i][j]);
+        for (uint j = 0u; j < GEMM_T; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
     }
     barrier();  // every invocation has read this slice before the next one overwrites it
   }
+  gemm_acc = acc;
 }
 
 #ifndef GEMM_ACCUMULATE_ONLY  // a stage that takes gemm_acc itself defines this and no storeC
