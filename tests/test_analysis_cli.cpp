@@ -11,32 +11,15 @@
 
 #include "analysis_test_scenes.h"
 #include "attnscope/scene_json.h"
+#include "command_support.h"
 
 namespace attnscope {
 namespace {
 
 using json = nlohmann::json;
 
-struct CommandRun {
-  int status = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-CommandRun attnscope(const std::string& args) {
-  std::string dir = ::testing::TempDir() + "attnscope_analyze_XXXXXX";
-  if (!mkdtemp(dir.data())) throw std::runtime_error("mkdtemp failed");
-  const std::string command =
-      std::string("'") + ATTNSCOPE_BINARY + "' " + args + " >'" + dir + "/out' 2>'" + dir + "/err'";
-  const int raw = std::system(command.c_str());
-  return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, slurp(dir + "/out"), slurp(dir + "/err")};
-}
+using test::CommandRun;
+CommandRun attnscope(const std::string& args) { return test::runAttnscope(args); }
 
 // The hand heads (previous-token, current-token, first-token, uniform) as a scene file.
 const std::string& handScenePath() {

@@ -12,40 +12,16 @@
 #include <string>
 #include <vector>
 
+#include "command_support.h"
+
 using json = nlohmann::json;
 
 namespace {
 
-struct CommandRun {
-  int status = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::string tempDir() {
-  std::string pattern = ::testing::TempDir() + "attnscope_cli_XXXXXX";
-  if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-  return pattern;
-}
-
-// Runs `attnscope ARGS` (ARGS already shell-quoted where needed) with stdout and stderr captured.
-CommandRun attnscope(const std::string& args) {
-  const std::string dir = tempDir();
-  const std::string command =
-      std::string("'") + ATTNSCOPE_BINARY + "' " + args + " >'" + dir + "/out' 2>'" + dir + "/err'";
-  const int raw = std::system(command.c_str());
-  CommandRun r;
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  r.out = slurp(dir + "/out");
-  r.err = slurp(dir + "/err");
-  return r;
-}
+using attnscope::test::CommandRun;
+using attnscope::test::slurp;
+using attnscope::test::runAttnscope;
+std::string tempDir() { return attnscope::test::tempDir("attnscope_cli"); }
 
 std::vector<std::string> lines(const std::string& text) {
   std::vector<std::string> result;
@@ -84,7 +60,7 @@ void expectMatrix(const json& got, const std::vector<std::vector<double>>& want,
 }  // namespace
 
 TEST(CliCompute, WorkedExampleJsonMatchesHandNumbers) {
-  const CommandRun r = attnscope("compute " + kExample);
+  const CommandRun r = runAttnscope("compute " + kExample);
   ASSERT_EQ(r.status, 0) << r.err;
   const json j = json::parse(r.out);
   EXPECT_EQ(j["backend"], "cpu");
@@ -119,8 +95,8 @@ TEST(CliCompute, WorkedExampleJsonMatchesHandNumbers) {
 
 TEST(CliCompute, OutputFileHoldsTheSameJsonAndStdoutStaysEmpty) {
   const std::string dir = tempDir();
-  const CommandRun to_stdout = attnscope("compute " + kExample);
-  const CommandRun to_file = attnscope("compute " + kExample + " -o '" + dir + "/result.json'");
+  const CommandRun to_stdout = runAttnscope("compute " + kExample);
+  const CommandRun to_file = runAttnscope("compute " + kExample + " -o '" + dir + "/result.json'");
   ASSERT_EQ(to_file.status, 0) << to_file.err;
   EXPECT_EQ(to_file.out, "");
   EXPECT_EQ(json::parse(slurp(dir + "/result.json")), json::parse(to_stdout.out));
@@ -130,7 +106,7 @@ TEST(CliCompute, OutputFileHoldsTheSameJsonAndStdoutStaysEmpty) {
 TEST(CliCompute, BadFileExitsTwoWithOneLineAndNoOutputFile) {
   const std::string dir = tempDir();
   std::ofstream(dir + "/bad.json") << "{\"format\": \"attnscope-scene\", \"version\": 1,";
-  const CommandRun r = attnscope("compute '" + dir + "/bad.json' -o '" + dir + "/result.json'");
+  const CommandRun r = runAttnscope("compute '" + dir + "/bad.json' -o '" + dir + "/result.json'");
   EXPECT_EQ(r.status, 2);
   ASSERT_EQ(lines(r.err).size(), 1u) << r.err;
   EXPECT_EQ(r.err.rfind("attnscope: " + dir + "/bad.json: expected valid JSON, got a syntax error at line 1", 0), 0u)
@@ -145,7 +121,7 @@ TEST(CliCompute, WrongShapeIsNamedAndAnExistingOutputIsLeftAlone) {
   scene["heads"][1]["w_k"] = json::parse("[[0,0,0],[0,0,0],[0,1,0],[1,0,0]]");
   std::ofstream(dir + "/scene.json") << scene.dump();
   std::ofstream(dir + "/result.json") << "previous";
-  const CommandRun r = attnscope("compute '" + dir + "/scene.json' -o '" + dir + "/result.json'");
+  const CommandRun r = runAttnscope("compute '" + dir + "/scene.json' -o '" + dir + "/result.json'");
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.err, "attnscope: heads[1].w_k: expected 4 x 2, got 4 x 3\n");
   EXPECT_EQ(slurp(dir + "/result.json"), "previous");
@@ -157,7 +133,7 @@ TEST(CliCompute, UsageErrorsExitTwoWithOneLine) {
         "compute " + kExample + " --backend tpu", "compute " + kExample + " --frobnicate",
         "compute " + kExample + " -o /nonexistent/dir/out.json", "compute " + kExample + " " + kExample,
         std::string("walkthrough /nonexistent/scene.json")}) {
-    const CommandRun r = attnscope(args);
+    const CommandRun r = runAttnscope(args);
     EXPECT_EQ(r.status, 2) << args;
     EXPECT_EQ(lines(r.err).size(), 1u) << args << ": " << r.err;
     EXPECT_EQ(r.err.rfind("attnscope: ", 0), 0u) << args << ": " << r.err;
@@ -166,7 +142,7 @@ TEST(CliCompute, UsageErrorsExitTwoWithOneLine) {
 }
 
 TEST(CliWalkthrough, ListsExactlyTheHandFoundDisagreements) {
-  const CommandRun r = attnscope("walkthrough");
+  const CommandRun r = runAttnscope("walkthrough");
   ASSERT_EQ(r.status, 0) << r.err;
   std::vector<std::string> differs;
   for (const std::string& line : lines(r.out))
@@ -191,7 +167,7 @@ TEST(CliWalkthrough, ListsExactlyTheHandFoundDisagreements) {
   EXPECT_EQ(r.out.find("entry (3, 3) x3 -> x3: printed 1.41"), std::string::npos);
 
   // The same scene from the shipped file gives the same steps.
-  const CommandRun from_file = attnscope("walkthrough " + kExample);
+  const CommandRun from_file = runAttnscope("walkthrough " + kExample);
   ASSERT_EQ(from_file.status, 0) << from_file.err;
   EXPECT_EQ(lines(from_file.out).size(), lines(r.out).size());
 }
@@ -201,7 +177,7 @@ TEST(CliWalkthrough, AnEditedSceneHasNoPrintedComparison) {
   json scene = json::parse(slurp(ATTNSCOPE_SOURCE_DIR "/assets/scenes/worked_example.json"));
   scene["query"][0][0] = 2;
   std::ofstream(dir + "/scene.json") << scene.dump();
-  const CommandRun r = attnscope("walkthrough '" + dir + "/scene.json'");
+  const CommandRun r = runAttnscope("walkthrough '" + dir + "/scene.json'");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out.find("differs:"), std::string::npos);
   EXPECT_NE(r.out.find("No printed numbers to compare"), std::string::npos);

@@ -1,4 +1,4 @@
-// Helpers for the model tests: temporary folders, running a command with its output captured, and the tiny
+// Helpers for the model tests (with command_support.h: temporary folders, commands run and captured): the tiny
 // GPT-2 checkpoints that tests/model/gpt2_reference.py writes with its NumPy forward's numbers.
 #pragma once
 
@@ -13,45 +13,23 @@
 #include <stdexcept>
 #include <string>
 
+#include "command_support.h"
+
 namespace model_test {
 
 // Debian's python3 (python3-numpy is installed for it by scripts/setup-deps.sh), not whatever is first on PATH.
 inline const char* kPython = "/usr/bin/python3";
 
-inline std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using attnscope::test::CommandRun;
+using attnscope::test::run;
+using attnscope::test::slurp;
 
 inline void spit(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary);
   out << bytes;
 }
 
-inline std::string tempDir() {
-  std::string pattern = ::testing::TempDir() + "attnscope_model_XXXXXX";
-  if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-  return pattern;
-}
-
-struct CommandRun {
-  int status = -1;
-  std::string out, err;
-};
-
-// Runs a shell command line with stdout and stderr captured.
-inline CommandRun run(const std::string& command_line) {
-  const std::string dir = tempDir();
-  const std::string command = command_line + " >'" + dir + "/out' 2>'" + dir + "/err'";
-  const int raw = std::system(command.c_str());
-  CommandRun r;
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  r.out = slurp(dir + "/out");
-  r.err = slurp(dir + "/err");
-  return r;
-}
+inline std::string tempDir() { return attnscope::test::tempDir("attnscope_model"); }
 
 // A tiny checkpoint in a new folder: gpt2_reference.py ARGS (e.g. "--dtype F16 --no-prefix").
 inline std::string tinyCheckpoint(const std::string& args = "") {
