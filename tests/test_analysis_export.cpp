@@ -1,7 +1,6 @@
 // The diff export (B - A on the diverging map) and the similarity matrix with its dendrogram, against hand
 // numbers; and `attnscope export --what diff` end to end.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cmath>
 #include <fstream>
@@ -14,6 +13,7 @@
 #include "attnscope/export.h"
 #include "attnscope/export_layout.h"
 #include "attnscope/scene_json.h"
+#include "command_support.h"
 #include "test_export_support.h"
 
 namespace attnscope {
@@ -129,13 +129,9 @@ TEST(SimilarityExport, DendrogramOrdersTheMatrixAndIsDrawnBeside) {
 }
 
 int runExport(const std::string& args, std::string& err) {
-  const testing::TempDir dir;
-  const std::string command =
-      std::string("'") + ATTNSCOPE_BINARY + "' export " + args + " >/dev/null 2>'" + dir.file("err") + "'";
-  const int raw = std::system(command.c_str());
-  std::ifstream in(dir.file("err"));
-  err.assign(std::istreambuf_iterator<char>(in), {});
-  return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  const test::CommandRun r = test::runAttnscope("export " + args);
+  err = r.err;
+  return r.status;
 }
 
 TEST(DiffExport, CommandLine) {

@@ -2,13 +2,13 @@
 // written as a scene file, the command run as a user would, and each output
 // decoded and checked; bad requests give one line and status 2.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <algorithm>
 #include <fstream>
 
 #include "attnscope/cpu_backend.h"
 #include "attnscope/export_layout.h"
+#include "command_support.h"
 #include "test_export_support.h"
 
 using namespace attnscope;
@@ -29,15 +29,7 @@ const char* kHandSceneJson = R"({
   "mask": "causal"
 })";
 
-struct CliRun {
-  int status = -1;
-  std::string out, err;
-};
-
-std::string readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using attnscope::test::slurp;
 
 class ExportCli : public ::testing::Test {
  protected:
@@ -45,18 +37,7 @@ class ExportCli : public ::testing::Test {
     scene_path_ = dir_.file("hand.json");
     std::ofstream(scene_path_) << kHandSceneJson;
   }
-  CliRun run(const std::string& args) {
-    const std::string cmd =
-        std::string(ATTNSCOPE_BINARY) + " export " + args + " > " + dir_.file("stdout") + " 2> " + dir_.file("stderr");
-    CliRun r;
-    const int raw = std::system(cmd.c_str());
-    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-    r.out = readFile(dir_.file("stdout"));
-    r.err = readFile(dir_.file("stderr"));
-    std::filesystem::remove(dir_.file("stdout"));
-    std::filesystem::remove(dir_.file("stderr"));
-    return r;
-  }
+  attnscope::test::CommandRun run(const std::string& args) { return attnscope::test::runAttnscope("export " + args); }
   TempDir dir_;
   std::string scene_path_;
 };
@@ -65,7 +46,7 @@ class ExportCli : public ::testing::Test {
 
 TEST_F(ExportCli, HeadTwoPngHasTheHandWorkedColours) {
   const std::string out = dir_.file("head2.png");
-  const CliRun r = run(scene_path_ + " --what head:2 --format png --out " + out);
+  const attnscope::test::CommandRun r = run(scene_path_ + " --what head:2 --format png --out " + out);
   ASSERT_EQ(r.status, 0) << r.err;
   // Where the cells land: the engine's layout of the same figure (head:2 is
   // index 1).
@@ -75,7 +56,7 @@ TEST_F(ExportCli, HeadTwoPngHasTheHandWorkedColours) {
   const Figure fig = makeFigure(handScene(), CpuBackend(1).compute(handScene()), req);
   const FigureLayout layout = layoutFigure(fig);
   EXPECT_EQ(fig.title, "Head 2 attention weights");
-  const Image img = decodePng(readFile(out));
+  const Image img = decodePng(slurp(out));
   ASSERT_EQ(img.width, layout.width);
   ASSERT_EQ(img.height, layout.height);
   for (int i = 0; i < 3; ++i)
@@ -88,9 +69,9 @@ TEST_F(ExportCli, HeadTwoPngHasTheHandWorkedColours) {
 
 TEST_F(ExportCli, HeadsNpyAndFormatFromTheExtension) {
   const std::string out = dir_.file("weights.npy");
-  const CliRun r = run(scene_path_ + " --what heads -o " + out);
+  const attnscope::test::CommandRun r = run(scene_path_ + " --what heads -o " + out);
   ASSERT_EQ(r.status, 0) << r.err;
-  const Npy npy = decodeNpy(readFile(out));
+  const Npy npy = decodeNpy(slurp(out));
   EXPECT_NE(npy.dict.find("'shape': (2, 3, 3)"), std::string::npos) << npy.dict;
   ASSERT_EQ(npy.values.size(), 18u);
   for (int h = 0; h < 2; ++h)
@@ -100,22 +81,22 @@ TEST_F(ExportCli, HeadsNpyAndFormatFromTheExtension) {
 }
 
 TEST_F(ExportCli, SimilarityCsvAndAnnotatedSvg) {
-  CliRun r = run(scene_path_ + " --what similarity --metric cosine --format csv --out " + dir_.file("sim.csv"));
+  attnscope::test::CommandRun r = run(scene_path_ + " --what similarity --metric cosine --format csv --out " + dir_.file("sim.csv"));
   ASSERT_EQ(r.status, 0) << r.err;
-  const auto rows = parseCsv(readFile(dir_.file("sim.csv")));
+  const auto rows = parseCsv(slurp(dir_.file("sim.csv")));
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[0], (std::vector<std::string>{"head", "H1", "H2"}));
   EXPECT_NEAR(std::stod(rows[1][2]), handCosine(), 1e-6);
   r = run(scene_path_ + " --what head:1 --format svg --annotate --out " + dir_.file("head1.svg"));
   ASSERT_EQ(r.status, 0) << r.err;
-  const std::string svg = readFile(dir_.file("head1.svg"));
+  const std::string svg = slurp(dir_.file("head1.svg"));
   EXPECT_NE(svg.find(">&lt;tag&gt;&amp;</text>"), std::string::npos);
   EXPECT_NE(svg.find(">0.33</text>"), std::string::npos);  // 1/3 to two decimals
 }
 
 TEST_F(ExportCli, BadRequestsAreOneLineAndStatusTwo) {
   const std::string out = dir_.file("x.png");
-  CliRun r = run(scene_path_ + " --what head:0 --out " + out);
+  attnscope::test::CommandRun r = run(scene_path_ + " --what head:0 --out " + out);
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.err,
             "attnscope: --what: expected head:1 to head:2 (heads are "
@@ -135,7 +116,7 @@ TEST_F(ExportCli, BadRequestsAreOneLineAndStatusTwo) {
 }
 
 TEST_F(ExportCli, HelpSaysHeadsCountFromOne) {
-  const CliRun r = run("--help");
+  const attnscope::test::CommandRun r = run("--help");
   EXPECT_EQ(r.status, 0);
   EXPECT_NE(r.out.find("heads are numbered from 1"), std::string::npos) << r.out;
 }
