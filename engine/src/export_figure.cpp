@@ -62,6 +62,15 @@ void checkHeadIndex(const Scene& scene, int head) {
                      std::to_string(head));
 }
 
+void setWeightScale(Figure& f) {
+  f.row_axis = "Query";
+  f.col_axis = "Key";
+  f.map = ColorMap::Viridis;
+  f.vmin = 0;
+  f.vmax = 1;
+  f.ticks = {0.0f, 0.2f, 0.4f, 0.6f, 0.8f, 1.0f};
+}
+
 Figure makeFigure(const Scene& scene, const Result& result, const ExportRequest& request) {
   checkResult(scene, result);
   Figure f;
@@ -107,13 +116,8 @@ Figure makeFigure(const Scene& scene, const Result& result, const ExportRequest&
     }
     return f;
   }
-  f.row_axis = "Query";
-  f.col_axis = "Key";
+  setWeightScale(f);
   f.scale_label = "attention weight";
-  f.map = ColorMap::Viridis;
-  f.vmin = 0;
-  f.vmax = 1;
-  f.ticks = {0.0f, 0.2f, 0.4f, 0.6f, 0.8f, 1.0f};
   const MaskMatrix allowed = allowedMask(scene);
   if (request.what == ExportWhat::Diff) {
     const std::vector<HeadDiff> diffs = diffResults(baselineOf(request), result);

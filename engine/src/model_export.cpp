@@ -19,15 +19,6 @@ MaskMatrix upperTriangle(int n) {  // (n, n), 1 above the diagonal: keys a causa
   return m;
 }
 
-void weightScale(Figure& f) {
-  f.row_axis = "Query";
-  f.col_axis = "Key";
-  f.map = ColorMap::Viridis;
-  f.vmin = 0;
-  f.vmax = 1;
-  f.ticks = {0.0f, 0.2f, 0.4f, 0.6f, 0.8f, 1.0f};
-}
-
 void checkLayer(const Gpt2Config& c, int layer) {
   if (layer >= c.n_layer) throw InputError("--layer", "0 to " + std::to_string(c.n_layer - 1), std::to_string(layer));
 }
@@ -38,7 +29,7 @@ Figure modelGridFigure(const ForwardResult& forward, const Gpt2Config& c, const 
                        int layer) {
   checkLayer(c, layer);
   Figure f;
-  weightScale(f);
+  setWeightScale(f);
   f.scale_label = "attention weight";
   f.grid_columns = c.n_head;
   const MaskMatrix masked = upperTriangle(forward.n);
@@ -59,7 +50,7 @@ Figure modelGridFigure(const ForwardResult& forward, const Gpt2Config& c, const 
 
 Figure rolloutFigure(const Matrix& rollout, const std::vector<std::string>& tokens) {
   Figure f;
-  weightScale(f);
+  setWeightScale(f);
   f.title = "Attention rollout";
   f.scale_label = "rollout weight";
   HeatmapPanel p;

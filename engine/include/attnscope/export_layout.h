@@ -39,6 +39,10 @@ struct Figure {
   std::vector<int> dendrogram_order;
 };
 
+// How attention weights are drawn (every weights figure, a scene's or a model's): rows "Query", columns "Key",
+// viridis on 0..1, ticks every 0.2. The colour bar's label is the caller's.
+void setWeightScale(Figure& figure);
+
 // The figure for a request (what, head, metric, annotate; format and path are not read). Heads are named from
 // 1 ("Head 1" is request.head == 0). Weights use viridis on 0..1; cosine similarity the diverging map on -1..1;
 // Jensen-Shannon viridis on 0..ln 2; a diff (B - A) the diverging map on -m..m, m the largest |B - A| (1 when
