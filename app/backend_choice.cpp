@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "attnscope/cpu_backend.h"
+#include "attnscope/compute/cpu_backend.h"
 #include "attnscope/error.h"
 #include "attnscope/gpu_backend.h"
 

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "attnscope/backend.h"
+#include "attnscope/compute/backend.h"
 
 namespace attnscope::cli {
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "attnscope/error.h"
-#include "cli.h"
+#include "cli/cli.h"
 
 namespace {
 

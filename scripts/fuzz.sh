@@ -8,12 +8,12 @@ seconds="${1:-60}"
 out=build-fuzz
 mkdir -p "$out"
 flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
-       -fno-sanitize-recover=undefined -Iengine/include -isystem /usr/include/eigen3 -DEIGEN_NO_DEBUG
+       -fno-sanitize-recover=undefined -Iengine/include -Iengine/src -isystem /usr/include/eigen3 -DEIGEN_NO_DEBUG
        -Wall -Wextra -Werror)
 # Each target with the engine sources it needs (no OpenMP, BLAS or GL: those are not on these paths).
 declare -A sources=(
-  [safetensors_header]="tests/fuzz/fuzz_safetensors_header.cpp engine/src/model_safetensors.cpp"
-  [scene_json]="tests/fuzz/fuzz_scene_json.cpp engine/src/scene_json.cpp engine/src/scene.cpp engine/src/atomic_file.cpp build-fuzz/worked_example_json.cpp"
+  [safetensors_header]="tests/fuzz/fuzz_safetensors_header.cpp engine/src/model/model_safetensors.cpp"
+  [scene_json]="tests/fuzz/fuzz_scene_json.cpp engine/src/scene/scene_json.cpp engine/src/scene/scene.cpp engine/src/atomic_file.cpp build-fuzz/worked_example_json.cpp"
 )
 # The worked example embedded as the engine's CMake does it.
 cmake -DINPUT=assets/scenes/worked_example.json -DOUTPUT="$out/worked_example_json.cpp" -DSYMBOL=kWorkedExampleJson \

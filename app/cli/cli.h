@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "cli_args.h"
+#include "cli/cli_args.h"
 
 namespace attnscope::cli {
 

@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "attnscope/analysis.h"
+#include "attnscope/analysis/analysis.h"
 #include "attnscope/error.h"
-#include "attnscope/scene_json.h"
+#include "attnscope/scene/scene_json.h"
 #include "backend_choice.h"
-#include "cli.h"
+#include "cli/cli.h"
 
 namespace attnscope::cli {
 

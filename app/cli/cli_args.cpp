@@ -1,5 +1,5 @@
 // The subcommands' argument reader.
-#include "cli_args.h"
+#include "cli/cli_args.h"
 
 #include <cmath>
 #include <cstdlib>

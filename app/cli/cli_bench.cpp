@@ -9,11 +9,11 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "attnscope/cpu_backend.h"
+#include "attnscope/compute/cpu_backend.h"
 #include "attnscope/error.h"
-#include "attnscope/presets.h"
+#include "attnscope/scene/presets.h"
 #include "backend_choice.h"
-#include "cli.h"
+#include "cli/cli.h"
 
 namespace attnscope::cli {
 

@@ -6,9 +6,9 @@
 
 #include "attnscope/atomic_file.h"
 #include "attnscope/error.h"
-#include "attnscope/scene_json.h"
+#include "attnscope/scene/scene_json.h"
 #include "backend_choice.h"
-#include "cli.h"
+#include "cli/cli.h"
 
 namespace attnscope::cli {
 

@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "attnscope/error.h"
-#include "attnscope/export.h"
-#include "attnscope/scene_json.h"
+#include "attnscope/export/export.h"
+#include "attnscope/scene/scene_json.h"
 #include "backend_choice.h"
-#include "cli.h"
+#include "cli/cli.h"
 
 namespace attnscope::cli {
 

@@ -9,9 +9,9 @@
 #include "attnscope/error.h"
 #include "attnscope/model/gpt2.h"
 #include "attnscope/model/model_export.h"
-#include "attnscope/scene_json.h"
+#include "attnscope/scene/scene_json.h"
 #include "backend_choice.h"
-#include "cli.h"
+#include "cli/cli.h"
 
 namespace attnscope::cli {
 

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "attnscope/cpu_backend.h"
-#include "attnscope/scene_json.h"
-#include "attnscope/walkthrough.h"
-#include "cli.h"
+#include "attnscope/compute/cpu_backend.h"
+#include "attnscope/scene/scene_json.h"
+#include "attnscope/analysis/walkthrough.h"
+#include "cli/cli.h"
 
 namespace attnscope::cli {
 

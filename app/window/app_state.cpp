@@ -1,13 +1,13 @@
 // The window's state and its one edit path: validate a copy, apply, push undo, recompute.
-#include "app_state.h"
+#include "window/app_state.h"
 
 #include <chrono>
 #include <exception>
 
-#include "attnscope/cpu_backend.h"
+#include "attnscope/compute/cpu_backend.h"
 #include "attnscope/error.h"
-#include "attnscope/scene_json.h"
-#include "attnscope/similarity.h"
+#include "attnscope/scene/scene_json.h"
+#include "attnscope/compute/similarity.h"
 #ifdef ATTNSCOPE_HAS_GPU
 #include "attnscope/gpu_backend.h"
 #endif

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "attnscope/backend.h"
-#include "attnscope/result.h"
-#include "attnscope/scene.h"
+#include "attnscope/compute/backend.h"
+#include "attnscope/compute/result.h"
+#include "attnscope/scene/scene.h"
 
 namespace attnscope::app {
 

@@ -1,5 +1,5 @@
 // Heatmap textures, and the heatmap shader rendering each head's map into a texture of its on-screen size.
-#include "heatmap_view.h"
+#include "window/heatmap_view.h"
 
 #include <epoxy/gl.h>
 
@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "attnscope/colormap.h"
+#include "attnscope/export/colormap.h"
 #include "heatmap_shaders.h"
 #ifdef ATTNSCOPE_HAS_GPU
 #include "attnscope/gpu_backend.h"

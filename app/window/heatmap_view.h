@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "app_state.h"
+#include "window/app_state.h"
 
 namespace attnscope::app {
 

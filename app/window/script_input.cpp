@@ -1,5 +1,5 @@
 // Scripted input through ImGui's input state, one step per frame.
-#include "script_input.h"
+#include "window/script_input.h"
 
 #include <GLFW/glfw3.h>
 
@@ -8,7 +8,7 @@
 
 #include "attnscope/atomic_file.h"
 #include "attnscope/error.h"
-#include "ui_probe.h"
+#include "window/ui_probe.h"
 
 namespace attnscope::app {
 

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "app_state.h"
+#include "window/app_state.h"
 
 namespace attnscope::app {
 

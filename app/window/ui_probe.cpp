@@ -1,5 +1,5 @@
 // Widget rectangles by name, for the scripted-input mode.
-#include "ui_probe.h"
+#include "window/ui_probe.h"
 
 namespace attnscope::app {
 

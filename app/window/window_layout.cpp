@@ -1,11 +1,11 @@
 // The window's layout, the file bar (open, save, undo, with Ctrl+O, Ctrl+S, Ctrl+Z) and the status bar.
-#include "window_layout.h"
+#include "window/window_layout.h"
 
 #include <GLFW/glfw3.h>
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
-#include "ui_probe.h"
+#include "window/ui_probe.h"
 
 namespace attnscope::app {
 

@@ -2,9 +2,9 @@
 // analysis panels on the right, a status bar at the bottom. Sizes follow the window (and its HiDPI scale).
 #pragma once
 
-#include "app_state.h"
-#include "heatmap_view.h"
-#include "panels.h"
+#include "window/app_state.h"
+#include "window/heatmap_view.h"
+#include "window/panels/panels.h"
 
 namespace attnscope::app {
 

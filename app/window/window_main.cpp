@@ -17,18 +17,18 @@
 #include <string>
 #include <vector>
 
-#include "app_state.h"
+#include "window/app_state.h"
 #include "attnscope/atomic_file.h"
 #include "attnscope/error.h"
 #include "attnscope/gpu_backend.h"
-#include "attnscope/scene_json.h"
-#include "cli.h"
-#include "cli_args.h"
-#include "heatmap_view.h"
-#include "panels.h"
-#include "script_input.h"
-#include "ui_probe.h"
-#include "window_layout.h"
+#include "attnscope/scene/scene_json.h"
+#include "cli/cli.h"
+#include "cli/cli_args.h"
+#include "window/heatmap_view.h"
+#include "window/panels/panels.h"
+#include "window/script_input.h"
+#include "window/ui_probe.h"
+#include "window/window_layout.h"
 
 namespace attnscope {
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# An independent NumPy version of each seed pitfall (tests/test_analysis_pitfalls.cpp compares the engine with
+# An independent NumPy version of each seed pitfall (tests/analysis/test_analysis_pitfalls.cpp compares the engine with
 # it). Usage: analysis_pitfall_reference.py SCENE.json PITFALL  -> JSON on stdout:
 # {"weights": [per head (n_q, n_k)], "output": (n_q, d_model) or null, "entropy": [per head]}
 import json

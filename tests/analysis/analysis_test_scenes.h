@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "attnscope/scene.h"
+#include "attnscope/scene/scene.h"
 
 namespace attnscope::test {
 

@@ -6,12 +6,12 @@
 #include <cmath>
 #include <set>
 
-#include "analysis_test_scenes.h"
-#include "attnscope/analysis.h"
-#include "attnscope/cpu_backend.h"
+#include "analysis/analysis_test_scenes.h"
+#include "attnscope/analysis/analysis.h"
+#include "attnscope/compute/cpu_backend.h"
 #include "attnscope/error.h"
-#include "attnscope/presets.h"
-#include "attnscope/scene_json.h"
+#include "attnscope/scene/presets.h"
+#include "attnscope/scene/scene_json.h"
 
 namespace attnscope {
 namespace {

@@ -1,7 +1,7 @@
 // Clustering of heads (UPGMA) against merges worked out by hand.
 #include <gtest/gtest.h>
 
-#include "attnscope/analysis.h"
+#include "attnscope/analysis/analysis.h"
 #include "attnscope/error.h"
 
 namespace attnscope {

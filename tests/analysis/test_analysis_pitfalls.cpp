@@ -10,12 +10,12 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "analysis_test_scenes.h"
-#include "attnscope/analysis.h"
-#include "attnscope/cpu_backend.h"
+#include "analysis/analysis_test_scenes.h"
+#include "attnscope/analysis/analysis.h"
+#include "attnscope/compute/cpu_backend.h"
 #include "attnscope/error.h"
-#include "attnscope/presets.h"
-#include "attnscope/scene_json.h"
+#include "attnscope/scene/presets.h"
+#include "attnscope/scene/scene_json.h"
 
 namespace attnscope {
 namespace {
@@ -28,7 +28,7 @@ nlohmann::json numpyReference(const Scene& scene, const std::string& pitfall) {
   if (!mkdtemp(pattern.data())) throw std::runtime_error("cannot make a temporary folder from " + pattern);
   const std::string scene_path = pattern + "/scene.json", out_path = pattern + "/out.json";
   saveSceneFile(scene, scene_path);
-  const std::string command = "/usr/bin/python3 '" ATTNSCOPE_SOURCE_DIR "/tests/analysis_pitfall_reference.py' '" +
+  const std::string command = "/usr/bin/python3 '" ATTNSCOPE_SOURCE_DIR "/tests/analysis/analysis_pitfall_reference.py' '" +
                               scene_path + "' " + pitfall + " >'" + out_path + "'";
   if (std::system(command.c_str()) != 0) throw std::runtime_error("the NumPy reference failed: " + command);
   std::ifstream in(out_path);

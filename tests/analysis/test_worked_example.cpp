@@ -5,9 +5,9 @@
 #include <cmath>
 #include <string>
 
-#include "attnscope/cpu_backend.h"
-#include "attnscope/scene_json.h"
-#include "attnscope/walkthrough.h"
+#include "attnscope/compute/cpu_backend.h"
+#include "attnscope/scene/scene_json.h"
+#include "attnscope/analysis/walkthrough.h"
 
 using namespace attnscope;
 

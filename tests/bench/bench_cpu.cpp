@@ -4,8 +4,8 @@
 
 #include <thread>
 
-#include "attnscope/cpu_backend.h"
-#include "attnscope/presets.h"
+#include "attnscope/compute/cpu_backend.h"
+#include "attnscope/scene/presets.h"
 
 using namespace attnscope;
 

@@ -6,9 +6,9 @@
 #include <memory>
 #include <thread>
 
-#include "attnscope/cpu_backend.h"
+#include "attnscope/compute/cpu_backend.h"
 #include "attnscope/gpu_backend.h"
-#include "attnscope/presets.h"
+#include "attnscope/scene/presets.h"
 
 using namespace attnscope;
 

@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "analysis_test_scenes.h"
-#include "attnscope/scene_json.h"
+#include "analysis/analysis_test_scenes.h"
+#include "attnscope/scene/scene_json.h"
 #include "command_support.h"
 
 namespace attnscope {

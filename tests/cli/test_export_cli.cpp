@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <fstream>
 
-#include "attnscope/cpu_backend.h"
-#include "attnscope/export_layout.h"
+#include "attnscope/compute/cpu_backend.h"
+#include "attnscope/export/export_layout.h"
 #include "command_support.h"
-#include "test_export_support.h"
+#include "export/test_export_support.h"
 
 using namespace attnscope;
 using namespace attnscope::testing;

@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "attnscope/cpu_backend.h"
-#include "attnscope/scene_json.h"
-#include "test_model_support.h"
+#include "attnscope/compute/cpu_backend.h"
+#include "attnscope/scene/scene_json.h"
+#include "model/test_model_support.h"
 
 using nlohmann::json;
 namespace fs = std::filesystem;

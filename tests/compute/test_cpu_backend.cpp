@@ -4,9 +4,9 @@
 
 #include <cmath>
 
-#include "attnscope/cpu_backend.h"
-#include "attnscope/presets.h"
-#include "attnscope/similarity.h"
+#include "attnscope/compute/cpu_backend.h"
+#include "attnscope/scene/presets.h"
+#include "attnscope/compute/similarity.h"
 
 using namespace attnscope;
 

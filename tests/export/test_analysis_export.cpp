@@ -6,15 +6,15 @@
 #include <fstream>
 #include <iterator>
 
-#include "analysis_test_scenes.h"
-#include "attnscope/analysis.h"
-#include "attnscope/cpu_backend.h"
+#include "analysis/analysis_test_scenes.h"
+#include "attnscope/analysis/analysis.h"
+#include "attnscope/compute/cpu_backend.h"
 #include "attnscope/error.h"
-#include "attnscope/export.h"
-#include "attnscope/export_layout.h"
-#include "attnscope/scene_json.h"
+#include "attnscope/export/export.h"
+#include "attnscope/export/export_layout.h"
+#include "attnscope/scene/scene_json.h"
 #include "command_support.h"
-#include "test_export_support.h"
+#include "export/test_export_support.h"
 
 namespace attnscope {
 namespace {

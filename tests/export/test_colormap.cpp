@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "attnscope/colormap.h"
+#include "attnscope/export/colormap.h"
 
 using namespace attnscope;
 

@@ -8,12 +8,12 @@
 #include <fstream>
 
 #include "attnscope/atomic_file.h"
-#include "attnscope/cpu_backend.h"
+#include "attnscope/compute/cpu_backend.h"
 #include "attnscope/error.h"
-#include "attnscope/export.h"
-#include "attnscope/export_layout.h"
-#include "attnscope/presets.h"
-#include "test_export_support.h"
+#include "attnscope/export/export.h"
+#include "attnscope/export/export_layout.h"
+#include "attnscope/scene/presets.h"
+#include "export/test_export_support.h"
 
 using namespace attnscope;
 using namespace attnscope::testing;

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "attnscope/colormap.h"
-#include "attnscope/scene.h"
+#include "attnscope/export/colormap.h"
+#include "attnscope/scene/scene.h"
 
 namespace attnscope::testing {
 

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attnscope/error.h"
-#include "attnscope/scene_json.h"
+#include "attnscope/scene/scene_json.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const nlohmann::json j = nlohmann::json::parse(data, data + size, nullptr, /*allow_exceptions=*/false);

@@ -8,7 +8,7 @@
 #include <random>
 #include <string>
 
-#include "attnscope/cpu_backend.h"
+#include "attnscope/compute/cpu_backend.h"
 #include "attnscope/gpu_backend.h"
 
 namespace attnscope::test {

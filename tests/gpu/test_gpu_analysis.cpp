@@ -4,9 +4,9 @@
 
 #include <cmath>
 
-#include "../analysis_test_scenes.h"
-#include "attnscope/analysis.h"
-#include "attnscope/presets.h"
+#include "../analysis/analysis_test_scenes.h"
+#include "attnscope/analysis/analysis.h"
+#include "attnscope/scene/presets.h"
 #include "gpu_test_support.h"
 
 using namespace attnscope;

@@ -11,8 +11,8 @@
 #include <sstream>
 
 #include "attnscope/error.h"
-#include "attnscope/presets.h"
-#include "attnscope/scene_json.h"
+#include "attnscope/scene/presets.h"
+#include "attnscope/scene/scene_json.h"
 #include "gpu_test_support.h"
 
 using namespace attnscope;

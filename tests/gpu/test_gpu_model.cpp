@@ -1,6 +1,6 @@
 // A GPT-2 forward whose attention runs on the GPU engine (each layer as a scene) against the forward's own
 // CPU loop, on random weights of GPT-2's layout (the CPU forward is checked against NumPy in
-// tests/test_model_forward.cpp).
+// tests/model/test_model_forward.cpp).
 #include <gtest/gtest.h>
 
 #include "attnscope/model/gpt2.h"

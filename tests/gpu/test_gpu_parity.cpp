@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <functional>
 
-#include "attnscope/presets.h"
-#include "attnscope/scene_json.h"
+#include "attnscope/scene/presets.h"
+#include "attnscope/scene/scene_json.h"
 #include "gpu_test_support.h"
 
 using namespace attnscope;

@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "attnscope/analysis.h"
-#include "attnscope/colormap.h"
-#include "attnscope/cpu_backend.h"
+#include "attnscope/analysis/analysis.h"
+#include "attnscope/export/colormap.h"
+#include "attnscope/compute/cpu_backend.h"
 #include "attnscope/model/gpt2.h"
-#include "attnscope/scene_json.h"
+#include "attnscope/scene/scene_json.h"
 
 using attnscope::ColorMap;
 using attnscope::Rgb8;

@@ -7,11 +7,11 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "attnscope/cpu_backend.h"
+#include "attnscope/compute/cpu_backend.h"
 #include "attnscope/error.h"
 #include "attnscope/model/gpt2.h"
 #include "attnscope/model/safetensors.h"
-#include "test_model_support.h"
+#include "model/test_model_support.h"
 
 using attnscope::Matrix;
 using nlohmann::json;

@@ -5,7 +5,7 @@
 
 #include "attnscope/error.h"
 #include "attnscope/model/tokenizer.h"
-#include "test_model_support.h"
+#include "model/test_model_support.h"
 
 namespace model = attnscope::model;
 using Pieces = std::vector<std::string>;

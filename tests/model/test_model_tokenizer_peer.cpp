@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attnscope/model/tokenizer.h"
-#include "test_model_support.h"
+#include "model/test_model_support.h"
 
 using nlohmann::json;
 namespace model = attnscope::model;

@@ -5,9 +5,9 @@
 #include <cmath>
 #include <random>
 
-#include "attnscope/cpu_backend.h"
+#include "attnscope/compute/cpu_backend.h"
 #include "attnscope/error.h"
-#include "attnscope/layouts.h"
+#include "attnscope/scene/layouts.h"
 
 using namespace attnscope;
 

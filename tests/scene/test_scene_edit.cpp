@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "attnscope/error.h"
-#include "attnscope/scene_edit.h"
+#include "attnscope/scene/scene_edit.h"
 
 using namespace attnscope;
 

@@ -13,10 +13,10 @@
 #include <string>
 
 #include "attnscope/atomic_file.h"
-#include "attnscope/cpu_backend.h"
+#include "attnscope/compute/cpu_backend.h"
 #include "attnscope/error.h"
-#include "attnscope/presets.h"
-#include "attnscope/scene_json.h"
+#include "attnscope/scene/presets.h"
+#include "attnscope/scene/scene_json.h"
 
 using namespace attnscope;
 using json = nlohmann::json;

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "attnscope/error.h"
-#include "attnscope/scene.h"
+#include "attnscope/scene/scene.h"
 
 using namespace attnscope;
 

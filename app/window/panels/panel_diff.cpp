@@ -4,11 +4,11 @@
 #include <cstdio>
 #include <string>
 
-#include "attnscope/analysis.h"
-#include "attnscope/colormap.h"
+#include "attnscope/analysis/analysis.h"
+#include "attnscope/export/colormap.h"
 #include "attnscope/error.h"
-#include "panels.h"
-#include "ui_probe.h"
+#include "window/panels/panels.h"
+#include "window/ui_probe.h"
 
 namespace attnscope::app {
 

@@ -8,9 +8,9 @@
 #include <exception>
 #include <string>
 
-#include "attnscope/export.h"
-#include "panels.h"
-#include "ui_probe.h"
+#include "attnscope/export/export.h"
+#include "window/panels/panels.h"
+#include "window/ui_probe.h"
 
 namespace attnscope::app {
 

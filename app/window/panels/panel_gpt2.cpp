@@ -9,11 +9,11 @@
 #include <memory>
 #include <string>
 
-#include "attnscope/colormap.h"
+#include "attnscope/export/colormap.h"
 #include "attnscope/error.h"
 #include "attnscope/model/gpt2.h"
-#include "panels.h"
-#include "ui_probe.h"
+#include "window/panels/panels.h"
+#include "window/ui_probe.h"
 
 namespace attnscope::app {
 

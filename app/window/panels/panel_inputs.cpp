@@ -5,9 +5,9 @@
 
 #include <string>
 
-#include "attnscope/scene_edit.h"
-#include "panels.h"
-#include "ui_probe.h"
+#include "attnscope/scene/scene_edit.h"
+#include "window/panels/panels.h"
+#include "window/ui_probe.h"
 
 namespace attnscope::app {
 

@@ -4,10 +4,10 @@
 
 #include <string>
 
-#include "attnscope/presets.h"
-#include "attnscope/scene_edit.h"
-#include "panels.h"
-#include "ui_probe.h"
+#include "attnscope/scene/presets.h"
+#include "attnscope/scene/scene_edit.h"
+#include "window/panels/panels.h"
+#include "window/ui_probe.h"
 
 namespace attnscope::app {
 

@@ -6,9 +6,9 @@
 #include <cmath>
 #include <string>
 
-#include "attnscope/colormap.h"
-#include "panels.h"
-#include "ui_probe.h"
+#include "attnscope/export/colormap.h"
+#include "window/panels/panels.h"
+#include "window/ui_probe.h"
 
 namespace attnscope::app {
 

@@ -10,10 +10,10 @@
 #include <optional>
 #include <string>
 
-#include "attnscope/colormap.h"
-#include "attnscope/walkthrough.h"
-#include "panels.h"
-#include "ui_probe.h"
+#include "attnscope/export/colormap.h"
+#include "attnscope/analysis/walkthrough.h"
+#include "window/panels/panels.h"
+#include "window/ui_probe.h"
 
 namespace attnscope::app {
 

@@ -2,8 +2,8 @@
 #include <cstdio>
 #include <string>
 
-#include "panels.h"
-#include "ui_probe.h"
+#include "window/panels/panels.h"
+#include "window/ui_probe.h"
 
 namespace attnscope::app {
 

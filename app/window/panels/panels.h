@@ -6,11 +6,11 @@
 #include <memory>
 #include <string>
 
-#include "app_state.h"
-#include "attnscope/analysis.h"
-#include "attnscope/colormap.h"
-#include "attnscope/walkthrough.h"
-#include "heatmap_view.h"
+#include "window/app_state.h"
+#include "attnscope/analysis/analysis.h"
+#include "attnscope/export/colormap.h"
+#include "attnscope/analysis/walkthrough.h"
+#include "window/heatmap_view.h"
 
 namespace attnscope::app {
 

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <optional>
 
-#include "attnscope/cpu_backend.h"
+#include "attnscope/compute/cpu_backend.h"
 #include "attnscope/error.h"
-#include "attnscope/similarity.h"
+#include "attnscope/compute/similarity.h"
 #include "gpu_backend_impl.h"
 #include "gpu_memory.h"
 

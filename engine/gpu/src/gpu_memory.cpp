@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "attnscope/gpu_backend.h"
-#include "attnscope/scene.h"
+#include "attnscope/scene/scene.h"
 
 namespace attnscope {
 

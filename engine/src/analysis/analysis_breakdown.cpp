@@ -4,8 +4,8 @@
 #include <cmath>
 #include <limits>
 
-#include "analysis_common.h"
-#include "attnscope/analysis.h"
+#include "analysis/analysis_common.h"
+#include "attnscope/analysis/analysis.h"
 
 namespace attnscope {
 

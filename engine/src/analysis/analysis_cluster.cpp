@@ -4,7 +4,7 @@
 #include <limits>
 #include <string>
 
-#include "attnscope/analysis.h"
+#include "attnscope/analysis/analysis.h"
 #include "attnscope/error.h"
 
 namespace attnscope {

@@ -4,8 +4,8 @@
 #include <string>
 
 #include "attnscope/error.h"
-#include "attnscope/result.h"
-#include "attnscope/scene.h"
+#include "attnscope/compute/result.h"
+#include "attnscope/scene/scene.h"
 
 namespace attnscope::detail {
 

@@ -2,7 +2,7 @@
 #include <cmath>
 #include <string>
 
-#include "attnscope/analysis.h"
+#include "attnscope/analysis/analysis.h"
 #include "attnscope/error.h"
 
 namespace attnscope {

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "attnscope/analysis.h"
+#include "attnscope/analysis/analysis.h"
 #include "attnscope/error.h"
 
 namespace attnscope {

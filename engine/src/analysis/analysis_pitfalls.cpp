@@ -3,8 +3,8 @@
 #include <cmath>
 #include <string>
 
-#include "analysis_common.h"
-#include "attnscope/analysis.h"
+#include "analysis/analysis_common.h"
+#include "attnscope/analysis/analysis.h"
 
 namespace attnscope {
 

@@ -1,11 +1,11 @@
 // The walkthrough: a Result laid out as the ordered steps of multi-head attention, with the numbers that seed
 // 001's "Worked Example" prints set beside the computed ones while the scene is still that example.
-#include "attnscope/walkthrough.h"
+#include "attnscope/analysis/walkthrough.h"
 
 #include <cmath>
 #include <cstdio>
 
-#include "attnscope/scene_json.h"
+#include "attnscope/scene/scene_json.h"
 
 namespace attnscope {
 

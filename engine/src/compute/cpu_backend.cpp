@@ -1,6 +1,6 @@
 // The reference backend: Eigen on the CPU. Projections of all heads run as one stacked product; scores,
 // softmax and the weighted sum run head by head, heads spread over OpenMP threads.
-#include "attnscope/cpu_backend.h"
+#include "attnscope/compute/cpu_backend.h"
 
 #include <omp.h>
 
@@ -11,7 +11,7 @@
 #include <string>
 #include <thread>
 
-#include "attnscope/similarity.h"
+#include "attnscope/compute/similarity.h"
 
 namespace attnscope {
 

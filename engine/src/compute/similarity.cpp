@@ -1,5 +1,5 @@
 // Head similarity (cosine of flattened maps, Jensen-Shannon over rows) and per-head statistics.
-#include "attnscope/similarity.h"
+#include "attnscope/compute/similarity.h"
 
 #include <cmath>
 #include <cstdlib>

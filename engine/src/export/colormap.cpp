@@ -1,6 +1,6 @@
 // The two colour maps (viridis for weights, a blue-white-red diverging map for similarity) as 256-entry
 // 8-bit tables: the exporters read them here, and the window uploads the same table as a 256x1 texture.
-#include "attnscope/colormap.h"
+#include "attnscope/export/colormap.h"
 
 #include <algorithm>
 #include <cmath>

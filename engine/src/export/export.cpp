@@ -1,6 +1,6 @@
 // exportResult: checks the request and the output path, renders the chosen format in memory, then writes it
 // atomically (a failure never leaves a partial file).
-#include "attnscope/export.h"
+#include "attnscope/export/export.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,10 +8,10 @@
 #include <cerrno>
 #include <cstring>
 
-#include "attnscope/analysis.h"
+#include "attnscope/analysis/analysis.h"
 #include "attnscope/atomic_file.h"
 #include "attnscope/error.h"
-#include "export_formats.h"
+#include "export/export_formats.h"
 
 namespace attnscope {
 

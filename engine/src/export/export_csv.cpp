@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "export_formats.h"
+#include "export/export_formats.h"
 
 namespace attnscope {
 

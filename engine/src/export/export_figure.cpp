@@ -6,9 +6,9 @@
 #include <string>
 
 #include "attnscope/error.h"
-#include "attnscope/export_layout.h"
-#include "attnscope/scene.h"
-#include "export_formats.h"
+#include "attnscope/export/export_layout.h"
+#include "attnscope/scene/scene.h"
+#include "export/export_formats.h"
 
 namespace attnscope {
 

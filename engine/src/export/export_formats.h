@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "attnscope/export.h"
-#include "attnscope/export_layout.h"
-#include "export_text.h"
+#include "attnscope/export/export.h"
+#include "attnscope/export/export_layout.h"
+#include "export/export_text.h"
 
 namespace attnscope {
 

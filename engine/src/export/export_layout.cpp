@@ -1,12 +1,12 @@
 // Where each part of an exported figure lands: title, panels (a grid for all heads), token labels, value
 // annotations, axis titles and the colour bar, in pixels. The PNG and SVG exporters draw this one layout.
-#include "attnscope/export_layout.h"
+#include "attnscope/export/export_layout.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
-#include "export_text.h"
+#include "export/export_text.h"
 
 namespace attnscope {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "attnscope/error.h"
-#include "export_formats.h"
+#include "export/export_formats.h"
 
 namespace attnscope {
 

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <string>
 
-#include "export_formats.h"
+#include "export/export_formats.h"
 
 namespace attnscope {
 

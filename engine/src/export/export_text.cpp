@@ -1,6 +1,6 @@
 // DejaVu Sans through stb_truetype: measuring strings for the figure layout and drawing them, straight or
 // turned 90 degrees, on the PNG's canvas.
-#include "export_text.h"
+#include "export/export_text.h"
 
 #include <stb/stb_truetype.h>
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "attnscope/colormap.h"
-#include "attnscope/export_layout.h"
+#include "attnscope/export/colormap.h"
+#include "attnscope/export/export_layout.h"
 
 namespace attnscope {
 

@@ -5,8 +5,8 @@
 #include <cstring>
 
 #include "attnscope/error.h"
-#include "attnscope/scene_json.h"
-#include "export_formats.h"
+#include "attnscope/scene/scene_json.h"
+#include "export/export_formats.h"
 
 namespace attnscope::model {
 

@@ -1,5 +1,5 @@
 // Framework weight layouts -> per-head row-vector projections (Q = X W_Q + b_Q, W_Q (d_model, d_k)).
-#include "attnscope/layouts.h"
+#include "attnscope/scene/layouts.h"
 
 #include <string>
 

@@ -1,5 +1,5 @@
 // Random scenes of a chosen size, reproducible from a seed.
-#include "attnscope/presets.h"
+#include "attnscope/scene/presets.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "attnscope/error.h"
-#include "attnscope/scene_edit.h"
+#include "attnscope/scene/scene_edit.h"
 
 namespace attnscope {
 

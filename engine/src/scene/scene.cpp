@@ -1,5 +1,5 @@
 // Scene helpers and the one place every scene is validated.
-#include "attnscope/scene.h"
+#include "attnscope/scene/scene.h"
 
 #include <unistd.h>
 

@@ -1,5 +1,5 @@
 // Scene edits that keep a scene consistent: resizing, token edits, positional encodings, sentence scenes.
-#include "attnscope/scene_edit.h"
+#include "attnscope/scene/scene_edit.h"
 
 #include <algorithm>
 #include <cctype>
@@ -7,7 +7,7 @@
 #include <random>
 
 #include "attnscope/error.h"
-#include "attnscope/presets.h"
+#include "attnscope/scene/presets.h"
 
 namespace attnscope {
 

@@ -1,6 +1,6 @@
 // Scene files: JSON -> Scene (every malformed value named by its JSON path), Scene -> JSON that loads back
 // bit for bit, the built-in worked example, and the Result as JSON (`attnscope compute`).
-#include "attnscope/scene_json.h"
+#include "attnscope/scene/scene_json.h"
 
 #include <algorithm>
 #include <array>

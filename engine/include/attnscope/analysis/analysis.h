@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "attnscope/result.h"
-#include "attnscope/scene.h"
+#include "attnscope/compute/result.h"
+#include "attnscope/scene/scene.h"
 
 namespace attnscope {
 

@@ -4,8 +4,8 @@
 #include <memory>
 #include <string>
 
-#include "attnscope/result.h"
-#include "attnscope/scene.h"
+#include "attnscope/compute/result.h"
+#include "attnscope/scene/scene.h"
 
 namespace attnscope {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "attnscope/backend.h"
+#include "attnscope/compute/backend.h"
 
 namespace attnscope {
 

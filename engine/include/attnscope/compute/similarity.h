@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "attnscope/result.h"
+#include "attnscope/compute/result.h"
 
 namespace attnscope {
 

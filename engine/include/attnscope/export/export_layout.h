@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "attnscope/analysis.h"
-#include "attnscope/colormap.h"
-#include "attnscope/export.h"
+#include "attnscope/analysis/analysis.h"
+#include "attnscope/export/colormap.h"
+#include "attnscope/export/export.h"
 #include "attnscope/types.h"
 
 namespace attnscope {

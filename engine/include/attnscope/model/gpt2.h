@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "attnscope/backend.h"
+#include "attnscope/compute/backend.h"
 #include "attnscope/model/tokenizer.h"
-#include "attnscope/scene.h"
+#include "attnscope/scene/scene.h"
 #include "attnscope/types.h"
 
 namespace attnscope::model {

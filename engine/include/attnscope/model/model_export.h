@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "attnscope/export.h"
-#include "attnscope/export_layout.h"
+#include "attnscope/export/export.h"
+#include "attnscope/export/export_layout.h"
 #include "attnscope/model/gpt2.h"
 
 namespace attnscope::model {

@@ -5,7 +5,7 @@
 #include <optional>
 #include <vector>
 
-#include "attnscope/scene.h"
+#include "attnscope/scene/scene.h"
 
 namespace attnscope {
 

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "attnscope/scene.h"
+#include "attnscope/scene/scene.h"
 
 namespace attnscope {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "attnscope/scene.h"
+#include "attnscope/scene/scene.h"
 
 namespace attnscope {
 

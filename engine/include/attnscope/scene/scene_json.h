@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "attnscope/result.h"
-#include "attnscope/scene.h"
+#include "attnscope/compute/result.h"
+#include "attnscope/scene/scene.h"
 
 namespace attnscope {
 
