@@ -6,6 +6,7 @@
 
 #include "attnscope/atomic_file.h"
 #include "attnscope/error.h"
+#include "attnscope/export/result_json.h"
 #include "attnscope/scene/scene_json.h"
 #include "backend_choice.h"
 #include "cli/cli.h"

@@ -16,6 +16,7 @@
 #include "attnscope/compute/cpu_backend.h"
 #include "attnscope/error.h"
 #include "attnscope/scene/presets.h"
+#include "attnscope/export/result_json.h"
 #include "attnscope/scene/scene_json.h"
 
 using namespace attnscope;

@@ -359,38 +359,4 @@ std::string formatJson(const ordered_json& j) {
   return out;
 }
 
-// [SECTION] the Result
-
-ordered_json resultToJson(const Scene& scene, const Result& result) {
-  ordered_json j;
-  j["tokens"]["query"] = scene.query_tokens;
-  j["tokens"]["key"] = scene.keyTokens();
-  ordered_json heads = ordered_json::array();
-  for (std::size_t i = 0; i < result.heads.size(); ++i) {
-    const HeadResult& hr = result.heads[i];
-    ordered_json h;
-    h["q"] = matrixJson(hr.q);              // (n_q, d_k)
-    h["k"] = matrixJson(hr.k);              // (n_k, d_k)
-    h["v"] = matrixJson(hr.v);              // (n_k, d_v)
-    h["scores"] = matrixJson(hr.scores);    // (n_q, n_k) scaled; masked = null
-    h["weights"] = matrixJson(hr.weights);  // (n_q, n_k)
-    h["output"] = matrixJson(hr.output);    // (n_q, d_v)
-    if (i < result.stats.size()) {
-      h["stats"]["entropy"] = floatJson(result.stats[i].entropy);
-      h["stats"]["max_weight"] = floatJson(result.stats[i].max_weight);
-      h["stats"]["mean_distance"] = floatJson(result.stats[i].mean_distance);
-    }
-    heads.push_back(std::move(h));
-  }
-  j["heads"] = std::move(heads);
-  j["concat"] = matrixJson(result.concat);  // (n_q, sum of d_v)
-  j["output"] = matrixJson(result.output);  // (n_q, d_model), or the concat without W_O
-  if (result.similarity.cosine.size() > 0) {
-    j["similarity"]["cosine"] = matrixJson(result.similarity.cosine);  // (h, h)
-    j["similarity"]["js"] = matrixJson(result.similarity.js);          // (h, h)
-  }
-  j["warnings"] = result.warnings;
-  return j;
-}
-
 }  // namespace attnscope

@@ -1,11 +1,11 @@
-// Scene files (JSON, "format": "attnscope-scene", "version": 1) and the Result as JSON (`attnscope compute`).
+// Scene files (JSON, "format": "attnscope-scene", "version": 1), and the number formatting every JSON output shares.
 // The format is documented in the README.
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "attnscope/compute/result.h"
+#include "attnscope/types.h"
 #include "attnscope/scene/scene.h"
 
 namespace attnscope {
@@ -20,10 +20,6 @@ void saveSceneFile(const Scene& scene, const std::string& path);  // atomic
 
 // The worked example of seed 001 (assets/scenes/worked_example.json, built into the binary).
 Scene workedExampleScene();
-
-// tokens.query/key, heads[i].q/k/v/scores/weights/output/stats, concat, output, similarity.cosine/js, warnings.
-// Masked scores (-inf) are written as null.
-nlohmann::ordered_json resultToJson(const Scene& scene, const Result& result);
 
 // One float as the shortest decimal that reads back as the same float32 (integers as integers, non-finite as
 // null), and a matrix as a list of rows of them: how every number of compute's and analyze's JSON is written.
