@@ -9,6 +9,7 @@
 #include <string>
 
 #include "attnscope/export/colormap.h"
+#include "attnscope/gl_program.h"
 #include "heatmap_shaders.h"
 #ifdef ATTNSCOPE_HAS_GPU
 #include "attnscope/gpu_backend.h"
@@ -17,21 +18,6 @@
 namespace attnscope::app {
 
 namespace {
-
-GLuint compileShader(GLenum kind, const char* source, const char* name) {
-  GLuint shader = glCreateShader(kind);
-  glShaderSource(shader, 1, &source, nullptr);
-  glCompileShader(shader);
-  GLint ok = 0;
-  glGetShaderiv(shader, GL_COMPILE_STATUS, &ok);
-  if (!ok) {
-    char log[4096] = {};
-    glGetShaderInfoLog(shader, sizeof log, nullptr, log);
-    glDeleteShader(shader);
-    throw std::runtime_error(std::string("heatmap shader ") + name + " (GLSL 4.30) failed to compile: " + log);
-  }
-  return shader;
-}
 
 GLuint makeTexture() {
   GLuint texture = 0;
@@ -48,21 +34,9 @@ GLuint makeTexture() {
 }  // namespace
 
 HeatmapRenderer::HeatmapRenderer() {
-  GLuint vert = compileShader(GL_VERTEX_SHADER, kHeatmap_vert, "heatmap.vert");
-  GLuint frag = compileShader(GL_FRAGMENT_SHADER, kHeatmap_frag, "heatmap.frag");
-  program_ = glCreateProgram();
-  glAttachShader(program_, vert);
-  glAttachShader(program_, frag);
-  glLinkProgram(program_);
-  glDeleteShader(vert);
-  glDeleteShader(frag);
-  GLint ok = 0;
-  glGetProgramiv(program_, GL_LINK_STATUS, &ok);
-  if (!ok) {
-    char log[4096] = {};
-    glGetProgramInfoLog(program_, sizeof log, nullptr, log);
-    throw std::runtime_error(std::string("heatmap program failed to link: ") + log);
-  }
+  program_ = gpu::buildProgram({{GL_VERTEX_SHADER, "heatmap.vert", kHeatmap_vert},
+                                 {GL_FRAGMENT_SHADER, "heatmap.frag", kHeatmap_frag}},
+                                "embedded");
   glGenVertexArrays(1, &vao_);  // empty: the quad comes from gl_VertexID, but core GL needs a VAO bound
 
   // colour map: 256 x 1 RGBA8, entry i = colorMapTable(Viridis)[i]

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <utility>
 
+#include "attnscope/gl_program.h"
 #include "attnscope/gpu_backend.h"
 
 namespace attnscope::gpu {
@@ -46,32 +47,6 @@ std::string expandIncludes(const ShaderLibrary& library, const std::string& name
   return out;
 }
 
-// "file line N" from the first location in a driver log: Mesa writes "S:L(C): error", NVIDIA "S(L) : error".
-std::string firstLocation(const std::string& log, const std::vector<std::string>& files) {
-  static const std::regex location(R"((\d+)[:(](\d+))");
-  std::smatch match;
-  if (!std::regex_search(log, match, location)) return "";
-  const std::size_t source = std::stoul(match[1].str());
-  const std::string file = source < files.size() ? files[source] : "source string " + match[1].str();
-  return file + " line " + match[2].str();
-}
-
-std::string shaderLog(GLuint shader) {
-  GLint length = 0;
-  glGetShaderiv(shader, GL_INFO_LOG_LENGTH, &length);
-  std::string log(static_cast<std::size_t>(std::max(length, 1)), '\0');
-  glGetShaderInfoLog(shader, length, nullptr, log.data());
-  return log.c_str();
-}
-
-std::string programLog(GLuint program) {
-  GLint length = 0;
-  glGetProgramiv(program, GL_INFO_LOG_LENGTH, &length);
-  std::string log(static_cast<std::size_t>(std::max(length, 1)), '\0');
-  glGetProgramInfoLog(program, length, nullptr, log.data());
-  return log.c_str();
-}
-
 }  // namespace
 
 ShaderLibrary::ShaderLibrary(std::string dir) : dir_(dir.empty() ? defaultDir() : std::move(dir)) {}
@@ -95,31 +70,7 @@ std::string ShaderLibrary::read(const std::string& name) const {
 ComputeProgram::ComputeProgram(const ShaderLibrary& library, const std::string& name) : name_(name) {
   std::vector<std::string> files;
   const std::string source = "#version 430 core\n" + expandIncludes(library, name, files);
-  const char* text = source.c_str();
-
-  const GLuint shader = glCreateShader(GL_COMPUTE_SHADER);
-  glShaderSource(shader, 1, &text, nullptr);
-  glCompileShader(shader);
-  GLint ok = GL_FALSE;
-  glGetShaderiv(shader, GL_COMPILE_STATUS, &ok);
-  if (!ok) {
-    const std::string log = shaderLog(shader);
-    glDeleteShader(shader);
-    const std::string where = firstLocation(log, files);
-    throw ShaderError("shader " + name + " (from " + library.origin() + ") failed to compile" +
-                      (where.empty() ? "" : " at " + where) + ": " + log);
-  }
-  id_ = glCreateProgram();
-  glAttachShader(id_, shader);
-  glLinkProgram(id_);
-  glDeleteShader(shader);  // flagged; freed with the program
-  glGetProgramiv(id_, GL_LINK_STATUS, &ok);
-  if (!ok) {
-    const std::string log = programLog(id_);
-    glDeleteProgram(id_);
-    id_ = 0;
-    throw ShaderError("shader " + name + " (from " + library.origin() + ") failed to link: " + log);
-  }
+  id_ = buildProgram({{GL_COMPUTE_SHADER, name, source}}, library.origin(), files);
 }
 
 ComputeProgram::~ComputeProgram() {
