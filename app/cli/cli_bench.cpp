@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "attnscope/compute/cpu_backend.h"
+#include "attnscope/compute/tiles.h"
 #include "attnscope/error.h"
 #include "attnscope/scene/presets.h"
 #include "backend_choice.h"
@@ -54,16 +55,20 @@ int runBench(Args& args) {
   const int repeat = static_cast<int>(args.takeInt("--repeat", 7, 1, 100000));
   const bool analysis = args.takeFlag("--analysis");
   const bool stages = args.takeFlag("--stages");
+  const std::string maps = args.takeChoice("--maps", {"auto", "keep", "drop"}, "auto");
   args.positionals(0);
 
   const Scene scene = makeRandomScene(spec);
-  validateScene(scene);
   std::vector<std::string> warnings;
   std::unique_ptr<BenchTarget> target = makeBenchTarget(backend_name, threads, warnings);
   for (const std::string& w : warnings) std::fprintf(stderr, "attnscope: warning: %s\n", w.c_str());
   ComputeOptions options;
   options.keep_scores = false;  // weights and output, as a framework's forward pass keeps them
   options.analysis = analysis;
+  options.maps = maps == "keep" ? MapPolicy::Keep : maps == "drop" ? MapPolicy::Drop : MapPolicy::Auto;
+  Limits limits;  // the GPU engine keeps every map resident (it draws from them); the CPU as --maps says
+  limits.with_maps = target->name() != "cpu" || keepsMaps(scene, options);
+  validateScene(scene, limits);
 
   target->prepare(scene, options);
   target->run();  // warm-up
@@ -96,6 +101,9 @@ int runBench(Args& args) {
   for (const auto& [key, value] : target->extraFields()) out[key] = value;
   if (stages)
     for (const auto& [stage, stage_ms] : target->stageMedians()) out["stage_median_ms"][stage] = stage_ms;
+  // What a framework's flash forward keeps is the output and the row statistics (m, l); the maps are
+  // materialised only when asked (--maps keep) or when they fit within ATTNSCOPE_MAPS_LIMIT (auto).
+  out["maps_materialised"] = limits.with_maps;
   out["weights_bytes"] = static_cast<double>(spec.heads) * spec.n * spec.n * sizeof(float);
   out["peak_rss_bytes"] = peakRssBytes();
   std::printf("%s\n", out.dump().c_str());

@@ -12,6 +12,8 @@
 #include <thread>
 
 #include "attnscope/compute/similarity.h"
+#include "attnscope/compute/tiles.h"
+#include "attnscope/scene/key_mask.h"
 
 namespace attnscope {
 
@@ -91,64 +93,92 @@ Matrix projectOne(const Matrix& rows, const Matrix& w, const std::optional<RowVe
   return projected;
 }
 
-// One row of scores -> weights in place: masked entries exactly 0, a fully masked row all 0.
-// allowed: that row of the mask (n_k), or null without a mask.
-void maskedSoftmaxRow(Eigen::Ref<RowVector> row, const std::uint8_t* allowed) {
+// One row of scores -> weights in place: masked entries exactly 0, a fully masked row all 0. Sets the row's
+// statistics: max = the largest allowed score (-inf when none), sum = sum of exp(score - max) (0 when none).
+// allowed: that row's flags (n_k), or null without a mask.
+void maskedSoftmaxRow(Eigen::Ref<RowVector> row, const std::uint8_t* allowed, float& max, float& sum) {
   if (allowed)
     for (Eigen::Index j = 0; j < row.size(); ++j)
       if (!allowed[j]) row[j] = kMasked;
-  const float max = row.maxCoeff();
+  max = row.maxCoeff();
   if (max == kMasked) {
     row.setZero();
+    sum = 0.0f;
     return;
   }
   row = (row.array() - max).exp();
   if (allowed)  // exp(-inf) may come back as a denormal from a vectorised exp; masked means exactly 0
     for (Eigen::Index j = 0; j < row.size(); ++j)
       if (!allowed[j]) row[j] = 0.0f;
-  row /= row.sum();
+  sum = row.sum();
+  row /= sum;
 }
 
 // Query rows per block: the block's scores (rows, n_k) stay within ~1 MiB of cache while they are scaled,
 // masked, softmaxed and multiplied by V, instead of streaming the whole (n_q, n_k) map through memory 3 times.
-int blockRows(int n_k) { return std::clamp(262144 / std::max(1, n_k), 8, 4096); }
+// Without kept maps the block is scratch, and taller blocks (~8 MiB) keep the products near the BLAS limit
+// when n_k is long (8 rows x 32k keys would re-read K and V from memory for every 8 queries).
+int blockRows(int n_k, bool keep_maps) {
+  return std::clamp((keep_maps ? 262144 : 2097152) / std::max(1, n_k), 8, 4096);
+}
 
-// Q, K, V of the head are set and weights/output sized; computes query rows [row0, row0 + rows) of the
-// scores, weights and head output.
-void attendBlock(const Scene& scene, int head, const MaskMatrix* allowed, bool keep_scores, HeadResult& hr,
-                 int row0, int rows) {
+// Computes query rows [row0, row0 + rows) of the head's weights into `weights` (rows, n_k): a block of the
+// kept map, or scratch. Sets those rows' statistics and head output, and their scores when kept.
+void attendBlock(const Scene& scene, int head, const KeyMask& mask, bool keep_scores, HeadResult& hr, int row0,
+                 int rows, Eigen::Ref<Matrix> weights, std::vector<std::uint8_t>& allowed) {
   const float scale = scene.headScale(head);
-  auto weights = hr.weights.middleRows(row0, rows);  // (rows, n_k)
   weights.noalias() = scale * hr.q.middleRows(row0, rows) * hr.k.transpose();  // the scale rides in GEMM's alpha
-  if (keep_scores) {
-    auto scores = hr.scores.middleRows(row0, rows);
-    scores = weights;
-    if (allowed) scores = (allowed->middleRows(row0, rows).array() != 0).select(scores, kMasked);
+  allowed.resize(static_cast<std::size_t>(mask.any() ? scene.nK() : 0));
+  for (int i = 0; i < rows; ++i) {
+    if (mask.any()) mask.fillRow(row0 + i, 0, scene.nK(), allowed.data());
+    if (keep_scores) {
+      auto scores = hr.scores.row(row0 + i);
+      scores = weights.row(i);
+      if (mask.any())
+        for (int j = 0; j < scene.nK(); ++j)
+          if (!allowed[static_cast<std::size_t>(j)]) scores[j] = kMasked;
+    }
+    maskedSoftmaxRow(weights.row(i), mask.any() ? allowed.data() : nullptr, hr.row_max[row0 + i],
+                     hr.row_sum[row0 + i]);
   }
-  for (int i = 0; i < rows; ++i)
-    maskedSoftmaxRow(weights.row(i), allowed ? allowed->row(row0 + i).data() : nullptr);
   hr.output.middleRows(row0, rows).noalias() = weights * hr.v;
 }
 
-// Every head, in blocks of query rows spread over the OpenMP threads.
-void attendHeads(const Scene& scene, const std::vector<int>& heads, const MaskMatrix* allowed, bool keep_scores,
+// Every head, in blocks of query rows spread over the OpenMP threads. keep_maps: the weights go into each
+// head's (n_q, n_k) map; else each thread's block is scratch, and only O(n d) per head stays.
+void attendHeads(const Scene& scene, const std::vector<int>& heads, bool keep_maps, bool keep_scores,
                  Result& result) {
-  const int n_q = scene.nQ(), n_k = scene.nK(), block = blockRows(n_k);
+  const int n_q = scene.nQ(), n_k = scene.nK(), block = blockRows(n_k, keep_maps);
   const int blocks_per_head = (n_q + block - 1) / block;
+  keep_scores = keep_scores && keep_maps;
   for (int head : heads) {
     HeadResult& hr = result.heads[static_cast<std::size_t>(head)];
-    hr.weights.resize(n_q, n_k);
+    if (keep_maps) hr.weights.resize(n_q, n_k);
+    else hr.weights.resize(0, 0);
     hr.output.resize(n_q, hr.v.cols());
+    hr.row_max.resize(n_q);
+    hr.row_sum.resize(n_q);
     if (keep_scores) hr.scores.resize(n_q, n_k);
     else hr.scores.resize(0, 0);
   }
+  const KeyMask mask(scene);
   const int tasks = static_cast<int>(heads.size()) * blocks_per_head;
-#pragma omp parallel for schedule(dynamic, 1)
-  for (int t = 0; t < tasks; ++t) {
-    const int head = heads[static_cast<std::size_t>(t / blocks_per_head)];
-    const int row0 = (t % blocks_per_head) * block;
-    attendBlock(scene, head, allowed, keep_scores, result.heads[static_cast<std::size_t>(head)], row0,
-                std::min(block, n_q - row0));
+#pragma omp parallel
+  {
+    Matrix scratch;
+    std::vector<std::uint8_t> allowed;
+#pragma omp for schedule(dynamic, 1)
+    for (int t = 0; t < tasks; ++t) {
+      const int head = heads[static_cast<std::size_t>(t / blocks_per_head)];
+      const int row0 = (t % blocks_per_head) * block, rows = std::min(block, n_q - row0);
+      HeadResult& hr = result.heads[static_cast<std::size_t>(head)];
+      if (keep_maps) {
+        attendBlock(scene, head, mask, keep_scores, hr, row0, rows, hr.weights.middleRows(row0, rows), allowed);
+      } else {
+        scratch.resize(rows, n_k);
+        attendBlock(scene, head, mask, false, hr, row0, rows, scratch, allowed);
+      }
+    }
   }
 }
 
@@ -177,43 +207,46 @@ std::string CpuBackend::device() const {
 }
 
 void CpuBackend::computeInto(const Scene& scene, Result& result, const ComputeOptions& options) {
-  validateScene(scene);
+  const bool keep_maps = keepsMaps(scene, options);
+  Limits limits;
+  limits.with_maps = keep_maps;
+  validateScene(scene, limits);
   omp_set_num_threads(threads_);
   Eigen::setNbThreads(threads_);
 
   result.heads.resize(scene.heads.size());
   projectAllHeads(scene, workspace_, result);
 
-  const MaskMatrix allowed = scene.hasMask() ? allowedMask(scene) : MaskMatrix();
-  const MaskMatrix* mask = scene.hasMask() ? &allowed : nullptr;
   std::vector<int> all_heads(scene.heads.size());
   for (std::size_t i = 0; i < all_heads.size(); ++i) all_heads[i] = static_cast<int>(i);
-  attendHeads(scene, all_heads, mask, options.keep_scores, result);
+  attendHeads(scene, all_heads, keep_maps, options.keep_scores, result);
 
   finishResult(scene, result, options.analysis);
 }
 
 void CpuBackend::recomputeHead(const Scene& scene, int head, Result& result) {
-  validateScene(scene);
+  HeadResult& hr = result.heads.at(static_cast<std::size_t>(head));
+  const bool keep_maps = hr.hasMap();
+  Limits limits;
+  limits.with_maps = keep_maps;
+  validateScene(scene, limits);
   Eigen::setNbThreads(threads_);
   const HeadParams& p = scene.heads.at(static_cast<std::size_t>(head));
-  HeadResult& hr = result.heads.at(static_cast<std::size_t>(head));
   hr.q = projectOne(scene.query, p.w_q, p.b_q);
   hr.k = projectOne(scene.keyRows(), p.w_k, p.b_k);
   hr.v = projectOne(scene.valueRows(), p.w_v, p.b_v);
-  const MaskMatrix allowed = scene.hasMask() ? allowedMask(scene) : MaskMatrix();
   omp_set_num_threads(threads_);
-  attendHeads(scene, {head}, scene.hasMask() ? &allowed : nullptr, hr.scores.size() > 0, result);
+  attendHeads(scene, {head}, keep_maps, hr.scores.size() > 0, result);
   finishResult(scene, result, true, head);
 }
 
 std::vector<std::string> fullyMaskedRowWarnings(const Scene& scene) {
   std::vector<std::string> warnings;
   if (!scene.hasMask()) return warnings;
-  const MaskMatrix allowed = allowedMask(scene);
+  const KeyMask mask(scene);
   std::vector<int> empty_rows;
   for (int i = 0; i < scene.nQ(); ++i)
-    if ((allowed.row(i).array() == 0).all()) empty_rows.push_back(i);
+    if (mask.allowedCount(i) == 0) empty_rows.push_back(i);
   constexpr std::size_t kListed = 5;
   for (std::size_t r = 0; r < empty_rows.size() && r < kListed; ++r)
     warnings.push_back(rowLabel(scene, empty_rows[r]) + " has every key masked: its weights are 0 in every head");
@@ -245,15 +278,21 @@ void finishResult(const Scene& scene, Result& result, bool analysis, int changed
     return;
   }
   const std::size_t h = result.heads.size();
+  const bool maps = !result.heads.empty() && result.heads[0].hasMap();
   const bool has_full_analysis = result.stats.size() == h && result.similarity.cosine.rows() == static_cast<long>(h);
+  if (!maps) {  // streamed over blocks of query rows: the same numbers, O(n d) memory
+    analyseHeadsStreamed(scene, result);
+    return;
+  }
   if (changed_head < 0 || !has_full_analysis) {
     analyseHeads(result);
     return;
   }
-  std::vector<const Matrix*> maps;
-  for (const HeadResult& hr : result.heads) maps.push_back(&hr.weights);
-  updateHeadSimilarity(maps, changed_head, result.similarity);
-  result.stats[static_cast<std::size_t>(changed_head)] = headStats(*maps[static_cast<std::size_t>(changed_head)]);
+  std::vector<const Matrix*> maps_of_heads;
+  for (const HeadResult& hr : result.heads) maps_of_heads.push_back(&hr.weights);
+  updateHeadSimilarity(maps_of_heads, changed_head, result.similarity);
+  result.stats[static_cast<std::size_t>(changed_head)] =
+      headStats(*maps_of_heads[static_cast<std::size_t>(changed_head)]);
 }
 
 }  // namespace attnscope

@@ -1,6 +1,9 @@
 // Head similarity (cosine of flattened maps, Jensen-Shannon over rows) and per-head statistics.
 #include "attnscope/compute/similarity.h"
 
+#include "similarity_rows.h"
+
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -10,7 +13,7 @@ namespace attnscope {
 // JS(p, q) = 1/2 KL(p || m) + 1/2 KL(q || m), m = (p + q) / 2, in nats. Only normal weights count: a
 // subnormal p adds under 1e-38 (log(p / m) <= log 2), but m = p / 2 may round to 0 and make it inf; GPUs
 // flush subnormals anyway, and the GPU backend uses the same rule.
-static double jensenShannonRow(const Eigen::ArrayXf& p, const Eigen::ArrayXf& q) {
+double jensenShannonRow(const Eigen::ArrayXf& p, const Eigen::ArrayXf& q) {
   constexpr float kMinNormal = std::numeric_limits<float>::min();
   const Eigen::ArrayXf m = 0.5f * (p + q);
   const Eigen::ArrayXf kl_p = (p >= kMinNormal).select(p * (p / m).log(), 0.0f);
@@ -88,27 +91,34 @@ void analyseHeads(Result& result) {
   for (const HeadResult& hr : result.heads) result.stats.push_back(headStats(hr.weights));
 }
 
-HeadStats headStats(const Matrix& weights) {
-  HeadStats stats;
-  double entropy = 0, distance = 0;
-  int rows = 0;
-  for (Eigen::Index i = 0; i < weights.rows(); ++i) {
-    double row_entropy = 0, row_distance = 0, row_sum = 0;
-    for (Eigen::Index j = 0; j < weights.cols(); ++j) {
-      const double w = weights(i, j);
-      row_sum += w;
-      if (w > 0) row_entropy -= w * std::log(w);
-      row_distance += w * static_cast<double>(std::labs(static_cast<long>(i - j)));
-    }
-    if (row_sum <= 0) continue;  // a fully masked row attends nothing
-    entropy += row_entropy;
-    distance += row_distance;
-    ++rows;
+void HeadStatsSum::addRow(const float* w, int n_k, int i) {
+  double row_entropy = 0, row_distance = 0, row_sum = 0;
+  for (int j = 0; j < n_k; ++j) {
+    const double wj = w[j];
+    row_sum += wj;
+    if (wj > 0) row_entropy -= wj * std::log(wj);
+    row_distance += wj * static_cast<double>(std::labs(static_cast<long>(i - j)));
+    max_weight = std::max(max_weight, w[j]);
   }
+  if (row_sum <= 0) return;  // a fully masked row attends nothing
+  entropy += row_entropy;
+  distance += row_distance;
+  ++rows;
+}
+
+HeadStats HeadStatsSum::finish() const {
+  HeadStats stats;
   stats.entropy = rows ? static_cast<float>(entropy / rows) : 0.0f;
   stats.mean_distance = rows ? static_cast<float>(distance / rows) : 0.0f;
-  stats.max_weight = weights.size() ? weights.maxCoeff() : 0.0f;
+  stats.max_weight = max_weight;
   return stats;
+}
+
+HeadStats headStats(const Matrix& weights) {
+  HeadStatsSum sum;
+  for (Eigen::Index i = 0; i < weights.rows(); ++i)
+    sum.addRow(weights.row(i).data(), static_cast<int>(weights.cols()), static_cast<int>(i));
+  return sum.finish();
 }
 
 }  // namespace attnscope

@@ -45,7 +45,7 @@ std::string exportBytes(const Scene& scene, const Result& result, const ExportRe
       // The numbers of a diff are the deltas, written where the weights would be.
       Result delta;
       for (HeadDiff& d : diffResults(baselineOf(request), result))
-        delta.heads.push_back({{}, {}, {}, {}, std::move(d.delta), {}});
+        delta.heads.emplace_back().weights = std::move(d.delta);
       return request.format == ExportFormat::Csv ? csvBytes(scene, delta, request) : npyBytes(scene, delta, request);
     }
     case ExportFormat::Png:

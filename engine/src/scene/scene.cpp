@@ -9,6 +9,7 @@
 #include <string>
 
 #include "attnscope/error.h"
+#include "attnscope/scene/key_mask.h"
 
 namespace attnscope {
 
@@ -26,54 +27,41 @@ float Scene::headScale(int head) const {
 }
 
 MaskMatrix allowedMask(const Scene& scene) {
-  const int n_q = scene.nQ(), n_k = scene.nK();
-  MaskMatrix allowed;
-  switch (scene.mask) {
-    case MaskKind::None:
-      allowed = MaskMatrix::Ones(n_q, n_k);
-      break;
-    case MaskKind::Causal:
-      allowed = MaskMatrix::Zero(n_q, n_k);
-      for (int i = 0; i < n_q; ++i)
-        for (int j = 0; j <= i && j < n_k; ++j) allowed(i, j) = 1;
-      break;
-    case MaskKind::Explicit:
-      allowed = scene.explicit_mask;
-      break;
-  }
-  for (int j = 0; j < static_cast<int>(scene.key_padding.size()) && j < n_k; ++j)
-    if (scene.key_padding[static_cast<std::size_t>(j)]) allowed.col(j).setZero();
+  const KeyMask mask(scene);
+  MaskMatrix allowed(scene.nQ(), scene.nK());
+  for (int i = 0; i < scene.nQ(); ++i) mask.fillRow(i, 0, scene.nK(), &allowed(i, 0));
   return allowed;
 }
 
-static std::size_t parseByteCount(const char* text) {
+std::size_t parseByteCount(const char* variable, const char* text) {
   char* end = nullptr;
   double value = std::strtod(text, &end);
-  if (end == text || value <= 0) throw InputError("ATTNSCOPE_MEMORY_BUDGET", "a positive byte count such as 4G", text);
+  if (end == text || value <= 0) throw InputError(variable, "a positive byte count such as 4G", text);
   switch (*end) {
     case 'k': case 'K': value *= 1024.0; break;
     case 'm': case 'M': value *= 1024.0 * 1024.0; break;
     case 'g': case 'G': value *= 1024.0 * 1024.0 * 1024.0; break;
     case '\0': break;
-    default: throw InputError("ATTNSCOPE_MEMORY_BUDGET", "a positive byte count such as 4G", text);
+    default: throw InputError(variable, "a positive byte count such as 4G", text);
   }
   return static_cast<std::size_t>(value);
 }
 
 std::size_t defaultMemoryBudget() {
-  if (const char* env = std::getenv("ATTNSCOPE_MEMORY_BUDGET")) return parseByteCount(env);
+  if (const char* env = std::getenv("ATTNSCOPE_MEMORY_BUDGET")) return parseByteCount("ATTNSCOPE_MEMORY_BUDGET", env);
   const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
   if (pages <= 0 || page_size <= 0) return std::size_t{4} << 30;
   return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page_size) / 2;
 }
 
-std::size_t estimateResultBytes(const Scene& scene) {
+std::size_t estimateResultBytes(const Scene& scene, bool with_maps) {
   const std::size_t n_q = static_cast<std::size_t>(scene.nQ()), n_k = static_cast<std::size_t>(scene.nK());
   std::size_t floats = 0;
   for (const HeadParams& head : scene.heads) {
     const std::size_t d_k = static_cast<std::size_t>(head.dK()), d_v = static_cast<std::size_t>(head.dV());
     floats += n_q * d_k + n_k * d_k + n_k * d_v  // q, k, v
-              + 2 * n_q * n_k                     // scores, weights
+              + (with_maps ? 2 * n_q * n_k : 0)   // scores, weights
+              + 2 * n_q                           // row maximum and sum
               + n_q * d_v;                        // head output
   }
   floats += n_q * static_cast<std::size_t>(scene.concatWidth());
@@ -184,7 +172,7 @@ void validateScene(const Scene& scene, const Limits& limits) {
     throw InputError("scale", "a finite number above 0", std::to_string(*scene.scale));
 
   const std::size_t budget = limits.memory_budget_bytes ? limits.memory_budget_bytes : defaultMemoryBudget();
-  const std::size_t need = estimateResultBytes(scene);
+  const std::size_t need = estimateResultBytes(scene, limits.with_maps);
   if (need > budget)
     throw InputError("scene size", "a result within the memory budget of " + byteString(budget) +
                                        " (set ATTNSCOPE_MEMORY_BUDGET to change it)",

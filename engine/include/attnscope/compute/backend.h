@@ -9,9 +9,15 @@
 
 namespace attnscope {
 
+// Whether a result keeps every head's (n_q, n_k) weight map. Keep: always (today's behaviour, what the window
+// and the full JSON need). Auto: while the maps fit within mapsLimitBytes() (compute/tiles.h), else only Q, K,
+// V, the row statistics and the outputs, O(n d) memory, with weights computed as tiles on demand. Drop: never.
+enum class MapPolicy { Keep, Auto, Drop };
+
 struct ComputeOptions {
   bool keep_scores = true;  // false: scores are not kept (the weights overwrite them), halving the n^2 memory
   bool analysis = true;     // false: skip head similarity and statistics (O(h^2 n^2); benchmarks time attention alone)
+  MapPolicy maps = MapPolicy::Keep;
 };
 
 class Backend {

@@ -13,8 +13,14 @@ struct HeadResult {
   Matrix k;        // (n_k, d_k)
   Matrix v;        // (n_k, d_v)
   Matrix scores;   // (n_q, n_k) scaled, masked entries -inf; empty when ComputeOptions::keep_scores is false
-  Matrix weights;  // (n_q, n_k) softmax of scores; masked entries exactly 0; fully masked rows all 0
+  Matrix weights;  // (n_q, n_k) softmax of scores; masked entries exactly 0; fully masked rows all 0; empty
+                   // when the maps are not kept (then every map is read through tiles: compute/tiles.h)
   Matrix output;   // (n_q, d_v) weights V
+  // Row statistics, with which q, k and the mask give any weight: w_ij = exp(s_ij - row_max_i) / row_sum_i.
+  RowVector row_max;  // (n_q) the row's largest scaled score over its allowed keys; -inf when all are masked
+  RowVector row_sum;  // (n_q) sum over allowed keys of exp(s_ij - row_max_i); 0 when all are masked
+
+  bool hasMap() const { return weights.size() > 0; }
 };
 
 // Per-head summary of the weight map.

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "attnscope/compute/result.h"
+#include "attnscope/scene/scene.h"
 
 namespace attnscope {
 
@@ -14,5 +15,8 @@ void updateHeadSimilarity(const std::vector<const Matrix*>& weights, int head, S
 HeadStats headStats(const Matrix& weights);
 // result.similarity and result.stats from result.heads[*].weights: the analysis step after the heads.
 void analyseHeads(Result& result);
+// The same from a result that keeps no maps (compute/tiles.h): streamed over blocks of query rows, O(n d)
+// memory; equal to analyseHeads on the maps up to the order of double sums.
+void analyseHeadsStreamed(const Scene& scene, Result& result);
 
 }  // namespace attnscope

@@ -62,11 +62,15 @@ MaskMatrix allowedMask(const Scene& scene);
 struct Limits {
   std::size_t memory_budget_bytes = 0;  // 0 = defaultMemoryBudget()
   int max_heads = 64;
+  bool with_maps = true;  // false: the result keeps no (n_q, n_k) maps (tiles on demand), so they cost nothing
 };
+// "4G", "512M", "65536": a byte count from an environment variable; InputError naming `variable` otherwise.
+std::size_t parseByteCount(const char* variable, const char* text);
 // Half of physical memory, or ATTNSCOPE_MEMORY_BUDGET (bytes, suffixes K/M/G allowed) when set.
 std::size_t defaultMemoryBudget();
-// Bytes a full Result for this scene holds (every per-head matrix, concat, output), before any is allocated.
-std::size_t estimateResultBytes(const Scene& scene);
+// Bytes a Result for this scene holds (every per-head matrix, concat, output), before any is allocated;
+// with_maps = false leaves out the (n_q, n_k) scores and weights of a result that computes tiles on demand.
+std::size_t estimateResultBytes(const Scene& scene, bool with_maps = true);
 
 // Every check on a scene lives here: shapes, finiteness, head count, empty sequences, token counts, masks,
 // memory. Throws InputError naming the field, the expected and the actual.

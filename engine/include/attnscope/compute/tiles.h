@@ -1,0 +1,54 @@
+// Weights on demand. A head's weights follow from Q, K, the mask and two numbers per query row (the row's
+// largest score m_i and l_i = sum_j exp(s_ij - m_i)): w_ij = exp(s_ij - m_i) / l_i. A result keeps those,
+// O(n d) per head, and the full (n_q, n_k) maps only while they fit (mapsLimitBytes); every consumer reads
+// weights through a tile, from the map when it is kept and recomputed from Q and K when it is not.
+#pragma once
+
+#include <cstddef>
+#include <utility>
+
+#include "attnscope/compute/backend.h"
+#include "attnscope/compute/result.h"
+#include "attnscope/scene/scene.h"
+
+namespace attnscope {
+
+// The most bytes of (n_q, n_k) maps a result keeps under MapPolicy::Auto: 256 MiB, or ATTNSCOPE_MAPS_LIMIT
+// (bytes, with suffix K, M or G) when set.
+std::size_t mapsLimitBytes();
+// Bytes every head's weights (and scores when keep_scores) take for this scene.
+std::size_t mapBytes(const Scene& scene, bool keep_scores);
+// Whether a compute with these options keeps the maps.
+bool keepsMaps(const Scene& scene, const ComputeOptions& options);
+
+enum class Pooling {
+  None,  // one value per weight
+  Max,   // the largest weight of each block: a sharp head stays visible at any zoom
+  Mean,  // the mean of each block's allowed cells, as the figure exporters draw a long map
+};
+
+struct TileRequest {
+  int head = 0;
+  int row0 = 0, row1 = -1;  // query rows [row0, row1); -1 = n_q
+  int col0 = 0, col1 = -1;  // keys [col0, col1); -1 = n_k
+  Pooling pooling = Pooling::None;
+  int out_rows = 0, out_cols = 0;  // with pooling: blocks down and across (block y covers pooledRange(y, ...))
+};
+
+struct Tile {
+  Matrix values;       // (rows, cols) weights, or (out_rows, out_cols) pooled
+  MaskMatrix masked;   // same shape; 1 where the cell (or every cell of the block) is masked
+};
+
+// The cells [lo, hi) that block p of `blocks` covers out of n cells; a block covers at least one cell, so a
+// tile pooled to more blocks than cells repeats cells (each block then shows exactly one cell).
+std::pair<int, int> pooledRange(int p, int blocks, int n);
+
+// Throws InputError naming the field for a head or range outside the scene.
+Tile weightTile(const Scene& scene, const Result& result, const TileRequest& request);
+
+// The streaming primitive: head `head`'s weights of query rows [row0, row1) over every key into `out`
+// (row1 - row0, n_k), resized as needed. Masked weights exactly 0, fully masked rows all 0.
+void weightRows(const Scene& scene, const Result& result, int head, int row0, int row1, Matrix& out);
+
+}  // namespace attnscope

@@ -1,0 +1,51 @@
+// KeyMask: the scene's mask rule evaluated per cell or per row, with no (n_q, n_k) matrix.
+#include "attnscope/scene/key_mask.h"
+
+#include <algorithm>
+
+namespace attnscope {
+
+KeyMask::KeyMask(const Scene& scene)
+    : kind_(scene.mask),
+      has_padding_(!scene.key_padding.empty()),
+      padding_(&scene.key_padding),
+      explicit_(&scene.explicit_mask),
+      n_k_(scene.nK()) {
+  if (has_padding_) {
+    padded_before_.assign(static_cast<std::size_t>(n_k_) + 1, 0);
+    for (int j = 0; j < n_k_; ++j)
+      padded_before_[static_cast<std::size_t>(j) + 1] =
+          padded_before_[static_cast<std::size_t>(j)] + (scene.key_padding[static_cast<std::size_t>(j)] ? 1 : 0);
+  }
+}
+
+void KeyMask::fillRow(int query, int key0, int key1, std::uint8_t* out) const {
+  const int n = key1 - key0;
+  switch (kind_) {
+    case MaskKind::None: std::fill_n(out, n, std::uint8_t{1}); break;
+    case MaskKind::Causal:
+      for (int j = 0; j < n; ++j) out[j] = key0 + j <= query ? 1 : 0;
+      break;
+    case MaskKind::Explicit: std::copy_n(&(*explicit_)(query, key0), n, out); break;
+  }
+  if (has_padding_)
+    for (int j = 0; j < n; ++j)
+      if ((*padding_)[static_cast<std::size_t>(key0 + j)]) out[j] = 0;
+}
+
+int KeyMask::allowedCount(int query) const {
+  const auto padded = [this](int end) { return has_padding_ ? padded_before_[static_cast<std::size_t>(end)] : 0; };
+  switch (kind_) {
+    case MaskKind::None: return n_k_ - padded(n_k_);
+    case MaskKind::Causal: {
+      const int end = std::clamp(query + 1, 0, n_k_);
+      return end - padded(end);
+    }
+    case MaskKind::Explicit: break;
+  }
+  int count = 0;
+  for (int j = 0; j < n_k_; ++j) count += allowed(query, j) ? 1 : 0;
+  return count;
+}
+
+}  // namespace attnscope
