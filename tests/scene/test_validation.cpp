@@ -161,22 +161,27 @@ TEST(Validation, ErrorCarriesTheFieldName) {
 
 TEST(Validation, MemoryBudgetIsCheckedBeforeAllocatingWithEstimateAndLimit) {
   // The worked-example-sized scene of validScene: n = 3, per head q, k (3 x 2 each), v (3 x 3), scores and
-  // weights (3 x 3 each), output (3 x 3): 6 + 6 + 9 + 18 + 9 = 48 floats, two heads 96; concat 3 x 6 = 18;
-  // output 3 x 4 = 12. 126 floats = 504 bytes.
+  // weights (3 x 3 each), output (3 x 3), row maximum and sum (3 each): 6 + 6 + 9 + 18 + 9 + 6 = 54 floats,
+  // two heads 108; concat 3 x 6 = 18; output 3 x 4 = 12. 138 floats = 552 bytes. Without the maps (tiles on
+  // demand): 138 - 2 x 18 = 102 floats = 408 bytes.
   const Scene s = validScene();
-  EXPECT_EQ(estimateResultBytes(s), 504u);
+  EXPECT_EQ(estimateResultBytes(s), 552u);
+  EXPECT_EQ(estimateResultBytes(s, false), 408u);
   Limits limits;
-  limits.memory_budget_bytes = 504;
+  limits.memory_budget_bytes = 552;
   EXPECT_EQ(errorOf(s, limits), "(no error)");
   limits.memory_budget_bytes = 500;
   EXPECT_EQ(errorOf(s, limits),
             "scene size: expected a result within the memory budget of 500 bytes (set ATTNSCOPE_MEMORY_BUDGET to "
-            "change it), got an estimated 504 bytes");
+            "change it), got an estimated 552 bytes");
+  limits.with_maps = false;  // 408 bytes fit in 500
+  EXPECT_EQ(errorOf(s, limits), "(no error)");
 }
 
 TEST(Validation, LargeEstimatesAreGivenInMiBAndBytes) {
   // n = 4096, one head with d_k = d_v = 1, d_model 1: q, k, v, output 4 x 4096 floats, scores and weights
-  // 2 x 4096^2, concat and output 2 x 4096: (6 * 4096 + 2 * 4096^2) * 4 = 134316032 bytes = 128.1 MiB.
+  // 2 x 4096^2, row maximum and sum 2 x 4096, concat and output 2 x 4096: (8 * 4096 + 2 * 4096^2) * 4 =
+  // 134348800 bytes = 128.1 MiB.
   Scene s;
   s.d_model = 1;
   s.query = Matrix::Ones(4096, 1);
@@ -188,5 +193,5 @@ TEST(Validation, LargeEstimatesAreGivenInMiBAndBytes) {
   limits.memory_budget_bytes = std::size_t{64} << 20;
   EXPECT_EQ(errorOf(s, limits),
             "scene size: expected a result within the memory budget of 64.0 MiB (67108864 bytes) (set "
-            "ATTNSCOPE_MEMORY_BUDGET to change it), got an estimated 128.1 MiB (134316032 bytes)");
+            "ATTNSCOPE_MEMORY_BUDGET to change it), got an estimated 128.1 MiB (134348800 bytes)");
 }

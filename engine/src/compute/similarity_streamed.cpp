@@ -13,6 +13,11 @@ namespace attnscope {
 
 void analyseHeadsStreamed(const Scene& scene, Result& result) {
   const int h = static_cast<int>(result.heads.size()), n_q = scene.nQ(), n_k = scene.nK();
+  if (h == 0 || n_q == 0 || n_k == 0) {
+    result.similarity = {};
+    result.stats.clear();
+    return;
+  }
   // Query rows per block: the h blocks of weights together stay near 64 MiB.
   const int block = std::clamp(static_cast<int>((std::size_t{16} << 20) / (static_cast<std::size_t>(h) * n_k)), 1,
                                std::max(1, n_q));
