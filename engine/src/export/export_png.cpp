@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "attnscope/compute/tiles.h"
 #include "attnscope/error.h"
 #include "export/export_formats.h"
 
@@ -12,31 +13,23 @@ namespace attnscope {
 
 namespace {
 
-// The cells [lo, hi) that pixel p of `pixels` shows along an axis of n cells, the inverse of cellRect's edges
-// floor(i * pixels / n): the cells whose first pixel is p, or, when a cell spans several pixels, the one cell
-// that covers p.
-std::pair<int, int> cellRange(int p, int pixels, int n) {
-  const long long lo = (static_cast<long long>(p) * n + pixels - 1) / pixels;
-  const long long hi = (static_cast<long long>(p + 1) * n + pixels - 1) / pixels;
-  if (lo >= hi) return {static_cast<int>(lo - 1), static_cast<int>(lo)};
-  return {static_cast<int>(lo), static_cast<int>(hi)};
-}
-
 void appendBytes(void* context, void* data, int size) {
   static_cast<std::string*>(context)->append(static_cast<const char*>(data), static_cast<std::size_t>(size));
 }
 
 }  // namespace
 
+// Pixel p along an axis of n cells shows the cells pooledRange(p, pixels, n): the pooling every long map's
+// tiles use too (compute/tiles.h).
 Canvas rasterizeMap(const Figure& figure, int panel, int w, int h) {
   const HeatmapPanel& p = figure.panels[static_cast<std::size_t>(panel)];
   const int rows = static_cast<int>(p.values.rows()), cols = static_cast<int>(p.values.cols());
   const bool has_mask = p.masked.size() > 0;
   Canvas c(w, h, kMaskedColor);
   std::vector<std::pair<int, int>> col_ranges(static_cast<std::size_t>(w));
-  for (int x = 0; x < w; ++x) col_ranges[static_cast<std::size_t>(x)] = cellRange(x, w, cols);
+  for (int x = 0; x < w; ++x) col_ranges[static_cast<std::size_t>(x)] = pooledRange(x, w, cols);
   for (int y = 0; y < h; ++y) {
-    const auto [r0, r1] = cellRange(y, h, rows);
+    const auto [r0, r1] = pooledRange(y, h, rows);
     for (int x = 0; x < w; ++x) {
       const auto [c0, c1] = col_ranges[static_cast<std::size_t>(x)];
       double sum = 0;

@@ -40,8 +40,10 @@ struct Tile {
   MaskMatrix masked;   // same shape; 1 where the cell (or every cell of the block) is masked
 };
 
-// The cells [lo, hi) that block p of `blocks` covers out of n cells; a block covers at least one cell, so a
-// tile pooled to more blocks than cells repeats cells (each block then shows exactly one cell).
+// The cells [lo, hi) that block p of `blocks` covers out of n cells: the inverse of a figure's cell edges
+// floor(i * blocks / n), i.e. the cells whose first block is p. A block covers at least one cell, so a tile
+// pooled to more blocks than cells repeats cells (each block then shows the one cell that covers it). The
+// exporters' rasteriser pools pixels by the same rule.
 std::pair<int, int> pooledRange(int p, int blocks, int n);
 
 // Throws InputError naming the field for a head or range outside the scene.
