@@ -13,6 +13,7 @@
 #include "attnscope/export/export.h"
 #include "attnscope/export/export_layout.h"
 #include "attnscope/scene/presets.h"
+#include "command_support.h"
 #include "export/test_export_support.h"
 
 using namespace attnscope;
@@ -36,8 +37,6 @@ std::string readFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
-
-bool pythonNumpyAvailable() { return std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") == 0; }
 
 }  // namespace
 
@@ -227,8 +226,7 @@ TEST(ExportSvg, ParsesAsXmlWithEscapedTokensAndOneRectPerCell) {
   // Weight 1 and the masked cells as filled rects.
   EXPECT_NE(svg.find("fill=\"#fde725\""), std::string::npos);
   EXPECT_NE(svg.find("fill=\"#c8c8c8\""), std::string::npos);
-  if (std::system("/usr/bin/python3 -c 'import xml.etree.ElementTree' >/dev/null 2>&1") != 0)
-    GTEST_SKIP() << "/usr/bin/python3 is not installed, so the XML parse is not checked";
+  ATTNSCOPE_REQUIRE_PYTHON_MODULE("xml.etree.ElementTree");
   const std::string cmd =
       "/usr/bin/python3 -c \"import sys, xml.etree.ElementTree as E; t = E.parse(sys.argv[1]); "
       "ns = '{http://www.w3.org/2000/svg}'; print(len(t.findall('.//' + ns + 'text')))\" " +
@@ -344,7 +342,7 @@ TEST(ExportNpy, OneHeadAndSimilarityShapes) {
 }
 
 TEST(ExportNpy, NumpyLoadsIt) {
-  if (!pythonNumpyAvailable()) GTEST_SKIP() << "/usr/bin/python3 with numpy is not installed";
+  ATTNSCOPE_REQUIRE_PYTHON_MODULE("numpy");
   const Scene s = handScene();
   const Result r = handResult();
   TempDir dir;
