@@ -34,25 +34,10 @@ const std::string& handScenePath() {
 
 constexpr double kTol = 1e-6;  // float32 weights against double formulas; error seen 8.4e-8
 
-// The clustering of the hand heads, worked out from their hand weights: cosine distances d(a, b) = 1 -
-// <W_a, W_b> / (|W_a| |W_b|) of the flattened maps (d03 = 0.2650, d13 = d23 = 0.3155, d02 = 0.4493,
-// d12 = 0.5315, d01 = 0.6396), then UPGMA by hand:
-//   1. least d03 -> cluster 4 = {0, 3}; d(4,1) = (d01 + d31)/2 = 0.4776, d(4,2) = (d02 + d32)/2 = 0.3824;
-//   2. least d(2,4) (d12 = 0.5315 is larger) -> cluster 5 = {2, 0, 3}; d(5,1) = (d01 + d21 + d31)/3 = 0.4956;
-//   3. (1, 5) -> all four. Leaves: 1, then 5 = (2, 4 = (0, 3)).
+// The clustering of the hand heads by cosine distance, worked out by hand (analysis_test_scenes.h, handCosine).
 // The JSON numbers heads from 1, and clusters as SciPy's ids plus 1 (5 = {1, 4}, 6, 7).
 void expectHandClustering(const json& c) {
-  double w[4][16], norm[4] = {0, 0, 0, 0};
-  for (int h = 0; h < 4; ++h)
-    for (int k = 0; k < 16; ++k) {
-      w[h][k] = test::handWeight(h, k / 4, k % 4);
-      norm[h] += w[h][k] * w[h][k];
-    }
-  auto d = [&](int a, int b) {
-    double dot = 0;
-    for (int k = 0; k < 16; ++k) dot += w[a][k] * w[b][k];
-    return 1 - dot / std::sqrt(norm[a] * norm[b]);
-  };
+  auto d = [](int a, int b) { return 1 - test::handCosine(a, b); };
   ASSERT_EQ(c["merges"].size(), 3u) << c;
   const struct {
     int a, b;
