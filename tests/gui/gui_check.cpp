@@ -15,6 +15,8 @@
 
 #include "attnscope/analysis/analysis.h"
 #include "attnscope/export/colormap.h"
+#include "attnscope/export/export.h"
+#include "attnscope/export/export_layout.h"
 #include "attnscope/compute/cpu_backend.h"
 #include "attnscope/model/gpt2.h"
 #include "attnscope/scene/scene_json.h"
@@ -370,12 +372,49 @@ int main(int argc, char** argv) {
       c.expect(scene_wrong == 0, "layer 1 as a scene: every unmasked cell in colorAt(the forward's weight), " +
                                      std::to_string(scene_wrong) + " wrong");
     } else if (test == "export") {
+      // The exported PNG decoded: where each cell lies is the exporter's layout (tested in test_export.cpp),
+      // its colour must be the hand weight's (seed 001's matrices, computed here in double).
       const Image exported = loadPng(dir + "/exported_heads.png");  // throws when missing or not a PNG
-      c.expect(exported.w > 100 && exported.h > 100,
-               "export wrote a " + std::to_string(exported.w) + " x " + std::to_string(exported.h) + " PNG");
+      const attnscope::Scene scene = attnscope::workedExampleScene();
+      attnscope::ExportRequest request;  // what the panel exports by default: all heads, PNG, no annotations
+      request.what = attnscope::ExportWhat::Heads;
+      request.format = attnscope::ExportFormat::Png;
+      const attnscope::Figure figure = attnscope::makeFigure(scene, attnscope::CpuBackend(1).compute(scene), request);
+      const attnscope::FigureLayout layout = attnscope::layoutFigure(figure);
+      c.expect(exported.w == layout.width && exported.h == layout.height,
+               "export wrote a " + std::to_string(exported.w) + " x " + std::to_string(exported.h) + " PNG, laid out " +
+                   std::to_string(layout.width) + " x " + std::to_string(layout.height));
+      if (exported.w == layout.width && exported.h == layout.height)
+        for (int h = 0; h < 2; ++h) {
+          const Grid w = expectedWeights(h, false);
+          for (int i = 0; i < 3; ++i)
+            for (int j = 0; j < 3; ++j) {
+              const attnscope::PixelRect r = attnscope::cellRect(figure, layout, h, i, j);
+              const Rgb8 got = exported.at(r.x + r.w / 2, r.y + r.h / 2);
+              const Rgb8 lo = attnscope::colorAt(ColorMap::Viridis, static_cast<float>(w[i][j] - 1e-5));
+              const Rgb8 hi = attnscope::colorAt(ColorMap::Viridis, static_cast<float>(w[i][j] + 1e-5));
+              c.expect(got == lo || got == hi, "exported head " + std::to_string(h + 1) + " cell (" +
+                                                   std::to_string(i) + "," + std::to_string(j) + "): weight " +
+                                                   std::to_string(w[i][j]) + " drawn " + Checker::str(got));
+            }
+        }
     } else if (test == "walkthrough") {
-      // Next, Right, Right, Left: the third step (index 2) is shown.
-      c.expect(c.layout.contains("walk.step2"), "walkthrough on step 3 after Next, Right, Right, Left");
+      // Next, Right, Right, Left: the third step, "Head 1: K = X W_K", is shown. What is drawn for it: its
+      // input W_K as an editable table (step 2 shows W_Q, step 4 W_V), and head 1's heatmap outlined, head 2's
+      // not. The outline lies within 4 px outside the map: some pixel there differs from the panel's background
+      // 8 px out (the row labels start further left).
+      c.expect(c.layout.contains("walk.W_K.3.1") && !c.layout.contains("walk.W_K.4.0") &&
+                   !c.layout.contains("walk.W_K.0.2") && !c.layout.contains("walk.W_Q.0.0") &&
+                   !c.layout.contains("walk.W_V.0.0"),
+               "the step shows W_K (4 x 2 cells), the input of K = X W_K");
+      const auto outlined = [&](const std::string& map) {
+        const std::vector<float> r = c.rect(map);
+        const int y = static_cast<int>(r[1]) + 5, x0 = static_cast<int>(r[0]);
+        for (int dx = 1; dx <= 4; ++dx)
+          if (!(c.img.at(x0 - dx, y) == c.img.at(x0 - 8, y))) return true;
+        return false;
+      };
+      c.expect(outlined("head0.map") && !outlined("head1.map"), "the step is about head 1: its map is outlined");
     } else if (test == "walkthrough_edit") {
       // X[3][3] typed from 0 to 1 in the walkthrough: X row 3 becomes [1, 1, 1, 0]. Head 2 reads columns 3-4:
       // Q2 = X W2_Q = X[:, 3:4] gives rows [1, 0], [0, 1], [1, 0] (row 3 was [0, 0]); K2 = [X[:, 4], X[:, 3]]
