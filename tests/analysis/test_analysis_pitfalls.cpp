@@ -84,7 +84,7 @@ TEST(Pitfalls, EachAgainstNumPy) {
               worst_entropy);
   EXPECT_LT(worst_weight, 2e-6);
   EXPECT_LT(worst_output, 1e-5);
-  EXPECT_LT(worst_entropy, 2e-6);
+  EXPECT_LT(worst_entropy, 1e-6);
 }
 
 TEST(Pitfalls, ReshapeFailsWhenDvDiffersAndIsInvisibleOtherwise) {

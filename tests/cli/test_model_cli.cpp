@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "attnscope/compute/cpu_backend.h"
+#include "attnscope/export/colormap.h"
+#include "attnscope/model/model_export.h"
 #include "attnscope/scene/scene_json.h"
 #include "compare.h"
 #include "export/test_export_support.h"
@@ -16,6 +18,7 @@
 
 using nlohmann::json;
 namespace fs = std::filesystem;
+namespace model = attnscope::model;
 
 namespace {
 
@@ -114,8 +117,37 @@ TEST(ModelCli, OutputsAndLayerScene) {
                                                       "rollout");
   EXPECT_LE(worst_w, kWeightTol);
   std::printf("[ model cli ] vs NumPy: maps %.2g, rollout %.2g\n", worst_w, worst_r);
-  // The figures' formats (their cells are not decoded here: left for a test of modelGridFigure's layout).
-  EXPECT_EQ(model_test::slurp(out + "/grid.png").substr(1, 3), "PNG");
+  // The grid PNG decoded: every cell of every (layer, head) panel in the colour of NumPy's weight (within one
+  // colour-map entry: the binary draws float32), masked above the diagonal. Cell positions come from the
+  // exporter's layout of the same figure (its layout is tested in test_export.cpp).
+  {
+    model::ForwardResult numpy_maps;
+    numpy_maps.resize(5, 12);
+    for (int m = 0; m < 12; ++m)
+      numpy_maps.mutableMap(m) = attnscope::test::jsonMatrix(numpy["weights"][m / 4][m % 4]).cast<float>();
+    model::Gpt2Config config;
+    config.n_layer = 3;
+    config.n_head = 4;
+    const attnscope::Figure figure =
+        model::modelGridFigure(numpy_maps, config, {"hello", "\u2423t", "he", "r", "e"});
+    const attnscope::FigureLayout layout = attnscope::layoutFigure(figure);
+    const attnscope::testing::Image img = attnscope::testing::decodePng(model_test::slurp(out + "/grid.png"));
+    ASSERT_EQ(img.width, layout.width);
+    ASSERT_EQ(img.height, layout.height);
+    int wrong = 0;
+    for (int m = 0; m < 12; ++m)
+      for (int i = 0; i < 5; ++i)
+        for (int k = 0; k < 5; ++k) {
+          const attnscope::PixelRect cell = attnscope::cellRect(figure, layout, m, i, k);
+          const attnscope::Rgb8 got = img.at(cell.x + cell.w / 2, cell.y + cell.h / 2);
+          const float w = numpy_maps.map(m)(i, k);
+          const bool ok = k > i ? got == attnscope::kMaskedColor
+                                : (got == attnscope::colorAt(attnscope::ColorMap::Viridis, w - 1e-5f) ||
+                                   got == attnscope::colorAt(attnscope::ColorMap::Viridis, w + 1e-5f));
+          wrong += !ok;
+        }
+    EXPECT_EQ(wrong, 0) << "grid cells not in colorAt(NumPy's weight) or masked";
+  }
   EXPECT_NE(model_test::slurp(out + "/rollout.svg").find("<svg"), std::string::npos);
 
   // Layer 1 as a scene: the engine's compute of it gives NumPy's layer-1 maps.
