@@ -40,6 +40,27 @@ inline CommandRun run(const std::string& command_line) {
   return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, slurp(dir + "/out"), slurp(dir + "/err")};
 }
 
+// True under CI=true: a reference that cannot run there is a failure, not a skip.
+inline bool underCi() {
+  const char* ci = std::getenv("CI");
+  return ci && std::string(ci) == "true";
+}
+
+// Empty when Debian's /usr/bin/python3 imports `module` (numpy, xml.etree.ElementTree), else why not.
+inline std::string pythonModuleMissing(const std::string& module) {
+  const CommandRun r = run("/usr/bin/python3 -c 'import " + module + "'");
+  return r.status == 0 ? "" : "/usr/bin/python3 cannot import " + module + " (scripts/setup-deps.sh installs it): " + r.err;
+}
+
+// Use in a test body before an independent Python reference: without it the test skips with the reason, and
+// under CI=true it fails instead, so that no reference goes missing silently.
+#define ATTNSCOPE_REQUIRE_PYTHON_MODULE(module)                                                 \
+  if (const std::string why_missing = ::attnscope::test::pythonModuleMissing(module);           \
+      !why_missing.empty()) {                                                                   \
+    if (::attnscope::test::underCi()) GTEST_FAIL() << "CI=true and no reference: " << why_missing; \
+    GTEST_SKIP() << why_missing;                                                                \
+  }
+
 #ifdef ATTNSCOPE_BINARY
 // The built attnscope with `args` (already quoted for the shell).
 inline CommandRun runAttnscope(const std::string& args) {

@@ -59,4 +59,19 @@ inline double handWeight(int h, int i, int j) {
   }
 }
 
+// The cosine similarity of hand heads a and b: <W_a, W_b> / (|W_a| |W_b|) over the flattened hand weights.
+// Distances 1 - cosine: d03 = 0.2650, d13 = d23 = 0.3155, d02 = 0.4493, d12 = 0.5315, d01 = 0.6396, so UPGMA
+// by hand merges (0, 3) at d03, then (2, {0, 3}) at (d02 + d23) / 2 = 0.3824 (d(1, {0, 3}) = 0.4776 and d12
+// are larger), then (1, {2, 0, 3}) at (d01 + d12 + d13) / 3 = 0.4956: leaf order 1, 2, 0, 3.
+inline double handCosine(int a, int b) {
+  double dot = 0, norm_a = 0, norm_b = 0;
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) {
+      dot += handWeight(a, i, j) * handWeight(b, i, j);
+      norm_a += handWeight(a, i, j) * handWeight(a, i, j);
+      norm_b += handWeight(b, i, j) * handWeight(b, i, j);
+    }
+  return dot / std::sqrt(norm_a * norm_b);
+}
+
 }  // namespace attnscope::test

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "analysis/analysis_test_scenes.h"
+#include "compare.h"
 #include "attnscope/analysis/analysis.h"
 #include "attnscope/compute/cpu_backend.h"
 #include "attnscope/error.h"
@@ -47,7 +48,7 @@ TEST(HeadTypes, HandHeadsScoreAsWorkedOut) {
     for (int i = 0; i < 4; ++i)
       for (int j = 0; j < 4; ++j) {
         ASSERT_NEAR(result.heads[h].weights(i, j), handWeight(h, i, j), kTol);
-        worst = std::max(worst, std::abs(result.heads[h].weights(i, j) - handWeight(h, i, j)));
+        worst = test::worse(worst, test::valueError(result.heads[h].weights(i, j), handWeight(h, i, j)));
       }
   std::printf("hand heads: largest weight error %.2g\n", worst);
   const double e = peakE(), f = peakF();
@@ -293,12 +294,12 @@ TEST(Breakdown, SumsToTheEngineScoreOnRandomScenes) {
           EXPECT_EQ(*b.engine_score, -std::numeric_limits<float>::infinity());
           continue;
         }
-        worst_score = std::max(worst_score, std::abs(b.score - *b.engine_score));
-        worst_weight = std::max(worst_weight, std::abs(b.weight - b.engine_weight));
+        worst_score = test::worse(worst_score, test::valueError(*b.engine_score, b.score));
+        worst_weight = test::worse(worst_weight, test::valueError(b.engine_weight, b.weight));
         // q_i[t] = sum_d x_i[d] W_Q[d][t] + b_Q[t]
         const Eigen::RowVectorXd from_inputs =
             b.query_products.cast<double>().colwise().sum() + b.query_bias.cast<double>();
-        worst_input = std::max(worst_input, (from_inputs - b.q.cast<double>()).cwiseAbs().maxCoeff());
+        worst_input = test::worse(worst_input, test::maxError(b.q, from_inputs, {}, "q from its inputs"));
       }
   // Seen: score 1.1e-7 (float GEMM against the double sum of the same float q, k), weight 4.5e-8, input 2.9e-7.
   EXPECT_LT(worst_score, 1e-6);

@@ -8,6 +8,7 @@
 #include "attnscope/compute/cpu_backend.h"
 #include "attnscope/scene/scene_json.h"
 #include "attnscope/analysis/walkthrough.h"
+#include "compare.h"
 
 using namespace attnscope;
 
@@ -32,11 +33,8 @@ Matrix mat(int rows, int cols, std::initializer_list<double> values) {
   return m;
 }
 
-// Largest |a - b|, or infinity when the shapes differ.
-double maxDiff(const Matrix& a, const Matrix& b) {
-  if (a.rows() != b.rows() || a.cols() != b.cols()) return INFINITY;
-  return (a - b).cwiseAbs().maxCoeff();
-}
+// Largest |a - b| (tests/compare.h: shapes asserted, a non-finite value an infinite error).
+double maxDiff(const Matrix& a, const Matrix& b) { return test::maxError(a, b); }
 
 // a = 1/sqrt(2), ea = e^a, e2a = e^(2a): the hand formulas below use them.
 const double a = 1.0 / std::sqrt(2.0), ea = std::exp(a), e2a = std::exp(2 * a);
@@ -194,10 +192,37 @@ TEST(WorkedExample, StepsComeInTheDocumentedOrder) {
 TEST(WorkedExample, PrintedSoftmaxRow3IsTheSoftmaxOfTheUnscaledScores) {
   // The walkthrough's note claims this: softmax [1, 1, 2] = [1, 1, e] / (2 + e) = [0.2119, 0.2119, 0.5761],
   // which rounds to the printed [0.21, 0.21, 0.58]; the scaled softmax [0.2483, 0.2483, 0.5035] does not.
+  // Checked through the code: the walkthrough's printed row, the engine with the scale set to 1 and as given.
+  const Scene scene = workedExampleScene();
+  const Walkthrough w = buildWalkthrough(scene, CpuBackend(1).compute(scene));
+  const StepMatrix* printed_weights = nullptr;
+  for (const Step& step : w.steps)
+    if (step.title == "Head 1: weights = softmax(scaled scores)")
+      for (const StepMatrix& m : step.matrices)
+        if (m.name == "weights") printed_weights = &m;
+  ASSERT_NE(printed_weights, nullptr);
+  ASSERT_TRUE(printed_weights->printed.has_value());
+  const Matrix& printed = *printed_weights->printed;
+  ASSERT_EQ(printed.rows(), 3);
+  ASSERT_EQ(printed.cols(), 3);
+  EXPECT_NEAR(printed(2, 0), 0.21, 1e-6);
+  EXPECT_NEAR(printed(2, 2), 0.58, 1e-6);
+  EXPECT_EQ(printed_weights->printed_tolerance, 0.005);
+
+  Scene unscaled = scene;
+  unscaled.scale = 1.0f;
+  const Matrix unscaled_weights = CpuBackend(1).compute(unscaled).heads[0].weights;
   const double e = std::exp(1.0);
-  EXPECT_LE(std::fabs(1 / (2 + e) - 0.21), 0.005);
-  EXPECT_LE(std::fabs(e / (2 + e) - 0.58), 0.005);
-  EXPECT_GT(std::fabs(ea / (2 * ea + e2a) - 0.21), 0.005);
+  EXPECT_NEAR(unscaled_weights(2, 0), 1 / (2 + e), kTol);
+  EXPECT_NEAR(unscaled_weights(2, 2), e / (2 + e), kTol);
+  for (int j = 0; j < 3; ++j) EXPECT_LE(std::fabs(unscaled_weights(2, j) - printed(2, j)), 0.005) << j;
+  // As given (scale 1/sqrt 2) the row is [ea, ea, e2a] / (2 ea + e2a): off the printed row by more than 0.005.
+  const Matrix& scaled = printed_weights->computed;
+  EXPECT_NEAR(scaled(2, 0), ea / (2 * ea + e2a), kTol);
+  EXPECT_GT(std::fabs(scaled(2, 0) - printed(2, 0)), 0.005);
+  bool row3_disagrees = false;
+  for (const Disagreement& d : printed_weights->disagreements) row3_disagrees |= d.row == 2;
+  EXPECT_TRUE(row3_disagrees) << "the walkthrough lists printed row 3 as disagreeing";
 }
 
 TEST(WorkedExample, EditingTheSceneDropsOnlyTheComparisonsItInvalidates) {

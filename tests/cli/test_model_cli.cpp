@@ -1,5 +1,5 @@
-// `attnscope model` end to end on tiny checkpoints: the outputs (JSON with hand-derived token labels, NPY,
-// a scene that the ordinary engine computes to the same maps, PNG/SVG figures), and hostile files (truncated,
+// `attnscope model` end to end on tiny checkpoints: the outputs (JSON and NPY against NumPy's forward of the
+// same tokens, a scene the engine computes to NumPy's maps, PNG/SVG figures), and hostile files (truncated,
 // header past the end, overlapping or out-of-range offsets, unknown dtype, shapes, missing tensors, broken
 // vocab or merges): exit 2, one line naming the file and the field, no output file.
 #include <gtest/gtest.h>
@@ -9,11 +9,16 @@
 #include <nlohmann/json.hpp>
 
 #include "attnscope/compute/cpu_backend.h"
+#include "attnscope/export/colormap.h"
+#include "attnscope/model/model_export.h"
 #include "attnscope/scene/scene_json.h"
+#include "compare.h"
+#include "export/test_export_support.h"
 #include "model/test_model_support.h"
 
 using nlohmann::json;
 namespace fs = std::filesystem;
+namespace model = attnscope::model;
 
 namespace {
 
@@ -58,6 +63,37 @@ void expectRefused(const std::string& dir, const std::vector<std::string>& needl
   EXPECT_FALSE(fs::exists(out));
 }
 
+// NumPy's forward (gpt2_reference.py, float64) of the same checkpoint (seed and dtype as freshCheckpoint) on
+// the tokens of 'hello there', which test_model_tokenizer works out by hand: the independent reference of the
+// command's maps and rollout. {"weights": [L][H][n][n], "rollout": [n][n]}.
+const json& numpyHelloThere() {
+  static const json expected = [] {
+    const std::string dir = model_test::tempDir() + "/ref";
+    const model_test::CommandRun r = model_test::run(std::string(model_test::kPython) + " '" + ATTNSCOPE_SOURCE_DIR +
+                                                     "/tests/model/gpt2_reference.py' '" + dir +
+                                                     "' --dtype F32 --token-strings "
+                                                     "'[\"hello\", \"\\u0120t\", \"he\", \"r\", \"e\"]'");
+    if (r.status != 0) throw std::runtime_error("gpt2_reference.py failed: " + r.err);
+    return json::parse(model_test::slurp(dir + "/expected.json"));
+  }();
+  return expected;
+}
+
+// float32 forward against NumPy's float64 on these 5 tokens: seen maps 2.2e-6, rollout 1.4e-7.
+constexpr double kWeightTol = 2e-5, kRolloutTol = 1e-6;
+
+// Largest |got - NumPy| over maps stored (heads, n, n) row-major from `values[offset]`, against layer `l`.
+double npyLayerError(const std::vector<float>& values, std::size_t offset, const json& layer) {
+  double worst = 0;
+  for (std::size_t h = 0; h < layer.size(); ++h) {
+    const Eigen::MatrixXd want = attnscope::test::jsonMatrix(layer[h]);
+    if (values.size() < offset + (h + 1) * 25) return attnscope::test::kInfiniteError;
+    const Eigen::Map<const Eigen::Matrix<float, 5, 5, Eigen::RowMajor>> got(values.data() + offset + h * 25);
+    worst = attnscope::test::worse(worst, attnscope::test::maxError(got, want, {}, "npy"));
+  }
+  return worst;
+}
+
 TEST(ModelCli, OutputsAndLayerScene) {
   const std::string dir = freshCheckpoint(), out = model_test::tempDir();
   const model_test::CommandRun r =
@@ -65,15 +101,56 @@ TEST(ModelCli, OutputsAndLayerScene) {
                 "/grid.png' --rollout-out '" + out + "/rollout.svg'");
   ASSERT_EQ(r.status, 0) << r.err;
   const json j = json::parse(model_test::slurp(out + "/r.json"));
+  const json& numpy = numpyHelloThere();
   EXPECT_EQ(j["tokens"], json({"hello", "\u2423t", "he", "r", "e"}));  // worked by hand in test_model_tokenizer
   ASSERT_EQ(j["layers"].size(), 3u);
-  ASSERT_EQ(j["layers"][2]["heads"].size(), 4u);
-  EXPECT_EQ(j["layers"][2]["heads"][3].size(), 5u);
-  EXPECT_EQ(j["rollout"].size(), 5u);
-  EXPECT_EQ(model_test::slurp(out + "/grid.png").substr(1, 3), "PNG");
+  double worst_w = 0;
+  for (std::size_t l = 0; l < 3; ++l) {
+    ASSERT_EQ(j["layers"][l]["heads"].size(), 4u);
+    for (std::size_t h = 0; h < 4; ++h)
+      worst_w = attnscope::test::worse(
+          worst_w, attnscope::test::maxError(attnscope::test::jsonMatrix(j["layers"][l]["heads"][h]),
+                                             attnscope::test::jsonMatrix(numpy["weights"][l][h]), {}, "maps"));
+  }
+  const double worst_r = attnscope::test::expectClose(attnscope::test::jsonMatrix(j["rollout"]),
+                                                      attnscope::test::jsonMatrix(numpy["rollout"]), kRolloutTol,
+                                                      "rollout");
+  EXPECT_LE(worst_w, kWeightTol);
+  std::printf("[ model cli ] vs NumPy: maps %.2g, rollout %.2g\n", worst_w, worst_r);
+  // The grid PNG decoded: every cell of every (layer, head) panel in the colour of NumPy's weight (within one
+  // colour-map entry: the binary draws float32), masked above the diagonal. Cell positions come from the
+  // exporter's layout of the same figure (its layout is tested in test_export.cpp).
+  {
+    model::ForwardResult numpy_maps;
+    numpy_maps.resize(5, 12);
+    for (int m = 0; m < 12; ++m)
+      numpy_maps.mutableMap(m) = attnscope::test::jsonMatrix(numpy["weights"][m / 4][m % 4]).cast<float>();
+    model::Gpt2Config config;
+    config.n_layer = 3;
+    config.n_head = 4;
+    const attnscope::Figure figure =
+        model::modelGridFigure(numpy_maps, config, {"hello", "\u2423t", "he", "r", "e"});
+    const attnscope::FigureLayout layout = attnscope::layoutFigure(figure);
+    const attnscope::testing::Image img = attnscope::testing::decodePng(model_test::slurp(out + "/grid.png"));
+    ASSERT_EQ(img.width, layout.width);
+    ASSERT_EQ(img.height, layout.height);
+    int wrong = 0;
+    for (int m = 0; m < 12; ++m)
+      for (int i = 0; i < 5; ++i)
+        for (int k = 0; k < 5; ++k) {
+          const attnscope::PixelRect cell = attnscope::cellRect(figure, layout, m, i, k);
+          const attnscope::Rgb8 got = img.at(cell.x + cell.w / 2, cell.y + cell.h / 2);
+          const float w = numpy_maps.map(m)(i, k);
+          const bool ok = k > i ? got == attnscope::kMaskedColor
+                                : (got == attnscope::colorAt(attnscope::ColorMap::Viridis, w - 1e-5f) ||
+                                   got == attnscope::colorAt(attnscope::ColorMap::Viridis, w + 1e-5f));
+          wrong += !ok;
+        }
+    EXPECT_EQ(wrong, 0) << "grid cells not in colorAt(NumPy's weight) or masked";
+  }
   EXPECT_NE(model_test::slurp(out + "/rollout.svg").find("<svg"), std::string::npos);
 
-  // Layer 1 as a scene: the engine's compute equals the forward's layer-1 maps in the JSON.
+  // Layer 1 as a scene: the engine's compute of it gives NumPy's layer-1 maps.
   const model_test::CommandRun s = attnscope("model '" + dir + "' --text 'hello there' --layer 1 --scene-out '" + out +
                                              "/l1.json' --out '" + out + "/l1.npy'");
   ASSERT_EQ(s.status, 0) << s.err;
@@ -82,27 +159,25 @@ TEST(ModelCli, OutputsAndLayerScene) {
   EXPECT_NE(scene.description.find("hello there"), std::string::npos);
   EXPECT_EQ(scene.query_tokens, (std::vector<std::string>{"hello", "\u2423t", "he", "r", "e"}));
   const attnscope::Result res = attnscope::CpuBackend().compute(scene);
-  for (int h = 0; h < 4; ++h)
-    for (int i = 0; i < 5; ++i)
-      for (int k = 0; k < 5; ++k)  // the scene file's float32 text reads back exactly; seen 2e-7
-        EXPECT_NEAR(res.heads[static_cast<std::size_t>(h)].weights(i, k),
-                    j["layers"][1]["heads"][h][i][k].get<double>(), 2e-6);
-  // Every layer as NPY (layers, heads, n, n), the text read from a file; the last map equals the JSON's.
+  ASSERT_EQ(res.heads.size(), 4u);
+  for (std::size_t h = 0; h < 4; ++h)
+    attnscope::test::expectClose(res.heads[h].weights, attnscope::test::jsonMatrix(numpy["weights"][1][h]),
+                                 kWeightTol, "layer-1 scene head " + std::to_string(h));
+  // Every layer as NPY (layers, heads, n, n), the text read from a file: every value NumPy's.
   model_test::spit(out + "/text.txt", "hello there");
   const model_test::CommandRun all =
       attnscope("model '" + dir + "' --text-file '" + out + "/text.txt' --out '" + out + "/all.npy'");
   ASSERT_EQ(all.status, 0) << all.err;
-  const std::string all_npy = model_test::slurp(out + "/all.npy");
-  EXPECT_NE(all_npy.find("'shape': (3, 4, 5, 5)"), std::string::npos);
-  ASSERT_EQ(all_npy.size(), 128u + 3 * 4 * 5 * 5 * 4);  // a 128-byte header (a multiple of 64) and the floats
-  float last = 0;
-  std::memcpy(&last, all_npy.data() + all_npy.size() - 4, 4);
-  // The JSON's shortest decimal reads back as the same float32.
-  EXPECT_EQ(last, static_cast<float>(j["layers"][2]["heads"][3][4][4].get<double>()));
-  // NPY (heads, n, n) for one layer: header then 4 * 5 * 5 float32.
-  const std::string npy = model_test::slurp(out + "/l1.npy");
-  EXPECT_NE(npy.find("'shape': (4, 5, 5)"), std::string::npos);
-  EXPECT_EQ(npy.size() % 64, (4 * 5 * 5 * 4) % 64);
+  const attnscope::testing::Npy all_npy = attnscope::testing::decodeNpy(model_test::slurp(out + "/all.npy"));
+  EXPECT_NE(all_npy.dict.find("'shape': (3, 4, 5, 5)"), std::string::npos) << all_npy.dict;
+  ASSERT_EQ(all_npy.values.size(), 3u * 4 * 5 * 5);
+  for (std::size_t l = 0; l < 3; ++l)
+    EXPECT_LE(npyLayerError(all_npy.values, l * 100, numpy["weights"][l]), kWeightTol) << "layer " << l;
+  // NPY (heads, n, n) for one layer.
+  const attnscope::testing::Npy npy = attnscope::testing::decodeNpy(model_test::slurp(out + "/l1.npy"));
+  EXPECT_NE(npy.dict.find("'shape': (4, 5, 5)"), std::string::npos) << npy.dict;
+  ASSERT_EQ(npy.values.size(), 4u * 5 * 5);
+  EXPECT_LE(npyLayerError(npy.values, 0, numpy["weights"][1]), kWeightTol);
 }
 
 TEST(ModelCli, UsageErrors) {

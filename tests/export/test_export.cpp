@@ -13,6 +13,7 @@
 #include "attnscope/export/export.h"
 #include "attnscope/export/export_layout.h"
 #include "attnscope/scene/presets.h"
+#include "command_support.h"
 #include "export/test_export_support.h"
 
 using namespace attnscope;
@@ -36,8 +37,6 @@ std::string readFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
-
-bool pythonNumpyAvailable() { return std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") == 0; }
 
 }  // namespace
 
@@ -191,10 +190,19 @@ TEST(ExportPng, JensenShannonUsesViridisOnZeroToLn2) {
   EXPECT_EQ(centre(img, cellRect(fig, layout, 0, 1, 1)), (Rgb8{0x44, 0x01, 0x54}));  // JS(h, h) = 0
 }
 
+// Channels within 1 of each other: a mean summed in another order can land on the other side of a colour step.
+void expectColourNear(const Rgb8& got, const Rgb8& want, const std::string& what) {
+  EXPECT_LE(std::abs(got.r - want.r), 1) << what;
+  EXPECT_LE(std::abs(got.g - want.g), 1) << what;
+  EXPECT_LE(std::abs(got.b - want.b), 1) << what;
+}
+
 TEST(ExportPng, LongSequenceStaysWithinTheSizeCapAndDropsTokenLabels) {
-  // 4096 tokens, causal: the image is capped, token labels give way to positions, and the masked upper
-  // triangle is still grey while the lower triangle is not.
+  // 4096 tokens, causal, W_Q = 0: every score is 0, so row i's weights are 1/(i + 1) on keys 0..i (by hand).
+  // Past 2048 tokens the map keeps its budget of 2048 px, so each pixel pools 2 x 2 cells: pixel (x, y) shows
+  // the mean of the unmasked cells of rows 2y, 2y + 1 and columns 2x, 2x + 1.
   Scene s = makeRandomScene({.n = 4096, .heads = 1, .d_model = 4, .causal = true, .seed = 1});
+  s.heads[0].w_q.setZero();
   const Result r = CpuBackend(2).compute(s, {.keep_scores = false});
   const ExportRequest req = request(ExportWhat::Head, ExportFormat::Png, 0);
   const Figure fig = makeFigure(s, r, req);
@@ -206,8 +214,22 @@ TEST(ExportPng, LongSequenceStaysWithinTheSizeCapAndDropsTokenLabels) {
   const Image img = decodePng(bytes);
   ASSERT_EQ(img.width, layout.width);
   const PixelRect& m = layout.maps[0];
+  ASSERT_EQ(m.w, 2048);
+  ASSERT_EQ(m.h, 2048);
   EXPECT_EQ(img.at(m.x + m.w - 2, m.y + 1), kMaskedColor);  // top right: keys after the query
-  EXPECT_NE(img.at(m.x + 1, m.y + m.h - 2), kMaskedColor);  // bottom left
+  // Pixel (1, 2): rows 4, 5 (weights 1/5, 1/6), columns 2, 3, all unmasked: (2/5 + 2/6) / 4 = 0.18333.
+  const double below = (1.0 / 5 + 1.0 / 6) / 2;
+  expectColourNear(img.at(m.x + 1, m.y + 2), colorAt(ColorMap::Viridis, static_cast<float>(below)), "pixel (1, 2)");
+  // Pixel (2, 2) on the diagonal: cell (4, 5) is masked, so the mean of 1/5, 1/6, 1/6 = 0.17778 (a masked
+  // cell counted as 0 would give 0.13333, another colour: asserted below).
+  const double diagonal = (1.0 / 5 + 2.0 / 6) / 3;
+  expectColourNear(img.at(m.x + 2, m.y + 2), colorAt(ColorMap::Viridis, static_cast<float>(diagonal)),
+                   "pixel (2, 2)");
+  EXPECT_NE(colorAt(ColorMap::Viridis, static_cast<float>(diagonal)),
+            colorAt(ColorMap::Viridis, static_cast<float>((1.0 / 5 + 1.0 / 6) / 4)));
+  // The last pixel row: rows 4094, 4095, columns 0, 1: (1/4095 + 1/4096) / 2, near the bottom of the scale.
+  expectColourNear(img.at(m.x, m.y + m.h - 1),
+                   colorAt(ColorMap::Viridis, static_cast<float>((1.0 / 4095 + 1.0 / 4096) / 2)), "bottom left");
   std::printf("4096 x 4096 head: %d x %d px, %zu bytes\n", img.width, img.height, bytes.size());
 }
 
@@ -227,8 +249,7 @@ TEST(ExportSvg, ParsesAsXmlWithEscapedTokensAndOneRectPerCell) {
   // Weight 1 and the masked cells as filled rects.
   EXPECT_NE(svg.find("fill=\"#fde725\""), std::string::npos);
   EXPECT_NE(svg.find("fill=\"#c8c8c8\""), std::string::npos);
-  if (std::system("/usr/bin/python3 -c 'import xml.etree.ElementTree' >/dev/null 2>&1") != 0)
-    GTEST_SKIP() << "/usr/bin/python3 is not installed, so the XML parse is not checked";
+  ATTNSCOPE_REQUIRE_PYTHON_MODULE("xml.etree.ElementTree");
   const std::string cmd =
       "/usr/bin/python3 -c \"import sys, xml.etree.ElementTree as E; t = E.parse(sys.argv[1]); "
       "ns = '{http://www.w3.org/2000/svg}'; print(len(t.findall('.//' + ns + 'text')))\" " +
@@ -344,7 +365,7 @@ TEST(ExportNpy, OneHeadAndSimilarityShapes) {
 }
 
 TEST(ExportNpy, NumpyLoadsIt) {
-  if (!pythonNumpyAvailable()) GTEST_SKIP() << "/usr/bin/python3 with numpy is not installed";
+  ATTNSCOPE_REQUIRE_PYTHON_MODULE("numpy");
   const Scene s = handScene();
   const Result r = handResult();
   TempDir dir;

@@ -10,6 +10,7 @@
 
 #include "attnscope/compute/cpu_backend.h"
 #include "attnscope/gpu_backend.h"
+#include "compare.h"
 
 namespace attnscope::test {
 
@@ -31,9 +32,10 @@ bool gpuRequired();
                  << ::attnscope::test::gpuFixture().unavailable;                \
   if (!gpu) GTEST_SKIP() << "no OpenGL 4.3 context: " << ::attnscope::test::gpuFixture().unavailable
 
-// ATTNSCOPE_GPU_STRESS=N (N >= 1): how many times a parity case is computed; 1 when unset. For real GPUs,
-// where a missing barrier shows in some runs and not others.
-int stressRepeats();
+// How many times a case is computed: ATTNSCOPE_GPU_STRESS=N (N >= 1) when set and larger, else `by_default`.
+// A missing barrier on a real GPU shows in some runs and not others, so race-prone cases (peaked rows over
+// many workgroups, the resident textures, the one-head edit) pass a by_default above 1.
+int runsOf(int by_default);
 
 Matrix randomMatrix(int rows, int cols, float stddev, std::mt19937& rng);
 RowVector randomRow(int cols, float stddev, std::mt19937& rng);
@@ -45,11 +47,10 @@ RowVector randomRow(int cols, float stddev, std::mt19937& rng);
 // key padded. `causal`: the causal mask.
 Scene peakedScene(int n_q, int n_k, int heads, int d_model, int d_k, int d_v, bool causal, std::uint64_t seed);
 
-// Largest |gpu - cpu| / (1 + |cpu|) over two matrices of the same shape; -inf must meet -inf exactly.
-double mixedError(const Matrix& gpu, const Matrix& cpu);
-
 // Compares every matrix of two Results (Q, K, V, scores, weights, head outputs, concat, output, similarity,
-// statistics) within `tolerance`, masked weights exactly 0, warnings equal. Returns the largest error seen.
+// statistics) within `tolerance` on |gpu - cpu| / (1 + |cpu|) (tests/compare.h: a NaN or inf where the CPU
+// is finite is an infinite error; only the scores' masked -inf must meet -inf), shapes and head counts equal,
+// masked weights exactly 0, warnings equal. Returns the largest error seen (infinite on any non-finite).
 double expectResultsMatch(const Scene& scene, const Result& gpu, const Result& cpu, double tolerance);
 
 }  // namespace attnscope::test

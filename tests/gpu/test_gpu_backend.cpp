@@ -1,5 +1,7 @@
 // GPU backend behaviour beyond parity: the worked example by hand, incremental recompute equal to a full one,
 // the weights textures, the window's context left as found, shader errors reported, memory refused.
+// Tolerances against the CPU are the parity table's 1e-5 (test_gpu_parity.cpp says why it is wider than
+// llvmpipe's errors), with llvmpipe's error in a comment.
 #include <epoxy/egl.h>
 #include <epoxy/gl.h>
 #include <gtest/gtest.h>
@@ -90,18 +92,24 @@ TEST(GpuBackend, IncrementalRecomputeEqualsFullRecompute) {
 // stacked W on the GPU, uploading nothing else: still bit for bit the full recompute.
 TEST(GpuBackend, OneHeadEditUploadsThatHeadAlone) {
   ATTNSCOPE_REQUIRE_GPU(gpu);
-  Scene scene = makeRandomScene({.n = 30, .heads = 3, .d_model = 10, .d_k = 4, .d_v = 5, .with_w_o = true, .seed = 5});
-  std::mt19937 rng(78);
-  for (HeadParams& h : scene.heads) h.b_v = test::randomRow(5, 0.3f, rng);  // every head has b_v, none b_q, b_k
-  Result incremental = gpu->compute(scene);
-  scene.heads[1].w_q(2, 3) += 1.5f;
-  scene.heads[1].w_k = test::randomMatrix(10, 4, 0.5f, rng);
-  scene.heads[1].w_v(9, 4) -= 0.75f;
-  scene.heads[1].b_v = test::randomRow(5, 0.3f, rng);
-  gpu->recomputeHead(scene, 1, incremental);
-  const Result full = gpu->compute(scene);
-  EXPECT_EQ(test::expectResultsMatch(scene, incremental, full, 0.0), 0.0);  // error 0 seen
-  test::expectResultsMatch(scene, incremental, CpuBackend(2).compute(scene), 1e-5);  // 6.0e-07
+  // A race between the column upload and the projection shows in some runs only: several edits, each checked.
+  const int runs = test::runsOf(5);
+  for (int run = 0; run < runs && !HasFailure(); ++run) {
+    Scene scene =
+        makeRandomScene({.n = 30, .heads = 3, .d_model = 10, .d_k = 4, .d_v = 5, .with_w_o = true, .seed = 5});
+    std::mt19937 rng(78 + static_cast<unsigned>(run));
+    for (HeadParams& h : scene.heads) h.b_v = test::randomRow(5, 0.3f, rng);  // every head has b_v, none b_q, b_k
+    Result incremental = gpu->compute(scene);
+    const int head = run % 3;
+    scene.heads[head].w_q(2, 3) += 1.5f;
+    scene.heads[head].w_k = test::randomMatrix(10, 4, 0.5f, rng);
+    scene.heads[head].w_v(9, 4) -= 0.75f;
+    scene.heads[head].b_v = test::randomRow(5, 0.3f, rng);
+    gpu->recomputeHead(scene, head, incremental);
+    const Result full = gpu->compute(scene);
+    EXPECT_EQ(test::expectResultsMatch(scene, incremental, full, 0.0), 0.0);  // error 0 seen
+    test::expectResultsMatch(scene, incremental, CpuBackend(2).compute(scene), 1e-5);  // 6.0e-07
+  }
 }
 
 TEST(GpuBackend, ResidentRecomputeAndReadBackWithoutScoresOrAnalysis) {
@@ -116,7 +124,9 @@ TEST(GpuBackend, ResidentRecomputeAndReadBackWithoutScoresOrAnalysis) {
   EXPECT_TRUE(r.stats.empty());
   EXPECT_EQ(r.similarity.cosine.size(), 0);
   const Result cpu = CpuBackend(2).compute(scene, {.keep_scores = false, .analysis = false});
-  for (int h = 0; h < 3; ++h) EXPECT_LE(test::mixedError(r.heads[h].weights, cpu.heads[h].weights), 1e-5);  // 1.6e-07
+  for (int h = 0; h < 3; ++h)
+    test::expectClose(r.heads[h].weights, cpu.heads[h].weights, 1e-5, "weights of head " + std::to_string(h),
+                      test::kMixed);  // 1.6e-07
   // Asking for the analysis later computes the similarity that was skipped.
   gpu->readBack(scene, r, {});
   test::expectResultsMatch(scene, r, CpuBackend(2).compute(scene), 1e-5);  // 5.9e-07
@@ -172,20 +182,29 @@ TEST(GpuBackend, WeightsTexturesHoldTheWeights) {
 
 // The window's path: computeResident, then the heatmap's texture straight from the weights buffer (no read-back
 // in between), on a scene large and peaked enough that an unfinished score shows as a wrong row.
+void expectResidentTexturesMatch(GpuBackend* gpu, int n, std::uint64_t seed, int runs) {
+  const Scene scene = test::peakedScene(n, n, 2, 16, 8, 8, true, seed);
+  const Result cpu = CpuBackend(2).compute(scene);
+  for (int run = 0; run < runs && !::testing::Test::HasFailure(); ++run) {
+    gpu->computeResident(scene);
+    for (int h = 0; h < 2; ++h) {
+      glBindTexture(GL_TEXTURE_2D, gpu->weightsTexture(h));
+      Matrix texels(n, n);
+      glPixelStorei(GL_PACK_ALIGNMENT, 4);
+      glGetTexImage(GL_TEXTURE_2D, 0, GL_RED, GL_FLOAT, texels.data());
+      glBindTexture(GL_TEXTURE_2D, 0);
+      // Tolerance as the parity table's peaked rows (scores carry ~1e-5 of float rounding); seen 2.4e-05.
+      test::expectClose(texels, cpu.heads[static_cast<std::size_t>(h)].weights, 1e-4,
+                        "texture of head " + std::to_string(h) + ", run " + std::to_string(run), test::kMixed);
+    }
+  }
+}
+
 TEST(GpuBackend, TexturesOfAPeakedLargeSceneMatchTheCpu) {
   ATTNSCOPE_REQUIRE_GPU(gpu);
-  const Scene scene = test::peakedScene(1500, 1500, 2, 16, 8, 8, true, 41);
-  const Result cpu = CpuBackend(2).compute(scene);
-  gpu->computeResident(scene);
-  for (int h = 0; h < 2; ++h) {
-    glBindTexture(GL_TEXTURE_2D, gpu->weightsTexture(h));
-    Matrix texels(1500, 1500);
-    glPixelStorei(GL_PACK_ALIGNMENT, 4);
-    glGetTexImage(GL_TEXTURE_2D, 0, GL_RED, GL_FLOAT, texels.data());
-    glBindTexture(GL_TEXTURE_2D, 0);
-    // Tolerance as the parity table's peaked rows (scores carry ~1e-5 of float rounding); seen 2.4e-05.
-    EXPECT_LE(test::mixedError(texels, cpu.heads[static_cast<std::size_t>(h)].weights), 1e-4) << "head " << h;
-  }
+  expectResidentTexturesMatch(gpu, 1500, 41, test::runsOf(1));
+  // The same path on a scene small enough to repeat (300 rows: 5 workgroups), where a race shows in some runs.
+  expectResidentTexturesMatch(gpu, 300, 42, test::runsOf(8));
 }
 
 // Heads' weights share a buffer up to the storage-block limit; past it they spread over several buffers, and
@@ -212,7 +231,11 @@ TEST(GpuBackend, WeightsSpreadOverSeveralBuffersMatchTheCpu) {
   glPixelStorei(GL_PACK_ALIGNMENT, 4);
   glGetTexImage(GL_TEXTURE_2D, 0, GL_RED, GL_FLOAT, texels.data());
   glBindTexture(GL_TEXTURE_2D, 0);
-  EXPECT_LE(test::mixedError(texels, cpu.heads[4].weights), 1e-5);
+  test::expectClose(texels, cpu.heads[4].weights, 1e-5, "texture of head 4", test::kMixed);
+  // The split really happened: two maps of 40 x 40 floats per buffer, five heads, so ceil(5 / 2) = 3 buffers.
+  EXPECT_EQ(split.pathCounts().weight_buffers, 3u);
+  gpu->compute(scene);
+  EXPECT_EQ(gpu->pathCounts().weight_buffers, 1u) << "at the driver's buffer size the same scene takes one";
 }
 
 // A map of 70 MB comes back through the staging buffer in three chunks (two halves of 32 MiB, alternating),
@@ -223,9 +246,14 @@ TEST(GpuBackend, ReadBackOverSeveralStagingChunks) {
   const Result cpu = CpuBackend(2).compute(scene, {.keep_scores = false, .analysis = false});
   GpuOptions options;
   options.readback = ReadbackPath::Staged;
-  const Result r = GpuBackend(options).compute(scene, {.keep_scores = false, .analysis = false});
-  EXPECT_LE(test::mixedError(r.heads[0].weights, cpu.heads[0].weights), 1e-5);
-  EXPECT_LE(test::mixedError(r.output, cpu.output), 1e-5);
+  GpuBackend staged(options);
+  const Result r = staged.compute(scene, {.keep_scores = false, .analysis = false});
+  test::expectClose(r.heads[0].weights, cpu.heads[0].weights, 1e-5, "weights", test::kMixed);
+  test::expectClose(r.output, cpu.output, 1e-5, "output", test::kMixed);
+  // The staged path ran: the map is 4200 x 4200 floats = 70,560,000 bytes = 2.10 halves of 32 MiB
+  // (33,554,432 bytes), so 3 chunks; every other buffer read (Q, K, V, concat, output: 4200 x 2 to 4 floats)
+  // is under the small-read threshold and goes direct.
+  EXPECT_EQ(staged.pathCounts().staged_chunks, 3u);
 }
 
 TEST(GpuBackend, UseCurrentLeavesTheCallersBindingsAsFound) {

@@ -1,5 +1,8 @@
 // GPU-vs-CPU parity: one row per case, each with its tolerance (on |gpu - cpu| / (1 + |cpu|), over every
-// matrix of the Result) and the error actually seen on llvmpipe (LLVM 15, Mesa 22.3.6).
+// matrix of the Result) and the error actually seen on llvmpipe (LLVM 15, Mesa 22.3.6). Why 1e-5 where llvmpipe
+// shows 1e-7 to 1e-6: the table is for every GPU, and a hardware GPU sums in another order (tiles, FMA
+// contraction, fast exp), which for order-1 float32 values summed over up to 70 terms reaches ~1e-6 to 1e-5;
+// a race or a wrong index shows as errors of 1e-2 and up, or NaN, far past it.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,6 +23,7 @@ struct ParityCase {
   const char* name;
   std::function<Scene()> scene;
   double tolerance;
+  int runs = 1;  // race-prone cases compute several times (ATTNSCOPE_GPU_STRESS=N for more)
 };
 
 Scene randomScene(int n, int heads, int d_model, int d_k, int d_v, bool causal, std::uint64_t seed) {
@@ -133,9 +137,11 @@ const ParityCase kCases[] = {
   // Peaked rows, many workgroups per dispatch (the scenes of the H100 report). A score sums d_k products of
   // ~1e2 (d_model 16) to ~1e3 (d_model 32) in float, so it carries ~1e-5 to ~1e-4 of rounding in either
   // backend, and a peaked row's weights move by as much.
-  {"peaked_n1500_causal",     [] { return test::peakedScene(1500, 1500, 2, 16, 8, 8, true, 31); },  1e-4},  // 2.4e-05
-  {"peaked_n1500_no_mask",    [] { return test::peakedScene(1500, 1500, 2, 16, 8, 8, false, 32); },    1e-4},  // 3.8e-05
-  {"peaked_cross_1100x1700_padded", [] { return test::peakedScene(1100, 1700, 3, 32, 16, 8, false, 33); }, 5e-4},  // 9.4e-05
+  {"peaked_n1500_causal",     [] { return test::peakedScene(1500, 1500, 2, 16, 8, 8, true, 31); },  1e-4, 3},  // 2.4e-05
+  {"peaked_n1500_no_mask",    [] { return test::peakedScene(1500, 1500, 2, 16, 8, 8, false, 32); },    1e-4, 3},  // 3.8e-05
+  {"peaked_cross_1100x1700_padded", [] { return test::peakedScene(1100, 1700, 3, 32, 16, 8, false, 33); }, 5e-4, 3},  // 9.4e-05
+  // The same kind of scene small enough to repeat often: 300 query rows still span 5 workgroups of 64.
+  {"peaked_n300_causal_x8",   [] { return test::peakedScene(300, 300, 2, 16, 8, 8, true, 35); },    1e-4, 8},  // 3.0e-05
   {"n2048_causal_4_heads",    [] { return randomScene(2048, 4, 64, 16, 16, true, 34); }, 1e-5},  // 1.5e-06
 };
 // clang-format on
@@ -149,12 +155,12 @@ TEST_P(GpuParity, MatchesCpuReference) {
   const ParityCase& c = GetParam();
   const Scene scene = c.scene();
   const Result cpu = CpuBackend(2).compute(scene);
-  // ATTNSCOPE_GPU_STRESS=N computes each case N times (a race on a real GPU shows in some runs, not all).
-  const int repeats = test::stressRepeats();
+  // A race on a real GPU shows in some runs, not all: c.runs times, or ATTNSCOPE_GPU_STRESS=N.
+  const int repeats = test::runsOf(c.runs);
   double worst = 0;
   for (int run = 0; run < repeats && !HasFailure(); ++run) {
     const Result result = gpu->compute(scene);
-    worst = std::max(worst, test::expectResultsMatch(scene, result, cpu, c.tolerance));
+    worst = test::worse(worst, test::expectResultsMatch(scene, result, cpu, c.tolerance));
   }
   RecordProperty("max_error", std::to_string(worst));
   std::printf("[ parity   ] %s: largest error %.2g over %d run(s) (tolerance %.0e)\n", c.name, worst, repeats,

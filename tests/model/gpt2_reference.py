@@ -149,6 +149,9 @@ def main():
     ap.add_argument("--positions", type=int, default=40)
     ap.add_argument("--tokens", type=int, default=24)
     ap.add_argument("--no-prefix", action="store_true")
+    # The forward of given vocabulary entries (a JSON list of strings such as '["hello", "\\u0120t"]') instead
+    # of random ids; the weights are the same for the same seed.
+    ap.add_argument("--token-strings")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
 
@@ -174,6 +177,8 @@ def main():
         f.write("#version: 0.2\n" + "\n".join(MERGES) + "\n")
 
     ids = [int(i) for i in rng.integers(0, len(vocab), args.tokens)]
+    if args.token_strings is not None:
+        ids = [vocab[t] for t in json.loads(args.token_strings)]
     maps, hidden = forward(weights, cfg, ids, prefix)
     expected = {"ids": ids, "weights": maps.tolist(), "hidden": hidden.tolist(), "rollout": rollout(maps).tolist()}
     with open(os.path.join(args.out, "expected.json"), "w") as f:

@@ -11,6 +11,7 @@
 #include "attnscope/error.h"
 #include "attnscope/model/gpt2.h"
 #include "attnscope/model/safetensors.h"
+#include "compare.h"
 #include "model/test_model_support.h"
 
 using attnscope::Matrix;
@@ -27,12 +28,11 @@ constexpr double kWeightTol = 5e-5, kHiddenTol = 5e-5, kRolloutTol = 5e-6;
 // The scene through CpuBackend vs the forward, both float32 with different summation orders: seen 9.5e-7.
 constexpr double kSceneTol = 2e-6;
 
-double maxDiff(const Matrix& got, const json& want) {
-  double worst = 0;
-  for (Eigen::Index i = 0; i < got.rows(); ++i)
-    for (Eigen::Index j = 0; j < got.cols(); ++j)
-      worst = std::max(worst, std::abs(static_cast<double>(got(i, j)) - want[i][j].get<double>()));
-  return worst;
+using attnscope::test::worse;
+
+// Largest |got - want| against a NumPy matrix; shapes asserted, a non-finite value an infinite error.
+double maxDiff(const Matrix& got, const json& want, const std::string& what) {
+  return attnscope::test::maxError(got, attnscope::test::jsonMatrix(want), {}, what);
 }
 
 class ModelForward : public ::testing::TestWithParam<const char*> {};
@@ -52,12 +52,19 @@ TEST_P(ModelForward, MatchesNumPyReference) {
     for (int h = 0; h < c.n_head; ++h) {
       const Matrix m = f.map(l, h, c.n_head);
       ASSERT_EQ(m.rows(), f.n);
-      worst_w = std::max(worst_w, maxDiff(m, expected["weights"][l][h]));
+      ASSERT_EQ(m.cols(), f.n);
+      worst_w = worse(worst_w, maxDiff(m, expected["weights"][l][h], "weights"));
       for (int i = 0; i < f.n; ++i)
         for (int j = i + 1; j < f.n; ++j) ASSERT_EQ(m(i, j), 0.0f) << "causal: exactly 0 past the query";
     }
-  const double worst_h = maxDiff(f.hidden, expected["hidden"]);
-  const double worst_r = maxDiff(model::attentionRollout(f, c), expected["rollout"]);
+  // Shapes: the final hidden states (n, n_embd), the rollout (n, n); maxDiff also checks them against NumPy's.
+  ASSERT_EQ(f.hidden.rows(), f.n);
+  ASSERT_EQ(f.hidden.cols(), c.n_embd);
+  const Matrix rollout = model::attentionRollout(f, c);
+  ASSERT_EQ(rollout.rows(), f.n);
+  ASSERT_EQ(rollout.cols(), f.n);
+  const double worst_h = maxDiff(f.hidden, expected["hidden"], "hidden");
+  const double worst_r = maxDiff(rollout, expected["rollout"], "rollout");
   std::printf("[ %s ] max |error|: weights %.2g, hidden %.2g, rollout %.2g\n", GetParam(), worst_w, worst_h, worst_r);
   EXPECT_LT(worst_w, kWeightTol);
   EXPECT_LT(worst_h, kHiddenTol);
@@ -69,9 +76,10 @@ TEST_P(ModelForward, MatchesNumPyReference) {
   const model::ForwardResult fb = model::gpt2Forward(ck.weights, ids, {.attention = &attention_backend});
   double worst_bw = 0;
   for (int l = 0; l < c.n_layer; ++l)
-    for (int h = 0; h < c.n_head; ++h) worst_bw = std::max(worst_bw, maxDiff(fb.map(l, h, c.n_head), expected["weights"][l][h]));
+    for (int h = 0; h < c.n_head; ++h)
+      worst_bw = worse(worst_bw, maxDiff(fb.map(l, h, c.n_head), expected["weights"][l][h], "backend weights"));
   EXPECT_LT(worst_bw, kWeightTol);
-  EXPECT_LT(maxDiff(fb.hidden, expected["hidden"]), kHiddenTol);
+  EXPECT_LT(maxDiff(fb.hidden, expected["hidden"], "backend hidden"), kHiddenTol);
 
   // Each layer as a scene, through the ordinary engine.
   std::vector<std::string> labels;
@@ -84,10 +92,10 @@ TEST_P(ModelForward, MatchesNumPyReference) {
     EXPECT_EQ(s.mask, attnscope::MaskKind::Causal);
     EXPECT_FLOAT_EQ(s.headScale(0), 1.0f / std::sqrt(static_cast<float>(c.n_embd / c.n_head)));
     const attnscope::Result r = cpu.compute(s);
+    ASSERT_EQ(r.heads.size(), static_cast<std::size_t>(c.n_head));
     for (int h = 0; h < c.n_head; ++h)
-      worst_s = std::max(
-          worst_s, static_cast<double>(
-                       (r.heads[static_cast<std::size_t>(h)].weights - f.map(l, h, c.n_head)).cwiseAbs().maxCoeff()));
+      worst_s = worse(worst_s, attnscope::test::maxError(r.heads[static_cast<std::size_t>(h)].weights,
+                                                         f.map(l, h, c.n_head), {}, "layer scene weights"));
   }
   std::printf("[ %s ] layer scenes vs forward: %.2g\n", GetParam(), worst_s);
   EXPECT_LT(worst_s, kSceneTol);

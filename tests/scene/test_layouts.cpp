@@ -8,6 +8,7 @@
 #include "attnscope/compute/cpu_backend.h"
 #include "attnscope/error.h"
 #include "attnscope/scene/layouts.h"
+#include "compare.h"
 
 using namespace attnscope;
 
@@ -98,7 +99,7 @@ TEST(Layouts, TorchMultiheadAttentionMatchesTheTorchFormula) {
   for (int i = 0; i < n; ++i) scene.query_tokens.push_back("t" + std::to_string(i));
   applyProjections(scene, fromTorchMultiheadAttention(w));
   const Result r = CpuBackend(1).compute(scene);
-  EXPECT_LT((r.output.cast<double>() - expected).cwiseAbs().maxCoeff(), 1e-5);
+  test::expectClose(r.output, expected, 1e-5, "output");
 }
 
 TEST(Layouts, Seed003FusedLayoutMatchesItsReshapeAndChunk) {
@@ -119,7 +120,7 @@ TEST(Layouts, Seed003FusedLayoutMatchesItsReshapeAndChunk) {
   scene.query_tokens = {"a", "b", "c", "d"};
   applyProjections(scene, fromFusedQkv(weight, std::nullopt, heads, FusedQkvOrder::HeadsThenSplit));
   const Result r = CpuBackend(1).compute(scene);
-  EXPECT_LT((r.output.cast<double>() - concat).cwiseAbs().maxCoeff(), 1e-5);
+  test::expectClose(r.output, concat, 1e-5, "output");
 }
 
 TEST(Layouts, KerasKernelsSliceByHand) {

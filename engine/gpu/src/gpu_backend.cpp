@@ -270,6 +270,11 @@ void GpuBackend::finish() {
 
 void GpuBackend::setStageTiming(bool on) { impl_->timer.enable(on); }
 
+GpuPathCounts GpuBackend::pathCounts() const {
+  return {.weight_buffers = impl_->weight_groups.size(),
+          .staged_chunks = impl_->readback ? impl_->readback->stagedChunks() : 0};
+}
+
 std::vector<std::pair<std::string, double>> GpuBackend::takeStageTimes() {
   CallScope scope(impl_->egl.get());
   return impl_->timer.take();

@@ -68,6 +68,7 @@ void Readback::read(const GlBuffer& source, std::size_t offset, void* data, std:
     return glFenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0);
   };
   const std::size_t chunks = (bytes + kHalf - 1) / kHalf;
+  staged_chunks_ += chunks;
   GLsync fence = issue(0);
   for (std::size_t c = 0; c < chunks; ++c) {
     waitAndDelete(fence);

@@ -24,12 +24,15 @@ class Readback {
   void read(const GlBuffer& source, std::size_t offset, void* data, std::size_t bytes);
   bool staged() const { return mapped_ != nullptr; }
   std::size_t stagingBytes() const { return mapped_ ? 2 * kHalf : 0; }
+  // Chunks copied through the staging buffer since construction (tests assert the staged path ran).
+  std::size_t stagedChunks() const { return staged_chunks_; }
 
   static constexpr std::size_t kHalf = std::size_t{32} << 20;  // the staging buffer is two halves of this
 
  private:
   GLuint staging_ = 0;
   char* mapped_ = nullptr;  // 2 kHalf bytes, mapped for reading for the staging buffer's lifetime
+  std::size_t staged_chunks_ = 0;
 };
 
 }  // namespace attnscope::gpu

@@ -44,6 +44,14 @@ struct GpuOptions {
 // when `with_textures` (the window's heatmaps). Checked against the budget before anything is allocated.
 std::size_t estimateGpuBytes(const Scene& scene, bool with_textures);
 
+// Which paths the backend took, for tests that assert a path ran: the storage buffers the heads' weights
+// are spread over (set by the last upload), and the read-back chunks copied through the staging buffer since
+// construction (0 on the direct path).
+struct GpuPathCounts {
+  std::size_t weight_buffers = 0;
+  std::size_t staged_chunks = 0;
+};
+
 class GpuBackend final : public Backend {
  public:
   // Throws GpuUnavailable (a std::runtime_error) with a clear reason when no GL 4.3 context can be had.
@@ -74,6 +82,7 @@ class GpuBackend final : public Backend {
   // the last call and returns milliseconds per stage, in the order they first ran.
   void setStageTiming(bool on);
   std::vector<std::pair<std::string, double>> takeStageTimes();
+  GpuPathCounts pathCounts() const;
 
  private:
   struct Impl;
