@@ -1,5 +1,7 @@
 // Maps on demand: the key mask from indices, row statistics, weight tiles (plain and pooled) and the streamed
 // analysis, each against references computed here in double from the scene's own inputs, or worked by hand.
+#include "compare.h"  // first: it includes Eigen as types.h does
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -60,20 +62,9 @@ MatrixD referenceRows(const Scene& s, int head, int row0, int row1) {
   return w;
 }
 
-// Largest |a - b|; a non-finite a where b is finite counts as infinite.
-double worstError(const Matrix& a, const MatrixD& b) {
-  EXPECT_EQ(a.rows(), b.rows());
-  EXPECT_EQ(a.cols(), b.cols());
-  if (a.rows() != b.rows() || a.cols() != b.cols()) return std::numeric_limits<double>::infinity();
-  double worst = 0;
-  for (Eigen::Index i = 0; i < a.rows(); ++i)
-    for (Eigen::Index j = 0; j < a.cols(); ++j) {
-      const double e = std::abs(static_cast<double>(a(i, j)) - b(i, j));
-      if (!std::isfinite(e)) return std::numeric_limits<double>::infinity();
-      worst = std::max(worst, e);
-    }
-  return worst;
-}
+// Largest |a - b| (tests/compare.h: a non-finite value where the reference is finite is an infinite error, and
+// the shapes must agree).
+double worstError(const Matrix& a, const MatrixD& b) { return test::maxError(a, b); }
 
 TEST(KeyMask, CausalWithPaddingByHand) {
   Scene s = randomScene(4, 1, 4, true, 1);
@@ -170,12 +161,10 @@ TEST_P(TilesAgainstMaps, EveryTileAndTheOutputs) {
     ASSERT_EQ(hr.row_max.size(), 97);
     ASSERT_EQ(hr.row_sum.size(), 97);
     // Outputs: both results, the same up to the order of float sums.
-    EXPECT_LT((lean.heads[static_cast<std::size_t>(h)].output - full.heads[static_cast<std::size_t>(h)].output)
-                  .cwiseAbs()
-                  .maxCoeff(),
-              1e-6f);
+    test::expectClose(lean.heads[static_cast<std::size_t>(h)].output, full.heads[static_cast<std::size_t>(h)].output,
+                      1e-6, "head output without maps");
   }
-  EXPECT_LT((lean.output - full.output).cwiseAbs().maxCoeff(), 1e-6f);
+  test::expectClose(lean.output, full.output, 1e-6, "output without maps");
   // The streamed analysis equals the full-map one (differences only in the order of double sums).
   for (int a = 0; a < 3; ++a) {
     for (int b = 0; b < 3; ++b) {
