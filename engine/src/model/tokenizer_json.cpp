@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "attnscope/atomic_file.h"
 #include "attnscope/error.h"
@@ -37,25 +38,36 @@ std::string shown(const json& j) {
 }
 
 // A JSON value and where it is, for messages: "tok/tokenizer.json: model.merges[3]: expected ..., got ...".
+// The path is spelled out only when a message needs it (a large vocabulary has 150k entries).
 struct Node {
   const json& j;
-  std::string path;
+  const Node* parent;      // null at the top
+  std::string_view key;    // a member's name (empty for an array element)
+  std::size_t index;       // an array element's index
   const std::string& file;
+  bool quoted = false;     // a vocabulary entry: ['token']
 
+  std::string path() const {
+    if (!parent) return "";
+    std::string p = parent->path();
+    if (quoted) return p + "['" + std::string(key.substr(0, 40)) + "']";
+    if (key.empty()) return p + "[" + std::to_string(index) + "]";
+    return p.empty() ? std::string(key) : p + "." + std::string(key);
+  }
   [[noreturn]] void fail(const std::string& expected, const std::string& got) const {
-    throw InputError(file + ": " + (path.empty() ? "(top level)" : path), expected, got);
+    const std::string p = path();
+    throw InputError(file + ": " + (p.empty() ? "(top level)" : p), expected, got);
   }
   [[noreturn]] void fail(const std::string& expected) const { fail(expected, shown(j)); }
-  Node at(const std::string& key) const {
+  Node at(std::string_view name) const {
     static const json null_value;
-    const std::string p = path.empty() ? key : path + "." + key;
     if (!j.is_object()) fail("an object");
-    const auto it = j.find(key);
-    return {it == j.end() ? null_value : *it, p, file};
+    const auto it = j.find(name);
+    return {it == j.end() ? null_value : *it, this, name, 0, file};
   }
-  Node at(std::size_t i) const { return {j[i], path + "[" + std::to_string(i) + "]", file}; }
+  Node at(std::size_t i) const { return {j[i], this, {}, i, file}; }
   bool null() const { return j.is_null(); }
-  bool has(const std::string& key) const { return j.is_object() && j.contains(key); }
+  bool has(const std::string& name) const { return j.is_object() && j.contains(name); }
   std::string str() const {
     if (!j.is_string()) fail("a string");
     return j.get<std::string>();
@@ -98,7 +110,7 @@ Pattern pattern(const Node& n) {
     if (p.literal.empty()) n.at("String").fail("a non-empty string", "\"\"");
   } else if (n.has("Regex")) {
     const Node r = n.at("Regex");
-    p.regex = Regex(r.str(), r.file + ": " + r.path);
+    p.regex = Regex(r.str(), r.file + ": " + r.path());
   } else {
     n.fail("{\"String\": ...} or {\"Regex\": ...}");
   }
@@ -247,8 +259,9 @@ void bpeModel(const Node& n, Spec& spec) {
   const Node vocab = n.at("vocab");
   if (!vocab.j.is_object()) vocab.fail("an object of token: id");
   std::vector<std::string>& by_id = spec.id_to_token;
+  m.vocab.reserve(vocab.j.size());
   for (auto it = vocab.j.begin(); it != vocab.j.end(); ++it) {
-    const Node entry{it.value(), vocab.path + "['" + it.key().substr(0, 40) + "']", n.file};
+    const Node entry{it.value(), &vocab, it.key(), 0, n.file, true};
     const auto id = static_cast<std::size_t>(entry.integer(0, kMaxId));
     if (id >= by_id.size()) by_id.resize(id + 1);
     if (!by_id[id].empty()) entry.fail("an id no other token has", std::to_string(id) + " (also '" + by_id[id].substr(0, 40) + "')");
@@ -267,6 +280,7 @@ void bpeModel(const Node& n, Spec& spec) {
   const std::size_t prefix_len = m.continuing_subword_prefix ? m.continuing_subword_prefix->size() : 0;
   const Node merges = n.at("merges");
   if (!merges.null()) {
+    m.merges.reserve(merges.size());
     for (std::size_t i = 0; i < merges.size(); ++i) {
       const Node merge = merges.at(i);
       std::string a, b;
@@ -385,7 +399,7 @@ void finishSpec(Spec& spec) {
 Tokenizer Tokenizer::fromTokenizerJson(const std::string& json_text, const std::string& name,
                                        const std::string& config_text, const std::string& config_name) {
   const json root = tok::parseTokenizerJson(json_text, name);
-  const tok::Node top{root, "", name};
+  const tok::Node top{root, nullptr, {}, 0, name};
   if (!root.is_object()) top.fail("an object");
   auto spec = std::make_shared<tok::Spec>();
   for (const char* unused : {"truncation", "padding"})
@@ -400,7 +414,7 @@ Tokenizer Tokenizer::fromTokenizerJson(const std::string& json_text, const std::
   if (!top.at("decoder").null()) spec->decoder = tok::decoder(top.at("decoder"));
   if (!config_text.empty()) {
     const json config = tok::parseTokenizerJson(config_text, config_name);
-    tok::applyConfig({config, "", config_name}, *spec);
+    tok::applyConfig({config, nullptr, {}, 0, config_name}, *spec);
   }
   return Tokenizer(std::move(spec));
 }
