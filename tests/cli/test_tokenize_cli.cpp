@@ -115,6 +115,25 @@ TEST(TokenizeCli, HostileFiles) {
   j["model"]["merges"][0] = "h i x";
   expectFileRefused(j.dump(), {"model.merges[0]: expected \"a b\""});
   j = smallTokenizer();
+  j["model"]["merges"].push_back(5);
+  expectFileRefused(j.dump(), {"model.merges[2]: expected \"a b\" or [\"a\", \"b\"], got number 5"});
+  j = smallTokenizer();
+  j["model"]["merges"].push_back(json::array({"h"}));
+  expectFileRefused(j.dump(), {"model.merges[2]: expected \"a b\" or [\"a\", \"b\"], got array [\"h\"]"});
+  j = smallTokenizer();
+  j["model"]["vocab"]["h"] = json::object();
+  expectFileRefused(j.dump(), {"model.vocab['h']: expected an integer from 0 to 10000000, got object {}"});
+  j = smallTokenizer();
+  j["model"]["vocab"] = json::array({"h", "i"});
+  expectFileRefused(j.dump(), {"model.vocab: expected an object of token: id, got array"});
+  j = smallTokenizer();
+  j["model"]["merges"] = {{"h", "i"}};
+  expectFileRefused(j.dump(), {"model.merges: expected an array, got object"});
+  std::string twice = smallTokenizer().dump();
+  twice.replace(twice.find("\"h\":0"), 5, "\"h\":0,\"h\":9");  // one token listed twice
+  expectFileRefused(twice, {"model.vocab['h']: expected a token listed once"});
+  expectFileRefused(std::string(300, '[') + std::string(300, ']'), {"expected JSON nested at most 256 deep"});
+  j = smallTokenizer();
   j["normalizer"] = {{"type", "Lowercase"}};
   expectFileRefused(j.dump(), {"normalizer.type: expected a normalizer type, one of NFC", "got 'Lowercase' (not supported)"});
   j = smallTokenizer();

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string_view>
 
 #include "attnscope/atomic_file.h"
@@ -18,8 +19,177 @@ using nlohmann::json;
 
 namespace tok {
 
-// The one place a tokenizer JSON file's text becomes a JSON value (for a bounded reader to replace).
-json parseTokenizerJson(const std::string& text, const std::string& name) {
+namespace {
+
+constexpr std::size_t kMaxDepth = 256;  // tokenizer.json nests about 5 deep
+
+// A tokenizer.json as parsed: the document, except model.vocab and model.merges (when they are an object and an
+// array), which are read straight into flat lists: 150k vocabulary entries and merges as nested JSON values
+// cost more to build and to free than everything else the loader does.
+struct RawMerge {
+  enum class Form { Joined, Pair, Other } form = Form::Other;
+  std::string first, second;  // Joined: "a b" in first; Pair: a, b
+  json other;                 // Other: the value (nested containers only sketched), for the message
+};
+struct TokenizerJson {
+  json root;
+  std::optional<std::vector<std::pair<std::string, json>>> vocab;
+  std::optional<std::vector<RawMerge>> merges;
+};
+
+// nlohmann's SAX events: forwarded to its DOM builder, but for the two captured lists.
+class CapturingSax {
+ public:
+  CapturingSax(TokenizerJson& out, const std::string& name) : out_(out), dom_(out.root, true), name_(name) {}
+
+  bool null() { return mode_ == Mode::None ? dom_.null() : capture(json(nullptr)); }
+  bool boolean(bool v) { return mode_ == Mode::None ? dom_.boolean(v) : capture(json(v)); }
+  bool number_integer(json::number_integer_t v) { return mode_ == Mode::None ? dom_.number_integer(v) : capture(json(v)); }
+  bool number_unsigned(json::number_unsigned_t v) { return mode_ == Mode::None ? dom_.number_unsigned(v) : capture(json(v)); }
+  bool number_float(json::number_float_t v, const json::string_t& text) {
+    return mode_ == Mode::None ? dom_.number_float(v, text) : capture(json(v));
+  }
+  bool binary(json::binary_t& v) { return dom_.binary(v); }
+  bool string(json::string_t& v) {
+    if (mode_ == Mode::Merges && nested_ == 0) {
+      RawMerge m;
+      m.form = RawMerge::Form::Joined;
+      m.first = std::move(v);
+      out_.merges->push_back(std::move(m));
+      return true;
+    }
+    if (mode_ == Mode::Merges && nested_ == 1 && in_pair_) {
+      pair_.push_back(std::move(v));
+      return true;
+    }
+    if (mode_ != Mode::None) return capture(json(v));
+    return dom_.string(v);
+  }
+  bool key(json::string_t& k) {
+    if (mode_ == Mode::None) {
+      if (depth_ == 1) key1_ = k;
+      if (depth_ == 2) key2_ = k;
+      return dom_.key(k);
+    }
+    if (mode_ == Mode::Vocab && nested_ == 0) pending_key_ = std::move(k);
+    return true;
+  }
+  bool start_object(std::size_t n) {
+    if (mode_ != Mode::None) return open(json::object());
+    enter();
+    if (depth_ == 3 && in_model_ && key2_ == "vocab") {
+      mode_ = Mode::Vocab;
+      out_.vocab.emplace();
+      return true;
+    }
+    if (depth_ == 2) in_model_ = root_is_object_ && key1_ == "model";
+    if (depth_ == 1) root_is_object_ = true;
+    return dom_.start_object(n);
+  }
+  bool start_array(std::size_t n) {
+    if (mode_ != Mode::None) {
+      if (mode_ == Mode::Merges && nested_ == 0) {
+        in_pair_ = true;
+        pair_ok_ = true;
+        pair_.clear();
+        ++nested_;
+        return true;
+      }
+      if (mode_ == Mode::Merges && nested_ == 1) pair_ok_ = false;
+      return open(json::array());
+    }
+    enter();
+    if (depth_ == 3 && in_model_ && key2_ == "merges") {
+      mode_ = Mode::Merges;
+      out_.merges.emplace();
+      return true;
+    }
+    if (depth_ == 2) in_model_ = false;
+    return dom_.start_array(n);
+  }
+  bool end_object() { return close(true); }
+  bool end_array() { return close(false); }
+  bool parse_error(std::size_t position, const std::string& last, const nlohmann::detail::exception& e) {
+    return dom_.parse_error(position, last, e);
+  }
+
+ private:
+  enum class Mode { None, Vocab, Merges };
+
+  void enter() {
+    if (++depth_ > kMaxDepth) throw InputError(name_, "JSON nested at most " + std::to_string(kMaxDepth) + " deep", "deeper");
+  }
+  bool capture(json v) {  // a scalar inside a captured list
+    if (mode_ == Mode::Vocab && nested_ == 0) {
+      out_.vocab->emplace_back(std::move(pending_key_), std::move(v));
+    } else if (mode_ == Mode::Merges && nested_ == 0) {
+      out_.merges->push_back({RawMerge::Form::Other, {}, {}, std::move(v)});
+    } else if (mode_ == Mode::Merges && nested_ == 1 && in_pair_) {
+      pair_ok_ = false;
+    }
+    return true;
+  }
+  bool open(json placeholder) {  // a container inside a captured list: recorded as empty, its inside skipped
+    if (++nested_ + depth_ > kMaxDepth) throw InputError(name_, "JSON nested at most " + std::to_string(kMaxDepth) + " deep", "deeper");
+    if (nested_ == 1 && mode_ == Mode::Vocab) out_.vocab->emplace_back(std::move(pending_key_), std::move(placeholder));
+    if (nested_ == 1 && mode_ == Mode::Merges) out_.merges->push_back({RawMerge::Form::Other, {}, {}, std::move(placeholder)});
+    return true;
+  }
+  bool close(bool object) {
+    if (mode_ == Mode::None) {
+      --depth_;
+      if (depth_ == 1) in_model_ = false;
+      return object ? dom_.end_object() : dom_.end_array();
+    }
+    if (nested_ > 0) {
+      if (--nested_ == 0 && mode_ == Mode::Merges && in_pair_) {
+        RawMerge m;
+        if (pair_ok_ && pair_.size() == 2) {
+          m.form = RawMerge::Form::Pair;
+          m.first = std::move(pair_[0]);
+          m.second = std::move(pair_[1]);
+        } else {
+          m.other = json(pair_);
+        }
+        out_.merges->push_back(std::move(m));
+        in_pair_ = false;
+      }
+      return true;
+    }
+    // The captured list ends: the document keeps an empty one in its place.
+    const Mode was = mode_;
+    mode_ = Mode::None;
+    --depth_;
+    if (was == Mode::Vocab) return dom_.start_object(0) && dom_.end_object();
+    return dom_.start_array(0) && dom_.end_array();
+  }
+
+  TokenizerJson& out_;
+  nlohmann::detail::json_sax_dom_parser<json> dom_;
+  const std::string& name_;
+  std::size_t depth_ = 0, nested_ = 0;
+  bool root_is_object_ = false, in_model_ = false, in_pair_ = false, pair_ok_ = false;
+  std::string key1_, key2_, pending_key_;
+  std::vector<std::string> pair_;
+  Mode mode_ = Mode::None;
+};
+
+}  // namespace
+
+// The one place a tokenizer.json's text becomes JSON (a bounded reader, if one replaces it, must keep the
+// two flat lists or the loader slows by about a third).
+TokenizerJson readTokenizerJson(const std::string& text, const std::string& name) {
+  TokenizerJson out;
+  CapturingSax sax(out, name);
+  try {
+    json::sax_parse(text, &sax);
+  } catch (const json::exception& e) {
+    throw InputError(name, "JSON", std::string("a syntax error (") + e.what() + ")");
+  }
+  return out;
+}
+
+json parseSmallJson(const std::string& text, const std::string& name) {
   try {
     return json::parse(text);
   } catch (const json::exception& e) {
@@ -252,23 +422,28 @@ PostProcessor postProcessor(const Node& n, const Spec& spec) {
   return out;
 }
 
-void bpeModel(const Node& n, Spec& spec) {
+void bpeModel(const Node& n, TokenizerJson& parsed, Spec& spec) {
   if (n.j.is_object() && !n.has("type") && !n.has("merges")) n.fail("a BPE model");
   if (n.has("type")) n.type({"BPE"}, "a model");
   BpeModel& m = spec.model;
   const Node vocab = n.at("vocab");
-  if (!vocab.j.is_object()) vocab.fail("an object of token: id");
+  if (!parsed.vocab) {  // not read as a flat list: not an object (or not where the reader looks)
+    if (!vocab.j.is_object()) vocab.fail("an object of token: id");
+    parsed.vocab.emplace();
+    for (auto it = vocab.j.begin(); it != vocab.j.end(); ++it) parsed.vocab->emplace_back(it.key(), it.value());
+  }
   std::vector<std::string>& by_id = spec.id_to_token;
-  m.vocab.reserve(vocab.j.size());
-  for (auto it = vocab.j.begin(); it != vocab.j.end(); ++it) {
-    const Node entry{it.value(), &vocab, it.key(), 0, n.file, true};
+  m.vocab.reserve(parsed.vocab->size());
+  for (auto& [token, value] : *parsed.vocab) {
+    const Node entry{value, &vocab, token, 0, n.file, true};
     const auto id = static_cast<std::size_t>(entry.integer(0, kMaxId));
     if (id >= by_id.size()) by_id.resize(id + 1);
     if (!by_id[id].empty()) entry.fail("an id no other token has", std::to_string(id) + " (also '" + by_id[id].substr(0, 40) + "')");
-    if (it.key().empty()) entry.fail("a non-empty token", "\"\"");
-    by_id[id] = it.key();
-    m.vocab.emplace(it.key(), static_cast<int>(id));
+    if (token.empty()) entry.fail("a non-empty token", "\"\"");
+    if (!m.vocab.emplace(token, static_cast<int>(id)).second) entry.fail("a token listed once", "it again");
+    by_id[id] = std::move(token);
   }
+  parsed.vocab.reset();
   const auto idOf = [&](const Node& where, const std::string& token) {
     const auto it = m.vocab.find(token);
     if (it == m.vocab.end()) where.fail("tokens in model.vocab", "'" + token.substr(0, 40) + "', which is not");
@@ -279,27 +454,54 @@ void bpeModel(const Node& n, Spec& spec) {
   if (!optional_suffix.null()) m.end_of_word_suffix = optional_suffix.str();
   const std::size_t prefix_len = m.continuing_subword_prefix ? m.continuing_subword_prefix->size() : 0;
   const Node merges = n.at("merges");
-  if (!merges.null()) {
-    m.merges.reserve(merges.size());
+  if (!parsed.merges && !merges.null()) {
+    parsed.merges.emplace();
     for (std::size_t i = 0; i < merges.size(); ++i) {
-      const Node merge = merges.at(i);
-      std::string a, b;
-      if (merge.j.is_string()) {  // "a b": exactly one space
-        const std::string s = merge.str();
-        const std::size_t space = s.find(' ');
-        if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos) merge.fail("\"a b\" (two tokens, one space)");
-        a = s.substr(0, space), b = s.substr(space + 1);
-      } else if (merge.j.is_array() && merge.j.size() == 2) {
-        a = merge.at(0).str(), b = merge.at(1).str();
-      } else {
-        merge.fail("\"a b\" or [\"a\", \"b\"]");
-      }
-      const int ia = idOf(merge, a), ib = idOf(merge, b);
-      // model.rs: the merged token is a + b without b's continuing_subword_prefix (its length, as tokenizers cuts it).
-      const std::string merged = a + (b.size() >= prefix_len ? b.substr(prefix_len) : std::string());
-      const std::uint64_t key = (static_cast<std::uint64_t>(ia) << 32) | static_cast<std::uint32_t>(ib);
-      m.merges[key] = {static_cast<int>(i), idOf(merge, merged)};
+      const json& v = merges.j[i];
+      if (v.is_string())
+        parsed.merges->push_back({RawMerge::Form::Joined, v.get<std::string>(), {}, {}});
+      else if (v.is_array() && v.size() == 2 && v[0].is_string() && v[1].is_string())
+        parsed.merges->push_back({RawMerge::Form::Pair, v[0].get<std::string>(), v[1].get<std::string>(), {}});
+      else
+        parsed.merges->push_back({RawMerge::Form::Other, {}, {}, v});
     }
+  }
+  if (parsed.merges) {
+    m.merges.reserve(parsed.merges->size());
+    std::string a, b;
+    for (std::size_t i = 0; i < parsed.merges->size(); ++i) {
+      RawMerge& raw = (*parsed.merges)[i];
+      // Where a message points (the value built only when one is written).
+      const auto fail = [&](const std::string& expected, const std::optional<std::string>& got = std::nullopt) {
+        const json shown_value = raw.form == RawMerge::Form::Joined ? json(raw.first) : raw.other;
+        const Node merge{shown_value, &merges, {}, i, n.file};
+        if (got) merge.fail(expected, *got);
+        merge.fail(expected);
+      };
+      if (raw.form == RawMerge::Form::Joined) {  // "a b": exactly one space
+        const std::size_t space = raw.first.find(' ');
+        if (space == std::string::npos || raw.first.find(' ', space + 1) != std::string::npos)
+          fail("\"a b\" (two tokens, one space)");
+        a.assign(raw.first, 0, space);
+        b.assign(raw.first, space + 1);
+      } else if (raw.form == RawMerge::Form::Pair) {
+        a.swap(raw.first);
+        b.swap(raw.second);
+      } else {
+        fail("\"a b\" or [\"a\", \"b\"]");
+      }
+      const auto idOrFail = [&](const std::string& token) {
+        const auto it = m.vocab.find(token);
+        if (it == m.vocab.end()) fail("tokens in model.vocab", "'" + token.substr(0, 40) + "', which is not");
+        return it->second;
+      };
+      const int ia = idOrFail(a), ib = idOrFail(b);
+      // model.rs: the merged token is a + b without b's continuing_subword_prefix (its length, as tokenizers cuts it).
+      a.append(b, std::min(prefix_len, b.size()));
+      const std::uint64_t key = (static_cast<std::uint64_t>(ia) << 32) | static_cast<std::uint32_t>(ib);
+      m.merges[key] = {static_cast<int>(i), idOrFail(a)};
+    }
+    parsed.merges.reset();
   }
   const Node dropout = n.at("dropout");
   if (!dropout.null() && !(dropout.j.is_number() && dropout.j.get<double>() == 0.0))
@@ -398,7 +600,8 @@ void finishSpec(Spec& spec) {
 
 Tokenizer Tokenizer::fromTokenizerJson(const std::string& json_text, const std::string& name,
                                        const std::string& config_text, const std::string& config_name) {
-  const json root = tok::parseTokenizerJson(json_text, name);
+  tok::TokenizerJson parsed = tok::readTokenizerJson(json_text, name);
+  const json& root = parsed.root;
   const tok::Node top{root, nullptr, {}, 0, name};
   if (!root.is_object()) top.fail("an object");
   auto spec = std::make_shared<tok::Spec>();
@@ -407,13 +610,13 @@ Tokenizer Tokenizer::fromTokenizerJson(const std::string& json_text, const std::
   if (!top.at("normalizer").null()) spec->normalizer = tok::normalizer(top.at("normalizer"));
   if (!top.at("pre_tokenizer").null()) spec->pre_tokenizer = tok::preTokenizer(top.at("pre_tokenizer"));
   if (top.at("model").null()) top.at("model").fail("the model");
-  tok::bpeModel(top.at("model"), *spec);
+  tok::bpeModel(top.at("model"), parsed, *spec);
   tok::addedTokens(top.at("added_tokens"), *spec);
   tok::finishSpec(*spec);
   if (!top.at("post_processor").null()) spec->post_processor = tok::postProcessor(top.at("post_processor"), *spec);
   if (!top.at("decoder").null()) spec->decoder = tok::decoder(top.at("decoder"));
   if (!config_text.empty()) {
-    const json config = tok::parseTokenizerJson(config_text, config_name);
+    const json config = tok::parseSmallJson(config_text, config_name);
     tok::applyConfig({config, nullptr, {}, 0, config_name}, *spec);
   }
   return Tokenizer(std::move(spec));
