@@ -25,7 +25,8 @@ std::string englishMiB() {
   std::string text;
   while (text.size() < (1u << 20)) text += seeds;
   text.resize(1u << 20);
-  while (!text.empty() && (static_cast<unsigned char>(text.back()) & 0xC0) == 0x80) text.pop_back();  // whole characters
+  while (!text.empty() && (static_cast<unsigned char>(text.back()) & 0xC0) == 0x80)
+    text.pop_back();  // whole characters
   if (!text.empty() && static_cast<unsigned char>(text.back()) >= 0xC0) text.pop_back();
   return text;
 }
@@ -50,7 +51,8 @@ void BM_TokenizerEncodeEnglishMiBQwen3(benchmark::State& state) {
   std::size_t tokens = 0;
   for (auto _ : state) tokens = tokenizer.encode(text).size();
   state.counters["tokens"] = static_cast<double>(tokens);
-  state.counters["MB_per_s"] = benchmark::Counter(static_cast<double>(text.size()) / 1e6, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["MB_per_s"] =
+      benchmark::Counter(static_cast<double>(text.size()) / 1e6, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_TokenizerEncodeEnglishMiBQwen3)->Unit(benchmark::kMillisecond)->Iterations(3)->Repetitions(3);
 

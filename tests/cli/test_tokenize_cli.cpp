@@ -23,17 +23,18 @@ json smallTokenizer() {
   json vocab = json::object();
   for (const std::string& sym : std::vector<std::string>{"h", "i", "\u0120", "!", "hi", "\u0120hi"})
     vocab[sym] = static_cast<int>(vocab.size());
-  return {{"version", "1.0"},
-          {"added_tokens", json::array({{{"id", 6}, {"content", "<s>"}, {"special", true}}})},
-          {"normalizer", nullptr},
-          {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
-          {"post_processor",
-           {{"type", "TemplateProcessing"},
-            {"single", json::array({{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
-                                    {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}})},
-            {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {6}}, {"tokens", {"<s>"}}}}}}}},
-          {"decoder", {{"type", "ByteLevel"}}},
-          {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", json::array({"h i", json::array({"\u0120", "hi"})})}}}};
+  return {
+      {"version", "1.0"},
+      {"added_tokens", json::array({{{"id", 6}, {"content", "<s>"}, {"special", true}}})},
+      {"normalizer", nullptr},
+      {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
+      {"post_processor",
+       {{"type", "TemplateProcessing"},
+        {"single", json::array({{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
+                                {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}})},
+        {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {6}}, {"tokens", {"<s>"}}}}}}}},
+      {"decoder", {{"type", "ByteLevel"}}},
+      {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", json::array({"h i", json::array({"\u0120", "hi"})})}}}};
 }
 
 std::string writeTokenizer(const std::string& text) {
@@ -135,7 +136,8 @@ TEST(TokenizeCli, HostileFiles) {
   expectFileRefused(std::string(300, '[') + std::string(300, ']'), {"expected JSON nested at most 256 deep"});
   j = smallTokenizer();
   j["normalizer"] = {{"type", "Lowercase"}};
-  expectFileRefused(j.dump(), {"normalizer.type: expected a normalizer type, one of NFC", "got 'Lowercase' (not supported)"});
+  expectFileRefused(j.dump(),
+                    {"normalizer.type: expected a normalizer type, one of NFC", "got 'Lowercase' (not supported)"});
   j = smallTokenizer();
   j["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", json::array({{{"type", "Whitespace"}}})}};
   expectFileRefused(j.dump(), {"pre_tokenizer.pretokenizers[0].type: expected a pre-tokenizer type", "'Whitespace'"});
@@ -176,7 +178,8 @@ TEST(TokenizeCli, BadUsageAndText) {
   expectRefused("tokenize '" + dir + "/nothing.json' --text hi", {"nothing.json"});
   expectRefused("tokenize '" + dir + "'", {"--text: expected the text to tokenize"});
   model_test::spit(dir + "/bad.txt", "bad \xff byte");
-  expectRefused("tokenize '" + dir + "' --text-file '" + dir + "/bad.txt'", {"text: expected valid UTF-8, got byte 255 at offset 4"});
+  expectRefused("tokenize '" + dir + "' --text-file '" + dir + "/bad.txt'",
+                {"text: expected valid UTF-8, got byte 255 at offset 4"});
   model_test::spit(dir + "/tokenizer_config.json", "{\"tokenizer_class\": ");
   expectRefused("tokenize '" + dir + "' --text hi", {dir + "/tokenizer_config.json: expected JSON"});
 }

@@ -13,7 +13,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     const attnscope::model::Tokenizer t = attnscope::model::Tokenizer::fromTokenizerJson(text);
     for (const bool special : {true, false}) {
-      const std::vector<int> ids = t.encode("Hello  world! It's 42\r\n\t<s> <|endoftext|> caf\u00e9 \u2581x \U0001F44B\U0001F3FD", special);
+      const std::vector<int> ids =
+          t.encode("Hello  world! It's 42\r\n\t<s> <|endoftext|> caf\u00e9 \u2581x \U0001F44B\U0001F3FD", special);
       (void)t.decode(ids);
       for (int id : ids) (void)t.label(id);
     }

@@ -34,8 +34,8 @@ json pieceModel(const std::vector<std::string>& texts, const std::vector<std::st
 }
 
 json file(const json& model_json) {
-  return {{"version", "1.0"},       {"truncation", nullptr},     {"padding", nullptr}, {"added_tokens", json::array()},
-          {"normalizer", nullptr},  {"pre_tokenizer", nullptr}, {"model", model_json}, {"post_processor", nullptr},
+  return {{"version", "1.0"},      {"truncation", nullptr},    {"padding", nullptr},  {"added_tokens", json::array()},
+          {"normalizer", nullptr}, {"pre_tokenizer", nullptr}, {"model", model_json}, {"post_processor", nullptr},
           {"decoder", nullptr}};
 }
 
@@ -122,11 +122,12 @@ TEST(HfTokenizer, ByteLevelPrefixSpaceAndNormalizers) {
   EXPECT_EQ(tokens(make(f), "cafe\u0301"), (Pieces{"caf\u00e9"}));
   f["normalizer"] = {{"type", "NFKC"}};  // the ligature ﬁ (U+FB01) becomes f i
   EXPECT_EQ(tokens(make(f), "\uFB01"), (Pieces{"fi"}));
-  f["normalizer"] = {{"type", "Sequence"},
-                     {"normalizers", json::array({{{"type", "Replace"}, {"pattern", {{"String", "x"}}}, {"content", "fi"}},
-                                                   {{"type", "Prepend"}, {"prepend", "caf"}}})}};
+  f["normalizer"] = {
+      {"type", "Sequence"},
+      {"normalizers", json::array({{{"type", "Replace"}, {"pattern", {{"String", "x"}}}, {"content", "fi"}},
+                                   {{"type", "Prepend"}, {"prepend", "caf"}}})}};
   EXPECT_EQ(tokens(make(f), "x"), (Pieces{"caffi"}));  // x -> fi, then caf before it
-  EXPECT_TRUE(tokens(make(f), "").empty());  // Prepend adds nothing to an empty text
+  EXPECT_TRUE(tokens(make(f), "").empty());            // Prepend adds nothing to an empty text
 }
 
 TEST(HfTokenizer, BpeOptions) {
@@ -173,10 +174,9 @@ TEST(HfTokenizer, AddedTokenFlags) {
     return flags;
   };
   const int base = static_cast<int>(f["model"]["vocab"].size());
-  f["added_tokens"] = json::array({added(base, "[S]", {{"special", true}}),
-                                   added(base + 1, "[W]", {{"single_word", true}}),
-                                   added(base + 2, "[L]", {{"lstrip", true}}),
-                                   added(base + 3, "[R]", {{"rstrip", true}})});
+  f["added_tokens"] =
+      json::array({added(base, "[S]", {{"special", true}}), added(base + 1, "[W]", {{"single_word", true}}),
+                   added(base + 2, "[L]", {{"lstrip", true}}), added(base + 3, "[R]", {{"rstrip", true}})});
   const model::Tokenizer t = make(f);
   EXPECT_EQ(tokens(t, "a[S]b"), (Pieces{"a", "[S]", "b"}));
   EXPECT_EQ(tokens(t, "a[S]b", false), (Pieces{"a", "[S]", "b"}));  // matched with or without special tokens
@@ -200,13 +200,14 @@ TEST(HfTokenizer, TemplateAndConfig) {
   json f = file(pieceModel({"hi"}, {"<s>", "</s>"}));
   const int bos = f["model"]["vocab"]["<s>"], eos = f["model"]["vocab"]["</s>"];
   const json special = {{"<s>", {{"id", "<s>"}, {"ids", {bos}}, {"tokens", {"<s>"}}}}};
-  f["post_processor"] = {{"type", "Sequence"},
-                         {"processors", json::array({{{"type", "ByteLevel"}},
-                                                     {{"type", "TemplateProcessing"},
-                                                      {"single", json::array({{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
-                                                                              {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}})},
-                                                      {"pair", json::array()},
-                                                      {"special_tokens", special}}})}};
+  f["post_processor"] = {
+      {"type", "Sequence"},
+      {"processors", json::array({{{"type", "ByteLevel"}},
+                                  {{"type", "TemplateProcessing"},
+                                   {"single", json::array({{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
+                                                           {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}})},
+                                   {"pair", json::array()},
+                                   {"special_tokens", special}}})}};
   EXPECT_EQ(tokens(make(f), "hi"), (Pieces{"<s>", "hi"}));
   EXPECT_EQ(tokens(make(f), "hi", false), (Pieces{"hi"}));
   EXPECT_EQ(tokens(make(f), ""), (Pieces{"<s>"}));

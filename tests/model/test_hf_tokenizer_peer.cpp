@@ -25,9 +25,9 @@ int fetchPeer(std::string& err) {
   static int status = -1;
   static std::string message;
   if (status < 0) {
-    const model_test::CommandRun r = model_test::run(std::string("'") + ATTNSCOPE_SOURCE_DIR +
-                                                     "/scripts/fetch-hf-tokenizers.sh' '" + peerDir() + "' '" +
-                                                     ATTNSCOPE_SEEDS_DIR + "'");
+    const model_test::CommandRun r =
+        model_test::run(std::string("'") + ATTNSCOPE_SOURCE_DIR + "/scripts/fetch-hf-tokenizers.sh' '" + peerDir() +
+                        "' '" + ATTNSCOPE_SEEDS_DIR + "'");
     status = r.status;
     message = r.err;
   }
@@ -64,10 +64,12 @@ TEST_P(HfTokenizerPeer, SameIdsAsTransformersJs) {
     // What each decoder promises back: byte-level families the text (Qwen's after NFC); Llama 2's legacy
     // Metaspace the text when no added token (after which a '▁' is prepended again) or '▁' is in it.
     if (family == "llama2") {
-      if (contains(text, "<s>") || contains(text, "</s>") || contains(text, "<unk>") || contains(text, "\u2581")) continue;
+      if (contains(text, "<s>") || contains(text, "</s>") || contains(text, "<unk>") || contains(text, "\u2581"))
+        continue;
       EXPECT_EQ(tokenizer.decode(bare), text) << family << ": " << name;
     } else {
-      EXPECT_EQ(tokenizer.decode(bare), family == "qwen3" ? c["nfc"].get<std::string>() : text) << family << ": " << name;
+      EXPECT_EQ(tokenizer.decode(bare), family == "qwen3" ? c["nfc"].get<std::string>() : text)
+          << family << ": " << name;
     }
     ++round_trips;
   }

@@ -82,11 +82,13 @@ void splitAdded(const tok::Spec& spec, const tok::AddedMatcher& m, const std::st
     }
     if (t.lstrip) {
       std::size_t s = start;
-      while (s > 0 && isSpace(codePointAt(sentence, previousCharStart(sentence, s)))) s = previousCharStart(sentence, s);
+      while (s > 0 && isSpace(codePointAt(sentence, previousCharStart(sentence, s))))
+        s = previousCharStart(sentence, s);
       start = std::max(s, start_offset);
     }
     if (t.rstrip)
-      while (stop < n && isSpace(codePointAt(sentence, stop))) stop += utf8Length(static_cast<unsigned char>(sentence[stop]));
+      while (stop < n && isSpace(codePointAt(sentence, stop)))
+        stop += utf8Length(static_cast<unsigned char>(sentence[stop]));
     if (start > start_offset)
       out.push_back({sentence.substr(start_offset, start - start_offset), -1, at_origin && start_offset == 0});
     out.push_back({sentence.substr(start, stop - start), t.id, false});
@@ -105,8 +107,9 @@ void postProcess(const tok::PostProcessor& p, std::vector<int>& ids) {
       return;
     case tok::PostProcessor::Kind::TemplateProcessing: {
       std::vector<int> out;
-      for (const auto& item : p.single) out.insert(out.end(), item.is_sequence ? ids.begin() : item.ids.begin(),
-                                                   item.is_sequence ? ids.end() : item.ids.end());
+      for (const auto& item : p.single)
+        out.insert(out.end(), item.is_sequence ? ids.begin() : item.ids.begin(),
+                   item.is_sequence ? ids.end() : item.ids.end());
       ids.swap(out);
       return;
     }
@@ -204,12 +207,14 @@ Tokenizer Tokenizer::fromText(const std::string& vocab_json, const std::string& 
       throw InputError(field, "two symbols separated by one space", "'" + line.substr(0, 60) + "'");
     const std::string a = line.substr(0, space), b = line.substr(space + 1);
     for (const std::string* part : {&a, &b})
-      if (!model.vocab.count(*part)) throw InputError(field, "symbols in " + vocab_name, "'" + *part + "', which is not");
+      if (!model.vocab.count(*part))
+        throw InputError(field, "symbols in " + vocab_name, "'" + *part + "', which is not");
     const auto merged = model.vocab.find(a + b);
     if (merged == model.vocab.end())
       throw InputError(field, "a merge whose result is in " + vocab_name, "'" + a + b + "', which is not");
     // A repeated pair takes its last rank, as dict(zip(...)) in encoder.py and the HashMap in tokenizers.
-    const std::uint64_t key = (static_cast<std::uint64_t>(model.vocab.at(a)) << 32) | static_cast<std::uint32_t>(model.vocab.at(b));
+    const std::uint64_t key =
+        (static_cast<std::uint64_t>(model.vocab.at(a)) << 32) | static_cast<std::uint32_t>(model.vocab.at(b));
     model.merges[key] = {rank++, merged->second};
   }
   tok::PreTokenizer byte_level;

@@ -13,7 +13,8 @@ const std::unordered_map<char32_t, unsigned char>& charToByte() {
   static const std::unordered_map<char32_t, unsigned char> table = [] {
     std::unordered_map<char32_t, unsigned char> t;
     const std::vector<std::string>& b2u = byteToUnicode();
-    for (int b = 0; b < 256; ++b) t.emplace(codePointAt(b2u[static_cast<std::size_t>(b)], 0), static_cast<unsigned char>(b));
+    for (int b = 0; b < 256; ++b)
+      t.emplace(codePointAt(b2u[static_cast<std::size_t>(b)], 0), static_cast<unsigned char>(b));
     return t;
   }();
   return table;
@@ -25,7 +26,10 @@ int fallbackByte(const std::string& token) {
   int v = 0;
   for (std::size_t k = 3; k < 5; ++k) {
     const char c = token[k];
-    const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    const int d = c >= '0' && c <= '9'   ? c - '0'
+                  : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                  : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                         : -1;
     if (d < 0) return -1;
     v = v * 16 + d;
   }
@@ -119,8 +123,10 @@ std::vector<std::string> decodeChain(const Decoder& d, std::vector<std::string> 
       for (std::string& t : tokens) {
         const std::size_t w = d.strip_char.size();
         std::size_t begin = 0, end = t.size();
-        for (std::size_t k = 0; k < d.start && begin + w <= end && t.compare(begin, w, d.strip_char) == 0; ++k) begin += w;
-        for (std::size_t k = 0; k < d.stop && end >= begin + w && t.compare(end - w, w, d.strip_char) == 0; ++k) end -= w;
+        for (std::size_t k = 0; k < d.start && begin + w <= end && t.compare(begin, w, d.strip_char) == 0; ++k)
+          begin += w;
+        for (std::size_t k = 0; k < d.stop && end >= begin + w && t.compare(end - w, w, d.strip_char) == 0; ++k)
+          end -= w;
         t = t.substr(begin, end - begin);
       }
       return tokens;

@@ -44,8 +44,12 @@ class CapturingSax {
 
   bool null() { return mode_ == Mode::None ? dom_.null() : capture(json(nullptr)); }
   bool boolean(bool v) { return mode_ == Mode::None ? dom_.boolean(v) : capture(json(v)); }
-  bool number_integer(json::number_integer_t v) { return mode_ == Mode::None ? dom_.number_integer(v) : capture(json(v)); }
-  bool number_unsigned(json::number_unsigned_t v) { return mode_ == Mode::None ? dom_.number_unsigned(v) : capture(json(v)); }
+  bool number_integer(json::number_integer_t v) {
+    return mode_ == Mode::None ? dom_.number_integer(v) : capture(json(v));
+  }
+  bool number_unsigned(json::number_unsigned_t v) {
+    return mode_ == Mode::None ? dom_.number_unsigned(v) : capture(json(v));
+  }
   bool number_float(json::number_float_t v, const json::string_t& text) {
     return mode_ == Mode::None ? dom_.number_float(v, text) : capture(json(v));
   }
@@ -117,7 +121,8 @@ class CapturingSax {
   enum class Mode { None, Vocab, Merges };
 
   void enter() {
-    if (++depth_ > kMaxDepth) throw InputError(name_, "JSON nested at most " + std::to_string(kMaxDepth) + " deep", "deeper");
+    if (++depth_ > kMaxDepth)
+      throw InputError(name_, "JSON nested at most " + std::to_string(kMaxDepth) + " deep", "deeper");
   }
   bool capture(json v) {  // a scalar inside a captured list
     if (mode_ == Mode::Vocab && nested_ == 0) {
@@ -130,9 +135,11 @@ class CapturingSax {
     return true;
   }
   bool open(json placeholder) {  // a container inside a captured list: recorded as empty, its inside skipped
-    if (++nested_ + depth_ > kMaxDepth) throw InputError(name_, "JSON nested at most " + std::to_string(kMaxDepth) + " deep", "deeper");
+    if (++nested_ + depth_ > kMaxDepth)
+      throw InputError(name_, "JSON nested at most " + std::to_string(kMaxDepth) + " deep", "deeper");
     if (nested_ == 1 && mode_ == Mode::Vocab) out_.vocab->emplace_back(std::move(pending_key_), std::move(placeholder));
-    if (nested_ == 1 && mode_ == Mode::Merges) out_.merges->push_back({RawMerge::Form::Other, {}, {}, std::move(placeholder)});
+    if (nested_ == 1 && mode_ == Mode::Merges)
+      out_.merges->push_back({RawMerge::Form::Other, {}, {}, std::move(placeholder)});
     return true;
   }
   bool close(bool object) {
@@ -211,11 +218,11 @@ std::string shown(const json& j) {
 // The path is spelled out only when a message needs it (a large vocabulary has 150k entries).
 struct Node {
   const json& j;
-  const Node* parent;      // null at the top
-  std::string_view key;    // a member's name (empty for an array element)
-  std::size_t index;       // an array element's index
+  const Node* parent;    // null at the top
+  std::string_view key;  // a member's name (empty for an array element)
+  std::size_t index;     // an array element's index
   const std::string& file;
-  bool quoted = false;     // a vocabulary entry: ['token']
+  bool quoted = false;  // a vocabulary entry: ['token']
 
   std::string path() const {
     if (!parent) return "";
@@ -306,7 +313,8 @@ Normalizer normalizer(const Node& n) {
   if (type == "NFD") out.kind = Normalizer::Kind::NFD;
   if (type == "NFKD") out.kind = Normalizer::Kind::NFKD;
   if (type == "Prepend") out.kind = Normalizer::Kind::Prepend, out.text = n.at("prepend").str();
-  if (type == "Replace") out.kind = Normalizer::Kind::Replace, out.pattern = pattern(n.at("pattern")), out.text = n.at("content").str();
+  if (type == "Replace")
+    out.kind = Normalizer::Kind::Replace, out.pattern = pattern(n.at("pattern")), out.text = n.at("content").str();
   if (type == "Sequence") {
     const Node list = n.at("normalizers");
     for (std::size_t i = 0; i < list.size(); ++i) out.children.push_back(normalizer(list.at(i)));
@@ -363,7 +371,8 @@ Decoder decoder(const Node& n) {
     out.replacement = n.at("replacement").oneChar();
     out.prepend_scheme = prependScheme(n);
   }
-  if (type == "Replace") out.kind = Decoder::Kind::Replace, out.pattern = pattern(n.at("pattern")), out.content = n.at("content").str();
+  if (type == "Replace")
+    out.kind = Decoder::Kind::Replace, out.pattern = pattern(n.at("pattern")), out.content = n.at("content").str();
   if (type == "Strip") {
     out.kind = Decoder::Kind::Strip;
     out.strip_char = n.at("content").oneChar();
@@ -438,7 +447,8 @@ void bpeModel(const Node& n, TokenizerJson& parsed, Spec& spec) {
     const Node entry{value, &vocab, token, 0, n.file, true};
     const auto id = static_cast<std::size_t>(entry.integer(0, kMaxId));
     if (id >= by_id.size()) by_id.resize(id + 1);
-    if (!by_id[id].empty()) entry.fail("an id no other token has", std::to_string(id) + " (also '" + by_id[id].substr(0, 40) + "')");
+    if (!by_id[id].empty())
+      entry.fail("an id no other token has", std::to_string(id) + " (also '" + by_id[id].substr(0, 40) + "')");
     if (token.empty()) entry.fail("a non-empty token", "\"\"");
     if (!m.vocab.emplace(token, static_cast<int>(id)).second) entry.fail("a token listed once", "it again");
     by_id[id] = std::move(token);
@@ -533,7 +543,8 @@ void addedTokens(const Node& n, Spec& spec) {
     a.rstrip = t.at("rstrip").boolean(false);
     a.normalized = t.at("normalized").boolean(!a.special);
     if (const auto it = seen.find(a.id); it != seen.end() && it->second != a.content)
-      t.at("id").fail("an id no other added token has", std::to_string(a.id) + " (also '" + it->second.substr(0, 40) + "')");
+      t.at("id").fail("an id no other added token has",
+                      std::to_string(a.id) + " (also '" + it->second.substr(0, 40) + "')");
     seen[a.id] = a.content;
     spec.added.push_back(std::move(a));
   }
@@ -574,15 +585,18 @@ void AddedMatcher::add(std::string pattern, std::size_t token_index) {
 
 void AddedMatcher::finish() {
   for (auto& list : by_first_byte) list.clear();
-  for (std::size_t k = 0; k < patterns.size(); ++k) by_first_byte[static_cast<unsigned char>(patterns[k][0])].push_back(k);
+  for (std::size_t k = 0; k < patterns.size(); ++k)
+    by_first_byte[static_cast<unsigned char>(patterns[k][0])].push_back(k);
   for (auto& list : by_first_byte)
-    std::stable_sort(list.begin(), list.end(), [&](std::size_t a, std::size_t b) { return patterns[a].size() > patterns[b].size(); });
+    std::stable_sort(list.begin(), list.end(),
+                     [&](std::size_t a, std::size_t b) { return patterns[a].size() > patterns[b].size(); });
 }
 
 void finishSpec(Spec& spec) {
   for (std::size_t k = 0; k < spec.added.size(); ++k) {
     const AddedToken& a = spec.added[k];
-    if (static_cast<std::size_t>(a.id) >= spec.id_to_token.size()) spec.id_to_token.resize(static_cast<std::size_t>(a.id) + 1);
+    if (static_cast<std::size_t>(a.id) >= spec.id_to_token.size())
+      spec.id_to_token.resize(static_cast<std::size_t>(a.id) + 1);
     spec.id_to_token[static_cast<std::size_t>(a.id)] = a.content;
     // added_vocabulary.rs: normalized tokens are matched as the normalizer writes them.
     if (a.normalized)
@@ -592,8 +606,8 @@ void finishSpec(Spec& spec) {
   }
   spec.raw_matcher.finish();
   spec.normalized_matcher.finish();
-  spec.token_count = static_cast<int>(std::count_if(spec.id_to_token.begin(), spec.id_to_token.end(),
-                                                    [](const std::string& t) { return !t.empty(); }));
+  spec.token_count = static_cast<int>(
+      std::count_if(spec.id_to_token.begin(), spec.id_to_token.end(), [](const std::string& t) { return !t.empty(); }));
 }
 
 }  // namespace tok

@@ -34,7 +34,8 @@ char32_t codePointAt(const std::string& s, std::size_t i) {
   const auto b = static_cast<unsigned char>(s[i]);
   const std::size_t len = utf8Length(b);
   char32_t c = len == 1 ? b : len == 2 ? (b & 0x1F) : len == 3 ? (b & 0x0F) : (b & 0x07);
-  for (std::size_t k = 1; k < len && i + k < s.size(); ++k) c = (c << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+  for (std::size_t k = 1; k < len && i + k < s.size(); ++k)
+    c = (c << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
   return c;
 }
 

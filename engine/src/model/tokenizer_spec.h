@@ -131,8 +131,8 @@ struct Spec {
   std::vector<AddedToken> added;  // as listed
   std::optional<PostProcessor> post_processor;
   std::optional<Decoder> decoder;
-  std::vector<std::string> id_to_token;  // model vocab, then added tokens over it; empty where unused
-  int token_count = 0;                   // ids with a token
+  std::vector<std::string> id_to_token;          // model vocab, then added tokens over it; empty where unused
+  int token_count = 0;                           // ids with a token
   AddedMatcher raw_matcher, normalized_matcher;  // added tokens with normalized false / true
 };
 
@@ -140,13 +140,14 @@ struct Spec {
 void finishSpec(Spec& spec);
 
 // [SECTION] the stages (one file each)
-std::string normalize(const Normalizer& n, const std::string& text);                        // tokenizer_normalize.cpp
-void preTokenize(const PreTokenizer& p, std::vector<Piece>& pieces);                         // tokenizer_pretokenize.cpp
-std::vector<std::string> splitByteLevelRegex(const std::string& text);                      // GPT-2's regex, Isolated
-std::string byteLevelMap(const std::string& text);                                          // bytes -> GPT-2 symbols
+std::string normalize(const Normalizer& n, const std::string& text);    // tokenizer_normalize.cpp
+void preTokenize(const PreTokenizer& p, std::vector<Piece>& pieces);    // tokenizer_pretokenize.cpp
+std::vector<std::string> splitByteLevelRegex(const std::string& text);  // GPT-2's regex, Isolated
+std::string byteLevelMap(const std::string& text);                      // bytes -> GPT-2 symbols
 // Decoders over token strings (decoders' decode_chain). `alone`: one token's bytes for its label (no Strip,
 // no first-token rule, byte-fallback and byte-level bytes kept raw).
-std::vector<std::string> decodeChain(const Decoder& d, std::vector<std::string> tokens, bool alone);  // tokenizer_decode.cpp
+std::vector<std::string> decodeChain(const Decoder& d, std::vector<std::string> tokens,
+                                     bool alone);  // tokenizer_decode.cpp
 
 // UTF-8 helpers (tokenizer_normalize.cpp).
 std::size_t utf8Length(unsigned char lead);  // 1..4 for a lead byte of valid UTF-8
