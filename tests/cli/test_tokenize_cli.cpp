@@ -122,6 +122,9 @@ TEST(TokenizeCli, HostileFiles) {
   j["model"]["merges"].push_back(json::array({"h"}));
   expectFileRefused(j.dump(), {"model.merges[2]: expected \"a b\" or [\"a\", \"b\"], got array [\"h\"]"});
   j = smallTokenizer();
+  j["model"]["merges"].push_back(json::array({"h", "i", json::object()}));
+  expectFileRefused(j.dump(), {"model.merges[2]: expected \"a b\" or [\"a\", \"b\"]"});
+  j = smallTokenizer();
   j["model"]["vocab"]["h"] = json::object();
   expectFileRefused(j.dump(), {"model.vocab['h']: expected an integer from 0 to 10000000, got object {}"});
   j = smallTokenizer();

@@ -3,7 +3,6 @@
 // out of range or given twice is refused with one line naming the file and the JSON path.
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string_view>

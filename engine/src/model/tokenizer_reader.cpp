@@ -53,7 +53,10 @@ class CapturingSax {
     return true;
   }
   bool start_object(std::size_t n) {
-    if (mode_ != Mode::None) return open(json::object());
+    if (mode_ != Mode::None) {
+      if (mode_ == Mode::Merges && nested_ == 1) pair_ok_ = false;  // ["a", "b", {...}] is no pair
+      return open(json::object());
+    }
     enter();
     if (depth_ == 3 && in_model_ && key2_ == "vocab") {
       mode_ = Mode::Vocab;
