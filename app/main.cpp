@@ -30,6 +30,8 @@ const Command kCommands[] = {
     {"model", attnscope::cli::runModel,
      "model DIR (--text TEXT | --text-file FILE) [--layer L] [--out OUT.json|.npy] [--scene-out LAYER.json] "
      "[--grid-out GRID.png|.svg] [--rollout-out ROLLOUT.png|.svg]"},
+    {"tokenize", attnscope::cli::runTokenize,
+     "tokenize DIR_OR_FILE (--text TEXT | --text-file FILE) [--no-special] [-o OUT.json]"},
 };
 
 void printUsage(std::FILE* to) {
@@ -55,7 +57,7 @@ int main(int argc, char** argv) {
       attnscope::cli::Args parsed(c.name, std::vector<std::string>(args.begin() + 1, args.end()));
       return c.run(parsed);
     }
-    std::fprintf(stderr, "attnscope: command: expected one of compute, walkthrough, export, bench, analyze, model, got '%s'\n",
+    std::fprintf(stderr, "attnscope: command: expected one of compute, walkthrough, export, bench, analyze, model, tokenize, got '%s'\n",
                  args[0].c_str());
     return 2;
   } catch (const std::exception& e) {

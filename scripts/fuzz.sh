@@ -14,6 +14,7 @@ flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undef
 declare -A sources=(
   [safetensors_header]="tests/fuzz/fuzz_safetensors_header.cpp engine/src/model/model_safetensors.cpp"
   [scene_json]="tests/fuzz/fuzz_scene_json.cpp engine/src/scene/scene_json.cpp engine/src/scene/scene.cpp engine/src/atomic_file.cpp build-fuzz/worked_example_json.cpp"
+  [tokenizer_json]="tests/fuzz/fuzz_tokenizer_json.cpp engine/src/model/model_tokenizer.cpp engine/src/model/tokenizer_json.cpp engine/src/model/tokenizer_reader.cpp engine/src/model/tokenizer_normalize.cpp engine/src/model/tokenizer_pretokenize.cpp engine/src/model/tokenizer_regex.cpp engine/src/model/tokenizer_bpe.cpp engine/src/model/tokenizer_decode.cpp engine/src/atomic_file.cpp -licuuc -lonig"
 )
 # The worked example embedded as the engine's CMake does it.
 cmake -DINPUT=assets/scenes/worked_example.json -DOUTPUT="$out/worked_example_json.cpp" -DSYMBOL=kWorkedExampleJson \
@@ -30,9 +31,10 @@ for dtype in F32 F16 BF16; do
   fi
 done
 cp assets/scenes/*.json "$out/corpus/scene_json/"
+mkdir -p "$out/corpus/tokenizer_json" && cp tests/fuzz/tokenizer_json_seeds/*.json "$out/corpus/tokenizer_json/"
 
 status=0
-for target in safetensors_header scene_json; do
+for target in safetensors_header scene_json tokenizer_json; do
   bin="$out/fuzz_$target"
   # shellcheck disable=SC2086
   clang++ "${flags[@]}" ${sources[$target]} -o "$bin"

@@ -11,9 +11,10 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   xvfb xauth xdotool x11-utils fonts-dejavu-core
   python3 python3-numpy
-  libicu-dev
+  libicu-dev libonig-dev
 )
-# libicu-dev: Unicode letter/number/space classes for GPT-2's pre-tokenizer.
+# libicu-dev: Unicode character classes and normalisation (NFC, NFKC) for the tokenizers; libonig-dev:
+# Oniguruma, the regex engine of Hugging Face `tokenizers`, for the pre-tokenizers' patterns.
 # `setup-deps.sh --test` (scripts/test.sh) adds what only the tests need: nodejs (+ npm) and openssl for the
 # tokenizer's peer (scripts/fetch-gpt2-vocab.sh); clang + libclang-rt-14-dev for libFuzzer with ASan/UBSan
 # (scripts/fuzz.sh). npm is Debian's own package only where no npm came with nodejs (NodeSource's nodejs

@@ -18,6 +18,7 @@ int runExport(Args& args);       // cli_export.cpp
 int runBench(Args& args);        // cli_bench.cpp
 int runAnalyze(Args& args);      // cli_analyze.cpp
 int runModel(Args& args);        // cli_model.cpp
+int runTokenize(Args& args);     // cli_tokenize.cpp
 
 }  // namespace attnscope::cli
 

@@ -1,55 +1,24 @@
-// GPT-2's byte-level BPE: vocab.json and merges.txt loaded and checked, each pre-tokenized piece mapped byte
-// by byte to GPT-2's printable symbols, merged by rank exactly as GPT-2's encoder.py does, and decoded back.
+// The Tokenizer: GPT-2's vocab.json + merges.txt turned into the same pipeline as a tokenizer.json, and that
+// pipeline run as tokenizer.rs encode_single_sequence does: added tokens cut out of the raw text, the rest
+// normalised (then normalised added tokens cut out), pre-tokenized, each piece through the BPE model, then
+// the post-processor. Decoding runs the decoder over the tokens' strings.
+#include <unicode/uchar.h>
+
 #include <algorithm>
-#include <climits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "attnscope/atomic_file.h"
 #include "attnscope/error.h"
 #include "attnscope/model/tokenizer.h"
+#include "model/tokenizer_spec.h"
 
 namespace attnscope::model {
 
+using tok::codePointAt;
+using tok::utf8Length;
+
 namespace {
-
-std::string utf8(char32_t c) {
-  std::string s;
-  if (c < 0x80) {
-    s += static_cast<char>(c);
-  } else if (c < 0x800) {
-    s += static_cast<char>(0xC0 | (c >> 6));
-    s += static_cast<char>(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    s += static_cast<char>(0xE0 | (c >> 12));
-    s += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (c & 0x3F));
-  } else {
-    s += static_cast<char>(0xF0 | (c >> 18));
-    s += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-    s += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (c & 0x3F));
-  }
-  return s;
-}
-
-// Splits a symbol string (UTF-8) into its code points' byte strings.
-std::vector<std::string> symbols(const std::string& s) {
-  std::vector<std::string> out;
-  for (std::size_t i = 0; i < s.size();) {
-    std::size_t len = 1;
-    const auto b = static_cast<unsigned char>(s[i]);
-    if (b >= 0xF0)
-      len = 4;
-    else if (b >= 0xE0)
-      len = 3;
-    else if (b >= 0xC0)
-      len = 2;
-    out.push_back(s.substr(i, len));
-    i += len;
-  }
-  return out;
-}
 
 // Length of the valid UTF-8 character at s[i], or 0.
 std::size_t validCharLength(const std::string& s, std::size_t i) {
@@ -62,6 +31,91 @@ std::size_t validCharLength(const std::string& s, std::size_t i) {
   return len;
 }
 
+// Rust regex's Unicode \w (Alphabetic, marks, Nd, Pc, Join_Control) and \s (White_Space), for added tokens'
+// single_word, lstrip and rstrip.
+bool isWordChar(char32_t c) {
+  const auto u = static_cast<UChar32>(c);
+  const auto t = static_cast<UCharCategory>(u_charType(u));
+  return u_hasBinaryProperty(u, UCHAR_ALPHABETIC) || t == U_NON_SPACING_MARK || t == U_COMBINING_SPACING_MARK ||
+         t == U_ENCLOSING_MARK || t == U_DECIMAL_DIGIT_NUMBER || t == U_CONNECTOR_PUNCTUATION ||
+         u_hasBinaryProperty(u, UCHAR_JOIN_CONTROL);
+}
+bool isSpace(char32_t c) { return u_isUWhiteSpace(static_cast<UChar32>(c)); }
+
+std::size_t previousCharStart(const std::string& s, std::size_t i) {  // i > 0
+  do --i;
+  while (i > 0 && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80);
+  return i;
+}
+
+struct Segment {
+  std::string text;
+  int id;  // an added token's id, or -1 for text
+  bool at_origin;
+};
+
+// added_vocabulary.rs split_with_indices: `sentence` cut around the added tokens `m` finds, honouring
+// single_word (no word character on either side), lstrip and rstrip (the white space beside it joins it).
+void splitAdded(const tok::Spec& spec, const tok::AddedMatcher& m, const std::string& sentence, bool at_origin,
+                std::vector<Segment>& out) {
+  std::size_t start_offset = 0, pos = 0;
+  const std::size_t n = sentence.size();
+  while (!m.patterns.empty() && pos < n) {
+    std::size_t found = n, which = 0;
+    for (std::size_t i = pos; i < n && found == n; ++i) {
+      for (std::size_t k : m.by_first_byte[static_cast<unsigned char>(sentence[i])]) {
+        const std::string& p = m.patterns[k];
+        if (sentence.compare(i, p.size(), p) == 0) {
+          found = i, which = k;
+          break;  // longest first
+        }
+      }
+    }
+    if (found == n) break;
+    const tok::AddedToken& t = spec.added[m.token[which]];
+    std::size_t start = found, stop = found + m.patterns[which].size();
+    pos = stop;
+    if (t.single_word) {
+      const bool word_before = start > 0 && isWordChar(codePointAt(sentence, previousCharStart(sentence, start)));
+      const bool word_after = stop < n && isWordChar(codePointAt(sentence, stop));
+      if (word_before || word_after) continue;
+    }
+    if (t.lstrip) {
+      std::size_t s = start;
+      while (s > 0 && isSpace(codePointAt(sentence, previousCharStart(sentence, s))))
+        s = previousCharStart(sentence, s);
+      start = std::max(s, start_offset);
+    }
+    if (t.rstrip)
+      while (stop < n && isSpace(codePointAt(sentence, stop)))
+        stop += utf8Length(static_cast<unsigned char>(sentence[stop]));
+    if (start > start_offset)
+      out.push_back({sentence.substr(start_offset, start - start_offset), -1, at_origin && start_offset == 0});
+    out.push_back({sentence.substr(start, stop - start), t.id, false});
+    start_offset = stop;
+    pos = std::max(pos, stop);
+  }
+  if (start_offset < n) out.push_back({sentence.substr(start_offset), -1, at_origin && start_offset == 0});
+}
+
+void postProcess(const tok::PostProcessor& p, std::vector<int>& ids) {
+  switch (p.kind) {
+    case tok::PostProcessor::Kind::ByteLevel:
+      return;  // offsets only
+    case tok::PostProcessor::Kind::Sequence:
+      for (const tok::PostProcessor& child : p.children) postProcess(child, ids);
+      return;
+    case tok::PostProcessor::Kind::TemplateProcessing: {
+      std::vector<int> out;
+      for (const auto& item : p.single)
+        out.insert(out.end(), item.is_sequence ? ids.begin() : item.ids.begin(),
+                   item.is_sequence ? ids.end() : item.ids.end());
+      ids.swap(out);
+      return;
+    }
+  }
+}
+
 }  // namespace
 
 const std::vector<std::string>& byteToUnicode() {
@@ -72,7 +126,7 @@ const std::vector<std::string>& byteToUnicode() {
     char32_t next = 256;
     for (int b = 0; b < 256; ++b) {
       const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-      t[static_cast<std::size_t>(b)] = utf8(printable ? static_cast<char32_t>(b) : next++);
+      t[static_cast<std::size_t>(b)] = tok::utf8(printable ? static_cast<char32_t>(b) : next++);
     }
     return t;
   }();
@@ -105,7 +159,8 @@ std::string tokenLabel(const std::string& bytes) {
 
 Tokenizer Tokenizer::fromText(const std::string& vocab_json, const std::string& merges_text,
                               const std::string& vocab_name, const std::string& merges_name) {
-  Tokenizer t;
+  auto spec = std::make_shared<tok::Spec>();
+  tok::BpeModel& model = spec->model;
   nlohmann::json vocab;
   try {
     vocab = nlohmann::json::parse(vocab_json);
@@ -114,28 +169,27 @@ Tokenizer Tokenizer::fromText(const std::string& vocab_json, const std::string& 
   }
   if (!vocab.is_object() || vocab.empty())
     throw InputError(vocab_name, "a JSON object of token: id", std::string(vocab.type_name()));
+  std::vector<std::string>& by_id = spec->id_to_token;
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
     if (!it.value().is_number_integer() || it.value().get<long long>() < 0 || it.value().get<long long>() > 10'000'000)
       throw InputError(vocab_name + ": token '" + it.key().substr(0, 40) + "'", "an id from 0 to 10000000",
                        it.value().dump().substr(0, 40));
     const int id = it.value().get<int>();
-    if (static_cast<std::size_t>(id) >= t.id_to_token_.size()) t.id_to_token_.resize(static_cast<std::size_t>(id) + 1);
-    if (!t.id_to_token_[static_cast<std::size_t>(id)].empty())
+    if (static_cast<std::size_t>(id) >= by_id.size()) by_id.resize(static_cast<std::size_t>(id) + 1);
+    if (!by_id[static_cast<std::size_t>(id)].empty())
       throw InputError(vocab_name + ": token '" + it.key().substr(0, 40) + "'", "an id no other token has",
-                       std::to_string(id) + " (also '" + t.id_to_token_[static_cast<std::size_t>(id)] + "')");
+                       std::to_string(id) + " (also '" + by_id[static_cast<std::size_t>(id)] + "')");
     if (it.key().empty())
       throw InputError(vocab_name, "non-empty tokens", "an empty token with id " + std::to_string(id));
-    t.id_to_token_[static_cast<std::size_t>(id)] = it.key();
-    t.token_to_id_.emplace(it.key(), id);
-    t.max_id_ = std::max(t.max_id_, id);
+    by_id[static_cast<std::size_t>(id)] = it.key();
+    model.vocab.emplace(it.key(), id);
   }
   const std::vector<std::string>& table = byteToUnicode();
   for (int b = 0; b < 256; ++b) {
     const std::string& sym = table[static_cast<std::size_t>(b)];
-    if (!t.token_to_id_.count(sym))
+    if (!model.vocab.count(sym))
       throw InputError(vocab_name, "a token for every byte (GPT-2's byte symbols)",
                        "none for byte " + std::to_string(b) + " ('" + sym + "')");
-    t.unicode_to_byte_.emplace(sym, static_cast<std::uint8_t>(b));
   }
 
   std::istringstream in(merges_text);
@@ -153,13 +207,24 @@ Tokenizer Tokenizer::fromText(const std::string& vocab_json, const std::string& 
       throw InputError(field, "two symbols separated by one space", "'" + line.substr(0, 60) + "'");
     const std::string a = line.substr(0, space), b = line.substr(space + 1);
     for (const std::string* part : {&a, &b})
-      if (!t.token_to_id_.count(*part))
+      if (!model.vocab.count(*part))
         throw InputError(field, "symbols in " + vocab_name, "'" + *part + "', which is not");
-    if (!t.token_to_id_.count(a + b))
+    const auto merged = model.vocab.find(a + b);
+    if (merged == model.vocab.end())
       throw InputError(field, "a merge whose result is in " + vocab_name, "'" + a + b + "', which is not");
-    t.merge_rank_[a + " " + b] = rank++;  // a repeated pair takes its last rank, as dict(zip(...)) in encoder.py
+    // A repeated pair takes its last rank, as dict(zip(...)) in encoder.py and the HashMap in tokenizers.
+    const std::uint64_t key =
+        (static_cast<std::uint64_t>(model.vocab.at(a)) << 32) | static_cast<std::uint32_t>(model.vocab.at(b));
+    model.merges[key] = {rank++, merged->second};
   }
-  return t;
+  tok::PreTokenizer byte_level;
+  byte_level.kind = tok::PreTokenizer::Kind::ByteLevel;
+  spec->pre_tokenizer = byte_level;
+  tok::Decoder decoder;
+  decoder.kind = tok::Decoder::Kind::ByteLevel;
+  spec->decoder = decoder;
+  tok::finishSpec(*spec);
+  return Tokenizer(std::move(spec));
 }
 
 Tokenizer Tokenizer::load(const std::string& vocab_path, const std::string& merges_path) {
@@ -167,67 +232,70 @@ Tokenizer Tokenizer::load(const std::string& vocab_path, const std::string& merg
                   merges_path);
 }
 
-// encoder.py's bpe(): repeatedly merge every occurrence (left to right) of the adjacent pair with the lowest
-// rank, until no adjacent pair has a rank.
-void Tokenizer::bpe(const std::string& word, std::vector<int>& out) const {
-  std::vector<std::string> parts = symbols(word);
-  while (parts.size() > 1) {
-    int best = INT_MAX;
-    std::size_t best_at = 0;
-    for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
-      const auto it = merge_rank_.find(parts[i] + " " + parts[i + 1]);
-      if (it != merge_rank_.end() && it->second < best) best = it->second, best_at = i;
-    }
-    if (best == INT_MAX) break;
-    const std::string first = parts[best_at], second = parts[best_at + 1];
-    std::vector<std::string> merged;
-    merged.reserve(parts.size());
-    for (std::size_t i = 0; i < parts.size();) {
-      if (i + 1 < parts.size() && parts[i] == first && parts[i + 1] == second) {
-        merged.push_back(first + second);
-        i += 2;
-      } else {
-        merged.push_back(parts[i]);
-        ++i;
-      }
-    }
-    parts.swap(merged);
-  }
-  for (const std::string& p : parts) out.push_back(token_to_id_.at(p));  // merges' results are in the vocab
-}
-
-std::vector<int> Tokenizer::encode(const std::string& text) const {
-  const std::vector<std::string>& table = byteToUnicode();
+std::vector<int> Tokenizer::encode(const std::string& text, bool add_special_tokens) const {
+  tok::checkUtf8(text, "text");
   std::vector<int> ids;
-  for (const std::string& piece : preTokenize(text)) {
-    std::string word;
-    for (char c : piece) word += table[static_cast<unsigned char>(c)];
-    bpe(word, ids);
+  if (!spec_) return ids;
+  const tok::Spec& s = *spec_;
+  std::vector<Segment> raw, segments;
+  splitAdded(s, s.raw_matcher, text, true, raw);
+  for (Segment& seg : raw) {
+    if (seg.id >= 0) {
+      segments.push_back(std::move(seg));
+      continue;
+    }
+    const std::string normalized = s.normalizer ? tok::normalize(*s.normalizer, seg.text) : seg.text;
+    splitAdded(s, s.normalized_matcher, normalized, seg.at_origin, segments);
   }
+  std::unordered_map<std::string, std::vector<int>> cache;  // a word's ids, for the words that repeat
+  std::vector<tok::Piece> pieces;
+  for (const Segment& seg : segments) {
+    if (seg.id >= 0) {
+      ids.push_back(seg.id);
+      continue;
+    }
+    pieces.assign(1, {seg.text, seg.at_origin});
+    if (s.pre_tokenizer) tok::preTokenize(*s.pre_tokenizer, pieces);
+    for (const tok::Piece& p : pieces) {
+      auto [it, fresh] = cache.try_emplace(p.text);
+      if (fresh) s.model.tokenize(p.text, it->second);
+      ids.insert(ids.end(), it->second.begin(), it->second.end());
+    }
+    if (cache.size() > 200'000) cache.clear();  // bounded memory on text with few repeats
+  }
+  if (add_special_tokens && s.post_processor) postProcess(*s.post_processor, ids);
   return ids;
 }
 
-std::string Tokenizer::piece(int id) const {
-  if (id < 0 || id > max_id_ || id_to_token_[static_cast<std::size_t>(id)].empty())
-    throw InputError("token id", "an id in the vocabulary (0 to " + std::to_string(max_id_) + ")", std::to_string(id));
-  std::string bytes;
-  for (const std::string& sym : symbols(id_to_token_[static_cast<std::size_t>(id)])) {
-    const auto it = unicode_to_byte_.find(sym);
-    // A vocabulary token outside GPT-2's byte alphabet (a user's special token) decodes to its own text.
-    if (it == unicode_to_byte_.end())
-      bytes += sym;
-    else
-      bytes += static_cast<char>(it->second);
-  }
-  return bytes;
+std::string Tokenizer::token(int id) const {
+  if (!spec_ || id < 0 || id > maxId() || spec_->id_to_token[static_cast<std::size_t>(id)].empty())
+    throw InputError("token id", "an id in the vocabulary (0 to " + std::to_string(maxId()) + ")", std::to_string(id));
+  return spec_->id_to_token[static_cast<std::size_t>(id)];
 }
 
 std::string Tokenizer::decode(const std::vector<int>& ids) const {
+  std::vector<std::string> tokens;
+  tokens.reserve(ids.size());
+  for (int id : ids) tokens.push_back(token(id));
   std::string out;
-  for (int id : ids) out += piece(id);
+  if (!spec_ || !spec_->decoder) {  // tokenizers joins the bare tokens with spaces when there is no decoder
+    for (std::size_t i = 0; i < tokens.size(); ++i) out += (i ? " " : "") + tokens[i];
+    return out;
+  }
+  for (const std::string& t : tok::decodeChain(*spec_->decoder, std::move(tokens), false)) out += t;
+  return out;
+}
+
+std::string Tokenizer::piece(int id) const {
+  std::string t = token(id);
+  if (!spec_->decoder) return t;
+  std::string out;
+  for (const std::string& part : tok::decodeChain(*spec_->decoder, {t}, true)) out += part;
   return out;
 }
 
 std::string Tokenizer::label(int id) const { return tokenLabel(piece(id)); }
+int Tokenizer::vocabSize() const { return spec_ ? spec_->token_count : 0; }
+int Tokenizer::maxId() const { return spec_ ? static_cast<int>(spec_->id_to_token.size()) - 1 : -1; }
 
 }  // namespace attnscope::model

@@ -1,17 +1,22 @@
-// GPT-2's byte-level BPE tokenizer: the pre-tokenizer regex done by hand over code points, the byte-to-unicode
-// map, merges applied by rank, and decoding back to bytes. Loads a user's vocab.json and merges.txt unchanged.
+// The tokenizers of the model families attnscope reads, run exactly as Hugging Face `tokenizers` runs them:
+// a tokenizer.json (normalizer, pre-tokenizer, BPE model, added tokens, post-processor, decoder), or GPT-2's
+// vocab.json + merges.txt (the same BPE behind GPT-2's ByteLevel pre-tokenizer). Regexes through Oniguruma,
+// Unicode normalisation through ICU. Components beyond those listed in README.md are refused, never guessed.
 #pragma once
 
-#include <cstdint>
+#include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 namespace attnscope::model {
 
-// GPT-2's pre-tokenizer, `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`,
-// over the code points of UTF-8 `text` (InputError("text", ...) when it is not valid UTF-8). Returns the
-// pieces as byte strings; their concatenation is `text`.
+namespace tok {
+struct Spec;
+}
+
+// GPT-2's pre-tokenizer, `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
+// (Oniguruma), over UTF-8 `text` (InputError("text", ...) when it is not valid UTF-8). Returns the pieces as
+// byte strings; their concatenation is `text`.
 std::vector<std::string> preTokenize(const std::string& text);
 
 // The 256 byte values to the printable code points GPT-2 writes them as (bytes_to_unicode), as UTF-8.
@@ -20,30 +25,38 @@ const std::vector<std::string>& byteToUnicode();
 class Tokenizer {
  public:
   Tokenizer() = default;
-  // vocab.json: {"token": id, ...}; merges.txt: an optional "#version" line, then "a b" per line, by rank.
-  // Every byte's symbol must be in the vocabulary, every merge's parts and result too. Errors name the file
-  // (the given paths) and the line or entry.
+  // GPT-2's files. vocab.json: {"token": id, ...}; merges.txt: an optional "#version" line, then "a b" per
+  // line, by rank. Every byte's symbol must be in the vocabulary, every merge's parts and result too. Errors
+  // name the file (the given paths) and the line or entry.
   static Tokenizer load(const std::string& vocab_path, const std::string& merges_path);
   static Tokenizer fromText(const std::string& vocab_json, const std::string& merges_text,
                             const std::string& vocab_name = "vocab.json",
                             const std::string& merges_name = "merges.txt");
+  // A Hugging Face tokenizer.json: `path` is the file, or a folder holding tokenizer.json (and, when present,
+  // tokenizer_config.json, whose add_bos_token / add_eos_token rebuild a Llama-class template as
+  // transformers does). Errors name the file and the JSON path: "tok/tokenizer.json: model.merges[3]: ...".
+  static Tokenizer loadTokenizerJson(const std::string& path);
+  static Tokenizer fromTokenizerJson(const std::string& json_text, const std::string& name = "tokenizer.json",
+                                     const std::string& config_text = "",
+                                     const std::string& config_name = "tokenizer_config.json");
 
-  std::vector<int> encode(const std::string& text) const;
-  std::string decode(const std::vector<int>& ids) const;  // bytes (may split a UTF-8 character between ids)
-  std::string piece(int id) const;                        // one id's bytes
+  // The ids of UTF-8 `text` (InputError("text", ...) when it is not UTF-8). `add_special_tokens`: the
+  // post-processor's tokens (a BOS, say), as tokenizer(text) adds them; added tokens in the text are matched
+  // either way.
+  std::vector<int> encode(const std::string& text, bool add_special_tokens = true) const;
+  // The decoder's text for `ids`, special tokens included (bytes; GPT-2's may split a UTF-8 character).
+  std::string decode(const std::vector<int>& ids) const;
+  std::string piece(int id) const;  // one id's bytes (a byte-fallback token is its byte; '▁' is a space)
   // A label for the window and exports: the piece's bytes, spaces shown as '␣' (U+2423), newlines as '↵'
   // (U+21B5), tabs as '⇥' (U+21E5), bytes that are not whole UTF-8 characters as <0xNN>.
   std::string label(int id) const;
-  int vocabSize() const { return static_cast<int>(id_to_token_.size()); }
-  int maxId() const { return max_id_; }
+  std::string token(int id) const;  // the vocabulary's own string for `id`
+  int vocabSize() const;            // how many ids have a token
+  int maxId() const;
 
  private:
-  void bpe(const std::string& word, std::vector<int>& out) const;  // word: the byte-mapped UTF-8 symbols
-  std::unordered_map<std::string, int> token_to_id_;
-  std::vector<std::string> id_to_token_;             // indexed by id (empty where unused)
-  std::unordered_map<std::string, int> merge_rank_;  // "a b" -> rank
-  std::unordered_map<std::string, std::uint8_t> unicode_to_byte_;
-  int max_id_ = -1;
+  std::shared_ptr<const tok::Spec> spec_;
+  explicit Tokenizer(std::shared_ptr<const tok::Spec> spec) : spec_(std::move(spec)) {}
 };
 
 // A label for a byte string (as Tokenizer::label).

@@ -1,0 +1,158 @@
+// The inside of a Tokenizer: every Hugging Face `tokenizers` component attnscope runs, as plain data that
+// tokenizer_json.cpp fills and tokenizer_{normalize,pretokenize,bpe,decode}.cpp run. Private to the engine.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace attnscope::model::tok {
+
+// An Oniguruma regex (UTF-8, the default syntax: what `tokenizers` compiles through the onig crate).
+class Regex {
+ public:
+  Regex() = default;
+  // Throws InputError(field, ...) when Oniguruma refuses the pattern.
+  Regex(const std::string& pattern, const std::string& field);
+  // Every match in `text` as [begin, end) byte offsets, searched over the whole text (look-arounds see it
+  // all), empty matches handled as the onig crate's find_iter does.
+  std::vector<std::pair<std::size_t, std::size_t>> findAll(const std::string& text) const;
+  bool valid() const { return impl_ != nullptr; }
+
+ private:
+  struct Impl;
+  std::shared_ptr<const Impl> impl_;
+};
+
+// A `{"String": s}` or `{"Regex": r}` pattern, as Split, Replace (normalizer and decoder) use it.
+struct Pattern {
+  std::string literal;  // String: matched literally (non-empty)
+  Regex regex;          // Regex, when valid()
+  // The text cut into its matches and the gaps between them, in order: [begin, end, is_match], as
+  // `tokenizers`' Pattern::find_matches (an empty text is one empty gap).
+  struct Piece {
+    std::size_t begin, end;
+    bool is_match;
+  };
+  std::vector<Piece> findMatches(const std::string& text) const;
+  std::string replaceAll(const std::string& text, const std::string& content) const;
+};
+
+struct Normalizer {
+  enum class Kind { NFC, NFKC, NFD, NFKD, Prepend, Replace, Sequence } kind = Kind::Sequence;
+  std::string text;  // Prepend: what is prepended; Replace: the replacement
+  Pattern pattern;   // Replace
+  std::vector<Normalizer> children;
+};
+
+enum class SplitBehavior { Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous };
+enum class PrependScheme { Always, First, Never };
+
+struct PreTokenizer {
+  enum class Kind { ByteLevel, Split, Metaspace, Digits, Sequence } kind = Kind::Sequence;
+  bool add_prefix_space = false, use_regex = true;  // ByteLevel
+  Pattern pattern;                                  // Split
+  SplitBehavior behavior = SplitBehavior::Isolated;
+  bool invert = false;
+  std::string replacement = "\u2581";  // Metaspace (one character)
+  PrependScheme prepend_scheme = PrependScheme::Always;
+  bool split = true;
+  bool individual_digits = false;  // Digits
+  std::vector<PreTokenizer> children;
+};
+
+// One piece of text on its way to the model; `at_origin` when it starts at byte 0 of the user's text
+// (Metaspace's prepend_scheme "first").
+struct Piece {
+  std::string text;
+  bool at_origin = false;
+};
+
+struct BpeModel {
+  std::unordered_map<std::string, int> vocab;
+  // (left id << 32 | right id) -> (rank, merged id)
+  std::unordered_map<std::uint64_t, std::pair<int, int>> merges;
+  std::optional<int> unk_id;
+  bool byte_fallback = false, fuse_unk = false, ignore_merges = false;
+  std::optional<std::string> continuing_subword_prefix, end_of_word_suffix;
+  std::array<int, 256> byte_ids{};  // <0xHH> ids for byte_fallback, -1 where absent
+
+  // One pre-tokenized word's ids, appended to `out` (model.rs tokenize: ignore_merges, merge_word, merge_all).
+  void tokenize(const std::string& word, std::vector<int>& out) const;
+};
+
+struct AddedToken {
+  int id = 0;
+  std::string content;
+  bool special = false, single_word = false, lstrip = false, rstrip = false, normalized = false;
+};
+
+struct PostProcessor {
+  enum class Kind { TemplateProcessing, ByteLevel, Sequence } kind = Kind::Sequence;
+  // TemplateProcessing's `single`: each item is the sequence (empty ids) or a special token's ids.
+  struct Item {
+    bool is_sequence = false;
+    std::vector<int> ids;
+  };
+  std::vector<Item> single;
+  std::vector<PostProcessor> children;
+};
+
+struct Decoder {
+  enum class Kind { ByteLevel, Metaspace, Replace, ByteFallback, Fuse, Strip, Sequence } kind = Kind::Sequence;
+  std::string replacement = "\u2581";  // Metaspace
+  PrependScheme prepend_scheme = PrependScheme::Always;
+  Pattern pattern;  // Replace
+  std::string content;
+  std::string strip_char = " ";  // Strip: one character, `start` and `stop` of them at most
+  std::size_t start = 0, stop = 0;
+  std::vector<Decoder> children;
+};
+
+// Added tokens found in text leftmost-longest, as the Aho-Corasick automaton of added_vocabulary.rs: at the
+// first position where any matches, the longest. `patterns[k]` is what added[token[k]] is matched as.
+struct AddedMatcher {
+  std::vector<std::string> patterns;
+  std::vector<std::size_t> token;
+  std::array<std::vector<std::size_t>, 256> by_first_byte;  // pattern indices, longest first
+  void add(std::string pattern, std::size_t token_index);
+  void finish();
+};
+
+struct Spec {
+  std::optional<Normalizer> normalizer;
+  std::optional<PreTokenizer> pre_tokenizer;
+  BpeModel model;
+  std::vector<AddedToken> added;  // as listed
+  std::optional<PostProcessor> post_processor;
+  std::optional<Decoder> decoder;
+  std::vector<std::string> id_to_token;          // model vocab, then added tokens over it; empty where unused
+  int token_count = 0;                           // ids with a token
+  AddedMatcher raw_matcher, normalized_matcher;  // added tokens with normalized false / true
+};
+
+// Fills id_to_token, token_count and the matchers from model.vocab and added (tokenizer_json.cpp).
+void finishSpec(Spec& spec);
+
+// [SECTION] the stages (one file each)
+std::string normalize(const Normalizer& n, const std::string& text);    // tokenizer_normalize.cpp
+void preTokenize(const PreTokenizer& p, std::vector<Piece>& pieces);    // tokenizer_pretokenize.cpp
+std::vector<std::string> splitByteLevelRegex(const std::string& text);  // GPT-2's regex, Isolated
+std::string byteLevelMap(const std::string& text);                      // bytes -> GPT-2 symbols
+// Decoders over token strings (decoders' decode_chain). `alone`: one token's bytes for its label (no Strip,
+// no first-token rule, byte-fallback and byte-level bytes kept raw).
+std::vector<std::string> decodeChain(const Decoder& d, std::vector<std::string> tokens,
+                                     bool alone);  // tokenizer_decode.cpp
+
+// UTF-8 helpers (tokenizer_normalize.cpp).
+std::size_t utf8Length(unsigned char lead);  // 1..4 for a lead byte of valid UTF-8
+std::string utf8(char32_t c);
+char32_t codePointAt(const std::string& s, std::size_t i);  // the character at byte i (valid UTF-8)
+void checkUtf8(const std::string& text, const std::string& field);
+
+}  // namespace attnscope::model::tok
