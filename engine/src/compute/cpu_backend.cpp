@@ -246,14 +246,16 @@ void finishResult(const Scene& scene, Result& result, bool analysis, int changed
   }
   const std::size_t h = result.heads.size();
   const bool has_full_analysis = result.stats.size() == h && result.similarity.cosine.rows() == static_cast<long>(h);
+  const std::vector<std::uint8_t> single_key_rows = singleKeyRows(scene);
   if (changed_head < 0 || !has_full_analysis) {
-    analyseHeads(result);
+    analyseHeads(result, single_key_rows);
     return;
   }
   std::vector<const Matrix*> maps;
   for (const HeadResult& hr : result.heads) maps.push_back(&hr.weights);
   updateHeadSimilarity(maps, changed_head, result.similarity);
-  result.stats[static_cast<std::size_t>(changed_head)] = headStats(*maps[static_cast<std::size_t>(changed_head)]);
+  result.stats[static_cast<std::size_t>(changed_head)] =
+      headStats(*maps[static_cast<std::size_t>(changed_head)], single_key_rows);
 }
 
 }  // namespace attnscope

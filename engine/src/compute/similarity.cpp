@@ -80,25 +80,40 @@ void updateHeadSimilarity(const std::vector<const Matrix*>& weights, int head, S
   comparePairs(weights, pairs, similarity);
 }
 
-void analyseHeads(Result& result) {
+void analyseHeads(Result& result, const std::vector<std::uint8_t>& single_key_rows) {
   std::vector<const Matrix*> maps;
   for (const HeadResult& hr : result.heads) maps.push_back(&hr.weights);
   result.similarity = headSimilarity(maps);
   result.stats.clear();
-  for (const HeadResult& hr : result.heads) result.stats.push_back(headStats(hr.weights));
+  for (const HeadResult& hr : result.heads) result.stats.push_back(headStats(hr.weights, single_key_rows));
 }
 
-HeadStats headStats(const Matrix& weights) {
+std::vector<std::uint8_t> singleKeyRows(const Scene& scene) {
+  const MaskMatrix allowed = allowedMask(scene);  // (n_q, n_k), 1 = may attend
+  std::vector<std::uint8_t> rows(static_cast<std::size_t>(allowed.rows()), 0);
+  for (Eigen::Index i = 0; i < allowed.rows(); ++i) {
+    int keys = 0;
+    for (Eigen::Index j = 0; j < allowed.cols() && keys < 2; ++j) keys += allowed(i, j) != 0;
+    rows[static_cast<std::size_t>(i)] = keys == 1;
+  }
+  return rows;
+}
+
+HeadStats headStats(const Matrix& weights, const std::vector<std::uint8_t>& single_key_rows) {
   HeadStats stats;
   double entropy = 0, distance = 0;
+  float max_weight = 0;
   int rows = 0;
   for (Eigen::Index i = 0; i < weights.rows(); ++i) {
+    if (static_cast<std::size_t>(i) < single_key_rows.size() && single_key_rows[static_cast<std::size_t>(i)])
+      continue;  // weight 1 on its one key by construction: nothing about the head
     double row_entropy = 0, row_distance = 0, row_sum = 0;
     for (Eigen::Index j = 0; j < weights.cols(); ++j) {
       const double w = weights(i, j);
       row_sum += w;
       if (w > 0) row_entropy -= w * std::log(w);
       row_distance += w * static_cast<double>(std::labs(static_cast<long>(i - j)));
+      max_weight = std::max(max_weight, weights(i, j));
     }
     if (row_sum <= 0) continue;  // a fully masked row attends nothing
     entropy += row_entropy;
@@ -107,7 +122,7 @@ HeadStats headStats(const Matrix& weights) {
   }
   stats.entropy = rows ? static_cast<float>(entropy / rows) : 0.0f;
   stats.mean_distance = rows ? static_cast<float>(distance / rows) : 0.0f;
-  stats.max_weight = weights.size() ? weights.maxCoeff() : 0.0f;
+  stats.max_weight = max_weight;
   return stats;
 }
 
