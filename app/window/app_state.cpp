@@ -42,7 +42,11 @@ bool AppState::edit(const std::string& what, const std::function<void(Scene&)>& 
     change(next);
     validateScene(next);
   } catch (const std::exception& e) {
-    edit_error_ = what + ": " + e.what();
+    // An InputError already names its field ("scale: expected ..."): the edit's name is added only when it
+    // says something more.
+    const std::string why = e.what();
+    edit_error_ = why.rfind(what + ":", 0) == 0 ? why : what + ": " + why;
+    edit_error_source_ = edit_origin;
     return false;
   }
   edit_error_.clear();
@@ -71,14 +75,20 @@ bool AppState::undo() {
 }
 
 bool AppState::open(const std::string& file) {
+  message_is_error_ = true;
   try {
     Scene loaded = loadSceneFile(file);
+    const bool had_unsaved_edits = dirty_;
     if (!replaceScene("open", std::move(loaded))) {
       message_ = "Could not open " + file + ": " + edit_error_;
+      edit_error_.clear();  // said here, next to the path, not again in a panel
       return false;
     }
     dirty_ = false;
+    message_is_error_ = false;
     message_ = "Opened " + file;
+    // Opening is an edit like any other: the scene it replaced is on the undo stack.
+    if (had_unsaved_edits) message_ += ". Your unsaved edits are not lost: Undo (Ctrl+Z) brings them back";
     return true;
   } catch (const std::exception& e) {
     message_ = std::string("Could not open: ") + e.what();
@@ -90,9 +100,11 @@ bool AppState::save(const std::string& file) {
   try {
     saveSceneFile(scene_, file);
     dirty_ = false;
+    message_is_error_ = false;
     message_ = "Saved " + file;
     return true;
   } catch (const std::exception& e) {
+    message_is_error_ = true;
     message_ = std::string("Not saved (the scene is kept): ") + e.what();
     return false;
   }
@@ -169,7 +181,7 @@ void AppState::tick() {
 }
 
 void AppState::runAnalysis() {
-  analyseHeads(result_);
+  analyseHeads(result_, singleKeyRows(scene_));
   analysis_pending_ = false;
 }
 

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -15,6 +17,7 @@
 
 #include "attnscope/analysis/analysis.h"
 #include "attnscope/export/colormap.h"
+#include "attnscope/export/export_layout.h"
 #include "attnscope/compute/cpu_backend.h"
 #include "attnscope/model/gpt2.h"
 #include "attnscope/scene/scene_json.h"
@@ -135,6 +138,46 @@ struct Checker {
   }
 };
 
+// Every layout*.json in `dir` lists under "clipped" what did not fit (ui_probe.h): a tab label shortened, an
+// item or a pane's content past its right edge, a text past its room. Each list must be empty.
+void expectNothingClipped(Checker& c, const std::string& dir) {
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string file = entry.path().filename().string();
+    if (file.rfind("layout", 0) != 0 || entry.path().extension() != ".json") continue;
+    ++files;
+    const nlohmann::json layout = loadLayout(entry.path().string());
+    std::string clipped;
+    for (const auto& id : layout.value("clipped", nlohmann::json::array())) clipped += " " + id.get<std::string>();
+    c.expect(layout.contains("clipped") && clipped.empty(),
+             file + ": nothing clipped" + (clipped.empty() ? "" : " (clipped:" + clipped + ")"));
+  }
+  c.expect(files > 0, "layouts written: " + std::to_string(files));
+}
+
+// After every hostile value (hostile_fields.txt): each refusal was shown under its field, the sizes are the
+// worked example's, and every number in the saved scene is finite and within the cells' +-1e6.
+void expectHostileValuesRefused(Checker& c, const std::string& dir) {
+  const std::pair<const char*, const char*> refusals[] = {
+      {"layout_sizes.json", "model.d_v.error"},      {"layout_random_n.json", "model.random.n.error"},
+      {"layout_random.json", "model.random.seed.error"}, {"layout_scale.json", "model.scale.error"},
+      {"layout_copy.json", "proj.copy_from.error"}};
+  for (const auto& [file, probe] : refusals)
+    c.expect(loadLayout(dir + "/" + file).contains(probe), std::string(file) + ": the refusal " + probe + " shown");
+  const attnscope::Scene sizes = attnscope::loadSceneFile(dir + "/saved_sizes.json");
+  c.expect(sizes.d_model == 4 && sizes.numHeads() == 2 && sizes.heads[0].dK() == 2 && sizes.heads[0].dV() == 2,
+           "after the sizes' hostile values: still d_model 4, 2 heads, d_k = d_v = 2");
+  const attnscope::Scene saved = attnscope::loadSceneFile(dir + "/saved_scene.json");
+  c.expect(saved.d_model == 4 && saved.numHeads() == 2 && saved.nQ() == 3 && saved.heads[0].dK() == 2 &&
+               saved.heads[0].dV() == 2,
+           "the sizes are still the worked example's (d_model 4, 2 heads, 3 tokens, d_k = d_v = 2)");
+  c.expect(saved.scale.has_value() && *saved.scale >= 1e-6f && *saved.scale <= 1e6f,
+           "the scale is within 1e-6 .. 1e6: " + std::to_string(saved.scale.value_or(-1)));
+  const auto bounded = [](const attnscope::Matrix& m) { return m.allFinite() && m.cwiseAbs().maxCoeff() <= 1e6f; };
+  c.expect(bounded(saved.query) && bounded(saved.heads[0].w_q), "X and W_Q are finite and within +-1e6");
+  c.expect(c.layout.contains("head0.map") && c.layout.contains("head1.map"), "the window still draws both heads");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -145,8 +188,12 @@ int main(int argc, char** argv) {
   const std::string test = argv[1], dir = argv[2];
   try {
     Checker c{loadPng(dir + "/window.png"), loadLayout(dir + "/layout.json")};
-    c.expect(c.img.w == 1280 && c.img.h == 800,
-             "screenshot is 1280 x 800: " + std::to_string(c.img.w) + " x " + std::to_string(c.img.h));
+    // The window's size: 1280 x 800, or GUI_WINDOW_SIZE (run_gui_test.sh: the HiDPI screen at scale 2).
+    int want_w = 1280, want_h = 800;
+    if (const char* size = std::getenv("GUI_WINDOW_SIZE")) std::sscanf(size, "%dx%d", &want_w, &want_h);
+    c.expect(c.img.w == want_w && c.img.h == want_h, "screenshot is " + std::to_string(want_w) + " x " +
+                                                         std::to_string(want_h) + ": " + std::to_string(c.img.w) +
+                                                         " x " + std::to_string(c.img.h));
     if (argc == 4 && std::string(argv[3]) != "auto")
       c.expect(c.layout.contains("status.backend." + std::string(argv[3])),
                std::string("computed on the ") + argv[3] + " backend");
@@ -373,6 +420,36 @@ int main(int argc, char** argv) {
       const Image exported = loadPng(dir + "/exported_heads.png");  // throws when missing or not a PNG
       c.expect(exported.w > 100 && exported.h > 100,
                "export wrote a " + std::to_string(exported.w) + " x " + std::to_string(exported.h) + " PNG");
+    } else if (test == "export_after_screenshot") {
+      // The engine's figure layout says where each cell lands; its colour must be the one of the weight worked
+      // out here for that row and column (a flipped image puts row 2's colours on row 0).
+      const Image png = loadPng(dir + "/head1.png");
+      const attnscope::Scene worked = attnscope::workedExampleScene();
+      attnscope::ExportRequest request;
+      request.what = attnscope::ExportWhat::Head;
+      request.head = 0;
+      const attnscope::Figure fig =
+          attnscope::makeFigure(worked, attnscope::CpuBackend(1).compute(worked), request);
+      const attnscope::FigureLayout layout = attnscope::layoutFigure(fig);
+      c.expect(png.w == layout.width && png.h == layout.height, "exported PNG has the figure's size");
+      const Grid w = expectedWeights(0, false);
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) {
+          const attnscope::PixelRect r = attnscope::cellRect(fig, layout, 0, i, j);
+          const Rgb8 got = png.at(r.x + r.w / 2, r.y + r.h / 4);  // above the cell's written value
+          const Rgb8 lo = attnscope::colorAt(ColorMap::Viridis, static_cast<float>(w[i][j] - 1e-5));
+          const Rgb8 hi = attnscope::colorAt(ColorMap::Viridis, static_cast<float>(w[i][j] + 1e-5));
+          c.expect(got == lo || got == hi, "exported cell (" + std::to_string(i) + "," + std::to_string(j) +
+                                               ") in the colour of " + std::to_string(w[i][j]) + ": " +
+                                               Checker::str(got));
+        }
+    } else if (test == "hostile_fields") {
+      expectHostileValuesRefused(c, dir);
+    } else if (test == "clipping") {
+      expectNothingClipped(c, dir);
+    } else if (test == "workarea") {
+      // The size check above is the test (the screen is 1280 x 800); the heads are still drawn.
+      c.expect(c.layout.contains("head0.map") && c.layout.contains("head1.map"), "both heads drawn");
     } else if (test == "walkthrough") {
       // Next, Right, Right, Left: the third step (index 2) is shown.
       c.expect(c.layout.contains("walk.step2"), "walkthrough on step 3 after Next, Right, Right, Left");
