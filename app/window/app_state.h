@@ -12,6 +12,7 @@
 #include "attnscope/compute/backend.h"
 #include "attnscope/compute/result.h"
 #include "attnscope/scene/scene.h"
+#include "window/latest_worker.h"
 
 namespace attnscope::app {
 
@@ -71,10 +72,24 @@ class AppState {
   // Call once a frame.
   void tick();
   bool analysisPending() const { return analysis_pending_; }
+  // Big scenes on the CPU are recomputed off the UI thread (LatestWorker): an edit that keeps every shape shows
+  // the previous result until the new one lands (tick() takes it); meanwhile this is true and the maps are
+  // marked stale. Edits that change a shape, the GPU backend and small scenes compute at once, as before.
+  bool resultPending() const { return result_pending_; }
 
  private:
   void recompute(int only_head);
   void runAnalysis();
+  void takeWorkerResult();
+
+  struct ComputeReply {
+    Result result;
+    double ms = 0;
+    std::string error;  // not empty: the compute threw (a bug on a validated scene); the result is empty
+  };
+  std::unique_ptr<LatestWorker<Scene, ComputeReply>> worker_;  // created on the first big edit
+  bool result_pending_ = false;
+  std::uint64_t stale_through_ = 0;  // worker replies up to this request number predate a synchronous compute
 
   Scene scene_;
   Result result_;

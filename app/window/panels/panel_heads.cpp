@@ -404,6 +404,11 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
     if (ImGui::RadioButton(names[i], scale == i)) view.color_scale = static_cast<ColorScale>(i);
     probeItem(std::string("heads.scale.") + std::to_string(i));
   }
+  if (state.resultPending()) {  // a big scene recomputes off the UI thread: the maps show the previous result
+    ImGui::SameLine();
+    ImGui::TextColored(ImVec4(1.0f, 0.75f, 0.3f, 1.0f), "updating...");
+    probeItem("heads.stale");
+  }
   const bool single = view.focus_head >= 0, pair = view.compare_a >= 0;
   if (single || pair) {
     ImGui::SameLine(ImGui::GetContentRegionAvail().x - ImGui::CalcTextSize("All heads").x);
