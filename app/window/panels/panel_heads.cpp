@@ -128,11 +128,12 @@ void drawAxisLabels(const Scene& scene, const CellView& cells, ImVec2 m0, ImVec2
   const int first_row = std::max(0, static_cast<int>(std::floor(cells.row0)));
   const int last_row = std::min(scene.nQ() - 1, static_cast<int>(std::ceil(cells.row1)) - 1);
   const int row_stride = std::max(1, static_cast<int>(std::ceil(line / cell)));
-  list->PushClipRect(ImVec2(m0.x - label_w, m0.y - line), ImVec2(m0.x, m1.y + line), true);
+  list->PushClipRect(ImVec2(m0.x - label_w, m0.y - 1), ImVec2(m0.x, m1.y + line), true);
   for (int i = first_row - first_row % row_stride; i <= last_row; i += row_stride) {
     if (i < first_row) continue;
     const char* t = q_tokens[static_cast<std::size_t>(i)].c_str();
     const float y = m0.y + (static_cast<float>(i) + 0.5f - cells.row0) * cell - line * 0.5f;
+    if (y < m0.y - 1) continue;  // it would reach into the title line above the map
     list->AddText(ImVec2(m0.x - 4 - ImGui::CalcTextSize(t).x, y), text_color, t);
   }
   list->PopClipRect();
