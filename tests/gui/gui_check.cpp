@@ -95,11 +95,13 @@ struct Checker {
     if (!layout.contains(id)) throw std::runtime_error("layout has no '" + id + "'");
     return layout[id].get<std::vector<float>>();
   }
-  // Centre pixel of cell (i, j) of a map with n_q x n_k cells.
-  Rgb8 cell(const std::string& map, int i, int j, int n_q, int n_k) const {
+  // A pixel of cell (i, j) of a map with n_q x n_k cells: centred across, `fy` of the way down. The heads
+  // panel writes a large cell's weight across its middle, so its maps are read at kAboveText.
+  static constexpr float kAboveText = 0.2f;
+  Rgb8 cell(const std::string& map, int i, int j, int n_q, int n_k, float fy = 0.5f) const {
     const std::vector<float> r = rect(map);
     const float x = r[0] + (r[2] - r[0]) * (static_cast<float>(j) + 0.5f) / static_cast<float>(n_k);
-    const float y = r[1] + (r[3] - r[1]) * (static_cast<float>(i) + 0.5f) / static_cast<float>(n_q);
+    const float y = r[1] + (r[3] - r[1]) * (static_cast<float>(i) + fy) / static_cast<float>(n_q);
     return img.at(static_cast<int>(x), static_cast<int>(y));
   }
   void expect(bool ok, const std::string& what) {
@@ -112,7 +114,7 @@ struct Checker {
   // The shader and colorAt both take the nearest of 256 entries; the window draws the float32 weight, this
   // check computes in double, so a weight within 1e-5 of a boundary between two entries may show either.
   void expectWeightColor(const std::string& map, int head, int i, int j, double w) {
-    const Rgb8 got = cell(map, i, j, 3, 3);
+    const Rgb8 got = cell(map, i, j, 3, 3, kAboveText);
     const Rgb8 lo = attnscope::colorAt(ColorMap::Viridis, static_cast<float>(w - 1e-5));
     const Rgb8 hi = attnscope::colorAt(ColorMap::Viridis, static_cast<float>(w + 1e-5));
     char what[160];
@@ -127,7 +129,7 @@ struct Checker {
       for (int i = 0; i < 3; ++i)
         for (int j = 0; j < 3; ++j) {
           if (causal && j > i) {
-            const Rgb8 got = cell(map, i, j, 3, 3);
+            const Rgb8 got = cell(map, i, j, 3, 3, kAboveText);
             expect(got == attnscope::kMaskedColor, "head " + std::to_string(h + 1) + " cell (" + std::to_string(i) +
                                                        "," + std::to_string(j) + ") masked: drawn " + str(got));
           } else {
@@ -243,7 +245,7 @@ int main(int argc, char** argv) {
       for (int i = 0; i < 3; ++i)
         for (int j = 0; j < 3; ++j) {
           const Rgb8 full = attnscope::colorAt(ColorMap::Viridis, static_cast<float>(w0[i][j]));
-          const Rgb8 got = c.cell("head0.map", i, j, 3, 3);
+          const Rgb8 got = c.cell("head0.map", i, j, 3, 3, Checker::kAboveText);
           auto near = [](int drawn, int channel) { return std::abs(drawn - channel * 95.0 / 255.0) <= 2.0; };
           c.expect(near(got.r, full.r) && near(got.g, full.g) && near(got.b, full.b),
                    "muted head 1 cell (" + std::to_string(i) + "," + std::to_string(j) +
@@ -410,7 +412,7 @@ int main(int argc, char** argv) {
         for (int i = 0; i < n; ++i)
           for (int j = 0; j <= i; ++j) {
             const float w = f.map(1, h, heads)(i, j);
-            const Rgb8 got = scene.cell("head" + std::to_string(h) + ".map", i, j, n, n);
+            const Rgb8 got = scene.cell("head" + std::to_string(h) + ".map", i, j, n, n, Checker::kAboveText);
             scene_wrong += !(got == attnscope::colorAt(ColorMap::Viridis, w - 1e-5f) ||
                              got == attnscope::colorAt(ColorMap::Viridis, w + 1e-5f));
           }

@@ -234,7 +234,8 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
     list->PopClipRect();
   }
 
-  // Large cells carry their weight as text, low in the cell (the centre pixel stays the plain colour).
+  // Large cells carry their weight as text across the middle of the cell (2.6 lines at least, so the top fifth
+  // stays the plain colour, where the GUI tests read it).
   if (cell >= 2.6f * line) {
     const Matrix& weights = state.result().heads[static_cast<std::size_t>(head)].weights;
     const MaskMatrix allowed = allowedMask(scene);
@@ -253,7 +254,7 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
         const bool dark = 0.299f * c.r + 0.587f * c.g + 0.114f * c.b < 140;
         const ImVec2 size = ImGui::CalcTextSize(text);
         list->AddText(ImVec2(m0.x + (static_cast<float>(j) + 0.5f - cells.col0) * cell - size.x * 0.5f,
-                             m0.y + (static_cast<float>(i + 1) - cells.row0) * cell - size.y - 0.12f * cell),
+                             m0.y + (static_cast<float>(i) + 0.5f - cells.row0) * cell - size.y * 0.5f),
                       dark ? IM_COL32(255, 255, 255, 230) : IM_COL32(20, 20, 20, 230), text);
       }
     list->PopClipRect();
