@@ -177,7 +177,10 @@ void expectHostileValuesRefused(Checker& c, const std::string& dir) {
            "the scale is within 1e-6 .. 1e6: " + std::to_string(saved.scale.value_or(-1)));
   const auto bounded = [](const attnscope::Matrix& m) { return m.allFinite() && m.cwiseAbs().maxCoeff() <= 1e6f; };
   c.expect(bounded(saved.query) && bounded(saved.heads[0].w_q), "X and W_Q are finite and within +-1e6");
-  c.expect(c.layout.contains("head0.map") && c.layout.contains("head1.map"), "the window still draws both heads");
+  c.expect(c.layout.contains("head2.map"), "the window still draws the heads");
+  const attnscope::Scene focus = attnscope::loadSceneFile(dir + "/saved_focus.json");
+  c.expect(focus.numHeads() == 3, "3 typed into heads and committed by a click elsewhere (no Enter): " +
+                                      std::to_string(focus.numHeads()) + " heads");
 }
 
 }  // namespace

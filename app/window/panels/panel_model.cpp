@@ -155,6 +155,7 @@ void presetsSection(AppState& state, ViewState& view) {
   probeItem("model.preset.worked");
   ImGui::SameLine();
   ImGui::TextDisabled("(seed 001: h = 2, d = 4)");
+  probeItem("model.preset.worked.label");  // somewhere to click that is no field
 
   // Sizes of the random presets, each refused visibly outside what makeRandomScene takes.
   const float w = ImGui::GetFontSize() * 4;
