@@ -448,6 +448,8 @@ int main(int argc, char** argv) {
                                                ") in the colour of " + std::to_string(w[i][j]) + ": " +
                                                Checker::str(got));
         }
+      c.expect(c.layout.contains("export.mismatch"), "a .svg path with the PNG format is said");
+      c.expect(!std::filesystem::exists(dir + "/head1.svg"), "and nothing is written to it");
     } else if (test == "hostile_fields") {
       expectHostileValuesRefused(c, dir);
     } else if (test == "clipping") {
