@@ -450,6 +450,13 @@ int main(int argc, char** argv) {
         }
       c.expect(c.layout.contains("export.mismatch"), "a .svg path with the PNG format is said");
       c.expect(!std::filesystem::exists(dir + "/head1.svg"), "and nothing is written to it");
+    } else if (test == "open_over_edits") {
+      // Opened: the unmasked worked example, with the message that Undo brings the edits back; then undone.
+      Checker opened{loadPng(dir + "/opened.png"), loadLayout(dir + "/layout_opened.json")};
+      opened.expect(opened.layout.contains("file.message"), "a message beside the path");
+      opened.expectWorkedExample(2, false);
+      c.failures += opened.failures;
+      c.expectWorkedExample(2, true);  // Ctrl+Z: the causal mask made before the open is back
     } else if (test == "hostile_fields") {
       expectHostileValuesRefused(c, dir);
     } else if (test == "clipping") {
