@@ -24,6 +24,27 @@ bool liveAnalysis(const Scene& scene) {
   const double h = scene.numHeads();
   return h * h * scene.nQ() * scene.nK() <= kLiveAnalysisCells;
 }
+
+// Above this many h n_q n_k weights a CPU recompute leaves the UI thread (n = 1024, h = 8 took ~60 ms a frame).
+constexpr double kWorkerCells = 2e6;
+
+bool computeOffTheUiThread(const Scene& scene) {
+  return static_cast<double>(scene.numHeads()) * scene.nQ() * scene.nK() > kWorkerCells;
+}
+
+// Every shape a view reads from a Result (heads; per head q, k, v, weights) agrees with the scene, so the old
+// result can stand in for the new scene's until its own lands.
+bool sameShapes(const Result& r, const Scene& s) {
+  if (static_cast<int>(r.heads.size()) != s.numHeads()) return false;
+  for (int h = 0; h < s.numHeads(); ++h) {
+    const HeadResult& hr = r.heads[static_cast<std::size_t>(h)];
+    const HeadParams& p = s.heads[static_cast<std::size_t>(h)];
+    if (hr.weights.rows() != s.nQ() || hr.weights.cols() != s.nK() || hr.q.cols() != p.dK() ||
+        hr.v.cols() != p.dV())
+      return false;
+  }
+  return r.output.cols() == s.d_model || (!s.w_o && r.output.cols() == s.concatWidth());
+}
 }  // namespace
 
 Scene initialScene() { return workedExampleScene(); }
@@ -42,7 +63,11 @@ bool AppState::edit(const std::string& what, const std::function<void(Scene&)>& 
     change(next);
     validateScene(next);
   } catch (const std::exception& e) {
-    edit_error_ = what + ": " + e.what();
+    // An InputError already names its field ("scale: expected ..."): the edit's name is added only when it
+    // says something more.
+    const std::string why = e.what();
+    edit_error_ = why.rfind(what + ":", 0) == 0 ? why : what + ": " + why;
+    edit_error_source_ = edit_origin;
     return false;
   }
   edit_error_.clear();
@@ -71,14 +96,20 @@ bool AppState::undo() {
 }
 
 bool AppState::open(const std::string& file) {
+  message_is_error_ = true;
   try {
     Scene loaded = loadSceneFile(file);
+    const bool had_unsaved_edits = dirty_;
     if (!replaceScene("open", std::move(loaded))) {
       message_ = "Could not open " + file + ": " + edit_error_;
+      edit_error_.clear();  // said here, next to the path, not again in a panel
       return false;
     }
     dirty_ = false;
+    message_is_error_ = false;
     message_ = "Opened " + file;
+    // Opening is an edit like any other: the scene it replaced is on the undo stack.
+    if (had_unsaved_edits) message_ += ". Your unsaved edits are not lost: Undo (Ctrl+Z) brings them back";
     return true;
   } catch (const std::exception& e) {
     message_ = std::string("Could not open: ") + e.what();
@@ -90,9 +121,11 @@ bool AppState::save(const std::string& file) {
   try {
     saveSceneFile(scene_, file);
     dirty_ = false;
+    message_is_error_ = false;
     message_ = "Saved " + file;
     return true;
   } catch (const std::exception& e) {
+    message_is_error_ = true;
     message_ = std::string("Not saved (the scene is kept): ") + e.what();
     return false;
   }
@@ -122,6 +155,26 @@ void AppState::useBackend(const std::string& name) {
 }
 
 void AppState::recompute(int only_head) {
+  if (backend_->name() == "cpu" && computeOffTheUiThread(scene_) && sameShapes(result_, scene_)) {
+    if (!worker_)
+      worker_ = std::make_unique<LatestWorker<Scene, ComputeReply>>([](const Scene& scene) {
+        ComputeReply reply;
+        const auto start = std::chrono::steady_clock::now();
+        try {
+          CpuBackend().computeInto(scene, reply.result, ComputeOptions{true, true});
+        } catch (const std::exception& e) {
+          reply.error = e.what();
+        }
+        reply.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        return reply;
+      });
+    worker_->request(scene_);
+    result_pending_ = true;
+    last_change_ = std::chrono::steady_clock::now();
+    return;
+  }
+  if (worker_) stale_through_ = worker_->cancel();  // what the worker still runs describes an older scene
+  result_pending_ = false;
   const auto start = std::chrono::steady_clock::now();
   const bool same_shape = only_head >= 0 && result_.heads.size() == scene_.heads.size();
   // The GPU computes the similarity itself (cheap); the CPU defers it for big scenes.
@@ -161,7 +214,26 @@ void AppState::recompute(int only_head) {
   }
 }
 
+void AppState::takeWorkerResult() {
+  if (!worker_) return;
+  auto reply = worker_->take();
+  if (!reply) return;
+  // A reply for a request made before a synchronous compute describes a scene that is gone.
+  if (reply->first > stale_through_ && reply->second.error.empty() && sameShapes(reply->second.result, scene_)) {
+    result_ = std::move(reply->second.result);
+    compute_ms_ = reply->second.ms;
+    analysis_pending_ = false;  // the worker ran the analysis too
+    ++revision_;
+    ++full_revision_;
+    head_revision_.assign(scene_.heads.size(), revision_);
+  } else if (!reply->second.error.empty()) {
+    banner_ = "The background recompute failed: " + reply->second.error;
+  }
+  result_pending_ = worker_->busy();
+}
+
 void AppState::tick() {
+  takeWorkerResult();
   if (!analysis_pending_) return;
   const double idle_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - last_change_).count();
@@ -169,7 +241,7 @@ void AppState::tick() {
 }
 
 void AppState::runAnalysis() {
-  analyseHeads(result_);
+  analyseHeads(result_, singleKeyRows(scene_));
   analysis_pending_ = false;
 }
 

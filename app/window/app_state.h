@@ -12,6 +12,7 @@
 #include "attnscope/compute/backend.h"
 #include "attnscope/compute/result.h"
 #include "attnscope/scene/scene.h"
+#include "window/latest_worker.h"
 
 namespace attnscope::app {
 
@@ -41,12 +42,18 @@ class AppState {
   bool undo();
   bool canUndo() const { return !undo_.empty(); }
   const std::string& editError() const { return edit_error_; }
+  // Which panel made the edit that failed (edit_origin when it was made), so that only that panel shows it.
+  const std::string& editSource() const { return edit_error_source_; }
+  std::string edit_origin;  // set by the layout before it draws each panel
   void clearEditError() { edit_error_.clear(); }
 
   // Scene files. A failed open or save keeps the scene as it was; message() says what happened either way.
   bool open(const std::string& path);
   bool save(const std::string& path);
   const std::string& message() const { return message_; }
+  bool messageIsError() const { return message_is_error_; }
+  // A message from the file bar itself (an empty path, say), shown as an error.
+  void refuse(const std::string& why) { message_ = why, message_is_error_ = true; }
   bool dirty() const { return dirty_; }
   std::string path;  // the path field (Ctrl+O / Ctrl+S)
 
@@ -58,23 +65,39 @@ class AppState {
   const std::string& banner() const { return banner_; }
   void clearBanner() { banner_.clear(); }
   double computeMs() const { return compute_ms_; }
+  std::string window_renderer;  // the window's GL_RENDERER: what the GPU backend would run on
 
   // Head similarity is O(h^2 n_q n_k): for big scenes it is not recomputed on every edit (a drag would stall)
   // but once the scene has been still for a moment; until then the previous similarity and statistics show.
   // Call once a frame.
   void tick();
   bool analysisPending() const { return analysis_pending_; }
+  // Big scenes on the CPU are recomputed off the UI thread (LatestWorker): an edit that keeps every shape shows
+  // the previous result until the new one lands (tick() takes it); meanwhile this is true and the maps are
+  // marked stale. Edits that change a shape, the GPU backend and small scenes compute at once, as before.
+  bool resultPending() const { return result_pending_; }
 
  private:
   void recompute(int only_head);
   void runAnalysis();
+  void takeWorkerResult();
+
+  struct ComputeReply {
+    Result result;
+    double ms = 0;
+    std::string error;  // not empty: the compute threw (a bug on a validated scene); the result is empty
+  };
+  std::unique_ptr<LatestWorker<Scene, ComputeReply>> worker_;  // created on the first big edit
+  bool result_pending_ = false;
+  std::uint64_t stale_through_ = 0;  // worker replies up to this request number predate a synchronous compute
 
   Scene scene_;
   Result result_;
   std::unique_ptr<Backend> backend_;
   std::deque<Scene> undo_;  // oldest first, at most kUndoDepth
-  std::string edit_error_, message_, banner_;
+  std::string edit_error_, edit_error_source_, message_, banner_;
   bool dirty_ = false;
+  bool message_is_error_ = false;
   double compute_ms_ = 0;
   bool analysis_pending_ = false;
   std::chrono::steady_clock::time_point last_change_;

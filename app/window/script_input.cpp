@@ -44,7 +44,14 @@ std::string layoutJson() {
     json += line;
     first = false;
   }
-  return json + "\n}\n";
+  // What did not fit (ui_probe.h): names only, under a key no widget has.
+  json += std::string(first ? "" : ",\n") + "  \"clipped\": [";
+  bool first_clipped = true;
+  for (const std::string& id : lastFrameClipped()) {
+    json += (first_clipped ? "\"" : ", \"") + id + "\"";
+    first_clipped = false;
+  }
+  return json + "]\n}\n";
 }
 
 }  // namespace

@@ -12,7 +12,8 @@
 //   key NAME [ctrl]        press and release a key: Left Right Up Down Enter Escape Tab Backspace A..Z
 //   text STRING            type the characters
 //   screenshot PATH        write the window to PNG
-//   layout PATH            write the widget rectangles as JSON (for the pixel checks)
+//   layout PATH            write the widget rectangles as JSON (for the pixel checks), and under "clipped" the
+//                          names of what did not fit (ui_probe.h)
 //   quit                   exit (status 0)
 #pragma once
 

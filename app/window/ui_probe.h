@@ -1,10 +1,13 @@
 // Named screen rectangles of widgets, recorded as the frame is built, so that the scripted-input mode (and the
 // GUI tests through it) can click "model.heads.plus" rather than a pixel position that moves with the layout.
+// The probe also records what did not fit: a probed item cut off at its pane's right edge, a tab whose label
+// was shortened to "Walkt...", a pane whose content runs past its right edge, a text drawn past its room.
 #pragma once
 
 #include <imgui.h>
 
 #include <map>
+#include <set>
 #include <string>
 
 namespace attnscope::app {
@@ -13,11 +16,18 @@ struct ProbeRect {
   ImVec2 min, max;
 };
 
-// Records the last ImGui item's rectangle under `id`.
+// Records the last ImGui item's rectangle under `id`; when the item runs past the right edge of what its window
+// shows (and the window cannot scroll sideways), `id` is also recorded as clipped.
 void probeItem(const std::string& id);
 void probeRect(const std::string& id, ImVec2 min, ImVec2 max);
-// Last frame's rectangles (the current frame's are still being recorded).
+// Records `id` as clipped unless `fits` (a label the caller measured against its room).
+void probeFit(const std::string& id, bool fits);
+// Call before ImGui::End (or EndChild) of a pane without a horizontal scrollbar: when any item of the pane ran
+// past its right edge, `pane` is recorded as clipped.
+void probePaneFits(const std::string& pane);
+// Last frame's rectangles and clipped names (the current frame's are still being recorded).
 const std::map<std::string, ProbeRect>& lastFrameProbes();
+const std::set<std::string>& lastFrameClipped();
 // Called at the start of each frame: the rectangles recorded so far become lastFrameProbes().
 void rotateProbes();
 

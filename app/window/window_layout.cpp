@@ -30,12 +30,13 @@ void fileBar(AppState& state) {
   ImGui::InputTextWithHint("##path", "path/to/scene.json", &state.path);
   probeItem("file.path");
   ImGui::SameLine();
-  if ((ImGui::Button("Open") || (ctrl && ImGui::IsKeyPressed(GLFW_KEY_O, false))) && !state.path.empty())
-    state.open(state.path);
+  const char* no_path = "Type a scene file's path first (path/to/scene.json)";
+  if (ImGui::Button("Open") || (ctrl && ImGui::IsKeyPressed(GLFW_KEY_O, false)))
+    state.path.empty() ? state.refuse(no_path) : void(state.open(state.path));
   probeItem("file.open");
   ImGui::SameLine();
-  if ((ImGui::Button("Save") || (ctrl && ImGui::IsKeyPressed(GLFW_KEY_S, false))) && !state.path.empty())
-    state.save(state.path);
+  if (ImGui::Button("Save") || (ctrl && ImGui::IsKeyPressed(GLFW_KEY_S, false)))
+    state.path.empty() ? state.refuse(no_path) : void(state.save(state.path));
   probeItem("file.save");
   ImGui::SameLine();
   ImGui::BeginDisabled(!state.canUndo());
@@ -43,8 +44,31 @@ void fileBar(AppState& state) {
   ImGui::EndDisabled();
   if (ctrl && ImGui::IsKeyPressed(GLFW_KEY_Z, false) && !io.WantTextInput) state.undo();
   probeItem("file.undo");
-  ImGui::SameLine();
-  ImGui::TextDisabled("%s", state.message().c_str());
+  // The message gets the rest of the bar, wrapped inside it (fileBarHeight makes room for its lines).
+  if (!state.message().empty()) {
+    ImGui::SameLine();
+    if (state.messageIsError())
+      ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.4f, 1.0f));
+    else
+      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+    ImGui::PushTextWrapPos(0.0f);
+    ImGui::TextUnformatted(state.message().c_str());
+    ImGui::PopTextWrapPos();
+    ImGui::PopStyleColor();
+    probeItem("file.message");
+  }
+}
+
+// The file bar is one row of widgets; a long message beside them wraps onto more lines.
+float fileBarHeight(const AppState& state, float display_w) {
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const float one_row = ImGui::GetFrameHeight() + 2 * style.WindowPadding.y;
+  if (state.message().empty()) return one_row;
+  const float widgets = ImGui::CalcTextSize("Scene file * Open Save Undo").x + ImGui::GetFontSize() * 22 +
+                        10 * style.FramePadding.x + 6 * style.ItemSpacing.x;
+  const float room = std::max(ImGui::GetFontSize() * 8, display_w - widgets - 2 * style.WindowPadding.x);
+  const float text_h = ImGui::CalcTextSize(state.message().c_str(), nullptr, false, room).y;
+  return std::max(one_row, text_h + 2 * style.WindowPadding.y + style.FramePadding.y);
 }
 
 void statusBar(const AppState& state, double frame_ms) {
@@ -65,11 +89,24 @@ void statusBar(const AppState& state, double frame_ms) {
   }
 }
 
-// A tab that also records its rectangle for the scripted mode.
+// A tab that also records its rectangle for the scripted mode, and whether its label was shortened.
 bool tab(const char* label, const std::string& probe) {
   const bool open = ImGui::BeginTabItem(label);
   probeItem(probe);
+  const float needed = ImGui::CalcTextSize(label).x + 2 * ImGui::GetStyle().FramePadding.x;
+  probeFit(probe, ImGui::GetItemRectSize().x + 0.5f >= needed);
   return open;
+}
+
+// The analysis tabs, in order: the pane is at least as wide as their labels need, so none is shortened.
+const char* const kAnalysisTabs[] = {"Steps", "Similarity", "Diff", "Cell", "Mistakes", "Export", "GPT-2"};
+
+float tabBarWidth(const char* const* labels, int count) {
+  const ImGuiStyle& style = ImGui::GetStyle();
+  float w = 2 * style.WindowPadding.x;
+  for (int i = 0; i < count; ++i) w += ImGui::CalcTextSize(labels[i]).x + 2 * style.FramePadding.x + 1;  // ImGui's +1
+  // + the vertical scrollbar a long tab shows
+  return w + static_cast<float>(count - 1) * style.ItemInnerSpacing.x + style.ScrollbarSize + 4;
 }
 
 }  // namespace
@@ -79,14 +116,17 @@ void drawWindowLayout(AppState& state, ViewState& view, HeatmapRenderer& rendere
   const ImGuiStyle& style = ImGui::GetStyle();
   const float bar_h = ImGui::GetFrameHeight() + 2 * style.WindowPadding.y;
   const float side_w = std::max(ImGui::GetFontSize() * 22, display.x * 0.28f);
-  const float body_h = display.y - 2 * bar_h - (state.banner().empty() ? 0 : bar_h);
+  const float analysis_w = std::max(side_w, tabBarWidth(kAnalysisTabs, 7));
+  const float body_h = display.y - bar_h - fileBarHeight(state, display.x) - (state.banner().empty() ? 0 : bar_h);
   float y = 0;
 
-  placeNext(ImVec2(0, y), ImVec2(display.x, bar_h));
-  ImGui::Begin("##file", nullptr, kPanelFlags | ImGuiWindowFlags_NoTitleBar);
+  const float file_h = fileBarHeight(state, display.x);
+  placeNext(ImVec2(0, y), ImVec2(display.x, file_h));
+  ImGui::Begin("##file", nullptr, kPanelFlags | ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoScrollbar);
   fileBar(state);
+  probePaneFits("pane.file");
   ImGui::End();
-  y += bar_h;
+  y += file_h;
   if (!state.banner().empty()) {
     placeNext(ImVec2(0, y), ImVec2(display.x, bar_h));
     ImGui::PushStyleColor(ImGuiCol_WindowBg, ImVec4(0.55f, 0.25f, 0.1f, 1.0f));
@@ -101,36 +141,52 @@ void drawWindowLayout(AppState& state, ViewState& view, HeatmapRenderer& rendere
   placeNext(ImVec2(0, y), ImVec2(side_w, body_h));
   ImGui::Begin("Scene", nullptr, kPanelFlags);
   if (ImGui::BeginTabBar("scene_tabs")) {
-    if (tab("Model", "tab.model")) drawModelPanel(state, view), ImGui::EndTabItem();
-    if (tab("Inputs", "tab.inputs")) drawInputsPanel(state, view), ImGui::EndTabItem();
-    if (tab("Projections", "tab.projections")) drawProjectionsPanel(state, view), ImGui::EndTabItem();
+    // edit_origin: an edit that fails is shown by the panel that made it, once.
+    if (tab("Model", "tab.model")) state.edit_origin = "model", drawModelPanel(state, view), ImGui::EndTabItem();
+    if (tab("Inputs", "tab.inputs")) state.edit_origin = "inputs", drawInputsPanel(state, view), ImGui::EndTabItem();
+    if (tab("Projections", "tab.projections")) {
+      state.edit_origin = "projections";
+      drawProjectionsPanel(state, view);
+      ImGui::EndTabItem();
+    }
     ImGui::EndTabBar();
   }
+  probePaneFits("pane.scene");
   ImGui::End();
 
-  placeNext(ImVec2(side_w, y), ImVec2(display.x - 2 * side_w, body_h));
+  placeNext(ImVec2(side_w, y), ImVec2(display.x - side_w - analysis_w, body_h));
   ImGui::Begin("Heads", nullptr, kPanelFlags | ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
+  state.edit_origin = "heads";
   drawHeadsPanel(state, view, renderer);
+  probePaneFits("pane.heads");
   ImGui::End();
 
-  placeNext(ImVec2(display.x - side_w, y), ImVec2(side_w, body_h));
+  placeNext(ImVec2(display.x - analysis_w, y), ImVec2(analysis_w, body_h));
   ImGui::Begin("Analysis", nullptr, kPanelFlags);
   view.walk_head = -1;
+  state.edit_origin = "analysis";
   if (ImGui::BeginTabBar("analysis_tabs")) {
-    if (tab("Walkthrough", "tab.walkthrough")) drawWalkthroughPanel(state, view), ImGui::EndTabItem();
-    if (tab("Similarity", "tab.similarity")) drawSimilarityPanel(state, view), ImGui::EndTabItem();
-    if (tab("Export", "tab.export")) drawExportPanel(state, view), ImGui::EndTabItem();
-    if (tab("Diff", "tab.diff")) drawDiffPanel(state, view), ImGui::EndTabItem();
-    if (tab("Cell", "tab.breakdown")) drawBreakdownPanel(state, view), ImGui::EndTabItem();
-    if (tab("Mistakes", "tab.pitfalls")) drawPitfallsPanel(state, view), ImGui::EndTabItem();
-    if (tab("GPT-2", "tab.gpt2")) drawGpt2Panel(state, view), ImGui::EndTabItem();
+    // "Steps" is the walkthrough of the worked example.
+    if (tab(kAnalysisTabs[0], "tab.walkthrough")) {
+      state.edit_origin = "walkthrough";
+      drawWalkthroughPanel(state, view);
+      ImGui::EndTabItem();
+    }
+    if (tab(kAnalysisTabs[1], "tab.similarity")) drawSimilarityPanel(state, view), ImGui::EndTabItem();
+    if (tab(kAnalysisTabs[2], "tab.diff")) drawDiffPanel(state, view), ImGui::EndTabItem();
+    if (tab(kAnalysisTabs[3], "tab.breakdown")) drawBreakdownPanel(state, view), ImGui::EndTabItem();
+    if (tab(kAnalysisTabs[4], "tab.pitfalls")) drawPitfallsPanel(state, view), ImGui::EndTabItem();
+    if (tab(kAnalysisTabs[5], "tab.export")) drawExportPanel(state, view), ImGui::EndTabItem();
+    if (tab(kAnalysisTabs[6], "tab.gpt2")) drawGpt2Panel(state, view), ImGui::EndTabItem();
     ImGui::EndTabBar();
   }
+  probePaneFits("pane.analysis");
   ImGui::End();
 
   placeNext(ImVec2(0, display.y - bar_h), ImVec2(display.x, bar_h));
   ImGui::Begin("##status", nullptr, kPanelFlags | ImGuiWindowFlags_NoTitleBar);
   statusBar(state, last_frame_ms);
+  probePaneFits("pane.status");
   ImGui::End();
 }
 

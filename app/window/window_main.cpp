@@ -69,11 +69,17 @@ void writeScreenshot(GLFWwindow* window, const std::string& path) {
   glPixelStorei(GL_PACK_ALIGNMENT, 1);
   glReadBuffer(GL_BACK);
   glReadPixels(0, 0, w, h, GL_RGB, GL_UNSIGNED_BYTE, pixels.data());
+  // GL's rows start at the bottom: turn them here, in our own buffer. (stb's flip flag would do it too, but it
+  // is one flag for the whole process and every later PNG export would come out upside down.)
+  const std::size_t row = static_cast<std::size_t>(w) * 3;
+  for (int y = 0; y < h / 2; ++y)
+    std::swap_ranges(pixels.begin() + static_cast<std::ptrdiff_t>(row * static_cast<std::size_t>(y)),
+                     pixels.begin() + static_cast<std::ptrdiff_t>(row * static_cast<std::size_t>(y + 1)),
+                     pixels.begin() + static_cast<std::ptrdiff_t>(row * static_cast<std::size_t>(h - 1 - y)));
   std::string png;
   auto append = [](void* context, void* data, int size) {
     static_cast<std::string*>(context)->append(static_cast<const char*>(data), static_cast<std::size_t>(size));
   };
-  stbi_flip_vertically_on_write(1);  // GL's rows start at the bottom
   if (!stbi_write_png_to_func(append, &png, w, h, 3, pixels.data(), w * 3))
     throw InputError("--screenshot", "a PNG encoding of the window", "an stb_image_write failure");
   writeFileAtomically(path, png);
@@ -137,10 +143,20 @@ int runWindow(const std::vector<std::string>& args) {
   // ATTNSCOPE_UI_SCALE overrides the monitor's content scale (to try a HiDPI look on any display); the window
   // then grows by the same factor, as GLFW_SCALE_TO_MONITOR does for a real HiDPI monitor.
   const char* forced_scale = std::getenv("ATTNSCOPE_UI_SCALE");
-  const float ui_scale_override = forced_scale ? std::clamp(std::strtof(forced_scale, nullptr), 0.5f, 4.0f) : 0.0f;
+  const float ui_scale_override =
+      forced_scale && *forced_scale ? std::clamp(std::strtof(forced_scale, nullptr), 0.5f, 4.0f) : 0.0f;
   const int initial_scale = ui_scale_override > 0 ? static_cast<int>(ui_scale_override) : 1;
-  GLFWwindow* window = glfwCreateWindow(1280 * std::max(1, initial_scale), 800 * std::max(1, initial_scale),
-                                        "attnscope", nullptr, nullptr);
+  // Never larger than the monitor's work area (the screen less its panels): a 2560 x 1600 window on a 1280 x 800
+  // screen would put half of every panel out of reach.
+  int window_w = 1280 * std::max(1, initial_scale), window_h = 800 * std::max(1, initial_scale);
+  if (GLFWmonitor* monitor = glfwGetPrimaryMonitor()) {
+    int area_x = 0, area_y = 0, area_w = 0, area_h = 0;
+    glfwGetMonitorWorkarea(monitor, &area_x, &area_y, &area_w, &area_h);
+    if (area_w > 0 && area_h > 0) window_w = std::min(window_w, area_w), window_h = std::min(window_h, area_h);
+  }
+  // GLFW_SCALE_TO_MONITOR would grow the window again by the monitor's own scale; the clamped size is final.
+  if (ui_scale_override > 0) glfwWindowHint(GLFW_SCALE_TO_MONITOR, GLFW_FALSE);
+  GLFWwindow* window = glfwCreateWindow(window_w, window_h, "attnscope", nullptr, nullptr);
   if (!window) {
     glfwTerminate();
     throw InputError("window", "an OpenGL 4.3 core context", "none (see the GLFW message above)");
@@ -168,6 +184,8 @@ int runWindow(const std::vector<std::string>& args) {
 
   {
     app::AppState state(std::move(scene));
+    const char* gl_renderer = reinterpret_cast<const char*>(glGetString(GL_RENDERER));
+    state.window_renderer = gl_renderer ? gl_renderer : "";
     if (options.scene_path) state.path = *options.scene_path;
     if (options.backend == "gpu" || (options.backend == "auto" && !windowRendererIsSoftware())) {
       state.useBackend("gpu");

@@ -169,6 +169,18 @@ TEST(WorkedExample, WalkthroughReportsExactlyTheHandFoundDisagreements) {
   }
 }
 
+// Key padding chosen with no key ticked masks nothing: the weights are the text's, so every comparison stays
+// (it once hid 14 of the 15 disagreements).
+TEST(WorkedExample, KeyPaddingThatMasksNothingKeepsEveryComparison) {
+  Scene scene = workedExampleScene();
+  scene.key_padding = {0, 0, 0};
+  const Walkthrough w = buildWalkthrough(scene, CpuBackend(1).compute(scene));
+  EXPECT_EQ(w.disagreementCount(), static_cast<int>(handDisagreements().size()));
+  scene.key_padding = {0, 0, 1};  // key x3 padded: the printed weights no longer apply
+  const Walkthrough padded = buildWalkthrough(scene, CpuBackend(1).compute(scene));
+  EXPECT_LT(padded.disagreementCount(), w.disagreementCount());
+}
+
 TEST(WorkedExample, StepsComeInTheDocumentedOrder) {
   const Scene scene = workedExampleScene();
   const Walkthrough w = buildWalkthrough(scene, CpuBackend(1).compute(scene));

@@ -1,6 +1,7 @@
 // Exporters: each format decoded and checked against weights worked out by hand (test_export_support.h):
 // PNG pixels at cell centres, masked cells, colour bar; SVG parsed as XML; CSV fields; NPY header and values.
 #include <gtest/gtest.h>
+#include <stb_image_write.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -61,6 +62,23 @@ TEST(ExportPng, CellsShowTheColourOfTheirHandWorkedWeight) {
       }
     }
   }
+}
+
+// stb's flip flag is one for the whole process; the window's screenshot once set it and left it, and every PNG
+// exported after a screenshot came out upside down. An export must not depend on it: causal head 1 has its
+// masked (grey) cells above the diagonal, so a flipped image shows grey below it.
+TEST(ExportPng, RowsComeTopFirstWhateverStbsFlipFlagWasLeftAt) {
+  const Scene s = handScene();
+  const Result r = handResult();
+  const ExportRequest req = request(ExportWhat::Head, ExportFormat::Png, 0);
+  const Figure fig = makeFigure(s, r, req);
+  const FigureLayout layout = layoutFigure(fig);
+  stbi_flip_vertically_on_write(1);  // as another part of the program might leave it
+  const Image img = decodePng(exportBytes(s, r, req));
+  stbi_flip_vertically_on_write(0);
+  EXPECT_EQ(centre(img, cellRect(fig, layout, 0, 0, 2)), kMaskedColor);
+  EXPECT_EQ(centre(img, cellRect(fig, layout, 0, 2, 0)),
+            colorAt(ColorMap::Viridis, static_cast<float>(kHandWeights[0][2][0])));
 }
 
 TEST(ExportPng, PublishedViridisColoursAtWeightsOneAndOneHalf) {

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -94,11 +96,13 @@ struct Checker {
     if (!layout.contains(id)) throw std::runtime_error("layout has no '" + id + "'");
     return layout[id].get<std::vector<float>>();
   }
-  // Centre pixel of cell (i, j) of a map with n_q x n_k cells.
-  Rgb8 cell(const std::string& map, int i, int j, int n_q, int n_k) const {
+  // A pixel of cell (i, j) of a map with n_q x n_k cells: centred across, `fy` of the way down. The heads
+  // panel writes a large cell's weight across its middle, so its maps are read at kAboveText.
+  static constexpr float kAboveText = 0.2f;
+  Rgb8 cell(const std::string& map, int i, int j, int n_q, int n_k, float fy = 0.5f) const {
     const std::vector<float> r = rect(map);
     const float x = r[0] + (r[2] - r[0]) * (static_cast<float>(j) + 0.5f) / static_cast<float>(n_k);
-    const float y = r[1] + (r[3] - r[1]) * (static_cast<float>(i) + 0.5f) / static_cast<float>(n_q);
+    const float y = r[1] + (r[3] - r[1]) * (static_cast<float>(i) + fy) / static_cast<float>(n_q);
     return img.at(static_cast<int>(x), static_cast<int>(y));
   }
   void expect(bool ok, const std::string& what) {
@@ -111,7 +115,7 @@ struct Checker {
   // The shader and colorAt both take the nearest of 256 entries; the window draws the float32 weight, this
   // check computes in double, so a weight within 1e-5 of a boundary between two entries may show either.
   void expectWeightColor(const std::string& map, int head, int i, int j, double w) {
-    const Rgb8 got = cell(map, i, j, 3, 3);
+    const Rgb8 got = cell(map, i, j, 3, 3, kAboveText);
     const Rgb8 lo = attnscope::colorAt(ColorMap::Viridis, static_cast<float>(w - 1e-5));
     const Rgb8 hi = attnscope::colorAt(ColorMap::Viridis, static_cast<float>(w + 1e-5));
     char what[160];
@@ -126,7 +130,7 @@ struct Checker {
       for (int i = 0; i < 3; ++i)
         for (int j = 0; j < 3; ++j) {
           if (causal && j > i) {
-            const Rgb8 got = cell(map, i, j, 3, 3);
+            const Rgb8 got = cell(map, i, j, 3, 3, kAboveText);
             expect(got == attnscope::kMaskedColor, "head " + std::to_string(h + 1) + " cell (" + std::to_string(i) +
                                                        "," + std::to_string(j) + ") masked: drawn " + str(got));
           } else {
@@ -136,6 +140,49 @@ struct Checker {
     }
   }
 };
+
+// Every layout*.json in `dir` lists under "clipped" what did not fit (ui_probe.h): a tab label shortened, an
+// item or a pane's content past its right edge, a text past its room. Each list must be empty.
+void expectNothingClipped(Checker& c, const std::string& dir) {
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string file = entry.path().filename().string();
+    if (file.rfind("layout", 0) != 0 || entry.path().extension() != ".json") continue;
+    ++files;
+    const nlohmann::json layout = loadLayout(entry.path().string());
+    std::string clipped;
+    for (const auto& id : layout.value("clipped", nlohmann::json::array())) clipped += " " + id.get<std::string>();
+    c.expect(layout.contains("clipped") && clipped.empty(),
+             file + ": nothing clipped" + (clipped.empty() ? "" : " (clipped:" + clipped + ")"));
+  }
+  c.expect(files > 0, "layouts written: " + std::to_string(files));
+}
+
+// After every hostile value (hostile_fields.txt): each refusal was shown under its field, the sizes are the
+// worked example's, and every number in the saved scene is finite and within the cells' +-1e6.
+void expectHostileValuesRefused(Checker& c, const std::string& dir) {
+  const std::pair<const char*, const char*> refusals[] = {
+      {"layout_sizes.json", "model.d_v.error"},      {"layout_random_n.json", "model.random.n.error"},
+      {"layout_random.json", "model.random.seed.error"}, {"layout_scale.json", "model.scale.error"},
+      {"layout_copy.json", "proj.copy_from.error"}};
+  for (const auto& [file, probe] : refusals)
+    c.expect(loadLayout(dir + "/" + file).contains(probe), std::string(file) + ": the refusal " + probe + " shown");
+  const attnscope::Scene sizes = attnscope::loadSceneFile(dir + "/saved_sizes.json");
+  c.expect(sizes.d_model == 4 && sizes.numHeads() == 2 && sizes.heads[0].dK() == 2 && sizes.heads[0].dV() == 2,
+           "after the sizes' hostile values: still d_model 4, 2 heads, d_k = d_v = 2");
+  const attnscope::Scene saved = attnscope::loadSceneFile(dir + "/saved_scene.json");
+  c.expect(saved.d_model == 4 && saved.numHeads() == 2 && saved.nQ() == 3 && saved.heads[0].dK() == 2 &&
+               saved.heads[0].dV() == 2,
+           "the sizes are still the worked example's (d_model 4, 2 heads, 3 tokens, d_k = d_v = 2)");
+  c.expect(saved.scale.has_value() && *saved.scale >= 1e-6f && *saved.scale <= 1e6f,
+           "the scale is within 1e-6 .. 1e6: " + std::to_string(saved.scale.value_or(-1)));
+  const auto bounded = [](const attnscope::Matrix& m) { return m.allFinite() && m.cwiseAbs().maxCoeff() <= 1e6f; };
+  c.expect(bounded(saved.query) && bounded(saved.heads[0].w_q), "X and W_Q are finite and within +-1e6");
+  c.expect(c.layout.contains("head2.map"), "the window still draws the heads");
+  const attnscope::Scene focus = attnscope::loadSceneFile(dir + "/saved_focus.json");
+  c.expect(focus.numHeads() == 3, "3 typed into heads and committed by a click elsewhere (no Enter): " +
+                                      std::to_string(focus.numHeads()) + " heads");
+}
 
 }  // namespace
 
@@ -147,8 +194,12 @@ int main(int argc, char** argv) {
   const std::string test = argv[1], dir = argv[2];
   try {
     Checker c{loadPng(dir + "/window.png"), loadLayout(dir + "/layout.json")};
-    c.expect(c.img.w == 1280 && c.img.h == 800,
-             "screenshot is 1280 x 800: " + std::to_string(c.img.w) + " x " + std::to_string(c.img.h));
+    // The window's size: 1280 x 800, or GUI_WINDOW_SIZE (run_gui_test.sh: the HiDPI screen at scale 2).
+    int want_w = 1280, want_h = 800;
+    if (const char* size = std::getenv("GUI_WINDOW_SIZE")) std::sscanf(size, "%dx%d", &want_w, &want_h);
+    c.expect(c.img.w == want_w && c.img.h == want_h, "screenshot is " + std::to_string(want_w) + " x " +
+                                                         std::to_string(want_h) + ": " + std::to_string(c.img.w) +
+                                                         " x " + std::to_string(c.img.h));
     if (argc == 4 && std::string(argv[3]) != "auto")
       c.expect(c.layout.contains("status.backend." + std::string(argv[3])),
                std::string("computed on the ") + argv[3] + " backend");
@@ -202,7 +253,7 @@ int main(int argc, char** argv) {
       for (int i = 0; i < 3; ++i)
         for (int j = 0; j < 3; ++j) {
           const Rgb8 full = attnscope::colorAt(ColorMap::Viridis, static_cast<float>(w0[i][j]));
-          const Rgb8 got = c.cell("head0.map", i, j, 3, 3);
+          const Rgb8 got = c.cell("head0.map", i, j, 3, 3, Checker::kAboveText);
           auto near = [](int drawn, int channel) { return std::abs(drawn - channel * 95.0 / 255.0) <= 2.0; };
           c.expect(near(got.r, full.r) && near(got.g, full.g) && near(got.b, full.b),
                    "muted head 1 cell (" + std::to_string(i) + "," + std::to_string(j) +
@@ -378,7 +429,7 @@ int main(int argc, char** argv) {
         for (int i = 0; i < n; ++i)
           for (int j = 0; j <= i; ++j) {
             const float w = f.map(1, h, heads)(i, j);
-            const Rgb8 got = scene.cell("head" + std::to_string(h) + ".map", i, j, n, n);
+            const Rgb8 got = scene.cell("head" + std::to_string(h) + ".map", i, j, n, n, Checker::kAboveText);
             scene_wrong += !(got == attnscope::colorAt(ColorMap::Viridis, w - 1e-5f) ||
                              got == attnscope::colorAt(ColorMap::Viridis, w + 1e-5f));
           }
@@ -411,6 +462,45 @@ int main(int argc, char** argv) {
                                                    std::to_string(w[i][j]) + " drawn " + Checker::str(got));
             }
         }
+    } else if (test == "export_after_screenshot") {
+      // The engine's figure layout says where each cell lands; its colour must be the one of the weight worked
+      // out here for that row and column (a flipped image puts row 2's colours on row 0).
+      const Image png = loadPng(dir + "/head1.png");
+      const attnscope::Scene worked = attnscope::workedExampleScene();
+      attnscope::ExportRequest request;
+      request.what = attnscope::ExportWhat::Head;
+      request.head = 0;
+      const attnscope::Figure fig =
+          attnscope::makeFigure(worked, attnscope::CpuBackend(1).compute(worked), request);
+      const attnscope::FigureLayout layout = attnscope::layoutFigure(fig);
+      c.expect(png.w == layout.width && png.h == layout.height, "exported PNG has the figure's size");
+      const Grid w = expectedWeights(0, false);
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) {
+          const attnscope::PixelRect r = attnscope::cellRect(fig, layout, 0, i, j);
+          const Rgb8 got = png.at(r.x + r.w / 2, r.y + r.h / 4);  // above the cell's written value
+          const Rgb8 lo = attnscope::colorAt(ColorMap::Viridis, static_cast<float>(w[i][j] - 1e-5));
+          const Rgb8 hi = attnscope::colorAt(ColorMap::Viridis, static_cast<float>(w[i][j] + 1e-5));
+          c.expect(got == lo || got == hi, "exported cell (" + std::to_string(i) + "," + std::to_string(j) +
+                                               ") in the colour of " + std::to_string(w[i][j]) + ": " +
+                                               Checker::str(got));
+        }
+      c.expect(c.layout.contains("export.mismatch"), "a .svg path with the PNG format is said");
+      c.expect(!std::filesystem::exists(dir + "/head1.svg"), "and nothing is written to it");
+    } else if (test == "open_over_edits") {
+      // Opened: the unmasked worked example, with the message that Undo brings the edits back; then undone.
+      Checker opened{loadPng(dir + "/opened.png"), loadLayout(dir + "/layout_opened.json")};
+      opened.expect(opened.layout.contains("file.message"), "a message beside the path");
+      opened.expectWorkedExample(2, false);
+      c.failures += opened.failures;
+      c.expectWorkedExample(2, true);  // Ctrl+Z: the causal mask made before the open is back
+    } else if (test == "hostile_fields") {
+      expectHostileValuesRefused(c, dir);
+    } else if (test == "clipping") {
+      expectNothingClipped(c, dir);
+    } else if (test == "workarea") {
+      // The size check above is the test (the screen is 1280 x 800); the heads are still drawn.
+      c.expect(c.layout.contains("head0.map") && c.layout.contains("head1.map"), "both heads drawn");
     } else if (test == "walkthrough") {
       // Next, Right, Right, Left: the third step, "Head 1: K = X W_K", is shown. What is drawn for it: its
       // input W_K as an editable table (step 2 shows W_Q, step 4 W_V), and head 1's heatmap outlined, head 2's

@@ -5,6 +5,11 @@
 set -euo pipefail
 name=$1 app=$2 check=$3 scripts=$4 artifacts=$5 backend=${6:-auto}
 out="$artifacts/${name}_$backend"
+# NAME_x2: scripts/NAME.txt at ATTNSCOPE_UI_SCALE=2 on a 2560 x 1600 screen (a HiDPI monitor: the same layout
+# as 1280 x 800 at scale 1). "workarea": scale 2 on a 1280 x 800 screen, where the window must stay inside it.
+script=$name screen=1280x800 scale=""
+if [[ "$name" == *_x2 ]]; then script=${name%_x2} screen=2560x1600 scale=2; fi
+if [[ "$name" == workarea ]]; then scale=2; fi
 rm -rf "$out" && mkdir -p "$out"
 
 # A free display number: no lock file and no socket. Xvfb itself refuses a taken one, so retry a few times.
@@ -13,7 +18,7 @@ cleanup() { if [[ -n "$xvfb_pid" ]]; then kill "$xvfb_pid" 2>/dev/null || true; 
 trap cleanup EXIT
 for display in $(seq $((100 + RANDOM % 400)) 600); do
   [[ -e /tmp/.X$display-lock || -e /tmp/.X11-unix/X$display ]] && continue
-  Xvfb ":$display" -screen 0 1280x800x24 -nolisten tcp >"$out/xvfb.log" 2>&1 &
+  Xvfb ":$display" -screen 0 ${screen}x24 -nolisten tcp >"$out/xvfb.log" 2>&1 &
   xvfb_pid=$!
   for _ in $(seq 50); do
     [[ -e /tmp/.X11-unix/X$display ]] && break
@@ -26,10 +31,12 @@ done
 [[ -n "$xvfb_pid" ]] || { echo "run_gui_test: could not start Xvfb" >&2; exit 1; }
 
 # The GPT-2 test opens a tiny checkpoint written by the tests' NumPy reference script (@CKPT@ in its script).
-if [[ "$name" == gpt2* ]]; then
+if [[ "$script" == gpt2* || "$script" == clipping ]]; then
   /usr/bin/python3 "$scripts/../../model/gpt2_reference.py" "$out/ckpt" --dtype F16
 fi
-sed -e "s|@OUT@|$out|g" -e "s|@CKPT@|$out/ckpt|g" "$scripts/$name.txt" >"$out/script.txt"
+sed -e "s|@OUT@|$out|g" -e "s|@CKPT@|$out/ckpt|g" "$scripts/$script.txt" >"$out/script.txt"
 # Mesa's software renderer (llvmpipe) under Xvfb; no terminal or display needed beyond this one.
-DISPLAY=":$display" LIBGL_ALWAYS_SOFTWARE=1 timeout 120 "$app" --backend "$backend" --script "$out/script.txt" </dev/null
-"$check" "$name" "$out" "$backend"
+env ${scale:+ATTNSCOPE_UI_SCALE=$scale} DISPLAY=":$display" LIBGL_ALWAYS_SOFTWARE=1 timeout 120 "$app" --backend "$backend" \
+  --script "$out/script.txt" </dev/null
+# gui_check: the window's expected size (the screen's at scale 2 on a HiDPI screen, else 1280 x 800).
+GUI_WINDOW_SIZE=$screen "$check" "$script" "$out" "$backend"

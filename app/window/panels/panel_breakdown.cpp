@@ -84,14 +84,21 @@ void drawBreakdownPanel(AppState& state, ViewState& view) {
   }
   const std::string& q_token = scene.query_tokens[static_cast<std::size_t>(b.query)];
   const std::string& k_token = scene.keyTokens()[static_cast<std::size_t>(b.key)];
-  ImGui::TextColored(kHeading, "Head %d, query '%s' (row %d), key '%s' (column %d)", b.head + 1, q_token.c_str(),
+  ImGui::TextColored(kHeading, "Head %d, query '%s' (position %d), key '%s' (position %d)", b.head + 1, q_token.c_str(),
                      b.query, k_token.c_str(), b.key);
   probeItem("breakdown.cell." + std::to_string(b.head) + "." + std::to_string(b.query) + "." + std::to_string(b.key));
 
   ImGui::TextColored(kHeading, "1. q_i . k_j: the %zu products q_i[t] k_j[t], largest first", b.terms.size());
   double largest = 0;
   for (const ScoreTerm& t : b.terms) largest = std::max(largest, std::abs(t.product));
-  const float text_w = ImGui::GetFontSize() * 11;
+  // The bars start after the widest product line, so they never cover its numbers.
+  float text_w = 0;
+  for (std::size_t n = 0; n < b.terms.size() && n < static_cast<std::size_t>(kMaxShownTerms); ++n) {
+    const ScoreTerm& t = b.terms[n];
+    const std::string line = formatted("t=%-3d %+.4f = %+.2f x %+.2f", t.t, t.product, b.q[t.t], b.k[t.t]);
+    text_w = std::max(text_w, ImGui::CalcTextSize(line.c_str()).x);
+  }
+  text_w += ImGui::GetStyle().WindowPadding.x + ImGui::GetFontSize();
   const float half_w = std::max(
       ImGui::GetFontSize(), std::min(ImGui::GetFontSize() * 5, (ImGui::GetContentRegionAvail().x - text_w) / 2 - 4));
   double rest = 0;
@@ -113,8 +120,8 @@ void drawBreakdownPanel(AppState& state, ViewState& view) {
   if (b.masked)
     ImGui::Text("masked: this key may not be attended (score -inf, weight 0)");
   else
-    ImGui::TextWrapped("score = %.6f x scale %.6f = %.6f   (engine: %.6f)", b.dot, b.scale, b.score,
-                       b.engine_score ? static_cast<double>(*b.engine_score) : b.score);
+    textWrappedAtSpaces(formatted("score = %.6f x scale %.6f = %.6f   (engine: %.6f)", b.dot, b.scale, b.score,
+                                  b.engine_score ? static_cast<double>(*b.engine_score) : b.score));
 
   ImGui::TextColored(kHeading, "3. Softmax of the row (query '%s')", q_token.c_str());
   ImGui::Text("max over the unmasked keys = %.6f", b.row_max);
@@ -147,8 +154,8 @@ void drawBreakdownPanel(AppState& state, ViewState& view) {
     }
     ImGui::EndTable();
   }
-  ImGui::TextWrapped("sum of exp = %.6f;  weight = exp / sum = %.6f   (engine: %.6f)", b.exp_sum, b.weight,
-                     static_cast<double>(b.engine_weight));
+  textWrappedAtSpaces(formatted("sum of exp = %.6f;  weight = exp / sum = %.6f   (engine: %.6f)", b.exp_sum,
+                                b.weight, static_cast<double>(b.engine_weight)));
   probeItem("breakdown.weight");
 
   if (b.query_products.size() > 0 && scene.d_model <= kMaxShownInputDims) {

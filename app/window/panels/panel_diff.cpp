@@ -58,24 +58,28 @@ void drawDiffPanel(AppState& state, ViewState& view) {
   }
   const int heads = static_cast<int>(diffs.size());
   // Two tiles side by side when their titles fit, else one under another.
-  const float title_w = ImGui::CalcTextSize("Head 00: max change 0.000 at (000, 000)").x;
+  const float title_w = ImGui::CalcTextSize("at query token (000), key token (000)").x;
   const int cols = heads >= 2 && (width - line) / 2 >= title_w ? 2 : 1;
   const float tile = (width - (cols - 1) * line) / static_cast<float>(cols);
   const int n_q = static_cast<int>(diffs[0].delta.rows()), n_k = static_cast<int>(diffs[0].delta.cols());
   const float cell = std::max(1.0f, std::floor(std::min(tile / n_k, 12 * line / n_q)));
   cursor = ImGui::GetCursorScreenPos();
-  const float tile_h = cell * n_q + 2.2f * line;
+  const float tile_h = cell * n_q + 3.4f * line;  // two title lines, the map, a gap
   for (int h = 0; h < heads; ++h) {
     const HeadDiff& d = diffs[static_cast<std::size_t>(h)];
     const ImVec2 t0(cursor.x + (h % cols) * (tile + line), cursor.y + (h / cols) * tile_h);
-    char title[96];
+    char title[160];
+    const Scene& scene = state.scene();
     if (d.max_abs > 0)
-      std::snprintf(title, sizeof title, "Head %d: max change %.3g at (%d, %d)", h + 1, d.max_abs, d.row, d.col);
+      std::snprintf(title, sizeof title, "Head %d: max change %.3g\nat query %s (%d), key %s (%d)", h + 1, d.max_abs,
+                    scene.query_tokens[static_cast<std::size_t>(d.row)].c_str(), d.row,
+                    scene.keyTokens()[static_cast<std::size_t>(d.col)].c_str(), d.col);
     else
       std::snprintf(title, sizeof title, "Head %d: unchanged", h + 1);
     list->AddText(t0, ImGui::GetColorU32(ImGuiCol_Text), title);
-    const ImVec2 m0(std::floor(t0.x), std::floor(t0.y + 1.2f * line));
+    const ImVec2 m0(std::floor(t0.x), std::floor(t0.y + 2.2f * line));
     drawMatrixCells(list, d.delta, m0, cell, ColorMap::Diverging, -m, m, nullptr);
+    hoverMatrixCells(state.scene(), d.delta, m0, cell, "B - A");
     const ImVec2 m1(m0.x + n_k * cell, m0.y + n_q * cell);
     probeRect("diff" + std::to_string(h) + ".map", m0, m1);
   }

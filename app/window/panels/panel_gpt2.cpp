@@ -106,9 +106,10 @@ void tooltip(const Gpt2Session& s, int layer, int head, std::pair<int, int> cell
   const int n_head = s.checkpoint->weights.config.n_head;
   const auto [i, j] = cell;
   ImGui::BeginTooltip();
-  ImGui::Text("layer %d, head %d", layer, head);
-  ImGui::Text("query %d '%s'  ->  key %d '%s'", i, s.labels[static_cast<std::size_t>(i)].c_str(), j,
-              s.labels[static_cast<std::size_t>(j)].c_str());
+  ImGui::Text("layer %d, head %d", layer + 1, head + 1);  // counted from 1, as the heads panel counts heads
+  // positions from 0, with the token beside them (as the heads panel's tooltips and the exports)
+  ImGui::Text("query '%s' (position %d)  ->  key '%s' (position %d)", s.labels[static_cast<std::size_t>(i)].c_str(),
+              i, s.labels[static_cast<std::size_t>(j)].c_str(), j);
   if (j > i)
     ImGui::TextUnformatted("masked (causal: a later token)");
   else
@@ -127,23 +128,31 @@ void drawGpt2Panel(AppState& state, ViewState& view) {
   probeItem("gpt2.path");
   ImGui::InputTextMultiline("##gpt2_text", &s.text, ImVec2(-1, ImGui::GetTextLineHeight() * 3.5f));
   probeItem("gpt2.text");
-  if (ImGui::Button("Open model and run") && !s.dir.empty()) run(s);
+  if (ImGui::Button("Open model and run")) {
+    if (s.dir.empty())
+      s.error = "checkpoint folder: type the folder's path first (config.json, model.safetensors, vocab.json, "
+                "merges.txt)";
+    else
+      run(s);
+  }
   probeItem("gpt2.run");
-  if (!s.error.empty()) ImGui::TextColored(ImVec4(1.0f, 0.4f, 0.4f, 1.0f), "%s", s.error.c_str());
-  probeItem("gpt2.error");
+  if (!s.error.empty()) {
+    errorText(s.error);
+    probeItem("gpt2.error");
+  }
   if (!s.checkpoint || s.forward.n == 0) return;
 
   const model::Gpt2Config& c = s.checkpoint->weights.config;
   ImGui::Text("%d layers x %d heads, %d tokens", c.n_layer, c.n_head, s.forward.n);
-  stepperInt("layer", "gpt2.layer", s.scene_layer, 0, c.n_layer - 1);
-  ImGui::SameLine();
-  if (ImGui::Button("Open layer as scene")) {
+  int layer_shown = s.scene_layer + 1;  // layers counted from 1 in the window
+  if (stepperInt("layer", "gpt2.layer", layer_shown, 1, c.n_layer)) s.scene_layer = layer_shown - 1;
+  if (ImGui::Button("Open this layer as the scene")) {
     const std::string shown = s.ran_text.size() > 200 ? s.ran_text.substr(0, 200) + "..." : s.ran_text;
     state.replaceScene(
         "open GPT-2 layer",
         model::layerScene(s.checkpoint->weights, s.forward, s.scene_layer, s.labels,
-                          "GPT-2 checkpoint " + s.checkpoint->dir + ", layer " + std::to_string(s.scene_layer) +
-                              " of " + std::to_string(c.n_layer) + " (from 0), text: \"" + shown + "\""));
+                          "GPT-2 checkpoint " + s.checkpoint->dir + ", layer " + std::to_string(s.scene_layer + 1) +
+                              " of " + std::to_string(c.n_layer) + " (from 1), text: \"" + shown + "\""));
     view.focus_head = -1;
   }
   probeItem("gpt2.open_layer");
@@ -153,7 +162,7 @@ void drawGpt2Panel(AppState& state, ViewState& view) {
     if (ImGui::Button("Back to the grid")) s.focus_layer = s.focus_head = -1;
     probeItem("gpt2.back");
     if (s.focus_layer >= 0) {
-      ImGui::Text("layer %d, head %d", s.focus_layer, s.focus_head);
+      ImGui::Text("layer %d, head %d", s.focus_layer + 1, s.focus_head + 1);
       const float size = std::floor(std::min(ImGui::GetContentRegionAvail().x, ImGui::GetContentRegionAvail().y));
       const ImVec2 p0 = ImGui::GetCursorScreenPos();
       const auto cell = drawMap(list, s.forward.map(s.focus_layer, s.focus_head, c.n_head), p0, size, s.focus_tile);
@@ -169,10 +178,16 @@ void drawGpt2Panel(AppState& state, ViewState& view) {
   const float tile = std::floor(std::clamp((ImGui::GetContentRegionAvail().x - label_w) / c.n_head - gap, 8.0f, 96.0f));
   ImGui::BeginChild("gpt2_grid", ImVec2(0, 0), false, ImGuiWindowFlags_HorizontalScrollbar);
   list = ImGui::GetWindowDrawList();
+  // Head numbers (from 1) above the columns; layer numbers (from 1) beside the rows.
+  const ImVec2 header = ImGui::GetCursorScreenPos();
+  for (int h = 0; h < c.n_head; ++h)
+    list->AddText(ImVec2(header.x + label_w + static_cast<float>(h) * (tile + gap), header.y),
+                  ImGui::GetColorU32(ImGuiCol_TextDisabled), ("H" + std::to_string(h + 1)).c_str());
+  ImGui::Dummy(ImVec2(1, ImGui::GetTextLineHeight()));
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   for (int l = 0; l < c.n_layer; ++l) {
     const float y = origin.y + static_cast<float>(l) * (tile + gap);
-    list->AddText(ImVec2(origin.x, y), ImGui::GetColorU32(ImGuiCol_Text), ("L" + std::to_string(l)).c_str());
+    list->AddText(ImVec2(origin.x, y), ImGui::GetColorU32(ImGuiCol_Text), ("L" + std::to_string(l + 1)).c_str());
     for (int h = 0; h < c.n_head; ++h) {
       const ImVec2 p0(origin.x + label_w + static_cast<float>(h) * (tile + gap), y);
       const auto cell =

@@ -11,6 +11,15 @@
 
 namespace attnscope::app {
 
+const char* headTypeText(const std::string& label) {
+  if (label == "previous_token") return "previous-token";
+  if (label == "current_token") return "current-token";
+  if (label == "first_token") return "first-token";
+  if (label == "induction") return "induction";
+  if (label == "duplicate_token") return "duplicate-token";
+  return "";
+}
+
 namespace {
 
 // [SECTION] colour scale
@@ -49,16 +58,6 @@ void toggleMuted(ViewState& view, int head) {
     view.muted_heads.insert(it, head);
 }
 
-// "prev", "current", ... for a tile's title: the head-type label, short.
-const char* shortLabel(const std::string& label) {
-  if (label == "previous_token") return "previous-token";
-  if (label == "current_token") return "current-token";
-  if (label == "first_token") return "first-token";
-  if (label == "induction") return "induction";
-  if (label == "duplicate_token") return "duplicate-token";
-  return "";
-}
-
 // A vertical colour bar from 0 (bottom) to `top`, one band per colour-map entry.
 void drawColorBar(ImDrawList* list, ImVec2 p0, ImVec2 p1, float top) {
   const auto& table = colorMapTable(ColorMap::Viridis);
@@ -80,7 +79,44 @@ void drawColorBar(ImDrawList* list, ImVec2 p0, ImVec2 p1, float top) {
 
 // Token labels: queries left of the map (right-aligned), keys below it (centred), every k-th so that they never
 // overlap.
-void drawAxisLabels(const Scene& scene, const CellView& cells, ImVec2 m0, ImVec2 m1, float cell, float label_w) {
+// Text turned 90 degrees anticlockwise, reading from bottom to top, its top edge at `top` and centred on x = `cx`
+// (as the exported figures' key labels): ImGui draws text upright only, so the glyph vertices are turned here.
+void addUprightText(ImDrawList* list, float cx, float top, ImU32 color, const char* text) {
+  const ImVec2 size = ImGui::CalcTextSize(text);
+  // Laid out level first, inside the current clip rectangle (AddText drops glyphs outside it), then turned.
+  const ImVec4 clip = list->_CmdHeader.ClipRect;
+  const ImVec2 level(std::max(clip.x, std::min(cx - size.x * 0.5f, clip.z - size.x)), top);
+  const int first = list->VtxBuffer.Size;
+  list->AddText(level, color, text);
+  for (int k = first; k < list->VtxBuffer.Size; ++k) {
+    ImDrawVert& v = list->VtxBuffer[k];
+    const float x = v.pos.x - level.x, y = v.pos.y - level.y;
+    v.pos = ImVec2(cx - size.y * 0.5f + y, top + size.x - x);  // (x, y) -> (y, -x), then placed
+  }
+}
+
+// The height key labels need under a map: one line upright, or the longest label (at most kMaxKeyLabelLines
+// lines) turned, when upright labels would have to be thinned more than turned ones.
+constexpr float kMaxKeyLabelLines = 5.0f;
+bool keyLabelsTurned(const Scene& scene, float cell) {
+  const float line = ImGui::GetTextLineHeight();
+  float widest = 0;
+  for (const std::string& t : scene.keyTokens()) widest = std::max(widest, ImGui::CalcTextSize(t.c_str()).x);
+  // Turned, a label takes one line of width: turn them when that shows more of them (a smaller stride).
+  const float upright_stride = std::ceil((std::min(widest, 8 * line) + 6) / cell);
+  const float turned_stride = std::ceil(line / cell);
+  return turned_stride < upright_stride;
+}
+float keyLabelHeight(const Scene& scene, bool turned) {
+  const float line = ImGui::GetTextLineHeight();
+  if (!turned) return 1.2f * line;
+  float widest = 0;
+  for (const std::string& t : scene.keyTokens()) widest = std::max(widest, ImGui::CalcTextSize(t.c_str()).x);
+  return std::min(widest, kMaxKeyLabelLines * line) + 4;
+}
+
+void drawAxisLabels(const Scene& scene, const CellView& cells, ImVec2 m0, ImVec2 m1, float cell, float label_w,
+                    bool turned) {
   ImDrawList* list = ImGui::GetWindowDrawList();
   const float line = ImGui::GetTextLineHeight();
   const ImU32 text_color = ImGui::GetColorU32(ImGuiCol_Text);
@@ -92,24 +128,29 @@ void drawAxisLabels(const Scene& scene, const CellView& cells, ImVec2 m0, ImVec2
   const int first_row = std::max(0, static_cast<int>(std::floor(cells.row0)));
   const int last_row = std::min(scene.nQ() - 1, static_cast<int>(std::ceil(cells.row1)) - 1);
   const int row_stride = std::max(1, static_cast<int>(std::ceil(line / cell)));
-  list->PushClipRect(ImVec2(m0.x - label_w, m0.y - line), ImVec2(m0.x, m1.y + line), true);
+  list->PushClipRect(ImVec2(m0.x - label_w, m0.y - 1), ImVec2(m0.x, m1.y + line), true);
   for (int i = first_row - first_row % row_stride; i <= last_row; i += row_stride) {
     if (i < first_row) continue;
     const char* t = q_tokens[static_cast<std::size_t>(i)].c_str();
     const float y = m0.y + (static_cast<float>(i) + 0.5f - cells.row0) * cell - line * 0.5f;
+    if (y < m0.y - 1) continue;  // it would reach into the title line above the map
     list->AddText(ImVec2(m0.x - 4 - ImGui::CalcTextSize(t).x, y), text_color, t);
   }
   list->PopClipRect();
   // Key labels (below), centred under their column when they fit.
   const int first_col = std::max(0, static_cast<int>(std::floor(cells.col0)));
   const int last_col = std::min(scene.nK() - 1, static_cast<int>(std::ceil(cells.col1)) - 1);
-  const int col_stride = std::max(1, static_cast<int>(std::ceil((std::min(key_label_w, 8 * line) + 6) / cell)));
-  list->PushClipRect(ImVec2(m0.x - line, m1.y), ImVec2(m1.x + line, m1.y + 1.2f * line), true);
+  const float label_extent = turned ? line : std::min(key_label_w, 8 * line) + 6;
+  const int col_stride = std::max(1, static_cast<int>(std::ceil(label_extent / cell)));
+  list->PushClipRect(ImVec2(m0.x - line, m1.y), ImVec2(m1.x + line, m1.y + keyLabelHeight(scene, turned)), true);
   for (int j = first_col - first_col % col_stride; j <= last_col; j += col_stride) {
     if (j < first_col) continue;
     const char* t = k_tokens[static_cast<std::size_t>(j)].c_str();
-    const float x = m0.x + (static_cast<float>(j) + 0.5f - cells.col0) * cell - ImGui::CalcTextSize(t).x * 0.5f;
-    list->AddText(ImVec2(x, m1.y + 2), text_color, t);
+    const float cx = m0.x + (static_cast<float>(j) + 0.5f - cells.col0) * cell;
+    if (turned)
+      addUprightText(list, cx, m1.y + 2, text_color, t);
+    else
+      list->AddText(ImVec2(cx - ImGui::CalcTextSize(t).x * 0.5f, m1.y + 2), text_color, t);
   }
   list->PopClipRect();
 }
@@ -137,7 +178,7 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
   const HeadStats& stats = state.result().stats[static_cast<std::size_t>(head)];
   const std::vector<HeadTypeScores>& types = headTypes(state, view);
   const char* label =
-      head < static_cast<int>(types.size()) ? shortLabel(headTypeLabel(types[static_cast<std::size_t>(head)])) : "";
+      head < static_cast<int>(types.size()) ? headTypeText(headTypeLabel(types[static_cast<std::size_t>(head)])) : "";
   const float mute_w = ImGui::CalcTextSize("unmute").x + 2 * ImGui::GetStyle().FramePadding.x;
   std::snprintf(title, sizeof title, "Head %d %s  entropy %.2f", head + 1, label, stats.entropy);
   if (ImGui::CalcTextSize(title).x + mute_w + line > p1.x - p0.x)
@@ -162,12 +203,19 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
   for (const std::string& t : q_tokens) label_w = std::max(label_w, ImGui::CalcTextSize(t.c_str()).x);
   label_w = std::min(label_w + 6, (p1.x - p0.x) * 0.3f);
   // Small tiles (many heads) give all their room to the map; the tooltip still names the tokens.
-  const bool labels = p1.x - p0.x >= 12 * line;
+  const bool labels = p1.x - p0.x >= 7 * line && p1.y - p0.y >= 6 * line;
   if (!labels) label_w = 0;
-  // The map: square cells where the space allows, at most the tile.
-  const float avail_w = p1.x - p0.x - label_w, avail_h = p1.y - p0.y - (labels ? 2.4f : 1.3f) * line;
+  // The map: square cells where the space allows, at most the tile; below it the key labels, turned upright
+  // when they would otherwise have to be thinned.
   const float n_cols = cells.col1 - cells.col0, n_rows = cells.row1 - cells.row0;
-  const float cell = std::max(0.01f, std::min(avail_w / n_cols, avail_h / n_rows));
+  const float avail_w = p1.x - p0.x - label_w;
+  float avail_h = p1.y - p0.y - (labels ? 1.2f + 1.2f : 1.3f) * line;
+  float cell = std::max(0.01f, std::min(avail_w / n_cols, avail_h / n_rows));
+  const bool turned = labels && keyLabelsTurned(scene, cell);
+  if (turned) {
+    avail_h = p1.y - p0.y - 1.2f * line - keyLabelHeight(scene, true);
+    cell = std::max(0.01f, std::min(avail_w / n_cols, avail_h / n_rows));
+  }
   const ImVec2 m0(std::floor(p0.x + label_w), std::floor(p0.y + 1.2f * line));  // whole pixels: one texel each
   const ImVec2 m1(std::floor(m0.x + cell * n_cols), std::floor(m0.y + cell * n_rows));
   out.map_min = m0;
@@ -177,8 +225,17 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
   if (head == view.walk_head)  // the walkthrough's current step is about this head
     list->AddRect(ImVec2(m0.x - 3, m0.y - 3), ImVec2(m1.x + 3, m1.y + 3), IM_COL32(90, 170, 255, 255), 0, 0, 2.0f);
   probeRect("head" + std::to_string(head) + ".map", m0, m1);
+  if (head == view.breakdown_head && view.breakdown_query < scene.nQ() && view.breakdown_key < scene.nK()) {
+    // The cell the Cell tab explains, outlined in orange (hover outlines in white).
+    const ImVec2 c0(m0.x + (static_cast<float>(view.breakdown_key) - cells.col0) * cell,
+                    m0.y + (static_cast<float>(view.breakdown_query) - cells.row0) * cell);
+    list->PushClipRect(m0, m1, true);
+    list->AddRect(c0, ImVec2(c0.x + cell, c0.y + cell), IM_COL32(255, 160, 40, 255), 0, 0, 2.0f);
+    list->PopClipRect();
+  }
 
-  // Large cells carry their weight as text, low in the cell (the centre pixel stays the plain colour).
+  // Large cells carry their weight as text across the middle of the cell (2.6 lines at least, so the top fifth
+  // stays the plain colour, where the GUI tests read it).
   if (cell >= 2.6f * line) {
     const Matrix& weights = state.result().heads[static_cast<std::size_t>(head)].weights;
     const MaskMatrix allowed = allowedMask(scene);
@@ -197,13 +254,13 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
         const bool dark = 0.299f * c.r + 0.587f * c.g + 0.114f * c.b < 140;
         const ImVec2 size = ImGui::CalcTextSize(text);
         list->AddText(ImVec2(m0.x + (static_cast<float>(j) + 0.5f - cells.col0) * cell - size.x * 0.5f,
-                             m0.y + (static_cast<float>(i + 1) - cells.row0) * cell - size.y - 0.12f * cell),
+                             m0.y + (static_cast<float>(i) + 0.5f - cells.row0) * cell - size.y * 0.5f),
                       dark ? IM_COL32(255, 255, 255, 230) : IM_COL32(20, 20, 20, 230), text);
       }
     list->PopClipRect();
   }
 
-  if (labels) drawAxisLabels(scene, cells, m0, m1, cell, label_w);
+  if (labels) drawAxisLabels(scene, cells, m0, m1, cell, label_w, turned && keyLabelsTurned(scene, cell));
 
   // Interaction: an invisible button over the map takes hover, clicks, drags and the wheel.
   ImGui::SetCursorScreenPos(m0);
@@ -241,8 +298,9 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
       const HeadResult& hr = state.result().heads[static_cast<std::size_t>(head)];
       ImGui::BeginTooltip();
       ImGui::Text("Head %d", head + 1);
-      ImGui::Text("query  %s  (row %d)", q_tokens[static_cast<std::size_t>(i)].c_str(), i);
-      ImGui::Text("key    %s  (column %d)", k_tokens[static_cast<std::size_t>(j)].c_str(), j);
+      // Heads count from 1, positions from 0 (as the exports' CSV and NPY), always with the token beside them.
+      ImGui::Text("query  %s  (position %d)", q_tokens[static_cast<std::size_t>(i)].c_str(), i);
+      ImGui::Text("key    %s  (position %d)", k_tokens[static_cast<std::size_t>(j)].c_str(), j);
       ImGui::Text("weight %.4f", hr.weights(i, j));
       if (hr.scores.size() == 0)
         ImGui::TextDisabled("score not kept");
@@ -256,40 +314,69 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
   return out;
 }
 
-// Under the grid when heads are muted: which, and the L2 norm of the output change per query token when they
-// are zero-ablated (the engine's ablateHeads), as text and a bar per query.
+// Under the grid when heads are muted: the ablate mode button and which heads, then the L2 norm of the output
+// change per query token when they are ablated (the engine's ablateHeads) as a bar per query, with its scale on
+// the left and the query tokens under the bars. Height: kMutedEffectLines text lines.
+constexpr float kMutedEffectLines = 5.0f;
+
 void drawMutedEffect(const AppState& state, ViewState& view, ImVec2 p0, float width) {
   const AblationMode mode = view.mute_mean ? AblationMode::Mean : AblationMode::Zero;
   const AblationResult ab = ablateHeads(state.scene(), state.result(), view.muted_heads, mode);
   ImDrawList* list = ImGui::GetWindowDrawList();
   const float line = ImGui::GetTextLineHeight();
-  std::string text = view.mute_mean ? "Muted (mean-ablated): head" : "Muted (zero-ablated): head";
-  text += ab.heads.size() > 1 ? "s" : "";
+  const ImU32 text_color = ImGui::GetColorU32(ImGuiCol_Text), dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
+  // Line 1: the mode button (zero or mean ablation: a muted head's output replaced by zeros, or by its mean over
+  // the queries), then what is muted and the total change.
+  const ImVec2 cursor = ImGui::GetCursorScreenPos();
+  ImGui::SetCursorScreenPos(p0);
+  if (ImGui::SmallButton(view.mute_mean ? "ablate: mean" : "ablate: zero")) view.mute_mean = !view.mute_mean;
+  probeItem("heads.mute_mode");
+  const float text_x = ImGui::GetItemRectMax().x + line * 0.5f;
+  ImGui::SetCursorScreenPos(cursor);
+  std::string text = ab.heads.size() > 1 ? "muted heads" : "muted head";
   for (int h : ab.heads) text += " " + std::to_string(h + 1);
   char total[64];
-  std::snprintf(total, sizeof total, ".  Output change (L2) over all queries: %.4f", ab.total_change);
+  std::snprintf(total, sizeof total, ": output change (L2) %.4f", ab.total_change);
   text += total;
-  list->AddText(p0, ImGui::GetColorU32(ImGuiCol_Text), text.c_str());
+  const float room = p0.x + width - text_x;
+  probeFit("heads.muted_effect.text", ImGui::CalcTextSize(text.c_str()).x <= room);
+  list->PushClipRect(ImVec2(text_x, p0.y), ImVec2(p0.x + width, p0.y + line * 1.2f), true);
+  list->AddText(ImVec2(text_x, p0.y), text_color, text.c_str());
+  list->PopClipRect();
+
+  // The bars: one per query, height in proportion to its change; the scale (0 .. largest) on the left.
   double largest = 0;
   for (double c : ab.query_change) largest = std::max(largest, c);
+  char top_text[32];
+  std::snprintf(top_text, sizeof top_text, "%.3g", largest);
+  const float axis_w = ImGui::CalcTextSize(top_text).x + line * 0.4f;
+  const float x0 = p0.x + axis_w, bars_w = width - axis_w;
+  const float top = p0.y + 1.5f * line, base = p0.y + 3.6f * line;
+  list->AddText(ImVec2(p0.x, top - line * 0.5f), dim, top_text);
+  list->AddText(ImVec2(x0 - ImGui::CalcTextSize("0").x - line * 0.4f, base - line * 0.5f), dim, "0");
+  list->AddLine(ImVec2(x0 - 1, top), ImVec2(x0 - 1, base), dim);
   const int n = static_cast<int>(ab.query_change.size());
-  const float bar_w = std::max(1.0f, std::min(3 * line, width / static_cast<float>(std::max(1, n))));
-  const float base = p0.y + 2.6f * line;
+  const float bar_w = std::max(1.0f, std::min(3 * line, bars_w / static_cast<float>(std::max(1, n))));
   for (int i = 0; i < n; ++i) {
     const float h =
-        largest > 0 ? static_cast<float>(ab.query_change[static_cast<std::size_t>(i)] / largest) * 1.2f * line : 0;
-    const float x = p0.x + static_cast<float>(i) * bar_w;
-    list->AddRectFilled(ImVec2(x + 1, base - h), ImVec2(x + bar_w - 1, base), IM_COL32(230, 120, 60, 255));
+        largest > 0 ? static_cast<float>(ab.query_change[static_cast<std::size_t>(i)] / largest) * (base - top) : 0;
+    const float x = x0 + static_cast<float>(i) * bar_w;
+    list->AddRectFilled(ImVec2(x + (bar_w > 3 ? 1 : 0), base - h), ImVec2(x + bar_w - (bar_w > 3 ? 1 : 0), base),
+                        IM_COL32(230, 120, 60, 255));
   }
+  // Query tokens under their bars, every k-th so that they never overlap.
+  const std::vector<std::string>& tokens = state.scene().query_tokens;
+  float token_w = 0;
+  for (const std::string& t : tokens) token_w = std::max(token_w, ImGui::CalcTextSize(t.c_str()).x);
+  const int stride = std::max(1, static_cast<int>(std::ceil((std::min(token_w, 6 * line) + line * 0.5f) / bar_w)));
+  list->PushClipRect(ImVec2(x0, base), ImVec2(p0.x + width, base + 1.2f * line), true);
+  for (int i = 0; i < n; i += stride) {
+    const char* t = tokens[static_cast<std::size_t>(i)].c_str();
+    const float x = x0 + (static_cast<float>(i) + 0.5f) * bar_w - ImGui::CalcTextSize(t).x * 0.5f;
+    list->AddText(ImVec2(std::max(x0, x), base + 1), dim, t);
+  }
+  list->PopClipRect();
   probeRect("heads.muted_effect", p0, ImVec2(p0.x + width, base));
-  // Zero or mean ablation: a muted head's output replaced by zeros, or by its mean over the queries.
-  const ImVec2 cursor = ImGui::GetCursorScreenPos();
-  const char* label = view.mute_mean ? "ablate: mean" : "ablate: zero";
-  ImGui::SetCursorScreenPos(
-      ImVec2(p0.x + width - ImGui::CalcTextSize("ablate: mean").x - 2 * line, p0.y + 1.2f * line));
-  if (ImGui::SmallButton(label)) view.mute_mean = !view.mute_mean;
-  probeItem("heads.mute_mode");
-  ImGui::SetCursorScreenPos(cursor);
 }
 
 void clampZoom(CellView& z, const Scene& scene) {
@@ -319,6 +406,11 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
     if (ImGui::RadioButton(names[i], scale == i)) view.color_scale = static_cast<ColorScale>(i);
     probeItem(std::string("heads.scale.") + std::to_string(i));
   }
+  if (state.resultPending()) {  // a big scene recomputes off the UI thread: the maps show the previous result
+    ImGui::SameLine();
+    ImGui::TextColored(ImVec4(1.0f, 0.75f, 0.3f, 1.0f), "updating...");
+    probeItem("heads.stale");
+  }
   const bool single = view.focus_head >= 0, pair = view.compare_a >= 0;
   if (single || pair) {
     ImGui::SameLine(ImGui::GetContentRegionAvail().x - ImGui::CalcTextSize("All heads").x);
@@ -332,7 +424,7 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
   view.muted_heads.erase(
       std::remove_if(view.muted_heads.begin(), view.muted_heads.end(), [&](int h) { return h >= heads; }),
       view.muted_heads.end());
-  const float effect_h = view.muted_heads.empty() ? 0.0f : 3.2f * ImGui::GetTextLineHeight();
+  const float effect_h = view.muted_heads.empty() ? 0.0f : kMutedEffectLines * ImGui::GetTextLineHeight();
   avail.y -= effect_h;
   const float bar_w = ImGui::GetFontSize() * 3.5f;
   const float gap = ImGui::GetFontSize() * 0.8f;

@@ -20,9 +20,11 @@ void tokenList(AppState& state, TokenSide side, const char* id) {
   ImGui::PushID(id);
   for (int i = 0; i < static_cast<int>(tokens.size()); ++i) {
     ImGui::PushID(i);
-    std::string name = tokens[static_cast<std::size_t>(i)];
-    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
-    if (ImGui::InputText("##name", &name, ImGuiInputTextFlags_EnterReturnsTrue))
+    std::string name;
+    ImGui::TextDisabled("%2d", i);  // positions from 0, as on the heatmaps' tooltips and in exports
+    ImGui::SameLine();
+    if (committedText(std::string(id) + "." + std::to_string(i), tokens[static_cast<std::size_t>(i)],
+                      ImGui::GetFontSize() * 8, name))
       state.edit("rename token", [&](Scene& s) {
         auto& list = side == TokenSide::Query ? s.query_tokens : (s.key_tokens.empty() ? s.query_tokens : s.key_tokens);
         list[static_cast<std::size_t>(i)] = name;
@@ -55,14 +57,14 @@ void drawInputsPanel(AppState& state, ViewState& view) {
   cross = scene.key.has_value();  // as it is now, after this frame's edit
   if (ImGui::Button("Randomise inputs"))
     state.edit("randomise inputs", [&](Scene& s) {
-      s.query = randomMatrix(s.nQ(), s.d_model, 1.0f, view.seed++);
-      if (s.key) s.key = randomMatrix(static_cast<int>(s.key->rows()), s.d_model, 1.0f, view.seed++);
-      if (s.value) s.value = randomMatrix(static_cast<int>(s.value->rows()), s.d_model, 1.0f, view.seed++);
+      s.query = randomMatrix(s.nQ(), s.d_model, 1.0f, view.fill_seed++);
+      if (s.key) s.key = randomMatrix(static_cast<int>(s.key->rows()), s.d_model, 1.0f, view.fill_seed++);
+      if (s.value) s.value = randomMatrix(static_cast<int>(s.value->rows()), s.d_model, 1.0f, view.fill_seed++);
     });
   ImGui::SameLine();
   if (ImGui::Button("Add positional encodings")) state.edit("positional encodings", addPositionalEncodings);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("Adds sin/cos positions (Vaswani et al.) to every input row");
-  showEditError(state);
+  showEditError(state, "inputs");
 
   sectionHeader(cross ? "Query tokens" : "Tokens");
   tokenList(state, TokenSide::Query, "query_tokens");

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "attnscope/gpu_backend.h"
 #include "attnscope/scene/presets.h"
 #include "attnscope/scene/scene_edit.h"
 #include "window/panels/panels.h"
@@ -12,6 +13,8 @@
 namespace attnscope::app {
 
 namespace {
+
+constexpr int kMaxRandomTokens = 65536;  // random and repeated-token presets; the memory budget may refuse less
 
 enum MaskChoice { kNone, kCausal, kKeyPadding, kPainted };
 
@@ -44,7 +47,7 @@ void sizesSection(AppState& state, ViewState& view) {
   stepperInt("d_k", "model.d_k", size.d_k, 1, 1024);
   stepperInt("d_v", "model.d_v", size.d_v, 1, 1024);
   if (size.d_model != before.d_model || size.heads != before.heads || size.d_k != before.d_k || size.d_v != before.d_v)
-    state.edit("sizes", [&](Scene& s) { s = resizeScene(s, size, view.seed++); });
+    state.edit("sizes", [&](Scene& s) { s = resizeScene(s, size, view.fill_seed++); });
   ImGui::TextDisabled("n_q = %d, n_k = %d tokens; sum of d_v = %d", scene.nQ(), scene.nK(), scene.concatWidth());
 }
 
@@ -77,7 +80,9 @@ void maskSection(AppState& state) {
     }
   }
   if (current == kPainted) {
-    ImGui::TextDisabled("Click cells: filled = may attend (rows: queries, columns: keys)");
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+    ImGui::TextWrapped("Click cells: filled = may attend (rows: queries, columns: keys)");
+    ImGui::PopStyleColor();
     const float side = ImGui::GetFrameHeight() * 0.8f;
     const int n_q = std::min(scene.nQ(), 32), n_k = std::min(scene.nK(), 32);
     for (int i = 0; i < n_q; ++i) {
@@ -106,19 +111,23 @@ void scaleAndBackendSection(AppState& state) {
       else
         s.scale.reset();
     });
+  probeItem("model.scale.override");
   if (scene.scale) {
     ImGui::SameLine();
-    float value = *scene.scale;
-    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
-    const bool changed = ImGui::DragFloat("##scale", &value, 0.005f, 0.0f, 0.0f, "%.4f");
-    const bool continuing = continuesGesture(changed);
-    if (changed)
-      state.edit(
-          "scale", [&](Scene& s) { s.scale = value; }, -1, continuing);
+    double value = *scene.scale;
+    // Typed, committed on focus loss; validateScene decides what a scale may be (finite, above 0).
+    // 1e-6 .. 1e6: scores stay far inside float32 (a scale of 1e30 overflowed them to inf).
+    if (numberField("scale", "model.scale", value, 1e-6, 1e6, ImGui::GetFontSize() * 6) &&
+        !state.edit("scale", [&](Scene& s) { s.scale = static_cast<float>(value); })) {
+      setFieldError("model.scale", state.editError());
+      state.clearEditError();
+    }
   } else {
     ImGui::SameLine();
     ImGui::TextDisabled("(1/sqrt(d_k) = %.4f)", scene.headScale(0));
+    setFieldError("model.scale", "");  // a refusal is about the override's field, gone with it
   }
+  showFieldError("model.scale");
 
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted("Backend");
@@ -127,6 +136,17 @@ void scaleAndBackendSection(AppState& state) {
   if (ImGui::RadioButton("CPU", name == "cpu")) state.useBackend("cpu");
   ImGui::SameLine();
   if (ImGui::RadioButton("GPU", name == "gpu")) state.useBackend("gpu");
+  probeItem("model.backend.gpu");
+  // Mesa's llvmpipe and friends run compute shaders on the CPU, tens of times slower than the CPU backend.
+  if (isSoftwareRenderer(state.window_renderer)) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.75f, 0.3f, 1.0f));
+    ImGui::TextWrapped(
+        "The GPU here is a software renderer (%s): the GPU backend runs on the CPU, slower than "
+        "the CPU backend.",
+        state.window_renderer.c_str());
+    ImGui::PopStyleColor();
+    probeItem("model.backend.software");
+  }
   ImGui::TextWrapped("Running on: %s", state.backend().device().c_str());
 }
 
@@ -135,44 +155,55 @@ void presetsSection(AppState& state, ViewState& view) {
   probeItem("model.preset.worked");
   ImGui::SameLine();
   ImGui::TextDisabled("(seed 001: h = 2, d = 4)");
+  probeItem("model.preset.worked.label");  // somewhere to click that is no field
 
-  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 4);
-  ImGui::InputInt("n##random", &view.random_n, 0);
-  probeItem("model.random.n");
+  // Sizes of the random presets, each refused visibly outside what makeRandomScene takes.
+  const float w = ImGui::GetFontSize() * 4;
+  auto labelled = [&](const char* text) {
+    ImGui::SameLine();
+    ImGui::TextUnformatted(text);
+    ImGui::SameLine();
+  };
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextUnformatted("n");
   ImGui::SameLine();
-  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 3);
-  ImGui::InputInt("h##random", &view.random_heads, 0);
-  probeItem("model.random.heads");
+  intField("n (tokens)", "model.random.n", view.random_n, 1, kMaxRandomTokens, w);
+  labelled("h");
+  intField("h (heads)", "model.random.heads", view.random_heads, 1, 64, w * 0.75f);
+  labelled("d");
+  intField("d (d_model)", "model.random.d_model", view.random_d_model, 1, 4096, w);
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextUnformatted("seed");
   ImGui::SameLine();
-  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 3.5f);
-  ImGui::InputInt("d##random", &view.random_d_model, 0);
-  probeItem("model.random.d_model");
-  int seed = static_cast<int>(view.seed);
-  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 4);
-  if (ImGui::InputInt("seed", &seed, 0)) view.seed = static_cast<std::uint64_t>(std::max(0, seed));
+  intField("seed", "model.random.seed", view.seed, 0, 2147483647, w * 1.6f);
   ImGui::SameLine();
   if (ImGui::Button("Random scene")) {
     RandomSceneSpec spec;
     spec.n = view.random_n, spec.heads = view.random_heads, spec.d_model = view.random_d_model;
-    spec.seed = view.seed;
+    spec.seed = static_cast<std::uint64_t>(view.seed);
     state.edit("random scene", [&](Scene& s) { s = makeRandomScene(spec); });
   }
   probeItem("model.preset.random");
+  for (const char* field : {"model.random.n", "model.random.heads", "model.random.d_model", "model.random.seed"})
+    showFieldError(field);
 
   ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 5.5f);
   ImGui::InputText("##sentence", &view.sentence);
   ImGui::SameLine();
   if (ImGui::Button("Sentence"))
     state.edit("sentence scene", [&](Scene& s) {
-      s = makeSentenceScene(view.sentence, std::max(1, view.random_heads), std::max(1, view.random_d_model), view.seed);
+      s = makeSentenceScene(view.sentence, view.random_heads, view.random_d_model,
+                            static_cast<std::uint64_t>(view.seed));
     });
+  probeItem("model.preset.sentence");
 
   // Half of n random tokens, then the same again: the probe for induction and duplicate-token heads.
   if (ImGui::Button("Repeated random tokens")) {
     RepeatedTokensSpec spec;
     spec.length = std::max(1, view.random_n / 2);
     spec.vocab = std::max(50, spec.length);
-    spec.heads = view.random_heads, spec.d_model = view.random_d_model, spec.seed = view.seed;
+    spec.heads = view.random_heads, spec.d_model = view.random_d_model;
+    spec.seed = static_cast<std::uint64_t>(view.seed);
     state.edit("repeated tokens scene", [&](Scene& s) { s = makeRepeatedTokensScene(spec); });
   }
   probeItem("model.preset.repeated");
@@ -190,7 +221,7 @@ void drawModelPanel(AppState& state, ViewState& view) {
   scaleAndBackendSection(state);
   sectionHeader("Presets");
   presetsSection(state, view);
-  showEditError(state);
+  showEditError(state, "model");
 }
 
 }  // namespace attnscope::app

@@ -29,7 +29,7 @@ void drawPitfallsPanel(AppState& state, ViewState& view) {
   const PitfallResult r = applyPitfall(state.scene(), state.result(), info.pitfall);
   if (!r.note.empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(0.95f, 0.75f, 0.35f, 1.0f));
-    ImGui::TextWrapped("%s", r.note.c_str());
+    textWrappedAtSpaces(r.note);
     ImGui::PopStyleColor();
   }
   if (r.output) ImGui::Text("Largest change of the layer output: %.4g", r.max_abs_output_diff);
@@ -67,9 +67,11 @@ void drawPitfallsPanel(AppState& state, ViewState& view) {
     drawMatrixCells(draw, r.weights[h], ImVec2(p0.x, p0.y), cell, ColorMap::Viridis, 0, 1,
                     mask_kept ? &masked : nullptr);
     probeRect("pitfall.weights" + std::to_string(h), p0, ImVec2(p0.x + n_k * cell, p0.y + n_q * cell));
+    hoverMatrixCells(state.scene(), r.weights[h], ImVec2(p0.x, p0.y), cell, "mistaken weight");
     const ImVec2 d0(p0.x + half + line, p0.y);
     drawMatrixCells(draw, r.weight_diff[h], d0, cell, ColorMap::Diverging, -m, m, nullptr);
     probeRect("pitfall.diff" + std::to_string(h), d0, ImVec2(d0.x + n_k * cell, d0.y + n_q * cell));
+    hoverMatrixCells(state.scene(), r.weight_diff[h], d0, cell, "mistaken - correct");
     ImGui::Dummy(ImVec2(width, n_q * cell + 0.4f * line));
   }
 }

@@ -22,7 +22,9 @@ void fillButtons(AppState& state, ViewState& view, const char* id, int rows, int
   if (ImGui::SmallButton("random"))
     state.edit(
         std::string(id) + " random",
-        [&](Scene& s) { set(s, randomMatrix(rows, cols, 1.0f / std::sqrt(static_cast<float>(rows)), view.seed++)); },
+        [&](Scene& s) {
+          set(s, randomMatrix(rows, cols, 1.0f / std::sqrt(static_cast<float>(rows)), view.fill_seed++));
+        },
         head);
   ImGui::SameLine();
   if (ImGui::SmallButton("zero"))
@@ -67,22 +69,30 @@ void drawProjectionsPanel(AppState& state, ViewState& view) {
   const int heads = scene.numHeads();
   view.projection_head = std::clamp(view.projection_head, 0, heads - 1);
   const int h = view.projection_head;
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextUnformatted("Head");
+  ImGui::SameLine();
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
   int shown = h + 1;
-  if (ImGui::SliderInt("head", &shown, 1, heads)) view.projection_head = shown - 1;
+  if (ImGui::SliderInt("##head", &shown, 1, heads, "%d", ImGuiSliderFlags_AlwaysClamp))
+    view.projection_head = std::clamp(shown, 1, heads) - 1;
+  probeItem("proj.head");
+  // Copying replaces this head's W_Q, W_K, W_V and biases by another head's.
+  view.copy_from_head = std::clamp(view.copy_from_head, 1, heads);  // heads may have been removed
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextUnformatted("Copy from head");
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("Replaces head %d's W_Q, W_K, W_V and biases by a copy of another head's", h + 1);
   ImGui::SameLine();
-  int& copy_from = view.copy_from_head;
-  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 3);
-  ImGui::InputInt("##copy_from", &copy_from, 0);
+  intField("copy from head", "proj.copy_from", view.copy_from_head, 1, heads, ImGui::GetFontSize() * 3);
   ImGui::SameLine();
-  if (ImGui::Button("copy from head"))
+  if (ImGui::Button("Copy"))
     state.edit("copy head", [&](Scene& s) {
-      const int from = copy_from - 1;
-      if (from < 0 || from >= s.numHeads())
-        throw InputError("copy from head", "1 to " + std::to_string(s.numHeads()), std::to_string(copy_from));
-      s.heads[static_cast<std::size_t>(h)] = s.heads[static_cast<std::size_t>(from)];
+      s.heads[static_cast<std::size_t>(h)] = s.heads[static_cast<std::size_t>(view.copy_from_head - 1)];
     });
-  showEditError(state);
+  probeItem("proj.copy");
+  showFieldError("proj.copy_from");
+  showEditError(state, "projections");
 
   // Matrices are looked up again after each edit: an edit replaces the scene's heads, so a reference taken
   // before it would dangle.

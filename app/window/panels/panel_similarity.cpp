@@ -74,19 +74,45 @@ void statsTable(AppState& state, ViewState& view) {
     }
   };
   const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_Sortable | ImGuiTableFlags_ScrollX |
-                                ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_BordersInnerV;
-  if (!ImGui::BeginTable("stats", columns, flags)) return;
-  ImGui::TableSetupColumn("head", ImGuiTableColumnFlags_DefaultSort);
-  ImGui::TableSetupColumn("type", ImGuiTableColumnFlags_NoSort);
-  ImGui::TableSetupColumn("entropy");
-  ImGui::TableSetupColumn("max w");
-  ImGui::TableSetupColumn("dist");
-  for (const char* t : score_titles) ImGui::TableSetupColumn(t, ImGuiTableColumnFlags_PreferSortDescending);
-  ImGui::TableSetupColumn("importance", ImGuiTableColumnFlags_PreferSortDescending);
+                                ImGuiTableFlags_ScrollY | ImGuiTableFlags_SizingFixedFit |
+                                ImGuiTableFlags_BordersInnerV;
+  // Every column as wide as its widest value or title, so numbers are never cut; the head column stays put
+  // when the table scrolls sideways. Height: every row, up to what is left of the pane.
+  const float row_h = ImGui::GetTextLineHeightWithSpacing() + 2 * ImGui::GetStyle().CellPadding.y;
+  const float table_h = std::min(std::max(ImGui::GetContentRegionAvail().y, 6 * row_h),
+                                 static_cast<float>(h + 1) * row_h + ImGui::GetStyle().ScrollbarSize + 4);
+  if (!ImGui::BeginTable("stats", columns, flags, ImVec2(0, table_h))) return;
+  ImGui::TableSetupScrollFreeze(1, 1);
+  const float number_w = ImGui::CalcTextSize("0.000").x;
+  const float type_w = ImGui::CalcTextSize("duplicate-token").x;
+  auto setupColumn = [&](const char* title, ImGuiTableColumnFlags extra, float content_w) {
+    ImGui::TableSetupColumn(title, ImGuiTableColumnFlags_WidthFixed | extra,
+                            std::max(content_w, ImGui::CalcTextSize(title).x + ImGui::GetFontSize()));
+  };
+  setupColumn("head", ImGuiTableColumnFlags_DefaultSort, ImGui::CalcTextSize("00").x);
+  setupColumn("type", ImGuiTableColumnFlags_NoSort, type_w);
+  setupColumn("entropy", 0, number_w);
+  setupColumn("max w", 0, number_w);
+  setupColumn("dist", 0, number_w);
+  for (const char* t : score_titles) setupColumn(t, ImGuiTableColumnFlags_PreferSortDescending, number_w);
+  setupColumn("importance", ImGuiTableColumnFlags_PreferSortDescending, number_w);
+  const char* meanings[] = {"head, counted from 1",
+                            "the head-type label: the highest score when at least 0.5",
+                            "mean entropy of a query row's weights (nats)",
+                            "largest weight",
+                            "mean |query - key| distance, weighted",
+                            "previous-token score: mean weight on key i - 1",
+                            "current-token score: mean weight on key i",
+                            "first-token score: mean weight on key 0",
+                            "local score: mean weight within the window around i",
+                            "induction score: weight on the token after an earlier copy of the query's token",
+                            "duplicate-token score: weight on earlier copies of the query's token",
+                            "output change (L2) with this head zero-ablated"};
   ImGui::TableNextRow(ImGuiTableRowFlags_Headers);
   for (int c = 0; c < columns; ++c) {
     ImGui::TableSetColumnIndex(c);
     ImGui::TableHeader(ImGui::TableGetColumnName(c));
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", meanings[c]);
     probeItem("similarity.column." + std::to_string(c));
   }
   std::vector<int> rows(static_cast<std::size_t>(h));
@@ -103,7 +129,7 @@ void statsTable(AppState& state, ViewState& view) {
     ImGui::TableNextColumn();
     ImGui::Text("%d", a + 1);
     ImGui::TableNextColumn();
-    ImGui::TextUnformatted(headTypeLabel(types[static_cast<std::size_t>(a)]).c_str());
+    ImGui::TextUnformatted(headTypeText(headTypeLabel(types[static_cast<std::size_t>(a)])));
     for (int c = 2; c < columns; ++c) {
       ImGui::TableNextColumn();
       const double v = value(a, c);
@@ -136,15 +162,25 @@ void drawSimilarityPanel(AppState& state, ViewState& view) {
   Clustering clustering;
   const std::vector<int> order = headOrder(state, view, &clustering);
   const bool dendrogram = view.cluster_order && !clustering.order.empty() && h > 1;
-  const float top = cosine ? 1.0f : static_cast<float>(std::log(2.0));
-  const float dendro_w = dendrogram ? ImGui::GetFontSize() * 4 : 0;
+  // The export's colour maps (export_layout.h): cosine on the diverging map over -1..1, Jensen-Shannon viridis
+  // over 0..ln 2, with the same scale as a bar above the matrix.
+  const ColorMap map = cosine ? ColorMap::Diverging : ColorMap::Viridis;
+  const float vmin = cosine ? -1.0f : 0.0f, vmax = cosine ? 1.0f : static_cast<float>(std::log(2.0));
+  drawScaleBar(ImGui::GetWindowDrawList(), ImGui::GetCursorScreenPos(),
+               std::min(ImGui::GetContentRegionAvail().x, 14 * ImGui::GetFontSize()), 0.6f * ImGui::GetFontSize(), map,
+               vmin, vmax);
+  ImGui::Dummy(ImVec2(1, 1.9f * ImGui::GetTextLineHeight()));
+  probeRect("similarity.colorbar", ImGui::GetItemRectMin(), ImGui::GetItemRectMax());
+  const float dendro_w = dendrogram ? ImGui::GetFontSize() * 2.5f : 0;
   const float avail = ImGui::GetContentRegionAvail().x - ImGui::GetFontSize() * 2 - dendro_w;
   const float cell = std::max(6.0f, std::min(avail / static_cast<float>(h), ImGui::GetFontSize() * 3.0f));
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   const ImVec2 p0(origin.x + dendro_w + ImGui::GetFontSize() * 1.8f, origin.y + ImGui::GetTextLineHeight());
   ImDrawList* list = ImGui::GetWindowDrawList();
   if (dendrogram) drawDendrogram(list, clustering, origin.x, origin.x + dendro_w - 4, p0.y, cell);
-  const bool values = cell > ImGui::CalcTextSize("0.00").x + 4;
+  // Values in the cells, in either order: "0.93" where it fits, else ".93" (cosine of weights is 0..1).
+  const bool values = cell > ImGui::CalcTextSize(".00").x + 2;
+  const bool leading_zero = cell > ImGui::CalcTextSize("-0.00").x + 2;
   for (int ra = 0; ra < h; ++ra) {
     const int a = order[static_cast<std::size_t>(ra)];
     if (cell > ImGui::GetFontSize() || ra % 4 == 0) {
@@ -157,16 +193,17 @@ void drawSimilarityPanel(AppState& state, ViewState& view) {
     for (int rb = 0; rb < h; ++rb) {
       const int b = order[static_cast<std::size_t>(rb)];
       const float v = m(a, b);
-      const Rgb8 c = colorAt(ColorMap::Viridis, v / top);
+      const Rgb8 c = colorAt(map, colorMapParameter(v, vmin, vmax));
       const ImVec2 c0(p0.x + rb * cell, p0.y + ra * cell);
       list->AddRectFilled(c0, ImVec2(c0.x + cell - 1, c0.y + cell - 1), IM_COL32(c.r, c.g, c.b, 255));
       if (values) {
         char text[16];
         std::snprintf(text, sizeof text, "%.2f", v);
-        const bool dark = c.r + c.g + c.b < 300;
-        list->AddText(ImVec2(c0.x + (cell - ImGui::CalcTextSize(text).x) * 0.5f,
+        const char* shown = !leading_zero && text[0] == '0' ? text + 1 : text;
+        const bool dark = 0.299f * c.r + 0.587f * c.g + 0.114f * c.b < 140;
+        list->AddText(ImVec2(c0.x + (cell - ImGui::CalcTextSize(shown).x) * 0.5f,
                              c0.y + (cell - ImGui::GetTextLineHeight()) * 0.5f),
-                      dark ? IM_COL32(255, 255, 255, 255) : IM_COL32(0, 0, 0, 255), text);
+                      dark ? IM_COL32(255, 255, 255, 255) : IM_COL32(0, 0, 0, 255), shown);
       }
     }
   }
@@ -187,8 +224,9 @@ void drawSimilarityPanel(AppState& state, ViewState& view) {
   }
   ImGui::Spacing();
   ImGui::TextWrapped(
-      "Per head: statistics, head-type scores (README: Head-type scores) and importance (output "
-      "change with the head zero-ablated). Click a column to sort.");
+      "Per head: statistics, head-type scores and importance (output change with the head "
+      "zero-ablated). Rows with a single allowed key (query 0 under a causal mask) are left out. "
+      "Hover a column's title for what it means; click it to sort.");
   statsTable(state, view);
 }
 

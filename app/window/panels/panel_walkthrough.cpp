@@ -111,11 +111,16 @@ void drawWalkthroughPanel(AppState& state, ViewState& view) {
   }
   const ImGuiIO& io = ImGui::GetIO();
   const bool keys = !io.WantTextInput;
+  // Disabled at either end, so that a click that would do nothing says so.
+  ImGui::BeginDisabled(view.walk_step <= 0);
   if ((ImGui::Button("< Prev") || (keys && ImGui::IsKeyPressed(GLFW_KEY_LEFT))) && view.walk_step > 0) --view.walk_step;
+  ImGui::EndDisabled();
   probeItem("walk.prev");
   ImGui::SameLine();
+  ImGui::BeginDisabled(view.walk_step + 1 >= count);
   if ((ImGui::Button("Next >") || (keys && ImGui::IsKeyPressed(GLFW_KEY_RIGHT))) && view.walk_step + 1 < count)
     ++view.walk_step;
+  ImGui::EndDisabled();
   probeItem("walk.next");
   view.walk_step = std::clamp(view.walk_step, 0, count - 1);
   ImGui::SameLine();
@@ -134,8 +139,8 @@ void drawWalkthroughPanel(AppState& state, ViewState& view) {
   ImGui::TextColored(ImVec4(0.55f, 0.75f, 1.0f, 1.0f), "%s", step.title.c_str());
   probeItem("walk.title");
   probeItem("walk.step" + std::to_string(view.walk_step));  // which step is shown, for the GUI test
-  if (!step.note.empty()) ImGui::TextWrapped("%s", step.note.c_str());
-  showEditError(state);
+  if (!step.note.empty()) textWrappedAtSpaces(step.note);
+  showEditError(state, "walkthrough");
   for (const StepMatrix& sm : step.matrices) {
     const std::optional<SceneInput> input = sceneInput(step, sm.name);
     sectionHeader(sm.name.c_str());
@@ -161,8 +166,12 @@ void drawWalkthroughPanel(AppState& state, ViewState& view) {
       numberGrid(*sm.printed, {}, true, "%.2f");
       ImGui::EndGroup();
       if (!sm.disagreements.empty())
-        ImGui::TextColored(kDisagree, "%zu value%s differ beyond the printed precision (+-%.3f)",
-                           sm.disagreements.size(), sm.disagreements.size() == 1 ? "" : "s", sm.printed_tolerance);
+      {
+        ImGui::PushStyleColor(ImGuiCol_Text, kDisagree);
+        textWrappedAtSpaces(formatted("%zu value%s beyond the printed precision (+-%.3f)", sm.disagreements.size(),
+                                      sm.disagreements.size() == 1 ? " differs" : "s differ", sm.printed_tolerance));
+        ImGui::PopStyleColor();
+      }
     } else {
       numberGrid(sm.computed, {}, false, "%.3f");
     }

@@ -1,5 +1,13 @@
-// Widgets the panels share: editable matrix tables, integer steppers, inline edit errors.
+// Widgets the panels share: editable matrix tables, integer steppers, typed number fields, inline errors.
+#include <imgui_internal.h>  // ImGui::GetActiveID: a number field keeps its own text while it is being typed in
+#include <imgui_stdlib.h>
+
+#include <cerrno>
+#include <cstdarg>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <string>
 
 #include "window/panels/panels.h"
@@ -11,6 +19,7 @@ namespace {
 bool g_fresh_gesture = false;    // an item became active and has not changed anything yet
 constexpr int kProbedCells = 8;  // matrixTable names cells (i, j) with i, j < 8 for the scripted mode
 constexpr int kShownRows = 12;   // matrixTable's height in rows; more rows scroll inside it
+constexpr float kMaxCellValue = 1e6f;
 }  // namespace
 
 bool continuesGesture(bool changed) {
@@ -51,7 +60,10 @@ bool matrixTable(const char* id, const Matrix& m, Matrix& out, bool& continuing,
         float value = m(i, j);
         ImGui::PushID(i * 64 + j);
         ImGui::SetNextItemWidth(width);
-        const bool edited = ImGui::DragFloat("##v", &value, 0.01f, 0.0f, 0.0f, "%.3f");
+        // Typed or dragged, a value stays within +-kMaxCellValue (clamped where the user sees it): products of
+        // two such values over d_model terms stay far inside float32, so scores never overflow to inf.
+        const bool edited =
+            ImGui::DragFloat("##v", &value, 0.01f, -kMaxCellValue, kMaxCellValue, "%.3f", ImGuiSliderFlags_AlwaysClamp);
         const bool continues = continuesGesture(edited);
         if (probe && i < kProbedCells && j < kProbedCells)
           probeItem(std::string(probe) + "." + std::to_string(i) + "." + std::to_string(j));
@@ -74,19 +86,151 @@ bool stepperInt(const char* label, const std::string& probe, int& value, int min
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted(label);
   ImGui::SameLine(ImGui::GetFontSize() * 6.5f);
+  ImGui::BeginDisabled(value <= min);
   if (ImGui::Button("-", ImVec2(ImGui::GetFrameHeight(), 0)) && value > min) --value;
+  ImGui::EndDisabled();
   probeItem(probe + ".minus");
   ImGui::SameLine();
-  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 4.0f);
-  int typed = value;
-  if (ImGui::InputInt("##value", &typed, 0, 0, ImGuiInputTextFlags_EnterReturnsTrue))
-    value = std::max(min, std::min(max, typed));
-  probeItem(probe);
+  // The error line of the typed value goes under the whole row: drawn after the + button.
+  intField(label, probe, value, min, max, ImGui::GetFontSize() * 4.0f);
   ImGui::SameLine();
+  ImGui::BeginDisabled(value >= max);
   if (ImGui::Button("+", ImVec2(ImGui::GetFrameHeight(), 0)) && value < max) ++value;
+  ImGui::EndDisabled();
   probeItem(probe + ".plus");
+  showFieldError(probe);
   ImGui::PopID();
   return value != before;
+}
+
+// [SECTION] typed number fields
+
+namespace {
+std::map<ImGuiID, std::string> g_typing;            // the text of the field being typed in
+std::map<std::string, std::string> g_field_errors;  // by probe name: why the last typed value was refused
+
+std::string shortNumber(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", v);
+  return text;
+}
+
+// Parses the whole of `text` as a number; false when it is not one (trailing characters, empty, out of double).
+bool parseNumber(const std::string& text, double& out) {
+  const char* begin = text.c_str();
+  while (*begin == ' ') ++begin;
+  char* end = nullptr;
+  errno = 0;
+  out = std::strtod(begin, &end);
+  if (end == begin || errno == ERANGE) return false;
+  while (*end == ' ') ++end;
+  return *end == '\0';
+}
+
+}  // namespace
+
+bool committedText(const std::string& probe, const std::string& shown, float width, std::string& typed) {
+  ImGui::PushID(probe.c_str());
+  const ImGuiID id = ImGui::GetID("##text");
+  std::string& text = g_typing[id];
+  if (ImGui::GetActiveID() != id) text = shown;
+  ImGui::SetNextItemWidth(width);
+  ImGui::InputText("##text", &text, ImGuiInputTextFlags_AutoSelectAll);
+  probeItem(probe);
+  const bool left = ImGui::IsItemDeactivatedAfterEdit();
+  if (left) typed = text;
+  ImGui::PopID();
+  return left;
+}
+
+namespace {
+
+bool acceptNumber(const char* name, const std::string& probe, const std::string& typed, double min, double max,
+                  bool integer, double& out) {
+  const std::string range =
+      (integer ? "a whole number from " : "a number from ") + shortNumber(min) + " to " + shortNumber(max);
+  if (!parseNumber(typed, out) || !std::isfinite(out) || out < min || out > max ||
+      (integer && out != std::floor(out))) {
+    setFieldError(probe, std::string(name) + ": expected " + range + ", got '" + typed + "'");
+    return false;
+  }
+  setFieldError(probe, "");
+  return true;
+}
+}  // namespace
+
+void showFieldError(const std::string& probe) {
+  const auto it = g_field_errors.find(probe);
+  if (it != g_field_errors.end() && !it->second.empty()) {
+    errorText(it->second);
+    probeItem(probe + ".error");
+  }
+}
+
+void setFieldError(const std::string& probe, const std::string& message) { g_field_errors[probe] = message; }
+
+bool intField(const char* name, const std::string& probe, int& value, long min, long max, float width) {
+  std::string typed;
+  double parsed = 0;
+  if (!committedText(probe, shortNumber(value), width, typed) ||
+      !acceptNumber(name, probe, typed, static_cast<double>(min), static_cast<double>(max), true, parsed))
+    return false;
+  const int before = value;
+  value = static_cast<int>(parsed);
+  return value != before;
+}
+
+bool numberField(const char* name, const std::string& probe, double& value, double min, double max, float width) {
+  std::string typed;
+  double parsed = 0;
+  if (!committedText(probe, shortNumber(value), width, typed) ||
+      !acceptNumber(name, probe, typed, min, max, false, parsed))
+    return false;
+  const double before = value;
+  value = parsed;
+  return value != before;
+}
+
+void errorText(const std::string& message) {
+  ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.4f, 1.0f));
+  textWrappedAtSpaces(message);
+  ImGui::PopStyleColor();
+}
+
+void textWrappedAtSpaces(const std::string& text) {
+  const float width = ImGui::GetContentRegionAvail().x;
+  std::size_t start = 0;
+  while (start <= text.size()) {  // each paragraph ('\n'), then its words
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line;
+    std::size_t pos = start;
+    while (pos < end) {
+      std::size_t next = text.find(' ', pos);
+      if (next == std::string::npos || next > end) next = end;
+      const std::string word = text.substr(pos, next - pos);
+      pos = next + 1;
+      if (word.empty()) continue;
+      const std::string longer = line.empty() ? word : line + " " + word;
+      if (!line.empty() && ImGui::CalcTextSize(longer.c_str()).x > width) {
+        ImGui::TextUnformatted(line.c_str());
+        line = word;
+      } else {
+        line = longer;
+      }
+    }
+    ImGui::TextUnformatted(line.c_str());
+    start = end + 1;
+  }
+}
+
+std::string formatted(const char* format, ...) {
+  char text[1024];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(text, sizeof text, format, args);
+  va_end(args);
+  return text;
 }
 
 void sectionHeader(const char* title) {
@@ -95,11 +239,10 @@ void sectionHeader(const char* title) {
   ImGui::Separator();
 }
 
-void showEditError(const AppState& state) {
-  if (state.editError().empty()) return;
-  ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.4f, 1.0f));
-  ImGui::TextWrapped("Not applied: %s", state.editError().c_str());
-  ImGui::PopStyleColor();
+void showEditError(const AppState& state, const char* source) {
+  if (state.editError().empty() || state.editSource() != source) return;
+  errorText("Not applied: " + state.editError());
+  probeItem(std::string("edit_error.") + source);
 }
 
 void drawMatrixCells(ImDrawList* list, const Matrix& values, ImVec2 p0, float cell, ColorMap map, float vmin,
@@ -115,22 +258,45 @@ void drawMatrixCells(ImDrawList* list, const Matrix& values, ImVec2 p0, float ce
   list->AddRect(ImVec2(p0.x - 1, p0.y - 1), ImVec2(p1.x + 1, p1.y + 1), IM_COL32(120, 120, 120, 255));
 }
 
-void drawDivergingBar(ImDrawList* list, ImVec2 p0, float width, float height, float m) {
-  const auto& table = colorMapTable(ColorMap::Diverging);
+void hoverMatrixCells(const Scene& scene, const Matrix& values, ImVec2 p0, float cell, const char* what) {
+  if (!ImGui::IsWindowHovered() || cell <= 0) return;
+  const ImVec2 m = ImGui::GetIO().MousePos;
+  const int i = static_cast<int>(std::floor((m.y - p0.y) / cell)),
+            j = static_cast<int>(std::floor((m.x - p0.x) / cell));
+  if (i < 0 || j < 0 || i >= values.rows() || j >= values.cols()) return;
+  const ImVec2 c0(p0.x + static_cast<float>(j) * cell, p0.y + static_cast<float>(i) * cell);
+  ImGui::GetWindowDrawList()->AddRect(c0, ImVec2(c0.x + cell, c0.y + cell), IM_COL32(255, 255, 255, 255), 0, 0, 2.0f);
+  ImGui::BeginTooltip();
+  ImGui::Text("%s %.4f", what, values(i, j));
+  // Positions from 0 with their tokens, as on the heads' tooltips.
+  if (i < scene.nQ())
+    ImGui::Text("query  %s  (position %d)", scene.query_tokens[static_cast<std::size_t>(i)].c_str(), i);
+  if (j < scene.nK())
+    ImGui::Text("key    %s  (position %d)", scene.keyTokens()[static_cast<std::size_t>(j)].c_str(), j);
+  ImGui::EndTooltip();
+}
+
+void drawScaleBar(ImDrawList* list, ImVec2 p0, float width, float height, ColorMap map, float vmin, float vmax) {
+  const auto& table = colorMapTable(map);
   for (int i = 0; i < kColorMapSize; ++i) {
     const float x0 = p0.x + width * static_cast<float>(i) / kColorMapSize;
     const float x1 = p0.x + width * static_cast<float>(i + 1) / kColorMapSize;
     const Rgb8 c = table[static_cast<std::size_t>(i)];
     list->AddRectFilled(ImVec2(x0, p0.y), ImVec2(x1 + 0.5f, p0.y + height), IM_COL32(c.r, c.g, c.b, 255));
   }
-  char lo[32], hi[32];
-  std::snprintf(lo, sizeof lo, "-%.3g", m);
-  std::snprintf(hi, sizeof hi, "+%.3g", m);
+  char lo[32], mid[32], hi[32];
+  std::snprintf(lo, sizeof lo, "%.3g", vmin);
+  std::snprintf(mid, sizeof mid, "%.3g", 0.5f * (vmin + vmax));
+  std::snprintf(hi, sizeof hi, vmin < 0 ? "+%.3g" : "%.3g", vmax);
   const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
   const float below = p0.y + height + 2;
   list->AddText(ImVec2(p0.x, below), text, lo);
-  list->AddText(ImVec2(p0.x + width * 0.5f - ImGui::CalcTextSize("0").x * 0.5f, below), text, "0");
+  list->AddText(ImVec2(p0.x + width * 0.5f - ImGui::CalcTextSize(mid).x * 0.5f, below), text, mid);
   list->AddText(ImVec2(p0.x + width - ImGui::CalcTextSize(hi).x, below), text, hi);
+}
+
+void drawDivergingBar(ImDrawList* list, ImVec2 p0, float width, float height, float m) {
+  drawScaleBar(list, p0, width, height, ColorMap::Diverging, -m, m);
 }
 
 }  // namespace attnscope::app

@@ -28,7 +28,8 @@ struct ViewState {
   Walkthrough walk;  // built from the scene at walk_revision
   unsigned walk_revision = ~0u;
   int walk_head = -1;      // the head the shown walkthrough step is about (-1: none or tab hidden)
-  std::uint64_t seed = 1;  // for random presets and random fills
+  int seed = 1;                 // the presets' seed, as typed (0 .. 2^31 - 1)
+  std::uint64_t fill_seed = 1;  // for the random entries a resize or a random fill adds; never shown
   int random_n = 16, random_heads = 4, random_d_model = 16;
   std::string sentence = "The cat sat on the mat because it was tired.";
   int projection_head = 0;  // the projections panel's head
@@ -38,6 +39,7 @@ struct ViewState {
   int export_head = 1;  // 1-based, as shown
   bool export_annotate = false;
   std::string export_message;
+  bool export_failed = false;  // export_message is an error (shown in red)
   // Heads muted on their tiles (sorted, 0-based): drawn dimmed, and the output change of zero-ablating them shown.
   std::vector<int> muted_heads;
   bool mute_mean = false;  // muting replaces a head's output by its mean over the queries instead of zeros
@@ -59,6 +61,8 @@ struct ViewState {
 
 // The head-type scores of the current result (cached in `view` by revision).
 const std::vector<HeadTypeScores>& headTypes(const AppState& state, ViewState& view);
+// A head-type label as the window spells it everywhere ("first-token" for the engine's "first_token"); "" for none.
+const char* headTypeText(const std::string& label);
 // The order the heads are shown in: UPGMA leaf order when view.cluster_order (and the similarity is there),
 // else 0..h-1. The clustering itself in `clustering` when not null.
 std::vector<int> headOrder(const AppState& state, const ViewState& view, Clustering* clustering = nullptr);
@@ -84,19 +88,48 @@ bool continuesGesture(bool changed);
 // `continuing` as continuesGesture(). `probe` names the cells of the first 8 rows and columns for the scripted
 // mode: "<probe>.<row>.<col>", 0-based. Drag a cell, or Ctrl+click / double-click it to type a value.
 bool matrixTable(const char* id, const Matrix& m, Matrix& out, bool& continuing, const char* probe = nullptr);
-// "- [value] +" with named probes "<probe>.minus", "<probe>.plus"; true when the value changed.
+// "- [value] +" with named probes "<probe>.minus", "<probe>.plus"; true when the value changed. The typed value
+// is an intField (committed on focus loss, refused visibly outside min..max).
 bool stepperInt(const char* label, const std::string& probe, int& value, int min, int max);
+// A typed number: the text commits when the field loses focus (Enter, Tab, a click elsewhere), not on every key.
+// Text that is not a number, not finite, not whole (intField) or outside [min, max] is refused: the value is kept
+// and showFieldError(probe), called by the caller under the field's row, shows one red line naming the field,
+// what it takes and what was typed, until the next good value. `name` is the field's name in that line;
+// `probe` names the field for the scripted mode. True when `value` changed.
+bool intField(const char* name, const std::string& probe, int& value, long min, long max, float width);
+bool numberField(const char* name, const std::string& probe, double& value, double min, double max, float width);
+// A text field that commits when it loses focus (Enter, Tab, a click elsewhere): true then, with the text in
+// `typed`. While it is being typed in, `shown` does not overwrite it.
+bool committedText(const std::string& probe, const std::string& shown, float width, std::string& typed);
+// Shows `message` under the field `probe` from the next frame on (a value the field took but the scene refused),
+// or clears it (empty message).
+void setFieldError(const std::string& probe, const std::string& message);
+// The refusal of the field `probe`, if any, in red (the fields call it themselves; stepperInt under its row).
+void showFieldError(const std::string& probe);
+// Red text wrapped at the pane's right edge (every error in the window goes through here).
+void errorText(const std::string& message);
+// Text wrapped at the pane's right edge between words only: ImGui's own wrapping also breaks after '.', which
+// split numbers ("0.<newline>066430"). '\n' starts a new line.
+void textWrappedAtSpaces(const std::string& text);
+// printf into a string (up to 1023 characters), for textWrappedAtSpaces.
+std::string formatted(const char* format, ...) __attribute__((format(printf, 1, 2)));
 // Cells drawn one rectangle each (the diff and mistakes panels): past this many the panels point to the CLI.
 constexpr long kMaxDrawnMatrixCells = 250000;
 // A matrix (rows, cols) as cells of `cell` pixels from p0: colorAt(map, (v - vmin) / (vmax - vmin)), or
 // kMaskedColor where `masked` (same shape) is 1; framed in grey.
 void drawMatrixCells(ImDrawList* list, const Matrix& values, ImVec2 p0, float cell, ColorMap map, float vmin,
                      float vmax, const MaskMatrix* masked);
-// A horizontal colour bar of the diverging map from -m (left) through 0 (white) to +m, labelled.
+// Under the mouse, a cell of a matrix drawn by drawMatrixCells: outlined, with a tooltip of `what` and its value
+// and the query and key tokens of its row and column.
+void hoverMatrixCells(const Scene& scene, const Matrix& values, ImVec2 p0, float cell, const char* what);
+// A horizontal colour bar of `map` from vmin (left) to vmax, labelled at both ends and the middle.
+void drawScaleBar(ImDrawList* list, ImVec2 p0, float width, float height, ColorMap map, float vmin, float vmax);
+// The diverging map from -m (left) through 0 (white) to +m.
 void drawDivergingBar(ImDrawList* list, ImVec2 p0, float width, float height, float m);
 // A section title with a rule under it.
 void sectionHeader(const char* title);
-// The edit error of the last edit, in red, under the widget that caused it.
-void showEditError(const AppState& state);
+// The edit error of the last edit, in red, under the widget that caused it: shown only by the panel whose
+// edit it was (`source`, AppState::editSource()), so it appears once.
+void showEditError(const AppState& state, const char* source);
 
 }  // namespace attnscope::app

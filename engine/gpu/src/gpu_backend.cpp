@@ -149,12 +149,13 @@ void GpuBackend::Impl::readBack(const Scene& scene, Result& result, const Comput
     cosine.download(result.similarity.cosine.data(), static_cast<std::size_t>(h * h) * sizeof(float));
     js.download(result.similarity.js.data(), static_cast<std::size_t>(h * h) * sizeof(float));
     // Statistics on the CPU from the read-back weights: the same function as the reference, so exact to it.
+    const std::vector<std::uint8_t> single_key_rows = singleKeyRows(scene);
     if (only_head < 0 || result.stats.size() != static_cast<std::size_t>(h)) {
       result.stats.clear();
-      for (const HeadResult& hr : result.heads) result.stats.push_back(headStats(hr.weights));
+      for (const HeadResult& hr : result.heads) result.stats.push_back(headStats(hr.weights, single_key_rows));
     } else {
       result.stats[static_cast<std::size_t>(only_head)] =
-          headStats(result.heads[static_cast<std::size_t>(only_head)].weights);
+          headStats(result.heads[static_cast<std::size_t>(only_head)].weights, single_key_rows);
     }
   } else {
     result.similarity = {};

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "attnscope/analysis/analysis.h"
+#include "attnscope/compute/similarity.h"
 #include "attnscope/error.h"
 
 namespace attnscope {
@@ -36,9 +37,12 @@ HeadTypeScores headTypeScores(const Scene& scene, const Matrix& weights, int loc
   const std::vector<std::string>& k_tokens = scene.keyTokens();
   const bool have_tokens = static_cast<int>(q_tokens.size()) == n_q && static_cast<int>(k_tokens.size()) == n_k;
   Mean previous, current, first, local, induction, duplicate;
+  const std::vector<std::uint8_t> single_key_rows = singleKeyRows(scene);
   for (int i = 0; i < n_q; ++i) {
     const auto row = weights.row(i).cast<double>();
     if (row.sum() <= 0) continue;  // every key masked: this row attends nothing
+    // One allowed key (query 0 under a causal mask): weight 1 by construction, whatever the head does.
+    if (static_cast<std::size_t>(i) < single_key_rows.size() && single_key_rows[static_cast<std::size_t>(i)]) continue;
     if (i >= 1 && i - 1 < n_k) previous.add(row[i - 1]);
     if (i < n_k) current.add(row[i]);
     first.add(row[0]);

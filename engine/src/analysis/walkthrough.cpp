@@ -87,8 +87,9 @@ bool followsWorkedExample(const Scene& scene, const Scene& example, int head, co
   if (name == "Q") return q;
   if (name == "K") return k;
   if (name == "V") return v;
-  // scaled scores and weights: Q, K, the scale and no mask
-  return q && k && scene.headScale(head) == example.headScale(head) && !scene.hasMask();
+  // scaled scores and weights: Q, K, the scale and no key masked (key padding with no key ticked masks nothing,
+  // so the text's numbers still apply)
+  return q && k && scene.headScale(head) == example.headScale(head) && allowedMask(scene).minCoeff() == 1;
 }
 
 void attachPrinted(const PrintedMatrix& printed, StepMatrix& m, std::string& note) {

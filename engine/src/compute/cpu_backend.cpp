@@ -284,15 +284,16 @@ void finishResult(const Scene& scene, Result& result, bool analysis, int changed
     analyseHeadsStreamed(scene, result);
     return;
   }
+  const std::vector<std::uint8_t> single_key_rows = singleKeyRows(scene);
   if (changed_head < 0 || !has_full_analysis) {
-    analyseHeads(result);
+    analyseHeads(result, single_key_rows);
     return;
   }
   std::vector<const Matrix*> maps_of_heads;
   for (const HeadResult& hr : result.heads) maps_of_heads.push_back(&hr.weights);
   updateHeadSimilarity(maps_of_heads, changed_head, result.similarity);
   result.stats[static_cast<std::size_t>(changed_head)] =
-      headStats(*maps_of_heads[static_cast<std::size_t>(changed_head)]);
+      headStats(*maps_of_heads[static_cast<std::size_t>(changed_head)], single_key_rows);
 }
 
 }  // namespace attnscope

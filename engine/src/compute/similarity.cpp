@@ -1,6 +1,7 @@
 // Head similarity (cosine of flattened maps, Jensen-Shannon over rows) and per-head statistics.
 #include "attnscope/compute/similarity.h"
 
+#include "attnscope/scene/key_mask.h"
 #include "similarity_rows.h"
 
 #include <algorithm>
@@ -83,23 +84,32 @@ void updateHeadSimilarity(const std::vector<const Matrix*>& weights, int head, S
   comparePairs(weights, pairs, similarity);
 }
 
-void analyseHeads(Result& result) {
+void analyseHeads(Result& result, const std::vector<std::uint8_t>& single_key_rows) {
   std::vector<const Matrix*> maps;
   for (const HeadResult& hr : result.heads) maps.push_back(&hr.weights);
   result.similarity = headSimilarity(maps);
   result.stats.clear();
-  for (const HeadResult& hr : result.heads) result.stats.push_back(headStats(hr.weights));
+  for (const HeadResult& hr : result.heads) result.stats.push_back(headStats(hr.weights, single_key_rows));
+}
+
+std::vector<std::uint8_t> singleKeyRows(const Scene& scene) {
+  const KeyMask mask(scene);  // from indices: O(n) per scene for causal and padding masks, no (n, n) matrix
+  std::vector<std::uint8_t> rows(static_cast<std::size_t>(scene.nQ()), 0);
+  for (int i = 0; i < scene.nQ(); ++i) rows[static_cast<std::size_t>(i)] = mask.allowedCount(i) == 1;
+  return rows;
 }
 
 void HeadStatsSum::addRow(const float* w, int n_k, int i) {
   double row_entropy = 0, row_distance = 0, row_sum = 0;
+  float row_max = 0;
   for (int j = 0; j < n_k; ++j) {
     const double wj = w[j];
     row_sum += wj;
     if (wj > 0) row_entropy -= wj * std::log(wj);
     row_distance += wj * static_cast<double>(std::labs(static_cast<long>(i - j)));
-    max_weight = std::max(max_weight, w[j]);
+    row_max = std::max(row_max, w[j]);
   }
+  max_weight = std::max(max_weight, row_max);
   if (row_sum <= 0) return;  // a fully masked row attends nothing
   entropy += row_entropy;
   distance += row_distance;
@@ -114,10 +124,13 @@ HeadStats HeadStatsSum::finish() const {
   return stats;
 }
 
-HeadStats headStats(const Matrix& weights) {
+HeadStats headStats(const Matrix& weights, const std::vector<std::uint8_t>& single_key_rows) {
   HeadStatsSum sum;
-  for (Eigen::Index i = 0; i < weights.rows(); ++i)
+  for (Eigen::Index i = 0; i < weights.rows(); ++i) {
+    if (static_cast<std::size_t>(i) < single_key_rows.size() && single_key_rows[static_cast<std::size_t>(i)])
+      continue;  // weight 1 on its one key by construction: nothing about the head
     sum.addRow(weights.row(i).data(), static_cast<int>(weights.cols()), static_cast<int>(i));
+  }
   return sum.finish();
 }
 

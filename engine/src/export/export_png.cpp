@@ -53,6 +53,9 @@ Canvas rasterizeMap(const Figure& figure, int panel, int w, int h) {
 
 std::string encodePng(const Canvas& canvas) {
   std::string bytes;
+  // stb's flip flag is one for the whole process (libstb): state it for our rows, top first, on every call,
+  // so that nothing another part of the program set can turn an export upside down.
+  stbi_flip_vertically_on_write(0);
   if (!stbi_write_png_to_func(appendBytes, &bytes, canvas.width, canvas.height, 3, canvas.rgb.data(), canvas.width * 3))
     throw InputError("png", "an image stb_image_write can encode",
                      shapeString(canvas.height, canvas.width) + " pixels");

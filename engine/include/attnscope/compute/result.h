@@ -23,10 +23,10 @@ struct HeadResult {
   bool hasMap() const { return weights.size() > 0; }
 };
 
-// Per-head summary of the weight map.
+// Per-head summary of the weight map; "attending" rows leave out rows with one allowed key (singleKeyRows).
 struct HeadStats {
   float entropy = 0;        // mean over attending query rows of -sum_j w log w (nats)
-  float max_weight = 0;     // largest weight anywhere in the map
+  float max_weight = 0;     // largest weight in the attending rows
   float mean_distance = 0;  // mean over attending query rows of sum_j w_ij |i - j| (token positions)
 };
 
