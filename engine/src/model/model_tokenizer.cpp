@@ -2,16 +2,23 @@
 // by byte to GPT-2's printable symbols, merged by rank exactly as GPT-2's encoder.py does, and decoded back.
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "attnscope/atomic_file.h"
 #include "attnscope/error.h"
+#include "attnscope/json_file.h"
+#include "attnscope/text_bounds.h"
 #include "attnscope/model/tokenizer.h"
 
 namespace attnscope::model {
 
 namespace {
+
+// GPT-2's vocab.json is 1 MB and merges.txt 456 KB; 64 times that is room for any real BPE vocabulary.
+constexpr std::size_t kMaxVocabBytes = std::size_t{64} << 20;
+constexpr std::size_t kMaxMergesBytes = std::size_t{64} << 20;
 
 std::string utf8(char32_t c) {
   std::string s;
@@ -106,23 +113,17 @@ std::string tokenLabel(const std::string& bytes) {
 Tokenizer Tokenizer::fromText(const std::string& vocab_json, const std::string& merges_text,
                               const std::string& vocab_name, const std::string& merges_name) {
   Tokenizer t;
-  nlohmann::json vocab;
-  try {
-    vocab = nlohmann::json::parse(vocab_json);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(vocab_name, "JSON", std::string("a syntax error (") + e.what() + ")");
-  }
-  if (!vocab.is_object() || vocab.empty())
-    throw InputError(vocab_name, "a JSON object of token: id", std::string(vocab.type_name()));
+  const nlohmann::json vocab = parseJsonText(vocab_json, vocab_name);
+  if (!vocab.is_object() || vocab.empty()) throw InputError(vocab_name, "a JSON object of token: id", describeJson(vocab));
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
     if (!it.value().is_number_integer() || it.value().get<long long>() < 0 || it.value().get<long long>() > 10'000'000)
-      throw InputError(vocab_name + ": token '" + it.key().substr(0, 40) + "'", "an id from 0 to 10000000",
-                       it.value().dump().substr(0, 40));
+      throw InputError(vocab_name + ": token " + quoteFragment(it.key(), 40), "an id from 0 to 10000000",
+                       describeJson(it.value()));
     const int id = it.value().get<int>();
     if (static_cast<std::size_t>(id) >= t.id_to_token_.size()) t.id_to_token_.resize(static_cast<std::size_t>(id) + 1);
     if (!t.id_to_token_[static_cast<std::size_t>(id)].empty())
-      throw InputError(vocab_name + ": token '" + it.key().substr(0, 40) + "'", "an id no other token has",
-                       std::to_string(id) + " (also '" + t.id_to_token_[static_cast<std::size_t>(id)] + "')");
+      throw InputError(vocab_name + ": token " + quoteFragment(it.key(), 40), "an id no other token has",
+                       std::to_string(id) + " (also " + quoteFragment(t.id_to_token_[static_cast<std::size_t>(id)], 40) + ")");
     if (it.key().empty())
       throw InputError(vocab_name, "non-empty tokens", "an empty token with id " + std::to_string(id));
     t.id_to_token_[static_cast<std::size_t>(id)] = it.key();
@@ -134,7 +135,7 @@ Tokenizer Tokenizer::fromText(const std::string& vocab_json, const std::string& 
     const std::string& sym = table[static_cast<std::size_t>(b)];
     if (!t.token_to_id_.count(sym))
       throw InputError(vocab_name, "a token for every byte (GPT-2's byte symbols)",
-                       "none for byte " + std::to_string(b) + " ('" + sym + "')");
+                       "none for byte " + std::to_string(b) + " (" + quoteFragment(sym) + ")");
     t.unicode_to_byte_.emplace(sym, static_cast<std::uint8_t>(b));
   }
 
@@ -150,21 +151,24 @@ Tokenizer Tokenizer::fromText(const std::string& vocab_json, const std::string& 
     const std::string field = merges_name + ": line " + std::to_string(line_no);
     if (space == std::string::npos || space == 0 || space + 1 >= line.size() ||
         line.find(' ', space + 1) != std::string::npos)
-      throw InputError(field, "two symbols separated by one space", "'" + line.substr(0, 60) + "'");
+      throw InputError(field, "two symbols separated by one space", quoteFragment(line));
     const std::string a = line.substr(0, space), b = line.substr(space + 1);
     for (const std::string* part : {&a, &b})
       if (!t.token_to_id_.count(*part))
-        throw InputError(field, "symbols in " + vocab_name, "'" + *part + "', which is not");
+        throw InputError(field, "symbols in " + vocab_name, quoteFragment(*part) + ", which is not");
     if (!t.token_to_id_.count(a + b))
-      throw InputError(field, "a merge whose result is in " + vocab_name, "'" + a + b + "', which is not");
+      throw InputError(field, "a merge whose result is in " + vocab_name, quoteFragment(a + b) + ", which is not");
     t.merge_rank_[a + " " + b] = rank++;  // a repeated pair takes its last rank, as dict(zip(...)) in encoder.py
   }
+  for (int id = 0; id <= t.max_id_; ++id)
+    if (!t.id_to_token_[static_cast<std::size_t>(id)].empty())
+      t.longest_token_bytes_ = std::max(t.longest_token_bytes_, t.piece(id).size());
   return t;
 }
 
 Tokenizer Tokenizer::load(const std::string& vocab_path, const std::string& merges_path) {
-  return fromText(readWholeFile(vocab_path, vocab_path), readWholeFile(merges_path, merges_path), vocab_path,
-                  merges_path);
+  return fromText(readWholeFile(vocab_path, vocab_path, kMaxVocabBytes),
+                  readWholeFile(merges_path, merges_path, kMaxMergesBytes), vocab_path, merges_path);
 }
 
 // encoder.py's bpe(): repeatedly merge every occurrence (left to right) of the adjacent pair with the lowest
@@ -196,13 +200,26 @@ void Tokenizer::bpe(const std::string& word, std::vector<int>& out) const {
   for (const std::string& p : parts) out.push_back(token_to_id_.at(p));  // merges' results are in the vocab
 }
 
-std::vector<int> Tokenizer::encode(const std::string& text) const {
+std::vector<int> Tokenizer::encode(const std::string& text) const { return encode(text, SIZE_MAX); }
+
+std::vector<int> Tokenizer::encode(const std::string& text, std::size_t max_tokens) const {
+  const std::size_t longest = std::max<std::size_t>(1, longest_token_bytes_);
+  const auto refuse = [&](const std::string& found) {
+    throw InputError("text", "at most " + std::to_string(max_tokens) + " tokens", found);
+  };
+  if (max_tokens != SIZE_MAX && text.size() / longest > max_tokens)
+    refuse(std::to_string(text.size()) + " bytes, more than " + std::to_string(max_tokens) + " tokens of at most " +
+           std::to_string(longest) + " bytes each");
   const std::vector<std::string>& table = byteToUnicode();
   std::vector<int> ids;
   for (const std::string& piece : preTokenize(text)) {
+    if (max_tokens != SIZE_MAX && ids.size() + (piece.size() + longest - 1) / longest > max_tokens)
+      refuse("more (counted to " + std::to_string(ids.size()) + ", then a word of " + std::to_string(piece.size()) +
+             " bytes)");
     std::string word;
     for (char c : piece) word += table[static_cast<unsigned char>(c)];
     bpe(word, ids);
+    if (ids.size() > max_tokens) refuse("more (counted to " + std::to_string(ids.size()) + ", then stopped)");
   }
   return ids;
 }

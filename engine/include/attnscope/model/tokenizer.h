@@ -29,6 +29,11 @@ class Tokenizer {
                             const std::string& merges_name = "merges.txt");
 
   std::vector<int> encode(const std::string& text) const;
+  // As encode, refusing (InputError("text", ...)) a text of more than max_tokens tokens as soon as that is
+  // certain: before pre-tokenizing when its bytes exceed max_tokens x the longest token's bytes (no token
+  // covers more), then word by word. A 60 MB text costs a comparison, not a tokenization.
+  std::vector<int> encode(const std::string& text, std::size_t max_tokens) const;
+  std::size_t longestTokenBytes() const { return longest_token_bytes_; }
   std::string decode(const std::vector<int>& ids) const;  // bytes (may split a UTF-8 character between ids)
   std::string piece(int id) const;                        // one id's bytes
   // A label for the window and exports: the piece's bytes, spaces shown as '␣' (U+2423), newlines as '↵'
@@ -44,6 +49,7 @@ class Tokenizer {
   std::unordered_map<std::string, int> merge_rank_;  // "a b" -> rank
   std::unordered_map<std::string, std::uint8_t> unicode_to_byte_;
   int max_id_ = -1;
+  std::size_t longest_token_bytes_ = 0;  // the most bytes one token's piece decodes to
 };
 
 // A label for a byte string (as Tokenizer::label).

@@ -68,6 +68,11 @@ std::size_t defaultMemoryBudget();
 // Bytes a full Result for this scene holds (every per-head matrix, concat, output), before any is allocated.
 std::size_t estimateResultBytes(const Scene& scene);
 
+// Refuses an output estimated at more than the memory budget (`budget` 0: defaultMemoryBudget()) before the
+// work that would fill it: outputs stream to their files, but one larger than the budget is taken as absurd.
+// InputError(field, "at most N MiB ...", "an estimated M MiB").
+void checkOutputBudget(const std::string& field, std::size_t output_bytes, std::size_t budget = 0);
+
 // Every check on a scene lives here: shapes, finiteness, head count, empty sequences, token counts, masks,
 // memory. Throws InputError naming the field, the expected and the actual.
 void validateScene(const Scene& scene, const Limits& limits = {});
