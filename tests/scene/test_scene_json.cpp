@@ -282,7 +282,7 @@ TEST(SceneJson, FileErrorsNameThePathAndWhere) {
   } catch (const InputError& e) {
     EXPECT_EQ(
         std::string(e.what()),
-        "scene file: expected a readable file of at most 512.0 MiB, got '/nonexistent/attnscope/scene.json' (No such file or directory)");
+        "scene file: expected a readable file of at most 256.0 MiB, got '/nonexistent/attnscope/scene.json' (No such file or directory)");
   }
 }
 

@@ -18,7 +18,7 @@ namespace attnscope {
 Scene sceneFromJson(const nlohmann::json& j);
 // As sceneFromJson; a missing file or a JSON syntax error is named by the path (with line and column). The file is
 // read through readWholeFile and parseJsonText (json_file.h): at most kMaxSceneFileBytes, nested at most 64 deep.
-constexpr std::size_t kMaxSceneFileBytes = std::size_t{512} << 20;
+constexpr std::size_t kMaxSceneFileBytes = std::size_t{256} << 20;
 Scene loadSceneFile(const std::string& path);
 nlohmann::ordered_json sceneToJson(const Scene& scene);
 void saveSceneFile(const Scene& scene, const std::string& path);  // atomic
