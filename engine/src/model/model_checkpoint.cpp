@@ -28,8 +28,9 @@ std::string sizeText(std::size_t bytes) { return std::to_string((bytes + (1 << 2
 
 }  // namespace
 
-Gpt2Config loadGpt2Config(const std::string& path) {
-  const nlohmann::json j = readJsonFile(path, kMaxConfigBytes);
+Gpt2Config loadGpt2Config(const std::string& path) { return gpt2ConfigFromJson(readJsonFile(path, kMaxConfigBytes), path); }
+
+Gpt2Config gpt2ConfigFromJson(const nlohmann::json& j, const std::string& path) {
   if (!j.is_object()) throw InputError(path, "a JSON object", describeJson(j));
   Gpt2Config c;
   c.n_layer = positiveInt(j, path, "n_layer", 1000);

@@ -109,7 +109,7 @@ void checkKeys(const json& object, const std::string& path, const std::vector<st
     if (known) continue;
     std::string listed;
     for (const std::string& a : allowed) listed += (listed.empty() ? "" : ", ") + a;
-    throw InputError(path + item.key(), "one of the keys " + listed, "an unknown key");
+    throw InputError(path + elideLabel(item.key(), 60), "one of the keys " + listed, "an unknown key");
   }
 }
 
