@@ -164,6 +164,9 @@ TEST(HostileCli, ScenesWhoseArithmeticOverflowsAreRefused) {
     expectOneLine(cli(std::string(command) + " '" + score_overflow + "'"),
                   {"heads[0].weights: expected finite numbers (float32), got nan at query row 0 ('a'), key 0: a score"});
   }
+  // The GPU backend (auto: the GPU when one starts, llvmpipe in CI) refuses the same way, from its read-back.
+  expectOneLine(cli("compute '" + score_overflow + "' --backend auto"), {"heads[0].weights: expected finite numbers"});
+  expectOneLine(cli("compute '" + q_overflow + "' --backend auto"), {"heads[0].q: expected finite numbers"});
   const std::string png = dir + "/h.png";
   expectOneLine(cli("export '" + score_overflow + "' --what heads --format png --out '" + png + "'"),
                 {"heads[0].weights"});
