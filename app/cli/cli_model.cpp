@@ -137,7 +137,8 @@ int runModel(Args& args) {
   // The token list elided: one line, whatever the text holds.
   std::printf("%d layers x %d heads, %zu tokens:", config.n_layer, config.n_head, ids.size());
   constexpr std::size_t kListedTokens = 64;
-  for (std::size_t i = 0; i < labels.size() && i < kListedTokens; ++i) std::printf(" [%s]", terminalLabel(labels[i]).c_str());
+  for (std::size_t i = 0; i < labels.size() && i < kListedTokens; ++i)
+    std::printf(" [%s]", terminalLabel(labels[i]).c_str());
   if (labels.size() > kListedTokens) std::printf(" ... (%zu more)", labels.size() - kListedTokens);
   std::printf("\n");
   for (const PendingFile& file : files) std::printf("wrote %s\n", printableLine(file.path(), 400).c_str());

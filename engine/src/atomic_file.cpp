@@ -66,9 +66,10 @@ std::string readWholeFile(const std::string& path, const std::string& field, std
     if (n == 0) break;
     if (bytes.size() + static_cast<std::size_t>(n) > max_bytes) {
       ::close(fd);
-      throw InputError(field, expected,
-                       quotedPath(path) + " of more than " + byteCountText(max_bytes) +
-                           (S_ISREG(st.st_mode) ? " (it grew while read)" : " (a device or pipe, read up to the limit)"));
+      throw InputError(
+          field, expected,
+          quotedPath(path) + " of more than " + byteCountText(max_bytes) +
+              (S_ISREG(st.st_mode) ? " (it grew while read)" : " (a device or pipe, read up to the limit)"));
     }
     bytes.append(chunk, static_cast<std::size_t>(n));
   }
@@ -134,8 +135,10 @@ void PendingFile::write(std::string_view bytes) {
   if (fd_ < 0) throw InputError("output path", "an open output", quotedPath(path_) + " (already finished)");
   written_ += bytes.size();
   if (buffer_.size() + bytes.size() > kWriteBuffer) flush();
-  if (bytes.size() >= kWriteBuffer) writeRaw(bytes.data(), bytes.size());  // large: straight through
-  else buffer_.append(bytes);
+  if (bytes.size() >= kWriteBuffer)
+    writeRaw(bytes.data(), bytes.size());  // large: straight through
+  else
+    buffer_.append(bytes);
 }
 
 void PendingFile::finish() {

@@ -19,9 +19,12 @@ std::size_t tooDeepAt(std::string_view text, int max_depth) {
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
@@ -51,10 +54,12 @@ std::string parseReason(const std::string& what) {
 
 std::string lineColumn(std::string_view text, std::size_t offset) {
   offset = std::min(offset, text.size());
-  const std::size_t line = 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<long>(offset), '\n'));
+  const std::size_t line =
+      1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<long>(offset), '\n'));
   const std::size_t line_start = text.rfind('\n', offset == 0 ? 0 : offset - 1);
   const std::size_t start = line_start == std::string_view::npos || offset == 0 ? 0 : line_start + 1;
-  return "line " + std::to_string(line) + ", column " + std::to_string(utf8Length(text.substr(start, offset - start)) + 1);
+  return "line " + std::to_string(line) + ", column " +
+         std::to_string(utf8Length(text.substr(start, offset - start)) + 1);
 }
 
 nlohmann::json parseJsonText(std::string_view text, const std::string& name, int max_depth) {
@@ -68,8 +73,10 @@ nlohmann::json parseJsonText(std::string_view text, const std::string& name, int
     const std::size_t at = e.byte > 0 ? std::min<std::size_t>(e.byte - 1, text.size()) : 0;
     std::size_t from = at > 20 ? at - 20 : 0;
     while (from > 0 && (static_cast<unsigned char>(text[from]) & 0xC0) == 0x80) --from;  // a character's start
-    const std::string near = text.empty() ? " (the text is empty)" : ", near " + quoteFragment(text.substr(from, 160), 40);
-    throw InputError(name, "valid JSON", "a syntax error at " + lineColumn(text, at) + ": " + parseReason(e.what()) + near);
+    const std::string near =
+        text.empty() ? " (the text is empty)" : ", near " + quoteFragment(text.substr(from, 160), 40);
+    throw InputError(name, "valid JSON",
+                     "a syntax error at " + lineColumn(text, at) + ": " + parseReason(e.what()) + near);
   } catch (const nlohmann::json::out_of_range& e) {
     // A number that overflows a double (1e999) is refused while parsing, before any path is known; its
     // literal is in the message and, found in the text, gives the position.
@@ -80,7 +87,8 @@ nlohmann::json parseJsonText(std::string_view text, const std::string& name, int
     std::string literal = what.substr(from + marker.size());
     if (!literal.empty() && literal.back() == '\'') literal.pop_back();
     std::string where;
-    if (const std::size_t pos = text.find(literal); pos != std::string_view::npos) where = " at " + lineColumn(text, pos);
+    if (const std::size_t pos = text.find(literal); pos != std::string_view::npos)
+      where = " at " + lineColumn(text, pos);
     throw InputError(name, "finite numbers", quoteFragment(literal, 40) + where + " (too large: not finite)");
   } catch (const nlohmann::json::exception& e) {
     throw InputError(name, "valid JSON", elideLabel(e.what(), 160));
@@ -93,11 +101,16 @@ nlohmann::json readJsonFile(const std::string& path, std::size_t max_bytes, int 
 
 std::string describeJson(const nlohmann::json& v) {
   switch (v.type()) {
-    case nlohmann::json::value_t::null: return "null";
-    case nlohmann::json::value_t::array: return "an array of " + std::to_string(v.size()) + " items";
-    case nlohmann::json::value_t::object: return "an object of " + std::to_string(v.size()) + " keys";
-    case nlohmann::json::value_t::string: return "string " + quoteFragment(v.get_ref<const std::string&>());
-    default: return std::string(v.type_name()) + " " + elideLabel(v.dump(), kQuotedChars);
+    case nlohmann::json::value_t::null:
+      return "null";
+    case nlohmann::json::value_t::array:
+      return "an array of " + std::to_string(v.size()) + " items";
+    case nlohmann::json::value_t::object:
+      return "an object of " + std::to_string(v.size()) + " keys";
+    case nlohmann::json::value_t::string:
+      return "string " + quoteFragment(v.get_ref<const std::string&>());
+    default:
+      return std::string(v.type_name()) + " " + elideLabel(v.dump(), kQuotedChars);
   }
 }
 

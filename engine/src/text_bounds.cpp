@@ -45,9 +45,12 @@ std::size_t appendPrintable(std::string_view text, std::size_t i, bool escape_qu
     out += static_cast<char>(b);
     return 1;
   }
-  if (b == '\n') out += "\\n";
-  else if (b == '\t') out += "\\t";
-  else if (b == '\r') out += "\\r";
+  if (b == '\n')
+    out += "\\n";
+  else if (b == '\t')
+    out += "\\t";
+  else if (b == '\r')
+    out += "\\r";
   else {
     // One escaped byte each: a control character, or a byte of invalid UTF-8 (and the C1 controls' two bytes).
     const std::size_t n = len == 2 ? 2 : 1;

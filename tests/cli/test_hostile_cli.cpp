@@ -34,7 +34,8 @@ const char* kSceneHead = R"({"format": "attnscope-scene", "version": 1, "d_model
 // A one-head scene, d_model 2, identity projections scaled by `w`; rows `query`.
 std::string scene(const std::string& query, const std::string& tokens, const std::string& w = "1") {
   return std::string(kSceneHead) + "\"query_tokens\": " + tokens + ", \"query\": " + query +
-         ", \"heads\": [{\"w_q\": [[" + w + ", 0], [0, " + w + "]], \"w_k\": [[1, 0], [0, 1]], \"w_v\": [[1, 0], [0, 1]]}]}";
+         ", \"heads\": [{\"w_q\": [[" + w + ", 0], [0, " + w +
+         "]], \"w_k\": [[1, 0], [0, 1]], \"w_v\": [[1, 0], [0, 1]]}]}";
 }
 
 std::string writeFile(const std::string& dir, const std::string& name, const std::string& bytes) {
@@ -71,8 +72,8 @@ std::string modelRun(const std::string& dir, const std::string& extra = "") {
 TEST(HostileCli, DeepNestingInEverySceneField) {
   const std::string dir = model_test::tempDir();
   const std::string deep = std::string(100'000, '[');
-  for (const std::string& text :
-       {deep, std::string(kSceneHead) + "\"description\": " + deep, std::string(kSceneHead) + "\"query_tokens\": " + deep}) {
+  for (const std::string& text : {deep, std::string(kSceneHead) + "\"description\": " + deep,
+                                  std::string(kSceneHead) + "\"query_tokens\": " + deep}) {
     const std::string path = writeFile(dir, "deep.json", text);
     for (const char* command : {"compute", "walkthrough", "analyze"})
       expectOneLine(cli(std::string(command) + " '" + path + "'"),
@@ -115,8 +116,10 @@ TEST(HostileCli, NonFiniteWeightsAreRefusedNamingFileAndTensor) {
   // gpt2_reference.py writes n_embd 32: wte is (vocab, 32), element 33 is [1][1]; c_attn is (32, 96), element 97
   // is [1][1].
   const std::vector<Case> cases = {
-      {"F32", "transformer.wte.weight", &nan32, 4, 5, "tensor 'transformer.wte.weight': expected finite F32 weights, got nan at [0][5]"},
-      {"F16", "transformer.wte.weight", &nan16, 2, 33, "tensor 'transformer.wte.weight': expected finite F16 weights, got nan at [1][1]"},
+      {"F32", "transformer.wte.weight", &nan32, 4, 5,
+       "tensor 'transformer.wte.weight': expected finite F32 weights, got nan at [0][5]"},
+      {"F16", "transformer.wte.weight", &nan16, 2, 33,
+       "tensor 'transformer.wte.weight': expected finite F16 weights, got nan at [1][1]"},
       {"BF16", "transformer.wte.weight", &nan_bf16, 2, 0, "expected finite BF16 weights, got nan at [0][0]"},
       {"F16", "transformer.h.0.attn.c_attn.weight", &inf16, 2, 97,
        "tensor 'transformer.h.0.attn.c_attn.weight': expected finite F16 weights, got inf at [1][1]"},
@@ -161,8 +164,9 @@ TEST(HostileCli, ScenesWhoseArithmeticOverflowsAreRefused) {
     expectOneLine(cli(std::string(command) + " '" + q_overflow + "'"),
                   {"heads[0].q: expected finite numbers (float32), got inf at query row 0 ('a'), column 0: the "
                    "projection X W_Q + b_Q overflows float32"});
-    expectOneLine(cli(std::string(command) + " '" + score_overflow + "'"),
-                  {"heads[0].weights: expected finite numbers (float32), got nan at query row 0 ('a'), key 0: a score"});
+    expectOneLine(
+        cli(std::string(command) + " '" + score_overflow + "'"),
+        {"heads[0].weights: expected finite numbers (float32), got nan at query row 0 ('a'), key 0: a score"});
   }
   // The GPU backend (auto: the GPU when one starts, llvmpipe in CI) refuses the same way, from its read-back.
   expectOneLine(cli("compute '" + score_overflow + "' --backend auto"), {"heads[0].weights: expected finite numbers"});
@@ -175,7 +179,7 @@ TEST(HostileCli, ScenesWhoseArithmeticOverflowsAreRefused) {
 
 TEST(HostileCli, EndlessAndHugeInputsAreRefusedEarly) {
   expectOneLine(cli("compute /dev/zero"), {"scene file: expected a readable file of at most 256.0 MiB, got "
-                                                 "'/dev/zero' of more than 256.0 MiB (a device or pipe"});
+                                           "'/dev/zero' of more than 256.0 MiB (a device or pipe"});
   const std::string ckpt = model_test::tinyCheckpoint();
   expectOneLine(cli("model '" + ckpt + "' --text-file /dev/zero"),
                 {"--text-file: expected a readable file of at most 16.0 MiB, got '/dev/zero' of more than"});
@@ -224,8 +228,8 @@ TEST(HostileCli, OutputsBeyondTheBudgetAreRefusedBeforeComputing) {
   text += R"(], "heads": [{"w_q": [[1]], "w_k": [[1]], "w_v": [[1]]}]})";
   const std::string path = writeFile(dir, "long.json", text);
   const std::string out = dir + "/r.json";
-  expectOneLine(model_test::run("ATTNSCOPE_MEMORY_BUDGET=300M '" + std::string(ATTNSCOPE_BINARY) + "' compute '" + path +
-                                "' -o '" + out + "'"),
+  expectOneLine(model_test::run("ATTNSCOPE_MEMORY_BUDGET=300M '" + std::string(ATTNSCOPE_BINARY) + "' compute '" +
+                                path + "' -o '" + out + "'"),
                 {"compute output: expected an output within the memory budget of 300.0 MiB", "got an estimated"});
   EXPECT_FALSE(fs::exists(out));
 }
@@ -242,8 +246,8 @@ TEST(HostileCli, SeveralOutputsOneFailingLeavesNone) {
                 {"which is a folder"});
   EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);  // only folder.png
   // All writable: all written.
-  const model_test::CommandRun ok =
-      cli(modelRun(ckpt, "--out '" + dir + "/m.json' --rollout-out '" + dir + "/r.svg' --grid-out '" + dir + "/g.png'"));
+  const model_test::CommandRun ok = cli(
+      modelRun(ckpt, "--out '" + dir + "/m.json' --rollout-out '" + dir + "/r.svg' --grid-out '" + dir + "/g.png'"));
   ASSERT_EQ(ok.status, 0) << ok.err;
   EXPECT_EQ(json::parse(model_test::slurp(dir + "/m.json"))["format"], "attnscope-model-result");
   EXPECT_TRUE(fs::exists(dir + "/r.svg"));
@@ -253,9 +257,11 @@ TEST(HostileCli, SeveralOutputsOneFailingLeavesNone) {
 TEST(HostileCli, ErrorLinesAreBoundedAndPrintable) {
   const std::string dir = model_test::tempDir();
   // An unterminated 50 MB string, a 100,000-digit number.
-  const std::string big = writeFile(dir, "s.json", std::string(kSceneHead) + "\"description\": \"" + std::string(50'000'000, 'x'));
+  const std::string big =
+      writeFile(dir, "s.json", std::string(kSceneHead) + "\"description\": \"" + std::string(50'000'000, 'x'));
   expectOneLine(cli("compute '" + big + "'"), {"expected valid JSON, got a syntax error at line 1"});
-  const std::string digits = writeFile(dir, "n.json", std::string(kSceneHead) + "\"query\": [[" + std::string(100'000, '7') + "]]}");
+  const std::string digits =
+      writeFile(dir, "n.json", std::string(kSceneHead) + "\"query\": [[" + std::string(100'000, '7') + "]]}");
   expectOneLine(cli("compute '" + digits + "'"), {"expected finite numbers, got '777", "(100000 bytes)"});
   // A 50 MB token where a string is fine but its type is wrong elsewhere: described, not dumped.
   const std::string label = writeFile(dir, "l.json", std::string(kSceneHead) + "\"format2\": 1}");
@@ -266,7 +272,9 @@ TEST(HostileCli, ErrorLinesAreBoundedAndPrintable) {
   const model_test::CommandRun r = cli(modelRun(ckpt));
   expectOneLine(r, {"merges.txt: line 2: expected symbols in", "'\\xff\\xfe', which is not"});
   EXPECT_EQ(r.err.find('\xff'), std::string::npos);
-  writeFile(ckpt, "merges.txt", std::string("#version: 0.2\na b c") + std::string(1, '\0') + "\xff" + std::string(100'000, 'q') + "\n");
+  writeFile(ckpt, "merges.txt",
+            std::string("#version: 0.2\na b c") + std::string(1, '\0') + "\xff" + std::string(100'000, 'q') + "\n");
   const model_test::CommandRun r2 = cli(modelRun(ckpt));
-  expectOneLine(r2, {"merges.txt: line 2: expected two symbols separated by one space, got 'a b c\\x00\\xffqqq", "(100007 bytes)"});
+  expectOneLine(r2, {"merges.txt: line 2: expected two symbols separated by one space, got 'a b c\\x00\\xffqqq",
+                     "(100007 bytes)"});
 }

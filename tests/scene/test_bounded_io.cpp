@@ -34,12 +34,14 @@ std::string errorOf(F f) {
 TEST(TextBounds, QuoteFragmentIsShortAndPrintable) {
   EXPECT_EQ(quoteFragment("abc"), "'abc'");
   // A newline, a control byte, a byte that is not UTF-8, a NUL, a quote: all escaped, none raw.
-  EXPECT_EQ(quoteFragment(std::string("a\nb\x01\xff", 5) + std::string(1, '\0') + "it's"), "'a\\nb\\x01\\xff\\x00it\\'s'");
+  EXPECT_EQ(quoteFragment(std::string("a\nb\x01\xff", 5) + std::string(1, '\0') + "it's"),
+            "'a\\nb\\x01\\xff\\x00it\\'s'");
   // UTF-8 stays as it is: "é" is one character.
   EXPECT_EQ(quoteFragment("caf\xc3\xa9"), "'caf\xc3\xa9'");
   // 100 characters: 80 shown, then the ellipsis and the whole length in bytes.
   EXPECT_EQ(quoteFragment(std::string(100, 'x')), "'" + std::string(80, 'x') + "\xe2\x80\xa6' (100 bytes)");
-  EXPECT_EQ(quoteFragment(std::string(50'000'000, 'y')).size(), 1u + 80 + 3 + 1 + std::string(" (50000000 bytes)").size());
+  EXPECT_EQ(quoteFragment(std::string(50'000'000, 'y')).size(),
+            1u + 80 + 3 + 1 + std::string(" (50000000 bytes)").size());
 }
 
 TEST(TextBounds, ElideLabelCountsCharactersNotBytes) {

@@ -33,8 +33,10 @@ std::string elideToWidth(std::string_view text, double max_width, WidthOf width_
   std::size_t lo = 0, hi = utf8Length(whole);  // lo characters (plus "…") fit; hi do not
   while (hi - lo > 1) {
     const std::size_t mid = (lo + hi) / 2;
-    if (width_of(elideLabel(whole, mid + 1)) <= max_width) lo = mid;
-    else hi = mid;
+    if (width_of(elideLabel(whole, mid + 1)) <= max_width)
+      lo = mid;
+    else
+      hi = mid;
   }
   return lo == 0 ? (width_of("…") <= max_width ? std::string("…") : std::string()) : elideLabel(whole, lo + 1);
 }

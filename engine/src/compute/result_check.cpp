@@ -26,8 +26,9 @@ bool firstNonFinite(const Eigen::MatrixBase<Derived>& m, Eigen::Index& row, Eige
 std::string valueText(float v) { return std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf"; }
 
 std::string tokenText(const std::vector<std::string>& tokens, Eigen::Index i) {
-  return i < static_cast<Eigen::Index>(tokens.size()) ? " (" + quoteFragment(tokens[static_cast<std::size_t>(i)], 40) + ")"
-                                                      : "";
+  return i < static_cast<Eigen::Index>(tokens.size())
+             ? " (" + quoteFragment(tokens[static_cast<std::size_t>(i)], 40) + ")"
+             : "";
 }
 
 // Refuses `m` (rows are query rows unless key_rows) when it holds a non-finite entry.
