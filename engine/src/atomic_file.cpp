@@ -84,6 +84,11 @@ PendingFile::PendingFile(std::string path) : path_(std::move(path)) {
   struct stat st {};
   if (::stat(path_.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
     throw InputError("output path", "a file path", quotedPath(path_) + ", which is a folder");
+  const std::size_t slash = path_.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path_.substr(0, slash);
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw InputError("output path", "a file in an existing folder",
+                     quotedPath(path_) + " (no folder " + quotedPath(dir) + ")");
   std::vector<char> temp(path_.begin(), path_.end());
   const std::string suffix = ".tmp-XXXXXX";
   temp.insert(temp.end(), suffix.begin(), suffix.end());

@@ -240,7 +240,8 @@ TEST(HostileCli, SeveralOutputsOneFailingLeavesNone) {
   expectOneLine(cli(modelRun(ckpt, "--out '" + dir + "/m.json' --rollout-out /proc/r.png")),
                 {"output path: expected a writable location, got '/proc/r.png'"});
   expectOneLine(cli(modelRun(ckpt, "--out '" + dir + "/m.json' --grid-out '" + dir + "'/no/such/g.png")),
-                {"no/such/g.png' (No such file or directory)"});
+                {"output path: expected a file in an existing folder, got '" + dir + "/no/such/g.png' (no folder '" + dir +
+                 "/no/such')"});
   fs::create_directory(dir + "/folder.png");
   expectOneLine(cli(modelRun(ckpt, "--out '" + dir + "/m.npy' --grid-out '" + dir + "/folder.png'")),
                 {"which is a folder"});
