@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "attnscope/error.h"
+#include "attnscope/text_bounds.h"
 #include "cli/cli.h"
 
 namespace {
@@ -42,6 +43,12 @@ void printUsage(std::FILE* to) {
   for (const Command& c : kCommands) std::fprintf(to, "       attnscope %s\n", c.usage);
 }
 
+// Every error leaves as one bounded, printable line (text_bounds.h), whatever input it quotes.
+void printError(const std::string& message) {
+  const std::string line = "attnscope: " + attnscope::printableLine(message) + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -57,11 +64,11 @@ int main(int argc, char** argv) {
       attnscope::cli::Args parsed(c.name, std::vector<std::string>(args.begin() + 1, args.end()));
       return c.run(parsed);
     }
-    std::fprintf(stderr, "attnscope: command: expected one of compute, walkthrough, export, bench, analyze, model, tokenize, got '%s'\n",
-                 args[0].c_str());
+    printError("command: expected one of compute, walkthrough, export, bench, analyze, model, tokenize, got " +
+               attnscope::quoteFragment(args[0]));
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "attnscope: %s\n", e.what());
+    printError(e.what());
     return 2;
   }
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (clang, AddressSanitizer + UndefinedBehaviorSanitizer, every UB report fatal)
-# into build-fuzz/ and runs each for a bounded time from a seed corpus. Exit 0 only with no crash, no
-# sanitizer report, no escaped exception. Usage: scripts/fuzz.sh [SECONDS_EACH] (default 60)
+# into build-fuzz/ and runs each for a bounded time from a seed corpus, with a dictionary of JSON tokens, deep
+# nesting and huge numbers (tests/fuzz/json.dict) and hostile seeds made here (never committed). Exit 0 only
+# with no crash, no sanitizer report, no escaped exception, no unbounded message.
+# Usage: scripts/fuzz.sh [SECONDS_EACH] (default 60)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
@@ -11,17 +13,27 @@ flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undef
        -fno-sanitize-recover=undefined -Iengine/include -Iengine/src -isystem /usr/include/eigen3 -DEIGEN_NO_DEBUG
        -Wall -Wextra -Werror)
 # Each target with the engine sources it needs (no OpenMP, BLAS or GL: those are not on these paths).
+common="engine/src/json_file.cpp engine/src/text_bounds.cpp engine/src/atomic_file.cpp"
+# The tokenizer pipeline (GPT-2's vocab.json + merges.txt and tokenizer.json alike), with ICU and Oniguruma.
+tokenizer="engine/src/model/model_tokenizer.cpp engine/src/model/tokenizer_json.cpp engine/src/model/tokenizer_reader.cpp
+           engine/src/model/tokenizer_normalize.cpp engine/src/model/tokenizer_pretokenize.cpp
+           engine/src/model/tokenizer_regex.cpp engine/src/model/tokenizer_bpe.cpp engine/src/model/tokenizer_decode.cpp"
+model="engine/src/model/model_checkpoint.cpp engine/src/model/model_safetensors.cpp $tokenizer engine/src/scene/scene.cpp"
 declare -A sources=(
-  [safetensors_header]="tests/fuzz/fuzz_safetensors_header.cpp engine/src/model/model_safetensors.cpp"
-  [scene_json]="tests/fuzz/fuzz_scene_json.cpp engine/src/scene/scene_json.cpp engine/src/scene/scene.cpp engine/src/atomic_file.cpp build-fuzz/worked_example_json.cpp"
-  [tokenizer_json]="tests/fuzz/fuzz_tokenizer_json.cpp engine/src/model/model_tokenizer.cpp engine/src/model/tokenizer_json.cpp engine/src/model/tokenizer_reader.cpp engine/src/model/tokenizer_normalize.cpp engine/src/model/tokenizer_pretokenize.cpp engine/src/model/tokenizer_regex.cpp engine/src/model/tokenizer_bpe.cpp engine/src/model/tokenizer_decode.cpp engine/src/atomic_file.cpp -licuuc -lonig"
+  [safetensors_header]="tests/fuzz/fuzz_safetensors_header.cpp engine/src/model/model_safetensors.cpp $common"
+  [scene_json]="tests/fuzz/fuzz_scene_json.cpp engine/src/scene/scene_json.cpp engine/src/scene/scene.cpp $common build-fuzz/worked_example_json.cpp"
+  [config_json]="tests/fuzz/fuzz_config_json.cpp $model $common"
+  [vocab_merges]="tests/fuzz/fuzz_vocab_merges.cpp $model $common"
+  [tokenizer_json]="tests/fuzz/fuzz_tokenizer_json.cpp $tokenizer $common"
 )
+targets=(safetensors_header scene_json config_json vocab_merges tokenizer_json)
 # The worked example embedded as the engine's CMake does it.
 cmake -DINPUT=assets/scenes/worked_example.json -DOUTPUT="$out/worked_example_json.cpp" -DSYMBOL=kWorkedExampleJson \
   -DNAMESPACE=attnscope -P engine/embed_text.cmake
 
-# Seed corpora: tiny checkpoints in each dtype, and the project's scene files.
-mkdir -p "$out/corpus/safetensors_header" "$out/corpus/scene_json"
+# Seed corpora: tiny checkpoints in each dtype, their config, vocab and merges, the project's scene files, and
+# hostile seeds: deep nesting (past the limit, and just under it), a long string, a 10,000-digit number.
+for target in "${targets[@]}"; do mkdir -p "$out/corpus/$target"; done
 for dtype in F32 F16 BF16; do
   if [[ ! -f "$out/corpus/safetensors_header/tiny_$dtype" ]]; then
     /usr/bin/python3 tests/model/gpt2_reference.py "$out/tiny_$dtype" --dtype "$dtype" --layers 1 --heads 2 --embd 8 \
@@ -31,17 +43,39 @@ for dtype in F32 F16 BF16; do
   fi
 done
 cp assets/scenes/*.json "$out/corpus/scene_json/"
+cp "$out/tiny_F32/config.json" "$out/corpus/config_json/config.json"
+{ cat "$out/tiny_F32/vocab.json"; printf '\0'; cat "$out/tiny_F32/merges.txt"; } >"$out/corpus/vocab_merges/tiny"
+/usr/bin/python3 - "$out/corpus" <<'PY'
+import sys
+corpus = sys.argv[1]
+deep = "[" * 70 + "]" * 70
+hostile = {
+    "deep": "[" * 5000, "deep_ok": "[" * 64 + "]" * 64, "deep_object": '{"a":' * 70 + "1" + "}" * 70,
+    "long_string": '"' + "x" * 20000, "huge_number": "[" + "9" * 10000 + "]", "tiny_number": "[0." + "0" * 5000 + "1]",
+    "bad_utf8": '["\xff\xfe"]',
+}
+for target in ("scene_json", "config_json", "tokenizer_json"):
+    for name, text in hostile.items():
+        open(f"{corpus}/{target}/{name}", "wb").write(text.encode("latin-1"))
+open(f"{corpus}/scene_json/deep_description", "w").write(
+    '{"format": "attnscope-scene", "version": 1, "description": ' + deep + "}")
+for name, text in hostile.items():  # as a safetensors header: 8-byte length, then the text
+    body = text.encode("latin-1")
+    open(f"{corpus}/safetensors_header/{name}", "wb").write(len(body).to_bytes(8, "little") + body)
+    open(f"{corpus}/vocab_merges/{name}", "wb").write(body + b"\0a b\n")
+PY
+
 mkdir -p "$out/corpus/tokenizer_json" && cp tests/fuzz/tokenizer_json_seeds/*.json "$out/corpus/tokenizer_json/"
 
 status=0
-for target in safetensors_header scene_json tokenizer_json; do
+for target in "${targets[@]}"; do
   bin="$out/fuzz_$target"
   # shellcheck disable=SC2086
-  clang++ "${flags[@]}" ${sources[$target]} -o "$bin"
+  clang++ "${flags[@]}" ${sources[$target]} -licuuc -lonig -o "$bin"
   mkdir -p "$out/findings/$target"
   echo "fuzz: $target for ${seconds} s" >&2
   if ! UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
-      "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+      "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 -dict=tests/fuzz/json.dict \
       -artifact_prefix="$out/findings/$target/" "$out/corpus/$target" >"$out/fuzz_$target.log" 2>&1; then
     tail -n 40 "$out/fuzz_$target.log" >&2
     echo "fuzz: $target found a failure (inputs in $out/findings/$target/)" >&2

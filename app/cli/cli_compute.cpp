@@ -20,6 +20,11 @@ int runCompute(Args& args) {
   if (files.empty()) throw InputError("compute", "a scene file (attnscope compute SCENE)", "none");
 
   const Scene scene = loadSceneFile(files[0]);
+  // The output's size and path are checked before the work: it streams to the file, but one larger than the
+  // memory budget is refused as absurd, and a path that cannot be written fails now, not after the compute.
+  checkOutputBudget("compute output", resultJsonBytes(scene));
+  std::optional<PendingFile> file;
+  if (out_path) file.emplace(*out_path);
   std::vector<std::string> warnings;
   const std::unique_ptr<Backend> backend = makeBackend(backend_name, 0, warnings);
   for (const std::string& w : warnings) std::fprintf(stderr, "attnscope: warning: %s\n", w.c_str());
@@ -28,9 +33,15 @@ int runCompute(Args& args) {
   nlohmann::ordered_json out;
   out["backend"] = backend->name();
   out["device"] = backend->device();
-  const nlohmann::ordered_json computed = resultToJson(scene, result);
+  JsonMatrices matrices;
+  const nlohmann::ordered_json computed = resultToJson(scene, result, &matrices);
   for (const auto& item : computed.items()) out[item.key()] = item.value();
-  writeOutput(formatJson(out), out_path);
+  if (file) {
+    formatJsonTo(out, matrices, [&](std::string_view bytes) { file->write(bytes); });
+    file->commit();
+  } else {
+    formatJsonTo(out, matrices, [](std::string_view bytes) { std::fwrite(bytes.data(), 1, bytes.size(), stdout); });
+  }
   return 0;
 }
 

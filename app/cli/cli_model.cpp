@@ -10,6 +10,7 @@
 #include "attnscope/model/gpt2.h"
 #include "attnscope/model/model_export.h"
 #include "attnscope/scene/scene_json.h"
+#include "attnscope/text_bounds.h"
 #include "backend_choice.h"
 #include "cli/cli.h"
 
@@ -32,6 +33,10 @@ constexpr const char* kHelp =
     "  --backend       who computes each layer's attention: cpu (default; the forward's own fused loop), gpu\n"
     "                  (the GPU engine, each layer as a scene), or auto (the GPU when it starts)\n";
 
+// A text file is refused past this before it is read: n_positions tokens (1024 for GPT-2) of the longest
+// token's bytes is far less, and encode() refuses by that exact bound once the tokenizer is loaded.
+constexpr std::size_t kMaxTextFileBytes = std::size_t{16} << 20;
+
 std::string extension(const std::string& path) {
   const std::size_t dot = path.find_last_of('.');
   return dot == std::string::npos ? "" : path.substr(dot + 1);
@@ -41,7 +46,7 @@ ExportFormat figureFormat(const std::string& option, const std::string& path) {
   const std::string ext = extension(path);
   if (ext == "png") return ExportFormat::Png;
   if (ext == "svg") return ExportFormat::Svg;
-  throw InputError(option, "a path ending in .png or .svg", "'" + path + "'");
+  throw InputError(option, "a path ending in .png or .svg", quoteFragment(path, 200));
 }
 
 }  // namespace
@@ -62,21 +67,33 @@ int runModel(Args& args) {
   const std::vector<std::string> dirs = args.positionals(1);
   if (dirs.empty()) throw InputError("model", "a checkpoint folder: attnscope model DIR --text ...", "none");
   if (text && text_file) throw InputError("--text", "either --text or --text-file", "both");
-  if (text_file) text = readWholeFile(*text_file, "--text-file");
+  if (text_file) text = readWholeFile(*text_file, "--text-file", kMaxTextFileBytes);
   if (!text) throw InputError("--text", "the text to run", "nothing (see attnscope model --help)");
   if (scene_out && layer < 0) throw InputError("--layer", "a layer for --scene-out", "nothing");
   // Formats checked before the model is loaded, so a typo costs nothing.
   if (out && extension(*out) != "json" && extension(*out) != "npy")
-    throw InputError("--out", "a path ending in .json or .npy", "'" + *out + "'");
+    throw InputError("--out", "a path ending in .json or .npy", quoteFragment(*out, 200));
   const ExportFormat grid_format = grid_out ? figureFormat("--grid-out", *grid_out) : ExportFormat::Png;
   const ExportFormat rollout_format = rollout_out ? figureFormat("--rollout-out", *rollout_out) : ExportFormat::Png;
+  // Every output either written or none: each path gets its temporary file now (a path that cannot be written
+  // fails before any work), and all are renamed together at the end. An error on the way removes them all.
+  std::vector<PendingFile> files;
+  files.reserve(4);
+  PendingFile* out_file = out ? &files.emplace_back(*out) : nullptr;
+  PendingFile* scene_file = scene_out ? &files.emplace_back(*scene_out) : nullptr;
+  PendingFile* grid_file = grid_out ? &files.emplace_back(*grid_out) : nullptr;
+  PendingFile* rollout_file = rollout_out ? &files.emplace_back(*rollout_out) : nullptr;
 
   const model::Checkpoint checkpoint = model::loadCheckpoint(dirs[0]);
   const model::Gpt2Config& config = checkpoint.weights.config;
   if (layer >= config.n_layer)
     throw InputError("--layer", "0 to " + std::to_string(config.n_layer - 1), std::to_string(layer));
-  const std::vector<int> ids = checkpoint.tokenizer.encode(*text);
+  const std::vector<int> ids = checkpoint.tokenizer.encodeAtMost(*text, static_cast<std::size_t>(config.n_positions));
   if (ids.empty()) throw InputError("--text", "at least one token", "an empty text");
+  const bool npy = out && extension(*out) == "npy";
+  if (out)
+    checkOutputBudget("--out", model::modelResultBytes(config, static_cast<int>(ids.size()), static_cast<int>(layer),
+                                                       npy, text->size()));
   std::vector<std::string> labels;
   for (int id : ids) labels.push_back(checkpoint.tokenizer.label(id));
   // The CPU's own fused loop is the forward's fastest CPU path; another backend gets each layer as a scene.
@@ -91,33 +108,40 @@ int runModel(Args& args) {
       model::gpt2Forward(checkpoint.weights, ids, {.keep_ln1 = scene_out.has_value(), .attention = attention.get()});
   const Matrix rollout = model::attentionRollout(forward, config);
 
-  // Every output rendered in memory first; each is then written atomically.
-  std::vector<std::pair<std::string, std::string>> files;  // path, bytes
-  if (out)
-    files.emplace_back(*out, extension(*out) == "npy"
-                                 ? model::modelResultNpy(forward, config, static_cast<int>(layer))
-                                 : formatJson(model::modelResultJson(checkpoint, *text, ids, forward, rollout,
-                                                                     static_cast<int>(layer))));
-  if (scene_out) {
-    const std::string shown = text->size() > 200 ? text->substr(0, 200) + "..." : *text;
+  // Each output streams into its temporary file; the maps never become text in memory.
+  if (out_file) {
+    const auto sink = [&](std::string_view bytes) { out_file->write(bytes); };
+    if (npy) {
+      model::writeModelResultNpy(forward, config, static_cast<int>(layer), sink);
+    } else {
+      JsonMatrices matrices;
+      const nlohmann::ordered_json j =
+          model::modelResultJson(checkpoint, *text, ids, forward, rollout, static_cast<int>(layer), &matrices);
+      formatJsonTo(j, matrices, sink);
+    }
+  }
+  if (scene_file) {
     const std::string description = "GPT-2 checkpoint " + checkpoint.dir + ", layer " + std::to_string(layer) + " of " +
-                                    std::to_string(config.n_layer) + " (from 0), text: \"" + shown + "\"";
+                                    std::to_string(config.n_layer) + " (from 0), text: \"" + elideLabel(*text, 200) +
+                                    "\"";
     const Scene scene = model::layerScene(checkpoint.weights, forward, static_cast<int>(layer), labels, description);
     validateScene(scene);
-    files.emplace_back(*scene_out, formatJson(sceneToJson(scene)));
+    scene_file->write(formatJson(sceneToJson(scene)));
   }
-  if (grid_out)
-    files.emplace_back(
-        *grid_out,
+  if (grid_file)
+    grid_file->write(
         model::figureBytes(model::modelGridFigure(forward, config, labels, static_cast<int>(layer)), grid_format));
-  if (rollout_out)
-    files.emplace_back(*rollout_out, model::figureBytes(model::rolloutFigure(rollout, labels), rollout_format));
-  for (const auto& [path, bytes] : files) writeFileAtomically(path, bytes);
+  if (rollout_file) rollout_file->write(model::figureBytes(model::rolloutFigure(rollout, labels), rollout_format));
+  commitAll(files);
 
+  // The token list elided: one line, whatever the text holds.
   std::printf("%d layers x %d heads, %zu tokens:", config.n_layer, config.n_head, ids.size());
-  for (const std::string& l : labels) std::printf(" [%s]", l.c_str());
+  constexpr std::size_t kListedTokens = 64;
+  for (std::size_t i = 0; i < labels.size() && i < kListedTokens; ++i)
+    std::printf(" [%s]", terminalLabel(labels[i]).c_str());
+  if (labels.size() > kListedTokens) std::printf(" ... (%zu more)", labels.size() - kListedTokens);
   std::printf("\n");
-  for (const auto& file : files) std::printf("wrote %s\n", file.first.c_str());
+  for (const PendingFile& file : files) std::printf("wrote %s\n", printableLine(file.path(), 400).c_str());
   return 0;
 }
 

@@ -9,6 +9,7 @@
 #include "attnscope/compute/cpu_backend.h"
 #include "attnscope/scene/scene_json.h"
 #include "attnscope/analysis/walkthrough.h"
+#include "attnscope/text_bounds.h"
 #include "cli/cli.h"
 
 namespace attnscope::cli {
@@ -48,8 +49,12 @@ int printedDecimals(double tolerance) {
 }
 
 // A matrix as aligned lines: an optional header of column labels, then "label [ a  b  c ]" per row.
-std::vector<std::string> matrixLines(const Matrix& m, const std::vector<std::string>& rows,
-                                     const std::vector<std::string>& cols, int decimals, bool fixed) {
+std::vector<std::string> matrixLines(const Matrix& m, const std::vector<std::string>& row_labels,
+                                     const std::vector<std::string>& col_labels, int decimals, bool fixed) {
+  // Labels elided and made printable: a label is printed in every matrix, so its length must not multiply.
+  std::vector<std::string> rows, cols;
+  for (const std::string& l : row_labels) rows.push_back(terminalLabel(l));
+  for (const std::string& l : col_labels) cols.push_back(terminalLabel(l));
   const long shown_rows = std::min<long>(m.rows(), kMaxShown), shown_cols = std::min<long>(m.cols(), kMaxShown);
   std::vector<std::vector<std::string>> cells(static_cast<std::size_t>(shown_rows));
   std::vector<std::size_t> width(static_cast<std::size_t>(shown_cols), 1);
@@ -103,8 +108,8 @@ void printWrapped(const std::string& text, const std::string& indent) {
 
 // "x3" for a row of token rows, "x1 -> x3" for a (query, key) entry, "" when the rows are not tokens.
 std::string entryTokens(const StepMatrix& m, const Disagreement& d) {
-  std::string s = d.row < static_cast<int>(m.row_labels.size()) ? m.row_labels[d.row] : "";
-  if (d.col < static_cast<int>(m.col_labels.size())) s += " -> " + m.col_labels[d.col];
+  std::string s = d.row < static_cast<int>(m.row_labels.size()) ? terminalLabel(m.row_labels[d.row]) : "";
+  if (d.col < static_cast<int>(m.col_labels.size())) s += " -> " + terminalLabel(m.col_labels[d.col]);
   return s;
 }
 
@@ -150,7 +155,7 @@ int runWalkthrough(Args& args) {
   const Walkthrough walkthrough = buildWalkthrough(scene, result);
 
   std::printf("attnscope walkthrough: %s; %d head%s, d_model %d, %d query and %d key tokens\n",
-              files.empty() ? "the built-in worked example of seed 001" : files[0].c_str(), scene.numHeads(),
+              files.empty() ? "the built-in worked example of seed 001" : quoteFragment(files[0], 200).c_str(), scene.numHeads(),
               scene.numHeads() == 1 ? "" : "s", scene.d_model, scene.nQ(), scene.nK());
   std::printf(
       "(rows and columns are counted from 1; a printed number differs when it is further than half a unit\n"

@@ -424,7 +424,7 @@ TEST(ExportErrors, DirectoryAndMissingFolderAsPath) {
     FAIL() << "no error for a directory as the output path";
   } catch (const InputError& e) {
     EXPECT_EQ(e.field(), "output path");
-    EXPECT_NE(std::string(e.what()).find("which is a directory"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("which is a folder"), std::string::npos) << e.what();
   }
   req.path = dir.file("no-such-folder/out.csv");
   EXPECT_THROW(exportResult(s, r, req), InputError);

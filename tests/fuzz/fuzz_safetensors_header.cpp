@@ -1,7 +1,9 @@
-// libFuzzer target: the safetensors header reader (length, JSON, dtypes, shapes, offsets, overlaps) on any
-// bytes. Refusals are InputErrors; anything else (a crash, a sanitizer report, another exception) is a finding.
+// libFuzzer target: the safetensors header reader (length, JSON through parseJsonText, dtypes, shapes, offsets,
+// overlaps) on any bytes. Refusals are InputErrors of bounded length; anything else (a crash, a sanitizer report,
+// another exception, an unbounded message) is a finding.
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "attnscope/error.h"
 #include "attnscope/model/safetensors.h"
@@ -12,7 +14,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto tensors = attnscope::model::parseSafetensorsHeader("fuzz.safetensors", data, size, size, &start);
     for (const auto& [name, info] : tensors)  // what was accepted must lie inside the input
       if (start + info.end > size || info.begin > info.end) __builtin_trap();
-  } catch (const attnscope::InputError&) {
+  } catch (const attnscope::InputError& e) {
+    if (std::strlen(e.what()) > 2000) __builtin_trap();
   }
   return 0;
 }

@@ -93,7 +93,7 @@ TEST(ModelTokenizerFiles, BrokenVocabAndMerges) {
     return "no error";
   };
   EXPECT_EQ(message(vocab, merges), "no error");
-  EXPECT_NE(message("{\"a\": 1", merges).find("vocab.json: expected JSON"), std::string::npos);
+  EXPECT_NE(message("{\"a\": 1", merges).find("vocab.json: expected valid JSON"), std::string::npos);
   EXPECT_NE(message("[1, 2]", merges).find("vocab.json: expected a JSON object"), std::string::npos);
   EXPECT_NE(message("{\"a\": -1}", merges).find("vocab.json: token 'a': expected an id"), std::string::npos);
   EXPECT_NE(message("{\"a\": 1, \"b\": 1}", merges).find("an id no other token has"), std::string::npos);

@@ -272,17 +272,17 @@ TEST(SceneJson, EveryMalformedValueIsNamedByItsPath) {
 TEST(SceneJson, FileErrorsNameThePathAndWhere) {
   EXPECT_EQ(errorOfFile("{\n  \"format\": \"attnscope-scene\",\n  \"version\": 1,,\n}"),
             "PATH: expected valid JSON, got a syntax error at line 3, column 16: syntax error while parsing object "
-            "key - unexpected ','; expected string literal");
+            "key - unexpected ','; expected string literal, near 'ne\",\\n  \"version\": 1,,\\n}'");
   // nlohmann refuses 1e999 while parsing (it would be inf): named by line and column.
   EXPECT_EQ(errorOfFile("{\"format\": \"attnscope-scene\",\n \"query\": [[1e999]]}"),
-            "PATH: expected finite numbers, got 1e999 at line 2, column 13 (too large: not finite)");
+            "PATH: expected finite numbers, got '1e999' at line 2, column 13 (too large: not finite)");
   try {
     loadSceneFile("/nonexistent/attnscope/scene.json");
     FAIL() << "no error";
   } catch (const InputError& e) {
     EXPECT_EQ(
         std::string(e.what()),
-        "scene file: expected a readable file, got '/nonexistent/attnscope/scene.json' (No such file or directory)");
+        "scene file: expected a readable file of at most 256.0 MiB, got '/nonexistent/attnscope/scene.json' (No such file or directory)");
   }
 }
 

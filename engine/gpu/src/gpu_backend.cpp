@@ -142,6 +142,7 @@ void GpuBackend::Impl::readBack(const Scene& scene, Result& result, const Comput
       hr.scores.resize(0, 0);
     }
   }
+  checkResultFinite(scene, result);  // as the CPU's finish: an overflowing scene is refused, never read as NaN
   result.warnings = fullyMaskedRowWarnings(scene);
   if (opts.analysis) {
     result.similarity.cosine.resize(h, h);

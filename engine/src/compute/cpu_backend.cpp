@@ -14,6 +14,7 @@
 #include "attnscope/compute/similarity.h"
 #include "attnscope/compute/tiles.h"
 #include "attnscope/scene/key_mask.h"
+#include "attnscope/text_bounds.h"
 
 namespace attnscope {
 
@@ -102,7 +103,11 @@ void maskedSoftmaxRow(Eigen::Ref<RowVector> row, const std::uint8_t* allowed, fl
       if (!allowed[j]) row[j] = kMasked;
   max = row.maxCoeff();
   if (max == kMasked) {
-    row.setZero();
+    // Every key masked: weights 0. But a key that may be attended with a score of -inf (q . k overflowed) has
+    // no defined weight: NaN, which checkResultFinite names, rather than a row passed off as fully masked.
+    bool any_allowed = !allowed;
+    for (Eigen::Index j = 0; allowed && j < row.size() && !any_allowed; ++j) any_allowed = allowed[j] != 0;
+    row.setConstant(any_allowed ? std::numeric_limits<float>::quiet_NaN() : 0.0f);
     sum = 0.0f;
     return;
   }
@@ -194,7 +199,7 @@ std::string cpuModelName() {
 }
 
 std::string rowLabel(const Scene& scene, int row) {
-  return "query row " + std::to_string(row) + " ('" + scene.query_tokens[static_cast<std::size_t>(row)] + "')";
+  return "query row " + std::to_string(row) + " (" + quoteFragment(scene.query_tokens[static_cast<std::size_t>(row)], 40) + ")";
 }
 
 }  // namespace
@@ -270,6 +275,7 @@ void finishResult(const Scene& scene, Result& result, bool analysis, int changed
     result.output = result.concat;
   }
 
+  checkResultFinite(scene, result);
   result.warnings = fullyMaskedRowWarnings(scene);
 
   if (!analysis) {

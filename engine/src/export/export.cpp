@@ -1,12 +1,6 @@
-// exportResult: checks the request and the output path, renders the chosen format in memory, then writes it
-// atomically (a failure never leaves a partial file).
+// exportResult: checks the request and the output path (PendingFile, as every output), renders the chosen format
+// in memory, then writes it atomically (a failure never leaves a partial file).
 #include "attnscope/export/export.h"
-
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 
 #include "attnscope/analysis/analysis.h"
 #include "attnscope/atomic_file.h"
@@ -14,24 +8,6 @@
 #include "export/export_formats.h"
 
 namespace attnscope {
-
-namespace {
-
-// Fails early, before anything is rendered, for a path that cannot take a file.
-void checkOutputPath(const std::string& path) {
-  if (path.empty()) throw InputError("output path", "a file path", "an empty path");
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-    throw InputError("output path", "a file path", "'" + path + "', which is a directory");
-  const std::size_t slash = path.find_last_of('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    throw InputError("output path", "a file in an existing folder", "'" + path + "' (no folder '" + dir + "')");
-  if (::access(dir.c_str(), W_OK) != 0)
-    throw InputError("output path", "a writable location", "'" + path + "' (" + std::strerror(errno) + ")");
-}
-
-}  // namespace
 
 std::string exportBytes(const Scene& scene, const Result& result, const ExportRequest& request) {
   checkResult(scene, result);
@@ -59,8 +35,9 @@ std::string exportBytes(const Scene& scene, const Result& result, const ExportRe
 }
 
 void exportResult(const Scene& scene, const Result& result, const ExportRequest& request) {
-  checkOutputPath(request.path);
-  writeFileAtomically(request.path, exportBytes(scene, result, request));
+  PendingFile file(request.path);  // the path checked (a folder, a missing folder, unwritable) before rendering
+  file.write(exportBytes(scene, result, request));
+  file.commit();
 }
 
 }  // namespace attnscope

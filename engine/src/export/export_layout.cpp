@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "attnscope/text_bounds.h"
 #include "export/export_text.h"
 
 namespace attnscope {
@@ -35,10 +36,14 @@ std::string formatNumber(double v, int decimals) {
   return (v < 0 && shown != 0 ? "\u2212" : "") + std::string(buf);
 }
 
-// Control characters made visible; long labels cut with an ellipsis to kMaxLabelWidth.
+// Control characters made visible; long labels cut with an ellipsis to kMaxLabelWidth. Measured by bisection
+// over at most kMaxLabelChars characters (elideToWidth), so that a 30,000-character token costs what a short one
+// does: the figure shows 160 pixels of it whatever its length.
+constexpr std::size_t kMaxLabelChars = 64;  // 160 px at the smallest label size holds fewer than this
 std::string displayLabel(const std::string& token, const Font& font, float size) {
   std::string s;
-  for (char c : token) {
+  const std::string head = elideLabel(token, kMaxLabelChars + 1);  // the rest could never be shown
+  for (char c : head) {
     if (c == '\n')
       s += "\\n";
     else if (c == '\t')
@@ -48,13 +53,7 @@ std::string displayLabel(const std::string& token, const Font& font, float size)
     else
       s += c;
   }
-  if (font.textWidth(s, size) <= kMaxLabelWidth) return s;
-  while (!s.empty() && font.textWidth(s + "\u2026", size) > kMaxLabelWidth) {
-    // Drop one whole code point: its continuation bytes (10xxxxxx), then its lead byte.
-    while (!s.empty() && (static_cast<unsigned char>(s.back()) & 0xC0) == 0x80) s.pop_back();
-    if (!s.empty()) s.pop_back();
-  }
-  return s + "\u2026";
+  return elideToWidth(s, kMaxLabelWidth, [&](const std::string& t) { return font.textWidth(t, size); }, kMaxLabelChars);
 }
 
 // Relative luminance of an sRGB colour (WCAG), as seaborn picks annotation colours: dark text above 0.408.

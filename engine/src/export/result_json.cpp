@@ -7,7 +7,8 @@ namespace attnscope {
 
 using nlohmann::ordered_json;
 
-ordered_json resultToJson(const Scene& scene, const Result& result) {
+ordered_json resultToJson(const Scene& scene, const Result& result, JsonMatrices* streamed) {
+  const auto matrixToJson = [&](const Matrix& m) { return streamed ? streamed->add(m) : attnscope::matrixToJson(m); };
   ordered_json j;
   j["tokens"]["query"] = scene.query_tokens;
   j["tokens"]["key"] = scene.keyTokens();
@@ -37,6 +38,14 @@ ordered_json resultToJson(const Scene& scene, const Result& result) {
   }
   j["warnings"] = result.warnings;
   return j;
+}
+
+std::size_t resultJsonBytes(const Scene& scene) {
+  std::size_t label_bytes = 0;  // a byte of a label takes at most 6 in JSON ("\u0001")
+  for (const std::string& t : scene.query_tokens) label_bytes += 6 * t.size() + 4;
+  for (const std::string& t : scene.key_tokens) label_bytes += 6 * t.size() + 4;
+  const std::size_t h = scene.heads.size();
+  return (estimateResultBytes(scene) / sizeof(float) + 2 * h * h + 3 * h) * kJsonBytesPerNumber + 2 * label_bytes + 4096;
 }
 
 }  // namespace attnscope

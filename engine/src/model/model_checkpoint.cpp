@@ -5,6 +5,7 @@
 
 #include "attnscope/atomic_file.h"
 #include "attnscope/error.h"
+#include "attnscope/json_file.h"
 #include "attnscope/model/gpt2.h"
 #include "attnscope/model/safetensors.h"
 
@@ -12,12 +13,14 @@ namespace attnscope::model {
 
 namespace {
 
+constexpr std::size_t kMaxConfigBytes = std::size_t{1} << 20;  // GPT-2's is under 1 KB
+
 int positiveInt(const nlohmann::json& j, const std::string& path, const char* key, long max) {
   const std::string field = path + ": " + key;
   if (!j.contains(key)) throw InputError(field, "an integer from 1 to " + std::to_string(max), "nothing");
   const nlohmann::json& v = j[key];
   if (!v.is_number_integer() || v.get<long long>() < 1 || v.get<long long>() > max)
-    throw InputError(field, "an integer from 1 to " + std::to_string(max), v.dump().substr(0, 40));
+    throw InputError(field, "an integer from 1 to " + std::to_string(max), describeJson(v));
   return v.get<int>();
 }
 
@@ -25,15 +28,10 @@ std::string sizeText(std::size_t bytes) { return std::to_string((bytes + (1 << 2
 
 }  // namespace
 
-Gpt2Config loadGpt2Config(const std::string& path) {
-  const std::string text = readWholeFile(path, path);
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(path, "JSON", std::string("a syntax error (") + e.what() + ")");
-  }
-  if (!j.is_object()) throw InputError(path, "a JSON object", j.type_name());
+Gpt2Config loadGpt2Config(const std::string& path) { return gpt2ConfigFromJson(readJsonFile(path, kMaxConfigBytes), path); }
+
+Gpt2Config gpt2ConfigFromJson(const nlohmann::json& j, const std::string& path) {
+  if (!j.is_object()) throw InputError(path, "a JSON object", describeJson(j));
   Gpt2Config c;
   c.n_layer = positiveInt(j, path, "n_layer", 1000);
   c.n_head = positiveInt(j, path, "n_head", 64);  // a layer opened as a scene holds at most 64 heads
@@ -46,13 +44,13 @@ Gpt2Config loadGpt2Config(const std::string& path) {
   if (!j.contains("layer_norm_epsilon")) throw InputError(path + ": layer_norm_epsilon", "a number", "nothing");
   const nlohmann::json& eps = j["layer_norm_epsilon"];
   if (!eps.is_number() || !(eps.get<double>() > 0) || eps.get<double>() > 1)
-    throw InputError(path + ": layer_norm_epsilon", "a number in (0, 1]", eps.dump().substr(0, 40));
+    throw InputError(path + ": layer_norm_epsilon", "a number in (0, 1]", describeJson(eps));
   c.layer_norm_epsilon = eps.get<float>();
   if (j.contains("activation_function")) {
     const nlohmann::json& act = j["activation_function"];
     const bool tanh_gelu = act.is_string() && (act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast");
     if (!tanh_gelu)
-      throw InputError(path + ": activation_function", "GPT-2's tanh GELU (gelu_new)", act.dump().substr(0, 40));
+      throw InputError(path + ": activation_function", "GPT-2's tanh GELU (gelu_new)", describeJson(act));
   }
   return c;
 }

@@ -70,7 +70,7 @@ std::string figureBytes(const Figure& figure, ExportFormat format) {
 
 nlohmann::ordered_json modelResultJson(const Checkpoint& checkpoint, const std::string& text,
                                        const std::vector<int>& ids, const ForwardResult& forward, const Matrix& rollout,
-                                       int layer) {
+                                       int layer, JsonMatrices* streamed) {
   const Gpt2Config& c = checkpoint.weights.config;
   checkLayer(c, layer);
   nlohmann::ordered_json j;
@@ -87,29 +87,43 @@ nlohmann::ordered_json modelResultJson(const Checkpoint& checkpoint, const std::
   nlohmann::ordered_json layers = nlohmann::ordered_json::array();
   for (int l = layer < 0 ? 0 : layer; l < (layer < 0 ? c.n_layer : layer + 1); ++l) {
     nlohmann::ordered_json heads = nlohmann::ordered_json::array();
-    for (int h = 0; h < c.n_head; ++h) heads.push_back(matrixToJson(forward.map(l, h, c.n_head)));
+    for (int h = 0; h < c.n_head; ++h)
+      heads.push_back(streamed ? streamed->add(forward.map(l, h, c.n_head)) : matrixToJson(forward.map(l, h, c.n_head)));
     layers.push_back({{"layer", l}, {"heads", heads}});
   }
   j["layers"] = layers;
-  j["rollout"] = matrixToJson(rollout);
+  j["rollout"] = streamed ? streamed->add(rollout) : matrixToJson(rollout);
   return j;
 }
 
 std::string modelResultNpy(const ForwardResult& forward, const Gpt2Config& c, int layer) {
+  std::string out;
+  writeModelResultNpy(forward, c, layer, [&](std::string_view bytes) { out.append(bytes); });
+  return out;
+}
+
+void writeModelResultNpy(const ForwardResult& forward, const Gpt2Config& c, int layer,
+                         const std::function<void(std::string_view)>& sink) {
   checkLayer(c, layer);
   const long n = forward.n;
   const int first = layer < 0 ? 0 : layer, count = layer < 0 ? c.n_layer : 1;
   std::vector<long> shape = {c.n_head, n, n};
   if (layer < 0) shape.insert(shape.begin(), c.n_layer);
-  std::string out = npyHeader(shape);
+  sink(npyHeader(shape));
   for (int l = first; l < first + count; ++l)
     for (int h = 0; h < c.n_head; ++h) {
-      const auto m = forward.map(l, h, c.n_head);  // (n, n) row-major: C order
-      const std::size_t at = out.size(), bytes = static_cast<std::size_t>(m.size()) * sizeof(float);
-      out.resize(at + bytes);
-      std::memcpy(out.data() + at, m.data(), bytes);
+      const auto m = forward.map(l, h, c.n_head);  // (n, n) row-major: C order, little-endian as the header says
+      sink(std::string_view(reinterpret_cast<const char*>(m.data()), static_cast<std::size_t>(m.size()) * sizeof(float)));
     }
-  return out;
+}
+
+std::size_t modelResultBytes(const Gpt2Config& c, int n, int layer, bool npy, std::size_t text_bytes) {
+  const std::size_t maps = static_cast<std::size_t>(layer < 0 ? c.n_layer : 1) * static_cast<std::size_t>(c.n_head) *
+                           static_cast<std::size_t>(n) * static_cast<std::size_t>(n);
+  if (npy) return 4 * maps + 256;
+  const std::size_t rollout = static_cast<std::size_t>(n) * static_cast<std::size_t>(n);
+  // The text and the token labels, each byte at most 6 in JSON ("\u0001"), and the ids.
+  return (maps + rollout + static_cast<std::size_t>(n)) * kJsonBytesPerNumber + 12 * text_bytes + 4096;
 }
 
 }  // namespace attnscope::model

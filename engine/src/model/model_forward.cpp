@@ -54,6 +54,21 @@ void causalSoftmax(Eigen::Map<Matrix> s) {
   }
 }
 
+// Finite weights (checked when read) can still overflow float32 in a forward: a layer's activations past 3.4e38.
+// Each stage is checked as it ends (O(n d), against its O(n d^2) products) and the first to overflow is named,
+// so that a map of NaN is never reported as a result. x * 0 is NaN only for a non-finite x.
+template <typename Derived>
+void checkStage(const Eigen::MatrixBase<Derived>& m, int layer, const char* stage) {
+  if (!std::isnan((m.array() * 0.0f).sum())) return;
+  Eigen::Index row = 0;
+  for (Eigen::Index i = 0; i < m.rows() && row == 0; ++i)
+    if (!m.row(i).allFinite()) row = i + 1;
+  const std::string where = layer < 0 ? std::string(stage) : "layer " + std::to_string(layer) + ", " + stage;
+  throw InputError("forward", "finite activations (float32)",
+                   "a non-finite value at " + where + ", token " + std::to_string(row - 1) +
+                       " (the weights are finite, but this stage overflows float32)");
+}
+
 }  // namespace
 
 MapBuffer::MapBuffer(std::size_t floats) : floats_(floats) {
@@ -112,6 +127,7 @@ void attendLayer(const Gpt2Config& c, const Gpt2Block& b, const Matrix& ln, int 
   // The scale goes onto Q once (n x d multiplies) rather than onto each (n, n) product: Eigen evaluates
   // `(q * k^T) * s` into a temporary and scales it, 3.5x slower than the plain product handed to BLAS.
   qkv.leftCols(d) *= 1.0f / std::sqrt(static_cast<float>(dh));
+  checkStage(qkv, l, "attention c_attn (q, k, v)");
 #pragma omp parallel for schedule(dynamic)
   for (int head = 0; head < h; ++head) {
     const auto q = qkv.middleCols(head * dh, dh);          // (n, dh), already scaled
@@ -155,15 +171,22 @@ void gpt2ForwardInto(const Gpt2Weights& w, const std::vector<int>& ids, ForwardR
   r.ln1.resize(options.keep_ln1 ? static_cast<std::size_t>(c.n_layer) : 0);
   Matrix x(n, d);  // (n, d) the residual stream
   for (int i = 0; i < n; ++i) x.row(i) = w.wte.row(ids[static_cast<std::size_t>(i)]) + w.wpe.row(i);
+  checkStage(x, -1, "the embedding (wte + wpe)");
   Matrix ln(n, d), qkv(n, 3 * d), concat(n, d), mlp(n, 4 * d);
 
   for (int l = 0; l < c.n_layer; ++l) {
     const Gpt2Block& b = w.blocks[static_cast<std::size_t>(l)];
     layerNorm(x, b.ln_1_g, b.ln_1_b, c.layer_norm_epsilon, ln);
+    checkStage(ln, l, "ln_1");
     if (options.keep_ln1) r.ln1[static_cast<std::size_t>(l)] = ln;
     if (options.attention) {  // the layer as a scene, through the given backend (its output includes c_proj)
-      const Result attended =
-          options.attention->compute(attentionScene(w, l, ln), {.keep_scores = false, .analysis = false});
+      Result attended;
+      try {
+        attended = options.attention->compute(attentionScene(w, l, ln), {.keep_scores = false, .analysis = false});
+      } catch (const InputError& e) {  // name the layer: the backend only knows a scene
+        throw InputError("forward", "layer " + std::to_string(l) + " attention on the " + options.attention->name() +
+                                        " backend: " + e.what());
+      }
       for (int head = 0; head < h; ++head)
         r.mutableMap(l * h + head) = attended.heads[static_cast<std::size_t>(head)].weights;
       x += attended.output;
@@ -172,15 +195,25 @@ void gpt2ForwardInto(const Gpt2Weights& w, const std::vector<int>& ids, ForwardR
       x.noalias() += concat * b.c_proj_w;  // (n, d)
       x.rowwise() += b.c_proj_b;
     }
+    // q k^T overflowing gives inf - inf = NaN in the softmax: caught in the maps, named by the first head.
+    for (int head = 0; head < h; ++head) {
+      const std::string stage = "attention scores and softmax of head " + std::to_string(head);
+      checkStage(r.map(l, head, h), l, stage.c_str());
+    }
+    checkStage(x, l, "attention c_proj + residual");
     layerNorm(x, b.ln_2_g, b.ln_2_b, c.layer_norm_epsilon, ln);
+    checkStage(ln, l, "ln_2");
 
     mlp.noalias() = ln * b.fc_w;  // (n, 4d)
     mlp.rowwise() += b.fc_b;
     geluTanh(mlp);
+    checkStage(mlp, l, "mlp c_fc + gelu");
     x.noalias() += mlp * b.mlp_proj_w;  // (n, d)
     x.rowwise() += b.mlp_proj_b;
+    checkStage(x, l, "mlp c_proj + residual");
   }
   layerNorm(x, w.ln_f_g, w.ln_f_b, c.layer_norm_epsilon, r.hidden);
+  checkStage(r.hidden, -1, "ln_f");
 }
 
 Matrix attentionRollout(const ForwardResult& forward, const Gpt2Config& c) {

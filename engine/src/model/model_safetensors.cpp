@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <bit>
 #include <cerrno>
 #include <cstring>
@@ -13,6 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "attnscope/error.h"
+#include "attnscope/json_file.h"
+#include "attnscope/text_bounds.h"
 #include "attnscope/model/safetensors.h"
 
 namespace attnscope::model {
@@ -36,15 +39,11 @@ constexpr DTypeEntry kDTypes[] = {
 // Header sizes past this are refused before parsing (the format's own reference reader uses 100 MB).
 constexpr std::uint64_t kMaxHeaderBytes = 100u << 20;
 
-std::string quoted(const std::string& s) {
-  std::string out = "'";
-  for (char c : s.substr(0, 60)) out += (static_cast<unsigned char>(c) < 0x20) ? '?' : c;
-  return out + (s.size() > 60 ? "...'" : "'");
-}
+std::string quoted(const std::string& s) { return quoteFragment(s, 60); }
 
 std::uint64_t asOffset(const nlohmann::json& v, const std::string& name, const std::string& field,
                        const std::string& expected) {
-  if (!v.is_number_unsigned()) throw InputError(name + ": " + field, expected, v.dump().substr(0, 60));
+  if (!v.is_number_unsigned()) throw InputError(name + ": " + field, expected, describeJson(v));
   return v.get<std::uint64_t>();
 }
 
@@ -103,13 +102,9 @@ std::map<std::string, TensorInfo> parseSafetensorsHeader(const std::string& name
                      std::to_string(header_len));
   const std::size_t start = 8 + static_cast<std::size_t>(header_len);
   const std::uint64_t data_size = file_size - start;
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(bytes + 8, bytes + start);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(name + ": header", "JSON", std::string("a syntax error (") + e.what() + ")");
-  }
-  if (!header.is_object()) throw InputError(name + ": header", "a JSON object", header.type_name());
+  const nlohmann::json header = parseJsonText(
+      std::string_view(reinterpret_cast<const char*>(bytes) + 8, static_cast<std::size_t>(header_len)), name + ": header");
+  if (!header.is_object()) throw InputError(name + ": header", "a JSON object", describeJson(header));
 
   std::map<std::string, TensorInfo> tensors;
   for (auto it = header.begin(); it != header.end(); ++it) {
@@ -118,18 +113,18 @@ std::map<std::string, TensorInfo> parseSafetensorsHeader(const std::string& name
     const std::string t = "tensor " + quoted(key);
     const nlohmann::json& entry = it.value();
     if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") || !entry.contains("data_offsets"))
-      throw InputError(name + ": " + t, "an object with dtype, shape and data_offsets", entry.dump().substr(0, 80));
+      throw InputError(name + ": " + t, "an object with dtype, shape and data_offsets", describeJson(entry));
     TensorInfo info;
     const nlohmann::json& dtype = entry["dtype"];
     const DTypeEntry* found = nullptr;
     if (dtype.is_string())
       for (const DTypeEntry& e : kDTypes)
         if (dtype.get<std::string>() == e.name) found = &e;
-    if (!found) throw InputError(name + ": " + t + " dtype", "a safetensors dtype (F32, F16, BF16, ...)", dtype.dump());
+    if (!found) throw InputError(name + ": " + t + " dtype", "a safetensors dtype (F32, F16, BF16, ...)", describeJson(dtype));
     info.dtype = found->dtype;
     const nlohmann::json& shape = entry["shape"];
     if (!shape.is_array() || shape.size() > 8)
-      throw InputError(name + ": " + t + " shape", "a list of at most 8 sizes", shape.dump().substr(0, 60));
+      throw InputError(name + ": " + t + " shape", "a list of at most 8 sizes", describeJson(shape));
     // Elements, with overflow refused: the size must fit the file anyway.
     std::uint64_t elements = 1;
     for (const nlohmann::json& s : shape) {
@@ -140,7 +135,7 @@ std::map<std::string, TensorInfo> parseSafetensorsHeader(const std::string& name
     }
     const nlohmann::json& offsets = entry["data_offsets"];
     if (!offsets.is_array() || offsets.size() != 2)
-      throw InputError(name + ": " + t + " data_offsets", "[begin, end]", offsets.dump().substr(0, 60));
+      throw InputError(name + ": " + t + " data_offsets", "[begin, end]", describeJson(offsets));
     info.begin = asOffset(offsets[0], name, t + " data_offsets", "non-negative integer offsets");
     info.end = asOffset(offsets[1], name, t + " data_offsets", "non-negative integer offsets");
     if (info.begin > info.end || info.end > data_size)
@@ -222,6 +217,17 @@ Matrix SafetensorsFile::readMatrix(const std::string& name, const std::vector<st
       dst[i] = info.dtype == DType::F16 ? halfToFloat(bits) : bfloat16ToFloat(bits);
     }
   }
+  // NaN or inf in a weight (a corrupt file, F16 overflow when it was saved) would run to maps of NaN: refused
+  // here, where the file and tensor are known. x * 0 is NaN only for a non-finite x; the loop only names it.
+  if (std::isnan((m.array() * 0.0f).sum()))
+    for (Eigen::Index i = 0; i < m.size(); ++i)
+      if (!std::isfinite(m.data()[i])) {
+        const Eigen::Index r = i / m.cols(), c = i % m.cols();  // row-major
+        const std::string at = shape.size() < 2 ? "[" + std::to_string(c) + "]"
+                                                : "[" + std::to_string(r) + "][" + std::to_string(c) + "]";
+        throw InputError(field, std::string("finite ") + dtypeName(info.dtype) + " weights",
+                         (std::isnan(m.data()[i]) ? "nan" : m.data()[i] > 0 ? "inf" : "-inf") + std::string(" at ") + at);
+      }
   return m;
 }
 

@@ -5,12 +5,15 @@
 #include <unicode/uchar.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "attnscope/atomic_file.h"
 #include "attnscope/error.h"
+#include "attnscope/json_file.h"
 #include "attnscope/model/tokenizer.h"
+#include "attnscope/text_bounds.h"
 #include "model/tokenizer_spec.h"
 
 namespace attnscope::model {
@@ -19,6 +22,10 @@ using tok::codePointAt;
 using tok::utf8Length;
 
 namespace {
+
+// GPT-2's vocab.json is 1 MB and merges.txt 456 KB; 64 times that is room for any real BPE vocabulary.
+constexpr std::size_t kMaxVocabBytes = std::size_t{64} << 20;
+constexpr std::size_t kMaxMergesBytes = std::size_t{64} << 20;
 
 // Length of the valid UTF-8 character at s[i], or 0.
 std::size_t validCharLength(const std::string& s, std::size_t i) {
@@ -161,24 +168,18 @@ Tokenizer Tokenizer::fromText(const std::string& vocab_json, const std::string& 
                               const std::string& vocab_name, const std::string& merges_name) {
   auto spec = std::make_shared<tok::Spec>();
   tok::BpeModel& model = spec->model;
-  nlohmann::json vocab;
-  try {
-    vocab = nlohmann::json::parse(vocab_json);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(vocab_name, "JSON", std::string("a syntax error (") + e.what() + ")");
-  }
-  if (!vocab.is_object() || vocab.empty())
-    throw InputError(vocab_name, "a JSON object of token: id", std::string(vocab.type_name()));
+  const nlohmann::json vocab = parseJsonText(vocab_json, vocab_name);  // depth-bounded, errors quoted
+  if (!vocab.is_object() || vocab.empty()) throw InputError(vocab_name, "a JSON object of token: id", describeJson(vocab));
   std::vector<std::string>& by_id = spec->id_to_token;
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
     if (!it.value().is_number_integer() || it.value().get<long long>() < 0 || it.value().get<long long>() > 10'000'000)
-      throw InputError(vocab_name + ": token '" + it.key().substr(0, 40) + "'", "an id from 0 to 10000000",
-                       it.value().dump().substr(0, 40));
+      throw InputError(vocab_name + ": token " + quoteFragment(it.key(), 40), "an id from 0 to 10000000",
+                       describeJson(it.value()));
     const int id = it.value().get<int>();
     if (static_cast<std::size_t>(id) >= by_id.size()) by_id.resize(static_cast<std::size_t>(id) + 1);
     if (!by_id[static_cast<std::size_t>(id)].empty())
-      throw InputError(vocab_name + ": token '" + it.key().substr(0, 40) + "'", "an id no other token has",
-                       std::to_string(id) + " (also '" + by_id[static_cast<std::size_t>(id)] + "')");
+      throw InputError(vocab_name + ": token " + quoteFragment(it.key(), 40), "an id no other token has",
+                       std::to_string(id) + " (also " + quoteFragment(by_id[static_cast<std::size_t>(id)], 40) + ")");
     if (it.key().empty())
       throw InputError(vocab_name, "non-empty tokens", "an empty token with id " + std::to_string(id));
     by_id[static_cast<std::size_t>(id)] = it.key();
@@ -189,7 +190,7 @@ Tokenizer Tokenizer::fromText(const std::string& vocab_json, const std::string& 
     const std::string& sym = table[static_cast<std::size_t>(b)];
     if (!model.vocab.count(sym))
       throw InputError(vocab_name, "a token for every byte (GPT-2's byte symbols)",
-                       "none for byte " + std::to_string(b) + " ('" + sym + "')");
+                       "none for byte " + std::to_string(b) + " (" + quoteFragment(sym) + ")");
   }
 
   std::istringstream in(merges_text);
@@ -204,14 +205,14 @@ Tokenizer Tokenizer::fromText(const std::string& vocab_json, const std::string& 
     const std::string field = merges_name + ": line " + std::to_string(line_no);
     if (space == std::string::npos || space == 0 || space + 1 >= line.size() ||
         line.find(' ', space + 1) != std::string::npos)
-      throw InputError(field, "two symbols separated by one space", "'" + line.substr(0, 60) + "'");
+      throw InputError(field, "two symbols separated by one space", quoteFragment(line));
     const std::string a = line.substr(0, space), b = line.substr(space + 1);
     for (const std::string* part : {&a, &b})
       if (!model.vocab.count(*part))
-        throw InputError(field, "symbols in " + vocab_name, "'" + *part + "', which is not");
+        throw InputError(field, "symbols in " + vocab_name, quoteFragment(*part) + ", which is not");
     const auto merged = model.vocab.find(a + b);
     if (merged == model.vocab.end())
-      throw InputError(field, "a merge whose result is in " + vocab_name, "'" + a + b + "', which is not");
+      throw InputError(field, "a merge whose result is in " + vocab_name, quoteFragment(a + b) + ", which is not");
     // A repeated pair takes its last rank, as dict(zip(...)) in encoder.py and the HashMap in tokenizers.
     const std::uint64_t key =
         (static_cast<std::uint64_t>(model.vocab.at(a)) << 32) | static_cast<std::uint32_t>(model.vocab.at(b));
@@ -228,11 +229,31 @@ Tokenizer Tokenizer::fromText(const std::string& vocab_json, const std::string& 
 }
 
 Tokenizer Tokenizer::load(const std::string& vocab_path, const std::string& merges_path) {
-  return fromText(readWholeFile(vocab_path, vocab_path), readWholeFile(merges_path, merges_path), vocab_path,
-                  merges_path);
+  return fromText(readWholeFile(vocab_path, vocab_path, kMaxVocabBytes),
+                  readWholeFile(merges_path, merges_path, kMaxMergesBytes), vocab_path, merges_path);
+}
+
+// A token's vocabulary string is never shorter than the bytes it decodes to (a byte-level symbol is 1 or 2
+// UTF-8 bytes a byte, '▁' 3 bytes for a space, <0xHH> 6 for one byte), so the longest string bounds every
+// piece without decoding 150k tokens at load.
+Tokenizer::Tokenizer(std::shared_ptr<const tok::Spec> spec) : spec_(std::move(spec)) {
+  for (const std::string& token : spec_->id_to_token) longest_token_bytes_ = std::max(longest_token_bytes_, token.size());
 }
 
 std::vector<int> Tokenizer::encode(const std::string& text, bool add_special_tokens) const {
+  return encodeAtMost(text, SIZE_MAX, add_special_tokens);
+}
+
+std::vector<int> Tokenizer::encodeAtMost(const std::string& text, std::size_t max_tokens,
+                                         bool add_special_tokens) const {
+  const bool bounded = max_tokens != SIZE_MAX;
+  const std::size_t longest = std::max<std::size_t>(1, longest_token_bytes_);
+  const auto refuse = [&](const std::string& found) {
+    throw InputError("text", "at most " + std::to_string(max_tokens) + " tokens", found);
+  };
+  if (bounded && text.size() / longest > max_tokens)
+    refuse(std::to_string(text.size()) + " bytes, more than " + std::to_string(max_tokens) + " tokens of at most " +
+           std::to_string(longest) + " bytes each");
   tok::checkUtf8(text, "text");
   std::vector<int> ids;
   if (!spec_) return ids;
@@ -260,10 +281,12 @@ std::vector<int> Tokenizer::encode(const std::string& text, bool add_special_tok
       auto [it, fresh] = cache.try_emplace(p.text);
       if (fresh) s.model.tokenize(p.text, it->second);
       ids.insert(ids.end(), it->second.begin(), it->second.end());
+      if (bounded && ids.size() > max_tokens) refuse("more (counted to " + std::to_string(ids.size()) + ", then stopped)");
     }
     if (cache.size() > 200'000) cache.clear();  // bounded memory on text with few repeats
   }
   if (add_special_tokens && s.post_processor) postProcess(*s.post_processor, ids);
+  if (bounded && ids.size() > max_tokens) refuse(std::to_string(ids.size()) + " with the special tokens");
   return ids;
 }
 

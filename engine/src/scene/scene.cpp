@@ -80,6 +80,14 @@ static std::string byteString(std::size_t bytes) {
   return std::string(mib) + " (" + exact + ")";
 }
 
+void checkOutputBudget(const std::string& field, std::size_t output_bytes, std::size_t budget) {
+  if (budget == 0) budget = defaultMemoryBudget();
+  if (output_bytes > budget)
+    throw InputError(field, "an output within the memory budget of " + byteString(budget) +
+                                " (set ATTNSCOPE_MEMORY_BUDGET to change it)",
+                     "an estimated " + byteString(output_bytes));
+}
+
 static void checkShape(const std::string& field, long rows, long cols, long want_rows, long want_cols) {
   if (rows != want_rows || cols != want_cols)
     throw InputError(field, shapeString(want_rows, want_cols), shapeString(rows, cols));

@@ -8,10 +8,13 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <limits>
 
 #include "attnscope/atomic_file.h"
 #include "attnscope/error.h"
+#include "attnscope/json_file.h"
+#include "attnscope/text_bounds.h"
 
 namespace attnscope {
 
@@ -23,11 +26,13 @@ namespace {
 using json = nlohmann::json;
 using ordered_json = nlohmann::ordered_json;
 
-// "string \"abc\"", "array [1,2]": what a wrong value was, short enough for a one-line message.
+// "string \"abc\"", "array [1,2]": what a wrong value was, short enough for a one-line message. A long string is
+// elided before it is dumped, a large container described by its size: never a dump of megabytes.
 std::string describe(const json& v) {
-  std::string text = v.dump();
-  if (text.size() > 40) text = text.substr(0, 37) + "...";
   if (v.is_null()) return "null";
+  if (v.is_structured() && v.size() > 8) return describeJson(v);
+  const json shown = v.is_string() ? json(elideLabel(v.get_ref<const std::string&>(), 40)) : v;
+  std::string text = elideLabel(shown.dump(-1, ' ', false, json::error_handler_t::replace), 40);
   return std::string(v.type_name()) + " " + text;
 }
 
@@ -104,7 +109,7 @@ void checkKeys(const json& object, const std::string& path, const std::vector<st
     if (known) continue;
     std::string listed;
     for (const std::string& a : allowed) listed += (listed.empty() ? "" : ", ") + a;
-    throw InputError(path + item.key(), "one of the keys " + listed, "an unknown key");
+    throw InputError(path + elideLabel(item.key(), 60), "one of the keys " + listed, "an unknown key");
   }
 }
 
@@ -171,31 +176,76 @@ ordered_json vectorJson(const RowVector& v) {
 // Bytes that are not UTF-8 (a token typed in the window, say) are written as U+FFFD rather than failing the save.
 std::string dumpScalar(const ordered_json& v) { return v.dump(-1, ' ', false, ordered_json::error_handler_t::replace); }
 
-void formatInto(const ordered_json& j, int indent, std::string& out) {
-  const auto scalar = [](const ordered_json& v) { return !v.is_array() && !v.is_object(); };
-  if (scalar(j)) {
-    out += dumpScalar(j);
-    return;
+// The text goes into `out`, which is handed to `sink` whenever it passes kFlushBytes (a streamed output then
+// holds about that much of itself in memory); `matrices` are written where their placeholders stand.
+constexpr std::size_t kFlushBytes = std::size_t{1} << 20;
+
+struct Formatter {
+  const JsonMatrices* matrices;
+  const std::function<void(std::string_view)>* sink;
+  std::string out;
+
+  void maybeFlush() {
+    if (sink && out.size() >= kFlushBytes) {
+      (*sink)(out);
+      out.clear();
+    }
   }
-  const bool flat = j.empty() || (j.is_array() && std::all_of(j.begin(), j.end(), scalar));
-  if (flat) {  // a list of numbers (a matrix row) stays on one line: [1, 0, 2]
-    out += j.is_array() ? "[" : "{";
-    for (auto it = j.begin(); it != j.end(); ++it) out += (it == j.begin() ? "" : ", ") + dumpScalar(*it);
-    out += j.is_array() ? "]" : "}";
-    return;
+
+  // As a list of rows of numbers in the tree would be written: "[\n  [1, 2],\n  [3, 4]\n]", or "[]".
+  void matrix(const JsonMatrices::Entry& m, int indent) {
+    if (m.rows == 0) {
+      out += "[]";
+      return;
+    }
+    const std::string pad(static_cast<std::size_t>(indent + 2), ' ');
+    out += "[\n";
+    for (long i = 0; i < m.rows; ++i) {
+      out += i ? ",\n" : "";
+      out += pad;
+      out += "[";
+      for (long j = 0; j < m.cols; ++j) {
+        if (j) out += ", ";
+        out += dumpScalar(floatJson(m.data[i * m.cols + j]));
+      }
+      out += "]";
+      maybeFlush();
+    }
+    out += "\n" + std::string(static_cast<std::size_t>(indent), ' ') + "]";
   }
-  const std::string pad(static_cast<std::size_t>(indent + 2), ' ');
-  out += j.is_array() ? "[\n" : "{\n";
-  bool first = true;
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    out += first ? "" : ",\n";
-    first = false;
-    out += pad;
-    if (j.is_object()) out += dumpScalar(ordered_json(it.key())) + ": ";
-    formatInto(*it, indent + 2, out);
+
+  void value(const ordered_json& j, int indent) {
+    if (j.is_binary() && matrices && j.get_binary().has_subtype()) {
+      matrix(matrices->at(static_cast<std::size_t>(j.get_binary().subtype())), indent);
+      return;
+    }
+    const auto scalar = [](const ordered_json& v) { return !v.is_array() && !v.is_object() && !v.is_binary(); };
+    if (scalar(j)) {
+      out += dumpScalar(j);
+      return;
+    }
+    const bool flat = j.empty() || (j.is_array() && std::all_of(j.begin(), j.end(), scalar));
+    if (flat) {  // a list of numbers (a matrix row) stays on one line: [1, 0, 2]
+      out += j.is_array() ? "[" : "{";
+      for (auto it = j.begin(); it != j.end(); ++it) out += (it == j.begin() ? "" : ", ") + dumpScalar(*it);
+      out += j.is_array() ? "]" : "}";
+      maybeFlush();
+      return;
+    }
+    const std::string pad(static_cast<std::size_t>(indent + 2), ' ');
+    out += j.is_array() ? "[\n" : "{\n";
+    bool first = true;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      out += first ? "" : ",\n";
+      first = false;
+      out += pad;
+      if (j.is_object()) out += dumpScalar(ordered_json(it.key())) + ": ";
+      value(*it, indent + 2);
+    }
+    out += "\n" + std::string(static_cast<std::size_t>(indent), ' ') + (j.is_array() ? "]" : "}");
+    maybeFlush();
   }
-  out += "\n" + std::string(static_cast<std::size_t>(indent), ' ') + (j.is_array() ? "]" : "}");
-}
+};
 
 }  // namespace
 
@@ -264,35 +314,7 @@ Scene sceneFromJson(const json& j) {
 }
 
 Scene loadSceneFile(const std::string& path) {
-  const std::string text = readWholeFile(path, "scene file");
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    // e.what(): "[json.exception.parse_error.101] parse error at line 2, column 10: syntax error ..."
-    std::string what = e.what();
-    const std::size_t from = what.find(" at line ");
-    throw InputError(path, "valid JSON",
-                     "a syntax error" + (from == std::string::npos ? ": " + what : what.substr(from)));
-  } catch (const json::out_of_range& e) {
-    // nlohmann refuses a number that overflows a double (1e999) while parsing, before any path is known.
-    const std::string what = e.what();
-    const std::string marker = "number overflow parsing '";
-    const std::size_t from = what.find(marker);
-    if (from == std::string::npos) throw InputError(path, "valid JSON", what);
-    std::string literal = what.substr(from + marker.size());
-    if (!literal.empty() && literal.back() == '\'') literal.pop_back();
-    std::string where;
-    if (const std::size_t pos = text.find(literal); pos != std::string::npos) {
-      const std::size_t line =
-          1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<long>(pos), '\n'));
-      const std::size_t line_start = text.rfind('\n', pos);
-      const std::size_t column = pos - (line_start == std::string::npos ? 0 : line_start + 1) + 1;
-      where = " at line " + std::to_string(line) + ", column " + std::to_string(column);
-    }
-    throw InputError(path, "finite numbers", literal + where + " (too large: not finite)");
-  }
-  return sceneFromJson(j);
+  return sceneFromJson(parseJsonText(readWholeFile(path, "scene file", kMaxSceneFileBytes), path));
 }
 
 Scene workedExampleScene() {
@@ -352,11 +374,29 @@ void saveSceneFile(const Scene& scene, const std::string& path) {
   writeFileAtomically(path, formatJson(sceneToJson(scene)));
 }
 
-std::string formatJson(const ordered_json& j) {
-  std::string out;
-  formatInto(j, 0, out);
-  out += "\n";
-  return out;
+std::string formatJson(const ordered_json& j, const JsonMatrices* matrices) {
+  Formatter f{matrices, nullptr, {}};
+  f.value(j, 0);
+  f.out += "\n";
+  return std::move(f.out);
+}
+
+void formatJsonTo(const ordered_json& j, const JsonMatrices& matrices, const std::function<void(std::string_view)>& sink) {
+  Formatter f{&matrices, &sink, {}};
+  f.value(j, 0);
+  f.out += "\n";
+  sink(f.out);
+}
+
+ordered_json JsonMatrices::add(const float* data, long rows, long cols) {
+  entries_.push_back({data, rows, cols});
+  return ordered_json::binary({}, static_cast<std::uint64_t>(entries_.size() - 1));
+}
+
+std::size_t JsonMatrices::numbers() const {
+  std::size_t n = 0;
+  for (const Entry& e : entries_) n += static_cast<std::size_t>(e.rows) * static_cast<std::size_t>(e.cols);
+  return n;
 }
 
 }  // namespace attnscope

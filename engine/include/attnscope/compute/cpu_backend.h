@@ -34,6 +34,10 @@ class CpuBackend final : public Backend {
 // changed_head >= 0: only that head's weights changed since the last finish, so only its similarity row and
 // column and its statistics are recomputed (when the result holds a full analysis to update).
 void finishResult(const Scene& scene, Result& result, bool analysis = true, int changed_head = -1);
+// Throws InputError naming the head, the matrix, the row (and its token) and why, when any of q, k, v, weights,
+// a head's output, the concat or the output holds NaN or inf: finite inputs whose products overflow float32.
+// finishResult calls it before any analysis, so no statistic, view or exporter sees such a Result.
+void checkResultFinite(const Scene& scene, const Result& result);
 // The warnings for query rows whose keys are all masked (the first few named, the rest counted); used by
 // finishResult and by the GPU backend's read-back.
 std::vector<std::string> fullyMaskedRowWarnings(const Scene& scene);

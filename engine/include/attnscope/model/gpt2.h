@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,9 @@ struct Gpt2Config {
 
 // Reads and checks config.json (`path` names it in errors): the six fields present, positive, n_embd a
 // multiple of n_head, n_head at most 64 (a scene's limit); activation_function, when given, GPT-2's tanh GELU.
+// config.json's fields checked; `name` (the path) starts every error. loadGpt2Config reads the file through
+// readJsonFile (at most 1 MiB, nested at most 64 deep); the fuzzer calls gpt2ConfigFromJson on parsed bytes.
+Gpt2Config gpt2ConfigFromJson(const nlohmann::json& j, const std::string& name);
 Gpt2Config loadGpt2Config(const std::string& path);
 
 // One block, in GPT-2's Conv1D layout (y = x W + b, W is (in, out)), row vectors.

@@ -2,13 +2,16 @@
 // layout and renderers), every map as JSON with tokens or as NPY.
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "attnscope/export/export.h"
 #include "attnscope/export/export_layout.h"
 #include "attnscope/model/gpt2.h"
+#include "attnscope/scene/scene_json.h"
 
 namespace attnscope::model {
 
@@ -23,11 +26,17 @@ std::string figureBytes(const Figure& figure, ExportFormat format);
 
 // {"format": "attnscope-model-result", "version": 1, "checkpoint", "text", "token_ids", "tokens",
 //  "n_layer", "n_head", "layers": [{"layer": L, "heads": [(n, n) per head]}], "rollout": (n, n)}.
-// layer >= 0: only that layer in "layers".
+// layer >= 0: only that layer in "layers". `streamed`: the maps and the rollout go there as placeholders
+// (formatJsonTo writes them; forward and rollout must outlive it) instead of into the tree.
 nlohmann::ordered_json modelResultJson(const Checkpoint& checkpoint, const std::string& text,
                                        const std::vector<int>& ids, const ForwardResult& forward, const Matrix& rollout,
-                                       int layer = -1);
-// NPY float32: (layers, heads, n, n), or (heads, n, n) for one layer.
+                                       int layer = -1, JsonMatrices* streamed = nullptr);
+// NPY float32: (layers, heads, n, n), or (heads, n, n) for one layer; whole, or handed to `sink` a map at a time.
 std::string modelResultNpy(const ForwardResult& forward, const Gpt2Config& config, int layer = -1);
+void writeModelResultNpy(const ForwardResult& forward, const Gpt2Config& config, int layer,
+                         const std::function<void(std::string_view)>& sink);
+// At most the bytes of that output (JSON, or NPY when `npy`) for n tokens, from the shapes alone: checked
+// against the budget before the forward runs. text_bytes: the text's length.
+std::size_t modelResultBytes(const Gpt2Config& config, int n, int layer, bool npy, std::size_t text_bytes);
 
 }  // namespace attnscope::model

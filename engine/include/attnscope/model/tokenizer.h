@@ -44,6 +44,11 @@ class Tokenizer {
   // post-processor's tokens (a BOS, say), as tokenizer(text) adds them; added tokens in the text are matched
   // either way.
   std::vector<int> encode(const std::string& text, bool add_special_tokens = true) const;
+  // As encode, refusing (InputError("text", ...)) a text of more than max_tokens tokens as soon as that is
+  // certain: before pre-tokenizing when its bytes exceed max_tokens x the longest token's bytes (no token
+  // covers more), then piece by piece. A 60 MB text costs a comparison, not a tokenization.
+  std::vector<int> encodeAtMost(const std::string& text, std::size_t max_tokens, bool add_special_tokens = true) const;
+  std::size_t longestTokenBytes() const { return longest_token_bytes_; }  // the most bytes one token decodes to
   // The decoder's text for `ids`, special tokens included (bytes; GPT-2's may split a UTF-8 character).
   std::string decode(const std::vector<int>& ids) const;
   std::string piece(int id) const;  // one id's bytes (a byte-fallback token is its byte; '▁' is a space)
@@ -56,7 +61,8 @@ class Tokenizer {
 
  private:
   std::shared_ptr<const tok::Spec> spec_;
-  explicit Tokenizer(std::shared_ptr<const tok::Spec> spec) : spec_(std::move(spec)) {}
+  std::size_t longest_token_bytes_ = 0;
+  explicit Tokenizer(std::shared_ptr<const tok::Spec> spec);
 };
 
 // A label for a byte string (as Tokenizer::label).

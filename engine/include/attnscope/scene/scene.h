@@ -72,6 +72,11 @@ std::size_t defaultMemoryBudget();
 // with_maps = false leaves out the (n_q, n_k) scores and weights of a result that computes tiles on demand.
 std::size_t estimateResultBytes(const Scene& scene, bool with_maps = true);
 
+// Refuses an output estimated at more than the memory budget (`budget` 0: defaultMemoryBudget()) before the
+// work that would fill it: outputs stream to their files, but one larger than the budget is taken as absurd.
+// InputError(field, "at most N MiB ...", "an estimated M MiB").
+void checkOutputBudget(const std::string& field, std::size_t output_bytes, std::size_t budget = 0);
+
 // Every check on a scene lives here: shapes, finiteness, head count, empty sequences, token counts, masks,
 // memory. Throws InputError naming the field, the expected and the actual.
 void validateScene(const Scene& scene, const Limits& limits = {});

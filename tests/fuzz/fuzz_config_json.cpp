@@ -1,0 +1,20 @@
+// libFuzzer target: config.json as loadGpt2Config reads it (parseJsonText, then gpt2ConfigFromJson) on any
+// bytes. Refusals are InputErrors of bounded length; anything else is a finding.
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+
+#include "attnscope/error.h"
+#include "attnscope/json_file.h"
+#include "attnscope/model/gpt2.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  try {
+    const std::string_view text(reinterpret_cast<const char*>(data), size);
+    (void)attnscope::model::gpt2ConfigFromJson(attnscope::parseJsonText(text, "config.json"), "config.json");
+  } catch (const attnscope::InputError& e) {
+    if (std::strlen(e.what()) > 2000) __builtin_trap();
+  }
+  return 0;
+}
