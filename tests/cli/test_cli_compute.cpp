@@ -176,10 +176,10 @@ TEST(CliWalkthrough, ListsExactlyTheHandFoundDisagreements) {
   // The same scene from the shipped file gives the same steps.
   const CommandRun from_file = runAttnscope("walkthrough " + kExample);
   ASSERT_EQ(from_file.status, 0) << from_file.err;
-  // Every line but the first (which names the source) is the same.
+  // Every line but the first (which names the source, its path quoted as every path printed is) is the same.
   const std::vector<std::string> built_in = lines(r.out), shipped = lines(from_file.out);
   ASSERT_GT(built_in.size(), 1u);
-  EXPECT_NE(shipped[0].find("worked_example.json; 2 heads"), std::string::npos) << shipped[0];
+  EXPECT_NE(shipped[0].find("worked_example.json'; 2 heads"), std::string::npos) << shipped[0];
   EXPECT_EQ(std::vector<std::string>(shipped.begin() + 1, shipped.end()),
             std::vector<std::string>(built_in.begin() + 1, built_in.end()));
 }
