@@ -24,7 +24,8 @@ constexpr const char* kHelp =
     "                       [--backend cpu|gpu|auto]\n"
     "  DIR             a GPT-2 folder: config.json, model.safetensors (F32, F16 or BF16), vocab.json, merges.txt\n"
     "  --text          the text to run (GPT-2's byte-level BPE; at most n_positions tokens)\n"
-    "  --layer L       one layer, counted from 0 as in the checkpoint's h.L tensors (default: every layer)\n"
+    "  --layer L       one layer, counted from 1 as everywhere in attnscope (layer 1 is the checkpoint's h.0;\n"
+    "                  default: every layer)\n"
     "  --out           every map with the tokens as JSON ((layers, heads, n, n) and the rollout), or NPY\n"
     "                  float32 (layers, heads, n, n), (heads, n, n) with --layer\n"
     "  --scene-out     layer L as an attnscope scene (needs --layer): ln_1's rows, the heads' projections\n"
@@ -58,7 +59,9 @@ int runModel(Args& args) {
   }
   std::optional<std::string> text = args.take("--text");
   const std::optional<std::string> text_file = args.take("--text-file");
-  const long layer = args.takeInt("--layer", -1, 0, 999);
+  // Layers are counted from 1 on the command line, as in the window and every figure; `layer` is the
+  // checkpoint's own index (h.0 is layer 1), -1 for every layer.
+  const long layer = args.takeInt("--layer", 0, 1, 1000) - 1;
   const std::optional<std::string> out = args.take("--out", "-o");
   const std::optional<std::string> scene_out = args.take("--scene-out");
   const std::optional<std::string> grid_out = args.take("--grid-out");
@@ -87,7 +90,7 @@ int runModel(Args& args) {
   const model::Checkpoint checkpoint = model::loadCheckpoint(dirs[0]);
   const model::Gpt2Config& config = checkpoint.weights.config;
   if (layer >= config.n_layer)
-    throw InputError("--layer", "0 to " + std::to_string(config.n_layer - 1), std::to_string(layer));
+    throw InputError("--layer", "1 to " + std::to_string(config.n_layer), std::to_string(layer + 1));
   const std::vector<int> ids = checkpoint.tokenizer.encodeAtMost(*text, static_cast<std::size_t>(config.n_positions));
   if (ids.empty()) throw InputError("--text", "at least one token", "an empty text");
   const bool npy = out && extension(*out) == "npy";
@@ -121,8 +124,8 @@ int runModel(Args& args) {
     }
   }
   if (scene_file) {
-    const std::string description = "GPT-2 checkpoint " + checkpoint.dir + ", layer " + std::to_string(layer) + " of " +
-                                    std::to_string(config.n_layer) + " (from 0), text: \"" + elideLabel(*text, 200) +
+    const std::string description = "GPT-2 checkpoint " + checkpoint.dir + ", layer " + std::to_string(layer + 1) +
+                                    " of " + std::to_string(config.n_layer) + ", text: \"" + elideLabel(*text, 200) +
                                     "\"";
     const Scene scene = model::layerScene(checkpoint.weights, forward, static_cast<int>(layer), labels, description);
     validateScene(scene);

@@ -107,6 +107,7 @@ TEST(ModelCli, OutputsAndLayerScene) {
   double worst_w = 0;
   for (std::size_t l = 0; l < 3; ++l) {
     ASSERT_EQ(j["layers"][l]["heads"].size(), 4u);
+    EXPECT_EQ(j["layers"][l]["layer"], l + 1);  // layers counted from 1, as everywhere
     for (std::size_t h = 0; h < 4; ++h)
       worst_w = attnscope::test::worse(
           worst_w, attnscope::test::maxError(attnscope::test::jsonMatrix(j["layers"][l]["heads"][h]),
@@ -150,12 +151,13 @@ TEST(ModelCli, OutputsAndLayerScene) {
   }
   EXPECT_NE(model_test::slurp(out + "/rollout.svg").find("<svg"), std::string::npos);
 
-  // Layer 1 as a scene: the engine's compute of it gives NumPy's layer-1 maps.
-  const model_test::CommandRun s = attnscope("model '" + dir + "' --text 'hello there' --layer 1 --scene-out '" + out +
+  // Layer 2 (counted from 1: the checkpoint's h.1) as a scene: the engine's compute of it gives NumPy's maps of
+  // its second layer, weights[1].
+  const model_test::CommandRun s = attnscope("model '" + dir + "' --text 'hello there' --layer 2 --scene-out '" + out +
                                              "/l1.json' --out '" + out + "/l1.npy'");
   ASSERT_EQ(s.status, 0) << s.err;
   const attnscope::Scene scene = attnscope::loadSceneFile(out + "/l1.json");
-  EXPECT_NE(scene.description.find("layer 1"), std::string::npos);
+  EXPECT_NE(scene.description.find("layer 2 of 3"), std::string::npos) << scene.description;
   EXPECT_NE(scene.description.find("hello there"), std::string::npos);
   EXPECT_EQ(scene.query_tokens, (std::vector<std::string>{"hello", "\u2423t", "he", "r", "e"}));
   const attnscope::Result res = attnscope::CpuBackend().compute(scene);
@@ -183,7 +185,11 @@ TEST(ModelCli, OutputsAndLayerScene) {
 TEST(ModelCli, UsageErrors) {
   const std::string dir = freshCheckpoint();
   EXPECT_EQ(attnscope("model '" + dir + "'").status, 2);
-  EXPECT_EQ(attnscope("model '" + dir + "' --text hi --layer 3").status, 2);  // 3 layers: 0..2
+  // 3 layers, counted from 1: 1..3.
+  const model_test::CommandRun past = attnscope("model '" + dir + "' --text hi --layer 4");
+  EXPECT_EQ(past.status, 2);
+  EXPECT_NE(past.err.find("--layer: expected 1 to 3, got 4"), std::string::npos) << past.err;
+  EXPECT_EQ(attnscope("model '" + dir + "' --text hi --layer 0").status, 2);
   EXPECT_EQ(attnscope("model '" + dir + "' --text hi --scene-out x.json").status, 2);
   EXPECT_EQ(attnscope("model '" + dir + "' --text hi --grid-out x.jpg").status, 2);
   // 41 x's (no merge joins x's) and " y" (no "Ġ y" merge) are 43 tokens; n_positions is 40.

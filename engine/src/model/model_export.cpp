@@ -19,8 +19,9 @@ MaskMatrix upperTriangle(int n) {  // (n, n), 1 above the diagonal: keys a causa
   return m;
 }
 
+// layer: the checkpoint's index (h.0 is layer 1 in every message and title), -1 for every layer.
 void checkLayer(const Gpt2Config& c, int layer) {
-  if (layer >= c.n_layer) throw InputError("--layer", "0 to " + std::to_string(c.n_layer - 1), std::to_string(layer));
+  if (layer >= c.n_layer) throw InputError("--layer", "1 to " + std::to_string(c.n_layer), std::to_string(layer + 1));
 }
 
 }  // namespace
@@ -36,7 +37,7 @@ Figure modelGridFigure(const ForwardResult& forward, const Gpt2Config& c, const 
   for (int l = layer < 0 ? 0 : layer; l < (layer < 0 ? c.n_layer : layer + 1); ++l)
     for (int h = 0; h < c.n_head; ++h) {
       HeatmapPanel p;
-      p.title = "L" + std::to_string(l) + " H" + std::to_string(h);
+      p.title = "L" + std::to_string(l + 1) + " H" + std::to_string(h + 1);  // counted from 1, as the window does
       p.values = forward.map(l, h, c.n_head);
       p.masked = masked;
       p.row_labels = p.col_labels = tokens;
@@ -44,7 +45,7 @@ Figure modelGridFigure(const ForwardResult& forward, const Gpt2Config& c, const 
     }
   f.title = layer < 0
                 ? "Attention weights, " + std::to_string(c.n_layer) + " layers x " + std::to_string(c.n_head) + " heads"
-                : "Attention weights, layer " + std::to_string(layer);
+                : "Attention weights, layer " + std::to_string(layer + 1);
   return f;
 }
 
@@ -89,7 +90,7 @@ nlohmann::ordered_json modelResultJson(const Checkpoint& checkpoint, const std::
     nlohmann::ordered_json heads = nlohmann::ordered_json::array();
     for (int h = 0; h < c.n_head; ++h)
       heads.push_back(streamed ? streamed->add(forward.map(l, h, c.n_head)) : matrixToJson(forward.map(l, h, c.n_head)));
-    layers.push_back({{"layer", l}, {"heads", heads}});
+    layers.push_back({{"layer", l + 1}, {"heads", heads}});  // counted from 1; heads[0] is head 1
   }
   j["layers"] = layers;
   j["rollout"] = streamed ? streamed->add(rollout) : matrixToJson(rollout);

@@ -63,7 +63,8 @@ void checkStage(const Eigen::MatrixBase<Derived>& m, int layer, const char* stag
   Eigen::Index row = 0;
   for (Eigen::Index i = 0; i < m.rows() && row == 0; ++i)
     if (!m.row(i).allFinite()) row = i + 1;
-  const std::string where = layer < 0 ? std::string(stage) : "layer " + std::to_string(layer) + ", " + stage;
+  // layer: the block's index, named from 1 as everywhere (h.0 is layer 1); -1 before the blocks.
+  const std::string where = layer < 0 ? std::string(stage) : "layer " + std::to_string(layer + 1) + ", " + stage;
   throw InputError("forward", "finite activations (float32)",
                    "a non-finite value at " + where + ", token " + std::to_string(row - 1) +
                        " (the weights are finite, but this stage overflows float32)");
@@ -184,7 +185,7 @@ void gpt2ForwardInto(const Gpt2Weights& w, const std::vector<int>& ids, ForwardR
       try {
         attended = options.attention->compute(attentionScene(w, l, ln), {.keep_scores = false, .analysis = false});
       } catch (const InputError& e) {  // name the layer: the backend only knows a scene
-        throw InputError("forward", "layer " + std::to_string(l) + " attention on the " + options.attention->name() +
+        throw InputError("forward", "layer " + std::to_string(l + 1) + " attention on the " + options.attention->name() +
                                         " backend: " + e.what());
       }
       for (int head = 0; head < h; ++head)
