@@ -6,6 +6,7 @@
 #include <string>
 
 #include "attnscope/export/colormap.h"
+#include "attnscope/text_bounds.h"
 #include "window/panels/panels.h"
 #include "window/ui_probe.h"
 
@@ -95,13 +96,18 @@ void addUprightText(ImDrawList* list, float cx, float top, ImU32 color, const ch
   }
 }
 
+// A token as an axis label: at most 24 characters, elided with "…" (a 30,000-character token would otherwise be
+// measured and drawn in full every frame; the tooltip and the Cell tab name it in full).
+constexpr std::size_t kAxisLabelChars = 24;
+std::string axisLabel(const std::string& token) { return elideLabel(token, kAxisLabelChars); }
+
 // The height key labels need under a map: one line upright, or the longest label (at most kMaxKeyLabelLines
 // lines) turned, when upright labels would have to be thinned more than turned ones.
 constexpr float kMaxKeyLabelLines = 5.0f;
 bool keyLabelsTurned(const Scene& scene, float cell) {
   const float line = ImGui::GetTextLineHeight();
   float widest = 0;
-  for (const std::string& t : scene.keyTokens()) widest = std::max(widest, ImGui::CalcTextSize(t.c_str()).x);
+  for (const std::string& t : scene.keyTokens()) widest = std::max(widest, ImGui::CalcTextSize(axisLabel(t).c_str()).x);
   // Turned, a label takes one line of width: turn them when that shows more of them (a smaller stride).
   const float upright_stride = std::ceil((std::min(widest, 8 * line) + 6) / cell);
   const float turned_stride = std::ceil(line / cell);
@@ -111,7 +117,7 @@ float keyLabelHeight(const Scene& scene, bool turned) {
   const float line = ImGui::GetTextLineHeight();
   if (!turned) return 1.2f * line;
   float widest = 0;
-  for (const std::string& t : scene.keyTokens()) widest = std::max(widest, ImGui::CalcTextSize(t.c_str()).x);
+  for (const std::string& t : scene.keyTokens()) widest = std::max(widest, ImGui::CalcTextSize(axisLabel(t).c_str()).x);
   return std::min(widest, kMaxKeyLabelLines * line) + 4;
 }
 
@@ -123,7 +129,7 @@ void drawAxisLabels(const Scene& scene, const CellView& cells, ImVec2 m0, ImVec2
   const std::vector<std::string>& q_tokens = scene.query_tokens;
   const std::vector<std::string>& k_tokens = scene.keyTokens();
   float key_label_w = 0;
-  for (const std::string& t : k_tokens) key_label_w = std::max(key_label_w, ImGui::CalcTextSize(t.c_str()).x);
+  for (const std::string& t : k_tokens) key_label_w = std::max(key_label_w, ImGui::CalcTextSize(axisLabel(t).c_str()).x);
   // Query labels (left), right-aligned, every `stride`-th so they do not overlap.
   const int first_row = std::max(0, static_cast<int>(std::floor(cells.row0)));
   const int last_row = std::min(scene.nQ() - 1, static_cast<int>(std::ceil(cells.row1)) - 1);
@@ -131,7 +137,8 @@ void drawAxisLabels(const Scene& scene, const CellView& cells, ImVec2 m0, ImVec2
   list->PushClipRect(ImVec2(m0.x - label_w, m0.y - 1), ImVec2(m0.x, m1.y + line), true);
   for (int i = first_row - first_row % row_stride; i <= last_row; i += row_stride) {
     if (i < first_row) continue;
-    const char* t = q_tokens[static_cast<std::size_t>(i)].c_str();
+    const std::string shown = axisLabel(q_tokens[static_cast<std::size_t>(i)]);
+    const char* t = shown.c_str();
     const float y = m0.y + (static_cast<float>(i) + 0.5f - cells.row0) * cell - line * 0.5f;
     if (y < m0.y - 1) continue;  // it would reach into the title line above the map
     list->AddText(ImVec2(m0.x - 4 - ImGui::CalcTextSize(t).x, y), text_color, t);
@@ -145,7 +152,8 @@ void drawAxisLabels(const Scene& scene, const CellView& cells, ImVec2 m0, ImVec2
   list->PushClipRect(ImVec2(m0.x - line, m1.y), ImVec2(m1.x + line, m1.y + keyLabelHeight(scene, turned)), true);
   for (int j = first_col - first_col % col_stride; j <= last_col; j += col_stride) {
     if (j < first_col) continue;
-    const char* t = k_tokens[static_cast<std::size_t>(j)].c_str();
+    const std::string shown = axisLabel(k_tokens[static_cast<std::size_t>(j)]);
+    const char* t = shown.c_str();
     const float cx = m0.x + (static_cast<float>(j) + 0.5f - cells.col0) * cell;
     if (turned)
       addUprightText(list, cx, m1.y + 2, text_color, t);
@@ -200,7 +208,7 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
                   hint);
 
   float label_w = 0;
-  for (const std::string& t : q_tokens) label_w = std::max(label_w, ImGui::CalcTextSize(t.c_str()).x);
+  for (const std::string& t : q_tokens) label_w = std::max(label_w, ImGui::CalcTextSize(axisLabel(t).c_str()).x);
   label_w = std::min(label_w + 6, (p1.x - p0.x) * 0.3f);
   // Small tiles (many heads) give all their room to the map; the tooltip still names the tokens.
   const bool labels = p1.x - p0.x >= 7 * line && p1.y - p0.y >= 6 * line;
@@ -367,7 +375,7 @@ void drawMutedEffect(const AppState& state, ViewState& view, ImVec2 p0, float wi
   // Query tokens under their bars, every k-th so that they never overlap.
   const std::vector<std::string>& tokens = state.scene().query_tokens;
   float token_w = 0;
-  for (const std::string& t : tokens) token_w = std::max(token_w, ImGui::CalcTextSize(t.c_str()).x);
+  for (const std::string& t : tokens) token_w = std::max(token_w, ImGui::CalcTextSize(axisLabel(t).c_str()).x);
   const int stride = std::max(1, static_cast<int>(std::ceil((std::min(token_w, 6 * line) + line * 0.5f) / bar_w)));
   list->PushClipRect(ImVec2(x0, base), ImVec2(p0.x + width, base + 1.2f * line), true);
   for (int i = 0; i < n; i += stride) {
