@@ -98,14 +98,15 @@ void printFrameStats(std::vector<double> ms) {
 void loadFonts(float scale) {
   ImGuiIO& io = ImGui::GetIO();
   const float size = std::round(15.0f * scale);
-  // Latin, Greek and Cyrillic, and the marks GPT-2 token labels use: '␣' (a space), '↵' (newline), '⇥' (tab).
+  // Latin, Greek and Cyrillic, the marks token labels use: '␣' (a space), '↵' (newline), '⇥' (tab), and the
+  // '…' of an elided label.
   static ImVector<ImWchar> ranges;
   if (ranges.empty()) {
     ImFontGlyphRangesBuilder builder;
     builder.AddRanges(io.Fonts->GetGlyphRangesCyrillic());
     static const ImWchar greek[] = {0x0370, 0x03FF, 0};
     builder.AddRanges(greek);
-    builder.AddText("\u2423\u21B5\u21E5");
+    builder.AddText("\u2423\u21B5\u21E5\u2026");
     builder.BuildRanges(&ranges);
   }
   if (std::filesystem::exists(ATTNSCOPE_FONT_PATH) &&
