@@ -149,7 +149,32 @@ TEST(ModelCli, OutputsAndLayerScene) {
         }
     EXPECT_EQ(wrong, 0) << "grid cells not in colorAt(NumPy's weight) or masked";
   }
-  EXPECT_NE(model_test::slurp(out + "/rollout.svg").find("<svg"), std::string::npos);
+  // The rollout SVG: every cell a <rect> at the exporter's layout of NumPy's rollout, filled with the colour of
+  // NumPy's value (within one colour-map entry), grey above the diagonal.
+  {
+    const attnscope::Matrix rollout = attnscope::test::jsonMatrix(numpy["rollout"]).cast<float>();
+    const attnscope::Figure figure = model::rolloutFigure(rollout, {"hello", "\u2423t", "he", "r", "e"});
+    const attnscope::FigureLayout layout = attnscope::layoutFigure(figure);
+    const std::string svg = model_test::slurp(out + "/rollout.svg");
+    const auto rect = [](const attnscope::PixelRect& cell_rect, attnscope::Rgb8 c) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#%02x%02x%02x\"/>", cell_rect.x,
+                    cell_rect.y, cell_rect.w, cell_rect.h, c.r, c.g, c.b);
+      return std::string(buf);
+    };
+    int wrong = 0;
+    for (int i = 0; i < 5; ++i)
+      for (int k = 0; k < 5; ++k) {
+        const attnscope::PixelRect cell = attnscope::cellRect(figure, layout, 0, i, k);
+        const float w = rollout(i, k);
+        const bool ok =
+            k > i ? svg.find(rect(cell, attnscope::kMaskedColor)) != std::string::npos
+                  : svg.find(rect(cell, attnscope::colorAt(attnscope::ColorMap::Viridis, w - 1e-5f))) != std::string::npos ||
+                        svg.find(rect(cell, attnscope::colorAt(attnscope::ColorMap::Viridis, w + 1e-5f))) != std::string::npos;
+        wrong += !ok;
+      }
+    EXPECT_EQ(wrong, 0) << "rollout SVG cells not a <rect> in colorAt(NumPy's rollout) or masked";
+  }
 
   // Layer 2 (counted from 1: the checkpoint's h.1) as a scene: the engine's compute of it gives NumPy's maps of
   // its second layer, weights[1].

@@ -157,6 +157,19 @@ TEST(DiffExport, CommandLine) {
       runExport("'" + dir.file("b.json") + "' --what similarity --dendrogram --out '" + dir.file("s.svg") + "'", err),
       0)
       << err;
+  // The command line's part is the plumbing (flags to the request, the scene read back from its file): its SVG
+  // is the exporter's for that request, byte for byte. The figure's numbers against hand cosines and its
+  // cluster order are tested on the exporter itself (SimilarityExport.DendrogramOrdersTheMatrixAndIsDrawnBeside).
+  {
+    ExportRequest request;
+    request.what = ExportWhat::Similarity;
+    request.format = ExportFormat::Svg;
+    request.dendrogram = true;
+    const Scene b_read = loadSceneFile(dir.file("b.json"));
+    std::ifstream svg(dir.file("s.svg"), std::ios::binary);
+    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(svg), {}),
+              exportBytes(b_read, CpuBackend(1).compute(b_read), request));
+  }
   // Bad: no --against, --against with another what, a scene of other shapes, --dendrogram with heads.
   Scene other = ab.a;
   other.heads.pop_back();

@@ -306,7 +306,15 @@ int main(int argc, char** argv) {
       // Head 1, query x1 (row 0), key x2 (column 1): q = (1, 0), k = (1, 0); products 1 (t = 0) and 0 (t = 1).
       c.expect(c.layout.contains("breakdown.cell.0.0.1"), "the breakdown shows head 1, row 0, column 1");
       const std::vector<float> b0 = c.rect("breakdown.bar0"), b1 = c.rect("breakdown.bar1");
-      c.expect(b0[2] - b0[0] > 40, "the largest product's bar is full width: " + std::to_string(b0[2] - b0[0]) + " px");
+      // A bar is |product| / largest of the half-width each side of the centre line: the largest product (1 of
+      // 1) fills the whole right half, from the centre to the extent's right edge.
+      const std::vector<float> extent = c.rect("breakdown.bar0.extent");
+      const float centre = (extent[0] + extent[2]) / 2, half = (extent[2] - extent[0]) / 2;
+      c.expect(std::abs(b0[0] - centre) < 0.5f && std::abs((b0[2] - b0[0]) - half) < 0.5f,
+               "the largest product's bar spans the right half: " + std::to_string(b0[2] - b0[0]) + " of " +
+                   std::to_string(half) + " px");
+      const Rgb8 end = c.img.at(static_cast<int>(b0[2]) - 1, static_cast<int>((b0[1] + b0[3]) / 2));
+      c.expect(end.g > end.r && end.g > end.b, "the bar is drawn to its end: " + Checker::str(end));
       c.expect(b1[2] - b1[0] < 0.5f, "the zero product's bar is empty: " + std::to_string(b1[2] - b1[0]) + " px");
       // The bar is green (positive): green the strongest channel by a clear margin, whatever the exact shade.
       const Rgb8 bar = c.img.at(static_cast<int>((b0[0] + b0[2]) / 2), static_cast<int>((b0[1] + b0[3]) / 2));

@@ -31,6 +31,7 @@ void signedBar(const std::string& probe, double value, double largest, float hal
   const ImVec2 b0(value >= 0 ? centre : centre - len, p.y + 2), b1(value >= 0 ? centre + len : centre, p.y + h - 2);
   list->AddRectFilled(b0, b1, value >= 0 ? IM_COL32(90, 190, 110, 255) : IM_COL32(220, 90, 80, 255));
   probeRect(probe, b0, b1);
+  probeRect(probe + ".extent", ImVec2(centre - half_w, p.y + 2), ImVec2(centre + half_w, p.y + h - 2));
   ImGui::Dummy(ImVec2(2 * half_w, h));
 }
 
