@@ -1,5 +1,6 @@
-// exportResult: checks the request and the output path (PendingFile, as every output), renders the chosen format
-// in memory, then writes it atomically (a failure never leaves a partial file).
+// exportResult: checks the request and the output path (PendingFile, as every output), then writes the chosen
+// format into the temporary file as it is formatted (CSV and NPY in chunks; a figure once drawn) and renames it
+// (a failure never leaves a partial file).
 #include "attnscope/export/export.h"
 
 #include "attnscope/analysis/analysis.h"
@@ -9,34 +10,44 @@
 
 namespace attnscope {
 
-std::string exportBytes(const Scene& scene, const Result& result, const ExportRequest& request) {
+namespace {
+
+// Every format through one path: CSV and NPY are written to `sink` as they are formatted, figures once drawn.
+void writeExport(const Scene& scene, const Result& result, const ExportRequest& request, const ByteSink& sink) {
   checkResult(scene, result);
   if (request.what == ExportWhat::Head) checkHeadIndex(scene, request.head);
   switch (request.format) {
     case ExportFormat::Csv:
     case ExportFormat::Npy: {
-      if (request.what != ExportWhat::Diff)
-        return request.format == ExportFormat::Csv ? csvBytes(scene, result, request)
-                                                   : npyBytes(scene, result, request);
+      const auto write = request.format == ExportFormat::Csv ? writeCsv : writeNpy;
+      if (request.what != ExportWhat::Diff) return write(scene, result, request, sink);
       // The numbers of a diff are the deltas, written where the weights would be.
       Result delta;
       for (HeadDiff& d : diffResults(baselineOf(request), result))
         delta.heads.emplace_back().weights = std::move(d.delta);
-      return request.format == ExportFormat::Csv ? csvBytes(scene, delta, request) : npyBytes(scene, delta, request);
+      return write(scene, delta, request, sink);
     }
     case ExportFormat::Png:
     case ExportFormat::Svg: {
       const Figure figure = makeFigure(scene, result, request);
       const FigureLayout layout = layoutFigure(figure);
-      return request.format == ExportFormat::Png ? pngBytes(figure, layout) : svgBytes(figure, layout);
+      return sink(request.format == ExportFormat::Png ? pngBytes(figure, layout) : svgBytes(figure, layout));
     }
   }
   throw InputError("format", "png, svg, csv or npy", std::to_string(static_cast<int>(request.format)));
 }
 
+}  // namespace
+
+std::string exportBytes(const Scene& scene, const Result& result, const ExportRequest& request) {
+  std::string bytes;
+  writeExport(scene, result, request, [&bytes](std::string_view chunk) { bytes.append(chunk); });
+  return bytes;
+}
+
 void exportResult(const Scene& scene, const Result& result, const ExportRequest& request) {
   PendingFile file(request.path);  // the path checked (a folder, a missing folder, unwritable) before rendering
-  file.write(exportBytes(scene, result, request));
+  writeExport(scene, result, request, [&file](std::string_view chunk) { file.write(chunk); });
   file.commit();
 }
 

@@ -40,8 +40,14 @@ std::vector<std::string> csvFields(const std::vector<std::string>& tokens) {
 
 }  // namespace
 
-std::string csvBytes(const Scene& scene, const Result& result, const ExportRequest& request) {
+void writeCsv(const Scene& scene, const Result& result, const ExportRequest& request, const ByteSink& sink) {
   std::string out;
+  constexpr std::size_t kChunk = std::size_t{1} << 20;
+  const auto flushIfFull = [&] {
+    if (out.size() < kChunk) return;
+    sink(out);
+    out.clear();
+  };
   const std::vector<std::string> q_fields = csvFields(scene.query_tokens);
   const std::vector<std::string> k_fields = csvFields(scene.keyTokens());
   const int h = scene.numHeads();
@@ -58,13 +64,14 @@ std::string csvBytes(const Scene& scene, const Result& result, const ExportReque
           appendNumber(out, w(i, j));
         }
         out += "\r\n";
+        flushIfFull();
       }
       break;
     }
     case ExportWhat::Heads:
     case ExportWhat::Diff:  // exportBytes passes the deltas as the weights
-      // One line per (head, query, key): about 40 bytes each, so reserve for them all at once.
-      out.reserve(64 + static_cast<std::size_t>(h) * scene.nQ() * scene.nK() * 40);
+      // One line per (head, query, key), about 40 bytes each: written out a chunk at a time.
+      out.reserve(kChunk + 4096);
       out += request.what == ExportWhat::Diff ? "head,query_index,query_token,key_index,key_token,delta\r\n"
                                               : "head,query_index,query_token,key_index,key_token,weight\r\n";
       for (int a = 0; a < h; ++a) {
@@ -84,6 +91,7 @@ std::string csvBytes(const Scene& scene, const Result& result, const ExportReque
             appendNumber(out, w(i, j));
             out += "\r\n";
           }
+          flushIfFull();
         }
       }
       break;
@@ -103,7 +111,7 @@ std::string csvBytes(const Scene& scene, const Result& result, const ExportReque
       break;
     }
   }
-  return out;
+  sink(out);
 }
 
 }  // namespace attnscope

@@ -2,6 +2,9 @@
 // export_csv.cpp, export_npy.cpp), and the heatmap rasteriser the PNG and SVG share.
 #pragma once
 
+#include <functional>
+#include <string_view>
+
 #include <string>
 #include <vector>
 
@@ -29,7 +32,10 @@ std::string npyHeader(const std::vector<long>& shape);
 
 std::string pngBytes(const Figure& figure, const FigureLayout& layout);
 std::string svgBytes(const Figure& figure, const FigureLayout& layout);
-std::string csvBytes(const Scene& scene, const Result& result, const ExportRequest& request);
-std::string npyBytes(const Scene& scene, const Result& result, const ExportRequest& request);
+// CSV and NPY go to `sink` in chunks of about 1 MiB as they are formatted, so that exporting a long map to a
+// file never holds its whole text (about 40 bytes a weight in long-format CSV) in memory.
+using ByteSink = std::function<void(std::string_view)>;
+void writeCsv(const Scene& scene, const Result& result, const ExportRequest& request, const ByteSink& sink);
+void writeNpy(const Scene& scene, const Result& result, const ExportRequest& request, const ByteSink& sink);
 
 }  // namespace attnscope

@@ -1,7 +1,6 @@
 // NPY export (format version 1.0, little-endian float32, C order), readable by numpy.load: all heads
 // (h, n_q, n_k), one head (n_q, n_k), or the similarity matrix (h, h).
 #include <bit>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -13,10 +12,8 @@ namespace {
 
 static_assert(std::endian::native == std::endian::little, "NPY '<f4' is written straight from memory");
 
-void appendFloats(std::string& out, const Matrix& m) {  // row-major: C order as it lies in memory
-  const std::size_t at = out.size();
-  out.resize(at + static_cast<std::size_t>(m.size()) * sizeof(float));
-  std::memcpy(out.data() + at, m.data(), static_cast<std::size_t>(m.size()) * sizeof(float));
+void writeFloats(const Matrix& m, const ByteSink& sink) {  // row-major: C order as it lies in memory
+  sink(std::string_view(reinterpret_cast<const char*>(m.data()), static_cast<std::size_t>(m.size()) * sizeof(float)));
 }
 
 }  // namespace
@@ -42,30 +39,27 @@ std::string npyHeader(const std::vector<long>& shape) {
   return out + dict;
 }
 
-std::string npyBytes(const Scene& scene, const Result& result, const ExportRequest& request) {
+void writeNpy(const Scene& scene, const Result& result, const ExportRequest& request, const ByteSink& sink) {
   const long h = scene.numHeads();
-  std::string out;
   switch (request.what) {
     case ExportWhat::Head: {
       const Matrix& w = result.heads[static_cast<std::size_t>(request.head)].weights;
-      out = npyHeader({static_cast<long>(w.rows()), static_cast<long>(w.cols())});
-      appendFloats(out, w);
+      sink(npyHeader({static_cast<long>(w.rows()), static_cast<long>(w.cols())}));
+      writeFloats(w, sink);
       break;
     }
     case ExportWhat::Heads:
     case ExportWhat::Diff:  // exportBytes passes the deltas as the weights
-      out = npyHeader({h, scene.nQ(), scene.nK()});
-      out.reserve(out.size() + static_cast<std::size_t>(h) * scene.nQ() * scene.nK() * sizeof(float));
-      for (const HeadResult& r : result.heads) appendFloats(out, r.weights);
+      sink(npyHeader({h, scene.nQ(), scene.nK()}));
+      for (const HeadResult& r : result.heads) writeFloats(r.weights, sink);  // one map at a time, no copy
       break;
     case ExportWhat::Similarity: {
       const Matrix& m = similarityMatrix(scene, result, request.metric);  // (h, h)
-      out = npyHeader({h, h});
-      appendFloats(out, m);
+      sink(npyHeader({h, h}));
+      writeFloats(m, sink);
       break;
     }
   }
-  return out;
 }
 
 }  // namespace attnscope
