@@ -18,10 +18,11 @@ common="engine/src/json_file.cpp engine/src/text_bounds.cpp engine/src/atomic_fi
 tokenizer="engine/src/model/model_tokenizer.cpp engine/src/model/tokenizer_json.cpp engine/src/model/tokenizer_reader.cpp
            engine/src/model/tokenizer_normalize.cpp engine/src/model/tokenizer_pretokenize.cpp
            engine/src/model/tokenizer_regex.cpp engine/src/model/tokenizer_bpe.cpp engine/src/model/tokenizer_decode.cpp"
-model="engine/src/model/model_checkpoint.cpp engine/src/model/model_safetensors.cpp $tokenizer engine/src/scene/scene.cpp"
+model="engine/src/model/model_checkpoint.cpp engine/src/model/model_safetensors.cpp $tokenizer engine/src/scene/scene.cpp
+       engine/src/scene/key_mask.cpp"
 declare -A sources=(
   [safetensors_header]="tests/fuzz/fuzz_safetensors_header.cpp engine/src/model/model_safetensors.cpp $common"
-  [scene_json]="tests/fuzz/fuzz_scene_json.cpp engine/src/scene/scene_json.cpp engine/src/scene/scene.cpp $common build-fuzz/worked_example_json.cpp"
+  [scene_json]="tests/fuzz/fuzz_scene_json.cpp engine/src/scene/scene_json.cpp engine/src/scene/scene.cpp engine/src/scene/key_mask.cpp $common build-fuzz/worked_example_json.cpp"
   [config_json]="tests/fuzz/fuzz_config_json.cpp $model $common"
   [vocab_merges]="tests/fuzz/fuzz_vocab_merges.cpp $model $common"
   [tokenizer_json]="tests/fuzz/fuzz_tokenizer_json.cpp $tokenizer $common"
