@@ -129,6 +129,9 @@ void GpuBackend::Impl::readBack(const Scene& scene, Result& result, const Comput
     hr.v = vs.middleCols(v_col[s], shape.d_v[s]);
     hr.output = result.concat.middleCols(v_col[s], shape.d_v[s]);
     hr.weights.resize(n_q, n_k);
+    // No row statistics from the GPU (its maps are kept): none left over from a CPU compute into this result.
+    hr.row_max.resize(0);
+    hr.row_sum.resize(0);
     std::size_t offset = 0;
     const GlBuffer& buffer = weightsOf(i, offset);
     readback->read(buffer, offset, hr.weights.data(), static_cast<std::size_t>(hr.weights.size()) * sizeof(float));

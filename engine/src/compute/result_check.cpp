@@ -6,6 +6,7 @@
 
 #include "attnscope/compute/cpu_backend.h"
 #include "attnscope/error.h"
+#include "attnscope/scene/key_mask.h"
 #include "attnscope/text_bounds.h"
 
 namespace attnscope {
@@ -50,21 +51,29 @@ void checkResultFinite(const Scene& scene, const Result& result) {
     require(scene, hr.q, head + "q", false, "the projection X W_Q + b_Q overflows float32");
     require(scene, hr.k, head + "k", true, "the projection X W_K + b_K overflows float32");
     require(scene, hr.v, head + "v", true, "the projection X W_V + b_V overflows float32");
-    // Finite q and k whose dot product overflows: the score is inf, and the softmax's inf - inf is NaN.
-    Eigen::Index i = 0, j = 0;
-    if (firstNonFinite(hr.weights, i, j)) {
-      const std::string row = "query row " + std::to_string(i) + tokenText(scene.query_tokens, i);
+    // Finite q and k whose dot product overflows: the score is inf, and the softmax's inf - inf is NaN. With the
+    // row statistics (the CPU backend) a row's sum says so in O(1): NaN, or 0 although some key is allowed;
+    // without them (a GPU read-back) the map itself is scanned.
+    const auto overflow = [&](const std::string& value, Eigen::Index row, const std::string& key) {
       throw InputError(head + "weights", "finite numbers (float32)",
-                       valueText(hr.weights(i, j)) + " at " + row + ", key " + std::to_string(j) +
+                       value + " at query row " + std::to_string(row) + tokenText(scene.query_tokens, row) + key +
                            ": a score scale * q . k of that row overflows float32, so its softmax is undefined");
+    };
+    if (hr.row_sum.size() == scene.nQ()) {
+      const KeyMask mask(scene);
+      for (Eigen::Index r = 0; r < hr.row_sum.size(); ++r) {
+        if (std::isfinite(hr.row_sum[r]) && (hr.row_sum[r] > 0 || mask.allowedCount(static_cast<int>(r)) == 0))
+          continue;
+        // Rare: name the first key whose weight is undefined (in the map when kept, else the first allowed key).
+        Eigen::Index key = 0;
+        while (key + 1 < scene.nK() && (hr.hasMap() ? std::isfinite(hr.weights(r, key))
+                                                    : !mask.allowed(static_cast<int>(r), static_cast<int>(key))))
+          ++key;
+        overflow("nan", r, ", key " + std::to_string(key));
+      }
+    } else if (Eigen::Index i = 0, j = 0; firstNonFinite(hr.weights, i, j)) {
+      overflow(valueText(hr.weights(i, j)), i, ", key " + std::to_string(j));
     }
-    // Without maps (compute/tiles.h) the row's softmax sum says the same: NaN when a score overflowed.
-    for (Eigen::Index r = 0; !hr.hasMap() && r < hr.row_sum.size(); ++r)
-      if (!std::isfinite(hr.row_sum[r]))
-        throw InputError(head + "weights", "finite numbers (float32)",
-                         valueText(hr.row_sum[r]) + " at query row " + std::to_string(r) +
-                             tokenText(scene.query_tokens, r) +
-                             ": a score scale * q . k of that row overflows float32, so its softmax is undefined");
     require(scene, hr.output, head + "output", false, "the weighted sum of V overflows float32");
   }
   require(scene, result.concat, "concat", false, "the heads' outputs overflow float32");
