@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "attnscope/analysis/analysis.h"
+#include "attnscope/compute/tiles.h"
 #include "attnscope/error.h"
 #include "attnscope/scene/scene_json.h"
 #include "backend_choice.h"
@@ -201,9 +202,18 @@ int runAnalyze(Args& args) {
     for (long a : ablate_heads) checkRange("--ablate", "head", a, 1, h);
   }
 
+  // Maps are kept while they fit mapsLimitBytes(); past it every score, statistic and the cell streams through
+  // tiles (O(n d) memory), and only the pitfall, whose output is whole maps, is refused.
+  ComputeOptions options;
+  options.maps = MapPolicy::Auto;
+  if (!pitfall.empty() && !keepsMaps(scene, options))
+    throw InputError("--pitfall", "a scene whose maps fit " + std::to_string(mapsLimitBytes() >> 20) +
+                                      " MiB (ATTNSCOPE_MAPS_LIMIT): its output is every head's whole map",
+                     std::to_string(mapBytes(scene, options.keep_scores) >> 20) + " MiB of maps");
+
   std::vector<std::string> warnings;
   const std::unique_ptr<Backend> backend = makeBackend(backend_name, 0, warnings);
-  const Result result = backend->compute(scene);
+  const Result result = backend->compute(scene, options);
   warnings.insert(warnings.end(), result.warnings.begin(), result.warnings.end());
   for (const std::string& w : warnings) std::fprintf(stderr, "attnscope: warning: %s\n", w.c_str());
 

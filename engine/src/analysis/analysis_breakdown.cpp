@@ -6,6 +6,7 @@
 
 #include "analysis/analysis_common.h"
 #include "attnscope/analysis/analysis.h"
+#include "attnscope/compute/tiles.h"
 
 namespace attnscope {
 
@@ -48,16 +49,21 @@ CellBreakdown scoreBreakdown(const Scene& scene, const Result& result, int head,
   b.scale = scene.headScale(head);
   b.score = b.dot * b.scale;
   if (hr.scores.rows() == scene.nQ() && hr.scores.cols() == scene.nK()) b.engine_score = hr.scores(query, key);
-  b.engine_weight = hr.weights(query, key);
+  if (hr.hasMap()) {
+    b.engine_weight = hr.weights(query, key);
+  } else {  // one cell through a tile, from the row statistics
+    TileRequest cell{.head = head, .row0 = query, .row1 = query + 1, .col0 = key, .col1 = key + 1};
+    b.engine_weight = weightTile(scene, result, cell).values(0, 0);
+  }
 
   // The row's softmax: max over the unmasked keys, exp of each, their sum, each weight.
-  const MaskMatrix allowed = scene.hasMask() ? allowedMask(scene) : MaskMatrix();
+  const KeyMask allowed(scene);
   double row_max = -std::numeric_limits<double>::infinity();
   b.row.resize(static_cast<std::size_t>(scene.nK()));
   for (int j = 0; j < scene.nK(); ++j) {
     SoftmaxEntry& e = b.row[static_cast<std::size_t>(j)];
     e.key = j;
-    e.masked = scene.hasMask() && allowed(query, j) == 0;
+    e.masked = !allowed.allowed(query, j);
     e.score = hr.q.row(query).cast<double>().dot(hr.k.row(j).cast<double>()) * b.scale;
     if (!e.masked) row_max = std::max(row_max, e.score);
   }

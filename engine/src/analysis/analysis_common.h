@@ -16,14 +16,16 @@ inline void checkIndex(const std::string& field, int index, int count) {
                      std::to_string(index));
 }
 
-// The result belongs to the scene: one head result per head, weights (n_q, n_k), outputs (n_q, d_v).
-inline void checkResultMatches(const Scene& scene, const Result& result) {
+// The result belongs to the scene: one head result per head, weights (n_q, n_k) or none but the row statistics
+// (n_q) to compute them from (compute/tiles.h), outputs (n_q, d_v). `need_maps`: the caller reads whole maps.
+inline void checkResultMatches(const Scene& scene, const Result& result, bool need_maps = false) {
   if (static_cast<int>(result.heads.size()) != scene.numHeads())
     throw InputError("result", std::to_string(scene.numHeads()) + " heads (the scene's)",
                      std::to_string(result.heads.size()));
   for (int h = 0; h < scene.numHeads(); ++h) {
     const HeadResult& hr = result.heads[static_cast<std::size_t>(h)];
-    if (hr.weights.rows() != scene.nQ() || hr.weights.cols() != scene.nK())
+    const bool on_demand = !need_maps && !hr.hasMap() && hr.row_sum.size() == scene.nQ();
+    if (!on_demand && (hr.weights.rows() != scene.nQ() || hr.weights.cols() != scene.nK()))
       throw InputError("result", "head " + std::to_string(h) + " weights " + shapeString(scene.nQ(), scene.nK()),
                        shapeString(hr.weights.rows(), hr.weights.cols()));
     if (hr.output.rows() != scene.nQ() || hr.output.cols() != scene.heads[static_cast<std::size_t>(h)].dV())

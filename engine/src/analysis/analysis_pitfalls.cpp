@@ -118,7 +118,8 @@ Pitfall parsePitfall(const std::string& name) {
 double meanRowEntropy(const Matrix& weights) { return rowEntropyMean(weights.cast<double>()); }
 
 PitfallResult applyPitfall(const Scene& scene, const Result& correct, Pitfall pitfall) {
-  detail::checkResultMatches(scene, correct);
+  // The mistaken maps are whole (n_q, n_k) matrices, so the correct ones must be kept (MapPolicy::Keep).
+  detail::checkResultMatches(scene, correct, true);
   const MaskMatrix allowed = scene.hasMask() ? allowedMask(scene) : MaskMatrix();
   const MaskMatrix* mask = scene.hasMask() && pitfall != Pitfall::MaskIgnored ? &allowed : nullptr;
 

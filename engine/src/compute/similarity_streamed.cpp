@@ -29,13 +29,14 @@ void analyseHeadsStreamed(const Scene& scene, Result& result) {
   std::vector<HeadStatsSum> stats(static_cast<std::size_t>(h));
   std::vector<Matrix> weights(static_cast<std::size_t>(h));
   const std::vector<std::uint8_t> single_key_rows = singleKeyRows(scene);  // left out of the statistics
+  const KeyMask mask(scene);
 
   for (int row0 = 0; row0 < n_q; row0 += block) {
     const int row1 = std::min(n_q, row0 + block), rows = row1 - row0;
 #pragma omp parallel for schedule(dynamic, 1)
     for (int a = 0; a < h; ++a) {
       Matrix& w = weights[static_cast<std::size_t>(a)];
-      weightRows(scene, result, a, row0, row1, w);
+      weightRows(scene, result, mask, a, row0, row1, w);
       norm2[static_cast<std::size_t>(a)] += Eigen::Map<const Eigen::VectorXf>(w.data(), w.size()).cast<double>().squaredNorm();
       for (int r = 0; r < rows; ++r)
         if (!single_key_rows[static_cast<std::size_t>(row0 + r)])

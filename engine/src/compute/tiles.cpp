@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "attnscope/error.h"
-#include "attnscope/scene/key_mask.h"
 
 namespace attnscope {
 
@@ -77,6 +76,11 @@ int streamRows(int n_k) { return std::clamp((4 << 20) / std::max(1, n_k), 1, 409
 }  // namespace
 
 void weightRows(const Scene& scene, const Result& result, int head, int row0, int row1, Matrix& out) {
+  weightRows(scene, result, KeyMask(scene), head, row0, row1, out);
+}
+
+void weightRows(const Scene& scene, const Result& result, const KeyMask& mask, int head, int row0, int row1,
+                Matrix& out) {
   const HeadResult& hr = result.heads.at(static_cast<std::size_t>(head));
   if (hr.hasMap()) {
     out = hr.weights.middleRows(row0, row1 - row0);
@@ -84,7 +88,7 @@ void weightRows(const Scene& scene, const Result& result, int head, int row0, in
   }
   if (hr.row_sum.size() != scene.nQ())
     throw InputError("result", "a result with weight maps or row statistics", "neither (computed elsewhere)");
-  recomputeBlock(hr, KeyMask(scene), scene.headScale(head), row0, row1, 0, scene.nK(), out);
+  recomputeBlock(hr, mask, scene.headScale(head), row0, row1, 0, scene.nK(), out);
 }
 
 Tile weightTile(const Scene& scene, const Result& result, const TileRequest& request) {

@@ -9,6 +9,7 @@
 
 #include "attnscope/compute/backend.h"
 #include "attnscope/compute/result.h"
+#include "attnscope/scene/key_mask.h"
 #include "attnscope/scene/scene.h"
 
 namespace attnscope {
@@ -52,5 +53,8 @@ Tile weightTile(const Scene& scene, const Result& result, const TileRequest& req
 // The streaming primitive: head `head`'s weights of query rows [row0, row1) over every key into `out`
 // (row1 - row0, n_k), resized as needed. Masked weights exactly 0, fully masked rows all 0.
 void weightRows(const Scene& scene, const Result& result, int head, int row0, int row1, Matrix& out);
+// The same with the scene's mask built once by the caller (a loop over row blocks builds it once, not per block).
+void weightRows(const Scene& scene, const Result& result, const KeyMask& mask, int head, int row0, int row1,
+                Matrix& out);
 
 }  // namespace attnscope
