@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "attnscope/atomic_file.h"
+#include "attnscope/compute/tiles.h"
 #include "attnscope/error.h"
 #include "attnscope/export/result_json.h"
 #include "attnscope/scene/scene_json.h"
@@ -20,6 +21,13 @@ int runCompute(Args& args) {
   if (files.empty()) throw InputError("compute", "a scene file (attnscope compute SCENE)", "none");
 
   const Scene scene = loadSceneFile(files[0]);
+  // The full JSON holds every head's scores and weights: past the maps limit nobody wants that file (32k tokens,
+  // 8 heads: 68 GB of text), and windows and reductions have their own commands.
+  if (!keepsMaps(scene, {.keep_scores = true, .analysis = true, .maps = MapPolicy::Auto}))
+    throw InputError("compute", "a scene whose maps fit " + std::to_string(mapsLimitBytes() >> 20) +
+                                    " MiB for the full JSON (ATTNSCOPE_MAPS_LIMIT); for a longer one use attnscope "
+                                    "export SCENE --what head:N --rows A:B --cols C:D, or attnscope analyze SCENE",
+                     std::to_string(mapBytes(scene, true) >> 20) + " MiB of maps");
   // The output's size and path are checked before the work: it streams to the file, but one larger than the
   // memory budget is refused as absurd, and a path that cannot be written fails now, not after the compute.
   checkOutputBudget("compute output", resultJsonBytes(scene));

@@ -20,7 +20,7 @@ constexpr const char* kHelp =
     "usage: attnscope export SCENE --what head:N|heads|similarity --format "
     "png|svg|csv|npy --out PATH\n"
     "                        [--annotate] [--metric cosine|js] [--backend "
-    "cpu|gpu|auto]\n"
+    "cpu|gpu|auto] [--rows A:B] [--cols C:D]\n"
     "  --what head:N     one head's attention weights; heads are numbered from "
     "1 (head:1 is the first)\n"
     "         heads      every head: a grid of heatmaps with one colour bar, "
@@ -42,7 +42,12 @@ constexpr const char* kHelp =
     "  --annotate        write each cell's value in the cell (PNG and SVG, "
     "when the cells are big enough)\n"
     "  --backend         cpu (default), gpu, or auto (the GPU when it starts, "
-    "else the CPU)\n";
+    "else the CPU)\n"
+    "  --rows A:B        with head:N, only query positions A to B-1 (from 0; "
+    "either end may be left out)\n"
+    "  --cols C:D        with head:N, only key positions C to D-1; a window past "
+    "2048 positions a side is drawn\n"
+    "                    max-pooled in PNG and SVG, exact in CSV and NPY\n";
 
 ExportFormat parseFormat(const std::string& name) {
   if (name == "png") return ExportFormat::Png;
@@ -89,6 +94,22 @@ void parseWhat(const std::string& what, int heads, ExportRequest& request) {
   request.head = n - 1;
 }
 
+// "A:B", "A:" or ":B" -> [first, last) with -1 for an end left out; the range itself is checked against the
+// scene by the exporter.
+void parseWindow(const std::string& field, const std::string& text, int& first, int& last) {
+  const std::string expected = "A:B, positions from 0 with B excluded (either may be left out)";
+  const std::size_t colon = text.find(':');
+  if (colon == std::string::npos || text.size() > 21) throw InputError(field, expected, "'" + text + "'");
+  const auto number = [&](const std::string& digits, int fallback) {
+    if (digits.empty()) return fallback;
+    if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos)
+      throw InputError(field, expected, "'" + text + "'");
+    return std::stoi(digits);
+  };
+  first = number(text.substr(0, colon), 0);
+  last = number(text.substr(colon + 1), -1);
+}
+
 }  // namespace
 
 int runExport(Args& args) {
@@ -109,6 +130,10 @@ int runExport(Args& args) {
   request.metric = args.takeChoice("--metric", {"cosine", "js"}, "cosine") == "js" ? SimilarityMetric::JensenShannon
                                                                                    : SimilarityMetric::Cosine;
   const std::string backend_name = args.takeChoice("--backend", {"cpu", "gpu", "auto"}, "cpu");
+  const std::optional<std::string> rows = args.take("--rows");
+  const std::optional<std::string> cols = args.take("--cols");
+  if (rows) parseWindow("--rows", *rows, request.row0, request.row1);
+  if (cols) parseWindow("--cols", *cols, request.col0, request.col1);
   const std::vector<std::string> files = args.positionals(1);
   if (files.empty()) throw InputError("export", "a scene file: attnscope export SCENE ...", "none");
 
@@ -118,6 +143,9 @@ int runExport(Args& args) {
     throw InputError("--against", "the scene A to compare with (--what diff shows SCENE - A)", "nothing");
   if (request.what != ExportWhat::Diff && against)
     throw InputError("--against", "only with --what diff", "'" + *against + "' with --what " + *what);
+  if ((rows || cols) && request.what != ExportWhat::Head)
+    throw InputError(rows ? "--rows" : "--cols", "only with --what head:N", "--what " + *what);
+  checkExportWindow(scene, request);  // before the compute: a bad window costs nothing
   if (request.dendrogram && request.what != ExportWhat::Similarity)
     throw InputError("--dendrogram", "only with --what similarity", "--what " + *what);
   std::vector<std::string> warnings;
@@ -133,10 +161,12 @@ int runExport(Args& args) {
     baseline = backend->compute(scene_a, {.keep_scores = false, .analysis = false});
     request.baseline = &baseline;
   }
-  // Scores are not exported (masked cells come from the scene's mask);
-  // similarity only when asked for.
+  // Scores are not exported (masked cells come from the scene's mask); similarity only when asked for. Maps
+  // are kept while they fit mapsLimitBytes(); past it heads are read through tiles (a diff needs both maps).
   const Result result =
-      backend->compute(scene, {.keep_scores = false, .analysis = request.what == ExportWhat::Similarity});
+      backend->compute(scene, {.keep_scores = false,
+                               .analysis = request.what == ExportWhat::Similarity,
+                               .maps = request.what == ExportWhat::Diff ? MapPolicy::Keep : MapPolicy::Auto});
   warnings.insert(warnings.end(), result.warnings.begin(), result.warnings.end());
   for (const std::string& w : warnings) std::fprintf(stderr, "attnscope: warning: %s\n", w.c_str());
   exportResult(scene, result, request);

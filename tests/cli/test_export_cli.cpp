@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 
 #include "attnscope/compute/cpu_backend.h"
@@ -119,4 +120,44 @@ TEST_F(ExportCli, HelpSaysHeadsCountFromOne) {
   const attnscope::test::CommandRun r = run("--help");
   EXPECT_EQ(r.status, 0);
   EXPECT_NE(r.out.find("heads are numbered from 1"), std::string::npos) << r.out;
+}
+
+// A window of head 2, from the command line, past a maps limit of 50 bytes (the two heads keep 72) (so the tiled path runs): queries 1..2,
+// keys 0..1 of the hand-worked weights.
+TEST_F(ExportCli, WindowOfOneHeadWithoutMaps) {
+  const std::string out = dir_.file("window.npy");
+  const attnscope::test::CommandRun r = attnscope::test::run(
+      "ATTNSCOPE_MAPS_LIMIT=50 '" + std::string(ATTNSCOPE_BINARY) + "' export " + scene_path_ +
+      " --what head:2 --rows 1:3 --cols :2 -o " + out);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const Npy npy = decodeNpy(slurp(out));
+  EXPECT_NE(npy.dict.find("'shape': (2, 2)"), std::string::npos) << npy.dict;
+  ASSERT_EQ(npy.values.size(), 4u);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 2; ++j)  // float32 softmax: seen within 6e-8
+      EXPECT_NEAR(npy.values[static_cast<std::size_t>(i * 2 + j)], kHandWeights[1][i + 1][j], 1e-6);
+  // Bad windows: one line naming the option, status 2, no file.
+  for (const char* bad : {"--what head:2 --rows 2:9", "--what head:2 --cols 3:1", "--what heads --rows 0:1",
+                                 "--what head:2 --rows x"}) {
+    const attnscope::test::CommandRun b = run(scene_path_ + " " + std::string(bad) + " -o " + dir_.file("bad.npy"));
+    EXPECT_EQ(b.status, 2) << bad << ": " << b.err;
+    EXPECT_EQ(std::count(b.err.begin(), b.err.end(), '\n'), 1) << b.err;
+    EXPECT_FALSE(std::filesystem::exists(dir_.file("bad.npy")));
+  }
+}
+
+// Past the maps limit `compute` refuses the full JSON in one line that says what to use instead, and `analyze`
+// refuses only --pitfall (its output is every whole map).
+TEST_F(ExportCli, ComputePastTheMapsLimitPointsToExportAndAnalyze) {
+  const std::string bin = "ATTNSCOPE_MAPS_LIMIT=50 '" + std::string(ATTNSCOPE_BINARY) + "' ";
+  attnscope::test::CommandRun r = attnscope::test::run(bin + "compute " + scene_path_);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("export SCENE --what head:N --rows A:B --cols C:D"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty());
+  r = attnscope::test::run(bin + "analyze " + scene_path_);
+  EXPECT_EQ(r.status, 0) << r.err;
+  r = attnscope::test::run(bin + "analyze " + scene_path_ + " --pitfall no_scale");
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("--pitfall"), std::string::npos) << r.err;
 }

@@ -53,19 +53,19 @@ void writeCsv(const Scene& scene, const Result& result, const ExportRequest& req
   const int h = scene.numHeads();
   switch (request.what) {
     case ExportWhat::Head: {
-      const Matrix& w = result.heads[static_cast<std::size_t>(request.head)].weights;  // (n_q, n_k)
+      const ExportWindow window = exportWindow(scene, request);  // (rows, cols) of the head's map
       out += csvField("query\\key");
-      for (const std::string& f : k_fields) out += "," + f;
+      for (int j = window.col0; j < window.col1; ++j) out += "," + k_fields[static_cast<std::size_t>(j)];
       out += "\r\n";
-      for (Eigen::Index i = 0; i < w.rows(); ++i) {
+      forEachWeightRow(scene, result, request.head, window, [&](int i, const float* w) {
         out += q_fields[static_cast<std::size_t>(i)];
-        for (Eigen::Index j = 0; j < w.cols(); ++j) {
+        for (int j = 0; j < window.cols(); ++j) {
           out += ',';
-          appendNumber(out, w(i, j));
+          appendNumber(out, w[j]);
         }
         out += "\r\n";
         flushIfFull();
-      }
+      });
       break;
     }
     case ExportWhat::Heads:
@@ -75,9 +75,8 @@ void writeCsv(const Scene& scene, const Result& result, const ExportRequest& req
       out += request.what == ExportWhat::Diff ? "head,query_index,query_token,key_index,key_token,delta\r\n"
                                               : "head,query_index,query_token,key_index,key_token,weight\r\n";
       for (int a = 0; a < h; ++a) {
-        const Matrix& w = result.heads[static_cast<std::size_t>(a)].weights;
-        for (Eigen::Index i = 0; i < w.rows(); ++i) {
-          for (Eigen::Index j = 0; j < w.cols(); ++j) {
+        forEachWeightRow(scene, result, a, exportWindow(scene, {}), [&](int i, const float* w) {
+          for (int j = 0; j < scene.nK(); ++j) {
             appendIndex(out, a + 1);
             out += ',';
             appendIndex(out, i);
@@ -88,11 +87,11 @@ void writeCsv(const Scene& scene, const Result& result, const ExportRequest& req
             out += ',';
             out += k_fields[static_cast<std::size_t>(j)];
             out += ',';
-            appendNumber(out, w(i, j));
+            appendNumber(out, w[j]);
             out += "\r\n";
           }
           flushIfFull();
-        }
+        });
       }
       break;
     case ExportWhat::Similarity: {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <string>
 
+#include "attnscope/compute/tiles.h"
 #include "attnscope/error.h"
 #include "attnscope/export/export_layout.h"
 #include "attnscope/scene/scene.h"
@@ -12,13 +13,15 @@
 
 namespace attnscope {
 
-// The result must be this scene's: one weight map (n_q, n_k) per head.
+// The result must be this scene's: per head a weight map (n_q, n_k), or the row statistics to tile it from.
 void checkResult(const Scene& scene, const Result& result) {
   const int h = scene.numHeads();
   if (static_cast<int>(result.heads.size()) != h)
     throw InputError("result.heads", std::to_string(h) + " heads (the scene's)", std::to_string(result.heads.size()));
   for (int i = 0; i < h; ++i) {
-    const Matrix& w = result.heads[static_cast<std::size_t>(i)].weights;
+    const HeadResult& hr = result.heads[static_cast<std::size_t>(i)];
+    if (!hr.hasMap() && hr.row_sum.size() == scene.nQ()) continue;  // weights on demand (compute/tiles.h)
+    const Matrix& w = hr.weights;
     if (w.rows() != scene.nQ() || w.cols() != scene.nK())
       throw InputError("result.heads[" + std::to_string(i) + "].weights", shapeString(scene.nQ(), scene.nK()),
                        shapeString(w.rows(), w.cols()));
@@ -37,15 +40,53 @@ const Matrix& similarityMatrix(const Scene& scene, const Result& result, Similar
 
 namespace {
 
-HeatmapPanel weightPanel(const Scene& scene, const Result& result, const MaskMatrix& allowed, int head) {
+// Past this many cells a side, a head without its map (or a window of one) is drawn as a max-pooled overview:
+// one block per pixel, each the largest weight it covers, so a sharp head stays visible and no (n, n) matrix
+// is built. A kept whole map is drawn as before (each pixel the mean of its cells, by the rasteriser).
+constexpr int kFullResolutionCells = 2048;
+
+std::vector<std::string> slice(const std::vector<std::string>& tokens, int first, int last) {
+  return {tokens.begin() + first, tokens.begin() + last};
+}
+
+// Head `head`'s window of weights as a panel; `pooled_side`: the blocks a side of a long map's overview.
+HeatmapPanel weightPanel(const Scene& scene, const Result& result, int head, const ExportWindow& w, int pooled_side) {
+  const HeadResult& hr = result.heads[static_cast<std::size_t>(head)];
   HeatmapPanel p;
   p.title = "Head " + std::to_string(head + 1);
-  p.values = result.heads[static_cast<std::size_t>(head)].weights;
-  // masked: (n_q, n_k), 1 where the scene's combined mask forbids attending.
-  p.masked = (allowed.array() == 0).cast<std::uint8_t>();
-  p.row_labels = scene.query_tokens;
-  p.col_labels = scene.keyTokens();
+  p.row_first = w.row0;
+  p.col_first = w.col0;
+  p.row_labels = slice(scene.query_tokens, w.row0, w.row1);
+  p.col_labels = slice(scene.keyTokens(), w.col0, w.col1);
+  if (hr.hasMap() && w.whole(scene)) {
+    p.values = hr.weights;
+    // masked: (n_q, n_k), 1 where the scene's combined mask forbids attending.
+    p.masked = (allowedMask(scene).array() == 0).cast<std::uint8_t>();
+    return p;
+  }
+  TileRequest request{.head = head, .row0 = w.row0, .row1 = w.row1, .col0 = w.col0, .col1 = w.col1};
+  const int n = std::max(w.rows(), w.cols());
+  if (n > kFullResolutionCells) {
+    request.pooling = Pooling::Max;
+    request.out_rows = std::max(1, static_cast<int>(static_cast<long long>(pooled_side) * w.rows() / n));
+    request.out_cols = std::max(1, static_cast<int>(static_cast<long long>(pooled_side) * w.cols() / n));
+    p.row_positions = w.rows();
+    p.col_positions = w.cols();
+  }
+  Tile tile = weightTile(scene, result, request);
+  p.values = std::move(tile.values);
+  p.masked = std::move(tile.masked);
   return p;
+}
+
+// ", max of 32 x 32 positions per pixel" for a pooled panel, else "".
+std::string pooledNote(const HeatmapPanel& p) {
+  if (p.row_positions == 0) return "";
+  const auto per = [](int positions, Eigen::Index blocks) {
+    return std::to_string((positions + static_cast<int>(blocks) - 1) / static_cast<int>(blocks));
+  };
+  return " (max of up to " + per(p.row_positions, p.values.rows()) + " x " + per(p.col_positions, p.values.cols()) +
+         " weights per pixel)";
 }
 
 }  // namespace
@@ -118,8 +159,9 @@ Figure makeFigure(const Scene& scene, const Result& result, const ExportRequest&
   }
   setWeightScale(f);
   f.scale_label = "attention weight";
-  const MaskMatrix allowed = allowedMask(scene);
+  const ExportWindow window = exportWindow(scene, request);
   if (request.what == ExportWhat::Diff) {
+    const MaskMatrix allowed = allowedMask(scene);
     const std::vector<HeadDiff> diffs = diffResults(baselineOf(request), result);
     float largest = 0;
     for (const HeadDiff& d : diffs) largest = std::max(largest, d.max_abs);
@@ -131,9 +173,13 @@ Figure makeFigure(const Scene& scene, const Result& result, const ExportRequest&
     f.tick_decimals = m >= 0.1f ? 2 : 4;
     f.scale_label = "change in weight, B \u2212 A";
     for (int i = 0; i < h; ++i) {
-      HeatmapPanel p = weightPanel(scene, result, allowed, i);
+      HeatmapPanel p;
+      p.title = "Head " + std::to_string(i + 1);
+      p.row_labels = scene.query_tokens;
+      p.col_labels = scene.keyTokens();
       const HeadDiff& d = diffs[static_cast<std::size_t>(i)];
       p.values = d.delta;
+      p.masked = (allowed.array() == 0).cast<std::uint8_t>();
       char largest_text[96];
       std::snprintf(largest_text, sizeof largest_text, ": max |\u0394| %.3g at (%d, %d)", d.max_abs, d.row, d.col);
       p.title += d.max_abs > 0 ? largest_text : ": unchanged";
@@ -144,15 +190,20 @@ Figure makeFigure(const Scene& scene, const Result& result, const ExportRequest&
   }
   if (request.what == ExportWhat::Head) {
     checkHeadIndex(scene, request.head);
-    f.panels.push_back(weightPanel(scene, result, allowed, request.head));
+    f.panels.push_back(weightPanel(scene, result, request.head, window, pooledMapSide(1)));
     f.title = f.panels.back().title + " attention weights";
+    if (!window.whole(scene))
+      f.title += ", queries " + std::to_string(window.row0) + "-" + std::to_string(window.row1 - 1) + ", keys " +
+                 std::to_string(window.col0) + "-" + std::to_string(window.col1 - 1);
+    f.title += pooledNote(f.panels.back());
     f.panels.back().title.clear();
     return f;
   }
-  for (int i = 0; i < h; ++i) f.panels.push_back(weightPanel(scene, result, allowed, i));
+  for (int i = 0; i < h; ++i) f.panels.push_back(weightPanel(scene, result, i, window, pooledMapSide(h)));
   f.title = h == 1   ? "Attention weights"
             : h == 2 ? "Attention weights, both heads"
                      : "Attention weights, all " + std::to_string(h) + " heads";
+  f.title += pooledNote(f.panels.back());
   return f;
 }
 

@@ -14,8 +14,23 @@
 
 namespace attnscope {
 
-// Throws InputError unless the result is this scene's: one weight map (n_q, n_k) per head.
+// Throws InputError unless the result is this scene's: per head one weight map (n_q, n_k), or the row
+// statistics to compute it from (compute/tiles.h).
 void checkResult(const Scene& scene, const Result& result);
+
+// The cells a request exports of one head: its window (ExportRequest::row0 ...), or the whole map.
+struct ExportWindow {
+  int row0 = 0, row1 = 0, col0 = 0, col1 = 0;
+  int rows() const { return row1 - row0; }
+  int cols() const { return col1 - col0; }
+  bool whole(const Scene& scene) const { return row0 == 0 && col0 == 0 && row1 == scene.nQ() && col1 == scene.nK(); }
+};
+// Throws InputError("rows" | "cols", ...) for a window outside the map, or one asked of anything but a head.
+ExportWindow exportWindow(const Scene& scene, const ExportRequest& request);
+// fn(i, w) for each query row i of the window, w its (window.cols()) weights: from the map when kept, else
+// recomputed a block of rows at a time (about 16 MiB), so a long map is never whole in memory.
+void forEachWeightRow(const Scene& scene, const Result& result, int head, const ExportWindow& window,
+                      const std::function<void(int, const float*)>& fn);
 // The (h, h) matrix of the metric; throws InputError when the result has none (computed without analysis).
 const Matrix& similarityMatrix(const Scene& scene, const Result& result, SimilarityMetric metric);
 // A diff request's snapshot A; throws InputError("baseline", ...) when the request has none.

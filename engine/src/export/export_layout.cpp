@@ -111,8 +111,9 @@ struct AxisLabels {
   double max_width = 0;
 };
 
+// n positions of `cell` pixels each, the first numbered `first`; tokens[i] for position first + i when they fit.
 AxisLabels axisLabels(const std::vector<std::string>& tokens, int n, double cell, bool tokens_fit, const Font& font,
-                      double spacing_target) {
+                      double spacing_target, int first) {
   AxisLabels a;
   if (tokens_fit) {
     a.size = std::min(kTickSize, static_cast<float>(std::floor(cell)) - 2);
@@ -121,7 +122,7 @@ AxisLabels axisLabels(const std::vector<std::string>& tokens, int n, double cell
   } else {
     a.size = kIndexSize;
     const int step = positionStep(n, cell, spacing_target);
-    for (int i = 0; i < n; i += step) a.ticks.emplace_back(i, std::to_string(i));
+    for (int i = (step - first % step) % step; i < n; i += step) a.ticks.emplace_back(i, std::to_string(first + i));
   }
   for (const auto& t : a.ticks) a.max_width = std::max(a.max_width, font.textWidth(t.second, a.size));
   return a;
@@ -149,11 +150,16 @@ Sizes mapSizes(int rows, int cols, int budget) {
   return s;
 }
 
-// Columns of the grid of panels: the figure's own (a model's heads per layer), else about a square.
-int gridColumns(const Figure& fig) {
-  const int panels = static_cast<int>(fig.panels.size());
-  if (fig.grid_columns > 0) return std::min(fig.grid_columns, panels);
+// Columns of a grid of `panels` panels: the figure's own (a model's heads per layer), else about a square.
+int gridColumns(int panels, int grid_columns) {
+  if (grid_columns > 0) return std::min(grid_columns, panels);
   return panels == 1 ? 1 : static_cast<int>(std::ceil(std::sqrt(static_cast<double>(panels))));
+}
+int gridColumns(const Figure& fig) { return gridColumns(static_cast<int>(fig.panels.size()), fig.grid_columns); }
+
+// The pixel budget of each map's longer side (n cells a side) before the image is shrunk to kMaxImageSide.
+int mapBudget(int grid_cols, int n) {
+  return grid_cols == 1 ? std::clamp(n, kSingleBudget, 2 * kSingleBudget) : std::max(96, 2560 / grid_cols);
 }
 
 FigureLayout layoutWithBudget(const Figure& fig, const Font& font, int budget) {
@@ -164,13 +170,18 @@ FigureLayout layoutWithBudget(const Figure& fig, const Font& font, int budget) {
   const int grid_rows = (panels + grid_cols - 1) / grid_cols;
   const Sizes s = mapSizes(rows, cols, budget);
   const double cell = std::min(s.cell_w, s.cell_h);
-  L.labels_shown = cell >= kMinLabelCell;
+  // A pooled panel's rows and columns stand for more positions than they are: positions are numbered then.
+  const HeatmapPanel& first = fig.panels[0];
+  const int row_n = first.row_positions > 0 ? first.row_positions : rows;
+  const int col_n = first.col_positions > 0 ? first.col_positions : cols;
+  const double row_cell = static_cast<double>(s.map_h) / row_n, col_cell = static_cast<double>(s.map_w) / col_n;
+  L.labels_shown = cell >= kMinLabelCell && row_n == rows && col_n == cols;
 
   // Labels: rows (queries) down the left, columns (keys) along the bottom, turned upright when too wide.
-  const AxisLabels row_labels = axisLabels(fig.panels[0].row_labels, rows, s.cell_h, L.labels_shown, font, 80);
-  const AxisLabels col_labels = axisLabels(fig.panels[0].col_labels, cols, s.cell_w, L.labels_shown, font, 90);
+  const AxisLabels row_labels = axisLabels(first.row_labels, row_n, row_cell, L.labels_shown, font, 80, first.row_first);
+  const AxisLabels col_labels = axisLabels(first.col_labels, col_n, col_cell, L.labels_shown, font, 90, first.col_first);
   const double col_spacing =
-      s.cell_w * (col_labels.ticks.size() > 1 ? col_labels.ticks[1].first - col_labels.ticks[0].first : 1);
+      col_cell * (col_labels.ticks.size() > 1 ? col_labels.ticks[1].first - col_labels.ticks[0].first : 1);
   const bool col_upright = col_labels.max_width > col_spacing - 4;
   const double col_label_h =
       col_upright ? col_labels.max_width : font.ascent(col_labels.size) + font.descent(col_labels.size);
@@ -214,9 +225,9 @@ FigureLayout layoutWithBudget(const Figure& fig, const Font& font, int budget) {
                          TextAnchor::Middle, false, kText});
     for (const auto& [i, text] : row_labels.ticks)
       L.texts.push_back({text, row_labels.size, static_cast<double>(map.x - kLabelGap),
-                         map.y + (i + 0.5) * s.cell_h + kDigitHalf * row_labels.size, TextAnchor::End, false, kText});
+                         map.y + (i + 0.5) * row_cell + kDigitHalf * row_labels.size, TextAnchor::End, false, kText});
     for (const auto& [j, text] : col_labels.ticks) {
-      const double cx = map.x + (j + 0.5) * s.cell_w;
+      const double cx = map.x + (j + 0.5) * col_cell;
       if (col_upright)
         L.texts.push_back({text, col_labels.size, cx + kDigitHalf * col_labels.size, map.y + map.h + 4.0,
                            TextAnchor::End, true, kText});
@@ -285,11 +296,13 @@ FigureLayout layoutWithBudget(const Figure& fig, const Font& font, int budget) {
 
 }  // namespace
 
+int pooledMapSide(int panels) { return mapBudget(gridColumns(panels, 0), kSingleBudget); }
+
 FigureLayout layoutFigure(const Figure& figure) {
   const Font& font = Font::exportFont();
   const int grid_cols = gridColumns(figure);
   const auto n = static_cast<int>(std::max(figure.panels[0].values.rows(), figure.panels[0].values.cols()));
-  int budget = grid_cols == 1 ? std::clamp(n, kSingleBudget, 2 * kSingleBudget) : std::max(96, 2560 / grid_cols);
+  int budget = mapBudget(grid_cols, n);
   FigureLayout layout = layoutWithBudget(figure, font, budget);
   // Shrink the maps until the whole image fits kMaxImageSide (labels and margins do not shrink).
   for (int attempt = 0; attempt < 8 && std::max(layout.width, layout.height) > kMaxImageSide && budget > 16;

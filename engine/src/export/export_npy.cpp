@@ -12,9 +12,11 @@ namespace {
 
 static_assert(std::endian::native == std::endian::little, "NPY '<f4' is written straight from memory");
 
-void writeFloats(const Matrix& m, const ByteSink& sink) {  // row-major: C order as it lies in memory
-  sink(std::string_view(reinterpret_cast<const char*>(m.data()), static_cast<std::size_t>(m.size()) * sizeof(float)));
+void writeFloats(const float* data, long count, const ByteSink& sink) {
+  sink(std::string_view(reinterpret_cast<const char*>(data), static_cast<std::size_t>(count) * sizeof(float)));
 }
+
+void writeFloats(const Matrix& m, const ByteSink& sink) { writeFloats(m.data(), m.size(), sink); }  // row-major: C order
 
 }  // namespace
 
@@ -43,15 +45,16 @@ void writeNpy(const Scene& scene, const Result& result, const ExportRequest& req
   const long h = scene.numHeads();
   switch (request.what) {
     case ExportWhat::Head: {
-      const Matrix& w = result.heads[static_cast<std::size_t>(request.head)].weights;
-      sink(npyHeader({static_cast<long>(w.rows()), static_cast<long>(w.cols())}));
-      writeFloats(w, sink);
+      const ExportWindow window = exportWindow(scene, request);
+      sink(npyHeader({window.rows(), window.cols()}));
+      forEachWeightRow(scene, result, request.head, window, [&](int, const float* w) { writeFloats(w, window.cols(), sink); });
       break;
     }
     case ExportWhat::Heads:
     case ExportWhat::Diff:  // exportBytes passes the deltas as the weights
       sink(npyHeader({h, scene.nQ(), scene.nK()}));
-      for (const HeadResult& r : result.heads) writeFloats(r.weights, sink);  // one map at a time, no copy
+      for (int a = 0; a < h; ++a)  // a row at a time: no copy of a kept map, no whole map of a long one
+        forEachWeightRow(scene, result, a, exportWindow(scene, {}), [&](int, const float* w) { writeFloats(w, scene.nK(), sink); });
       break;
     case ExportWhat::Similarity: {
       const Matrix& m = similarityMatrix(scene, result, request.metric);  // (h, h)

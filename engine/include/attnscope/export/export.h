@@ -26,8 +26,15 @@ struct ExportRequest {
   // drawn beside the matrix (PNG, SVG); CSV and NPY keep head order.
   bool dendrogram = false;
   const Result* baseline = nullptr;  // Diff: snapshot A (same head count and shapes as the result, B)
+  // Head: a window of the map, query rows [row0, row1) x keys [col0, col1), 0-based, half-open; -1 = to the
+  // end. CSV and NPY hold exactly those cells; a figure draws them (max-pooled when long, see makeFigure).
+  int row0 = 0, row1 = -1, col0 = 0, col1 = -1;
   std::string path;
 };
+
+// Throws InputError("rows" | "cols", ...) for a window outside the scene's map or asked of anything but one
+// head: what exportResult would refuse, checked before the compute.
+void checkExportWindow(const Scene& scene, const ExportRequest& request);
 
 // Throws InputError for a head out of range, an unwritable path, etc.; never leaves a partial file.
 void exportResult(const Scene& scene, const Result& result, const ExportRequest& request);
@@ -41,7 +48,9 @@ void exportResult(const Scene& scene, const Result& result, const ExportRequest&
 //   row per head.
 //   Diff: as Heads with the column `delta` (B - A) in place of `weight`.
 // - NPY (version 1.0, '<f4', C order): Heads and Diff (h, n_q, n_k); Head (n_q, n_k); Similarity (h, h).
-// Masked weights are exactly 0 in CSV and NPY.
+// Masked weights are exactly 0 in CSV and NPY. A head's window has the window's shape (rows, cols) in NPY and
+// its query and key tokens in CSV. A result without maps (MapPolicy::Auto past mapsLimitBytes) is read through
+// tiles (compute/tiles.h), a block of rows at a time.
 std::string exportBytes(const Scene& scene, const Result& result, const ExportRequest& request);
 
 }  // namespace attnscope

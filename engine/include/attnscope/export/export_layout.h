@@ -19,6 +19,10 @@ struct HeatmapPanel {
   MaskMatrix masked;                    // (rows, cols), 1 = masked, drawn in kMaskedColor; empty = none masked
   std::vector<std::string> row_labels;  // one per row: query tokens, or head names
   std::vector<std::string> col_labels;  // one per column: key tokens, or head names
+  // The positions the rows and columns stand for: rows are positions [row_first, row_first + row_positions)
+  // (0 positions: one per row). A pooled overview has fewer rows than positions; its axes are numbered.
+  int row_first = 0, row_positions = 0;
+  int col_first = 0, col_positions = 0;
 };
 
 struct Figure {
@@ -93,6 +97,9 @@ constexpr int kMaxImageSide = 4096;
 // cells of 10 px (else positions are shown), annotations cells wide enough for their text (else none). The
 // maps shrink until no side exceeds kMaxImageSide. Needs the font (throws InputError when it is missing).
 FigureLayout layoutFigure(const Figure& figure);
+// The side, in blocks, a long map in a figure of `panels` maps is pooled to, so that layoutFigure gives each
+// block one pixel: 1024 for a lone map, max(96, 2560 / grid columns) in a grid.
+int pooledMapSide(int panels);
 
 // The pixels of cell (row, col) of panel `panel`: columns [x, x + w), rows [y, y + h) of the image. Cell
 // edges are floor(col * map.w / cols); when w and h are >= 1 every pixel inside is the cell's colour.
