@@ -58,7 +58,6 @@ int runBench(Args& args) {
   const std::string maps = args.takeChoice("--maps", {"auto", "keep", "drop"}, "auto");
   args.positionals(0);
 
-  const Scene scene = makeRandomScene(spec);
   std::vector<std::string> warnings;
   std::unique_ptr<BenchTarget> target = makeBenchTarget(backend_name, threads, warnings);
   for (const std::string& w : warnings) std::fprintf(stderr, "attnscope: warning: %s\n", w.c_str());
@@ -67,7 +66,14 @@ int runBench(Args& args) {
   options.analysis = analysis;
   options.maps = maps == "keep" ? MapPolicy::Keep : maps == "drop" ? MapPolicy::Drop : MapPolicy::Auto;
   Limits limits;  // the GPU engine keeps every map resident (it draws from them); the CPU as --maps says
-  limits.with_maps = target->name() != "cpu" || keepsMaps(scene, options);
+  limits.with_maps = target->name() != "cpu" || keepsMaps(randomSceneShape(spec), options);
+  // The estimate before anything is made: a scene past the budget is refused in one line, not half-allocated.
+  const RandomSceneEstimate estimate = estimateRandomScene(spec, limits.with_maps);
+  checkRandomSceneBudget(spec, limits.with_maps);
+  std::fprintf(stderr, "attnscope: bench: estimated %s (scene %s, result %s, maps %s)\n",
+               byteString(estimate.total()).c_str(), byteString(estimate.scene_bytes).c_str(),
+               byteString(estimate.result_bytes).c_str(), limits.with_maps ? "kept" : "on demand");
+  const Scene scene = makeRandomScene(spec);
   validateScene(scene, limits);
 
   target->prepare(scene, options);
@@ -104,6 +110,7 @@ int runBench(Args& args) {
   // What a framework's flash forward keeps is the output and the row statistics (m, l); the maps are
   // materialised only when asked (--maps keep) or when they fit within ATTNSCOPE_MAPS_LIMIT (auto).
   out["maps_materialised"] = limits.with_maps;
+  out["estimated_bytes"] = estimate.total();
   out["weights_bytes"] = static_cast<double>(spec.heads) * spec.n * spec.n * sizeof(float);
   out["peak_rss_bytes"] = peakRssBytes();
   std::printf("%s\n", out.dump().c_str());

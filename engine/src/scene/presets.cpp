@@ -37,6 +37,38 @@ Scene makeRandomScene(const RandomSceneSpec& spec) {
   return scene;
 }
 
+Scene randomSceneShape(const RandomSceneSpec& spec) {
+  if (spec.heads < 1) throw InputError("heads", "at least 1", std::to_string(spec.heads));
+  if (spec.n < 1) throw InputError("n", "at least 1 token", std::to_string(spec.n));
+  const int d_k = spec.d_k > 0 ? spec.d_k : std::max(1, spec.d_model / spec.heads);
+  const int d_v = spec.d_v > 0 ? spec.d_v : d_k;
+  Scene scene;
+  scene.d_model = spec.d_model;
+  scene.query = Matrix(spec.n, 0);  // (n, d_model) once made
+  for (int i = 0; i < spec.heads; ++i)
+    scene.heads.push_back(HeadParams{Matrix(0, d_k), Matrix(0, d_k), Matrix(0, d_v), std::nullopt, std::nullopt,
+                                     std::nullopt});
+  scene.mask = spec.causal ? MaskKind::Causal : MaskKind::None;
+  return scene;
+}
+
+RandomSceneEstimate estimateRandomScene(const RandomSceneSpec& spec, bool with_maps) {
+  const Scene shape = randomSceneShape(spec);
+  const std::size_t n = static_cast<std::size_t>(spec.n), d = static_cast<std::size_t>(std::max(0, spec.d_model));
+  const std::size_t d_k = static_cast<std::size_t>(shape.heads[0].dK()), d_v = static_cast<std::size_t>(shape.heads[0].dV());
+  const std::size_t h = static_cast<std::size_t>(spec.heads);
+  std::size_t floats = n * d + h * d * (2 * d_k + d_v) + (spec.with_w_o ? h * d_v * d : 0);
+  RandomSceneEstimate e;
+  e.scene_bytes = floats * sizeof(float) + n * 16;  // and a short token label per position
+  e.result_bytes = estimateResultBytes(shape, with_maps);
+  return e;
+}
+
+void checkRandomSceneBudget(const RandomSceneSpec& spec, bool with_maps, std::size_t budget) {
+  checkMemoryBudget("scene size", std::string("a random scene and its result") + (with_maps ? "" : " (maps on demand)"),
+                    estimateRandomScene(spec, with_maps).total(), budget);
+}
+
 Scene makeRepeatedTokensScene(const RepeatedTokensSpec& spec) {
   if (spec.length < 1) throw InputError("length", "at least 1", std::to_string(spec.length));
   if (spec.vocab < spec.length)

@@ -71,8 +71,7 @@ std::size_t estimateResultBytes(const Scene& scene, bool with_maps) {
 
 // [SECTION] validation helpers
 
-// "432 bytes", or "1536.0 MiB (1610612736 bytes)": exact, and readable when large.
-static std::string byteString(std::size_t bytes) {
+std::string byteString(std::size_t bytes) {
   const std::string exact = std::to_string(bytes) + " bytes";
   if (bytes < (std::size_t{1} << 20)) return exact;
   char mib[32];
@@ -80,12 +79,16 @@ static std::string byteString(std::size_t bytes) {
   return std::string(mib) + " (" + exact + ")";
 }
 
-void checkOutputBudget(const std::string& field, std::size_t output_bytes, std::size_t budget) {
+void checkMemoryBudget(const std::string& field, const std::string& what, std::size_t bytes, std::size_t budget) {
   if (budget == 0) budget = defaultMemoryBudget();
-  if (output_bytes > budget)
-    throw InputError(field, "an output within the memory budget of " + byteString(budget) +
+  if (bytes > budget)
+    throw InputError(field, what + " within the memory budget of " + byteString(budget) +
                                 " (set ATTNSCOPE_MEMORY_BUDGET to change it)",
-                     "an estimated " + byteString(output_bytes));
+                     "an estimated " + byteString(bytes));
+}
+
+void checkOutputBudget(const std::string& field, std::size_t output_bytes, std::size_t budget) {
+  checkMemoryBudget(field, "an output", output_bytes, budget);
 }
 
 static void checkShape(const std::string& field, long rows, long cols, long want_rows, long want_cols) {
@@ -179,12 +182,7 @@ void validateScene(const Scene& scene, const Limits& limits) {
   if (scene.scale && (!std::isfinite(*scene.scale) || *scene.scale <= 0))
     throw InputError("scale", "a finite number above 0", std::to_string(*scene.scale));
 
-  const std::size_t budget = limits.memory_budget_bytes ? limits.memory_budget_bytes : defaultMemoryBudget();
-  const std::size_t need = estimateResultBytes(scene, limits.with_maps);
-  if (need > budget)
-    throw InputError("scene size", "a result within the memory budget of " + byteString(budget) +
-                                       " (set ATTNSCOPE_MEMORY_BUDGET to change it)",
-                     "an estimated " + byteString(need));
+  checkMemoryBudget("scene size", "a result", estimateResultBytes(scene, limits.with_maps), limits.memory_budget_bytes);
 }
 
 }  // namespace attnscope

@@ -72,6 +72,11 @@ std::size_t defaultMemoryBudget();
 // with_maps = false leaves out the (n_q, n_k) scores and weights of a result that computes tiles on demand.
 std::size_t estimateResultBytes(const Scene& scene, bool with_maps = true);
 
+// "432 bytes", or "1536.0 MiB (1610612736 bytes)": exact, and readable when large.
+std::string byteString(std::size_t bytes);
+// InputError(field, "<what> within the memory budget of N MiB ...", "an estimated M MiB") when bytes exceed the
+// budget (0: defaultMemoryBudget()): the one wording of every memory refusal.
+void checkMemoryBudget(const std::string& field, const std::string& what, std::size_t bytes, std::size_t budget = 0);
 // Refuses an output estimated at more than the memory budget (`budget` 0: defaultMemoryBudget()) before the
 // work that would fill it: outputs stream to their files, but one larger than the budget is taken as absurd.
 // InputError(field, "at most N MiB ...", "an estimated M MiB").
