@@ -6,6 +6,7 @@
 #include <string>
 
 #include "attnscope/error.h"
+#include "attnscope/scene/presets.h"
 #include "attnscope/scene/scene.h"
 
 using namespace attnscope;
@@ -195,3 +196,35 @@ TEST(Validation, LargeEstimatesAreGivenInMiBAndBytes) {
             "scene size: expected a result within the memory budget of 64.0 MiB (67108864 bytes) (set "
             "ATTNSCOPE_MEMORY_BUDGET to change it), got an estimated 128.1 MiB (134348800 bytes)");
 }
+
+namespace attnscope {
+namespace {
+
+// The random preset's estimate, worked by hand for n = 65536, 8 heads, d_model 512 (d_k = d_v = 64), W_O:
+// scene: n d + h d (2 d_k + d_v) + h d_v d floats = 33554432 + 786432 + 262144 = 34603008 floats
+//        = 138412032 bytes, plus 16 bytes of label per token (1048576): 139460608 bytes.
+// result without maps, per head q, k, v, output (4 n 64), m and l (2 n): 8 (4 * 65536 * 64 + 2 * 65536)
+//        = 135266304 floats; concat and output 2 n 512 = 67108864 floats; 202375168 floats = 809500672 bytes.
+// with maps add 8 heads x 2 x n^2 floats = 68719476736 floats.
+TEST(RandomPreset, EstimateBeforeTheSceneIsMadeByHand) {
+  RandomSceneSpec spec;
+  spec.n = 65536;
+  spec.heads = 8;
+  spec.d_model = 512;
+  const RandomSceneEstimate on_demand = estimateRandomScene(spec, false);
+  EXPECT_EQ(on_demand.scene_bytes, 139460608u);
+  EXPECT_EQ(on_demand.result_bytes, 809500672u);
+  const RandomSceneEstimate kept = estimateRandomScene(spec, true);
+  EXPECT_EQ(kept.result_bytes, 809500672u + 68719476736u * 4u);
+  EXPECT_NO_THROW(checkRandomSceneBudget(spec, false, std::size_t{1} << 30));  // 949 MB within 1 GiB
+  try {
+    checkRandomSceneBudget(spec, true, std::size_t{1} << 30);
+    ADD_FAILURE() << "no refusal";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field(), "scene size");
+    EXPECT_NE(std::string(e.what()).find("263049.0 MiB"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace attnscope
