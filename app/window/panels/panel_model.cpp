@@ -177,13 +177,23 @@ void presetsSection(AppState& state, ViewState& view) {
   ImGui::SameLine();
   intField("seed", "model.random.seed", view.seed, 0, 2147483647, w * 1.6f);
   ImGui::SameLine();
+  RandomSceneSpec random;
+  random.n = view.random_n, random.heads = view.random_heads, random.d_model = view.random_d_model;
+  random.seed = static_cast<std::uint64_t>(view.seed);
   if (ImGui::Button("Random scene")) {
-    RandomSceneSpec spec;
-    spec.n = view.random_n, spec.heads = view.random_heads, spec.d_model = view.random_d_model;
-    spec.seed = static_cast<std::uint64_t>(view.seed);
-    state.edit("random scene", [&](Scene& s) { s = makeRandomScene(spec); });
+    // Refused in one line past the memory budget before anything is made (the window keeps every map).
+    state.edit("random scene", [&](Scene& s) {
+      checkRandomSceneBudget(random, true);
+      s = makeRandomScene(random);
+    });
   }
   probeItem("model.preset.random");
+  // The estimate before it computes: the scene and its result with every (n, n) map the window keeps.
+  if (random.n >= 1 && random.heads >= 1) {
+    ImGui::SameLine();
+    ImGui::TextDisabled("est. %.1f MiB", static_cast<double>(estimateRandomScene(random, true).total()) / (1 << 20));
+    probeItem("model.random.estimate");
+  }
   for (const char* field : {"model.random.n", "model.random.heads", "model.random.d_model", "model.random.seed"})
     showFieldError(field);
 
