@@ -2,8 +2,6 @@
 // references written out here from the scene's inputs: head-type scores, importance and a cell's weight, on a
 // causal, padded scene of repeated tokens (so induction and duplicate-token rows exist). The kept-map result
 // is held to the same references, so both paths give today's numbers.
-#include "compare.h"  // first: it includes Eigen as types.h does
-
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,9 +11,10 @@
 
 #include "attnscope/analysis/analysis.h"
 #include "attnscope/compute/cpu_backend.h"
-#include "attnscope/error.h"
 #include "attnscope/compute/tiles.h"
+#include "attnscope/error.h"
 #include "attnscope/scene/presets.h"
+#include "compare.h"  // first: it includes Eigen as types.h does
 #include "compute/reference_rows.h"
 
 namespace attnscope {
@@ -74,8 +73,7 @@ std::vector<std::optional<double>> referenceScores(const Scene& s, const MatrixD
     if (latest + 1 < n) add(4, w(i, latest + 1));
   }
   std::vector<std::optional<double>> scores;
-  for (int k = 0; k < 6; ++k)
-    scores.push_back(counts[k] ? std::optional<double>(sums[k] / counts[k]) : std::nullopt);
+  for (int k = 0; k < 6; ++k) scores.push_back(counts[k] ? std::optional<double>(sums[k] / counts[k]) : std::nullopt);
   return scores;
 }
 
@@ -130,7 +128,8 @@ TEST(StreamedAnalysis, ScoresImportanceAndCellsWithoutMapsMatchDoubleReferences)
       for (const auto& [i, j] : {std::pair{250, 100}, std::pair{250, 7}, std::pair{250, 251}, std::pair{299, 200}}) {
         const CellBreakdown b = scoreBreakdown(s, c.result, h, i, j);
         EXPECT_EQ(b.masked, !allowed(s, i, j)) << i << "," << j;
-        worst_cell = test::worse(worst_cell, test::valueError(b.engine_weight, reference[static_cast<std::size_t>(h)](i, j)));
+        worst_cell =
+            test::worse(worst_cell, test::valueError(b.engine_weight, reference[static_cast<std::size_t>(h)](i, j)));
         worst_cell = test::worse(worst_cell, test::valueError(b.weight, reference[static_cast<std::size_t>(h)](i, j)));
       }
     }

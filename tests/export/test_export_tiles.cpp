@@ -2,8 +2,6 @@
 // result that keeps no maps, against the double reference of compute/reference_rows.h. Block edges are written
 // out here from the documented rule (pixel p covers the cells whose first pixel it is), not taken from the
 // engine; only where a block lands in the image comes from the engine's layout (cellRect).
-#include "compare.h"  // first: it includes Eigen as types.h does
-
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -15,6 +13,7 @@
 #include "attnscope/export/colormap.h"
 #include "attnscope/export/export.h"
 #include "attnscope/export/export_layout.h"
+#include "compare.h"  // first: it includes Eigen as types.h does
 #include "compute/reference_rows.h"
 #include "export/test_export_support.h"
 
@@ -84,8 +83,11 @@ TEST(ExportTiles, CsvWindowHasTheWindowsTokensAndWeights) {
     ASSERT_EQ(rows[static_cast<std::size_t>(i + 1)].size(), 5u);
     EXPECT_EQ(rows[static_cast<std::size_t>(i + 1)][0], "t" + std::to_string(5 + i));
     for (int j = 0; j < 4; ++j)  // keys 8.. of queries 5..7 are all after the query: 0
-      error = test::worse(error, test::valueError(std::strtod(rows[static_cast<std::size_t>(i + 1)][static_cast<std::size_t>(j + 1)].c_str(), nullptr),
-                                                  want(i, 8 + j)));
+      error = test::worse(
+          error,
+          test::valueError(
+              std::strtod(rows[static_cast<std::size_t>(i + 1)][static_cast<std::size_t>(j + 1)].c_str(), nullptr),
+              want(i, 8 + j)));
   }
   EXPECT_EQ(error, 0.0);
   // Query 20: keys 8, 9 allowed, 10 padded, 11 allowed.
@@ -93,7 +95,8 @@ TEST(ExportTiles, CsvWindowHasTheWindowsTokensAndWeights) {
   const MatrixD want20 = referenceRows(s, 1, 20, 21);
   ASSERT_EQ(row20.size(), 2u);
   for (int j = 0; j < 4; ++j)
-    error = test::worse(error, test::valueError(std::strtod(row20[1][static_cast<std::size_t>(j + 1)].c_str(), nullptr), want20(0, 8 + j)));
+    error = test::worse(error, test::valueError(std::strtod(row20[1][static_cast<std::size_t>(j + 1)].c_str(), nullptr),
+                                                want20(0, 8 + j)));
   EXPECT_EQ(row20[1][3], "0");
   EXPECT_LT(error, kTol) << error;
 }
@@ -124,7 +127,7 @@ TEST(ExportTiles, LongHeadFigureIsMaxPooledPerPixel) {
   const int n = s.nQ();
   // Blocks on the diagonal, below it, in the padded key's column, above the diagonal (all masked), the corners.
   for (const auto& [y, x] : {std::pair{0, 0}, std::pair{500, 500}, std::pair{700, 3}, std::pair{700, 4},
-                            std::pair{100, 800}, std::pair{1023, 1023}, std::pair{1023, 0}}) {
+                             std::pair{100, 800}, std::pair{1023, 1023}, std::pair{1023, 0}}) {
     const auto [r0, r1] = block(y, 1024, n);
     const auto [c0, c1] = block(x, 1024, n);
     const MatrixD w = referenceRows(s, 0, r0, r1);
@@ -157,7 +160,7 @@ TEST(ExportTiles, BadWindowsAreRefused) {
     }
     return std::string("none");
   };
-  EXPECT_EQ(field(window(ExportFormat::Npy, 10, 5, 0, -1)), "rows");   // empty
+  EXPECT_EQ(field(window(ExportFormat::Npy, 10, 5, 0, -1)), "rows");    // empty
   EXPECT_EQ(field(window(ExportFormat::Npy, 0, 2501, 0, -1)), "rows");  // past n_q
   EXPECT_EQ(field(window(ExportFormat::Npy, 0, -1, 2500, -1)), "cols");
   EXPECT_EQ(field(window(ExportFormat::Npy, 0, -1, 0, -1)), "none");

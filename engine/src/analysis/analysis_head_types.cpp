@@ -79,8 +79,7 @@ struct HeadTypeSums {
     if (i < n_k) current.add(w[i]);
     first.add(w[0]);
     double near = 0;  // keys with |i - j| <= window, in key order
-    for (long j = std::max(0L, static_cast<long>(i) - c.window);
-         j < n_k && j <= static_cast<long>(i) + c.window; ++j)
+    for (long j = std::max(0L, static_cast<long>(i) - c.window); j < n_k && j <= static_cast<long>(i) + c.window; ++j)
       near += w[j];
     local.add(near);
     const int latest = c.latest[static_cast<std::size_t>(i)];
@@ -120,8 +119,8 @@ std::vector<HeadTypeScores> allHeadTypeScores(const Scene& scene, const Result& 
   const KeyMask mask(scene);
   // Query rows per block: about 16 MiB of one head's weights, recomputed through weightRows when the result
   // keeps no maps; the heads spread over the OpenMP threads.
-  const int block = std::clamp(static_cast<int>((std::size_t{4} << 20) / std::max<std::size_t>(1, n_k)), 1,
-                               std::max(1, n_q));
+  const int block =
+      std::clamp(static_cast<int>((std::size_t{4} << 20) / std::max<std::size_t>(1, n_k)), 1, std::max(1, n_q));
 #pragma omp parallel for schedule(dynamic, 1)
   for (int head = 0; head < h; ++head) {
     const HeadResult& hr = result.heads[static_cast<std::size_t>(head)];

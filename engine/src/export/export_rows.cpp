@@ -41,8 +41,8 @@ void forEachWeightRow(const Scene& scene, const Result& result, int head, const 
   const int block = std::clamp((4 << 20) / std::max(1, window.cols()), 1, 4096);
   for (int r0 = window.row0; r0 < window.row1; r0 += block) {
     const int r1 = std::min(window.row1, r0 + block);
-    const Tile tile = weightTile(scene, result, {.head = head, .row0 = r0, .row1 = r1, .col0 = window.col0,
-                                                 .col1 = window.col1});
+    const Tile tile =
+        weightTile(scene, result, {.head = head, .row0 = r0, .row1 = r1, .col0 = window.col0, .col1 = window.col1});
     for (int i = r0; i < r1; ++i) fn(i, &tile.values(i - r0, 0));
   }
 }
