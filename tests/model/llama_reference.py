@@ -5,7 +5,7 @@ _compute_llama3_parameters, repeat_kv, eager attention with the sliding-window c
 from attnscope's C++.
 
 Usage: llama_reference.py OUT_DIR --family llama|mistral|qwen2|qwen3 [--dtype F32|F16|BF16] [--shards K]
-       [--layers L] [--heads H] [--kv-heads KV] [--hidden D] [--head-dim HD] [--inter I] [--window W]
+       [--layers L] [--heads H] [--kv-heads KV] [--hidden D] [--head-dim HD] [--inter I] [--window W] [--positions P]
        [--rope-scaling none|linear|llama3] [--tie] [--attention-bias] [--text TEXT] [--seed S]
 Writes OUT_DIR/{config.json, model.safetensors or model-0000k-of-0000K.safetensors + model.safetensors.index.json,
 tokenizer.json} and OUT_DIR/expected.json: {"ids", "kv_head", "weights": [L][H][n][n], "hidden": [n][d],
@@ -198,7 +198,7 @@ def tokenizer_json():
 def make_config(args):
     cfg = {"architectures": ["X"], "model_type": args.family, "hidden_size": args.hidden,
            "num_hidden_layers": args.layers, "num_attention_heads": args.heads, "num_key_value_heads": args.kv_heads,
-           "intermediate_size": args.inter, "vocab_size": 300, "max_position_embeddings": 64,
+           "intermediate_size": args.inter, "vocab_size": 300, "max_position_embeddings": args.positions,
            "rms_norm_eps": 1e-6, "rope_theta": args.rope_theta, "hidden_act": "silu",
            "tie_word_embeddings": args.tie, "torch_dtype": "float32"}
     if args.head_dim:
@@ -234,6 +234,7 @@ def main():
     ap.add_argument("--head-dim", type=int, default=0)
     ap.add_argument("--inter", type=int, default=48)
     ap.add_argument("--window", type=int, default=None)
+    ap.add_argument("--positions", type=int, default=64)
     ap.add_argument("--rope-theta", type=float, default=10000.0)
     ap.add_argument("--rope-scaling", default="none", choices=["none", "linear", "llama3"])
     ap.add_argument("--tie", action="store_true")
