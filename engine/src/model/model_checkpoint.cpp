@@ -193,10 +193,4 @@ Model loadModel(const std::string& dir, std::size_t budget_bytes) {
   return m;
 }
 
-ForwardResult modelForward(const Model& model, const std::vector<int>& ids, const ForwardOptions& options,
-                           std::size_t budget_bytes) {
-  if (const auto* g = std::get_if<Gpt2Weights>(&model.weights)) return gpt2Forward(*g, ids, options, budget_bytes);
-  return llamaForward(std::get<LlamaWeights>(model.weights), ids, budget_bytes);
-}
-
 }  // namespace attnscope::model

@@ -10,6 +10,7 @@
 
 #include "attnscope/error.h"
 #include "attnscope/model/gpt2.h"
+#include "attnscope/model/model.h"
 #include "model/forward_shared.h"
 
 namespace attnscope::model {
@@ -210,6 +211,13 @@ void gpt2ForwardInto(const Gpt2Weights& w, const std::vector<int>& ids, ForwardR
   }
   layerNorm(x, w.ln_f_g, w.ln_f_b, c.layer_norm_epsilon, r.hidden);
   checkStage(r.hidden, -1, "ln_f");
+}
+
+// (Here, not beside loadModel: the fuzz targets link the loaders without any forward.)
+ForwardResult modelForward(const Model& model, const std::vector<int>& ids, const ForwardOptions& options,
+                           std::size_t budget_bytes) {
+  if (const auto* g = std::get_if<Gpt2Weights>(&model.weights)) return gpt2Forward(*g, ids, options, budget_bytes);
+  return llamaForward(std::get<LlamaWeights>(model.weights), ids, budget_bytes);
 }
 
 Matrix attentionRollout(const ForwardResult& forward, const HeadLayout& c) {
