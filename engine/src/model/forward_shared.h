@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <string>
+#include <vector>
 
 #include "attnscope/error.h"
 #include "attnscope/types.h"
@@ -20,6 +22,11 @@ using HeadOutput = Eigen::Ref<Matrix, 0, Eigen::OuterStride<>>;
 // it can see, so the masked half of (n, n) costs no multiply.
 void attendHead(const HeadColumns& q, const HeadColumns& k, const HeadColumns& v, int window,
                 Eigen::Map<Matrix> weights, HeadOutput out);
+
+// A forward's input checked before any work: 1 <= ids.size() <= max_tokens (`max_name` says which config field
+// sets it), every id below vocab_size, and `need_bytes` of maps and activations within the budget (0 = default).
+void checkForwardInput(const std::vector<int>& ids, int max_tokens, const char* max_name, int vocab_size,
+                       std::size_t need_bytes, std::size_t budget_bytes);
 
 // Finite weights (checked when read) can still overflow float32 in a forward: a layer's activations past 3.4e38.
 // Each stage is checked as it ends (O(n d), against its O(n d^2) products) and the first to overflow is named,

@@ -46,6 +46,21 @@ void geluTanh(Matrix& x) {
 
 }  // namespace
 
+void checkForwardInput(const std::vector<int>& ids, int max_tokens, const char* max_name, int vocab_size,
+                       std::size_t need_bytes, std::size_t budget_bytes) {
+  const int n = static_cast<int>(ids.size());
+  if (n < 1 || n > max_tokens)
+    throw InputError("tokens", "1 to " + std::to_string(max_tokens) + " (" + max_name + ")", std::to_string(n));
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] < 0 || ids[i] >= vocab_size)
+      throw InputError("tokens[" + std::to_string(i) + "]", "an id below vocab_size " + std::to_string(vocab_size),
+                       std::to_string(ids[i]));
+  const std::size_t budget = budget_bytes ? budget_bytes : defaultMemoryBudget();
+  if (need_bytes > budget)
+    throw InputError("forward", "at most " + std::to_string(budget >> 20) + " MiB for maps and activations",
+                     std::to_string(need_bytes >> 20) + " MiB for " + std::to_string(n) + " tokens");
+}
+
 void attendHead(const HeadColumns& q, const HeadColumns& k, const HeadColumns& v, int window,
                 Eigen::Map<Matrix> weights, HeadOutput out) {
   constexpr long kRows = 128;  // query rows a block: big enough for BLAS, small enough to skip most masked keys
@@ -149,17 +164,7 @@ void gpt2ForwardInto(const Gpt2Weights& w, const std::vector<int>& ids, ForwardR
                      std::size_t budget_bytes) {
   const Gpt2Config& c = w.config;
   const int n = static_cast<int>(ids.size());
-  if (n < 1 || n > c.n_positions)
-    throw InputError("tokens", "1 to " + std::to_string(c.n_positions) + " (n_positions)", std::to_string(n));
-  for (std::size_t i = 0; i < ids.size(); ++i)
-    if (ids[i] < 0 || ids[i] >= c.vocab_size)
-      throw InputError("tokens[" + std::to_string(i) + "]", "an id below vocab_size " + std::to_string(c.vocab_size),
-                       std::to_string(ids[i]));
-  const std::size_t budget = budget_bytes ? budget_bytes : defaultMemoryBudget();
-  const std::size_t need = gpt2ForwardBytes(c, n, options);
-  if (need > budget)
-    throw InputError("forward", "at most " + std::to_string(budget >> 20) + " MiB for maps and activations",
-                     std::to_string(need >> 20) + " MiB for " + std::to_string(n) + " tokens");
+  checkForwardInput(ids, c.n_positions, "n_positions", c.vocab_size, gpt2ForwardBytes(c, n, options), budget_bytes);
 
   const int d = c.n_embd, h = c.n_head;
   // A result of the same size keeps its buffer: a forward on it touches no new pages.

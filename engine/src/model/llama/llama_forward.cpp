@@ -6,7 +6,6 @@
 
 #include "attnscope/error.h"
 #include "attnscope/model/llama.h"
-#include "attnscope/scene/scene.h"
 #include "model/forward_shared.h"
 
 namespace attnscope::model {
@@ -63,17 +62,8 @@ std::size_t llamaForwardBytes(const LlamaConfig& c, int n) {
 ForwardResult llamaForward(const LlamaWeights& w, const std::vector<int>& ids, std::size_t budget_bytes) {
   const LlamaConfig& c = w.config;
   const int n = static_cast<int>(ids.size());
-  if (n < 1 || n > c.max_positions)
-    throw InputError("tokens", "1 to " + std::to_string(c.max_positions) + " (max_position_embeddings)", std::to_string(n));
-  for (std::size_t i = 0; i < ids.size(); ++i)
-    if (ids[i] < 0 || ids[i] >= c.vocab_size)
-      throw InputError("tokens[" + std::to_string(i) + "]", "an id below vocab_size " + std::to_string(c.vocab_size),
-                       std::to_string(ids[i]));
-  const std::size_t budget = budget_bytes ? budget_bytes : defaultMemoryBudget();
-  const std::size_t need = llamaForwardBytes(c, n);
-  if (need > budget)
-    throw InputError("forward", "at most " + std::to_string(budget >> 20) + " MiB for maps and activations",
-                     std::to_string(need >> 20) + " MiB for " + std::to_string(n) + " tokens");
+  checkForwardInput(ids, c.max_positions, "max_position_embeddings", c.vocab_size, llamaForwardBytes(c, n),
+                    budget_bytes);
 
   ForwardResult r;
   r.resize(n, c.n_layer * c.n_head);
