@@ -1,4 +1,4 @@
-// attnscope model: a GPT-2 checkpoint folder on the user's text: every layer's per-head maps and the rollout
+// attnscope model: a checkpoint folder (GPT-2, Llama, Mistral, Qwen2, Qwen3) on the user's text: every layer's per-head maps and the rollout
 // as JSON/NPY, the layers x heads grid and the rollout as PNG/SVG, and one layer as a scene file.
 #include <cstdio>
 #include <memory>
@@ -7,7 +7,7 @@
 
 #include "attnscope/atomic_file.h"
 #include "attnscope/error.h"
-#include "attnscope/model/gpt2.h"
+#include "attnscope/model/model.h"
 #include "attnscope/model/model_export.h"
 #include "attnscope/scene/scene_json.h"
 #include "attnscope/text_bounds.h"
@@ -22,17 +22,24 @@ constexpr const char* kHelp =
     "usage: attnscope model DIR (--text TEXT | --text-file FILE) [--layer L] [--out OUT.json|OUT.npy]\n"
     "                       [--scene-out LAYER.json] [--grid-out GRID.png|.svg] [--rollout-out ROLLOUT.png|.svg]\n"
     "                       [--backend cpu|gpu|auto]\n"
-    "  DIR             a GPT-2 folder: config.json, model.safetensors (F32, F16 or BF16), vocab.json, merges.txt\n"
-    "  --text          the text to run (GPT-2's byte-level BPE; at most n_positions tokens)\n"
+    "  DIR             a checkpoint folder, its family from config.json's model_type: GPT-2 (config.json,\n"
+    "                  model.safetensors, vocab.json, merges.txt), or llama, mistral, qwen2, qwen3 (config.json,\n"
+    "                  model.safetensors or model.safetensors.index.json and its shards, tokenizer.json);\n"
+    "                  weights in F32, F16 or BF16\n"
+    "  --text          the text to run (the checkpoint's tokenizer, BOS as it adds it; at most n_positions or\n"
+    "                  max_position_embeddings tokens)\n"
     "  --layer L       one layer, counted from 1 as everywhere in attnscope (layer 1 is the checkpoint's h.0;\n"
     "                  default: every layer)\n"
-    "  --out           every map with the tokens as JSON ((layers, heads, n, n) and the rollout), or NPY\n"
+    "  --out           every map with the tokens as JSON ((layers, heads, n, n), each head's key/value head\n"
+    "                  and the rollout), or NPY\n"
     "                  float32 (layers, heads, n, n), (heads, n, n) with --layer\n"
-    "  --scene-out     layer L as an attnscope scene (needs --layer): ln_1's rows, the heads' projections\n"
+    "  --scene-out     layer L as an attnscope scene (needs --layer; GPT-2 only for now): ln_1's rows, the\n"
+    "                  heads' projections\n"
     "  --grid-out      the layers x heads grid of heatmaps (or layer L's heads) as PNG or SVG\n"
     "  --rollout-out   the attention rollout (Abnar and Zuidema, 2020) as PNG or SVG\n"
     "  --backend       who computes each layer's attention: cpu (default; the forward's own fused loop), gpu\n"
-    "                  (the GPU engine, each layer as a scene), or auto (the GPU when it starts)\n";
+    "                  (the GPU engine, each layer as a scene; GPT-2 only for now), or auto (the GPU when it\n"
+    "                  starts, for GPT-2)\n";
 
 // A text file is refused past this before it is read: n_positions tokens (1024 for GPT-2) of the longest
 // token's bytes is far less, and encode() refuses by that exact bound once the tokenizer is loaded.
@@ -87,11 +94,19 @@ int runModel(Args& args) {
   PendingFile* grid_file = grid_out ? &files.emplace_back(*grid_out) : nullptr;
   PendingFile* rollout_file = rollout_out ? &files.emplace_back(*rollout_out) : nullptr;
 
-  const model::Checkpoint checkpoint = model::loadCheckpoint(dirs[0]);
-  const model::Gpt2Config& config = checkpoint.weights.config;
+  const model::Model checkpoint = model::loadModel(dirs[0]);
+  const model::HeadLayout config = checkpoint.layout();
   if (layer >= config.n_layer)
     throw InputError("--layer", "1 to " + std::to_string(config.n_layer), std::to_string(layer + 1));
-  const std::vector<int> ids = checkpoint.tokenizer.encodeAtMost(*text, static_cast<std::size_t>(config.n_positions));
+  // A Llama-family layer has no scene yet: a scene holds neither RoPE nor key/value heads shared by query heads.
+  if (!checkpoint.isGpt2() && scene_out)
+    throw InputError("--scene-out", "a GPT-2 checkpoint (scenes do not yet hold RoPE or grouped-query heads)",
+                     "model_type " + checkpoint.model_type);
+  if (!checkpoint.isGpt2() && backend_name == "gpu")
+    throw InputError("--backend", "cpu for model_type " + checkpoint.model_type +
+                                      " (the GPU engine computes scenes, which do not yet hold RoPE or grouped-query heads)",
+                     "gpu");
+  const std::vector<int> ids = checkpoint.tokenizer.encodeAtMost(*text, static_cast<std::size_t>(checkpoint.maxTokens()));
   if (ids.empty()) throw InputError("--text", "at least one token", "an empty text");
   const bool npy = out && extension(*out) == "npy";
   if (out)
@@ -101,14 +116,14 @@ int runModel(Args& args) {
   for (int id : ids) labels.push_back(checkpoint.tokenizer.label(id));
   // The CPU's own fused loop is the forward's fastest CPU path; another backend gets each layer as a scene.
   std::unique_ptr<Backend> attention;
-  if (backend_name != "cpu") {
+  if (backend_name != "cpu" && checkpoint.isGpt2()) {
     std::vector<std::string> warnings;
     attention = makeBackend(backend_name, 0, warnings);
     for (const std::string& w : warnings) std::fprintf(stderr, "attnscope: warning: %s\n", w.c_str());
     if (attention->name() == "cpu") attention.reset();
   }
   const model::ForwardResult forward =
-      model::gpt2Forward(checkpoint.weights, ids, {.keep_ln1 = scene_out.has_value(), .attention = attention.get()});
+      model::modelForward(checkpoint, ids, {.keep_ln1 = scene_out.has_value(), .attention = attention.get()});
   const Matrix rollout = model::attentionRollout(forward, config);
 
   // Each output streams into its temporary file; the maps never become text in memory.
@@ -127,7 +142,7 @@ int runModel(Args& args) {
     const std::string description = "GPT-2 checkpoint " + checkpoint.dir + ", layer " + std::to_string(layer + 1) +
                                     " of " + std::to_string(config.n_layer) + ", text: \"" + elideLabel(*text, 200) +
                                     "\"";
-    const Scene scene = model::layerScene(checkpoint.weights, forward, static_cast<int>(layer), labels, description);
+    const Scene scene = model::layerScene(std::get<model::Gpt2Weights>(checkpoint.weights), forward, static_cast<int>(layer), labels, description);
     validateScene(scene);
     scene_file->write(formatJson(sceneToJson(scene)));
   }
@@ -138,7 +153,11 @@ int runModel(Args& args) {
   commitAll(files);
 
   // The token list elided: one line, whatever the text holds.
-  std::printf("%d layers x %d heads, %zu tokens:", config.n_layer, config.n_head, ids.size());
+  if (config.n_kv_head == config.n_head)
+    std::printf("%d layers x %d heads, %zu tokens:", config.n_layer, config.n_head, ids.size());
+  else  // grouped-query attention: say how the query heads share key/value heads
+    std::printf("%d layers x %d heads (%d key/value heads, %d query heads each), %zu tokens:", config.n_layer,
+                config.n_head, config.n_kv_head, config.n_head / config.n_kv_head, ids.size());
   constexpr std::size_t kListedTokens = 64;
   for (std::size_t i = 0; i < labels.size() && i < kListedTokens; ++i)
     std::printf(" [%s]", terminalLabel(labels[i]).c_str());

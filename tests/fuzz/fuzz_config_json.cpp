@@ -1,5 +1,5 @@
-// libFuzzer target: config.json as loadGpt2Config reads it (parseJsonText, then gpt2ConfigFromJson) on any
-// bytes. Refusals are InputErrors of bounded length; anything else is a finding.
+// libFuzzer target: config.json as loadGpt2Config and loadLlamaConfig read it (parseJsonText, then
+// gpt2ConfigFromJson and llamaConfigFromJson) on any bytes. Refusals are InputErrors of bounded length; anything else is a finding.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -8,11 +8,18 @@
 #include "attnscope/error.h"
 #include "attnscope/json_file.h"
 #include "attnscope/model/gpt2.h"
+#include "attnscope/model/llama.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   try {
     const std::string_view text(reinterpret_cast<const char*>(data), size);
-    (void)attnscope::model::gpt2ConfigFromJson(attnscope::parseJsonText(text, "config.json"), "config.json");
+    const nlohmann::json j = attnscope::parseJsonText(text, "config.json");
+    try {
+      (void)attnscope::model::gpt2ConfigFromJson(j, "config.json");
+    } catch (const attnscope::InputError& e) {
+      if (std::strlen(e.what()) > 2000) __builtin_trap();
+    }
+    (void)attnscope::model::llamaConfigFromJson(j, "config.json");
   } catch (const attnscope::InputError& e) {
     if (std::strlen(e.what()) > 2000) __builtin_trap();
   }

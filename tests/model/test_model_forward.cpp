@@ -103,7 +103,9 @@ TEST_P(ModelForward, MatchesNumPyReference) {
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, ModelForward,
                          ::testing::Values("--dtype F32", "--dtype F16 --no-prefix", "--dtype BF16 --seed 7",
-                                           "--dtype F32 --layers 2 --heads 2 --embd 16 --tokens 40 --positions 40"));
+                                           "--dtype F32 --layers 2 --heads 2 --embd 16 --tokens 40 --positions 40",
+                                           // past attendHead's 128-row blocks: three blocks, the last partial
+                                           "--dtype F32 --layers 2 --heads 2 --embd 16 --tokens 300 --positions 300"));
 
 TEST(ModelForward, RejectsTooManyTokensAndBadIds) {
   const std::string dir = model_test::tinyCheckpoint("--positions 8 --tokens 8");

@@ -1,5 +1,6 @@
-// Loading a GPT-2 checkpoint folder: config.json checked, every tensor the config implies found (with or
-// without the "transformer." prefix) with GPT-2's Conv1D shapes, the memory checked, then read as float32.
+// Loading a checkpoint folder: config.json's model_type picks the family. GPT-2's: config.json checked, every
+// tensor the config implies found (with or without the "transformer." prefix) with GPT-2's Conv1D shapes, the
+// memory checked, then read as float32. The Llama family's: model/llama/.
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
@@ -7,6 +8,7 @@
 #include "attnscope/error.h"
 #include "attnscope/json_file.h"
 #include "attnscope/model/gpt2.h"
+#include "attnscope/model/model.h"
 #include "attnscope/model/safetensors.h"
 
 namespace attnscope::model {
@@ -153,6 +155,42 @@ Checkpoint loadCheckpoint(const std::string& dir, std::size_t budget_bytes) {
                      "an id " + std::to_string(c.tokenizer.maxId()));
   c.weights = loadGpt2Weights(base + "model.safetensors", config, budget_bytes);
   return c;
+}
+
+HeadLayout Model::layout() const {
+  if (const auto* g = std::get_if<Gpt2Weights>(&weights)) return g->config;
+  return std::get<LlamaWeights>(weights).config.layout();
+}
+
+int Model::maxTokens() const {
+  if (const auto* g = std::get_if<Gpt2Weights>(&weights)) return g->config.n_positions;
+  return std::get<LlamaWeights>(weights).config.max_positions;
+}
+
+Model loadModel(const std::string& dir, std::size_t budget_bytes) {
+  const std::string base = dir.empty() || dir.back() == '/' ? dir : dir + "/";
+  const std::string config_path = base + "config.json";
+  const nlohmann::json j = readJsonFile(config_path, kMaxConfigBytes);
+  Model m;
+  m.dir = dir;
+  const bool named = j.is_object() && j.contains("model_type");
+  if (!named || j["model_type"] == "gpt2") {
+    Checkpoint c = loadCheckpoint(dir, budget_bytes);
+    m.model_type = "gpt2";
+    m.tokenizer = std::move(c.tokenizer);
+    m.weights = std::move(c.weights);
+    return m;
+  }
+  if (!j["model_type"].is_string() || !isLlamaFamily(j["model_type"].get<std::string>()))
+    throw InputError(config_path + ": model_type", "gpt2, llama, mistral, qwen2 or qwen3", describeJson(j["model_type"]));
+  const LlamaConfig config = llamaConfigFromJson(j, config_path);
+  m.model_type = config.model_type;
+  m.tokenizer = Tokenizer::loadTokenizerJson(dir);  // tokenizer.json (and tokenizer_config.json's BOS/EOS)
+  if (m.tokenizer.maxId() >= config.vocab_size)
+    throw InputError(base + "tokenizer.json", "ids below vocab_size (" + std::to_string(config.vocab_size) + ")",
+                     "an id " + std::to_string(m.tokenizer.maxId()));
+  m.weights = loadLlamaWeights(dir, config, budget_bytes);
+  return m;
 }
 
 }  // namespace attnscope::model

@@ -20,13 +20,13 @@ MaskMatrix upperTriangle(int n) {  // (n, n), 1 above the diagonal: keys a causa
 }
 
 // layer: the checkpoint's index (h.0 is layer 1 in every message and title), -1 for every layer.
-void checkLayer(const Gpt2Config& c, int layer) {
+void checkLayer(const HeadLayout& c, int layer) {
   if (layer >= c.n_layer) throw InputError("--layer", "1 to " + std::to_string(c.n_layer), std::to_string(layer + 1));
 }
 
 }  // namespace
 
-Figure modelGridFigure(const ForwardResult& forward, const Gpt2Config& c, const std::vector<std::string>& tokens,
+Figure modelGridFigure(const ForwardResult& forward, const HeadLayout& c, const std::vector<std::string>& tokens,
                        int layer) {
   checkLayer(c, layer);
   Figure f;
@@ -69,41 +69,46 @@ std::string figureBytes(const Figure& figure, ExportFormat format) {
   return format == ExportFormat::Png ? pngBytes(figure, layout) : svgBytes(figure, layout);
 }
 
-nlohmann::ordered_json modelResultJson(const Checkpoint& checkpoint, const std::string& text,
-                                       const std::vector<int>& ids, const ForwardResult& forward, const Matrix& rollout,
-                                       int layer, JsonMatrices* streamed) {
-  const Gpt2Config& c = checkpoint.weights.config;
+nlohmann::ordered_json modelResultJson(const Model& model, const std::string& text, const std::vector<int>& ids,
+                                       const ForwardResult& forward, const Matrix& rollout, int layer,
+                                       JsonMatrices* streamed) {
+  const HeadLayout c = model.layout();
   checkLayer(c, layer);
   nlohmann::ordered_json j;
   j["format"] = "attnscope-model-result";
   j["version"] = 1;
-  j["checkpoint"] = checkpoint.dir;
+  j["checkpoint"] = model.dir;
+  j["model_type"] = model.model_type;
   j["text"] = text;
   j["token_ids"] = ids;
   nlohmann::ordered_json tokens = nlohmann::ordered_json::array();
-  for (int id : ids) tokens.push_back(checkpoint.tokenizer.label(id));
+  for (int id : ids) tokens.push_back(model.tokenizer.label(id));
   j["tokens"] = tokens;
   j["n_layer"] = c.n_layer;
   j["n_head"] = c.n_head;
+  j["n_kv_head"] = c.n_kv_head;
   nlohmann::ordered_json layers = nlohmann::ordered_json::array();
   for (int l = layer < 0 ? 0 : layer; l < (layer < 0 ? c.n_layer : layer + 1); ++l) {
-    nlohmann::ordered_json heads = nlohmann::ordered_json::array();
-    for (int h = 0; h < c.n_head; ++h)
+    nlohmann::ordered_json heads = nlohmann::ordered_json::array(), kv_heads = nlohmann::ordered_json::array();
+    for (int h = 0; h < c.n_head; ++h) {
       heads.push_back(streamed ? streamed->add(forward.map(l, h, c.n_head)) : matrixToJson(forward.map(l, h, c.n_head)));
-    layers.push_back({{"layer", l + 1}, {"heads", heads}});  // counted from 1; heads[0] is head 1
+      kv_heads.push_back(c.kvHead(h) + 1);  // counted from 1, as layers and heads are named
+    }
+    // counted from 1; heads[0] is head 1, which reads key/value head kv_head[0]
+    layers.push_back({{"layer", l + 1}, {"kv_head", kv_heads}, {"heads", heads}});
   }
   j["layers"] = layers;
   j["rollout"] = streamed ? streamed->add(rollout) : matrixToJson(rollout);
   return j;
 }
 
-std::string modelResultNpy(const ForwardResult& forward, const Gpt2Config& c, int layer) {
+std::string modelResultNpy(const ForwardResult& forward, const HeadLayout& c, int layer) {
   std::string out;
   writeModelResultNpy(forward, c, layer, [&](std::string_view bytes) { out.append(bytes); });
   return out;
 }
 
-void writeModelResultNpy(const ForwardResult& forward, const Gpt2Config& c, int layer,
+void writeModelResultNpy(const ForwardResult& forward, const HeadLayout& c, int layer,
                          const std::function<void(std::string_view)>& sink) {
   checkLayer(c, layer);
   const long n = forward.n;
@@ -118,7 +123,7 @@ void writeModelResultNpy(const ForwardResult& forward, const Gpt2Config& c, int 
     }
 }
 
-std::size_t modelResultBytes(const Gpt2Config& c, int n, int layer, bool npy, std::size_t text_bytes) {
+std::size_t modelResultBytes(const HeadLayout& c, int n, int layer, bool npy, std::size_t text_bytes) {
   const std::size_t maps = static_cast<std::size_t>(layer < 0 ? c.n_layer : 1) * static_cast<std::size_t>(c.n_head) *
                            static_cast<std::size_t>(n) * static_cast<std::size_t>(n);
   if (npy) return 4 * maps + 256;

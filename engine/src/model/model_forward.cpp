@@ -3,12 +3,15 @@
 #include <omp.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cmath>
 #include <new>
 #include <utility>
 
 #include "attnscope/error.h"
 #include "attnscope/model/gpt2.h"
+#include "attnscope/model/model.h"
+#include "model/forward_shared.h"
 
 namespace attnscope::model {
 
@@ -41,36 +44,46 @@ void geluTanh(Matrix& x) {
   }
 }
 
-// Causal softmax in place on the scaled scores (n, n): row i over keys 0..i; keys past i get exactly 0.
-void causalSoftmax(Eigen::Map<Matrix> s) {
-  const long n = s.rows();
-  for (long i = 0; i < n; ++i) {
-    auto row = s.row(i).head(i + 1).array();
-    float m = row[0];  // a plain loop: Eigen's maxCoeff trips GCC 12's AVX-512 header warning (bug 105593)
-    for (long j = 1; j <= i; ++j) m = row[j] > m ? row[j] : m;
-    row = (row - m).exp();
-    row /= row.sum();
-    s.row(i).tail(n - i - 1).setZero();
+}  // namespace
+
+void checkForwardInput(const std::vector<int>& ids, int max_tokens, const char* max_name, int vocab_size,
+                       std::size_t need_bytes, std::size_t budget_bytes) {
+  const int n = static_cast<int>(ids.size());
+  if (n < 1 || n > max_tokens)
+    throw InputError("tokens", "1 to " + std::to_string(max_tokens) + " (" + max_name + ")", std::to_string(n));
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] < 0 || ids[i] >= vocab_size)
+      throw InputError("tokens[" + std::to_string(i) + "]", "an id below vocab_size " + std::to_string(vocab_size),
+                       std::to_string(ids[i]));
+  const std::size_t budget = budget_bytes ? budget_bytes : defaultMemoryBudget();
+  if (need_bytes > budget)
+    throw InputError("forward", "at most " + std::to_string(budget >> 20) + " MiB for maps and activations",
+                     std::to_string(need_bytes >> 20) + " MiB for " + std::to_string(n) + " tokens");
+}
+
+void attendHead(const HeadColumns& q, const HeadColumns& k, const HeadColumns& v, int window,
+                Eigen::Map<Matrix> weights, HeadOutput out) {
+  constexpr long kRows = 128;  // query rows a block: big enough for BLAS, small enough to skip most masked keys
+  const long n = q.rows();
+  for (long r0 = 0; r0 < n; r0 += kRows) {
+    const long rows = std::min(kRows, n - r0), last = r0 + rows;  // queries [r0, last) see keys below `last`
+    const long k0 = window > 0 ? std::max(0L, r0 - window + 1) : 0;  // the block's first visible key
+    auto scores = weights.block(r0, k0, rows, last - k0);            // (rows, last - k0)
+    scores.noalias() = q.middleRows(r0, rows) * k.middleRows(k0, last - k0).transpose();
+    for (long i = r0; i < last; ++i) {
+      const long lo = window > 0 ? std::max(0L, i - window + 1) : 0;  // keys [lo, i]
+      auto row = weights.row(i);
+      auto seen = row.segment(lo, i - lo + 1).array();
+      float m = seen[0];  // a plain loop: Eigen's maxCoeff trips GCC 12's AVX-512 header warning (bug 105593)
+      for (long j = 1; j <= i - lo; ++j) m = seen[j] > m ? seen[j] : m;
+      seen = (seen - m).exp();
+      seen /= seen.sum();
+      row.head(lo).setZero();
+      row.tail(n - i - 1).setZero();
+    }
+    out.middleRows(r0, rows).noalias() = weights.block(r0, k0, rows, last - k0) * v.middleRows(k0, last - k0);
   }
 }
-
-// Finite weights (checked when read) can still overflow float32 in a forward: a layer's activations past 3.4e38.
-// Each stage is checked as it ends (O(n d), against its O(n d^2) products) and the first to overflow is named,
-// so that a map of NaN is never reported as a result. x * 0 is NaN only for a non-finite x.
-template <typename Derived>
-void checkStage(const Eigen::MatrixBase<Derived>& m, int layer, const char* stage) {
-  if (!std::isnan((m.array() * 0.0f).sum())) return;
-  Eigen::Index row = 0;
-  for (Eigen::Index i = 0; i < m.rows() && row == 0; ++i)
-    if (!m.row(i).allFinite()) row = i + 1;
-  // layer: the block's index, named from 1 as everywhere (h.0 is layer 1); -1 before the blocks.
-  const std::string where = layer < 0 ? std::string(stage) : "layer " + std::to_string(layer + 1) + ", " + stage;
-  throw InputError("forward", "finite activations (float32)",
-                   "a non-finite value at " + where + ", token " + std::to_string(row - 1) +
-                       " (the weights are finite, but this stage overflows float32)");
-}
-
-}  // namespace
 
 MapBuffer::MapBuffer(std::size_t floats) : floats_(floats) {
   if (floats == 0) return;
@@ -134,10 +147,7 @@ void attendLayer(const Gpt2Config& c, const Gpt2Block& b, const Matrix& ln, int 
     const auto q = qkv.middleCols(head * dh, dh);          // (n, dh), already scaled
     const auto k = qkv.middleCols(d + head * dh, dh);      // (n, dh)
     const auto v = qkv.middleCols(2 * d + head * dh, dh);  // (n, dh)
-    Eigen::Map<Matrix> weights = r.mutableMap(l * h + head);
-    weights.noalias() = q * k.transpose();  // (n, n) scaled scores
-    causalSoftmax(weights);
-    concat.middleCols(head * dh, dh).noalias() = weights * v;  // (n, dh)
+    attendHead(q, k, v, 0, r.mutableMap(l * h + head), concat.middleCols(head * dh, dh));
   }
 }
 
@@ -154,21 +164,12 @@ void gpt2ForwardInto(const Gpt2Weights& w, const std::vector<int>& ids, ForwardR
                      std::size_t budget_bytes) {
   const Gpt2Config& c = w.config;
   const int n = static_cast<int>(ids.size());
-  if (n < 1 || n > c.n_positions)
-    throw InputError("tokens", "1 to " + std::to_string(c.n_positions) + " (n_positions)", std::to_string(n));
-  for (std::size_t i = 0; i < ids.size(); ++i)
-    if (ids[i] < 0 || ids[i] >= c.vocab_size)
-      throw InputError("tokens[" + std::to_string(i) + "]", "an id below vocab_size " + std::to_string(c.vocab_size),
-                       std::to_string(ids[i]));
-  const std::size_t budget = budget_bytes ? budget_bytes : defaultMemoryBudget();
-  const std::size_t need = gpt2ForwardBytes(c, n, options);
-  if (need > budget)
-    throw InputError("forward", "at most " + std::to_string(budget >> 20) + " MiB for maps and activations",
-                     std::to_string(need >> 20) + " MiB for " + std::to_string(n) + " tokens");
+  checkForwardInput(ids, c.n_positions, "n_positions", c.vocab_size, gpt2ForwardBytes(c, n, options), budget_bytes);
 
   const int d = c.n_embd, h = c.n_head;
   // A result of the same size keeps its buffer: a forward on it touches no new pages.
   r.resize(n, c.n_layer * h);
+  r.layout = c;
   r.ln1.resize(options.keep_ln1 ? static_cast<std::size_t>(c.n_layer) : 0);
   Matrix x(n, d);  // (n, d) the residual stream
   for (int i = 0; i < n; ++i) x.row(i) = w.wte.row(ids[static_cast<std::size_t>(i)]) + w.wpe.row(i);
@@ -217,7 +218,14 @@ void gpt2ForwardInto(const Gpt2Weights& w, const std::vector<int>& ids, ForwardR
   checkStage(r.hidden, -1, "ln_f");
 }
 
-Matrix attentionRollout(const ForwardResult& forward, const Gpt2Config& c) {
+// (Here, not beside loadModel: the fuzz targets link the loaders without any forward.)
+ForwardResult modelForward(const Model& model, const std::vector<int>& ids, const ForwardOptions& options,
+                           std::size_t budget_bytes) {
+  if (const auto* g = std::get_if<Gpt2Weights>(&model.weights)) return gpt2Forward(*g, ids, options, budget_bytes);
+  return llamaForward(std::get<LlamaWeights>(model.weights), ids, budget_bytes);
+}
+
+Matrix attentionRollout(const ForwardResult& forward, const HeadLayout& c) {
   const int n = forward.n;
   Matrix rollout = Matrix::Identity(n, n);  // (n, n)
   for (int l = 0; l < c.n_layer; ++l) {

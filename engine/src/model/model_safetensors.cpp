@@ -211,6 +211,9 @@ Matrix SafetensorsFile::readMatrix(const std::string& name, const std::vector<st
   if (info.dtype == DType::F32) {
     std::memcpy(dst, src, count * 4);  // unaligned in the file: copied, not cast
   } else {
+#ifdef _OPENMP  // the fuzz targets build without OpenMP
+#pragma omp parallel for schedule(static)
+#endif
     for (std::size_t i = 0; i < count; ++i) {
       std::uint16_t bits;
       std::memcpy(&bits, src + 2 * i, 2);

@@ -92,9 +92,20 @@ class MapBuffer {
   std::size_t floats_ = 0, bytes_ = 0;
 };
 
+// The heads a forward keeps maps of: layers x query heads, and the key/value head each query head reads
+// (grouped-query attention: query head h reads kv head h / (n_head / n_kv_head); GPT-2's heads read their own).
+struct HeadLayout {
+  int n_layer = 0, n_head = 0, n_kv_head = 0;
+  HeadLayout() = default;
+  HeadLayout(int layers, int heads, int kv_heads) : n_layer(layers), n_head(heads), n_kv_head(kv_heads) {}
+  HeadLayout(const Gpt2Config& c) : HeadLayout(c.n_layer, c.n_head, c.n_head) {}  // NOLINT: implicit on purpose
+  int kvHead(int head) const { return n_kv_head > 0 && n_head >= n_kv_head ? head / (n_head / n_kv_head) : head; }
+};
+
 struct ForwardResult {
   int n = 0;                // tokens
   int maps = 0;             // layers * heads
+  HeadLayout layout;        // which (layer, head) each map is, and its kv head
   MapBuffer buffer;         // maps x (n, n), map index layer * n_head + head, row-major, causal
   std::vector<Matrix> ln1;  // per layer, (n, d): ln_1's output (empty unless keep_ln1)
   Matrix hidden;            // (n, d): ln_f's output
@@ -126,7 +137,7 @@ void gpt2ForwardInto(const Gpt2Weights& weights, const std::vector<int>& ids, Fo
 // Attention rollout (Abnar and Zuidema, 2020): per layer A_l = 0.5 * mean over heads of W + 0.5 * I (the
 // identity for the residual; each row of the mean sums to 1, so A_l's rows sum to 1 with no further
 // renormalisation, which is still applied to absorb rounding), then R = A_{L-1} ... A_1 A_0. (n, n).
-Matrix attentionRollout(const ForwardResult& forward, const Gpt2Config& config);
+Matrix attentionRollout(const ForwardResult& forward, const HeadLayout& layout);
 
 // Layer `layer` as an ordinary scene: query rows = that layer's ln_1 output, head h's W_Q, W_K, W_V (d, dh)
 // and biases split from c_attn, W_O = c_proj (d, d) with b_O, the causal mask, the default scale

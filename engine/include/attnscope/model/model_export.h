@@ -10,33 +10,34 @@
 
 #include "attnscope/export/export.h"
 #include "attnscope/export/export_layout.h"
-#include "attnscope/model/gpt2.h"
+#include "attnscope/model/model.h"
 #include "attnscope/scene/scene_json.h"
 
 namespace attnscope::model {
 
 // One panel per (layer, head), layer by layer, n_head panels a row, titled "L0 H0"; causal cells masked.
 // layer >= 0: only that layer's heads.
-Figure modelGridFigure(const ForwardResult& forward, const Gpt2Config& config, const std::vector<std::string>& tokens,
+Figure modelGridFigure(const ForwardResult& forward, const HeadLayout& layout, const std::vector<std::string>& tokens,
                        int layer = -1);
 // The rollout (n, n) as one map on 0..1; the upper triangle (zero for a causal model) masked.
 Figure rolloutFigure(const Matrix& rollout, const std::vector<std::string>& tokens);
 // The figure as PNG or SVG bytes (format Png or Svg).
 std::string figureBytes(const Figure& figure, ExportFormat format);
 
-// {"format": "attnscope-model-result", "version": 1, "checkpoint", "text", "token_ids", "tokens",
-//  "n_layer", "n_head", "layers": [{"layer": L, "heads": [(n, n) per head]}], "rollout": (n, n)}.
+// {"format": "attnscope-model-result", "version": 1, "checkpoint", "model_type", "text", "token_ids", "tokens",
+//  "n_layer", "n_head", "n_kv_head", "layers": [{"layer": L, "kv_head": [per head, from 1], "heads": [(n, n) per
+//  head]}], "rollout": (n, n)}.
 // layer >= 0: only that layer in "layers". `streamed`: the maps and the rollout go there as placeholders
 // (formatJsonTo writes them; forward and rollout must outlive it) instead of into the tree.
-nlohmann::ordered_json modelResultJson(const Checkpoint& checkpoint, const std::string& text,
-                                       const std::vector<int>& ids, const ForwardResult& forward, const Matrix& rollout,
-                                       int layer = -1, JsonMatrices* streamed = nullptr);
+nlohmann::ordered_json modelResultJson(const Model& model, const std::string& text, const std::vector<int>& ids,
+                                       const ForwardResult& forward, const Matrix& rollout, int layer = -1,
+                                       JsonMatrices* streamed = nullptr);
 // NPY float32: (layers, heads, n, n), or (heads, n, n) for one layer; whole, or handed to `sink` a map at a time.
-std::string modelResultNpy(const ForwardResult& forward, const Gpt2Config& config, int layer = -1);
-void writeModelResultNpy(const ForwardResult& forward, const Gpt2Config& config, int layer,
+std::string modelResultNpy(const ForwardResult& forward, const HeadLayout& layout, int layer = -1);
+void writeModelResultNpy(const ForwardResult& forward, const HeadLayout& layout, int layer,
                          const std::function<void(std::string_view)>& sink);
 // At most the bytes of that output (JSON, or NPY when `npy`) for n tokens, from the shapes alone: checked
 // against the budget before the forward runs. text_bytes: the text's length.
-std::size_t modelResultBytes(const Gpt2Config& config, int n, int layer, bool npy, std::size_t text_bytes);
+std::size_t modelResultBytes(const HeadLayout& layout, int n, int layer, bool npy, std::size_t text_bytes);
 
 }  // namespace attnscope::model

@@ -1,0 +1,80 @@
+// Llama-family checkpoints (Hugging Face folders of model_type llama, mistral, qwen2 and qwen3): config.json
+// checked, weights read from model.safetensors or the shards of model.safetensors.index.json, and the forward
+// (RMSNorm, RoPE, grouped-query attention, SwiGLU) keeping every layer's per-head maps.
+#pragma once
+
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "attnscope/compute/rope.h"
+#include "attnscope/model/gpt2.h"
+#include "attnscope/types.h"
+
+namespace attnscope::model {
+
+struct LlamaConfig {
+  std::string model_type;  // "llama", "mistral", "qwen2" or "qwen3"
+  int n_layer = 0, n_head = 0, n_kv_head = 0, head_dim = 0;
+  int hidden = 0, intermediate = 0, vocab_size = 0, max_positions = 0;
+  double rms_norm_eps = 1e-6, rope_theta = 10000;
+  RopeScaling rope_scaling;
+  bool qkv_bias = false;  // q_proj, k_proj, v_proj carry a bias (Qwen2 always; attention_bias elsewhere)
+  bool o_bias = false;    // o_proj carries a bias (attention_bias in Llama and Qwen3)
+  bool qk_norm = false;   // Qwen3: q_norm and k_norm, RMSNorm over head_dim, before RoPE
+  bool tie_word_embeddings = false;
+  // Per layer, the keys a query sees: 0 = every earlier key; W = the last W keys, itself included
+  // (key j for query i when i - W < j <= i, as transformers' sliding_window_causal_mask_function).
+  std::vector<int> window;
+
+  int qDim() const { return n_head * head_dim; }
+  int kvDim() const { return n_kv_head * head_dim; }
+  HeadLayout layout() const { return {n_layer, n_head, n_kv_head}; }
+};
+
+// config.json's fields checked (`path` starts every error): model_type one of the four; the sizes present and
+// positive; num_attention_heads a multiple of num_key_value_heads; head_dim even; hidden_act silu; rope_scaling
+// null, default, linear or llama3; sliding_window as the family switches it on. The fuzzer calls the
+// FromJson form on parsed bytes.
+LlamaConfig llamaConfigFromJson(const nlohmann::json& j, const std::string& path);
+LlamaConfig loadLlamaConfig(const std::string& path);
+bool isLlamaFamily(const std::string& model_type);
+
+// One decoder layer. Linear weights stay in PyTorch's (out, in) layout: y = x W^T + b.
+struct LlamaLayer {
+  RowVector input_norm;     // (hidden)
+  Matrix w_qkv;             // (q_dim + 2 kv_dim, hidden): q_proj, k_proj, v_proj stacked by rows
+  RowVector b_qkv;          // (q_dim + 2 kv_dim), empty without q/k/v bias
+  RowVector q_norm, k_norm; // (head_dim), Qwen3 only
+  Matrix w_o;               // (hidden, q_dim)
+  RowVector b_o;            // (hidden), empty without o bias
+  RowVector post_norm;      // (hidden)
+  Matrix w_gate_up;         // (2 intermediate, hidden): gate_proj, then up_proj
+  Matrix w_down;            // (hidden, intermediate)
+};
+
+struct LlamaWeights {
+  LlamaConfig config;
+  Matrix embed;  // (vocab_size, hidden)
+  std::vector<LlamaLayer> layers;
+  RowVector norm;  // (hidden)
+};
+
+// float32 bytes the loaded weights take (lm_head is checked but not loaded: the maps do not need logits).
+std::size_t llamaWeightBytes(const LlamaConfig& config);
+
+// Reads DIR/model.safetensors, or the shards DIR/model.safetensors.index.json's weight_map names: every tensor
+// the config implies present in the file the index names, F32/F16/BF16 with its shape; the float32 weights
+// checked against `budget_bytes` (0 = defaultMemoryBudget()) before any is read.
+LlamaWeights loadLlamaWeights(const std::string& dir, const LlamaConfig& config, std::size_t budget_bytes = 0);
+
+// float32 bytes the forward's maps and activations need for n tokens.
+std::size_t llamaForwardBytes(const LlamaConfig& config, int n);
+
+// The forward in float32 on the CPU: x = embed[ids]; per layer x += o_proj(attn(rms(x))), x += down(silu(gate
+// rms(x)) * up rms(x)); then the final norm into ForwardResult::hidden. Positions 0..n-1. 1 <= n <=
+// max_position_embeddings, ids < vocab_size, memory within the budget (InputError otherwise).
+ForwardResult llamaForward(const LlamaWeights& weights, const std::vector<int>& ids, std::size_t budget_bytes = 0);
+
+}  // namespace attnscope::model

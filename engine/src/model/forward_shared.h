@@ -1,0 +1,47 @@
+// What the GPT-2 and Llama-family forwards share: one head's causal attention (its map kept) and the check
+// that names the first stage whose activations overflow float32.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "attnscope/error.h"
+#include "attnscope/types.h"
+
+namespace attnscope::model {
+
+// A row-major column block (one head's columns of a (n, q + 2 kv) projection): inner stride 1.
+using HeadColumns = Eigen::Ref<const Matrix, 0, Eigen::OuterStride<>>;
+using HeadOutput = Eigen::Ref<Matrix, 0, Eigen::OuterStride<>>;
+
+// One head's causal attention. q: (n, dh), already scaled; k, v: (n, dh). The weights go into `weights` (n, n),
+// keys after the query and before its window exactly 0; weights * v into `out` (n, dh). window: 0, every
+// earlier key; W, query i sees keys i - W < j <= i. Computed in blocks of query rows, each against only the keys
+// it can see, so the masked half of (n, n) costs no multiply.
+void attendHead(const HeadColumns& q, const HeadColumns& k, const HeadColumns& v, int window,
+                Eigen::Map<Matrix> weights, HeadOutput out);
+
+// A forward's input checked before any work: 1 <= ids.size() <= max_tokens (`max_name` says which config field
+// sets it), every id below vocab_size, and `need_bytes` of maps and activations within the budget (0 = default).
+void checkForwardInput(const std::vector<int>& ids, int max_tokens, const char* max_name, int vocab_size,
+                       std::size_t need_bytes, std::size_t budget_bytes);
+
+// Finite weights (checked when read) can still overflow float32 in a forward: a layer's activations past 3.4e38.
+// Each stage is checked as it ends (O(n d), against its O(n d^2) products) and the first to overflow is named,
+// so that a map of NaN is never reported as a result. x * 0 is NaN only for a non-finite x.
+template <typename Derived>
+void checkStage(const Eigen::MatrixBase<Derived>& m, int layer, const char* stage) {
+  if (!std::isnan((m.array() * 0.0f).sum())) return;
+  Eigen::Index row = 0;
+  for (Eigen::Index i = 0; i < m.rows() && row == 0; ++i)
+    if (!m.row(i).allFinite()) row = i + 1;
+  // layer: the block's index, named from 1 as everywhere (h.0 is layer 1); -1 before the blocks.
+  const std::string where = layer < 0 ? std::string(stage) : "layer " + std::to_string(layer + 1) + ", " + stage;
+  throw InputError("forward", "finite activations (float32)",
+                   "a non-finite value at " + where + ", token " + std::to_string(row - 1) +
+                       " (the weights are finite, but this stage overflows float32)");
+}
+
+}  // namespace attnscope::model
