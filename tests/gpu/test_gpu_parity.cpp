@@ -83,7 +83,7 @@ Scene withBiases() {
   for (HeadParams& h : s.heads) {
     h.b_q = randomRow(h.dK(), 0.5f, rng);
     h.b_k = randomRow(h.dK(), 0.5f, rng);
-    h.b_v = randomRow(h.dV(), 0.5f, rng);
+    h.b_v = randomRow(static_cast<int>(h.w_v.cols()), 0.5f, rng);
   }
   s.b_o = randomRow(10, 0.5f, rng);
   return s;

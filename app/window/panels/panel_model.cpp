@@ -40,7 +40,7 @@ void setMask(Scene& s, int choice) {
 
 void sizesSection(AppState& state, ViewState& view) {
   const Scene& scene = state.scene();
-  SceneSize size{scene.d_model, scene.numHeads(), scene.heads[0].dK(), scene.heads[0].dV()};
+  SceneSize size{scene.d_model, scene.numHeads(), scene.heads[0].dK(), scene.dV(0)};
   const SceneSize before = size;
   stepperInt("d_model", "model.d_model", size.d_model, 1, 4096);
   stepperInt("heads", "model.heads", size.heads, 1, 64);
