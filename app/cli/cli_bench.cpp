@@ -24,8 +24,8 @@ namespace {
 double attentionFlops(const Scene& s) {
   const double n_q = s.nQ(), n_k = s.nK(), d = s.d_model;
   double flops = 0;
-  for (const HeadParams& h : s.heads) {
-    const double d_k = h.dK(), d_v = h.dV();
+  for (int i = 0; i < s.numHeads(); ++i) {
+    const double d_k = s.heads[static_cast<std::size_t>(i)].dK(), d_v = s.dV(i);
     flops += 2 * n_q * d * d_k + 2 * n_k * d * d_k + 2 * n_k * d * d_v;  // Q, K, V
     flops += 2 * n_q * n_k * d_k + 2 * n_q * n_k * d_v;                  // scores, weights V
   }
@@ -97,7 +97,7 @@ int runBench(Args& args) {
   out["heads"] = spec.heads;
   out["d_model"] = spec.d_model;
   out["d_k"] = scene.heads[0].dK();
-  out["d_v"] = scene.heads[0].dV();
+  out["d_v"] = scene.dV(0);
   out["mask"] = spec.causal ? "causal" : "none";
   out["analysis"] = analysis;
   out["repeat"] = repeat;

@@ -40,7 +40,7 @@ bool sameShapes(const Result& r, const Scene& s) {
     const HeadResult& hr = r.heads[static_cast<std::size_t>(h)];
     const HeadParams& p = s.heads[static_cast<std::size_t>(h)];
     if (hr.weights.rows() != s.nQ() || hr.weights.cols() != s.nK() || hr.q.cols() != p.dK() ||
-        hr.v.cols() != p.dV())
+        hr.v.cols() != s.dV(h))
       return false;
   }
   return r.output.cols() == s.d_model || (!s.w_o && r.output.cols() == s.concatWidth());

@@ -43,7 +43,7 @@ GpuBackend* sharedGpu(benchmark::State& state) {
 
 // Multiply-adds as 2 flops: Q, K, V, scores, weights V, output projection.
 void countFlops(benchmark::State& state, const Scene& s) {
-  const double n = s.nQ(), d = s.d_model, h = s.numHeads(), d_k = s.heads[0].dK(), d_v = s.heads[0].dV();
+  const double n = s.nQ(), d = s.d_model, h = s.numHeads(), d_k = s.heads[0].dK(), d_v = s.dV(0);
   const double flops = h * (2 * n * d * (2 * d_k + d_v) + 2 * n * n * (d_k + d_v)) + 2 * n * h * d_v * d;
   state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }

@@ -10,6 +10,7 @@
 #include <functional>
 
 #include "attnscope/scene/presets.h"
+#include "attnscope/scene/scene_edit.h"
 #include "attnscope/scene/scene_json.h"
 #include "gpu_test_support.h"
 
@@ -83,7 +84,7 @@ Scene withBiases() {
   for (HeadParams& h : s.heads) {
     h.b_q = randomRow(h.dK(), 0.5f, rng);
     h.b_k = randomRow(h.dK(), 0.5f, rng);
-    h.b_v = randomRow(h.dV(), 0.5f, rng);
+    h.b_v = randomRow(static_cast<int>(h.w_v.cols()), 0.5f, rng);
   }
   s.b_o = randomRow(10, 0.5f, rng);
   return s;
@@ -107,6 +108,19 @@ Scene mixedHeadSizes() {  // d_k and d_v differ from head to head
   return s;
 }
 
+// Grouped-query heads (4 query heads over `kv` key/value heads) with rope on `dims` of d_k 8, causal; positions
+// (optional) not 0..n-1, so that the key table differs from the query table.
+Scene groupedRope(int kv, int dims, bool positions) {
+  Scene s = randomScene(23, 4, 16, 8, 6, true, 41);
+  setKvHeadCount(s, kv);
+  s.rope = SceneRope{10000.0, dims};
+  if (positions)
+    for (int i = 0; i < 23; ++i) {
+      s.query_positions.push_back(5 + 3 * i);
+      s.key_positions.push_back(2 + 3 * i);
+    }
+  return s;
+}
 
 // clang-format off
 const ParityCase kCases[] = {
@@ -142,6 +156,9 @@ const ParityCase kCases[] = {
   {"peaked_cross_1100x1700_padded", [] { return test::peakedScene(1100, 1700, 3, 32, 16, 8, false, 33); }, 5e-4, 3},  // 9.4e-05
   // The same kind of scene small enough to repeat often: 300 query rows still span 5 workgroups of 64.
   {"peaked_n300_causal_x8",   [] { return test::peakedScene(300, 300, 2, 16, 8, 8, true, 35); },    1e-4, 8},  // 3.0e-05
+  {"gqa_2_of_4",              [] { Scene s = randomScene(23, 4, 16, 8, 6, true, 41); setKvHeadCount(s, 2); return s; }, 1e-5},  // 3.5e-07
+  {"multi_query_rope_8",      [] { return groupedRope(1, 8, false); },                  1e-5},   // 4.2e-07
+  {"gqa_rope_4_of_8_positions", [] { return groupedRope(2, 4, true); },                 1e-5},   // 5.0e-07
   {"n2048_causal_4_heads",    [] { return randomScene(2048, 4, 64, 16, 16, true, 34); }, 1e-5},  // 1.5e-06
 };
 // clang-format on

@@ -168,11 +168,11 @@ void expectHostileValuesRefused(Checker& c, const std::string& dir) {
   for (const auto& [file, probe] : refusals)
     c.expect(loadLayout(dir + "/" + file).contains(probe), std::string(file) + ": the refusal " + probe + " shown");
   const attnscope::Scene sizes = attnscope::loadSceneFile(dir + "/saved_sizes.json");
-  c.expect(sizes.d_model == 4 && sizes.numHeads() == 2 && sizes.heads[0].dK() == 2 && sizes.heads[0].dV() == 2,
+  c.expect(sizes.d_model == 4 && sizes.numHeads() == 2 && sizes.heads[0].dK() == 2 && sizes.dV(0) == 2,
            "after the sizes' hostile values: still d_model 4, 2 heads, d_k = d_v = 2");
   const attnscope::Scene saved = attnscope::loadSceneFile(dir + "/saved_scene.json");
   c.expect(saved.d_model == 4 && saved.numHeads() == 2 && saved.nQ() == 3 && saved.heads[0].dK() == 2 &&
-               saved.heads[0].dV() == 2,
+               saved.dV(0) == 2,
            "the sizes are still the worked example's (d_model 4, 2 heads, 3 tokens, d_k = d_v = 2)");
   c.expect(saved.scale.has_value() && *saved.scale >= 1e-6f && *saved.scale <= 1e6f,
            "the scale is within 1e-6 .. 1e6: " + std::to_string(saved.scale.value_or(-1)));

@@ -159,10 +159,24 @@ void drawBreakdownPanel(AppState& state, ViewState& view) {
                                 b.weight, static_cast<double>(b.engine_weight)));
   probeItem("breakdown.weight");
 
+  const bool rotated = b.q_before_rope.size() > 0;
+  if (rotated) {  // RoPE: q_i and k_j as projected, then turned by their positions (what the dot products use)
+    ImGui::TextColored(kHeading, "RoPE: q_i at position %d and k_j at position %d, before and after rotation",
+                       b.query_position, b.key_position);
+    std::string q0 = "q before:", q1 = "q after: ", k0 = "k before:", k1 = "k after: ";
+    for (Eigen::Index t = 0; t < b.q.size(); ++t) {
+      q0 += formatted(" %+.3f", static_cast<double>(b.q_before_rope[t]));
+      q1 += formatted(" %+.3f", static_cast<double>(b.q[t]));
+      k0 += formatted(" %+.3f", static_cast<double>(b.k_before_rope[t]));
+      k1 += formatted(" %+.3f", static_cast<double>(b.k[t]));
+    }
+    for (const std::string* line : {&q0, &q1, &k0, &k1}) textWrappedAtSpaces(*line);
+    probeItem("breakdown.rope");
+  }
   if (b.query_products.size() > 0 && scene.d_model <= kMaxShownInputDims) {
     ImGui::TextColored(kHeading, "4. Where q_i and k_j come from (inputs x W)");
-    inputProducts("x_i[d] W_Q[d][t]", b.query_products, b.query_bias, b.q);
-    inputProducts("x_j[d] W_K[d][t]", b.key_products, b.key_bias, b.k);
+    inputProducts("x_i[d] W_Q[d][t]", b.query_products, b.query_bias, rotated ? b.q_before_rope : b.q);
+    inputProducts("x_j[d] W_K[d][t]", b.key_products, b.key_bias, rotated ? b.k_before_rope : b.k);
   }
 }
 

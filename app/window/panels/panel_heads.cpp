@@ -469,6 +469,24 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
         view.zoom = whole;
       }
     }
+    // Grouped-query heads: each run of one key/value head's query heads along a row of tiles inside one frame,
+    // labelled with that KV head (the heads of a group sit side by side unless clustering reorders them).
+    if (state.scene().grouped()) {
+      ImDrawList* list = ImGui::GetWindowDrawList();
+      const ImU32 frame = IM_COL32(240, 200, 80, 255);
+      for (int slot = 0; slot < heads;) {
+        const int kv = state.scene().kvOf(order[static_cast<std::size_t>(slot)]);
+        int end = slot + 1;
+        while (end < heads && end % cols != 0 && state.scene().kvOf(order[static_cast<std::size_t>(end)]) == kv) ++end;
+        const ImVec2 f0(origin.x + (slot % cols) * tile_w - gap * 0.4f, origin.y + (slot / cols) * tile_h - gap * 0.4f);
+        const ImVec2 f1(origin.x + ((end - 1) % cols + 1) * tile_w - gap * 0.6f, f0.y + tile_h - gap * 0.1f);
+        list->AddRect(f0, f1, frame, 0, 0, 2.0f);
+        char label[24];
+        std::snprintf(label, sizeof label, "KV %d", kv + 1);
+        list->AddText(ImVec2(f1.x - ImGui::CalcTextSize(label).x - 4, f1.y - ImGui::GetTextLineHeight() - 2), frame, label);
+        slot = end;
+      }
+    }
   }
   if (!view.muted_heads.empty())
     drawMutedEffect(state, view, ImVec2(origin.x, origin.y + avail.y + 0.2f * ImGui::GetTextLineHeight()), area.x);

@@ -40,7 +40,7 @@ void setMask(Scene& s, int choice) {
 
 void sizesSection(AppState& state, ViewState& view) {
   const Scene& scene = state.scene();
-  SceneSize size{scene.d_model, scene.numHeads(), scene.heads[0].dK(), scene.heads[0].dV()};
+  SceneSize size{scene.d_model, scene.numHeads(), scene.heads[0].dK(), scene.dV(0)};
   const SceneSize before = size;
   stepperInt("d_model", "model.d_model", size.d_model, 1, 4096);
   stepperInt("heads", "model.heads", size.heads, 1, 64);
@@ -49,6 +49,41 @@ void sizesSection(AppState& state, ViewState& view) {
   if (size.d_model != before.d_model || size.heads != before.heads || size.d_k != before.d_k || size.d_v != before.d_v)
     state.edit("sizes", [&](Scene& s) { s = resizeScene(s, size, view.fill_seed++); });
   ImGui::TextDisabled("n_q = %d, n_k = %d tokens; sum of d_v = %d", scene.nQ(), scene.nK(), scene.concatWidth());
+}
+
+// Grouped-query heads and rotary positions (issue 19): the key/value head count beside the head count, and RoPE.
+void groupsAndRopeSection(AppState& state) {
+  const int heads = state.scene().numHeads();
+  int kv = state.scene().numKvHeads();
+  if (stepperInt("kv heads", "model.kv_heads", kv, 1, heads) && kv != state.scene().numKvHeads())
+    state.edit("kv heads", [kv](Scene& s) { setKvHeadCount(s, kv); });
+  kv = state.scene().numKvHeads();
+  if (ImGui::IsItemHovered())  // one line in the panel: the explanation waits in the tooltip
+    ImGui::SetTooltip("%s", kv == heads ? "classic multi-head attention: each head its own K and V"
+                            : kv == 1   ? "multi-query: every head shares one K and V"
+                                        : "grouped-query: query heads share key/value heads");
+  ImGui::SameLine();
+  bool rope = state.scene().rope.has_value();
+  if (ImGui::Checkbox("RoPE", &rope))
+    state.edit("rope", [rope](Scene& s) {
+      if (!rope) {
+        s.rope.reset();
+        return;
+      }
+      const int d_k = s.heads[0].dK();  // dims even, at most the smallest d_k (validateScene names the head)
+      s.rope = SceneRope{10000.0, std::max(2, d_k - d_k % 2)};
+    });
+  probeItem("model.rope");
+  if (!state.scene().rope) return;
+  double theta = state.scene().rope->theta;
+  ImGui::SameLine();
+  if (numberField("theta", "model.rope.theta", theta, 1.0, 1e9, ImGui::GetFontSize() * 6))
+    state.edit("rope theta", [theta](Scene& s) { s.rope->theta = theta; });
+  int dims = state.scene().rope->dims;
+  if (stepperInt("rope dims", "model.rope.dims", dims, 2, 1024)) {
+    const int even = dims % 2 ? (dims > state.scene().rope->dims ? dims + 1 : dims - 1) : dims;  // steps of 2
+    state.edit("rope dims", [even](Scene& s) { s.rope->dims = even; });
+  }
 }
 
 void maskSection(AppState& state) {
@@ -226,6 +261,7 @@ void presetsSection(AppState& state, ViewState& view) {
 void drawModelPanel(AppState& state, ViewState& view) {
   sectionHeader("Sizes");
   sizesSection(state, view);
+  groupsAndRopeSection(state);
   sectionHeader("Mask and scale");
   maskSection(state);
   scaleAndBackendSection(state);

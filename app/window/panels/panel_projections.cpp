@@ -33,18 +33,20 @@ void fillButtons(AppState& state, ViewState& view, const char* id, int rows, int
   ImGui::PopID();
 }
 
-void biasRow(AppState& state, const char* label, int head, std::optional<RowVector> HeadParams::*member,
-             bool query_key) {
+// A head's bias by the scene's accessors: b_Q its own, b_K and b_V its own or its key/value head's.
+using BiasOf = std::optional<RowVector>& (*)(Scene&, int);
+
+void biasRow(AppState& state, const char* label, int head, BiasOf member, bool query_key) {
   ImGui::PushID(label);
   const HeadParams& params = state.scene().heads[static_cast<std::size_t>(head)];
-  const int size = query_key ? params.dK() : params.dV();
-  const std::optional<RowVector> bias = params.*member;  // a copy: an edit below replaces the scene's heads
+  const int size = query_key ? params.dK() : state.scene().dV(head);
+  const std::optional<RowVector> bias = member(const_cast<Scene&>(state.scene()), head);  // a copy: edits replace heads
   bool on = bias.has_value();
   if (ImGui::Checkbox(label, &on))
     state.edit(
         label,
         [&](Scene& s) {
-          auto& b = s.heads[static_cast<std::size_t>(head)].*member;
+          auto& b = member(s, head);
           if (on)
             b = RowVector::Zero(size);
           else
@@ -56,7 +58,7 @@ void biasRow(AppState& state, const char* label, int head, std::optional<RowVect
     bool continuing = false;
     if (matrixTable("bias", as_matrix, edited, continuing))
       state.edit(
-          label, [&](Scene& s) { s.heads[static_cast<std::size_t>(head)].*member = RowVector(edited.row(0)); }, head,
+          label, [&](Scene& s) { member(s, head) = RowVector(edited.row(0)); }, head,
           continuing);
   }
   ImGui::PopID();
@@ -97,29 +99,34 @@ void drawProjectionsPanel(AppState& state, ViewState& view) {
   // Matrices are looked up again after each edit: an edit replaces the scene's heads, so a reference taken
   // before it would dangle.
   const int d = scene.d_model;
+  // W_K and W_V through the scene's accessors: in a grouped scene an edit changes the group's shared matrix.
+  using MatrixOf = Matrix& (*)(Scene&, int);
   const struct {
     const char* name;
     const char* probe;
-    Matrix HeadParams::*member;
-  } mats[] = {{"W_Q (d_model x d_k)", "proj.w_q", &HeadParams::w_q},
-              {"W_K (d_model x d_k)", "proj.w_k", &HeadParams::w_k},
-              {"W_V (d_model x d_v)", "proj.w_v", &HeadParams::w_v}};
+    MatrixOf member;
+  } mats[] = {{"W_Q (d_model x d_k)", "proj.w_q", [](Scene& s, int i) -> Matrix& { return s.heads[static_cast<std::size_t>(i)].w_q; }},
+              {"W_K (d_model x d_k)", "proj.w_k", [](Scene& s, int i) -> Matrix& { return s.wK(i); }},
+              {"W_V (d_model x d_v)", "proj.w_v", [](Scene& s, int i) -> Matrix& { return s.wV(i); }}};
+  if (scene.grouped())
+    ImGui::TextDisabled("W_K, W_V and their biases are key/value head %d's, shared by its query heads",
+                        scene.kvOf(h) + 1);
   for (const auto& entry : mats) {
     sectionHeader(entry.name);
-    auto member = entry.member;
-    const auto current = [&]() -> const Matrix& { return state.scene().heads[static_cast<std::size_t>(h)].*member; };
+    MatrixOf member = entry.member;
+    const auto current = [&]() -> const Matrix& { return member(const_cast<Scene&>(state.scene()), h); };
     fillButtons(state, view, entry.name, d, static_cast<int>(current().cols()), h,
-                [h, member](Scene& s, Matrix m) { s.heads[static_cast<std::size_t>(h)].*member = std::move(m); });
+                [h, member](Scene& s, Matrix m) { member(s, h) = std::move(m); });
     Matrix edited;
     bool continuing = false;
     if (matrixTable(entry.name, current(), edited, continuing, entry.probe))
       state.edit(
-          entry.name, [&](Scene& s) { s.heads[static_cast<std::size_t>(h)].*member = edited; }, h, continuing);
+          entry.name, [&](Scene& s) { member(s, h) = edited; }, h, continuing);
   }
   sectionHeader("Biases");
-  biasRow(state, "b_Q", h, &HeadParams::b_q, true);
-  biasRow(state, "b_K", h, &HeadParams::b_k, true);
-  biasRow(state, "b_V", h, &HeadParams::b_v, false);
+  biasRow(state, "b_Q", h, [](Scene& s, int i) -> std::optional<RowVector>& { return s.heads[static_cast<std::size_t>(i)].b_q; }, true);
+  biasRow(state, "b_K", h, [](Scene& s, int i) -> std::optional<RowVector>& { return s.bK(i); }, true);
+  biasRow(state, "b_V", h, [](Scene& s, int i) -> std::optional<RowVector>& { return s.bV(i); }, false);
 
   sectionHeader("W_O (sum of d_v x d_model), all heads");
   bool has_w_o = scene.w_o.has_value();

@@ -88,11 +88,11 @@ std::optional<SceneInput> sceneInput(const Step& step, const std::string& name) 
   if (h < 0) return std::nullopt;
   const auto head = [h](Scene& s) -> HeadParams& { return s.heads[static_cast<std::size_t>(h)]; };
   if (name == "W_Q") return SceneInput{[head](Scene& s, const Matrix& m) { head(s).w_q = m; }, h};
-  if (name == "W_K") return SceneInput{[head](Scene& s, const Matrix& m) { head(s).w_k = m; }, h};
-  if (name == "W_V") return SceneInput{[head](Scene& s, const Matrix& m) { head(s).w_v = m; }, h};
+  if (name == "W_K") return SceneInput{[h](Scene& s, const Matrix& m) { s.wK(h) = m; }, h};  // or its group's
+  if (name == "W_V") return SceneInput{[h](Scene& s, const Matrix& m) { s.wV(h) = m; }, h};
   if (name == "b_Q") return SceneInput{[head, bias](Scene& s, const Matrix& m) { head(s).b_q = bias(m); }, h};
-  if (name == "b_K") return SceneInput{[head, bias](Scene& s, const Matrix& m) { head(s).b_k = bias(m); }, h};
-  if (name == "b_V") return SceneInput{[head, bias](Scene& s, const Matrix& m) { head(s).b_v = bias(m); }, h};
+  if (name == "b_K") return SceneInput{[h, bias](Scene& s, const Matrix& m) { s.bK(h) = bias(m); }, h};
+  if (name == "b_V") return SceneInput{[h, bias](Scene& s, const Matrix& m) { s.bV(h) = bias(m); }, h};
   return std::nullopt;
 }
 

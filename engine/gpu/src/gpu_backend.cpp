@@ -49,6 +49,7 @@ GpuBackend::Impl::Impl(const GpuOptions& opts) : options(opts) {
   similarity_pair = gpu::ComputeProgram(library, "similarity_pair.comp");
   similarity_finish = gpu::ComputeProgram(library, "similarity_finish.comp");
   copy_columns = gpu::ComputeProgram(library, "copy_columns.comp");
+  rope = gpu::ComputeProgram(library, "rope.comp");
   gpu::checkGl("building the compute shaders");
   const bool staged = options.readback == ReadbackPath::Staged ||
                       (options.readback == ReadbackPath::Auto && !isSoftwareRenderer(renderer));
@@ -239,7 +240,8 @@ void GpuBackend::recomputeHeadResident(const Scene& scene, int head) {
   validateScene(scene);
   if (head < 0 || head >= scene.numHeads())
     throw InputError("head", "0 to " + std::to_string(scene.numHeads() - 1), std::to_string(head));
-  if (!impl_->resident || shapeOf(scene) != impl_->shape) {  // a new shape: everything is recomputed
+  // A new shape, or a shared W_K / W_V or rope tables that one head's upload would not refresh: everything.
+  if (!impl_->resident || shapeOf(scene) != impl_->shape || scene.grouped() || scene.rope) {
     computeResident(scene, {.keep_scores = true, .analysis = impl_->analysis});
     return;
   }
@@ -291,7 +293,7 @@ void GpuBackend::computeInto(const Scene& scene, Result& result, const ComputeOp
 }
 
 void GpuBackend::recomputeHead(const Scene& scene, int head, Result& result) {
-  const bool same = impl_->resident && shapeOf(scene) == impl_->shape &&
+  const bool same = impl_->resident && shapeOf(scene) == impl_->shape && !scene.grouped() &&
                     result.heads.size() == static_cast<std::size_t>(scene.numHeads());
   if (!same) {
     computeInto(scene, result);

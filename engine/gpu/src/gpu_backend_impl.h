@@ -48,7 +48,7 @@ struct GpuBackend::Impl {
   std::size_t max_block_bytes = 0;  // one storage buffer's limit (the driver's, or GpuOptions::max_buffer_bytes)
   GLint max_texture = 0, max_groups_x = 0, max_groups_y = 0;
   gpu::ComputeProgram project, scores, scores_softmax, weighted_sum, similarity_pair, similarity_finish,
-      copy_columns;
+      copy_columns, rope;
 
   // [SECTION] resident state
   bool resident = false, analysis = true, similarity_current = false;
@@ -59,6 +59,8 @@ struct GpuBackend::Impl {
   unsigned similarity_rows = 0;  // query rows per similarity workgroup
   bool has_mask = false, bias_q = false, bias_k = false, bias_v = false;
   GlBuffer x_q, x_k, x_v, w_q, w_k, w_v, b_q, b_k, b_v, w_o, b_o;
+  GlBuffer rope_cos_q, rope_sin_q, rope_cos_k, rope_sin_k;  // (n_q | n_k, rope_half) each, with rope
+  unsigned rope_half = 0;                                   // dims/2 of the scene's rope; 0 without
   GlBuffer q, k, v, mask, concat, output, partial, pairs, cosine, js, score_scratch, heads_table, head_scratch;
   // The heads' weights, (n_q, n_k) each: weight_groups[g] holds heads [g heads_per_group, ...) back to back,
   // as many as one storage block may hold, so that one dispatch covers them.
@@ -96,6 +98,9 @@ struct GpuBackend::Impl {
   const GlBuffer& keyInput() const { return shape.own_key ? x_k : x_q; }
   const GlBuffer& valueInput() const { return shape.own_value ? x_v : keyInput(); }
   void uploadProjections(const Scene& scene);
+  void uploadRope(const Scene& scene);
+  void rotateColumns(const GlBuffer& x, const GlBuffer& cosines, const GlBuffer& sines, unsigned rows,
+                     unsigned col0) const;
   void uploadHeadTable(const Scene& scene);
   // Only head `head`'s projections changed: writes its columns of the stacked W and biases on the GPU. False
   // when its biases appeared or went (then uploadProjections must run).

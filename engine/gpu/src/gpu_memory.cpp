@@ -14,9 +14,9 @@ std::size_t estimateGpuBytes(const Scene& scene, bool with_textures) {
   const std::size_t n_q = static_cast<std::size_t>(scene.nQ()), n_k = static_cast<std::size_t>(scene.nK());
   const std::size_t d = static_cast<std::size_t>(scene.d_model), h = scene.heads.size();
   std::size_t sum_dk = 0, sum_dv = 0;
-  for (const HeadParams& head : scene.heads) {
-    sum_dk += static_cast<std::size_t>(head.dK());
-    sum_dv += static_cast<std::size_t>(head.dV());
+  for (int i = 0; i < scene.numHeads(); ++i) {  // a group's K and V are copied to each of its heads' columns
+    sum_dk += static_cast<std::size_t>(scene.heads[static_cast<std::size_t>(i)].dK());
+    sum_dv += static_cast<std::size_t>(scene.dV(i));
   }
   const std::size_t similarity_groups = (n_q + gpu::kSimilarityRows - 1) / gpu::kSimilarityRows;
   std::size_t floats = n_q * d + (scene.key ? n_k * d : 0) + (scene.value ? n_k * d : 0);  // inputs
@@ -29,8 +29,9 @@ std::size_t estimateGpuBytes(const Scene& scene, bool with_textures) {
   floats += h * h * similarity_groups * 2 + 2 * h * (h + 1) + 2 * h * h;  // partials, pair list, cosine, js
   floats += 8 * h;                                                         // the head table
   std::size_t widest = 0;  // one head's W, staged when an edit uploads that head alone
-  for (const HeadParams& head : scene.heads)
-    widest = std::max({widest, static_cast<std::size_t>(head.dK()), static_cast<std::size_t>(head.dV())});
+  for (int i = 0; i < scene.numHeads(); ++i)
+    widest = std::max({widest, static_cast<std::size_t>(scene.heads[static_cast<std::size_t>(i)].dK()),
+                       static_cast<std::size_t>(scene.dV(i))});
   floats += d * widest;
   if (with_textures) floats += h * n_q * n_k;
   return floats * sizeof(float);

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <optional>
 
+#include "attnscope/compute/scene_rope.h"
 #include "attnscope/error.h"
 #include "gpu_backend_impl.h"
 #include "gpu_memory.h"
@@ -26,9 +27,9 @@ namespace gpu {
 Shape shapeOf(const Scene& scene) {
   Shape s{scene.nQ(),           scene.nK(), scene.d_model, {}, {}, scene.key.has_value(), scene.value.has_value(),
           scene.w_o.has_value()};
-  for (const HeadParams& head : scene.heads) {
-    s.d_k.push_back(head.dK());
-    s.d_v.push_back(head.dV());
+  for (int i = 0; i < scene.numHeads(); ++i) {
+    s.d_k.push_back(scene.heads[static_cast<std::size_t>(i)].dK());
+    s.d_v.push_back(scene.dV(i));
   }
   return s;
 }
@@ -37,20 +38,22 @@ Shape shapeOf(const Scene& scene) {
 
 namespace {
 
-// Every head's W side by side, (d_model, sum of widths), and the biases (zeros where a head has none).
+// Every head's W side by side, (d_model, sum of widths), and the biases (zeros where a head has none). get_w(i):
+// head i's W; in a scene with kv_heads each head gets a copy of its group's W_K and W_V (so K and V are
+// computed per head: the attention shaders read a head's K from its own columns).
 template <typename GetW, typename GetB>
 bool stackHeads(const Scene& scene, GetW get_w, GetB get_b, std::vector<float>& w, std::vector<float>& b) {
   int width = 0;
-  for (const HeadParams& head : scene.heads) width += static_cast<int>(get_w(head).cols());
+  for (int i = 0; i < scene.numHeads(); ++i) width += static_cast<int>(get_w(i).cols());
   w.assign(static_cast<std::size_t>(scene.d_model) * static_cast<std::size_t>(width), 0.0f);
   b.assign(static_cast<std::size_t>(width), 0.0f);
   Eigen::Map<Matrix> stacked(w.data(), scene.d_model, width);
   bool any_bias = false;
   int col = 0;
-  for (const HeadParams& head : scene.heads) {
-    const Matrix& hw = get_w(head);
+  for (int i = 0; i < scene.numHeads(); ++i) {
+    const Matrix& hw = get_w(i);
     stacked.middleCols(col, hw.cols()) = hw;
-    if (const std::optional<RowVector>& hb = get_b(head)) {
+    if (const std::optional<RowVector>& hb = get_b(i)) {
       std::copy(hb->data(), hb->data() + hb->size(), b.begin() + col);
       any_bias = true;
     }
@@ -74,18 +77,18 @@ using gpu::kTile;
 void GpuBackend::Impl::uploadProjections(const Scene& scene) {
   std::vector<float> w, b;
   bias_q = stackHeads(
-      scene, [](const HeadParams& p) -> const Matrix& { return p.w_q; },
-      [](const HeadParams& p) -> const std::optional<RowVector>& { return p.b_q; }, w, b);
+      scene, [&](int i) -> const Matrix& { return scene.heads[static_cast<std::size_t>(i)].w_q; },
+      [&](int i) -> const std::optional<RowVector>& { return scene.heads[static_cast<std::size_t>(i)].b_q; }, w, b);
   w_q.upload(w.data(), w.size() * sizeof(float));
   b_q.upload(b.data(), b.size() * sizeof(float));
   bias_k = stackHeads(
-      scene, [](const HeadParams& p) -> const Matrix& { return p.w_k; },
-      [](const HeadParams& p) -> const std::optional<RowVector>& { return p.b_k; }, w, b);
+      scene, [&](int i) -> const Matrix& { return scene.wK(i); },
+      [&](int i) -> const std::optional<RowVector>& { return scene.bK(i); }, w, b);
   w_k.upload(w.data(), w.size() * sizeof(float));
   b_k.upload(b.data(), b.size() * sizeof(float));
   bias_v = stackHeads(
-      scene, [](const HeadParams& p) -> const Matrix& { return p.w_v; },
-      [](const HeadParams& p) -> const std::optional<RowVector>& { return p.b_v; }, w, b);
+      scene, [&](int i) -> const Matrix& { return scene.wV(i); },
+      [&](int i) -> const std::optional<RowVector>& { return scene.bV(i); }, w, b);
   w_v.upload(w.data(), w.size() * sizeof(float));
   b_v.upload(b.data(), b.size() * sizeof(float));
   uploadHeadTable(scene);
@@ -109,6 +112,7 @@ void GpuBackend::Impl::uploadHeadTable(const Scene& scene) {
 // (nothing done) when the head's biases appeared or went, which changes what the projection adds: then the
 // caller uploads everything.
 bool GpuBackend::Impl::uploadHeadProjections(const Scene& scene, int head) {
+  if (scene.grouped()) return false;  // a shared W_K or W_V is copied into every head of its group: upload all
   const HeadParams& p = scene.heads[static_cast<std::size_t>(head)];
   const bool any_q = std::any_of(scene.heads.begin(), scene.heads.end(), [](const HeadParams& x) { return x.b_q.has_value(); });
   const bool any_k = std::any_of(scene.heads.begin(), scene.heads.end(), [](const HeadParams& x) { return x.b_k.has_value(); });
@@ -163,6 +167,7 @@ void GpuBackend::Impl::upload(const Scene& scene) {
   if (scene.key) x_k.upload(scene.key->data(), n_k * d * sizeof(float));
   if (scene.value) x_v.upload(scene.value->data(), n_k * d * sizeof(float));
   uploadProjections(scene);
+  uploadRope(scene);
   if (scene.w_o) {
     w_o.upload(scene.w_o->data(), static_cast<std::size_t>(scene.w_o->size()) * sizeof(float));
     const RowVector bias = scene.b_o ? *scene.b_o : RowVector::Zero(shape.d_model);
@@ -233,7 +238,8 @@ void GpuBackend::Impl::projectColumns(const GlBuffer& input, unsigned rows, unsi
   dispatch(groupsFor(width, kTile), groupsFor(rows, kTile));
 }
 
-// Q, K, V of the heads whose columns are [k0, k0 + dk) and [v0, v0 + dv) (all heads, or one).
+// Q, K, V of the heads whose columns are [k0, k0 + dk) and [v0, v0 + dv) (all heads, or one), then the
+// rotation of their q and k when the scene has rope.
 void GpuBackend::Impl::projectHeads(unsigned k0, unsigned dk, unsigned v0, unsigned dv) const {
   const unsigned n_q = static_cast<unsigned>(shape.n_q), n_k = static_cast<unsigned>(shape.n_k);
   const unsigned d = static_cast<unsigned>(shape.d_model);
@@ -241,6 +247,41 @@ void GpuBackend::Impl::projectHeads(unsigned k0, unsigned dk, unsigned v0, unsig
   projectColumns(x_q, n_q, d, w_q, b_q, bias_q, q, sum_dk, k0, dk);
   projectColumns(keyInput(), n_k, d, w_k, b_k, bias_k, k, sum_dk, k0, dk);
   projectColumns(valueInput(), n_k, d, w_v, b_v, bias_v, v, sum_dv, v0, dv);
+  if (rope_half == 0) return;
+  for (std::size_t i = 0; i < k_col.size(); ++i) {
+    if (k_col[i] < k0 || k_col[i] >= k0 + dk) continue;
+    rotateColumns(q, rope_cos_q, rope_sin_q, n_q, k_col[i]);
+    rotateColumns(k, rope_cos_k, rope_sin_k, n_k, k_col[i]);
+  }
+}
+
+// The scene's rope tables (scene_rope.h: the CPU backend's own cos and sin), (rows, dims/2) each; none
+// (rope_half 0) without rope.
+void GpuBackend::Impl::uploadRope(const Scene& scene) {
+  const std::optional<SceneRopeTables> tables = sceneRopeTables(scene);
+  rope_half = tables ? static_cast<unsigned>(tables->query.dims() / 2) : 0;
+  if (!tables) return;
+  const auto put = [](GlBuffer& buffer, const std::vector<float>& values) {
+    buffer.upload(values.data(), values.size() * sizeof(float));
+  };
+  put(rope_cos_q, tables->query.cosines());
+  put(rope_sin_q, tables->query.sines());
+  put(rope_cos_k, tables->key.cosines());
+  put(rope_sin_k, tables->key.sines());
+}
+
+// Columns [col0, col0 + 2 rope_half) of every row of x (rows, sum_dk) rotated in place (rope.comp).
+void GpuBackend::Impl::rotateColumns(const GlBuffer& x, const GlBuffer& cosines, const GlBuffer& sines,
+                                     unsigned rows, unsigned col0) const {
+  rope.use();
+  x.bind(0);
+  cosines.bind(1);
+  sines.bind(2);
+  rope.set("u_rows", rows);
+  rope.set("u_ld", sum_dk);
+  rope.set("u_col0", col0);
+  rope.set("u_half", rope_half);
+  dispatch(groupsFor(rope_half, 64), std::min(rows, 65535u));
 }
 
 void GpuBackend::Impl::bindHeadsStage(const gpu::ComputeProgram& program, unsigned head0,

@@ -6,6 +6,7 @@
 
 #include "analysis/analysis_common.h"
 #include "attnscope/analysis/analysis.h"
+#include "attnscope/compute/scene_rope.h"
 #include "attnscope/compute/tiles.h"
 
 namespace attnscope {
@@ -80,11 +81,17 @@ CellBreakdown scoreBreakdown(const Scene& scene, const Result& result, int head,
   b.masked = cell.masked;
   b.weight = cell.weight;
 
+  if (scene.rope) {  // the rotation turns q_i and k_j by their positions: show both sides of it
+    b.q_before_rope = queryBeforeRope(scene, head).row(query);
+    b.k_before_rope = keyBeforeRope(scene, head).row(key);
+    b.query_position = scene.queryPositions()[static_cast<std::size_t>(query)];
+    b.key_position = scene.keyPositions()[static_cast<std::size_t>(key)];
+  }
   if (scene.d_model <= kBreakdownMaxInputDims) {
     b.query_products = inputProducts(scene.query.row(query), params.w_q);
-    b.key_products = inputProducts(scene.keyRows().row(key), params.w_k);
+    b.key_products = inputProducts(scene.keyRows().row(key), scene.wK(head));
     b.query_bias = biasOrZero(params.b_q, d_k);
-    b.key_bias = biasOrZero(params.b_k, d_k);
+    b.key_bias = biasOrZero(scene.bK(head), d_k);
   }
   return b;
 }

@@ -28,7 +28,7 @@ inline void checkResultMatches(const Scene& scene, const Result& result, bool ne
     if (!on_demand && (hr.weights.rows() != scene.nQ() || hr.weights.cols() != scene.nK()))
       throw InputError("result", "head " + std::to_string(h) + " weights " + shapeString(scene.nQ(), scene.nK()),
                        shapeString(hr.weights.rows(), hr.weights.cols()));
-    if (hr.output.rows() != scene.nQ() || hr.output.cols() != scene.heads[static_cast<std::size_t>(h)].dV())
+    if (hr.output.rows() != scene.nQ() || hr.output.cols() != scene.dV(h))
       throw InputError("result", "head " + std::to_string(h) + " output (n_q, d_v)",
                        shapeString(hr.output.rows(), hr.output.cols()));
   }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "attnscope/compute/scene_rope.h"
 #include "attnscope/scene/scene_json.h"
 
 namespace attnscope {
@@ -81,15 +82,17 @@ bool followsWorkedExample(const Scene& scene, const Scene& example, int head, co
   const HeadParams& p = scene.heads[static_cast<std::size_t>(head)];
   const HeadParams& e = example.heads[static_cast<std::size_t>(head)];
   const bool q = sameMatrix(scene.query, example.query) && sameMatrix(p.w_q, e.w_q) && sameBias(p.b_q, e.b_q);
-  const bool k = sameMatrix(scene.keyRows(), example.keyRows()) && sameMatrix(p.w_k, e.w_k) && sameBias(p.b_k, e.b_k);
-  const bool v =
-      sameMatrix(scene.valueRows(), example.valueRows()) && sameMatrix(p.w_v, e.w_v) && sameBias(p.b_v, e.b_v);
+  const bool k = sameMatrix(scene.keyRows(), example.keyRows()) && sameMatrix(scene.wK(head), example.wK(head)) &&
+                 sameBias(scene.bK(head), example.bK(head));
+  const bool v = sameMatrix(scene.valueRows(), example.valueRows()) && sameMatrix(scene.wV(head), example.wV(head)) &&
+                 sameBias(scene.bV(head), example.bV(head));
   if (name == "Q") return q;
   if (name == "K") return k;
   if (name == "V") return v;
   // scaled scores and weights: Q, K, the scale and no key masked (key padding with no key ticked masks nothing,
   // so the text's numbers still apply)
-  return q && k && scene.headScale(head) == example.headScale(head) && allowedMask(scene).minCoeff() == 1;
+  return q && k && !scene.rope && !example.rope && scene.headScale(head) == example.headScale(head) &&
+         allowedMask(scene).minCoeff() == 1;
 }
 
 void attachPrinted(const PrintedMatrix& printed, StepMatrix& m, std::string& note) {
@@ -152,6 +155,11 @@ void addProjectionSteps(StepBuilder& b, int i, const HeadResult& hr) {
   const std::string head = "Head " + std::to_string(i + 1) + ": ";
   const std::vector<std::string>& q_tokens = b.scene.query_tokens;
   const std::vector<std::string>& k_tokens = b.scene.keyTokens();
+  // With rope, Q and K here are the projections before rotation; the rotation step below gives hr.q and hr.k.
+  const Matrix q = b.scene.rope ? queryBeforeRope(b.scene, i) : hr.q;
+  const Matrix k = b.scene.rope ? keyBeforeRope(b.scene, i) : hr.k;
+  const std::string group =
+      b.scene.grouped() ? " (shared by key/value head " + std::to_string(b.scene.kvOf(i) + 1) + "'s query heads)" : "";
   struct Projection {
     const char* name;
     const char* input;
@@ -160,22 +168,34 @@ void addProjectionSteps(StepBuilder& b, int i, const HeadResult& hr) {
     const Matrix& out;
     const std::vector<std::string>& tokens;
     const char* what;
+    std::string shared;
   };
   const Projection projections[] = {
-      {"Q", "X", p.w_q, p.b_q, hr.q, q_tokens, "each query row in this head's d_k-dimensional query space"},
-      {"K", b.scene.key ? "X_key" : "X", p.w_k, p.b_k, hr.k, k_tokens, "each key row in the same space as Q"},
-      {"V", b.scene.value ? "X_value" : (b.scene.key ? "X_key" : "X"), p.w_v, p.b_v, hr.v, k_tokens,
-       "what each key passes on when attended"},
+      {"Q", "X", p.w_q, p.b_q, q, q_tokens, "each query row in this head's d_k-dimensional query space", ""},
+      {"K", b.scene.key ? "X_key" : "X", b.scene.wK(i), b.scene.bK(i), k, k_tokens,
+       "each key row in the same space as Q", group},
+      {"V", b.scene.value ? "X_value" : (b.scene.key ? "X_key" : "X"), b.scene.wV(i), b.scene.bV(i), hr.v, k_tokens,
+       "what each key passes on when attended", group},
   };
   for (const Projection& pr : projections) {
     const std::string n = pr.name;
     Step& step = b.add(
         head + n + " = " + pr.input + " W_" + n + (pr.bias ? " + b_" + n : ""), i,
-        n + ": " + pr.what + ", (" + std::to_string(pr.out.rows()) + " x " + std::to_string(pr.out.cols()) + ").");
+        n + ": " + pr.what + ", (" + std::to_string(pr.out.rows()) + " x " + std::to_string(pr.out.cols()) + ")" +
+            pr.shared + ".");
     b.matrix(step, "W_" + n, pr.w);
     if (pr.bias) b.matrix(step, "b_" + n, *pr.bias);
     b.matrix(step, n, pr.out, pr.tokens);
   }
+  if (!b.scene.rope) return;
+  const SceneRope& rope = *b.scene.rope;
+  Step& step = b.add(head + "rotate Q and K by position (RoPE)", i,
+                     "The first " + std::to_string(rope.dims) + " entries of every q and k turn by position x theta^(-2t/" +
+                         std::to_string(rope.dims) + "), theta = " + formatNumber(rope.theta) +
+                         ", pairing entry t with t + " + std::to_string(rope.dims / 2) +
+                         ": a score then depends on the query and key positions only through their difference.");
+  b.matrix(step, "Q rotated", hr.q, q_tokens);
+  b.matrix(step, "K rotated", hr.k, k_tokens);
 }
 
 void addAttentionSteps(StepBuilder& b, int i, const HeadResult& hr) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "attnscope/compute/scene_rope.h"
 #include "attnscope/compute/similarity.h"
 #include "attnscope/compute/tiles.h"
 #include "attnscope/scene/key_mask.h"
@@ -22,37 +23,55 @@ namespace {
 
 constexpr float kMasked = -std::numeric_limits<float>::infinity();
 
-// One of a head's three projections: its weight, its bias, and where its product goes.
+// The first query head of key/value head g: where the group's K and V are computed (g itself without kv_heads).
+int firstHeadOf(const Scene& scene, int g) {
+  if (!scene.grouped()) return g;
+  for (int h = 0; h < scene.numHeads(); ++h)
+    if (scene.heads[static_cast<std::size_t>(h)].kv == g) return h;
+  return 0;  // unreachable in a valid scene: validateScene refuses a key/value head no query head uses
+}
+
+// One of the three projections: its weight and bias for unit i (a query head; for K and V a key/value head,
+// which is each head itself in a scene without kv_heads), and where the product goes.
 struct Projection {
-  const Matrix& (*weight)(const HeadParams&);
-  const std::optional<RowVector>& (*bias)(const HeadParams&);
+  const Matrix& (*weight)(const Scene&, int);
+  const std::optional<RowVector>& (*bias)(const Scene&, int);
   Matrix HeadResult::*out;
+  bool per_kv_head;
 };
-const Projection kQuery{[](const HeadParams& p) -> const Matrix& { return p.w_q; },
-                        [](const HeadParams& p) -> const std::optional<RowVector>& { return p.b_q; }, &HeadResult::q};
-const Projection kKey{[](const HeadParams& p) -> const Matrix& { return p.w_k; },
-                      [](const HeadParams& p) -> const std::optional<RowVector>& { return p.b_k; }, &HeadResult::k};
-const Projection kValue{[](const HeadParams& p) -> const Matrix& { return p.w_v; },
-                        [](const HeadParams& p) -> const std::optional<RowVector>& { return p.b_v; }, &HeadResult::v};
+const Projection kQuery{[](const Scene& s, int i) -> const Matrix& { return s.heads[static_cast<std::size_t>(i)].w_q; },
+                        [](const Scene& s, int i) -> const std::optional<RowVector>& {
+                          return s.heads[static_cast<std::size_t>(i)].b_q;
+                        },
+                        &HeadResult::q, false};
+const Projection kKey{[](const Scene& s, int g) -> const Matrix& { return s.wK(firstHeadOf(s, g)); },
+                      [](const Scene& s, int g) -> const std::optional<RowVector>& { return s.bK(firstHeadOf(s, g)); },
+                      &HeadResult::k, true};
+const Projection kValue{[](const Scene& s, int g) -> const Matrix& { return s.wV(firstHeadOf(s, g)); },
+                        [](const Scene& s, int g) -> const std::optional<RowVector>& { return s.bV(firstHeadOf(s, g)); },
+                        &HeadResult::v, true};
+
+int units(const Scene& scene, const Projection& p) { return p.per_kv_head ? scene.numKvHeads() : scene.numHeads(); }
 
 // rows (n, d_model) times the given projections of every head, stacked side by side into one product
 // (d_model, sum of widths) so that the BLAS sees one wide matrix instead of 3h thin ones; then sliced into each
-// head's Q, K or V, (n, width of that head).
+// head's Q, K or V, (n, width of that head). A key/value head's K and V go to the first head of its group
+// (shareKeyValues copies them to the rest).
 void projectStacked(const Scene& scene, const Matrix& rows, const std::vector<Projection>& projections,
                     ProjectionWorkspace& work, Result& result) {
   int width = 0;
   for (const Projection& p : projections)
-    for (const HeadParams& head : scene.heads) width += static_cast<int>(p.weight(head).cols());
+    for (int i = 0; i < units(scene, p); ++i) width += static_cast<int>(p.weight(scene, i).cols());
   Matrix& w = work.stacked_weights;
   w.resize(scene.d_model, width);
   RowVector b = RowVector::Zero(width);
   bool any_bias = false;
   int col = 0;
   for (const Projection& p : projections)
-    for (const HeadParams& head : scene.heads) {
-      const Matrix& hw = p.weight(head);
+    for (int i = 0; i < units(scene, p); ++i) {
+      const Matrix& hw = p.weight(scene, i);
       w.middleCols(col, hw.cols()) = hw;
-      if (const std::optional<RowVector>& hb = p.bias(head)) {
+      if (const std::optional<RowVector>& hb = p.bias(scene, i)) {
         b.segment(col, hb->size()) = *hb;
         any_bias = true;
       }
@@ -64,11 +83,30 @@ void projectStacked(const Scene& scene, const Matrix& rows, const std::vector<Pr
   if (any_bias) projected.rowwise() += b;
   col = 0;
   for (const Projection& p : projections)
-    for (std::size_t i = 0; i < scene.heads.size(); ++i) {
-      const Eigen::Index head_width = p.weight(scene.heads[i]).cols();
-      result.heads[i].*(p.out) = projected.middleCols(col, head_width);
+    for (int i = 0; i < units(scene, p); ++i) {
+      const Eigen::Index head_width = p.weight(scene, i).cols();
+      const int head = p.per_kv_head ? firstHeadOf(scene, i) : i;
+      result.heads[static_cast<std::size_t>(head)].*(p.out) = projected.middleCols(col, head_width);
       col += static_cast<int>(head_width);
     }
+}
+
+// After the projections: every query rotated by its position (rope), each key/value head's K rotated once, then
+// its K and V copied from the group's first head to the others. Nothing to do for a scene with neither.
+void shareKeyValues(const Scene& scene, Result& result) {
+  const std::optional<SceneRopeTables> rope = sceneRopeTables(scene);
+  for (int h = 0; h < scene.numHeads(); ++h) {
+    HeadResult& hr = result.heads[static_cast<std::size_t>(h)];
+    const int first = firstHeadOf(scene, scene.kvOf(h));
+    if (rope) rope->query.rotate(hr.q);
+    if (first == h) {
+      if (rope) rope->key.rotate(hr.k);
+      continue;
+    }
+    const HeadResult& owner = result.heads[static_cast<std::size_t>(first)];  // first < h: already rotated
+    hr.k = owner.k;
+    hr.v = owner.v;
+  }
 }
 
 // Q, K and V of every head, one product per distinct input: self-attention projects X once for all three.
@@ -86,6 +124,7 @@ void projectAllHeads(const Scene& scene, ProjectionWorkspace& work, Result& resu
       }
     projectStacked(scene, *rows[i], same_rows, work, result);
   }
+  shareKeyValues(scene, result);
 }
 
 Matrix projectOne(const Matrix& rows, const Matrix& w, const std::optional<RowVector>& b) {
@@ -236,11 +275,24 @@ void CpuBackend::recomputeHead(const Scene& scene, int head, Result& result) {
   limits.with_maps = keep_maps;
   validateScene(scene, limits);
   Eigen::setNbThreads(threads_);
+  omp_set_num_threads(threads_);
+  if (scene.grouped()) {  // an edit of a shared W_K or W_V changes every head of the group: recompute them all
+    const bool keep_scores = hr.scores.size() > 0;
+    projectAllHeads(scene, workspace_, result);
+    std::vector<int> all_heads(scene.heads.size());
+    for (std::size_t i = 0; i < all_heads.size(); ++i) all_heads[i] = static_cast<int>(i);
+    attendHeads(scene, all_heads, keep_maps, keep_scores, result);
+    finishResult(scene, result, true);
+    return;
+  }
   const HeadParams& p = scene.heads.at(static_cast<std::size_t>(head));
   hr.q = projectOne(scene.query, p.w_q, p.b_q);
   hr.k = projectOne(scene.keyRows(), p.w_k, p.b_k);
   hr.v = projectOne(scene.valueRows(), p.w_v, p.b_v);
-  omp_set_num_threads(threads_);
+  if (const std::optional<SceneRopeTables> rope = sceneRopeTables(scene)) {
+    rope->query.rotate(hr.q);
+    rope->key.rotate(hr.k);
+  }
   attendHeads(scene, {head}, keep_maps, hr.scores.size() > 0, result);
   finishResult(scene, result, true, head);
 }

@@ -17,9 +17,35 @@ std::string shapeString(long rows, long cols) { return std::to_string(rows) + " 
 
 int Scene::concatWidth() const {
   int width = 0;
-  for (const HeadParams& head : heads) width += head.dV();
+  for (int h = 0; h < numHeads(); ++h) width += dV(h);
   return width;
 }
+
+// Head h's K/V owner: kv_heads[kv] in a grouped scene, else the head itself. kv is checked by validateScene; an
+// unchecked one out of range throws std::out_of_range rather than reading past the list.
+#define ATTNSCOPE_KV_ACCESSOR(Type, name, member)                                                    \
+  const Type& Scene::name(int head) const {                                                          \
+    return grouped() ? kv_heads.at(static_cast<std::size_t>(kvOf(head))).member                     \
+                     : heads[static_cast<std::size_t>(head)].member;                                 \
+  }                                                                                                  \
+  Type& Scene::name(int head) {                                                                      \
+    return grouped() ? kv_heads.at(static_cast<std::size_t>(kvOf(head))).member                     \
+                     : heads[static_cast<std::size_t>(head)].member;                                 \
+  }
+ATTNSCOPE_KV_ACCESSOR(Matrix, wK, w_k)
+ATTNSCOPE_KV_ACCESSOR(Matrix, wV, w_v)
+ATTNSCOPE_KV_ACCESSOR(std::optional<RowVector>, bK, b_k)
+ATTNSCOPE_KV_ACCESSOR(std::optional<RowVector>, bV, b_v)
+#undef ATTNSCOPE_KV_ACCESSOR
+
+static std::vector<int> positionsOr(const std::vector<int>& given, int n) {
+  if (!given.empty()) return given;
+  std::vector<int> p(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) p[static_cast<std::size_t>(i)] = i;
+  return p;
+}
+std::vector<int> Scene::queryPositions() const { return positionsOr(query_positions, nQ()); }
+std::vector<int> Scene::keyPositions() const { return positionsOr(key_positions, nK()); }
 
 float Scene::headScale(int head) const {
   if (scale) return *scale;
@@ -57,9 +83,10 @@ std::size_t defaultMemoryBudget() {
 std::size_t estimateResultBytes(const Scene& scene, bool with_maps) {
   const std::size_t n_q = static_cast<std::size_t>(scene.nQ()), n_k = static_cast<std::size_t>(scene.nK());
   std::size_t floats = 0;
-  for (const HeadParams& head : scene.heads) {
-    const std::size_t d_k = static_cast<std::size_t>(head.dK()), d_v = static_cast<std::size_t>(head.dV());
-    floats += n_q * d_k + n_k * d_k + n_k * d_v  // q, k, v
+  for (int h = 0; h < scene.numHeads(); ++h) {
+    const std::size_t d_k = static_cast<std::size_t>(scene.heads[static_cast<std::size_t>(h)].dK());
+    const std::size_t d_v = static_cast<std::size_t>(scene.dV(h));
+    floats += n_q * d_k + n_k * d_k + n_k * d_v  // q, k, v (each head's own copy of a group's k and v)
               + (with_maps ? 2 * n_q * n_k : 0)   // scores, weights
               + 2 * n_q                           // row maximum and sum
               + n_q * d_v;                        // head output
@@ -146,20 +173,70 @@ void validateScene(const Scene& scene, const Limits& limits) {
     throw InputError("key_tokens", std::to_string(n_k) + " tokens (key rows differ in count from query rows)",
                      "none");
 
+  const int kv_count = static_cast<int>(scene.kv_heads.size());
+  if (kv_count > h) throw InputError("kv_heads", "1 to " + std::to_string(h) + " (at most one per query head)",
+                                     std::to_string(kv_count));
+  for (int g = 0; g < kv_count; ++g) {
+    const KvHeadParams& kv = scene.kv_heads[static_cast<std::size_t>(g)];
+    const std::string at = "kv_heads[" + std::to_string(g) + "].";
+    if (kv.w_k.cols() < 1) throw InputError(at + "w_k", "d_k of at least 1 column", "0 columns");
+    if (kv.w_v.cols() < 1) throw InputError(at + "w_v", "d_v of at least 1 column", "0 columns");
+    checkMatrix(at + "w_k", kv.w_k, d, kv.w_k.cols());
+    checkMatrix(at + "w_v", kv.w_v, d, kv.w_v.cols());
+    checkBias(at + "b_k", kv.b_k, kv.w_k.cols());
+    checkBias(at + "b_v", kv.b_v, kv.w_v.cols());
+  }
+  std::vector<char> kv_used(static_cast<std::size_t>(kv_count), 0);
   int concat = 0;
   for (int i = 0; i < h; ++i) {
     const HeadParams& head = scene.heads[static_cast<std::size_t>(i)];
     const std::string at = "heads[" + std::to_string(i) + "].";
     if (head.w_q.cols() < 1) throw InputError(at + "w_q", "d_k of at least 1 column", "0 columns");
-    if (head.w_v.cols() < 1) throw InputError(at + "w_v", "d_v of at least 1 column", "0 columns");
     checkMatrix(at + "w_q", head.w_q, d, head.w_q.cols());
-    checkMatrix(at + "w_k", head.w_k, d, head.dK());
-    checkMatrix(at + "w_v", head.w_v, d, head.w_v.cols());
     checkBias(at + "b_q", head.b_q, head.dK());
-    checkBias(at + "b_k", head.b_k, head.dK());
-    checkBias(at + "b_v", head.b_v, head.dV());
-    concat += head.dV();
+    if (scene.grouped()) {
+      if (head.kv < 0 || head.kv >= kv_count)
+        throw InputError(at + "kv", "a kv_heads index from 0 to " + std::to_string(kv_count - 1),
+                         std::to_string(head.kv));
+      if (head.w_k.size() || head.w_v.size() || head.b_k || head.b_v)
+        throw InputError(at + "w_k", "no w_k, w_v, b_k or b_v (they belong to kv_heads[" +
+                                         std::to_string(head.kv) + "])", "the head's own");
+      kv_used[static_cast<std::size_t>(head.kv)] = 1;
+      const Matrix& w_k = scene.wK(i);
+      if (w_k.cols() != head.dK())
+        throw InputError(at + "w_q", std::to_string(w_k.cols()) + " columns (d_k of kv_heads[" +
+                                         std::to_string(head.kv) + "])", std::to_string(head.dK()));
+    } else {
+      if (head.w_v.cols() < 1) throw InputError(at + "w_v", "d_v of at least 1 column", "0 columns");
+      checkMatrix(at + "w_k", head.w_k, d, head.dK());
+      checkMatrix(at + "w_v", head.w_v, d, head.w_v.cols());
+      checkBias(at + "b_k", head.b_k, head.dK());
+      checkBias(at + "b_v", head.b_v, scene.dV(i));
+    }
+    if (scene.rope && scene.rope->dims > head.dK())
+      throw InputError("rope.dims", "at most d_k = " + std::to_string(head.dK()) + " (heads[" + std::to_string(i) + "])",
+                       std::to_string(scene.rope->dims));
+    concat += scene.dV(i);
   }
+  for (int g = 0; g < kv_count; ++g)
+    if (!kv_used[static_cast<std::size_t>(g)])
+      throw InputError("kv_heads[" + std::to_string(g) + "]", "a key/value head some query head's kv names",
+                       "none uses it");
+  if (scene.rope) {
+    if (!std::isfinite(scene.rope->theta) || scene.rope->theta <= 0)
+      throw InputError("rope.theta", "a finite number above 0", std::to_string(scene.rope->theta));
+    if (scene.rope->dims < 2 || scene.rope->dims % 2 != 0)
+      throw InputError("rope.dims", "an even number of at least 2", std::to_string(scene.rope->dims));
+  }
+  auto checkPositions = [](const std::string& field, const std::vector<int>& p, long n) {
+    if (p.empty()) return;
+    if (static_cast<long>(p.size()) != n)
+      throw InputError(field, std::to_string(n) + " positions (one per row)", std::to_string(p.size()));
+    for (int v : p)
+      if (v < 0) throw InputError(field, "positions of 0 or more", std::to_string(v));
+  };
+  checkPositions("query_positions", scene.query_positions, n_q);
+  checkPositions("key_positions", scene.key_positions, n_k);
   if (scene.w_o) checkMatrix("w_o", *scene.w_o, concat, d);
   if (scene.b_o) {
     if (!scene.w_o) throw InputError("b_o", "no b_o without w_o (the output is then the concatenation)", "b_o");

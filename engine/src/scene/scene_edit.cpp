@@ -60,7 +60,16 @@ std::vector<T> remapList(const std::vector<T>& old, const std::vector<int>& sour
   return out;
 }
 
-// Applies a token index map to one side of the scene (rows, tokens, mask, padding).
+// Explicit positions follow their tokens; a new token (-1 in the map) takes its index as its position.
+std::vector<int> remapPositions(const std::vector<int>& old, const std::vector<int>& source) {
+  if (old.empty()) return old;
+  std::vector<int> out = remapList(old, source, -1);
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (out[i] < 0) out[i] = static_cast<int>(i);
+  return out;
+}
+
+// Applies a token index map to one side of the scene (rows, tokens, mask, padding, positions).
 void remapTokens(Scene& scene, TokenSide side, const std::vector<int>& source, const std::string& new_token) {
   const bool self = !scene.key;
   const bool query_side = side == TokenSide::Query || self;
@@ -70,8 +79,10 @@ void remapTokens(Scene& scene, TokenSide side, const std::vector<int>& source, c
     scene.query = remapRows(scene.query, source, 0.0f);
     scene.query_tokens = remapList(scene.query_tokens, source, new_token);
     if (explicit_mask) scene.explicit_mask = remapRows(scene.explicit_mask, source, std::uint8_t{1});
+    scene.query_positions = remapPositions(scene.query_positions, source);
   }
   if (key_side) {
+    scene.key_positions = remapPositions(scene.key_positions, source);
     if (scene.key) {
       scene.key = remapRows(*scene.key, source, 0.0f);
       scene.key_tokens = remapList(scene.key_tokens, source, new_token);
@@ -119,6 +130,9 @@ Scene resizeScene(const Scene& scene, const SceneSize& size, std::uint64_t seed)
   out.query = keepBlock(scene.query, fresh(scene.nQ(), d, 1.0f));
   if (scene.key) out.key = keepBlock(*scene.key, fresh(static_cast<int>(scene.key->rows()), d, 1.0f));
   if (scene.value) out.value = keepBlock(*scene.value, fresh(static_cast<int>(scene.value->rows()), d, 1.0f));
+  // A grouped scene is resized as classic heads (each with its group's K/V), then regrouped at the same count.
+  const int kv_count = scene.grouped() ? std::min(scene.numKvHeads(), size.heads) : 0;
+  out.kv_heads.clear();
   out.heads.clear();
   for (int h = 0; h < size.heads; ++h) {
     HeadParams p{fresh(d, size.d_k, w_std),
@@ -130,11 +144,11 @@ Scene resizeScene(const Scene& scene, const SceneSize& size, std::uint64_t seed)
     if (h < scene.numHeads()) {
       const HeadParams& old = scene.heads[static_cast<std::size_t>(h)];
       p.w_q = keepBlock(old.w_q, p.w_q);
-      p.w_k = keepBlock(old.w_k, p.w_k);
-      p.w_v = keepBlock(old.w_v, p.w_v);
+      p.w_k = keepBlock(scene.wK(h), p.w_k);
+      p.w_v = keepBlock(scene.wV(h), p.w_v);
       p.b_q = keepBias(old.b_q, size.d_k);
-      p.b_k = keepBias(old.b_k, size.d_k);
-      p.b_v = keepBias(old.b_v, size.d_v);
+      p.b_k = keepBias(scene.bK(h), size.d_k);
+      p.b_v = keepBias(scene.bV(h), size.d_v);
     }
     out.heads.push_back(std::move(p));
   }
@@ -143,7 +157,47 @@ Scene resizeScene(const Scene& scene, const SceneSize& size, std::uint64_t seed)
     out.w_o = keepBlock(*scene.w_o, fresh(concat, d, 1.0f / std::sqrt(static_cast<float>(concat))));
     out.b_o = keepBias(scene.b_o, d);
   }
+  if (kv_count > 0) setKvHeadCount(out, kv_count);
+  if (out.rope && out.rope->dims > size.d_k) {  // rotate what still fits: dims even and at most d_k
+    if (size.d_k < 2) out.rope.reset();
+    else out.rope->dims = size.d_k - size.d_k % 2;
+  }
   return out;
+}
+
+void setKvHeadCount(Scene& scene, int count) {
+  const int h = scene.numHeads();
+  if (count < 1 || count > h)
+    throw InputError("kv heads", "1 to " + std::to_string(h) + " (the query head count)", std::to_string(count));
+  std::vector<KvHeadParams> groups;  // group g: what its first head h0 = ceil(g h / count) reads now
+  std::vector<int> kv_of(static_cast<std::size_t>(h));
+  for (int i = 0; i < h; ++i) {
+    const int g = static_cast<int>(static_cast<long>(i) * count / h);
+    kv_of[static_cast<std::size_t>(i)] = g;
+    if (g == static_cast<int>(groups.size())) groups.push_back({scene.wK(i), scene.wV(i), scene.bK(i), scene.bV(i)});
+  }
+  if (count == h) {  // classic multi-head attention: each head its own K/V, no kv_heads
+    for (int i = 0; i < h; ++i) {
+      HeadParams& p = scene.heads[static_cast<std::size_t>(i)];
+      KvHeadParams& g = groups[static_cast<std::size_t>(i)];
+      p.w_k = std::move(g.w_k);
+      p.w_v = std::move(g.w_v);
+      p.b_k = std::move(g.b_k);
+      p.b_v = std::move(g.b_v);
+      p.kv = 0;
+    }
+    scene.kv_heads.clear();
+    return;
+  }
+  for (int i = 0; i < h; ++i) {
+    HeadParams& p = scene.heads[static_cast<std::size_t>(i)];
+    p.w_k.resize(0, 0);
+    p.w_v.resize(0, 0);
+    p.b_k.reset();
+    p.b_v.reset();
+    p.kv = kv_of[static_cast<std::size_t>(i)];
+  }
+  scene.kv_heads = std::move(groups);
 }
 
 Matrix sinusoidalPositions(int n, int d_model) {
@@ -199,6 +253,7 @@ void setCrossAttention(Scene& scene, bool on) {
     scene.key.reset();
     scene.value.reset();
     scene.key_tokens.clear();
+    scene.key_positions.clear();
     if (scene.mask == MaskKind::Explicit && scene.explicit_mask.cols() != scene.nQ())
       scene.explicit_mask = MaskMatrix::Ones(scene.nQ(), scene.nQ());
     if (!scene.key_padding.empty()) scene.key_padding.assign(static_cast<std::size_t>(scene.nQ()), 0);

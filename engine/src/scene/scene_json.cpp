@@ -121,17 +121,55 @@ const json& required(const json& object, const std::string& key, const std::stri
 
 const std::vector<std::string> kSceneKeys = {"format",     "version", "description", "d_model",     "query_tokens",
                                              "key_tokens", "query",   "key",         "value",       "heads",
-                                             "w_o",        "b_o",     "mask",        "key_padding", "scale"};
+                                             "w_o",        "b_o",     "mask",        "key_padding", "scale",
+                                             "kv_heads",   "rope",    "query_positions", "key_positions"};
 const std::vector<std::string> kHeadKeys = {"w_q", "w_k", "w_v", "b_q", "b_k", "b_v"};
+const std::vector<std::string> kGroupedHeadKeys = {"w_q", "b_q", "kv"};
+const std::vector<std::string> kKvHeadKeys = {"w_k", "w_v", "b_k", "b_v"};
+const std::vector<std::string> kRopeKeys = {"theta", "dims"};
 constexpr const char* kFormat = "attnscope-scene";
 constexpr int kVersion = 1;
 
-HeadParams parseHead(const json& v, const std::string& path) {
-  if (!v.is_object()) throw InputError(path, "a head object with w_q, w_k, w_v", describe(v));
+// A whole number in [lo, hi]: kv indices, rope dims, positions.
+int parseInt(const json& v, const std::string& path, std::int64_t lo, const std::string& expected) {
+  if (!v.is_number_integer() || v.get<std::int64_t>() < lo || v.get<std::int64_t>() > std::numeric_limits<int>::max())
+    throw InputError(path, expected, describe(v));
+  return static_cast<int>(v.get<std::int64_t>());
+}
+
+std::vector<int> parsePositions(const json& v, const std::string& path) {
+  if (!v.is_array()) throw InputError(path, "a list of positions (whole numbers from 0)", describe(v));
+  std::vector<int> positions;
+  for (std::size_t i = 0; i < v.size(); ++i) positions.push_back(parseInt(v[i], at(path, i), 0, "a whole number from 0"));
+  return positions;
+}
+
+KvHeadParams parseKvHead(const json& v, const std::string& path) {
+  if (!v.is_object()) throw InputError(path, "a key/value head object with w_k, w_v", describe(v));
   const std::string p = path + ".";
-  checkKeys(v, p, kHeadKeys);
+  checkKeys(v, p, kKvHeadKeys);
+  KvHeadParams kv;
+  kv.w_k = parseMatrix(required(v, "w_k", p, "a d_model x d_k matrix"), p + "w_k");
+  kv.w_v = parseMatrix(required(v, "w_v", p, "a d_model x d_v matrix"), p + "w_v");
+  if (v.contains("b_k")) kv.b_k = parseVector(v["b_k"], p + "b_k");
+  if (v.contains("b_v")) kv.b_v = parseVector(v["b_v"], p + "b_v");
+  return kv;
+}
+
+// grouped: the scene has kv_heads, so a head is w_q, b_q and kv (its K/V are the kv head's).
+HeadParams parseHead(const json& v, const std::string& path, bool grouped) {
+  if (!v.is_object())
+    throw InputError(path, grouped ? "a head object with w_q and kv" : "a head object with w_q, w_k, w_v", describe(v));
+  const std::string p = path + ".";
+  checkKeys(v, p, grouped ? kGroupedHeadKeys : kHeadKeys);
   HeadParams head;
   head.w_q = parseMatrix(required(v, "w_q", p, "a d_model x d_k matrix"), p + "w_q");
+  if (grouped) {
+    if (v.contains("b_q")) head.b_q = parseVector(v["b_q"], p + "b_q");
+    head.kv = parseInt(required(v, "kv", p, "the index of its key/value head"), p + "kv", 0,
+                       "a kv_heads index (a whole number from 0)");
+    return head;
+  }
   head.w_k = parseMatrix(required(v, "w_k", p, "a d_model x d_k matrix"), p + "w_k");
   head.w_v = parseMatrix(required(v, "w_v", p, "a d_model x d_v matrix"), p + "w_v");
   if (v.contains("b_q")) head.b_q = parseVector(v["b_q"], p + "b_q");
@@ -284,7 +322,25 @@ Scene sceneFromJson(const json& j) {
 
   const json& heads = required(j, "heads", "", "a list of head objects");
   if (!heads.is_array()) throw InputError("heads", "a list of head objects", describe(heads));
-  for (std::size_t i = 0; i < heads.size(); ++i) scene.heads.push_back(parseHead(heads[i], at("heads", i)));
+  if (j.contains("kv_heads")) {
+    const json& kv = j["kv_heads"];
+    if (!kv.is_array() || kv.empty()) throw InputError("kv_heads", "a non-empty list of key/value head objects", describe(kv));
+    for (std::size_t i = 0; i < kv.size(); ++i) scene.kv_heads.push_back(parseKvHead(kv[i], at("kv_heads", i)));
+  }
+  for (std::size_t i = 0; i < heads.size(); ++i)
+    scene.heads.push_back(parseHead(heads[i], at("heads", i), scene.grouped()));
+  if (j.contains("rope")) {
+    const json& rope = j["rope"];
+    if (!rope.is_object()) throw InputError("rope", "an object with theta and dims", describe(rope));
+    checkKeys(rope, "rope.", kRopeKeys);
+    const json& theta = required(rope, "theta", "rope.", "a finite number above 0");
+    if (!theta.is_number()) throw InputError("rope.theta", "a finite number above 0", describe(theta));
+    scene.rope = SceneRope{theta.get<double>(),
+                           parseInt(required(rope, "dims", "rope.", "an even number of at least 2"), "rope.dims",
+                                    std::numeric_limits<int>::min(), "an even whole number of at least 2")};
+  }
+  if (j.contains("query_positions")) scene.query_positions = parsePositions(j["query_positions"], "query_positions");
+  if (j.contains("key_positions")) scene.key_positions = parsePositions(j["key_positions"], "key_positions");
   if (j.contains("w_o")) scene.w_o = parseMatrix(j["w_o"], "w_o");
   if (j.contains("b_o")) scene.b_o = parseVector(j["b_o"], "b_o");
 
@@ -335,10 +391,28 @@ ordered_json sceneToJson(const Scene& scene) {
   j["query"] = matrixJson(scene.query);
   if (scene.key) j["key"] = matrixJson(*scene.key);
   if (scene.value) j["value"] = matrixJson(*scene.value);
+  if (scene.grouped()) {
+    ordered_json kv_heads = ordered_json::array();
+    for (const KvHeadParams& kv : scene.kv_heads) {
+      ordered_json g;
+      g["w_k"] = matrixJson(kv.w_k);
+      g["w_v"] = matrixJson(kv.w_v);
+      if (kv.b_k) g["b_k"] = vectorJson(*kv.b_k);
+      if (kv.b_v) g["b_v"] = vectorJson(*kv.b_v);
+      kv_heads.push_back(std::move(g));
+    }
+    j["kv_heads"] = std::move(kv_heads);
+  }
   ordered_json heads = ordered_json::array();
   for (const HeadParams& head : scene.heads) {
     ordered_json h;
     h["w_q"] = matrixJson(head.w_q);
+    if (scene.grouped()) {
+      if (head.b_q) h["b_q"] = vectorJson(*head.b_q);
+      h["kv"] = head.kv;
+      heads.push_back(std::move(h));
+      continue;
+    }
     h["w_k"] = matrixJson(head.w_k);
     h["w_v"] = matrixJson(head.w_v);
     if (head.b_q) h["b_q"] = vectorJson(*head.b_q);
@@ -366,6 +440,16 @@ ordered_json sceneToJson(const Scene& scene) {
     j["key_padding"] = std::move(padding);
   }
   if (scene.scale) j["scale"] = floatJson(*scene.scale);
+  if (scene.rope) {
+    ordered_json rope;
+    const double theta = scene.rope->theta;  // a double: written so that it reads back exactly
+    if (theta == std::trunc(theta) && std::fabs(theta) < 9.0e15) rope["theta"] = static_cast<std::int64_t>(theta);
+    else rope["theta"] = theta;
+    rope["dims"] = scene.rope->dims;
+    j["rope"] = std::move(rope);
+  }
+  if (!scene.query_positions.empty()) j["query_positions"] = scene.query_positions;
+  if (!scene.key_positions.empty()) j["key_positions"] = scene.key_positions;
   return j;
 }
 

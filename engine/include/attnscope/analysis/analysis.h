@@ -46,7 +46,10 @@ struct CellBreakdown {
   Matrix query_products;           // (d_model, d_k): x_i[d] * W_Q[d][t]; empty when d_model is too large
   Matrix key_products;             // (d_model, d_k): x_j[d] * W_K[d][t]
   RowVector query_bias, key_bias;  // (d_k) b_Q and b_K, zeros when the head has none
-  RowVector q, k;                  // (d_k) the result's q_i and k_j, which the products sum to
+  RowVector q, k;                  // (d_k) the result's q_i and k_j (after rotation with rope): the terms' factors
+  // With rope: q_i and k_j before the rotation (which the input products sum to), and their positions; else empty.
+  RowVector q_before_rope, k_before_rope;  // (d_k)
+  int query_position = 0, key_position = 0;
 };
 constexpr int kBreakdownMaxInputDims = 64;
 

@@ -41,6 +41,11 @@ class RopeTable {
   // x.rows() must equal rows(); col0 + dims <= x.cols().
   void rotate(Matrix& x, int col0 = 0) const;
 
+  // The table itself, (rows, dims/2) row-major: what the GPU backend uploads, so that both backends rotate by the
+  // same rounded cos and sin.
+  const std::vector<float>& cosines() const { return cos_; }
+  const std::vector<float>& sines() const { return sin_; }
+
  private:
   int rows_ = 0, half_ = 0;
   std::vector<float> cos_, sin_;  // (rows, half), row-major; the angle is taken in double, then rounded

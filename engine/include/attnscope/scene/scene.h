@@ -11,15 +11,32 @@
 namespace attnscope {
 
 // One head's projections. Row vectors: Q = X W_Q + b_Q.
+// In a scene with kv_heads (grouped-query attention), a head has only w_q/b_q and `kv`; its w_k, w_v, b_k, b_v
+// are empty and unused: Scene::wK(h) and friends read them from kv_heads[kv], so a shared K/V is stored once.
 struct HeadParams {
   Matrix w_q;  // (d_model, d_k)
-  Matrix w_k;  // (d_model, d_k)
-  Matrix w_v;  // (d_model, d_v)
+  Matrix w_k;  // (d_model, d_k); empty with kv_heads
+  Matrix w_v;  // (d_model, d_v); empty with kv_heads
   std::optional<RowVector> b_q, b_k;  // (d_k)
   std::optional<RowVector> b_v;       // (d_v)
+  int kv = 0;  // with kv_heads: the 0-based index of this head's key/value head; ignored without
 
   int dK() const { return static_cast<int>(w_q.cols()); }
-  int dV() const { return static_cast<int>(w_v.cols()); }
+};
+
+// A key/value head shared by the query heads whose `kv` names it (scene key "kv_heads").
+struct KvHeadParams {
+  Matrix w_k;  // (d_model, d_k)
+  Matrix w_v;  // (d_model, d_v)
+  std::optional<RowVector> b_k;  // (d_k)
+  std::optional<RowVector> b_v;  // (d_v)
+};
+
+// Rotary positions (scene key "rope"): after the projections and biases, the first `dims` entries of every
+// head's q and k are rotated by position as Hugging Face's rotate_half does (compute/rope.h does it).
+struct SceneRope {
+  double theta = 10000.0;
+  int dims = 0;  // even, 2 to every head's d_k
 };
 
 enum class MaskKind {
@@ -37,6 +54,10 @@ struct Scene {
   std::optional<Matrix> key;              // (n_k, d_model); absent = query
   std::optional<Matrix> value;            // (n_k, d_model); absent = key
   std::vector<HeadParams> heads;          // 1 to 64
+  std::vector<KvHeadParams> kv_heads;     // empty: every head has its own K/V (classic multi-head attention)
+  std::optional<SceneRope> rope;          // absent: no positions in the scores
+  std::vector<int> query_positions;       // n_q or empty (= 0..n_q-1); used by rope
+  std::vector<int> key_positions;         // n_k or empty (= 0..n_k-1)
   std::optional<Matrix> w_o;              // (sum of d_v, d_model); absent = output is the concatenation
   std::optional<RowVector> b_o;           // (d_model); only with w_o
   MaskKind mask = MaskKind::None;
@@ -51,6 +72,21 @@ struct Scene {
   const Matrix& valueRows() const { return value ? *value : keyRows(); }
   const std::vector<std::string>& keyTokens() const { return key_tokens.empty() ? query_tokens : key_tokens; }
   int concatWidth() const;            // sum of d_v over heads
+  // Head h's key/value projections: its own, or its kv head's. The one way every reader gets them.
+  bool grouped() const { return !kv_heads.empty(); }
+  int numKvHeads() const { return grouped() ? static_cast<int>(kv_heads.size()) : numHeads(); }
+  int kvOf(int head) const { return grouped() ? heads[static_cast<std::size_t>(head)].kv : head; }
+  const Matrix& wK(int head) const;
+  const Matrix& wV(int head) const;
+  const std::optional<RowVector>& bK(int head) const;
+  const std::optional<RowVector>& bV(int head) const;
+  Matrix& wK(int head);
+  Matrix& wV(int head);
+  std::optional<RowVector>& bK(int head);
+  std::optional<RowVector>& bV(int head);
+  int dV(int head) const { return static_cast<int>(wV(head).cols()); }
+  std::vector<int> queryPositions() const;  // query_positions, or 0..n_q-1
+  std::vector<int> keyPositions() const;    // key_positions, or 0..n_k-1
   float headScale(int head) const;    // the override, or 1/sqrt(d_k of that head)
   bool hasMask() const { return mask != MaskKind::None || !key_padding.empty(); }
 };

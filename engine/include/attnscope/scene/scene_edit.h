@@ -29,6 +29,12 @@ Matrix identityMatrix(int rows, int cols);
 // heads differ from one another. Throws InputError for sizes below 1 or above 64 heads.
 Scene resizeScene(const Scene& scene, const SceneSize& size, std::uint64_t seed);
 
+// Key/value heads for grouped-query attention: `count` groups of consecutive query heads (head h in group
+// h * count / heads), each group's K and V those its first head reads now. Lowering the count merges groups
+// keeping each group's first K/V; raising it splits a group by copying; count == heads is classic multi-head
+// attention (no kv_heads: every head its own copy). InputError for a count outside 1..heads.
+void setKvHeadCount(Scene& scene, int count);
+
 // The sinusoidal positional encodings of "Attention Is All You Need": (n, d_model) with
 // PE(p, 2i) = sin(p / 10000^(2i / d_model)), PE(p, 2i + 1) = cos(p / 10000^(2i / d_model)).
 Matrix sinusoidalPositions(int n, int d_model);

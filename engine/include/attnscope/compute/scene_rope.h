@@ -1,0 +1,25 @@
+// A scene's positions in its scores: the rotary tables of a scene with "rope" (compute/rope.h does the rotation)
+// and each head's q and k before and after it, for the views that show the step (the Cell tab, the walkthrough).
+#pragma once
+
+#include <optional>
+
+#include "attnscope/compute/rope.h"
+#include "attnscope/scene/scene.h"
+
+namespace attnscope {
+
+// Query rows rotate by query_positions, key rows by key_positions (0..n-1 by default).
+struct SceneRopeTables {
+  RopeTable query;  // (n_q, dims/2)
+  RopeTable key;    // (n_k, dims/2)
+};
+// nullopt for a scene without "rope". The scene must be valid (validateScene).
+std::optional<SceneRopeTables> sceneRopeTables(const Scene& scene);
+
+// Head h's projections before any rotation: q = X W_Q + b_Q (n_q, d_k), k = X_key W_K + b_K (n_k, d_k) with
+// the head's own or its group's W_K.
+Matrix queryBeforeRope(const Scene& scene, int head);
+Matrix keyBeforeRope(const Scene& scene, int head);
+
+}  // namespace attnscope
