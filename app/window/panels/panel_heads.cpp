@@ -334,12 +334,13 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
     ImGui::TextColored(ImVec4(1.0f, 0.75f, 0.3f, 1.0f), "updating...");
     probeItem("heads.stale");
   }
-  const bool single = view.focus_head >= 0, pair = view.compare_a >= 0;
-  if (single || pair) {
+  if (view.focus_head >= 0 || view.compare_a >= 0) {
     ImGui::SameLine(ImGui::GetContentRegionAvail().x - ImGui::CalcTextSize("All heads").x);
     if (ImGui::Button("All heads")) view.focus_head = view.compare_a = view.compare_b = -1;
     probeItem("heads.back");
   }
+  // After the button: this frame draws what it chose (head -1 enlarged crashed the window).
+  const bool single = view.focus_head >= 0, pair = view.compare_a >= 0;
 
   // The grid (or the enlarged head) fills the panel, leaving a strip for the colour bar on the right.
   const ImVec2 origin = ImGui::GetCursorScreenPos();
