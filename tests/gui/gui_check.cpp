@@ -390,6 +390,19 @@ int main(int argc, char** argv) {
       opened.expectWorkedExample(2, false);
       c.failures += opened.failures;
       c.expectWorkedExample(2, true);  // Ctrl+Z: the causal mask made before the open is back
+    } else if (test == "big_scene") {
+      // The frame of the click: the worked example still shown (its colours), marked stale, the new shape said.
+      Checker pending{loadPng(dir + "/pending.png"), loadLayout(dir + "/layout_pending.json")};
+      pending.expect(pending.layout.contains("status.computing") && pending.layout.contains("heads.stale"),
+                     "while the new scene computes: the status bar says so and the maps are marked stale");
+      pending.expect(pending.layout.contains("head1.map") && !pending.layout.contains("head2.map"),
+                     "the previous scene's 2 heads stay on show");
+      pending.expectWorkedExample(2, false);
+      c.failures += pending.failures;
+      // Then the new scene: 8 heads, nothing pending.
+      c.expect(c.layout.contains("head7.map") && !c.layout.contains("head8.map") &&
+                   !c.layout.contains("status.computing") && !c.layout.contains("heads.stale"),
+               "the new scene's 8 heads, its result landed");
     } else if (test == "model_grid") {
       checkModelGrid(c, dir);
     } else if (test == "panels") {
