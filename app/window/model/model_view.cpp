@@ -93,7 +93,6 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
                              (avail.y - strip_h - header_h) / static_cast<float>(c.n_layer));
   const int tile = static_cast<int>(std::clamp(std::floor(fit - gap), 4.0f, 256.0f));
   const float step = static_cast<float>(tile) + gap;
-  if (!s.renderer) s.renderer = std::make_unique<ModelGridRenderer>();
   s.renderer->syncGrid(f, c.n_layer, c.n_head, s.revision(), tile);
 
   const ImVec2 start = ImGui::GetCursorScreenPos();
@@ -252,6 +251,7 @@ void drawModelView(AppState& state, ViewState& view) {
       errorText(s.error);
   }
   if (!s.shown || s.forward().n == 0) return;
+  if (!s.renderer) s.renderer = std::make_unique<ModelGridRenderer>();
   if (s.focus_layer >= 0)
     focusView(state, view, s);
   else

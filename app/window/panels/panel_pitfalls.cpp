@@ -61,10 +61,11 @@ void drawPitfallsPanel(AppState& state, ViewState& view) {
   const float cell = std::max(1.0f, std::floor(std::min((half - label_w) / n_k, 8 * line / n_q)));
   const float axes_h = mapAxesHeight(scene.keyTokens(), cell);
   for (std::size_t h = 0; h < r.weights.size(); ++h) {
-    ImGui::TextWrapped(
+    // Wrapped between words only: ImGui's own wrapping split "0.0516" after its point.
+    textWrappedAtSpaces(formatted(
         "Head %zu: entropy %.3f (correct %.3f); largest change %.3g. Left: the mistaken weights; "
         "right: mistaken - correct.",
-        h + 1, r.entropy[h], r.correct_entropy[h], r.max_abs_weight_diff[h]);
+        h + 1, r.entropy[h], r.correct_entropy[h], r.max_abs_weight_diff[h]));
     const ImVec2 c0 = ImGui::GetCursorScreenPos();
     const ImVec2 p0(std::floor(c0.x + label_w), std::floor(c0.y));
     // The mistaken weights keep the scene's mask shown as masked only where the mistake keeps it.
