@@ -71,13 +71,13 @@ bool AppState::edit(const std::string& what, const std::function<void(Scene&)>& 
     return false;
   }
   edit_error_.clear();
+  std::swap(scene_, next);  // `next` is now the scene before the edit
+  dirty_ = true;
+  recompute(only_head, &next);
   if (!continuing || undo_.empty()) {
-    undo_.push_back(std::move(scene_));
+    undo_.push_back(std::move(next));
     if (undo_.size() > kUndoDepth) undo_.pop_front();
   }
-  scene_ = std::move(next);
-  dirty_ = true;
-  recompute(only_head);
   return true;
 }
 
@@ -87,11 +87,12 @@ bool AppState::replaceScene(const std::string& what, Scene scene) {
 
 bool AppState::undo() {
   if (undo_.empty()) return false;
+  Scene previous = std::move(scene_);
   scene_ = std::move(undo_.back());
   undo_.pop_back();
   dirty_ = true;
   edit_error_.clear();
-  recompute(-1);
+  recompute(-1, &previous);
   return true;
 }
 
@@ -154,8 +155,14 @@ void AppState::useBackend(const std::string& name) {
   recompute(-1);
 }
 
-void AppState::recompute(int only_head) {
-  if (backend_->name() == "cpu" && computeOffTheUiThread(scene_) && sameShapes(result_, scene_)) {
+void AppState::recompute(int only_head, const Scene* previous) {
+  const bool same_shapes = sameShapes(result_, scene_);
+  if (backend_->name() == "cpu" && computeOffTheUiThread(scene_) && (same_shapes || previous || shown_)) {
+    // A new shape: what is on show stays (the scene the result describes) until the new result lands.
+    if (same_shapes)
+      shown_.reset();
+    else if (!shown_)
+      shown_ = *previous;
     if (!worker_)
       worker_ = std::make_unique<LatestWorker<Scene, ComputeReply>>([](const Scene& scene) {
         ComputeReply reply;
@@ -175,6 +182,7 @@ void AppState::recompute(int only_head) {
   }
   if (worker_) stale_through_ = worker_->cancel();  // what the worker still runs describes an older scene
   result_pending_ = false;
+  shown_.reset();
   const auto start = std::chrono::steady_clock::now();
   const bool same_shape = only_head >= 0 && result_.heads.size() == scene_.heads.size();
   // The GPU computes the similarity itself (cheap); the CPU defers it for big scenes.
@@ -220,6 +228,7 @@ void AppState::takeWorkerResult() {
   if (!reply) return;
   // A reply for a request made before a synchronous compute describes a scene that is gone.
   if (reply->first > stale_through_ && reply->second.error.empty() && sameShapes(reply->second.result, scene_)) {
+    shown_.reset();  // the edited scene's own result: it goes on show with it
     result_ = std::move(reply->second.result);
     compute_ms_ = reply->second.ms;
     analysis_pending_ = false;  // the worker ran the analysis too
@@ -241,7 +250,7 @@ void AppState::tick() {
 }
 
 void AppState::runAnalysis() {
-  analyseHeads(result_, singleKeyRows(scene_));
+  analyseHeads(result_, singleKeyRows(scene()));  // the scene result_ describes
   analysis_pending_ = false;
 }
 

@@ -6,6 +6,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,9 @@ class AppState {
   explicit AppState(Scene scene);
   ~AppState();
 
-  const Scene& scene() const { return scene_; }
+  // The scene the shown result describes: the edited scene, except while a big scene of new shapes is computed
+  // off the UI thread (resultPending()), when the previous scene and its result stay on show together.
+  const Scene& scene() const { return shown_ ? *shown_ : scene_; }
   const Result& result() const { return result_; }
   // Bumped whenever the scene or result changes; views re-upload what they draw when it moves.
   unsigned revision() const { return revision_; }
@@ -72,13 +75,17 @@ class AppState {
   // Call once a frame.
   void tick();
   bool analysisPending() const { return analysis_pending_; }
-  // Big scenes on the CPU are recomputed off the UI thread (LatestWorker): an edit that keeps every shape shows
-  // the previous result until the new one lands (tick() takes it); meanwhile this is true and the maps are
-  // marked stale. Edits that change a shape, the GPU backend and small scenes compute at once, as before.
+  // Big scenes on the CPU are recomputed off the UI thread (LatestWorker): an edit shows the previous result
+  // until the new one lands (tick() takes it); meanwhile this is true and the maps are marked stale. An edit that
+  // changes a shape (a new random scene, more heads) keeps the previous scene on show with its result until then
+  // (scene()); further edits and Save apply to the new scene. The GPU backend and small scenes compute at once.
   bool resultPending() const { return result_pending_; }
+  // The edited scene's token and head counts while a shape change is pending (for the status bar).
+  const Scene& editedScene() const { return scene_; }
 
  private:
-  void recompute(int only_head);
+  // `previous`: the scene before this edit (null: nothing to keep on show, compute at once).
+  void recompute(int only_head, const Scene* previous = nullptr);
   void runAnalysis();
   void takeWorkerResult();
 
@@ -92,6 +99,7 @@ class AppState {
   std::uint64_t stale_through_ = 0;  // worker replies up to this request number predate a synchronous compute
 
   Scene scene_;
+  std::optional<Scene> shown_;  // while a shape change computes off the UI thread: the scene result_ describes
   Result result_;
   std::unique_ptr<Backend> backend_;
   std::deque<Scene> undo_;  // oldest first, at most kUndoDepth

@@ -59,15 +59,15 @@ std::string layoutJson() {
 ScriptInput::ScriptInput(const std::string& path) {
   std::istringstream in(readWholeFile(path, "--script"));
   int number = 0;
-  const std::vector<std::string> known = {"wait", "move", "click",      "wheel",  "drag",
-                                          "key",  "text", "screenshot", "layout", "quit"};
+  const std::vector<std::string> known = {"wait", "move", "click", "wheel",  "drag", "key",
+                                          "text", "until", "screenshot", "layout", "quit"};
   for (std::string line; std::getline(in, line);) {
     ++number;
     const std::vector<std::string> words = splitLine(line.substr(0, line.find('#')));
     if (words.empty()) continue;
     if (std::find(known.begin(), known.end(), words[0]) == known.end())
       throw InputError(path + ":" + std::to_string(number),
-                       "a command (wait move click wheel drag key text screenshot layout quit)", words[0]);
+                       "a command (wait move click wheel drag key text until screenshot layout quit)", words[0]);
     lines_.push_back(line.substr(0, line.find('#')));
   }
 }
@@ -120,6 +120,18 @@ void ScriptInput::apply(ImGuiIO& io, const AppState& state) {
   };
   if (command == "wait") {
     if (++phase_ >= std::stoi(words.at(1))) next();
+  } else if (command == "until") {
+    const bool absent = words.size() > 2 && words[1] == "no";
+    const std::string& name = words.at(absent ? 2 : 1);
+    const std::size_t limit_at = absent ? 3 : 2;
+    const int limit = words.size() > limit_at ? std::stoi(words[limit_at]) : 6000;
+    if (lastFrameProbes().count(name) != (absent ? 0u : 1u)) {
+      if (++phase_ > limit)
+        throw InputError("script line '" + lines_[line_] + "'", "the awaited state within " + std::to_string(limit) +
+                                                                    " frames", "it did not come");
+    } else {
+      next();
+    }
   } else if (command == "move") {
     mouse_ = io.MousePos = target(1);
     next();

@@ -11,6 +11,9 @@
 //   drag TARGET DX DY N    press on the target, move by (DX, DY) pixels over N frames, release
 //   key NAME [ctrl]        press and release a key: Left Right Up Down Enter Escape Tab Backspace A..Z
 //   text STRING            type the characters
+//   until [no] NAME [N]    render frames until the probe NAME is (or with `no`, is not) on screen, at most N
+//                          (default 6000; past them the script fails): work that ends when it ends (a forward,
+//                          a recompute off the UI thread) without a guessed number of frames
 //   screenshot PATH        write the window to PNG
 //   layout PATH            write the widget rectangles as JSON (for the pixel checks), and under "clipped" the
 //                          names of what did not fit (ui_probe.h)

@@ -5,6 +5,8 @@
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
+#include "window/model/model_session.h"
+#include "window/model/model_view.h"
 #include "window/ui_probe.h"
 
 namespace attnscope::app {
@@ -76,6 +78,13 @@ void statusBar(const AppState& state, double frame_ms) {
   ImGui::Text("%s  |  compute %.2f ms  |  frame %.1f ms  |  n = %d, heads = %d", state.backend().name().c_str(),
               state.computeMs(), frame_ms, state.scene().nQ(), state.scene().numHeads());
   probeItem("status.backend." + state.backend().name());  // which backend computed, for the GUI tests
+  const Scene& edited = state.editedScene();
+  if (&edited != &state.scene()) {  // a new shape computing off the UI thread: say what is coming
+    ImGui::SameLine();
+    ImGui::TextColored(ImVec4(1.0f, 0.75f, 0.3f, 1.0f), "  |  computing n = %d, heads = %d...", edited.nQ(),
+                       edited.numHeads());
+    probeItem("status.computing");
+  }
   const std::vector<std::string>& warnings = state.result().warnings;
   if (!warnings.empty()) {
     ImGui::SameLine();
@@ -154,10 +163,20 @@ void drawWindowLayout(AppState& state, ViewState& view, HeatmapRenderer& rendere
   probePaneFits("pane.scene");
   ImGui::End();
 
+  // The centre: the model's layers x heads once a checkpoint has run (until the user goes back to the scene),
+  // else the scene's heads. One window either way ("###centre"), titled after what it shows.
+  if (view.model) view.model->poll();
+  const bool model = modelShown(view);
   placeNext(ImVec2(side_w, y), ImVec2(display.x - side_w - analysis_w, body_h));
-  ImGui::Begin("Heads", nullptr, kPanelFlags | ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
+  ImGui::Begin(model ? "Model###centre" : "Heads###centre", nullptr,
+               kPanelFlags | ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
   state.edit_origin = "heads";
-  drawHeadsPanel(state, view, renderer);
+  if (model) {
+    drawModelView(state, view);
+  } else {
+    drawBackToModel(view);
+    drawHeadsPanel(state, view, renderer);
+  }
   probePaneFits("pane.heads");
   ImGui::End();
 

@@ -23,124 +23,11 @@
 #include "attnscope/model/gpt2.h"
 #include "attnscope/scene/scene_json.h"
 
-using attnscope::ColorMap;
-using attnscope::Rgb8;
+#include "gui_check.h"
+
+using namespace gui;
 
 namespace {
-
-using Grid = std::vector<std::vector<double>>;  // (rows, cols)
-
-struct Image {
-  int w = 0, h = 0;
-  std::vector<unsigned char> rgb;
-  Rgb8 at(int x, int y) const {
-    const unsigned char* p =
-        &rgb[(static_cast<std::size_t>(y) * static_cast<std::size_t>(w) + static_cast<std::size_t>(x)) * 3];
-    return Rgb8{p[0], p[1], p[2]};
-  }
-};
-
-Image loadPng(const std::string& path) {
-  Image img;
-  int channels = 0;
-  unsigned char* data = stbi_load(path.c_str(), &img.w, &img.h, &channels, 3);
-  if (!data) throw std::runtime_error("cannot read " + path);
-  img.rgb.assign(data, data + static_cast<std::size_t>(img.w) * static_cast<std::size_t>(img.h) * 3);
-  stbi_image_free(data);
-  return img;
-}
-
-nlohmann::json loadLayout(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  return nlohmann::json::parse(in);
-}
-
-Grid mul(const Grid& a, const Grid& b) {
-  Grid c(a.size(), std::vector<double>(b[0].size(), 0.0));
-  for (std::size_t i = 0; i < a.size(); ++i)
-    for (std::size_t k = 0; k < b.size(); ++k)
-      for (std::size_t j = 0; j < b[0].size(); ++j) c[i][j] += a[i][k] * b[k][j];
-  return c;
-}
-
-// Seed 001's worked example: X (3 x 4), W_Q and W_K of both heads (4 x 2) as printed.
-const Grid kX = {{1, 0, 1, 0}, {0, 1, 0, 1}, {1, 1, 0, 0}};
-const Grid kWq[2] = {{{1, 0}, {0, 1}, {0, 0}, {0, 0}}, {{0, 0}, {0, 0}, {1, 0}, {0, 1}}};
-const Grid kWk[2] = {{{0, 1}, {1, 0}, {0, 0}, {0, 0}}, {{0, 0}, {0, 0}, {0, 1}, {1, 0}}};
-
-// softmax(Q K^T / sqrt(2)) row by row; causal: keys after the query are left out (weight 0).
-Grid expectedWeights(int head, bool causal, const Grid& x = kX, double wq00 = -1) {
-  Grid wq = kWq[head];
-  if (wq00 >= 0) wq[0][0] = wq00;
-  const Grid q = mul(x, wq), k = mul(x, kWk[head]);
-  Grid w(3, std::vector<double>(3, 0.0));
-  for (int i = 0; i < 3; ++i) {
-    double sum = 0;
-    for (int j = 0; j < 3; ++j) {
-      if (causal && j > i) continue;
-      const double s = (q[i][0] * k[j][0] + q[i][1] * k[j][1]) / std::sqrt(2.0);
-      sum += (w[i][j] = std::exp(s));
-    }
-    for (int j = 0; j < 3; ++j) w[i][j] /= sum;
-  }
-  return w;
-}
-
-struct Checker {
-  Image img;
-  nlohmann::json layout;
-  int failures = 0;
-
-  std::vector<float> rect(const std::string& id) const {
-    if (!layout.contains(id)) throw std::runtime_error("layout has no '" + id + "'");
-    return layout[id].get<std::vector<float>>();
-  }
-  // A pixel of cell (i, j) of a map with n_q x n_k cells: centred across, `fy` of the way down. The heads
-  // panel writes a large cell's weight across its middle, so its maps are read at kAboveText.
-  static constexpr float kAboveText = 0.2f;
-  Rgb8 cell(const std::string& map, int i, int j, int n_q, int n_k, float fy = 0.5f) const {
-    const std::vector<float> r = rect(map);
-    const float x = r[0] + (r[2] - r[0]) * (static_cast<float>(j) + 0.5f) / static_cast<float>(n_k);
-    const float y = r[1] + (r[3] - r[1]) * (static_cast<float>(i) + fy) / static_cast<float>(n_q);
-    return img.at(static_cast<int>(x), static_cast<int>(y));
-  }
-  void expect(bool ok, const std::string& what) {
-    if (!ok) ++failures;
-    std::printf("%s  %s\n", ok ? "ok  " : "FAIL", what.c_str());
-  }
-  static std::string str(Rgb8 c) {
-    return "(" + std::to_string(c.r) + "," + std::to_string(c.g) + "," + std::to_string(c.b) + ")";
-  }
-  // The shader and colorAt both take the nearest of 256 entries; the window draws the float32 weight, this
-  // check computes in double, so a weight within 1e-5 of a boundary between two entries may show either.
-  void expectWeightColor(const std::string& map, int head, int i, int j, double w) {
-    const Rgb8 got = cell(map, i, j, 3, 3, kAboveText);
-    const Rgb8 lo = attnscope::colorAt(ColorMap::Viridis, static_cast<float>(w - 1e-5));
-    const Rgb8 hi = attnscope::colorAt(ColorMap::Viridis, static_cast<float>(w + 1e-5));
-    char what[160];
-    std::snprintf(what, sizeof what, "head %d cell (%d,%d): weight %.4f -> colour %s, drawn %s", head + 1, i, j, w,
-                  str(attnscope::colorAt(ColorMap::Viridis, static_cast<float>(w))).c_str(), str(got).c_str());
-    expect(got == lo || got == hi, what);
-  }
-  void expectWorkedExample(int heads_to_check, bool causal) {
-    for (int h = 0; h < heads_to_check; ++h) {
-      const Grid w = expectedWeights(h, causal);
-      const std::string map = "head" + std::to_string(h) + ".map";
-      for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) {
-          if (causal && j > i) {
-            const Rgb8 got = cell(map, i, j, 3, 3, kAboveText);
-            expect(got == attnscope::kMaskedColor, "head " + std::to_string(h + 1) + " cell (" + std::to_string(i) +
-                                                       "," + std::to_string(j) + ") masked: drawn " + str(got));
-          } else {
-            expectWeightColor(map, h, i, j, w[i][j]);
-          }
-        }
-    }
-  }
-};
-
 // Every layout*.json in `dir` lists under "clipped" what did not fit (ui_probe.h): a tab label shortened, an
 // item or a pane's content past its right edge, a text past its room. Each list must be empty.
 void expectNothingClipped(Checker& c, const std::string& dir) {
@@ -394,7 +281,7 @@ int main(int argc, char** argv) {
       int wrong = 0, checked = 0;
       for (int l = 0; l < ck.weights.config.n_layer; ++l)
         for (int h = 0; h < heads; ++h) {
-          const std::string tile = "gpt2.tile." + std::to_string(l) + "." + std::to_string(h);
+          const std::string tile = "model.tile." + std::to_string(l) + "." + std::to_string(h);
           if (!c.layout.contains(tile)) {
             c.expect(false, tile + " drawn");
             continue;
@@ -418,16 +305,17 @@ int main(int argc, char** argv) {
                                std::to_string(wrong) + " wrong");
       // Hovered (hover.png): the tile is outlined in white and a tooltip opens over the grid.
       const Image hover = loadPng(dir + "/hover.png");
-      const std::vector<float> hovered = c.rect("gpt2.tile.2.3");
+      const std::vector<float> hovered = c.rect("model.tile.2.3");
       c.expect(hover.at(static_cast<int>(hovered[0]) - 1, static_cast<int>(hovered[1]) + 5) == Rgb8{255, 255, 255},
                "hovered tile outlined in white");
-      // The tooltip box covers the 38 rows below the tile, from 60 px left of it to its right edge: every pixel
-      // there changes (seen all of them); more than 95 % allows for an anti-aliased edge.
+      // The tooltip opens right of and below the mouse (the tile's centre), ImGui putting its corner 16 to 28 px
+      // off: the region [mx + 30, mx + 130) x [my + 20, my + 60) lies inside its four lines (seen: the box spans
+      // mx + 25 .. mx + 172, my + 2 .. my + 87), and every pixel under it changes; more than 95 % allows for an edge.
       int changed = 0, region = 0;
-      for (int y = static_cast<int>(hovered[3]) + 2; y < static_cast<int>(hovered[3]) + 40; ++y)
-        for (int x = static_cast<int>(hovered[0]) - 60; x < static_cast<int>(hovered[2]); ++x, ++region)
-          changed += !(hover.at(x, y) == c.img.at(x, y));
-      c.expect(changed > 0.95 * region, "tooltip drawn below the hovered tile (" + std::to_string(changed) + " of " +
+      const int mx = static_cast<int>((hovered[0] + hovered[2]) / 2), my = static_cast<int>((hovered[1] + hovered[3]) / 2);
+      for (int y = my + 20; y < my + 60; ++y)
+        for (int x = mx + 30; x < mx + 130; ++x, ++region) changed += !(hover.at(x, y) == c.img.at(x, y));
+      c.expect(changed > 0.95 * region, "tooltip drawn beside the mouse (" + std::to_string(changed) + " of " +
                                             std::to_string(region) + " pixels changed)");
       // Layer 1 opened as the scene: the heads panel shows its 4 maps, computed by the window's backend.
       const Checker scene{loadPng(dir + "/scene.png"), loadLayout(dir + "/layout_scene.json")};
@@ -502,6 +390,23 @@ int main(int argc, char** argv) {
       opened.expectWorkedExample(2, false);
       c.failures += opened.failures;
       c.expectWorkedExample(2, true);  // Ctrl+Z: the causal mask made before the open is back
+    } else if (test == "big_scene") {
+      // The frame of the click: the worked example still shown (its colours), marked stale, the new shape said.
+      Checker pending{loadPng(dir + "/pending.png"), loadLayout(dir + "/layout_pending.json")};
+      pending.expect(pending.layout.contains("status.computing") && pending.layout.contains("heads.stale"),
+                     "while the new scene computes: the status bar says so and the maps are marked stale");
+      pending.expect(pending.layout.contains("head1.map") && !pending.layout.contains("head2.map"),
+                     "the previous scene's 2 heads stay on show");
+      pending.expectWorkedExample(2, false);
+      c.failures += pending.failures;
+      // Then the new scene: 8 heads, nothing pending.
+      c.expect(c.layout.contains("head7.map") && !c.layout.contains("head8.map") &&
+                   !c.layout.contains("status.computing") && !c.layout.contains("heads.stale"),
+               "the new scene's 8 heads, its result landed");
+    } else if (test == "model_grid") {
+      checkModelGrid(c, dir);
+    } else if (test == "panels") {
+      checkPanels(c, dir);
     } else if (test == "hostile_fields") {
       expectHostileValuesRefused(c, dir);
     } else if (test == "clipping") {

@@ -34,6 +34,12 @@ done
 if [[ "$script" == gpt2* || "$script" == clipping ]]; then
   /usr/bin/python3 "$scripts/../../model/gpt2_reference.py" "$out/ckpt" --dtype F16
 fi
+# The model grid: GPT-2 small's 12 x 12 heads, and NumPy's maps (expected.json) of the tokens that the script's
+# text "hello there cats!" becomes (gui_check asserts that the window's tokenizer agrees).
+if [[ "$script" == model_grid ]]; then
+  /usr/bin/python3 "$scripts/../../model/gpt2_reference.py" "$out/ckpt" --dtype F16 --layers 12 --heads 12 --embd 48 \
+    --token-strings '["hello", "\u0120t", "he", "r", "e", "\u0120", "c", "a", "t", "s", "!"]'
+fi
 sed -e "s|@OUT@|$out|g" -e "s|@CKPT@|$out/ckpt|g" "$scripts/$script.txt" >"$out/script.txt"
 # Mesa's software renderer (llvmpipe) under Xvfb; no terminal or display needed beyond this one.
 env ${scale:+ATTNSCOPE_UI_SCALE=$scale} DISPLAY=":$display" LIBGL_ALWAYS_SOFTWARE=1 timeout 120 "$app" --backend "$backend" \

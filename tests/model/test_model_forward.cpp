@@ -119,6 +119,29 @@ TEST(ModelForward, RejectsTooManyTokensAndBadIds) {
   EXPECT_THROW(model::loadCheckpoint(dir, 1024), attnscope::InputError);
 }
 
+// The window's progress bar and Cancel: the callback sees layers 1, 2, 3 in order; returning false after layer 2
+// stops the forward there (layer 3 never runs) with ForwardCancelled.
+TEST(ModelForward, ProgressPerLayerAndCancel) {
+  const std::string dir = model_test::tinyCheckpoint("--positions 8 --tokens 8");
+  const model::Checkpoint ck = model::loadCheckpoint(dir);
+  ASSERT_EQ(ck.weights.config.n_layer, 3);
+  std::vector<int> seen;
+  model::ForwardOptions options;
+  options.progress = [&](int done) {
+    seen.push_back(done);
+    return true;
+  };
+  EXPECT_NO_THROW(model::gpt2Forward(ck.weights, std::vector<int>(8, 1), options));
+  EXPECT_EQ(seen, (std::vector<int>{1, 2, 3}));
+  seen.clear();
+  options.progress = [&](int done) {
+    seen.push_back(done);
+    return done < 2;
+  };
+  EXPECT_THROW(model::gpt2Forward(ck.weights, std::vector<int>(8, 1), options), model::ForwardCancelled);
+  EXPECT_EQ(seen, (std::vector<int>{1, 2}));
+}
+
 TEST(ModelRollout, HandWorkedTwoTokens) {
   // One layer, one head, map [[1, 0], [0.2, 0.8]]: A = 0.5 W + 0.5 I = [[1, 0], [0.1, 0.9]]; two layers:
   // A^2 = [[1, 0], [0.1 + 0.09, 0.81]] = [[1, 0], [0.19, 0.81]].

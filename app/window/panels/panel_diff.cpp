@@ -62,9 +62,13 @@ void drawDiffPanel(AppState& state, ViewState& view) {
   const int cols = heads >= 2 && (width - line) / 2 >= title_w ? 2 : 1;
   const float tile = (width - (cols - 1) * line) / static_cast<float>(cols);
   const int n_q = static_cast<int>(diffs[0].delta.rows()), n_k = static_cast<int>(diffs[0].delta.cols());
-  const float cell = std::max(1.0f, std::floor(std::min(tile / n_k, 12 * line / n_q)));
+  // The tokens beside the map, as on the heads' maps (queries left, keys below).
+  const Scene& shown = state.scene();
+  const float label_w = std::min(queryLabelWidth(shown.query_tokens), 0.3f * tile);
+  const float cell = std::max(1.0f, std::floor(std::min((tile - label_w) / n_k, 12 * line / n_q)));
   cursor = ImGui::GetCursorScreenPos();
-  const float tile_h = cell * n_q + 3.4f * line;  // two title lines, the map, a gap
+  // two title lines, the map, its key labels, a gap
+  const float tile_h = cell * n_q + 2.2f * line + mapAxesHeight(shown.keyTokens(), cell) + 0.6f * line;
   for (int h = 0; h < heads; ++h) {
     const HeadDiff& d = diffs[static_cast<std::size_t>(h)];
     const ImVec2 t0(cursor.x + (h % cols) * (tile + line), cursor.y + (h / cols) * tile_h);
@@ -77,8 +81,9 @@ void drawDiffPanel(AppState& state, ViewState& view) {
     else
       std::snprintf(title, sizeof title, "Head %d: unchanged", h + 1);
     list->AddText(t0, ImGui::GetColorU32(ImGuiCol_Text), title);
-    const ImVec2 m0(std::floor(t0.x), std::floor(t0.y + 2.2f * line));
+    const ImVec2 m0(std::floor(t0.x + label_w), std::floor(t0.y + 2.2f * line));
     drawMatrixCells(list, d.delta, m0, cell, ColorMap::Diverging, -m, m, nullptr);
+    drawMapAxes(shown.query_tokens, shown.keyTokens(), m0, cell);
     hoverMatrixCells(state.scene(), d.delta, m0, cell, "B - A");
     const ImVec2 m1(m0.x + n_k * cell, m0.y + n_q * cell);
     probeRect("diff" + std::to_string(h) + ".map", m0, m1);

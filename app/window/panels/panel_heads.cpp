@@ -78,91 +78,6 @@ void drawColorBar(ImDrawList* list, ImVec2 p0, ImVec2 p1, float top) {
 
 // [SECTION] one heatmap with its labels
 
-// Token labels: queries left of the map (right-aligned), keys below it (centred), every k-th so that they never
-// overlap.
-// Text turned 90 degrees anticlockwise, reading from bottom to top, its top edge at `top` and centred on x = `cx`
-// (as the exported figures' key labels): ImGui draws text upright only, so the glyph vertices are turned here.
-void addUprightText(ImDrawList* list, float cx, float top, ImU32 color, const char* text) {
-  const ImVec2 size = ImGui::CalcTextSize(text);
-  // Laid out level first, inside the current clip rectangle (AddText drops glyphs outside it), then turned.
-  const ImVec4 clip = list->_CmdHeader.ClipRect;
-  const ImVec2 level(std::max(clip.x, std::min(cx - size.x * 0.5f, clip.z - size.x)), top);
-  const int first = list->VtxBuffer.Size;
-  list->AddText(level, color, text);
-  for (int k = first; k < list->VtxBuffer.Size; ++k) {
-    ImDrawVert& v = list->VtxBuffer[k];
-    const float x = v.pos.x - level.x, y = v.pos.y - level.y;
-    v.pos = ImVec2(cx - size.y * 0.5f + y, top + size.x - x);  // (x, y) -> (y, -x), then placed
-  }
-}
-
-// A token as an axis label: at most 24 characters, elided with "…" (a 30,000-character token would otherwise be
-// measured and drawn in full every frame; the tooltip and the Cell tab name it in full).
-constexpr std::size_t kAxisLabelChars = 24;
-std::string axisLabel(const std::string& token) { return elideLabel(token, kAxisLabelChars); }
-
-// The height key labels need under a map: one line upright, or the longest label (at most kMaxKeyLabelLines
-// lines) turned, when upright labels would have to be thinned more than turned ones.
-constexpr float kMaxKeyLabelLines = 5.0f;
-bool keyLabelsTurned(const Scene& scene, float cell) {
-  const float line = ImGui::GetTextLineHeight();
-  float widest = 0;
-  for (const std::string& t : scene.keyTokens()) widest = std::max(widest, ImGui::CalcTextSize(axisLabel(t).c_str()).x);
-  // Turned, a label takes one line of width: turn them when that shows more of them (a smaller stride).
-  const float upright_stride = std::ceil((std::min(widest, 8 * line) + 6) / cell);
-  const float turned_stride = std::ceil(line / cell);
-  return turned_stride < upright_stride;
-}
-float keyLabelHeight(const Scene& scene, bool turned) {
-  const float line = ImGui::GetTextLineHeight();
-  if (!turned) return 1.2f * line;
-  float widest = 0;
-  for (const std::string& t : scene.keyTokens()) widest = std::max(widest, ImGui::CalcTextSize(axisLabel(t).c_str()).x);
-  return std::min(widest, kMaxKeyLabelLines * line) + 4;
-}
-
-void drawAxisLabels(const Scene& scene, const CellView& cells, ImVec2 m0, ImVec2 m1, float cell, float label_w,
-                    bool turned) {
-  ImDrawList* list = ImGui::GetWindowDrawList();
-  const float line = ImGui::GetTextLineHeight();
-  const ImU32 text_color = ImGui::GetColorU32(ImGuiCol_Text);
-  const std::vector<std::string>& q_tokens = scene.query_tokens;
-  const std::vector<std::string>& k_tokens = scene.keyTokens();
-  float key_label_w = 0;
-  for (const std::string& t : k_tokens) key_label_w = std::max(key_label_w, ImGui::CalcTextSize(axisLabel(t).c_str()).x);
-  // Query labels (left), right-aligned, every `stride`-th so they do not overlap.
-  const int first_row = std::max(0, static_cast<int>(std::floor(cells.row0)));
-  const int last_row = std::min(scene.nQ() - 1, static_cast<int>(std::ceil(cells.row1)) - 1);
-  const int row_stride = std::max(1, static_cast<int>(std::ceil(line / cell)));
-  list->PushClipRect(ImVec2(m0.x - label_w, m0.y - 1), ImVec2(m0.x, m1.y + line), true);
-  for (int i = first_row - first_row % row_stride; i <= last_row; i += row_stride) {
-    if (i < first_row) continue;
-    const std::string shown = axisLabel(q_tokens[static_cast<std::size_t>(i)]);
-    const char* t = shown.c_str();
-    const float y = m0.y + (static_cast<float>(i) + 0.5f - cells.row0) * cell - line * 0.5f;
-    if (y < m0.y - 1) continue;  // it would reach into the title line above the map
-    list->AddText(ImVec2(m0.x - 4 - ImGui::CalcTextSize(t).x, y), text_color, t);
-  }
-  list->PopClipRect();
-  // Key labels (below), centred under their column when they fit.
-  const int first_col = std::max(0, static_cast<int>(std::floor(cells.col0)));
-  const int last_col = std::min(scene.nK() - 1, static_cast<int>(std::ceil(cells.col1)) - 1);
-  const float label_extent = turned ? line : std::min(key_label_w, 8 * line) + 6;
-  const int col_stride = std::max(1, static_cast<int>(std::ceil(label_extent / cell)));
-  list->PushClipRect(ImVec2(m0.x - line, m1.y), ImVec2(m1.x + line, m1.y + keyLabelHeight(scene, turned)), true);
-  for (int j = first_col - first_col % col_stride; j <= last_col; j += col_stride) {
-    if (j < first_col) continue;
-    const std::string shown = axisLabel(k_tokens[static_cast<std::size_t>(j)]);
-    const char* t = shown.c_str();
-    const float cx = m0.x + (static_cast<float>(j) + 0.5f - cells.col0) * cell;
-    if (turned)
-      addUprightText(list, cx, m1.y + 2, text_color, t);
-    else
-      list->AddText(ImVec2(cx - ImGui::CalcTextSize(t).x * 0.5f, m1.y + 2), text_color, t);
-  }
-  list->PopClipRect();
-}
-
 struct TileResult {
   bool clicked = false;
   ImVec2 map_min, map_max;
@@ -419,12 +334,13 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
     ImGui::TextColored(ImVec4(1.0f, 0.75f, 0.3f, 1.0f), "updating...");
     probeItem("heads.stale");
   }
-  const bool single = view.focus_head >= 0, pair = view.compare_a >= 0;
-  if (single || pair) {
+  if (view.focus_head >= 0 || view.compare_a >= 0) {
     ImGui::SameLine(ImGui::GetContentRegionAvail().x - ImGui::CalcTextSize("All heads").x);
     if (ImGui::Button("All heads")) view.focus_head = view.compare_a = view.compare_b = -1;
     probeItem("heads.back");
   }
+  // After the button: this frame draws what it chose (head -1 enlarged crashed the window).
+  const bool single = view.focus_head >= 0, pair = view.compare_a >= 0;
 
   // The grid (or the enlarged head) fills the panel, leaving a strip for the colour bar on the right.
   const ImVec2 origin = ImGui::GetCursorScreenPos();

@@ -53,26 +53,34 @@ void drawPitfallsPanel(AppState& state, ViewState& view) {
   }
   const MaskMatrix allowed = allowedMask(state.scene());
   const MaskMatrix masked = (allowed.array() == 0).cast<std::uint8_t>();
-  const int n_q = state.scene().nQ(), n_k = state.scene().nK();
+  const Scene& scene = state.scene();
+  const int n_q = scene.nQ(), n_k = scene.nK();
   const float half = (width - line) / 2;
-  const float cell = std::max(1.0f, std::floor(std::min(half / n_k, 8 * line / n_q)));
+  // The tokens beside each map, as on the heads' maps (queries left, keys below).
+  const float label_w = std::min(queryLabelWidth(scene.query_tokens), 0.3f * half);
+  const float cell = std::max(1.0f, std::floor(std::min((half - label_w) / n_k, 8 * line / n_q)));
+  const float axes_h = mapAxesHeight(scene.keyTokens(), cell);
   for (std::size_t h = 0; h < r.weights.size(); ++h) {
-    ImGui::TextWrapped(
+    // Wrapped between words only: ImGui's own wrapping split "0.0516" after its point.
+    textWrappedAtSpaces(formatted(
         "Head %zu: entropy %.3f (correct %.3f); largest change %.3g. Left: the mistaken weights; "
         "right: mistaken - correct.",
-        h + 1, r.entropy[h], r.correct_entropy[h], r.max_abs_weight_diff[h]);
-    const ImVec2 p0 = ImGui::GetCursorScreenPos();
+        h + 1, r.entropy[h], r.correct_entropy[h], r.max_abs_weight_diff[h]));
+    const ImVec2 c0 = ImGui::GetCursorScreenPos();
+    const ImVec2 p0(std::floor(c0.x + label_w), std::floor(c0.y));
     // The mistaken weights keep the scene's mask shown as masked only where the mistake keeps it.
     const bool mask_kept = info.pitfall != Pitfall::MaskIgnored;
     drawMatrixCells(draw, r.weights[h], ImVec2(p0.x, p0.y), cell, ColorMap::Viridis, 0, 1,
                     mask_kept ? &masked : nullptr);
     probeRect("pitfall.weights" + std::to_string(h), p0, ImVec2(p0.x + n_k * cell, p0.y + n_q * cell));
     hoverMatrixCells(state.scene(), r.weights[h], ImVec2(p0.x, p0.y), cell, "mistaken weight");
-    const ImVec2 d0(p0.x + half + line, p0.y);
+    drawMapAxes(scene.query_tokens, scene.keyTokens(), p0, cell);
+    const ImVec2 d0(std::floor(c0.x + half + line + label_w), p0.y);
     drawMatrixCells(draw, r.weight_diff[h], d0, cell, ColorMap::Diverging, -m, m, nullptr);
+    drawMapAxes(scene.query_tokens, scene.keyTokens(), d0, cell);
     probeRect("pitfall.diff" + std::to_string(h), d0, ImVec2(d0.x + n_k * cell, d0.y + n_q * cell));
     hoverMatrixCells(state.scene(), r.weight_diff[h], d0, cell, "mistaken - correct");
-    ImGui::Dummy(ImVec2(width, n_q * cell + 0.4f * line));
+    ImGui::Dummy(ImVec2(width, n_q * cell + axes_h + 0.4f * line));
   }
 }
 

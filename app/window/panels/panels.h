@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "window/app_state.h"
 #include "attnscope/analysis/analysis.h"
@@ -14,7 +15,7 @@
 
 namespace attnscope::app {
 
-struct Gpt2Session;  // panel_gpt2.cpp: the opened checkpoint and its forward
+class ModelSession;  // window/model/model_session.h: the opened checkpoint and its forward
 
 enum class ColorScale { Fixed, Shared, PerHead };  // 0..1; 0..max over all heads; 0..max of each head
 
@@ -56,7 +57,8 @@ struct ViewState {
   // The diff panel's snapshot A (a copy of the result when pinned).
   bool diff_pinned = false;
   Result diff_a;
-  std::shared_ptr<Gpt2Session> gpt2;  // created by the GPT-2 panel on first draw
+  std::shared_ptr<ModelSession> model;  // created by the GPT-2 panel on first draw
+  CellView model_zoom;                   // the model's full-size map: the cells in view
 };
 
 // The head-type scores of the current result (cached in `view` by revision).
@@ -126,6 +128,29 @@ void hoverMatrixCells(const Scene& scene, const Matrix& values, ImVec2 p0, float
 void drawScaleBar(ImDrawList* list, ImVec2 p0, float width, float height, ColorMap map, float vmin, float vmax);
 // The diverging map from -m (left) through 0 (white) to +m.
 void drawDivergingBar(ImDrawList* list, ImVec2 p0, float width, float height, float m);
+// Token labels around a map (axis_labels.cpp). A token as an axis label: at most 24 characters, elided with "…".
+std::string axisLabel(const std::string& token);
+// Text turned 90 degrees anticlockwise, its top edge at `top`, centred on x = `cx` (the key labels when turned).
+void addUprightText(ImDrawList* list, float cx, float top, ImU32 color, const char* text);
+// Whether key labels under cells of `cell` pixels are turned upright (they then show more of the tokens), and
+// the height they take under the map.
+bool keyLabelsTurned(const std::vector<std::string>& keys, float cell);
+float keyLabelHeight(const std::vector<std::string>& keys, bool turned);
+// Query labels left of the map [m0, m1) within `label_w`, key labels below it, of the cells `cells` in view.
+void drawAxisLabels(const std::vector<std::string>& queries, const std::vector<std::string>& keys,
+                    const CellView& cells, ImVec2 m0, ImVec2 m1, float cell, float label_w, bool turned);
+inline bool keyLabelsTurned(const Scene& scene, float cell) { return keyLabelsTurned(scene.keyTokens(), cell); }
+inline float keyLabelHeight(const Scene& scene, bool turned) { return keyLabelHeight(scene.keyTokens(), turned); }
+inline void drawAxisLabels(const Scene& scene, const CellView& cells, ImVec2 m0, ImVec2 m1, float cell, float label_w,
+                           bool turned) {
+  drawAxisLabels(scene.query_tokens, scene.keyTokens(), cells, m0, m1, cell, label_w, turned);
+}
+// The width the query labels take left of a map (at most 24 characters each, + a gap).
+float queryLabelWidth(const std::vector<std::string>& queries);
+// A whole map of square cells at m0 (drawMatrixCells'): query labels left of it (at most 8 lines wide), key
+// labels under it, mapAxesHeight() tall.
+void drawMapAxes(const std::vector<std::string>& queries, const std::vector<std::string>& keys, ImVec2 m0, float cell);
+float mapAxesHeight(const std::vector<std::string>& keys, float cell);
 // A section title with a rule under it.
 void sectionHeader(const char* title);
 // The edit error of the last edit, in red, under the widget that caused it: shown only by the panel whose

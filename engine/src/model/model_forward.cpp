@@ -213,6 +213,7 @@ void gpt2ForwardInto(const Gpt2Weights& w, const std::vector<int>& ids, ForwardR
     x.noalias() += mlp * b.mlp_proj_w;  // (n, d)
     x.rowwise() += b.mlp_proj_b;
     checkStage(x, l, "mlp c_proj + residual");
+    if (options.progress && !options.progress(l + 1)) throw ForwardCancelled();
   }
   layerNorm(x, w.ln_f_g, w.ln_f_b, c.layer_norm_epsilon, r.hidden);
   checkStage(r.hidden, -1, "ln_f");

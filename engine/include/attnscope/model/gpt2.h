@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -70,6 +72,14 @@ struct ForwardOptions {
   // Who computes each layer's attention (Q K V, the weights, the heads' outputs and c_proj): null, the
   // forward's own fused CPU loop; else this backend (the GPU engine, say), given the layer as a scene.
   Backend* attention = nullptr;
+  // Called after each layer with the layers done (1 .. n_layer), on the forward's thread: a window shows
+  // progress and stops a long forward. Returning false stops it: the forward throws ForwardCancelled.
+  std::function<bool(int layers_done)> progress{};  // {}: designated initializers may leave it out
+};
+
+// Thrown by the forward when ForwardOptions::progress returned false; the result is then incomplete.
+struct ForwardCancelled : std::runtime_error {
+  ForwardCancelled() : std::runtime_error("forward cancelled") {}
 };
 
 // Float storage for the forward's maps: one anonymous mapping with transparent huge pages requested, so that

@@ -1,0 +1,196 @@
+// The model's maps through the heatmap shader: a pooled atlas for the grid, one full map for the close view.
+#include "window/model/model_grid_renderer.h"
+
+#include <epoxy/gl.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "attnscope/compute/tiles.h"
+#include "attnscope/export/colormap.h"
+#include "attnscope/gl_program.h"
+#include "heatmap_shaders.h"
+
+namespace attnscope::app {
+
+namespace {
+
+GLuint makeTexture() {
+  GLuint texture = 0;
+  glGenTextures(1, &texture);
+  glBindTexture(GL_TEXTURE_2D, texture);
+  // Nearest: one texel is one cell (or block); the colour map is looked up by index.
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
+  return texture;
+}
+
+ImTextureID imguiTexture(unsigned texture) { return reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(texture)); }
+
+}  // namespace
+
+ModelGridRenderer::ModelGridRenderer() {
+  program_ = gpu::buildProgram({{GL_VERTEX_SHADER, "heatmap.vert", kHeatmap_vert},
+                                 {GL_FRAGMENT_SHADER, "heatmap.frag", kHeatmap_frag}},
+                                "embedded");
+  glGenVertexArrays(1, &vao_);  // empty: the quad comes from gl_VertexID
+  std::vector<unsigned char> rgba;
+  for (const Rgb8& c : colorMapTable(ColorMap::Viridis)) rgba.insert(rgba.end(), {c.r, c.g, c.b, 255});
+  colormap_ = makeTexture();
+  glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, kColorMapSize, 1, 0, GL_RGBA, GL_UNSIGNED_BYTE, rgba.data());
+  grid_weights_ = makeTexture();
+  grid_mask_ = makeTexture();
+  map_weights_ = makeTexture();
+  map_mask_ = makeTexture();
+  glBindTexture(GL_TEXTURE_2D, 0);
+}
+
+ModelGridRenderer::~ModelGridRenderer() {
+  for (Target* t : {&grid_, &map_}) {
+    glDeleteFramebuffers(1, &t->framebuffer);
+    glDeleteTextures(1, &t->texture);
+  }
+  const GLuint textures[] = {colormap_, grid_weights_, grid_mask_, map_weights_, map_mask_};
+  glDeleteTextures(5, textures);
+  glDeleteVertexArrays(1, &vao_);
+  glDeleteProgram(program_);
+}
+
+void ModelGridRenderer::resize(Target& target, int width, int height) {
+  if (!target.texture) {
+    target.texture = makeTexture();
+    glGenFramebuffers(1, &target.framebuffer);
+  }
+  if (target.width == width && target.height == height) return;
+  target.width = width, target.height = height;
+  glBindTexture(GL_TEXTURE_2D, target.texture);
+  glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, width, height, 0, GL_RGBA, GL_UNSIGNED_BYTE, nullptr);
+  glBindTexture(GL_TEXTURE_2D, 0);
+}
+
+void ModelGridRenderer::syncGrid(const model::ForwardResult& forward, int layers, int heads, unsigned revision,
+                                 int tile) {
+  tile = std::max(1, tile);
+  if (revision == grid_revision_ && tile == tile_ && layers == layers_ && heads == heads_) return;
+  grid_revision_ = revision, tile_ = tile, layers_ = layers, heads_ = heads;
+  const int n = forward.n;
+  const int blocks = std::min(n, tile);  // never more texels than pixels
+  // Atlas rows are queries: map (l, h)'s block (p, q) at texel (h * blocks + q, l * blocks + p).
+  const std::size_t width = static_cast<std::size_t>(heads * blocks), height = static_cast<std::size_t>(layers * blocks);
+  std::vector<float> values(width * height, 0.0f);
+  std::vector<std::uint8_t> allowed(width * height, 0);
+  for (int l = 0; l < layers; ++l)
+    for (int h = 0; h < heads; ++h) {
+      const auto w = forward.map(l, h, heads);
+      for (int p = 0; p < blocks; ++p) {
+        const auto [i0, i1] = pooledRange(p, blocks, n);
+        for (int q = 0; q < blocks; ++q) {
+          const auto [j0, j1] = pooledRange(q, blocks, n);
+          float top = -1;  // the largest allowed (causal: key <= query) weight of the block
+          for (int i = i0; i < i1; ++i)
+            for (int j = j0; j < std::min(j1, i + 1); ++j) top = std::max(top, w(i, j));
+          const std::size_t at = static_cast<std::size_t>(l * blocks + p) * width + static_cast<std::size_t>(h * blocks + q);
+          values[at] = std::max(top, 0.0f);
+          allowed[at] = top >= 0 ? 255 : 0;
+        }
+      }
+    }
+  glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
+  glBindTexture(GL_TEXTURE_2D, grid_weights_);
+  glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, static_cast<GLsizei>(width), static_cast<GLsizei>(height), 0, GL_RED,
+               GL_FLOAT, values.data());
+  glBindTexture(GL_TEXTURE_2D, grid_mask_);
+  glTexImage2D(GL_TEXTURE_2D, 0, GL_R8, static_cast<GLsizei>(width), static_cast<GLsizei>(height), 0, GL_RED,
+               GL_UNSIGNED_BYTE, allowed.data());
+  glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
+  resize(grid_, heads * tile, layers * tile);
+  // GL rows run upwards: layer 1 goes at the top of the target.
+  for (int l = 0; l < layers; ++l)
+    for (int h = 0; h < heads; ++h) {
+      const float b = static_cast<float>(blocks);
+      render(grid_, grid_weights_, grid_mask_, h * tile, (layers - 1 - l) * tile, tile, tile,
+             CellView{static_cast<float>(h) * b, static_cast<float>(l) * b, static_cast<float>(h + 1) * b,
+                      static_cast<float>(l + 1) * b});
+    }
+}
+
+void ModelGridRenderer::drawTile(ImDrawList* list, int layer, int head, ImVec2 p0) const {
+  const float w = static_cast<float>(grid_.width), h = static_cast<float>(grid_.height), t = static_cast<float>(tile_);
+  const float u0 = static_cast<float>(head) * t / w, u1 = static_cast<float>(head + 1) * t / w;
+  const float v_top = static_cast<float>(layers_ - layer) * t / h, v_bottom = static_cast<float>(layers_ - 1 - layer) * t / h;
+  list->AddImage(imguiTexture(grid_.texture), p0, ImVec2(p0.x + t, p0.y + t), ImVec2(u0, v_top), ImVec2(u1, v_bottom));
+}
+
+void ModelGridRenderer::drawMap(ImDrawList* list, const model::ForwardResult& forward, int index, unsigned revision,
+                                ImVec2 p0, ImVec2 p1, const CellView& view) {
+  const int n = forward.n;
+  if (index != map_index_ || revision != map_revision_) {
+    map_index_ = index, map_revision_ = revision;
+    const auto w = forward.map(index);  // (n, n) row-major: texture row i = query i
+    std::vector<std::uint8_t> causal(static_cast<std::size_t>(n) * static_cast<std::size_t>(n), 0);
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j <= i; ++j) causal[static_cast<std::size_t>(i) * static_cast<std::size_t>(n) + static_cast<std::size_t>(j)] = 255;
+    glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
+    glBindTexture(GL_TEXTURE_2D, map_weights_);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, n, n, 0, GL_RED, GL_FLOAT, w.data());
+    glBindTexture(GL_TEXTURE_2D, map_mask_);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_R8, n, n, 0, GL_RED, GL_UNSIGNED_BYTE, causal.data());
+    glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
+    map_stale_ = true;  // render again below
+  }
+  const int width = std::max(1, static_cast<int>(p1.x - p0.x)), height = std::max(1, static_cast<int>(p1.y - p0.y));
+  const bool same_view = map_view_.col0 == view.col0 && map_view_.row0 == view.row0 && map_view_.col1 == view.col1 &&
+                         map_view_.row1 == view.row1;
+  if (map_stale_ || map_.width != width || map_.height != height || !same_view) {
+    map_stale_ = false;
+    resize(map_, width, height);
+    map_view_ = view;
+    render(map_, map_weights_, map_mask_, 0, 0, width, height, view);
+  }
+  list->AddImage(imguiTexture(map_.texture), p0,
+                 ImVec2(p0.x + static_cast<float>(width), p0.y + static_cast<float>(height)), ImVec2(0, 1),
+                 ImVec2(1, 0));
+}
+
+void ModelGridRenderer::render(const Target& target, unsigned weights, unsigned mask, int x, int y, int w, int h,
+                               const CellView& view) {
+  GLint previous_framebuffer = 0, previous_viewport[4] = {};
+  glGetIntegerv(GL_DRAW_FRAMEBUFFER_BINDING, &previous_framebuffer);
+  glGetIntegerv(GL_VIEWPORT, previous_viewport);
+  glBindFramebuffer(GL_FRAMEBUFFER, target.framebuffer);
+  glFramebufferTexture2D(GL_FRAMEBUFFER, GL_COLOR_ATTACHMENT0, GL_TEXTURE_2D, target.texture, 0);
+  glViewport(x, y, w, h);
+  glDisable(GL_SCISSOR_TEST);
+  glDisable(GL_BLEND);
+  glUseProgram(program_);
+  glBindVertexArray(vao_);
+  const float fw = static_cast<float>(w), fh = static_cast<float>(h);
+  glUniform4f(glGetUniformLocation(program_, "u_rect"), 0, 0, fw, fh);
+  glUniform2f(glGetUniformLocation(program_, "u_display"), fw, fh);
+  glUniform4f(glGetUniformLocation(program_, "u_view"), view.col0, view.row0, view.col1, view.row1);
+  glUniform2f(glGetUniformLocation(program_, "u_range"), 0.0f, 1.0f);
+  glUniform3f(glGetUniformLocation(program_, "u_masked_color"), kMaskedColor.r / 255.0f, kMaskedColor.g / 255.0f,
+              kMaskedColor.b / 255.0f);
+  const struct {
+    const char* name;
+    GLuint texture;
+  } units[] = {{"u_weights", weights}, {"u_mask", mask}, {"u_colormap", colormap_}};
+  for (int unit = 0; unit < 3; ++unit) {
+    glActiveTexture(GL_TEXTURE0 + static_cast<GLenum>(unit));
+    glBindTexture(GL_TEXTURE_2D, units[unit].texture);
+    glUniform1i(glGetUniformLocation(program_, units[unit].name), unit);
+  }
+  glDrawArrays(GL_TRIANGLE_STRIP, 0, 4);
+  // Leave GL as ImGui's backend expects it.
+  glActiveTexture(GL_TEXTURE0);
+  glBindTexture(GL_TEXTURE_2D, 0);
+  glBindVertexArray(0);
+  glUseProgram(0);
+  glBindFramebuffer(GL_FRAMEBUFFER, static_cast<GLuint>(previous_framebuffer));
+  glViewport(previous_viewport[0], previous_viewport[1], previous_viewport[2], previous_viewport[3]);
+}
+
+}  // namespace attnscope::app

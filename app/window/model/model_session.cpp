@@ -1,0 +1,88 @@
+// The checkpoint and its forward, off the UI thread.
+#include "window/model/model_session.h"
+
+#include <exception>
+
+#include "attnscope/error.h"
+#include "window/model/model_grid_renderer.h"
+
+namespace attnscope::app {
+
+ModelSession::ModelSession() : progress_(std::make_shared<Progress>()) {}
+
+ModelSession::~ModelSession() {
+  progress_->cancel = true;
+  worker_.reset();  // joins: the forward stops at its next layer
+}
+
+ModelSession::Reply ModelSession::work(const Request& request, Progress& progress) {
+  Reply reply;
+  reply.text = request.text;
+  try {
+    reply.checkpoint = request.checkpoint;
+    if (!reply.checkpoint)
+      reply.checkpoint = std::make_shared<const model::Checkpoint>(model::loadCheckpoint(request.dir));
+    const std::vector<int> ids = reply.checkpoint->tokenizer.encode(request.text);
+    if (ids.empty()) throw InputError("text", "at least one token", "an empty text");
+    progress.layers_total = reply.checkpoint->weights.config.n_layer;
+    model::ForwardOptions options;
+    options.progress = [&progress](int done) {
+      progress.layers_done = done;
+      return !progress.cancel.load();
+    };
+    reply.forward = model::gpt2Forward(reply.checkpoint->weights, ids, options);
+    for (int id : ids) reply.labels.push_back(reply.checkpoint->tokenizer.label(id));
+  } catch (const model::ForwardCancelled&) {
+    reply.cancelled = true;
+    reply.error = "Cancelled; the model shown before is kept.";
+  } catch (const std::exception& e) {
+    reply.error = e.what();
+  }
+  return reply;
+}
+
+void ModelSession::start() {
+  if (dir.empty()) {
+    error = "checkpoint folder: type the folder's path first (config.json, model.safetensors, vocab.json, "
+            "merges.txt)";
+    cancelled = false;
+    return;
+  }
+  if (!worker_) {
+    std::shared_ptr<Progress> progress = progress_;
+    worker_ = std::make_unique<LatestWorker<Request, Reply>>(
+        [progress](const Request& request) { return work(request, *progress); });
+  }
+  progress_->cancel = false;
+  progress_->layers_done = 0;
+  progress_->layers_total = checkpoint_ && checkpoint_->dir == dir ? checkpoint_->weights.config.n_layer : 0;
+  error.clear();
+  cancelled = false;
+  worker_->request(Request{dir, text, checkpoint_ && checkpoint_->dir == dir ? checkpoint_ : nullptr});
+  running_ = true;
+}
+
+void ModelSession::cancel() { progress_->cancel = true; }
+
+bool ModelSession::poll() {
+  if (!worker_) return false;
+  auto reply = worker_->take();
+  running_ = worker_->busy();
+  if (!reply) return false;
+  Reply& r = reply->second;
+  if (!r.error.empty()) {
+    if (!running_) error = r.error, cancelled = r.cancelled;  // a newer request runs: its own answer will come
+    return false;
+  }
+  checkpoint_ = std::move(r.checkpoint);
+  forward_ = std::move(r.forward);
+  labels_ = std::move(r.labels);
+  ran_text_ = std::move(r.text);
+  focus_layer = focus_head = -1;
+  scene_layer = std::min(scene_layer, checkpoint_->weights.config.n_layer - 1);
+  shown = true;  // a new forward goes to the centre
+  ++revision_;
+  return true;
+}
+
+}  // namespace attnscope::app

@@ -1,0 +1,26 @@
+// The model in the centre pane: once a checkpoint has run (the GPT-2 tab), its layers x heads grid replaces the
+// scene's heads. Hover names layer, head, tokens and weight; a click opens the map full-size (labels, zoom, pan);
+// a token strip above the grid highlights a token's row and column in every tile; the forward's progress and
+// cancel sit on top while it runs; any layer opens as the scene, and one button leads back.
+#pragma once
+
+#include "window/app_state.h"
+#include "window/panels/panels.h"
+
+namespace attnscope::app {
+
+// True when the centre pane shows the model rather than the scene's heads.
+bool modelShown(const ViewState& view);
+// The centre pane's contents when modelShown().
+void drawModelView(AppState& state, ViewState& view);
+// Over the scene's heads when a model has run: a button back to the model view. Draws nothing otherwise.
+void drawBackToModel(ViewState& view);
+// The forward's progress bar and its Cancel button while it runs (the centre and the GPT-2 tab both show it).
+void drawModelProgress(ViewState& view, const char* probe);
+// Layer `layer` (from 0) of the model as the scene being edited; the centre then shows the scene's heads.
+void openModelLayerAsScene(AppState& state, ViewState& view, int layer);
+// The kv head of each query head (one entry per head, from 0): the grid frames each group of heads sharing one.
+// GPT-2 has no grouped-query attention: every head is its own group, and no frame is drawn.
+std::vector<int> kvHeadOfEachHead(const ViewState& view);
+
+}  // namespace attnscope::app

@@ -1,0 +1,149 @@
+// What the GUI checks share (gui_check*.cpp): screenshots and layouts read back, the worked example's weights
+// worked out in double from seed 001's printed matrices, and pixel expectations against the engine's colour map.
+#pragma once
+
+#include <stb_image.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "attnscope/export/colormap.h"
+
+namespace gui {
+
+using attnscope::ColorMap;
+using attnscope::Rgb8;
+
+using Grid = std::vector<std::vector<double>>;  // (rows, cols)
+
+struct Image {
+  int w = 0, h = 0;
+  std::vector<unsigned char> rgb;
+  Rgb8 at(int x, int y) const {
+    const unsigned char* p =
+        &rgb[(static_cast<std::size_t>(y) * static_cast<std::size_t>(w) + static_cast<std::size_t>(x)) * 3];
+    return Rgb8{p[0], p[1], p[2]};
+  }
+};
+
+inline Image loadPng(const std::string& path) {
+  Image img;
+  int channels = 0;
+  unsigned char* data = stbi_load(path.c_str(), &img.w, &img.h, &channels, 3);
+  if (!data) throw std::runtime_error("cannot read " + path);
+  img.rgb.assign(data, data + static_cast<std::size_t>(img.w) * static_cast<std::size_t>(img.h) * 3);
+  stbi_image_free(data);
+  return img;
+}
+
+inline nlohmann::json loadLayout(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  return nlohmann::json::parse(in);
+}
+
+inline Grid mul(const Grid& a, const Grid& b) {
+  Grid c(a.size(), std::vector<double>(b[0].size(), 0.0));
+  for (std::size_t i = 0; i < a.size(); ++i)
+    for (std::size_t k = 0; k < b.size(); ++k)
+      for (std::size_t j = 0; j < b[0].size(); ++j) c[i][j] += a[i][k] * b[k][j];
+  return c;
+}
+
+// Seed 001's worked example: X (3 x 4), W_Q and W_K of both heads (4 x 2) as printed.
+inline const Grid kX = {{1, 0, 1, 0}, {0, 1, 0, 1}, {1, 1, 0, 0}};
+inline const Grid kWq[2] = {{{1, 0}, {0, 1}, {0, 0}, {0, 0}}, {{0, 0}, {0, 0}, {1, 0}, {0, 1}}};
+inline const Grid kWk[2] = {{{0, 1}, {1, 0}, {0, 0}, {0, 0}}, {{0, 0}, {0, 0}, {0, 1}, {1, 0}}};
+
+// softmax(Q K^T / sqrt(2)) row by row; causal: keys after the query are left out (weight 0).
+// `scale`: the scores' factor, 1/sqrt(d_k) = 1/sqrt(2) unless a pitfall changes it.
+inline Grid expectedWeights(int head, bool causal, const Grid& x = kX, double wq00 = -1,
+                            double scale = 1 / std::sqrt(2.0)) {
+  Grid wq = kWq[head];
+  if (wq00 >= 0) wq[0][0] = wq00;
+  const Grid q = mul(x, wq), k = mul(x, kWk[head]);
+  Grid w(3, std::vector<double>(3, 0.0));
+  for (int i = 0; i < 3; ++i) {
+    double sum = 0;
+    for (int j = 0; j < 3; ++j) {
+      if (causal && j > i) continue;
+      const double s = (q[i][0] * k[j][0] + q[i][1] * k[j][1]) * scale;
+      sum += (w[i][j] = std::exp(s));
+    }
+    for (int j = 0; j < 3; ++j) w[i][j] /= sum;
+  }
+  return w;
+}
+
+struct Checker {
+  Image img;
+  nlohmann::json layout;
+  int failures = 0;
+
+  std::vector<float> rect(const std::string& id) const {
+    if (!layout.contains(id)) throw std::runtime_error("layout has no '" + id + "'");
+    return layout[id].get<std::vector<float>>();
+  }
+  // A pixel of cell (i, j) of a map with n_q x n_k cells: centred across, `fy` of the way down. The heads
+  // panel writes a large cell's weight across its middle, so its maps are read at kAboveText.
+  static constexpr float kAboveText = 0.2f;
+  Rgb8 cell(const std::string& map, int i, int j, int n_q, int n_k, float fy = 0.5f) const {
+    const std::vector<float> r = rect(map);
+    const float x = r[0] + (r[2] - r[0]) * (static_cast<float>(j) + 0.5f) / static_cast<float>(n_k);
+    const float y = r[1] + (r[3] - r[1]) * (static_cast<float>(i) + fy) / static_cast<float>(n_q);
+    return img.at(static_cast<int>(x), static_cast<int>(y));
+  }
+  void expect(bool ok, const std::string& what) {
+    if (!ok) ++failures;
+    std::printf("%s  %s\n", ok ? "ok  " : "FAIL", what.c_str());
+  }
+  static std::string str(Rgb8 c) {
+    return "(" + std::to_string(c.r) + "," + std::to_string(c.g) + "," + std::to_string(c.b) + ")";
+  }
+  // The shader and colorAt both take the nearest of 256 entries; the window draws the float32 weight, this
+  // check computes in double, so a weight within 1e-5 of a boundary between two entries may show either.
+  void expectWeightColor(const std::string& map, int head, int i, int j, double w) {
+    const Rgb8 got = cell(map, i, j, 3, 3, kAboveText);
+    const Rgb8 lo = attnscope::colorAt(ColorMap::Viridis, static_cast<float>(w - 1e-5));
+    const Rgb8 hi = attnscope::colorAt(ColorMap::Viridis, static_cast<float>(w + 1e-5));
+    char what[160];
+    std::snprintf(what, sizeof what, "head %d cell (%d,%d): weight %.4f -> colour %s, drawn %s", head + 1, i, j, w,
+                  str(attnscope::colorAt(ColorMap::Viridis, static_cast<float>(w))).c_str(), str(got).c_str());
+    expect(got == lo || got == hi, what);
+  }
+  void expectWorkedExample(int heads_to_check, bool causal) {
+    for (int h = 0; h < heads_to_check; ++h) {
+      const Grid w = expectedWeights(h, causal);
+      const std::string map = "head" + std::to_string(h) + ".map";
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) {
+          if (causal && j > i) {
+            const Rgb8 got = cell(map, i, j, 3, 3, kAboveText);
+            expect(got == attnscope::kMaskedColor, "head " + std::to_string(h + 1) + " cell (" + std::to_string(i) +
+                                                       "," + std::to_string(j) + ") masked: drawn " + str(got));
+          } else {
+            expectWeightColor(map, h, i, j, w[i][j]);
+          }
+        }
+    }
+  }
+};
+
+
+// `got` is the colour of weight w: the window draws the float32 weight, the references are double, so a weight
+// within 1e-5 of a boundary between two colour-map entries may show either.
+inline bool isWeightColor(Rgb8 got, double w) {
+  return got == attnscope::colorAt(ColorMap::Viridis, static_cast<float>(w - 1e-5)) ||
+         got == attnscope::colorAt(ColorMap::Viridis, static_cast<float>(w + 1e-5));
+}
+
+// The checks of other files, by test name (gui_check_model.cpp, gui_check_panels.cpp).
+void checkModelGrid(Checker& c, const std::string& dir);
+void checkPanels(Checker& c, const std::string& dir);
+
+}  // namespace gui

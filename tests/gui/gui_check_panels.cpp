@@ -1,0 +1,128 @@
+// Pixel checks of every tab (scripts/panels.txt), at the default scale and at ATTNSCOPE_UI_SCALE=2: the heads'
+// maps in the worked example's colours under each tab, and per tab what proves it drew right. Expected values
+// are worked out here in double from seed 001's printed matrices (gui_check.h), never read from the window.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "gui_check.h"
+
+namespace gui {
+
+namespace {
+
+// Light pixels (text) in the band [x0, x1) x [y0, y1): labels drawn there.
+int lightPixels(const Image& img, int x0, int x1, int y0, int y1) {
+  int light = 0;
+  for (int y = std::max(0, y0); y < std::min(img.h, y1); ++y)
+    for (int x = std::max(0, x0); x < std::min(img.w, x1); ++x) {
+      const Rgb8 p = img.at(x, y);
+      light += p.r > 150 && p.g > 150 && p.b > 150;
+    }
+  return light;
+}
+
+// The query labels left of a map: some text within 30 px (60 at scale 2) of its left edge.
+void expectQueryLabels(Checker& c, const Checker& shot, const std::string& map, const std::string& what) {
+  const std::vector<float> r = shot.rect(map);
+  const int reach = static_cast<int>(r[3] - r[1]) / 2;
+  const int light = lightPixels(shot.img, static_cast<int>(r[0]) - reach, static_cast<int>(r[0]) - 2,
+                                static_cast<int>(r[1]), static_cast<int>(r[3]));
+  c.expect(light > 20, what + ": token labels left of the map (" + std::to_string(light) + " light pixels)");
+}
+
+// Cosine of two heads' maps as vectors: sum w_a w_b / (|w_a| |w_b|).
+double cosine(const Grid& a, const Grid& b) {
+  double ab = 0, aa = 0, bb = 0;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) {
+      ab += a[i][j] * b[i][j], aa += a[i][j] * a[i][j], bb += b[i][j] * b[i][j];
+    }
+  return ab / std::sqrt(aa * bb);
+}
+
+}  // namespace
+
+void checkPanels(Checker& c, const std::string& dir) {
+  // Under every tab the heads panel is drawn and right, and the tab's own widget is there with something drawn in
+  // it (a frame or text: a pixel lighter than the dark panes).
+  const std::pair<const char*, const char*> tabs[] = {
+      {"model", "model.preset.random"}, {"inputs", "inputs.query.0.0"}, {"projections", "proj.head"},
+      {"steps", "walk.next"},           {"similarity", "similarity.map"}, {"diff", "diff0.map"},
+      {"cell", "breakdown.weight"},     {"mistakes", "pitfall.weights0"}, {"export", "export.button"},
+      {"", "gpt2.run"}};
+  for (const auto& [name, probe] : tabs) {
+    const std::string file = *name ? name : "window";
+    Checker shot{loadPng(dir + "/" + file + ".png"), loadLayout(dir + "/layout" + (*name ? "_" + file : "") + ".json")};
+    shot.expectWorkedExample(2, false);
+    c.failures += shot.failures;
+    const bool present = shot.layout.contains(probe);
+    c.expect(present, file + ": " + probe + " shown");
+    if (!present) continue;
+    const std::vector<float> r = shot.rect(probe);
+    int drawn = 0;
+    for (int y = static_cast<int>(r[1]); y < static_cast<int>(r[3]); ++y)
+      for (int x = static_cast<int>(r[0]); x < static_cast<int>(r[2]); ++x) {
+        const Rgb8 p = shot.img.at(x, y);
+        drawn += std::max({p.r, p.g, p.b}) > 90;
+      }
+    c.expect(drawn > 0, file + ": " + probe + " drawn (" + std::to_string(drawn) + " lit pixels)");
+  }
+
+  // Similarity: cosine of the two heads' maps on the diverging map over -1..1, read near each cell's top-left
+  // corner (its value is written across the middle). The diagonal is 1 by definition.
+  const Checker sim{loadPng(dir + "/similarity.png"), loadLayout(dir + "/layout_similarity.json")};
+  const Grid w[2] = {expectedWeights(0, false), expectedWeights(1, false)};
+  const std::vector<float> s = sim.rect("similarity.map");
+  const float side = (s[2] - s[0]) / 2;
+  for (int a = 0; a < 2; ++a)
+    for (int b = 0; b < 2; ++b) {
+      const double cos = a == b ? 1.0 : cosine(w[a], w[b]);
+      const Rgb8 got = sim.img.at(static_cast<int>(s[0] + (b + 0.15f) * side), static_cast<int>(s[1] + (a + 0.15f) * side));
+      const auto at = [](double v) {
+        return attnscope::colorAt(ColorMap::Diverging, static_cast<float>((v + 1) / 2));
+      };
+      c.expect(got == at(cos - 2e-5) || got == at(cos + 2e-5),
+               "similarity of heads " + std::to_string(a + 1) + " and " + std::to_string(b + 1) + ": cosine " +
+                   std::to_string(cos) + " drawn " + Checker::str(got));
+    }
+
+  // Diff pinned with no edit since: B - A is 0 everywhere, white on the diverging map; tokens beside the map.
+  const Checker diff{loadPng(dir + "/diff.png"), loadLayout(dir + "/layout_diff.json")};
+  int coloured = 0;
+  for (const char* map : {"diff0.map", "diff1.map"})
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j) coloured += !(diff.cell(map, i, j, 3, 3) == Rgb8{255, 255, 255});
+  c.expect(coloured == 0, "unchanged since the pin: all 18 diff cells white (" + std::to_string(coloured) + " not)");
+  expectQueryLabels(c, diff, "diff0.map", "diff");
+
+  // The Cell tab explains head 1's cell (1, 0) (clicked on the map): that cell is outlined in orange.
+  const Checker cell{loadPng(dir + "/cell.png"), loadLayout(dir + "/layout_cell.json")};
+  c.expect(cell.layout.contains("breakdown.cell.0.1.0"), "the Cell tab explains head 1, query 1, key 0");
+  const std::vector<float> m = cell.rect("head0.map");
+  const float ch = (m[3] - m[1]) / 3;
+  bool orange = false;
+  for (int dy = -2; dy <= 2; ++dy)
+    orange = orange || cell.img.at(static_cast<int>(m[0] + (m[2] - m[0]) / 6), static_cast<int>(m[1] + ch) + dy) ==
+                           Rgb8{255, 160, 40};
+  c.expect(orange, "the explained cell's top edge is outlined in orange");
+
+  // Mistakes, first pitfall (scale_full_width): scores scaled by 1/sqrt(sum of d_k) = 1/sqrt(4) = 0.5 instead of
+  // 1/sqrt(2); the mistaken weights of both heads in their colours, tokens beside them.
+  Checker mistakes{loadPng(dir + "/mistakes.png"), loadLayout(dir + "/layout_mistakes.json")};
+  for (int h = 0; h < 2; ++h) {
+    const Grid wrong = expectedWeights(h, false, kX, -1, 0.5);
+    const std::string map = "pitfall.weights" + std::to_string(h);
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j) {
+        const Rgb8 got = mistakes.cell(map, i, j, 3, 3);
+        c.expect(isWeightColor(got, wrong[i][j]), "mistaken weight of head " + std::to_string(h + 1) + " cell (" +
+                                                      std::to_string(i) + "," + std::to_string(j) + ") " +
+                                                      std::to_string(wrong[i][j]) + " drawn " + Checker::str(got));
+      }
+  }
+  expectQueryLabels(c, mistakes, "pitfall.weights0", "mistakes");
+  expectQueryLabels(c, mistakes, "pitfall.diff0", "mistakes' difference");
+}
+
+}  // namespace gui
