@@ -116,6 +116,22 @@ static void checkBias(const std::string& field, const std::optional<RowVector>& 
   checkFinite(field, *b);
 }
 
+void validateHead(const Scene& scene, int i) {
+  if (i < 0 || i >= scene.numHeads())
+    throw InputError("head", "0 to " + std::to_string(scene.numHeads() - 1), std::to_string(i));
+  const HeadParams& head = scene.heads[static_cast<std::size_t>(i)];
+  const std::string at = "heads[" + std::to_string(i) + "].";
+  const long d = scene.d_model;
+  if (head.w_q.cols() < 1) throw InputError(at + "w_q", "d_k of at least 1 column", "0 columns");
+  if (head.w_v.cols() < 1) throw InputError(at + "w_v", "d_v of at least 1 column", "0 columns");
+  checkMatrix(at + "w_q", head.w_q, d, head.w_q.cols());
+  checkMatrix(at + "w_k", head.w_k, d, head.dK());
+  checkMatrix(at + "w_v", head.w_v, d, head.w_v.cols());
+  checkBias(at + "b_q", head.b_q, head.dK());
+  checkBias(at + "b_k", head.b_k, head.dK());
+  checkBias(at + "b_v", head.b_v, head.dV());
+}
+
 void validateScene(const Scene& scene, const Limits& limits) {
   if (scene.d_model < 1) throw InputError("d_model", "at least 1", std::to_string(scene.d_model));
   const int h = scene.numHeads();
@@ -145,17 +161,8 @@ void validateScene(const Scene& scene, const Limits& limits) {
 
   int concat = 0;
   for (int i = 0; i < h; ++i) {
-    const HeadParams& head = scene.heads[static_cast<std::size_t>(i)];
-    const std::string at = "heads[" + std::to_string(i) + "].";
-    if (head.w_q.cols() < 1) throw InputError(at + "w_q", "d_k of at least 1 column", "0 columns");
-    if (head.w_v.cols() < 1) throw InputError(at + "w_v", "d_v of at least 1 column", "0 columns");
-    checkMatrix(at + "w_q", head.w_q, d, head.w_q.cols());
-    checkMatrix(at + "w_k", head.w_k, d, head.dK());
-    checkMatrix(at + "w_v", head.w_v, d, head.w_v.cols());
-    checkBias(at + "b_q", head.b_q, head.dK());
-    checkBias(at + "b_k", head.b_k, head.dK());
-    checkBias(at + "b_v", head.b_v, head.dV());
-    concat += head.dV();
+    validateHead(scene, i);
+    concat += scene.heads[static_cast<std::size_t>(i)].dV();
   }
   if (scene.w_o) checkMatrix("w_o", *scene.w_o, concat, d);
   if (scene.b_o) {
