@@ -31,15 +31,18 @@ bool allowedAt(uint i, uint j) {
 }
 
 // Each row's partial (max, sum of exp(s - max)) from each of the GEMM_SIDE invocations that share it:
-// (GEMM_BM rows, GEMM_SIDE).
-shared float s_row_max[GEMM_BM * GEMM_SIDE];
-shared float s_row_sum[GEMM_BM * GEMM_SIDE];
+// (GEMM_BM rows, GEMM_SIDE). They reuse the GEMM's staging arrays, free once its last slice is read
+// (gemmAccumulate ends with a barrier): OpenGL 4.3 promises only 32 KiB of shared memory (llvmpipe has no
+// more), and 128 x 128 tiles with separate arrays take 32.9 KiB. s_a and s_b each hold
+// GEMM_BK (GEMM_BM + 1) floats, at least GEMM_BM GEMM_SIDE while GEMM_SIDE <= GEMM_BK.
+#define s_row_max s_a
+#define s_row_sum s_b
 
 void main() {
   head = dispatchHead(u_n_q * u_n_k);
-  const uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y;
+  const uint tx = gl_LocalInvocationID.x;
   const uint row0 = gl_WorkGroupID.y * GEMM_BM;
-  float row_max[GEMM_T], row_sum[GEMM_T];  // over the keys this invocation has seen, for rows ty + GEMM_SIDE i
+  float row_max[GEMM_T], row_sum[GEMM_T];  // over the keys this invocation has seen, for rows gemmRow(i)
   for (uint i = 0u; i < GEMM_T; ++i) {
     row_max[i] = negInf();
     row_sum[i] = 0.0;
@@ -49,10 +52,10 @@ void main() {
   for (uint col0 = 0u; col0 < u_n_k; col0 += GEMM_BN) {
     gemmAccumulate(row0, col0, u_n_q, u_n_k, head.d_k);
     for (uint i = 0u; i < GEMM_T; ++i) {
-      const uint gi = row0 + ty + GEMM_SIDE * i;
+      const uint gi = row0 + gemmRow(i);
       float tile_max = negInf();
       for (uint j = 0u; j < GEMM_T; ++j) {
-        const uint gj = col0 + tx + GEMM_SIDE * j;
+        const uint gj = col0 + gemmCol(j);
         float s = negInf();
         if (gi < u_n_q && gj < u_n_k) {
           if (allowedAt(gi, gj)) s = gemm_acc[i][j] * head.scale;
@@ -73,14 +76,14 @@ void main() {
 
   // The row's maximum and sum over the GEMM_SIDE invocations that share it.
   for (uint i = 0u; i < GEMM_T; ++i) {
-    const uint r = (ty + GEMM_SIDE * i) * GEMM_SIDE + tx;
+    const uint r = gemmRow(i) * GEMM_SIDE + tx;
     s_row_max[r] = row_max[i];
     s_row_sum[r] = row_sum[i];
   }
   memoryBarrierShared();
   barrier();
   for (uint i = 0u; i < GEMM_T; ++i) {
-    const uint first = (ty + GEMM_SIDE * i) * GEMM_SIDE;
+    const uint first = gemmRow(i) * GEMM_SIDE;
     float m = negInf();
     for (uint t = 0u; t < GEMM_SIDE; ++t)
       if (!isNegInf(s_row_max[first + t])) m = max(m, s_row_max[first + t]);
@@ -96,10 +99,10 @@ void main() {
   // row, become exactly 0.
   for (uint col0 = 0u; col0 < u_n_k; col0 += GEMM_BN)
     for (uint i = 0u; i < GEMM_T; ++i) {
-      const uint gi = row0 + ty + GEMM_SIDE * i;
+      const uint gi = row0 + gemmRow(i);
       if (gi >= u_n_q) continue;
       for (uint j = 0u; j < GEMM_T; ++j) {
-        const uint gj = col0 + tx + GEMM_SIDE * j;
+        const uint gj = col0 + gemmCol(j);
         if (gj >= u_n_k) continue;
         const uint at = head.map_base + gi * u_n_k + gj;
         const float s = b_w[at];

@@ -28,12 +28,13 @@ void main() {
   float dot_ab = 0.0, js = 0.0;
   for (uint e = begin + t; e < end; e += SIM_THREADS) {
     const float p = b_wa[base_a + e], q = b_wb[base_b + e];
-    const float m = 0.5 * (p + q);
     dot_ab = fma(p, q, dot_ab);
-    // A subnormal weight adds under 1e-38 (log(p / m) <= log 2), and GPUs may flush it, and so m, to zero
-    // (p / 0 = inf): only normal weights count.
-    if (p >= FLT_MIN_NORMAL) js += p * log(p / m);
-    if (q >= FLT_MIN_NORMAL) js += q * log(q / m);
+    // p log(p / m) as p log(2 p / (p + q)): m = (p + q) / 2 of a normal p next to q = 0 can be subnormal, which
+    // GPUs flush to 0 (seen on an H100: JS = inf). A term whose weight or ratio is subnormal adds under 1e-36 and
+    // is left out.
+    const float ra = 2.0 * (p / (p + q)), rb = 2.0 * (q / (p + q));
+    if (p >= FLT_MIN_NORMAL && ra >= FLT_MIN_NORMAL) js += p * log(ra);
+    if (q >= FLT_MIN_NORMAL && rb >= FLT_MIN_NORMAL) js += q * log(rb);
   }
   // Tree sum in shared memory: memoryBarrierShared() makes each write visible, barrier() waits for all (GLSL
   // 4.30 asks for both).

@@ -24,7 +24,6 @@
 namespace attnscope {
 
 namespace gpu {
-constexpr unsigned kTile = 64;           // GEMM_BM = GEMM_BN in common.glsl
 constexpr unsigned kFinishThreads = 64;  // local_size_x of similarity_finish.comp
 
 inline unsigned groupsFor(std::size_t n, unsigned per) { return static_cast<unsigned>((n + per - 1) / per); }

@@ -72,7 +72,6 @@ void dispatch(unsigned x, unsigned y, unsigned z = 1) {
 using gpu::groupsFor;
 using gpu::kFinishThreads;
 using gpu::kSimilarityRows;
-using gpu::kTile;
 
 void GpuBackend::Impl::uploadProjections(const Scene& scene) {
   std::vector<float> w, b;
@@ -235,7 +234,7 @@ void GpuBackend::Impl::projectColumns(const GlBuffer& input, unsigned rows, unsi
   project.set("u_ld", ld);
   project.set("u_col0", col0);
   project.set("u_has_bias", with_bias);
-  dispatch(groupsFor(width, kTile), groupsFor(rows, kTile));
+  dispatch(groupsFor(width, project.gemmTile()), groupsFor(rows, project.gemmTile()));
 }
 
 // Q, K, V of the heads whose columns are [k0, k0 + dk) and [v0, v0 + dv) (all heads, or one), then the
@@ -309,8 +308,8 @@ void GpuBackend::Impl::scoreHead(int head, const GlBuffer& out) const {
   bindHeadsStage(scores, h, h);
   bindScoreInputs(scores);
   out.bind(3);
-  dispatch(groupsFor(static_cast<std::size_t>(shape.n_k), kTile),
-           groupsFor(static_cast<std::size_t>(shape.n_q), kTile), 1);
+  dispatch(groupsFor(static_cast<std::size_t>(shape.n_k), scores.gemmTile()),
+           groupsFor(static_cast<std::size_t>(shape.n_q), scores.gemmTile()), 1);
 }
 
 // Heads [first, first + count): weights (scores and softmax in one dispatch, a workgroup per 64 query rows of
@@ -328,7 +327,7 @@ void GpuBackend::Impl::attendHeads(int first, int count) {
       bindHeadsStage(scores_softmax, h0, group_first);
       bindScoreInputs(scores_softmax);
       weight_groups[g].bind(3);
-      dispatch(1, groupsFor(n_q, kTile), h1 - h0);
+      dispatch(1, groupsFor(n_q, scores_softmax.gemmTile()), h1 - h0);
     }
     const gpu::StageTimer::Scope timed = timer.scope("weighted sum");
     bindHeadsStage(weighted_sum, h0, group_first);
@@ -336,7 +335,7 @@ void GpuBackend::Impl::attendHeads(int first, int count) {
     v.bind(1);
     concat.bind(2);
     weighted_sum.set("u_ld", sum_dv);
-    dispatch(groupsFor(widest_dv, kTile), groupsFor(n_q, kTile), h1 - h0);
+    dispatch(groupsFor(widest_dv, weighted_sum.gemmTile()), groupsFor(n_q, weighted_sum.gemmTile()), h1 - h0);
   }
   for (unsigned i = begin; i < end; ++i) texture_stale[i] = 1;
 }

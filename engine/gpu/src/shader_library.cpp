@@ -67,10 +67,14 @@ std::string ShaderLibrary::read(const std::string& name) const {
   return text.str();
 }
 
-ComputeProgram::ComputeProgram(const ShaderLibrary& library, const std::string& name) : name_(name) {
+ComputeProgram::ComputeProgram(const ShaderLibrary& library, const std::string& name, const std::string& defines)
+    : name_(name) {
   std::vector<std::string> files;
-  const std::string source = "#version 430 core\n" + expandIncludes(library, name, files);
+  const std::string source = "#version 430 core\n" + defines + expandIncludes(library, name, files);
   id_ = buildProgram({{GL_COMPUTE_SHADER, name, source}}, library.origin(), files);
+  GLint size[3] = {1, 1, 1};
+  glGetProgramiv(id_, GL_COMPUTE_WORK_GROUP_SIZE, size);
+  local_size_x_ = static_cast<unsigned>(size[0]);
 }
 
 ComputeProgram::~ComputeProgram() {
@@ -78,12 +82,13 @@ ComputeProgram::~ComputeProgram() {
 }
 
 ComputeProgram::ComputeProgram(ComputeProgram&& other) noexcept
-    : id_(std::exchange(other.id_, 0)), name_(std::move(other.name_)) {}
+    : id_(std::exchange(other.id_, 0)), local_size_x_(other.local_size_x_), name_(std::move(other.name_)) {}
 
 ComputeProgram& ComputeProgram::operator=(ComputeProgram&& other) noexcept {
   if (this != &other) {
     if (id_) glDeleteProgram(id_);
     id_ = std::exchange(other.id_, 0);
+    local_size_x_ = other.local_size_x_;
     name_ = std::move(other.name_);
   }
   return *this;

@@ -31,7 +31,8 @@ class ShaderLibrary {
 class ComputeProgram {
  public:
   ComputeProgram() = default;
-  ComputeProgram(const ShaderLibrary& library, const std::string& name);
+  // `defines` (#define lines) go between #version and the stage's text.
+  ComputeProgram(const ShaderLibrary& library, const std::string& name, const std::string& defines = "");
   ~ComputeProgram();
   ComputeProgram(ComputeProgram&& other) noexcept;
   ComputeProgram& operator=(ComputeProgram&& other) noexcept;
@@ -43,9 +44,16 @@ class ComputeProgram {
   void set(const char* uniform, unsigned value) const;
   void set(const char* uniform, float value) const;
   void set(const char* uniform, bool value) const;
+  // local_size_x of the program (GL_COMPUTE_WORK_GROUP_SIZE), read once when it is built.
+  unsigned localSizeX() const { return local_size_x_; }
+  // A GEMM stage's tile side (GEMM_BM = GEMM_BN in common.glsl): GEMM_SIDE invocations, each GEMM_T wide. Each
+  // stage may set its own GEMM_SIDE; the host sizes its grid from the program it built.
+  unsigned gemmTile() const { return local_size_x_ * kGemmPerInvocation; }
+  static constexpr unsigned kGemmPerInvocation = 8;  // GEMM_T in common.glsl
 
  private:
   GLuint id_ = 0;
+  unsigned local_size_x_ = 1;
   std::string name_;
 };
 

@@ -11,14 +11,16 @@
 
 namespace attnscope {
 
-// JS(p, q) = 1/2 KL(p || m) + 1/2 KL(q || m), m = (p + q) / 2, in nats. Only normal weights count: a
-// subnormal p adds under 1e-38 (log(p / m) <= log 2), but m = p / 2 may round to 0 and make it inf; GPUs
-// flush subnormals anyway, and the GPU backend uses the same rule.
+// JS(p, q) = 1/2 KL(p || m) + 1/2 KL(q || m), m = (p + q) / 2, in nats, each term p log(p / m) taken as
+// p log(2 p / (p + q)): m of a normal p beside q = 0 can be subnormal, which GPUs flush to 0 (an H100 gave
+// JS = inf). A term whose weight or ratio is subnormal adds under 1e-36 and is left out; the GPU backend
+// (similarity_pair.comp) uses the same rule.
 double jensenShannonRow(const Eigen::ArrayXf& p, const Eigen::ArrayXf& q) {
   constexpr float kMinNormal = std::numeric_limits<float>::min();
-  const Eigen::ArrayXf m = 0.5f * (p + q);
-  const Eigen::ArrayXf kl_p = (p >= kMinNormal).select(p * (p / m).log(), 0.0f);
-  const Eigen::ArrayXf kl_q = (q >= kMinNormal).select(q * (q / m).log(), 0.0f);
+  const Eigen::ArrayXf sum = p + q;
+  const Eigen::ArrayXf ratio_p = 2.0f * (p / sum), ratio_q = 2.0f * (q / sum);
+  const Eigen::ArrayXf kl_p = (p >= kMinNormal && ratio_p >= kMinNormal).select(p * ratio_p.log(), 0.0f);
+  const Eigen::ArrayXf kl_q = (q >= kMinNormal && ratio_q >= kMinNormal).select(q * ratio_q.log(), 0.0f);
   return 0.5 * static_cast<double>(kl_p.sum()) + 0.5 * static_cast<double>(kl_q.sum());
 }
 

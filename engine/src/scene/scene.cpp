@@ -146,6 +146,39 @@ static void checkBias(const std::string& field, const std::optional<RowVector>& 
   checkFinite(field, *b);
 }
 
+void validateHead(const Scene& scene, int i) {
+  if (i < 0 || i >= scene.numHeads())
+    throw InputError("head", "0 to " + std::to_string(scene.numHeads() - 1), std::to_string(i));
+  const long d = scene.d_model;
+  const int kv_count = static_cast<int>(scene.kv_heads.size());
+  const HeadParams& head = scene.heads[static_cast<std::size_t>(i)];
+  const std::string at = "heads[" + std::to_string(i) + "].";
+  if (head.w_q.cols() < 1) throw InputError(at + "w_q", "d_k of at least 1 column", "0 columns");
+  checkMatrix(at + "w_q", head.w_q, d, head.w_q.cols());
+  checkBias(at + "b_q", head.b_q, head.dK());
+  if (scene.grouped()) {
+    if (head.kv < 0 || head.kv >= kv_count)
+      throw InputError(at + "kv", "a kv_heads index from 0 to " + std::to_string(kv_count - 1),
+                       std::to_string(head.kv));
+    if (head.w_k.size() || head.w_v.size() || head.b_k || head.b_v)
+      throw InputError(at + "w_k", "no w_k, w_v, b_k or b_v (they belong to kv_heads[" +
+                                       std::to_string(head.kv) + "])", "the head's own");
+    const Matrix& w_k = scene.wK(i);
+    if (w_k.cols() != head.dK())
+      throw InputError(at + "w_q", std::to_string(w_k.cols()) + " columns (d_k of kv_heads[" +
+                                       std::to_string(head.kv) + "])", std::to_string(head.dK()));
+  } else {
+    if (head.w_v.cols() < 1) throw InputError(at + "w_v", "d_v of at least 1 column", "0 columns");
+    checkMatrix(at + "w_k", head.w_k, d, head.dK());
+    checkMatrix(at + "w_v", head.w_v, d, head.w_v.cols());
+    checkBias(at + "b_k", head.b_k, head.dK());
+    checkBias(at + "b_v", head.b_v, scene.dV(i));
+  }
+  if (scene.rope && scene.rope->dims > head.dK())
+    throw InputError("rope.dims", "at most d_k = " + std::to_string(head.dK()) + " (heads[" + std::to_string(i) + "])",
+                     std::to_string(scene.rope->dims));
+}
+
 void validateScene(const Scene& scene, const Limits& limits) {
   if (scene.d_model < 1) throw InputError("d_model", "at least 1", std::to_string(scene.d_model));
   const int h = scene.numHeads();
@@ -189,33 +222,8 @@ void validateScene(const Scene& scene, const Limits& limits) {
   std::vector<char> kv_used(static_cast<std::size_t>(kv_count), 0);
   int concat = 0;
   for (int i = 0; i < h; ++i) {
-    const HeadParams& head = scene.heads[static_cast<std::size_t>(i)];
-    const std::string at = "heads[" + std::to_string(i) + "].";
-    if (head.w_q.cols() < 1) throw InputError(at + "w_q", "d_k of at least 1 column", "0 columns");
-    checkMatrix(at + "w_q", head.w_q, d, head.w_q.cols());
-    checkBias(at + "b_q", head.b_q, head.dK());
-    if (scene.grouped()) {
-      if (head.kv < 0 || head.kv >= kv_count)
-        throw InputError(at + "kv", "a kv_heads index from 0 to " + std::to_string(kv_count - 1),
-                         std::to_string(head.kv));
-      if (head.w_k.size() || head.w_v.size() || head.b_k || head.b_v)
-        throw InputError(at + "w_k", "no w_k, w_v, b_k or b_v (they belong to kv_heads[" +
-                                         std::to_string(head.kv) + "])", "the head's own");
-      kv_used[static_cast<std::size_t>(head.kv)] = 1;
-      const Matrix& w_k = scene.wK(i);
-      if (w_k.cols() != head.dK())
-        throw InputError(at + "w_q", std::to_string(w_k.cols()) + " columns (d_k of kv_heads[" +
-                                         std::to_string(head.kv) + "])", std::to_string(head.dK()));
-    } else {
-      if (head.w_v.cols() < 1) throw InputError(at + "w_v", "d_v of at least 1 column", "0 columns");
-      checkMatrix(at + "w_k", head.w_k, d, head.dK());
-      checkMatrix(at + "w_v", head.w_v, d, head.w_v.cols());
-      checkBias(at + "b_k", head.b_k, head.dK());
-      checkBias(at + "b_v", head.b_v, scene.dV(i));
-    }
-    if (scene.rope && scene.rope->dims > head.dK())
-      throw InputError("rope.dims", "at most d_k = " + std::to_string(head.dK()) + " (heads[" + std::to_string(i) + "])",
-                       std::to_string(scene.rope->dims));
+    validateHead(scene, i);
+    if (scene.grouped()) kv_used[static_cast<std::size_t>(scene.heads[static_cast<std::size_t>(i)].kv)] = 1;
     concat += scene.dV(i);
   }
   for (int g = 0; g < kv_count; ++g)

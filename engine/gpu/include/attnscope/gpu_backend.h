@@ -37,6 +37,9 @@ struct GpuOptions {
   // a buffer up to this size (one dispatch covers them); a smaller number splits them over more buffers.
   std::size_t max_buffer_bytes = 0;
   ReadbackPath readback = ReadbackPath::Auto;
+  // Side of the matrix-product stages' square tile: 0 = per device (128 on hardware GPUs, 64 on a software
+  // renderer), else 64 or 128 (tests run the hardware tile on llvmpipe).
+  unsigned gemm_tile = 0;
 };
 
 // Bytes the GPU backend allocates for this scene (inputs, projections, Q K V, every head's weights, the
