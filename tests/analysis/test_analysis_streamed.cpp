@@ -82,8 +82,8 @@ double referenceImportance(const Scene& s, int head, const MatrixD& w) {
   const HeadParams& p = s.heads[static_cast<std::size_t>(head)];
   const MatrixD v = s.valueRows().cast<double>() * p.w_v.cast<double>();
   int offset = 0;
-  for (int h = 0; h < head; ++h) offset += s.heads[static_cast<std::size_t>(h)].dV();
-  const MatrixD w_o = s.w_o->cast<double>().middleRows(offset, p.dV());
+  for (int h = 0; h < head; ++h) offset += s.dV(h);
+  const MatrixD w_o = s.w_o->cast<double>().middleRows(offset, s.dV(head));
   return (w * v * w_o).norm();
 }
 

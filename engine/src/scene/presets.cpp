@@ -55,7 +55,7 @@ Scene randomSceneShape(const RandomSceneSpec& spec) {
 RandomSceneEstimate estimateRandomScene(const RandomSceneSpec& spec, bool with_maps) {
   const Scene shape = randomSceneShape(spec);
   const std::size_t n = static_cast<std::size_t>(spec.n), d = static_cast<std::size_t>(std::max(0, spec.d_model));
-  const std::size_t d_k = static_cast<std::size_t>(shape.heads[0].dK()), d_v = static_cast<std::size_t>(shape.heads[0].dV());
+  const std::size_t d_k = static_cast<std::size_t>(shape.heads[0].dK()), d_v = static_cast<std::size_t>(shape.dV(0));
   const std::size_t h = static_cast<std::size_t>(spec.heads);
   std::size_t floats = n * d + h * d * (2 * d_k + d_v) + (spec.with_w_o ? h * d_v * d : 0);
   RandomSceneEstimate e;
