@@ -146,7 +146,8 @@ LlamaConfig llamaConfigFromJson(const nlohmann::json& j, const std::string& path
   if (has(j, "hidden_act") && j["hidden_act"] != "silu")
     throw InputError(path + ": hidden_act", "silu (the SwiGLU MLP)", describeJson(j["hidden_act"]));
   if (boolField(j, path, "mlp_bias", false))
-    throw InputError(path + ": mlp_bias", "false (none of the four families has MLP biases, and attnscope reads none)", "true");
+    throw InputError(path + ": mlp_bias", "false (none of the four families has MLP biases, and attnscope reads none)",
+                     "true");
   const bool attention_bias = boolField(j, path, "attention_bias", false);
   c.qkv_bias = c.model_type == "qwen2" || (attention_bias && c.model_type != "mistral");
   c.o_bias = attention_bias && (c.model_type == "llama" || c.model_type == "qwen3");
