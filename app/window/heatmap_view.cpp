@@ -1,6 +1,8 @@
 // Heatmap textures, and the heatmap shader rendering each head's map into a texture of its on-screen size.
 #include "window/heatmap_view.h"
 
+#include "window/heatmap_draw.h"
+
 #include <epoxy/gl.h>
 
 #include <algorithm>
@@ -148,24 +150,8 @@ void HeatmapRenderer::render(Rendered& target, int head, const CellView& view, f
   glUniform2f(glGetUniformLocation(program_, "u_range"), lo, hi);
   glUniform3f(glGetUniformLocation(program_, "u_masked_color"), kMaskedColor.r / 255.0f, kMaskedColor.g / 255.0f,
               kMaskedColor.b / 255.0f);
-  const struct {
-    const char* name;
-    GLuint texture;
-  } units[] = {{"u_weights", sources_[static_cast<std::size_t>(head)]}, {"u_mask", mask_}, {"u_colormap", colormap_}};
-  for (int unit = 0; unit < 3; ++unit) {
-    glActiveTexture(GL_TEXTURE0 + static_cast<GLenum>(unit));
-    glBindTexture(GL_TEXTURE_2D, units[unit].texture);
-    glUniform1i(glGetUniformLocation(program_, units[unit].name), unit);
-  }
-  glDrawArrays(GL_TRIANGLE_STRIP, 0, 4);
-
-  // Leave GL as ImGui's backend expects it between frames.
-  glActiveTexture(GL_TEXTURE0);
-  glBindTexture(GL_TEXTURE_2D, 0);
-  glBindVertexArray(0);
-  glUseProgram(0);
-  glBindFramebuffer(GL_FRAMEBUFFER, static_cast<GLuint>(previous_framebuffer));
-  glViewport(previous_viewport[0], previous_viewport[1], previous_viewport[2], previous_viewport[3]);
+  drawHeatmapQuad(program_, sources_[static_cast<std::size_t>(head)], mask_, colormap_, previous_framebuffer,
+                  previous_viewport);
 }
 
 }  // namespace attnscope::app

@@ -11,6 +11,7 @@
 #include "attnscope/export/colormap.h"
 #include "attnscope/gl_program.h"
 #include "heatmap_shaders.h"
+#include "window/heatmap_draw.h"
 
 namespace attnscope::app {
 
@@ -174,23 +175,7 @@ void ModelGridRenderer::render(const Target& target, unsigned weights, unsigned 
   glUniform2f(glGetUniformLocation(program_, "u_range"), 0.0f, 1.0f);
   glUniform3f(glGetUniformLocation(program_, "u_masked_color"), kMaskedColor.r / 255.0f, kMaskedColor.g / 255.0f,
               kMaskedColor.b / 255.0f);
-  const struct {
-    const char* name;
-    GLuint texture;
-  } units[] = {{"u_weights", weights}, {"u_mask", mask}, {"u_colormap", colormap_}};
-  for (int unit = 0; unit < 3; ++unit) {
-    glActiveTexture(GL_TEXTURE0 + static_cast<GLenum>(unit));
-    glBindTexture(GL_TEXTURE_2D, units[unit].texture);
-    glUniform1i(glGetUniformLocation(program_, units[unit].name), unit);
-  }
-  glDrawArrays(GL_TRIANGLE_STRIP, 0, 4);
-  // Leave GL as ImGui's backend expects it.
-  glActiveTexture(GL_TEXTURE0);
-  glBindTexture(GL_TEXTURE_2D, 0);
-  glBindVertexArray(0);
-  glUseProgram(0);
-  glBindFramebuffer(GL_FRAMEBUFFER, static_cast<GLuint>(previous_framebuffer));
-  glViewport(previous_viewport[0], previous_viewport[1], previous_viewport[2], previous_viewport[3]);
+  drawHeatmapQuad(program_, weights, mask, colormap_, previous_framebuffer, previous_viewport);
 }
 
 }  // namespace attnscope::app

@@ -1,0 +1,31 @@
+// The last steps of drawing weights through the heatmap shader, shared by the heads' maps (heatmap_view.cpp)
+// and the model grid (model/model_grid_renderer.cpp): bind the weights, mask and colour-map textures, draw the
+// quad, then leave GL as ImGui's backend expects it between frames.
+#pragma once
+
+#include <epoxy/gl.h>
+
+namespace attnscope::app {
+
+// `program` is in use with its other uniforms set; the caller's framebuffer and viewport are restored after.
+inline void drawHeatmapQuad(GLuint program, GLuint weights, GLuint mask, GLuint colormap, GLint framebuffer,
+                            const GLint viewport[4]) {
+  const struct {
+    const char* name;
+    GLuint texture;
+  } units[] = {{"u_weights", weights}, {"u_mask", mask}, {"u_colormap", colormap}};
+  for (int unit = 0; unit < 3; ++unit) {
+    glActiveTexture(GL_TEXTURE0 + static_cast<GLenum>(unit));
+    glBindTexture(GL_TEXTURE_2D, units[unit].texture);
+    glUniform1i(glGetUniformLocation(program, units[unit].name), unit);
+  }
+  glDrawArrays(GL_TRIANGLE_STRIP, 0, 4);
+  glActiveTexture(GL_TEXTURE0);
+  glBindTexture(GL_TEXTURE_2D, 0);
+  glBindVertexArray(0);
+  glUseProgram(0);
+  glBindFramebuffer(GL_FRAMEBUFFER, static_cast<GLuint>(framebuffer));
+  glViewport(viewport[0], viewport[1], viewport[2], viewport[3]);
+}
+
+}  // namespace attnscope::app
