@@ -33,6 +33,11 @@ const Command kCommands[] = {
      "[--grid-out GRID.png|.svg] [--rollout-out ROLLOUT.png|.svg]"},
     {"tokenize", attnscope::cli::runTokenize,
      "tokenize DIR_OR_FILE (--text TEXT | --text-file FILE) [--no-special] [-o OUT.json]"},
+    {"import", attnscope::cli::runImport,
+     "import FILE --layout torch-mha|fused-qkv-002|fused-qkv-003|keras-mha [--heads H] (--text T | --tokens A,B,...) "
+     "[--inputs X.npy] --scene-out S.json"},
+    {"view", attnscope::cli::runView,
+     "view FILE --tokens TOKENS [--tensor NAME] [-o OUT.json] [--grid-out GRID.png|.svg] [--layer L]"},
 };
 
 void printUsage(std::FILE* to) {
@@ -64,7 +69,7 @@ int main(int argc, char** argv) {
       attnscope::cli::Args parsed(c.name, std::vector<std::string>(args.begin() + 1, args.end()));
       return c.run(parsed);
     }
-    printError("command: expected one of compute, walkthrough, export, bench, analyze, model, tokenize, got " +
+    printError("command: expected one of compute, walkthrough, export, bench, analyze, model, tokenize, import, view, got " +
                attnscope::quoteFragment(args[0]));
     return 2;
   } catch (const std::exception& e) {

@@ -19,6 +19,8 @@ int runBench(Args& args);        // cli_bench.cpp
 int runAnalyze(Args& args);      // cli_analyze.cpp
 int runModel(Args& args);        // cli_model.cpp
 int runTokenize(Args& args);     // cli_tokenize.cpp
+int runImport(Args& args);       // cli_import.cpp
+int runView(Args& args);         // cli_view.cpp
 
 }  // namespace attnscope::cli
 

@@ -1,0 +1,142 @@
+// attnscope view: a saved attention tensor from any framework ((layers, heads, n, n) or (heads, n, n)) with
+// its tokens: analyze-style head-type scores, statistics and per-layer similarity as JSON, and the grid figure.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "attnscope/analysis/analysis.h"
+#include "attnscope/arrays/attention_tensor.h"
+#include "attnscope/atomic_file.h"
+#include "attnscope/compute/similarity.h"
+#include "attnscope/error.h"
+#include "attnscope/json_file.h"
+#include "attnscope/model/model_export.h"
+#include "attnscope/scene/scene_json.h"
+#include "attnscope/text_bounds.h"
+#include "cli/cli.h"
+
+namespace attnscope::cli {
+
+namespace {
+
+using nlohmann::ordered_json;
+
+constexpr const char* kHelp =
+    "usage: attnscope view FILE --tokens TOKENS [--tensor NAME] [--window W] [-o OUT.json]\n"
+    "                      [--grid-out GRID.png|.svg] [--layer L]\n"
+    "  FILE        a (layers, heads, n, n) or (heads, n, n) float array of attention weights: .npy, .npz or\n"
+    "              .safetensors (--tensor NAME when the file holds several)\n"
+    "  --tokens    a JSON list (inline, starting with '[') or a file: a JSON list or one token a line\n"
+    "  -o, --out   every head's type scores, statistics, and each layer's head similarity (JSON; default:\n"
+    "              standard output)\n"
+    "  --grid-out  the layers x heads grid of heatmaps (or layer L's heads, with --layer) as PNG or SVG\n"
+    "  --window    the local score's window (default 2)\n";
+
+ordered_json optionalJson(const std::optional<double>& x) { return x ? ordered_json(*x) : ordered_json(nullptr); }
+
+ordered_json matrixJson(const Matrix& m) {
+  ordered_json rows = ordered_json::array();
+  for (Eigen::Index i = 0; i < m.rows(); ++i) {
+    ordered_json row = ordered_json::array();
+    for (Eigen::Index j = 0; j < m.cols(); ++j) row.push_back(floatToJson(m(i, j)));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+// The analysis of `analyze` on the tensor's maps: a scene carries only what the scores read (the tokens).
+ordered_json tensorAnalysis(const arrays::AttentionTensor& t, int window) {
+  Scene tokens_only;
+  tokens_only.d_model = 1;
+  tokens_only.query_tokens = t.tokens;
+  tokens_only.query = Matrix::Zero(t.forward.n, 1);
+  const model::HeadLayout& layout = t.forward.layout;
+  ordered_json heads = ordered_json::array(), layers = ordered_json::array();
+  for (int l = 0; l < layout.n_layer; ++l) {
+    std::vector<Matrix> maps;
+    for (int h = 0; h < layout.n_head; ++h) maps.emplace_back(t.forward.map(l, h, layout.n_head));
+    std::vector<const Matrix*> pointers;
+    for (int h = 0; h < layout.n_head; ++h) {
+      const Matrix& w = maps[static_cast<std::size_t>(h)];
+      pointers.push_back(&w);
+      const HeadTypeScores scores = headTypeScores(tokens_only, w, window);
+      const HeadStats stats = headStats(w);
+      ordered_json j;
+      j["layer"] = l + 1;
+      j["head"] = h + 1;
+      j["label"] = headTypeLabel(scores);
+      for (const std::string& name : headTypeScoreNames()) j[name] = optionalJson(headTypeScore(scores, name));
+      j["entropy"] = floatToJson(stats.entropy);
+      j["max_weight"] = floatToJson(stats.max_weight);
+      j["mean_distance"] = floatToJson(stats.mean_distance);
+      heads.push_back(std::move(j));
+    }
+    const Similarity similarity = headSimilarity(pointers);
+    layers.push_back({{"layer", l + 1}, {"cosine", matrixJson(similarity.cosine)}, {"js", matrixJson(similarity.js)}});
+  }
+  ordered_json out;
+  out["tensor"] = t.tensor_name;
+  out["layers"] = layout.n_layer;
+  out["heads_per_layer"] = layout.n_head;
+  out["tokens"] = t.tokens;
+  out["heads"] = std::move(heads);
+  out["similarity"] = std::move(layers);
+  return out;
+}
+
+}  // namespace
+
+int runView(Args& args) {
+  if (args.takeFlag("--help") || args.takeFlag("-h")) {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  const std::optional<std::string> tokens_arg = args.take("--tokens");
+  const std::optional<std::string> tensor = args.take("--tensor");
+  const std::optional<std::string> out = args.take("--out", "-o");
+  const std::optional<std::string> grid_out = args.take("--grid-out");
+  const long layer = args.takeInt("--layer", 0, 1, 1000) - 1;
+  const int window = static_cast<int>(args.takeInt("--window", kDefaultLocalWindow, 0, 1 << 20));
+  const std::vector<std::string> files = args.positionals(1);
+  if (files.empty()) throw InputError("view", "an attention tensor file: attnscope view FILE --tokens TOKENS", "none");
+  if (!tokens_arg) throw InputError("--tokens", "a JSON list or a file of tokens", "none");
+  ExportFormat grid_format = ExportFormat::Png;
+  if (grid_out) {
+    const std::size_t dot = grid_out->find_last_of('.');
+    const std::string ext = dot == std::string::npos ? "" : grid_out->substr(dot + 1);
+    if (ext != "png" && ext != "svg") throw InputError("--grid-out", "a path ending in .png or .svg", quoteFragment(*grid_out, 200));
+    grid_format = ext == "png" ? ExportFormat::Png : ExportFormat::Svg;
+  }
+  std::vector<std::string> tokens;
+  if (!tokens_arg->empty() && (*tokens_arg)[0] == '[') {
+    const nlohmann::json j = parseJsonText(*tokens_arg, "--tokens");
+    if (!j.is_array()) throw InputError("--tokens", "a JSON list of strings", std::string(j.type_name()));
+    for (const auto& token : j) {
+      if (!token.is_string()) throw InputError("--tokens", "a JSON list of strings", std::string("a ") + token.type_name());
+      tokens.push_back(token.get<std::string>());
+    }
+  } else {
+    tokens = arrays::readTokenFile(*tokens_arg);
+  }
+  std::vector<PendingFile> files_out;
+  files_out.reserve(2);
+  PendingFile* json_file = out ? &files_out.emplace_back(*out) : nullptr;
+  PendingFile* grid_file = grid_out ? &files_out.emplace_back(*grid_out) : nullptr;
+
+  const arrays::AttentionTensor t = arrays::readAttentionTensor(files[0], tensor, std::move(tokens));
+  if (layer >= t.forward.layout.n_layer)
+    throw InputError("--layer", "1 to " + std::to_string(t.forward.layout.n_layer), std::to_string(layer + 1));
+  const std::string json = formatJson(tensorAnalysis(t, window));
+  if (json_file) json_file->write(json);
+  if (grid_file)
+    grid_file->write(model::figureBytes(
+        model::modelGridFigure(t.forward, t.forward.layout, t.tokens, static_cast<int>(layer)), grid_format));
+  commitAll(files_out);
+  if (!json_file) std::fwrite(json.data(), 1, json.size(), stdout);
+  // With the JSON on standard output, the file list goes to standard error so that stdout stays one document.
+  for (const PendingFile& file : files_out)
+    std::fprintf(json_file ? stdout : stderr, "wrote %s\n", printableLine(file.path(), 400).c_str());
+  return 0;
+}
+
+}  // namespace attnscope::cli

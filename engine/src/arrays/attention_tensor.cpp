@@ -1,0 +1,115 @@
+// Reads and checks a saved attention tensor and its tokens (attention_tensor.h).
+#include "attnscope/arrays/attention_tensor.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "attnscope/arrays/array_file.h"
+#include "attnscope/atomic_file.h"
+#include "attnscope/error.h"
+#include "attnscope/json_file.h"
+#include "attnscope/text_bounds.h"
+
+namespace attnscope::arrays {
+
+namespace {
+
+constexpr std::size_t kMaxTokenFileBytes = std::size_t{64} << 20;
+
+std::string indexText(int layer, int head, int layers) {
+  return layers > 1 || layer > 0 ? "layer " + std::to_string(layer + 1) + ", head " + std::to_string(head + 1)
+                                 : "head " + std::to_string(head + 1);
+}
+
+}  // namespace
+
+AttentionTensor readAttentionTensor(const std::string& path, const std::optional<std::string>& tensor,
+                                    std::vector<std::string> tokens) {
+  std::map<std::string, NamedArray> arrays = readArrays(path);
+  std::string present;
+  for (const auto& [name, value] : arrays) present += (present.empty() ? "" : ", ") + quoteFragment(name, 60);
+  NamedArray* chosen = nullptr;
+  std::string name;
+  if (tensor) {
+    const auto it = arrays.find(*tensor);
+    if (it == arrays.end())
+      throw InputError("--tensor", "one of the file's tensors (" + (present.empty() ? "none" : present) + ")",
+                       "'" + quoteFragment(*tensor, 60) + "'");
+    chosen = &it->second;
+    name = *tensor;
+  } else {
+    if (arrays.size() != 1)
+      throw InputError("--tensor", "a tensor name: " + path + " holds " + std::to_string(arrays.size()) + " (" + present + ")",
+                       "none");
+    chosen = &arrays.begin()->second;
+    name = arrays.begin()->first;
+  }
+  const std::string field = path + (name.empty() ? "" : ": " + quoteFragment(name, 60));
+  const NamedArray& a = *chosen;
+  if (a.shape.size() != 3 && a.shape.size() != 4)
+    throw InputError(field, "shape (layers, heads, n_q, n_k) or (heads, n_q, n_k)", "shape " + shapeTuple(a.shape));
+  const std::size_t rank = a.shape.size();
+  const std::int64_t layers = rank == 4 ? a.shape[0] : 1, heads = a.shape[rank - 3], n_q = a.shape[rank - 2],
+                     n_k = a.shape[rank - 1];
+  if (n_q != n_k)
+    throw InputError(field, "n_q == n_k (self-attention over one token list)", "shape " + shapeTuple(a.shape));
+  if (layers < 1 || heads < 1 || n_q < 1) throw InputError(field, "at least one layer, head and token", "shape " + shapeTuple(a.shape));
+  if (static_cast<std::int64_t>(tokens.size()) != n_q)
+    throw InputError("--tokens", std::to_string(n_q) + " tokens (n of shape " + shapeTuple(a.shape) + ")",
+                     std::to_string(tokens.size()));
+  const int n = static_cast<int>(n_q), maps = static_cast<int>(layers * heads);
+  // Weights, not scores: every entry in [0, 1] and every row summing to 1 (or 0, a row with every key masked).
+  for (int m = 0; m < maps; ++m)
+    for (int i = 0; i < n; ++i) {
+      const float* row = a.data.data() + (static_cast<std::size_t>(m) * n + i) * n;
+      double sum = 0;
+      for (int j = 0; j < n; ++j) {
+        if (row[j] < 0.0f)
+          throw InputError(field, "attention weights (>= 0, rows summing to 1)",
+                           std::to_string(row[j]) + " at " + indexText(m / static_cast<int>(heads), m % static_cast<int>(heads), static_cast<int>(layers)) +
+                               ", query " + std::to_string(i) + ", key " + std::to_string(j) +
+                               ": it may be a pre-softmax score");
+        sum += row[j];
+      }
+      if (std::abs(sum - 1.0) > kRowSumTolerance && std::abs(sum) > kRowSumTolerance)
+        throw InputError(field, "rows summing to 1 (attention weights after the softmax)",
+                         "a sum of " + std::to_string(sum) + " in " +
+                             indexText(m / static_cast<int>(heads), m % static_cast<int>(heads), static_cast<int>(layers)) +
+                             ", query " + std::to_string(i) + ": it may be a pre-softmax score");
+    }
+  AttentionTensor t;
+  t.forward.layout = model::HeadLayout(static_cast<int>(layers), static_cast<int>(heads), static_cast<int>(heads));
+  t.forward.resize(n, maps);
+  std::memcpy(t.forward.buffer.data(), a.data.data(), a.data.size() * sizeof(float));
+  t.tokens = std::move(tokens);
+  t.tensor_name = name;
+  return t;
+}
+
+std::vector<std::string> readTokenFile(const std::string& path) {
+  const std::string text = readWholeFile(path, "--tokens", kMaxTokenFileBytes);
+  std::size_t first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && text[first] == '[') {
+    const nlohmann::json j = parseJsonText(text, path);
+    std::vector<std::string> tokens;
+    for (std::size_t i = 0; i < j.size(); ++i) {
+      if (!j[i].is_string())
+        throw InputError(path + "[" + std::to_string(i) + "]", "a string (a JSON list of tokens)", std::string(j[i].type_name()));
+      tokens.push_back(j[i].get<std::string>());
+    }
+    return tokens;
+  }
+  std::vector<std::string> tokens;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    tokens.push_back(line);
+    start = end + 1;
+  }
+  return tokens;
+}
+
+}  // namespace attnscope::arrays
