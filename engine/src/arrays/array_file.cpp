@@ -104,7 +104,7 @@ NamedArray parseNpy(const std::string& field, const unsigned char* bytes, std::s
   if (descr == "<f4" || descr == "=f4") item = 4;
   else if (descr == "<f8" || descr == "=f8") item = 8;
   else if (descr == "<f2" || descr == "=f2") item = 2;
-  else throw InputError(field, "dtype float32, float64 or float16 (little-endian)", "dtype '" + quoteFragment(descr, 40) + "'");
+  else throw InputError(field, "dtype float32, float64 or float16 (little-endian)", "dtype " + quoteFragment(descr, 40));
   const std::size_t data_start = header_start + header_length;
   const std::size_t have = size - data_start;
   if (have != count * item)
@@ -218,7 +218,7 @@ std::map<std::string, NamedArray> readArrays(const std::string& path) {
   if (endsWith(path, ".safetensors")) return readSafetensors(path);
   const bool npz = endsWith(path, ".npz");
   if (!npz && !endsWith(path, ".npy"))
-    throw InputError(path, "a file ending in .npy, .npz or .safetensors", "'" + quoteFragment(path, 200) + "'");
+    throw InputError(path, "a file ending in .npy, .npz or .safetensors", quoteFragment(path, 200));
   const std::string bytes = readWholeFile(path, path, kMaxArrayFileBytes);
   if (npz) return parseNpz(path, bytes);
   std::map<std::string, NamedArray> arrays;

@@ -34,7 +34,7 @@ AttentionTensor readAttentionTensor(const std::string& path, const std::optional
     const auto it = arrays.find(*tensor);
     if (it == arrays.end())
       throw InputError("--tensor", "one of the file's tensors (" + (present.empty() ? "none" : present) + ")",
-                       "'" + quoteFragment(*tensor, 60) + "'");
+                       quoteFragment(*tensor, 60));
     chosen = &it->second;
     name = *tensor;
   } else {

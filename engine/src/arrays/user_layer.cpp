@@ -14,7 +14,7 @@ struct KeyReader {
   const std::map<std::string, NamedArray>& arrays;
   const std::string& file;
 
-  std::string field(const std::string& key) const { return file + ": " + key; }
+  std::string field(const std::string& key) const { return file + ": " + quoteFragment(key, 80); }
   const NamedArray* find(const std::string& key) const {
     const auto it = arrays.find(key);
     return it == arrays.end() ? nullptr : &it->second;
@@ -78,7 +78,7 @@ UserLayout parseUserLayout(const std::string& name) {
   const std::vector<std::string>& names = userLayoutNames();
   for (std::size_t i = 0; i < names.size(); ++i)
     if (names[i] == name) return static_cast<UserLayout>(i);
-  throw InputError("--layout", "torch-mha, fused-qkv-002, fused-qkv-003 or keras-mha", "'" + quoteFragment(name, 60) + "'");
+  throw InputError("--layout", "torch-mha, fused-qkv-002, fused-qkv-003 or keras-mha", quoteFragment(name, 60));
 }
 
 std::vector<std::string> userLayoutKeys(UserLayout layout) {

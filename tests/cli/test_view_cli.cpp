@@ -1,0 +1,121 @@
+// `attnscope view` end to end: a (2, 3, n, n) tensor saved by NumPy (.npy, .npz) and by the test's own
+// safetensors writer reads back equal to the array; hand-made maps get the head-type scores they are made to
+// have; hostile tensors exit 2 with one line.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "attnscope/arrays/attention_tensor.h"
+#include "cli/import_view_support.h"
+
+using namespace attnscope;
+using attnscope::test::TestTensor;
+
+namespace {
+
+constexpr int kLayers = 2, kHeads = 3, kN = 5;
+
+// Exactly representable weights: 0.75 on key (i + l + h) % n and 0.25 on key (i + 2l + h + 1) % n (never the
+// same key for l < 2, n = 5), so every reader must give these numbers bit for bit.
+float madeWeight(int l, int h, int i, int j) {
+  return (j == (i + l + h) % kN ? 0.75f : 0.0f) + (j == (i + 2 * l + h + 1) % kN ? 0.25f : 0.0f);
+}
+
+TestTensor madeTensor() {
+  TestTensor t{{kLayers, kHeads, kN, kN}, {}};
+  for (int l = 0; l < kLayers; ++l)
+    for (int h = 0; h < kHeads; ++h)
+      for (int i = 0; i < kN; ++i)
+        for (int j = 0; j < kN; ++j) t.data.push_back(madeWeight(l, h, i, j));
+  return t;
+}
+
+const char* kMadeTensorPython =
+    "import numpy as np, sys\n"
+    "w = np.zeros((2, 3, 5, 5), np.float32)\n"
+    "for l in range(2):\n"
+    "  for h in range(3):\n"
+    "    for i in range(5):\n"
+    "      w[l, h, i, (i + l + h) % 5] += 0.75; w[l, h, i, (i + 2 * l + h + 1) % 5] += 0.25\n";
+
+void expectMadeTensor(const arrays::AttentionTensor& t) {
+  ASSERT_EQ(t.forward.layout.n_layer, kLayers);
+  ASSERT_EQ(t.forward.layout.n_head, kHeads);
+  ASSERT_EQ(t.forward.n, kN);
+  for (int l = 0; l < kLayers; ++l)
+    for (int h = 0; h < kHeads; ++h)
+      for (int i = 0; i < kN; ++i)
+        for (int j = 0; j < kN; ++j)
+          ASSERT_EQ(t.forward.map(l, h, kHeads)(i, j), madeWeight(l, h, i, j)) << l << h << i << j;
+}
+
+const std::vector<std::string> kTokens = {"the", "cat", "sat", "on", "it"};
+
+}  // namespace
+
+TEST(ViewCli, NpyNpzAndSafetensorsReadBackEqualToTheArray) {
+  const std::string dir = test::tempDir("view");
+  test::writeSafetensors(dir + "/a.safetensors", {{"attentions", madeTensor()}, {"other", {{2}, {1, 2}}}});
+  expectMadeTensor(arrays::readAttentionTensor(dir + "/a.safetensors", "attentions", kTokens));
+  ATTNSCOPE_REQUIRE_PYTHON_MODULE("numpy");
+  const test::CommandRun py = test::run(std::string("/usr/bin/python3 -c \"") + kMadeTensorPython +
+                                        "np.save(sys.argv[1] + '/a.npy', w); np.savez(sys.argv[1] + '/a.npz', attn=w)\" '" +
+                                        dir + "'");
+  ASSERT_EQ(py.status, 0) << py.err;
+  expectMadeTensor(arrays::readAttentionTensor(dir + "/a.npy", std::nullopt, kTokens));
+  expectMadeTensor(arrays::readAttentionTensor(dir + "/a.npz", std::nullopt, kTokens));
+}
+
+TEST(ViewCli, HandMadeHeadsScoreAsWhatTheyAre) {
+  // (3, 4, 4): head 1 reads the first token only; head 2 the previous token (row 0 itself); head 3 every key
+  // evenly. By hand: first_token 1, previous_token 1 (rows 1..3), first_token 1/4 and entropy ln 4.
+  TestTensor t{{3, 4, 4}, std::vector<float>(48, 0.0f)};
+  for (int i = 0; i < 4; ++i) {
+    t.data[static_cast<std::size_t>(i * 4)] = 1.0f;
+    t.data[static_cast<std::size_t>(16 + i * 4 + std::max(i - 1, 0))] = 1.0f;
+    for (int j = 0; j < 4; ++j) t.data[static_cast<std::size_t>(32 + i * 4 + j)] = 0.25f;
+  }
+  const std::string dir = test::tempDir("view_scores");
+  test::writeSafetensors(dir + "/heads.safetensors", {{"w", t}});
+  std::ofstream(dir + "/tokens.txt") << "A\nB\nC\nD\n";
+  const test::CommandRun r = test::runAttnscope("view '" + dir + "/heads.safetensors' --tokens '" + dir +
+                                                "/tokens.txt' -o '" + dir + "/out.json' --grid-out '" + dir + "/g.png'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(test::slurp(dir + "/out.json"));
+  ASSERT_EQ(j["heads"].size(), 3u);
+  EXPECT_EQ(j["heads"][0]["label"], "first_token");
+  EXPECT_DOUBLE_EQ(j["heads"][0]["first_token"].get<double>(), 1.0);
+  EXPECT_EQ(j["heads"][1]["label"], "previous_token");
+  EXPECT_DOUBLE_EQ(j["heads"][1]["previous_token"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(j["heads"][2]["first_token"].get<double>(), 0.25);
+  EXPECT_NEAR(j["heads"][2]["entropy"].get<double>(), std::log(4.0), 1e-6);  // float32 entropy; seen ~1e-7
+  // Similarity of the first-token head with the uniform one: cosine of the flattened maps by hand,
+  // (4 x 0.25) / (sqrt(4) x sqrt(16 x 0.0625)) = 1 / 2.
+  EXPECT_NEAR(j["similarity"][0]["cosine"][0][2].get<double>(), 0.5, 1e-6);
+  EXPECT_GT(test::slurp(dir + "/g.png").size(), 100u);
+}
+
+TEST(ViewCli, HostileTensorsExitTwoWithOneLine) {
+  const std::string dir = test::tempDir("view_hostile");
+  const auto expectRefusal = [&](const std::map<std::string, TestTensor>& tensors, const std::string& args,
+                                 const std::string& mentions) {
+    test::writeSafetensors(dir + "/t.safetensors", tensors);
+    const test::CommandRun r = test::runAttnscope("view '" + dir + "/t.safetensors' " + args);
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_NE(r.err.find(mentions), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  };
+  const std::string tokens = "--tokens '[\"a\",\"b\"]'";
+  const TestTensor ok{{1, 2, 2}, {1, 0, 0.5f, 0.5f}};
+  expectRefusal({{"w", {{1, 2, 2}, {2.0f, -1.0f, 0.5f, 0.5f}}}}, tokens, "it may be a pre-softmax score");
+  expectRefusal({{"w", {{1, 2, 2}, {0.9f, 0.3f, 0.5f, 0.5f}}}}, tokens,
+                "rows summing to 1 (attention weights after the softmax), got a sum of 1.2");
+  expectRefusal({{"w", {{1, 2, 2}, {std::nanf(""), 0, 0.5f, 0.5f}}}}, tokens, "'w': expected finite");
+  expectRefusal({{"w", {{2, 2}, {1, 0, 0, 1}}}}, tokens, "expected shape (layers, heads, n_q, n_k) or (heads, n_q, n_k)");
+  expectRefusal({{"w", ok}}, "--tokens '[\"a\"]'", "--tokens: expected 2 tokens");
+  expectRefusal({{"w", ok}, {"v", ok}}, tokens, "--tensor: expected a tensor name");
+  expectRefusal({{"w", ok}}, tokens + " --tensor nope", "--tensor: expected one of the file's tensors ('w')");
+  expectRefusal({{"w", {{1, 2, 3}, {1, 0, 0, 0, 1, 0}}}}, tokens, "expected n_q == n_k");
+}
