@@ -118,4 +118,17 @@ TEST(ViewCli, HostileTensorsExitTwoWithOneLine) {
   expectRefusal({{"w", ok}, {"v", ok}}, tokens, "--tensor: expected a tensor name");
   expectRefusal({{"w", ok}}, tokens + " --tensor nope", "--tensor: expected one of the file's tensors ('w')");
   expectRefusal({{"w", {{1, 2, 3}, {1, 0, 0, 0, 1, 0}}}}, tokens, "expected n_q == n_k");
+  // NumPy's own files, NaN and cut short: the .npy reader's refusals.
+  ATTNSCOPE_REQUIRE_PYTHON_MODULE("numpy");
+  ASSERT_EQ(test::run("/usr/bin/python3 -c \"import numpy as np, sys\n"
+                      "np.save(sys.argv[1] + '/nan.npy', np.array([[[np.nan, 1], [0.5, 0.5]]], np.float32))\" '" + dir + "'")
+                .status, 0);
+  const test::CommandRun nan = test::runAttnscope("view '" + dir + "/nan.npy' " + tokens);
+  EXPECT_EQ(nan.status, 2);
+  EXPECT_NE(nan.err.find("nan.npy: expected finite values, got NaN at flat index 0 of shape (1, 2, 2)"), std::string::npos) << nan.err;
+  const std::string bytes = test::slurp(dir + "/nan.npy");
+  std::ofstream(dir + "/cut.npy", std::ios::binary) << bytes.substr(0, bytes.size() - 3);
+  const test::CommandRun cut = test::runAttnscope("view '" + dir + "/cut.npy' " + tokens);
+  EXPECT_EQ(cut.status, 2);
+  EXPECT_NE(cut.err.find("cut.npy: expected 16 data bytes for shape (1, 2, 2), got 13 (truncated)"), std::string::npos) << cut.err;
 }
