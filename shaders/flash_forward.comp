@@ -21,6 +21,7 @@
 #ifndef FLASH_BK
 #define FLASH_BK 32u  // keys per block, at most 32 (one uint of allowed flags); the host keeps shared use <= 16 KiB
 #endif
+#define FLASH_D4 (FLASH_D / 4u)  // q, o and the staged K and V rows as vec4: a quarter of the loop iterations
 #define FLASH_ROWS 64u
 layout(local_size_x = FLASH_ROWS, local_size_y = 1, local_size_z = 1) in;
 
@@ -35,11 +36,19 @@ uniform uint u_key0, u_key1;             // this dispatch's chunk of keys
 uniform bool u_first_chunk, u_last_chunk;
 uniform uint u_ld_k, u_ld_v;  // d_k and d_v summed over heads
 
-shared float s_k[FLASH_BK * FLASH_D];  // (FLASH_BK keys, FLASH_D), zero past the head's d_k or past n_k
-shared float s_v[FLASH_BK * FLASH_D];
+shared vec4 s_k[FLASH_BK * FLASH_D4];  // (FLASH_BK keys, FLASH_D), zero past the head's d_k or past n_k
+shared vec4 s_v[FLASH_BK * FLASH_D4];
 
 // The running maximum starts finite: exp(start - m') is then 0, where -inf - (-inf) would be NaN.
 const float RUNNING_MAX_START = -1.7014117e38;  // -FLT_MAX / 2
+
+// Four floats of a row from column `c` on, zero past `width` (the head's d_k or d_v).
+vec4 loadRow4(const bool from_k, uint base, uint c, uint width) {
+  vec4 x = vec4(0.0);
+  for (uint t = 0u; t < 4u; ++t)
+    if (c + t < width) x[t] = from_k ? b_k[base + c + t] : b_v[base + c + t];
+  return x;
+}
 
 void main() {
   const Head head = dispatchHead(0u);
@@ -50,11 +59,13 @@ void main() {
 
   const uint stats_at = (u_head0 + gl_WorkGroupID.z) * u_n_q + i;
   const bool resume = live && !u_first_chunk;  // the state the previous chunk's dispatch left for this row
-  float q[FLASH_D], o[FLASH_D];
-  for (uint c = 0u; c < FLASH_D; ++c) {
-    q[c] = (live && c < head.d_k) ? b_q[i * u_ld_k + head.k_col + c] : 0.0;
-    o[c] = (resume && c < head.d_v) ? b_concat[i * u_ld_v + head.v_col + c] : 0.0;
-  }
+  vec4 q[FLASH_D4], o[FLASH_D4];
+  for (uint c4 = 0u; c4 < FLASH_D4; ++c4)
+    for (uint t = 0u; t < 4u; ++t) {
+      const uint c = 4u * c4 + t;
+      q[c4][t] = (live && c < head.d_k) ? b_q[i * u_ld_k + head.k_col + c] : 0.0;
+      o[c4][t] = (resume && c < head.d_v) ? b_concat[i * u_ld_v + head.v_col + c] : 0.0;
+    }
   const vec2 state = resume ? b_stats[stats_at] : vec2(RUNNING_MAX_START, 0.0);
   float m = state.x, l = state.y;
 
@@ -64,10 +75,11 @@ void main() {
 
   key_end = min(key_end, u_key1);
   for (uint kb = u_key0; kb < key_end; kb += FLASH_BK) {
-    for (uint e = tid; e < FLASH_BK * FLASH_D; e += FLASH_ROWS) {
-      const uint key = kb + e / FLASH_D, c = e % FLASH_D;
-      s_k[e] = (key < u_n_k && c < head.d_k) ? b_k[key * u_ld_k + head.k_col + c] : 0.0;
-      s_v[e] = (key < u_n_k && c < head.d_v) ? b_v[key * u_ld_v + head.v_col + c] : 0.0;
+    for (uint e = tid; e < FLASH_BK * FLASH_D4; e += FLASH_ROWS) {
+      const uint key = kb + e / FLASH_D4, c = 4u * (e % FLASH_D4);
+      const bool in_range = key < u_n_k;
+      s_k[e] = in_range ? loadRow4(true, key * u_ld_k + head.k_col, c, head.d_k) : vec4(0.0);
+      s_v[e] = in_range ? loadRow4(false, key * u_ld_v + head.v_col, c, head.d_v) : vec4(0.0);
     }
     memoryBarrierShared();
     barrier();
@@ -80,7 +92,7 @@ void main() {
         s[j] = 0.0;
         if (key >= key_end || !keyAllowed(i, key)) continue;
         float dot_qk = 0.0;
-        for (uint c = 0u; c < FLASH_D; ++c) dot_qk = fma(q[c], s_k[j * FLASH_D + c], dot_qk);
+        for (uint c4 = 0u; c4 < FLASH_D4; ++c4) dot_qk += dot(q[c4], s_k[j * FLASH_D4 + c4]);
         s[j] = dot_qk * head.scale;
         block_max = max(block_max, s[j]);
         allowed |= 1u << j;
@@ -89,13 +101,13 @@ void main() {
         const float m_new = max(m, block_max);
         const float rescale = exp(m - m_new);  // 1 when the maximum stays; 0 on the first allowed block
         l *= rescale;
-        for (uint c = 0u; c < FLASH_D; ++c) o[c] *= rescale;
+        for (uint c4 = 0u; c4 < FLASH_D4; ++c4) o[c4] *= rescale;
         m = m_new;
         for (uint j = 0u; j < FLASH_BK; ++j) {
           if ((allowed & (1u << j)) == 0u) continue;
           const float p = exp(s[j] - m);
           l += p;
-          for (uint c = 0u; c < FLASH_D; ++c) o[c] = fma(p, s_v[j * FLASH_D + c], o[c]);
+          for (uint c4 = 0u; c4 < FLASH_D4; ++c4) o[c4] = fma(vec4(p), s_v[j * FLASH_D4 + c4], o[c4]);
         }
       }
     }
@@ -103,12 +115,13 @@ void main() {
   }
 
   if (!live) return;
-  if (!u_last_chunk) {
-    for (uint c = 0u; c < head.d_v; ++c) b_concat[i * u_ld_v + head.v_col + c] = o[c];
-    b_stats[stats_at] = vec2(m, l);
-    return;
-  }
   const bool any = l > 0.0;  // l >= 1 once any key was allowed (the maximum's own term is exp(0))
-  for (uint c = 0u; c < head.d_v; ++c) b_concat[i * u_ld_v + head.v_col + c] = any ? o[c] / l : 0.0;
-  b_stats[stats_at] = vec2(any ? m : negInf(), l);
+  for (uint c = 0u; c < head.d_v; ++c) {
+    const float oc = o[c / 4u][c % 4u];
+    b_concat[i * u_ld_v + head.v_col + c] = u_last_chunk ? (any ? oc / l : 0.0) : oc;
+  }
+  if (!u_last_chunk)
+    b_stats[stats_at] = vec2(m, l);
+  else
+    b_stats[stats_at] = vec2(any ? m : negInf(), l);
 }

@@ -37,6 +37,12 @@ uniform bool u_max_pool;
 uniform uint u_pass_row0, u_pass_rows, u_pass_col0, u_pass_cols;
 uniform bool u_first_pass, u_last_pass;
 
+#define FLASH_D4 (FLASH_D / 4u)
+
+// Four floats of a row of Q or K from column c on, zero past the head's d_k.
+#define load4(buffer, base, c) vec4((c) < u_d_k ? buffer[(base) + (c)] : 0.0, (c) + 1u < u_d_k ? buffer[(base) + (c) + 1u] : 0.0, \
+                                    (c) + 2u < u_d_k ? buffer[(base) + (c) + 2u] : 0.0, (c) + 3u < u_d_k ? buffer[(base) + (c) + 3u] : 0.0)
+
 void main() {
   const uint x = gl_GlobalInvocationID.x, y = gl_GlobalInvocationID.y;
   if (x >= u_out_cols || y >= u_out_rows) return;
@@ -49,17 +55,20 @@ void main() {
   const uvec4 acc = u_first_pass ? uvec4(0u) : b_acc[cell];
   float sum = u_first_pass ? 0.0 : uintBitsToFloat(acc.x), peak = u_first_pass ? 0.0 : uintBitsToFloat(acc.y);
   uint count = acc.z;
-  float q[FLASH_D];
+  // q and k as vec4s summed by dot() in the order flash_forward.comp sums them, so that a tile's scores are the
+  // ones that set m (a row's top weight exp(s - m) is then 1, not 1 + an ulp of s).
+  vec4 q[FLASH_D4];
+  const uint d4 = (u_d_k + 3u) / 4u;
   for (uint r = rows.x; r < rows.y; ++r) {
     const uint i = u_row0 + r;
     const vec2 stats = b_stats[u_head * u_n_q + i];
     if (!(stats.y > 0.0)) continue;  // every key of this row is masked
-    for (uint c = 0u; c < FLASH_D; ++c) q[c] = c < u_d_k ? b_q[i * u_ld + u_k_col + c] : 0.0;
+    for (uint c4 = 0u; c4 < d4; ++c4) q[c4] = load4(b_q, i * u_ld + u_k_col, 4u * c4);
     for (uint t = cols.x; t < cols.y; ++t) {
       const uint j = u_col0 + t;
       if (!keyAllowed(i, j)) continue;
       float dot_qk = 0.0;
-      for (uint c = 0u; c < u_d_k; ++c) dot_qk = fma(q[c], b_k[j * u_ld + u_k_col + c], dot_qk);
+      for (uint c4 = 0u; c4 < d4; ++c4) dot_qk += dot(q[c4], load4(b_k, j * u_ld + u_k_col, 4u * c4));
       const float w = exp(dot_qk * u_scale - stats.x) / stats.y;
       sum += w;
       peak = max(peak, w);

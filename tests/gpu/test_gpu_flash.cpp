@@ -106,9 +106,10 @@ TEST(GpuFlash, LongScenesMatchCpuOutputsStatisticsAndTiles) {
     const Result want = cpu.compute(c.scene, kDrop);
     const Result got = gpu->compute(c.scene, kDrop);
     EXPECT_FALSE(gpu->keepsResidentMaps());
-    // Seen: output 2.4e-6, m 1.4e-7, l 3.1e-6 (causal); 2.9e-6, 1.9e-7, 3.3e-6 (padded).
-    expectFlashMatches(c.scene, got, want, 1e-4, 1e-5, 1e-4);
-    // Seen: 1.2e-6 (causal), 1.0e-6 (padded).
+    // Peaked rows (scores near 60, where an ulp is 3.8e-6) summed over 16k keys in another order than the
+    // CPU's. Seen: output 5.8e-5, m 1.3e-6, l 3.9e-5 (both scenes' worst head, llvmpipe).
+    expectFlashMatches(c.scene, got, want, 3e-4, 1e-5, 3e-4);
+    // Seen: 1.0e-6 (causal), 1.5e-5 (padded: a top weight exp(s - m) off by 2 ulp of s).
     expectTilesMatch(*gpu, c.scene, want, tileRequests(c.scene.nQ(), c.scene.nK(), c.scene.numHeads()), 1e-4);
   }
 }
@@ -144,8 +145,9 @@ TEST(GpuFlash, TilesMatchFullMapsOnSmallScenes) {
     }
     for (const ComputeOptions& path : {kDrop, kKeep}) {
       gpu->computeResident(c.scene, path);
-      // Seen: 6.0e-7 against the full maps (both paths).
-      expectTilesMatch(*gpu, c.scene, maps, requests, 1e-5);
+      // The CPU sums q.k in another order: a peaked row's top weight exp(s - m) with s near 60 moves by
+      // 2 ulp of s. Seen: 1.5e-5 (peaked scenes), 1.5e-7 (the random preset).
+      expectTilesMatch(*gpu, c.scene, maps, requests, 1e-4);
     }
   }
 }
@@ -184,9 +186,10 @@ TEST(GpuFlash, FlashResultFeedsTheAnalysis) {
   const ComputeOptions with_analysis{.keep_scores = false, .analysis = true, .maps = MapPolicy::Drop};
   const Result got = gpu->compute(scene, with_analysis);
   const Result want = cpu.compute(scene, {.keep_scores = false, .analysis = true, .maps = MapPolicy::Keep});
-  // Seen: 4.1e-7 (similarity), 2.6e-6 (statistics).
-  expectClose(got.similarity.cosine, want.similarity.cosine, 1e-5, "cosine", kMixed);
-  expectClose(got.similarity.js, want.similarity.js, 1e-5, "js", kMixed);
+  const double cosine_error = expectClose(got.similarity.cosine, want.similarity.cosine, 1e-5, "cosine", kMixed);
+  const double js_error = expectClose(got.similarity.js, want.similarity.js, 1e-5, "js", kMixed);
+  // Seen: cosine 4.3e-8, js 7.2e-8.
+  std::printf("similarity: errors seen: cosine %.2g, js %.2g\n", cosine_error, js_error);
   ASSERT_EQ(got.stats.size(), want.stats.size());
   for (std::size_t h = 0; h < want.stats.size(); ++h) {
     EXPECT_NEAR(got.stats[h].entropy, want.stats[h].entropy, 1e-4 * (1 + want.stats[h].entropy));
@@ -210,7 +213,7 @@ TEST(GpuFlash, WideHeadsOverManyKeyChunks) {
     const Scene scene = makeRandomScene({.n = 3001, .heads = 2, .d_model = 128, .causal = causal, .seed = 61});
     const Result want = cpu.compute(scene, kDrop);
     const Result got = gpu->compute(scene, kDrop);
-    // Seen: output 1.9e-6, m 1.2e-7, l 2.0e-6.
+    // Seen: output 1.0e-6, m 5.4e-7, l 4.1e-6.
     expectFlashMatches(scene, got, want, 1e-4, 1e-5, 1e-4);
   }
 }
