@@ -244,7 +244,9 @@ GpuBackend::~GpuBackend() = default;
 std::string GpuBackend::device() const { return impl_->renderer + ", OpenGL " + impl_->version; }
 
 void GpuBackend::computeResident(const Scene& scene, const ComputeOptions& options) {
-  validateScene(scene);
+  Limits limits;  // a result without maps costs no (n_q, n_k) memory on the host either
+  limits.with_maps = keepsMaps(scene, options);
+  validateScene(scene, limits);
   CallScope scope(impl_->egl.get());
   impl_->resident = false;
   impl_->maps = options.maps;
@@ -268,7 +270,6 @@ void GpuBackend::recomputeHeadResident(const Scene& scene, int head) {
   // A new shape, or a shared W_K / W_V or rope tables that one head's upload would not refresh: everything
   // (and every check).
   if (!impl_->resident || shapeOf(scene) != impl_->shape || scene.grouped() || scene.rope) {
-    validateScene(scene);
     computeResident(scene, {.keep_scores = true, .analysis = impl_->analysis, .maps = impl_->maps});
     return;
   }
