@@ -132,3 +132,19 @@ void gemmTile(uint m, uint n, uint k_total) {
 }
 #endif  // GEMM_ACCUMULATE_ONLY
 #endif  // ATTNSCOPE_GEMM
+
+#ifdef ATTNSCOPE_KEY_MASK
+// [SECTION] which keys a query may attend, from indices (the CPU's KeyMask): a causal mask from i and j, key
+// padding from one bit per key; only an explicit mask is read from its (n_q, n_k) bits (which then already
+// hold the padding: allowedMask on the host). No (n, n) buffer for causal or padded scenes.
+layout(std430, binding = 2) readonly buffer BMask { uint b_mask[]; };        // explicit: (n_q, u_mask_words), 1 = may attend
+layout(std430, binding = 6) readonly buffer BPadding { uint b_padding[]; };  // (u_mask_words), 1 = padded key
+uniform bool u_explicit_mask, u_causal, u_has_padding;
+uniform uint u_mask_words;  // ceil(n_k / 32)
+
+bool keyAllowed(uint i, uint j) {
+  if (u_explicit_mask) return ((b_mask[i * u_mask_words + (j >> 5u)] >> (j & 31u)) & 1u) != 0u;
+  if (u_causal && j > i) return false;
+  return !u_has_padding || ((b_padding[j >> 5u] >> (j & 31u)) & 1u) == 0u;
+}
+#endif

@@ -15,6 +15,7 @@ layout(std430, binding = 0) readonly buffer BQ { float b_q[]; };       // Q of a
 layout(std430, binding = 1) readonly buffer BK { float b_k[]; };       // K of all heads: (u_n_k, u_ld)
 layout(std430, binding = 2) readonly buffer BMask { uint b_mask[]; };  // (u_n_q, u_mask_words) bits
 layout(std430, binding = 3) buffer BW { float b_w[]; };                // weights: (heads, u_n_q, u_n_k)
+layout(std430, binding = 7) writeonly buffer BStats { vec2 b_stats[]; };  // (heads, u_n_q): (m, l), for tiles
 
 uniform uint u_n_q, u_n_k;
 uniform uint u_ld;  // d_k summed over heads
@@ -93,6 +94,9 @@ void main() {
         if (!isNegInf(s_row_max[first + t])) sum += s_row_sum[first + t] * exp(s_row_max[first + t] - m);
     row_max[i] = m;
     row_sum[i] = sum;  // >= 1 whenever m is finite (the maximum's own term is exp(0))
+    // Every invocation of the row holds the same (m, l): the first one stores them (-inf, 0 when all masked).
+    const uint gi = row0 + gemmRow(i);
+    if (tx == 0u && gi < u_n_q) b_stats[(u_head0 + gl_WorkGroupID.z) * u_n_q + gi] = vec2(m, sum);
   }
 
   // Pass 2: this invocation's own scores -> weights. Masked (-inf) entries, and every entry of a fully masked

@@ -65,8 +65,8 @@ int runBench(Args& args) {
   options.keep_scores = false;  // weights and output, as a framework's forward pass keeps them
   options.analysis = analysis;
   options.maps = maps == "keep" ? MapPolicy::Keep : maps == "drop" ? MapPolicy::Drop : MapPolicy::Auto;
-  Limits limits;  // the GPU engine keeps every map resident (it draws from them); the CPU as --maps says
-  limits.with_maps = target->name() != "cpu" || keepsMaps(randomSceneShape(spec), options);
+  Limits limits;  // either backend as --maps says: without maps the GPU runs its flash path (output, m and l)
+  limits.with_maps = keepsMaps(randomSceneShape(spec), options);
   // The estimate before anything is made: a scene past the budget is refused in one line, not half-allocated.
   const RandomSceneEstimate estimate = estimateRandomScene(spec, limits.with_maps);
   checkRandomSceneBudget(spec, limits.with_maps);

@@ -362,10 +362,13 @@ TEST(GpuBackend, MemoryEstimateAndRefusal) {
   // n = 4, d_model = 2, one head with d_k = d_v = 1, no W_O, no mask, self-attention, counted by hand in floats:
   // X 8; W_Q W_K W_V 6 and biases 3; Q K V 12; weights 16 and a read-back score buffer 16; concat 4; mask 4 words;
   // similarity: 1 pair x 1 group x 2 partials + a pair entry of 4 + cosine 1 + js 1 = 8; the head table 8;
-  // one head's W staged for an edit, 2. Total 87 floats = 348 bytes; with textures another 16 floats, 412 bytes.
+  // one head's W staged for an edit, 2; row statistics (m, l) 8 and key padding bits 1 word. Total 96 floats =
+  // 384 bytes; with textures another 16 floats, 448 bytes. Without maps (the flash path): no weights, score
+  // buffer, mask bits or similarity: 96 - 32 - 4 - 8 = 52 floats, 208 bytes.
   Scene tiny = makeRandomScene({.n = 4, .heads = 1, .d_model = 2, .d_k = 1, .with_w_o = false, .seed = 1});
-  EXPECT_EQ(estimateGpuBytes(tiny, false), 348u);
-  EXPECT_EQ(estimateGpuBytes(tiny, true), 412u);
+  EXPECT_EQ(estimateGpuBytes(tiny, false), 384u);
+  EXPECT_EQ(estimateGpuBytes(tiny, true), 448u);
+  EXPECT_EQ(estimateGpuBytes(tiny, false, false), 208u);
 
   GpuOptions options;
   options.memory_budget_bytes = 64 * 1024;

@@ -44,7 +44,7 @@ class GlStateGuard {
   GlStateGuard& operator=(const GlStateGuard&) = delete;
 
  private:
-  static constexpr int kStorageBindings = 5;  // the backend's shaders use bindings 0..4
+  static constexpr int kStorageBindings = 8;  // the backend's shaders use bindings 0..7
   GLint program_ = 0, storage_ = 0, copy_read_ = 0, copy_write_ = 0, unpack_ = 0, texture_ = 0;
   GLint unpack_alignment_ = 4, unpack_row_length_ = 0;
   std::array<GLint, kStorageBindings> storage_indexed_{};

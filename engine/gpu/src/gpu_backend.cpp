@@ -8,6 +8,7 @@
 #include "attnscope/compute/cpu_backend.h"
 #include "attnscope/error.h"
 #include "attnscope/compute/similarity.h"
+#include "attnscope/compute/tiles.h"
 #include "gpu_backend_impl.h"
 #include "gpu_memory.h"
 
@@ -72,7 +73,8 @@ std::size_t GpuBackend::Impl::heldBytes() const {
   std::size_t bytes = 0;
   for (const GlBuffer* b :
        {&x_q, &x_k, &x_v, &w_q, &w_k, &w_v, &b_q, &b_k, &b_v, &w_o, &b_o, &q, &k, &v, &mask, &concat, &output,
-        &partial, &pairs, &cosine, &js, &score_scratch, &heads_table, &head_scratch})
+        &partial, &pairs, &cosine, &js, &score_scratch, &heads_table, &head_scratch, &padding, &stats,
+        &tile_ranges, &tile_values})
     bytes += b->bytes();
   for (const GlBuffer& b : weight_groups) bytes += b.bytes();
   for (GLuint texture : textures)
@@ -82,7 +84,7 @@ std::size_t GpuBackend::Impl::heldBytes() const {
 
 void GpuBackend::Impl::checkFits(const Scene& scene) const {
   const std::size_t n_q = static_cast<std::size_t>(scene.nQ()), n_k = static_cast<std::size_t>(scene.nK());
-  const std::size_t largest = std::max({n_q * n_k, n_q * static_cast<std::size_t>(scene.concatWidth()),
+  const std::size_t largest = std::max({flash ? std::size_t{0} : n_q * n_k, n_q * static_cast<std::size_t>(scene.concatWidth()),
                                         std::max(n_q, n_k) * static_cast<std::size_t>(scene.d_model)}) *
                               sizeof(float);
   std::size_t widest = 0;
@@ -94,7 +96,7 @@ void GpuBackend::Impl::checkFits(const Scene& scene) const {
                      std::to_string(std::max(largest, largest_qk) >> 20) + " MiB for one head's weights or Q/K");
   if (n_q > static_cast<std::size_t>(max_groups_x) || groupsFor(n_q, scores_softmax.gemmTile()) > static_cast<unsigned>(max_groups_y))
     throw InputError("query rows", "at most " + std::to_string(max_groups_x) + " on " + renderer, std::to_string(n_q));
-  const std::size_t need = estimateGpuBytes(scene, options.context == GlContextMode::UseCurrent);
+  const std::size_t need = estimateGpuBytes(scene, options.context == GlContextMode::UseCurrent && !flash, !flash);
   const gpu::MemoryBudget budget = gpu::memoryBudget(options.memory_budget_bytes, heldBytes());
   if (need > budget.bytes)
     throw InputError("gpu memory", "at most " + std::to_string(budget.bytes >> 20) + " MiB (" + budget.source + ")",
@@ -109,7 +111,7 @@ void GpuBackend::Impl::requireResident(const Scene& scene) const {
 
 void GpuBackend::Impl::readBack(const Scene& scene, Result& result, const ComputeOptions& opts, int only_head) {
   requireResident(scene);
-  if (opts.analysis && !similarity_current) similarity(-1);
+  if (opts.analysis && !similarity_current && !flash) similarity(-1);
   const int h = heads();
   const Eigen::Index n_q = shape.n_q, n_k = shape.n_k;
   glMemoryBarrier(GL_BUFFER_UPDATE_BARRIER_BIT);
@@ -134,10 +136,22 @@ void GpuBackend::Impl::readBack(const Scene& scene, Result& result, const Comput
     hr.k = ks.middleCols(k_col[s], shape.d_k[s]);
     hr.v = vs.middleCols(v_col[s], shape.d_v[s]);
     hr.output = result.concat.middleCols(v_col[s], shape.d_v[s]);
+    // Row statistics (m, l), written by both paths: (n_q) vec2, head i's at i n_q.
+    std::vector<float> row_stats(static_cast<std::size_t>(n_q) * 2);
+    readback->read(stats, s * static_cast<std::size_t>(n_q) * 2 * sizeof(float), row_stats.data(),
+                   row_stats.size() * sizeof(float));
+    hr.row_max.resize(n_q);
+    hr.row_sum.resize(n_q);
+    for (Eigen::Index r = 0; r < n_q; ++r) {
+      hr.row_max[r] = row_stats[static_cast<std::size_t>(2 * r)];
+      hr.row_sum[r] = row_stats[static_cast<std::size_t>(2 * r + 1)];
+    }
+    if (flash) {  // no maps: every consumer reads weights through tiles (compute/tiles.h), from Q, K, m and l
+      hr.weights.resize(0, 0);
+      hr.scores.resize(0, 0);
+      continue;
+    }
     hr.weights.resize(n_q, n_k);
-    // No row statistics from the GPU (its maps are kept): none left over from a CPU compute into this result.
-    hr.row_max.resize(0);
-    hr.row_sum.resize(0);
     std::size_t offset = 0;
     const GlBuffer& buffer = weightsOf(i, offset);
     readback->read(buffer, offset, hr.weights.data(), static_cast<std::size_t>(hr.weights.size()) * sizeof(float));
@@ -153,7 +167,9 @@ void GpuBackend::Impl::readBack(const Scene& scene, Result& result, const Comput
   }
   checkResultFinite(scene, result);  // as the CPU's finish: an overflowing scene is refused, never read as NaN
   result.warnings = fullyMaskedRowWarnings(scene);
-  if (opts.analysis) {
+  if (opts.analysis && flash) {
+    analyseHeadsStreamed(scene, result);  // the CPU's streamed analysis over tiles of the read-back Q, K, m, l
+  } else if (opts.analysis) {
     result.similarity.cosine.resize(h, h);
     result.similarity.js.resize(h, h);
     cosine.download(result.similarity.cosine.data(), static_cast<std::size_t>(h * h) * sizeof(float));
@@ -176,6 +192,9 @@ void GpuBackend::Impl::readBack(const Scene& scene, Result& result, const Comput
 
 GLuint GpuBackend::Impl::texture(int head) {
   const std::size_t i = static_cast<std::size_t>(head);
+  if (flash)
+    throw InputError("weights texture", "maps kept (MapPolicy::Keep) for a whole-map texture",
+                     "no maps on the flash path: draw tiles with weightTileToTexture");
   if (shape.n_k > max_texture || shape.n_q > max_texture)
     throw InputError("weights texture", "at most " + std::to_string(max_texture) + " texels a side on " + renderer,
                      shapeString(shape.n_q, shape.n_k));
@@ -225,9 +244,13 @@ GpuBackend::~GpuBackend() = default;
 std::string GpuBackend::device() const { return impl_->renderer + ", OpenGL " + impl_->version; }
 
 void GpuBackend::computeResident(const Scene& scene, const ComputeOptions& options) {
-  validateScene(scene);
+  Limits limits;  // a result without maps costs no (n_q, n_k) memory on the host either
+  limits.with_maps = keepsMaps(scene, options);
+  validateScene(scene, limits);
   CallScope scope(impl_->egl.get());
   impl_->resident = false;
+  impl_->maps = options.maps;
+  impl_->flash = !keepsMaps(scene, options);
   impl_->checkFits(scene);
   impl_->analysis = options.analysis;
   impl_->upload(scene);
@@ -247,8 +270,7 @@ void GpuBackend::recomputeHeadResident(const Scene& scene, int head) {
   // A new shape, or a shared W_K / W_V or rope tables that one head's upload would not refresh: everything
   // (and every check).
   if (!impl_->resident || shapeOf(scene) != impl_->shape || scene.grouped() || scene.rope) {
-    validateScene(scene);
-    computeResident(scene, {.keep_scores = true, .analysis = impl_->analysis});
+    computeResident(scene, {.keep_scores = true, .analysis = impl_->analysis, .maps = impl_->maps});
     return;
   }
   validateHead(scene, head);  // the rest was checked when it was uploaded
@@ -270,6 +292,24 @@ unsigned GpuBackend::weightsTexture(int head) const {
   CallScope scope(impl_->egl.get());
   return impl_->texture(head);
 }
+
+Tile GpuBackend::weightTile(const TileRequest& request) {
+  if (!impl_->resident) throw InputError("gpu backend", "computeResident before weightTile", "nothing computed");
+  CallScope scope(impl_->egl.get());
+  Tile tile;
+  impl_->weightTile(request, &tile, 0);
+  return tile;
+}
+
+void GpuBackend::weightTileToTexture(const TileRequest& request, unsigned texture) {
+  if (!impl_->resident)
+    throw InputError("gpu backend", "computeResident before weightTileToTexture", "nothing computed");
+  if (texture == 0) throw InputError("texture", "a GL texture name (GL_R32F)", "0");
+  CallScope scope(impl_->egl.get());
+  impl_->weightTile(request, nullptr, texture);
+}
+
+bool GpuBackend::keepsResidentMaps() const { return impl_->resident && !impl_->flash; }
 
 void GpuBackend::readBack(const Scene& scene, Result& result, const ComputeOptions& options) {
   CallScope scope(impl_->egl.get());

@@ -6,14 +6,17 @@
 //   V, concat: (n_k | n_q, sum of d_v), head i in columns [v_col[i], ...)          -- a head's output is its
 //                                                                                   slice of the concat
 //   weights: (n_q, n_k) per head, as many heads back to back in a buffer as one storage block holds (copied to
-//            an R32F texture only when the window asks)
+//            an R32F texture only when the window asks); none on the flash path (maps not kept)
+//   stats: (heads, n_q) vec2 (m, l), the row statistics tiles are recomputed from (both paths write them)
 #pragma once
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "attnscope/compute/tiles.h"
 #include "attnscope/gpu_backend.h"
 #include "egl_context.h"
 #include "gl_resources.h"
@@ -48,6 +51,12 @@ struct GpuBackend::Impl {
   GLint max_texture = 0, max_groups_x = 0, max_groups_y = 0;
   gpu::ComputeProgram project, scores, scores_softmax, weighted_sum, similarity_pair, similarity_finish,
       copy_columns, rope;
+  // The flash forward and the tile shaders hold a row of q (and of o) in registers, FLASH_D floats: one set per
+  // FLASH_D (the widest d_k or d_v rounded up to 8), built when a scene first needs it.
+  struct FlashPrograms {
+    gpu::ComputeProgram forward, tile, tile_to_image;
+  };
+  std::map<unsigned, FlashPrograms> flash_programs;
 
   // [SECTION] resident state
   bool resident = false, analysis = true, similarity_current = false;
@@ -57,6 +66,14 @@ struct GpuBackend::Impl {
   unsigned valid_rows = 0;       // query rows with at least one key allowed
   unsigned similarity_rows = 0;  // query rows per similarity workgroup
   bool has_mask = false, bias_q = false, bias_k = false, bias_v = false;
+  // The flash path: maps not kept (MapPolicy), so no weights buffers; output and (m, l) from flash_forward.comp.
+  bool flash = false;
+  MapPolicy maps = MapPolicy::Keep;
+  // The mask as the flash and tile shaders read it (common.glsl, ATTNSCOPE_KEY_MASK): an explicit mask from
+  // `mask`'s bits, else causal from indices and key padding from `padding`'s bits (one per key).
+  bool explicit_mask = false, causal = false, has_padding = false;
+  GlBuffer padding, stats, tile_ranges, tile_values;
+  std::vector<float> head_scales;  // scene.headScale(i), as in the head table
   GlBuffer x_q, x_k, x_v, w_q, w_k, w_v, b_q, b_k, b_v, w_o, b_o;
   GlBuffer rope_cos_q, rope_sin_q, rope_cos_k, rope_sin_k;  // (n_q | n_k, rope_half) each, with rope
   unsigned rope_half = 0;                                   // dims/2 of the scene's rope; 0 without
@@ -124,6 +141,15 @@ struct GpuBackend::Impl {
   void similarity(int head);
   // Every stage from the uploaded inputs (and the similarity when `analysis`).
   void computeAll();
+
+  // [SECTION] flash/flash_stages.cpp: the flash forward and tiles
+  unsigned flashWidth() const;  // FLASH_D for this scene
+  const FlashPrograms& flashPrograms();
+  void bindKeyMask(const gpu::ComputeProgram& program) const;
+  // Output and (m, l) of heads [first, first + count), key blocks with an online softmax, no (n_q, n_k) buffer.
+  void flashHeads(int first, int count);
+  // The tile `request` asks for, into `tile` (read back) or, when texture != 0, into that R32F texture.
+  void weightTile(const TileRequest& request, Tile* tile, GLuint texture);
 };
 
 }  // namespace attnscope

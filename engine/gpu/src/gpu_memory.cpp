@@ -10,7 +10,7 @@
 
 namespace attnscope {
 
-std::size_t estimateGpuBytes(const Scene& scene, bool with_textures) {
+std::size_t estimateGpuBytes(const Scene& scene, bool with_textures, bool with_maps) {
   const std::size_t n_q = static_cast<std::size_t>(scene.nQ()), n_k = static_cast<std::size_t>(scene.nK());
   const std::size_t d = static_cast<std::size_t>(scene.d_model), h = scene.heads.size();
   std::size_t sum_dk = 0, sum_dv = 0;
@@ -23,10 +23,11 @@ std::size_t estimateGpuBytes(const Scene& scene, bool with_textures) {
   floats += d * (2 * sum_dk + sum_dv) + 2 * sum_dk + sum_dv;                               // W_Q W_K W_V, biases
   if (scene.w_o) floats += sum_dv * d + d + n_q * d;                                       // W_O, b_O, output
   floats += n_q * sum_dk + n_k * sum_dk + n_k * sum_dv;                                    // Q K V
-  floats += h * n_q * n_k + n_q * n_k;  // every head's weights, one score buffer for read-back
-  floats += n_q * sum_dv;               // concat (the heads' outputs)
-  floats += n_q * ((n_k + 31) / 32);    // mask bits
-  floats += h * h * similarity_groups * 2 + 2 * h * (h + 1) + 2 * h * h;  // partials, pair list, cosine, js
+  if (with_maps) floats += h * n_q * n_k + n_q * n_k;  // every head's weights, one score buffer for read-back
+  floats += n_q * sum_dv;                              // concat (the heads' outputs)
+  floats += 2 * h * n_q + (n_k + 31) / 32;             // row statistics (m, l), key padding bits
+  if (with_maps || scene.mask == MaskKind::Explicit) floats += n_q * ((n_k + 31) / 32);  // mask bits
+  if (with_maps) floats += h * h * similarity_groups * 2 + 2 * h * (h + 1) + 2 * h * h;  // partials, pairs, cosine, js
   floats += 8 * h;                                                         // the head table
   std::size_t widest = 0;  // one head's W, staged when an edit uploads that head alone
   for (int i = 0; i < scene.numHeads(); ++i)

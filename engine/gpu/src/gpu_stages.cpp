@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "attnscope/compute/scene_rope.h"
+#include "attnscope/scene/key_mask.h"
 #include "attnscope/error.h"
 #include "gpu_backend_impl.h"
 #include "gpu_memory.h"
@@ -96,9 +97,11 @@ void GpuBackend::Impl::uploadProjections(const Scene& scene) {
 // The head table the attention shaders read (common.glsl, ATTNSCOPE_HEADS): two uvec4 per head.
 void GpuBackend::Impl::uploadHeadTable(const Scene& scene) {
   std::vector<std::uint32_t> table;
+  head_scales.clear();
   for (int i = 0; i < scene.numHeads(); ++i) {
     const std::size_t s = static_cast<std::size_t>(i);
     const float head_scale = scene.headScale(i);
+    head_scales.push_back(head_scale);
     std::uint32_t scale_bits = 0;
     std::memcpy(&scale_bits, &head_scale, sizeof scale_bits);
     table.insert(table.end(), {k_col[s], static_cast<std::uint32_t>(shape.d_k[s]), v_col[s],
@@ -174,34 +177,47 @@ void GpuBackend::Impl::upload(const Scene& scene) {
     output.ensure(n_q * d * sizeof(float));
   }
 
-  // allowedMask(scene), the one place masks combine, packed 32 keys to a word; bit set = may attend.
+  // allowedMask(scene), the one place masks combine, packed 32 keys to a word; bit set = may attend. Only for
+  // the map path or an explicit mask: the flash path and tiles evaluate causal and padding masks from indices
+  // (a 32k causal scene would otherwise upload 128 MiB of bits and build a 1 GiB mask on the host).
   has_mask = scene.hasMask();
+  explicit_mask = scene.mask == MaskKind::Explicit;
+  causal = scene.mask == MaskKind::Causal;
+  has_padding = !scene.key_padding.empty() &&
+                std::any_of(scene.key_padding.begin(), scene.key_padding.end(), [](std::uint8_t p) { return p != 0; });
   mask_words = groupsFor(n_k, 32);
-  std::vector<std::uint32_t> bits(has_mask ? n_q * mask_words : 1, 0u);
-  valid_rows = static_cast<unsigned>(n_q);
-  if (has_mask) {
+  const bool full_bits = has_mask && (!flash || explicit_mask);
+  std::vector<std::uint32_t> bits(full_bits ? n_q * mask_words : 1, 0u);
+  if (full_bits) {
     const MaskMatrix allowed = allowedMask(scene);
-    for (std::size_t i = 0; i < n_q; ++i) {
-      bool any = false;
+    for (std::size_t i = 0; i < n_q; ++i)
       for (std::size_t j = 0; j < n_k; ++j)
-        if (allowed(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j))) {
-          bits[i * mask_words + j / 32] |= 1u << (j % 32);
-          any = true;
-        }
-      if (!any) --valid_rows;
-    }
+        if (allowed(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j))) bits[i * mask_words + j / 32] |= 1u << (j % 32);
   }
   mask.upload(bits.data(), bits.size() * sizeof(std::uint32_t));
+  std::vector<std::uint32_t> padded(mask_words, 0u);  // bit set = padded key
+  if (has_padding)
+    for (std::size_t j = 0; j < n_k; ++j)
+      if (scene.key_padding[j]) padded[j / 32] |= 1u << (j % 32);
+  padding.upload(padded.data(), padded.size() * sizeof(std::uint32_t));
+  valid_rows = static_cast<unsigned>(n_q);
+  if (has_mask) {
+    const KeyMask key_mask(scene);
+    for (std::size_t i = 0; i < n_q; ++i)
+      if (key_mask.allowedCount(static_cast<int>(i)) == 0) --valid_rows;
+  }
+  stats.ensure(h * n_q * 2 * sizeof(float));
 
   q.ensure(n_q * sum_dk * sizeof(float));
   k.ensure(n_k * sum_dk * sizeof(float));
   v.ensure(n_k * sum_dv * sizeof(float));
   concat.ensure(n_q * sum_dv * sizeof(float));
   // As many heads' maps back to back in one buffer as one storage block may hold (so a dispatch covers them).
+  // None on the flash path.
   const std::size_t map_bytes = n_q * n_k * sizeof(float);
   heads_per_group = static_cast<unsigned>(
       std::clamp<std::size_t>(max_block_bytes / map_bytes, 1, std::max<std::size_t>(h, 1)));
-  weight_groups.resize(groupsFor(h, heads_per_group));
+  weight_groups.resize(flash ? 0 : groupsFor(h, heads_per_group));
   for (unsigned g = 0; g < weight_groups.size(); ++g) weight_groups[g].ensure(groupSize(g) * map_bytes);
   if (textures.size() > h) {
     glDeleteTextures(static_cast<GLsizei>(textures.size() - h), textures.data() + h);
@@ -315,6 +331,10 @@ void GpuBackend::Impl::scoreHead(int head, const GlBuffer& out) const {
 // Heads [first, first + count): weights (scores and softmax in one dispatch, a workgroup per 64 query rows of
 // a head), then the weighted sum; one dispatch of each per weights buffer, the heads side by side in z.
 void GpuBackend::Impl::attendHeads(int first, int count) {
+  if (flash) {  // no maps: output and (m, l) by key blocks (flash/flash_stages.cpp)
+    flashHeads(first, count);
+    return;
+  }
   const unsigned begin = static_cast<unsigned>(first), end = static_cast<unsigned>(first + count);
   const std::size_t n_q = static_cast<std::size_t>(shape.n_q);
   unsigned widest_dv = 0;
@@ -327,6 +347,7 @@ void GpuBackend::Impl::attendHeads(int first, int count) {
       bindHeadsStage(scores_softmax, h0, group_first);
       bindScoreInputs(scores_softmax);
       weight_groups[g].bind(3);
+      stats.bind(7);
       dispatch(1, groupsFor(n_q, scores_softmax.gemmTile()), h1 - h0);
     }
     const gpu::StageTimer::Scope timed = timer.scope("weighted sum");
@@ -400,7 +421,7 @@ void GpuBackend::Impl::computeAll() {
   attendHeads(0, heads());
   outputProjection();
   similarity_current = false;
-  if (analysis) similarity(-1);
+  if (analysis && !flash) similarity(-1);  // the flash path's analysis streams over tiles at read-back
   gpu::checkGl("computing attention");
 }
 

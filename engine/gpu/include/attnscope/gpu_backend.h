@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "attnscope/compute/backend.h"
+#include "attnscope/compute/tiles.h"
 
 namespace attnscope {
 
@@ -45,7 +46,9 @@ struct GpuOptions {
 // Bytes the GPU backend allocates for this scene (inputs, projections, Q K V, every head's weights, the
 // concat, the output, the mask, similarity and a score buffer for read-back), plus one R32F texture per head
 // when `with_textures` (the window's heatmaps). Checked against the budget before anything is allocated.
-std::size_t estimateGpuBytes(const Scene& scene, bool with_textures);
+// Without `with_maps` (the flash path) no (n_q, n_k) buffer: the weights, score buffer, similarity and (for
+// causal or padded scenes) the mask bits are left out, and the row statistics (m, l) are counted.
+std::size_t estimateGpuBytes(const Scene& scene, bool with_textures, bool with_maps = true);
 
 // Which paths the backend took, for tests that assert a path ran: the storage buffers the heads' weights
 // are spread over (set by the last upload), and the read-back chunks copied through the staging buffer since
@@ -76,7 +79,21 @@ class GpuBackend final : public Backend {
   void recomputeHeadResident(const Scene& scene, int head);
   // GL texture name of head `head`'s weights: GL_TEXTURE_2D, GL_R32F, n_k texels wide, n_q tall (row i = query i).
   // Refreshed on the GPU when stale; after computeResident with other n_q or n_k the name changes.
+  // Throws InputError on the flash path (no maps): draw tiles with weightTileToTexture there.
   unsigned weightsTexture(int head) const;
+  // Whether the resident result keeps its maps; false on the flash path (ComputeOptions::maps Drop, or Auto past
+  // mapsLimitBytes()), where each head's output and row statistics come from key blocks with an online softmax
+  // (flash_forward.comp) and no (n_q, n_k) buffer is allocated.
+  bool keepsResidentMaps() const;
+
+  // [SECTION] tiles (compute/tiles.h): recomputed on the GPU from Q, K and the row statistics on either path,
+  // w_ij = exp(s_ij - m_i) / l_i, the CPU's weightTile semantics (pooledRange blocks; masked cells 0 and left
+  // out of a mean). Within 1e-5 of the CPU's weightTile (tests/gpu/test_gpu_flash.cpp states what was seen).
+  Tile weightTile(const TileRequest& request);
+  // The same tile written into `texture` (GL_TEXTURE_2D, GL_R32F, made in this backend's context or one sharing
+  // it, at least out_cols x out_rows texels, or cols x rows unpooled): texel (x, y) = cell (y, x), masked cells
+  // 0. Nothing is read back; a barrier is issued so the next draw that samples it sees the tile.
+  void weightTileToTexture(const TileRequest& request, unsigned texture);
   // Reads every resident matrix back into `result` (as computeInto would have produced).
   void readBack(const Scene& scene, Result& result, const ComputeOptions& options = {});
   // Blocks until the GPU has finished all submitted work (glFinish).

@@ -1,0 +1,203 @@
+// The GPU backend's flash path and tiles: each head's output and row statistics (m, l) by key blocks with an
+// online softmax (flash_forward.comp), and any tile of weights recomputed from Q, K and (m, l)
+// (weight_tile.comp), read back or written straight into a texture the caller draws.
+//
+// Hand-offs, by the OpenGL 4.3 memory model: flash_forward -> output projection or tile (storage reads):
+// GL_SHADER_STORAGE_BARRIER_BIT; tile -> glGetBufferSubData: GL_BUFFER_UPDATE_BARRIER_BIT; tile -> a draw
+// sampling the texture: GL_TEXTURE_FETCH_BARRIER_BIT (and image access/update bits for later image stores or
+// texture reads). Within a dispatch, shared memory passes through memoryBarrierShared() + barrier() only.
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "attnscope/error.h"
+#include "gpu_backend_impl.h"
+
+namespace attnscope {
+
+using gpu::groupsFor;
+
+namespace {
+constexpr unsigned kFlashRows = 64;   // FLASH_ROWS in flash_forward.comp
+constexpr unsigned kTileSide = 8;     // local size of weight_tile.comp
+constexpr unsigned kMaxFlashWidth = 256;  // the widest head the register arrays take
+// Loop iterations one invocation may run in one dispatch, all its loops together: llvmpipe's gallivm ends a loop
+// nest after 65535 iterations (silently: a tile pooled over 24 x 52 cells at d_k 64 came out wrong), and a
+// hardware GPU's watchdog resets a dispatch that runs for seconds. Half the limit, for the loops not counted.
+constexpr std::size_t kLoopBudget = 32768;
+// Keys per block: 8 (fewer for very wide heads: K and V blocks stay within 16 KiB of shared memory). On llvmpipe
+// 8 ran n = 1024, 8 heads, d_k 64 in 7.7 s against 13.7 s with 32 (one run each on a loaded machine): loops
+// over a short block are unrolled, and the private arrays stay in registers.
+unsigned flashBlockKeys(unsigned width) { return std::clamp(2048u / width, 4u, 8u); }
+}  // namespace
+
+unsigned GpuBackend::Impl::flashWidth() const {
+  int widest = 1;
+  for (std::size_t i = 0; i < shape.d_k.size(); ++i) widest = std::max({widest, shape.d_k[i], shape.d_v[i]});
+  return (static_cast<unsigned>(widest) + 7u) / 8u * 8u;
+}
+
+const GpuBackend::Impl::FlashPrograms& GpuBackend::Impl::flashPrograms() {
+  const unsigned width = flashWidth();
+  if (width > kMaxFlashWidth)
+    throw InputError("d_k, d_v", "at most " + std::to_string(kMaxFlashWidth) + " on the GPU flash path",
+                     std::to_string(width));
+  auto found = flash_programs.find(width);
+  if (found != flash_programs.end()) return found->second;
+  // K and V blocks take 2 FLASH_BK FLASH_D floats of shared memory (flashBlockKeys).
+  const unsigned block = flashBlockKeys(width);
+  const std::string defines = "#define FLASH_D " + std::to_string(width) + "u\n#define FLASH_BK " +
+                              std::to_string(block) + "u\n";
+  const gpu::ShaderLibrary library(options.shader_dir);
+  FlashPrograms programs{gpu::ComputeProgram(library, "flash_forward.comp", defines),
+                         gpu::ComputeProgram(library, "weight_tile.comp", defines),
+                         gpu::ComputeProgram(library, "weight_tile.comp", defines + "#define TILE_TO_IMAGE\n")};
+  gpu::checkGl("building the flash shaders");
+  return flash_programs.emplace(width, std::move(programs)).first->second;
+}
+
+void GpuBackend::Impl::bindKeyMask(const gpu::ComputeProgram& program) const {
+  mask.bind(2);
+  padding.bind(6);
+  program.set("u_explicit_mask", explicit_mask);
+  program.set("u_causal", causal);
+  program.set("u_has_padding", has_padding);
+  program.set("u_mask_words", mask_words);
+}
+
+void GpuBackend::Impl::flashHeads(int first, int count) {
+  const FlashPrograms& programs = flashPrograms();
+  const gpu::StageTimer::Scope timed = timer.scope("flash attention");
+  const unsigned head0 = static_cast<unsigned>(first);
+  bindHeadsStage(programs.forward, head0, head0);
+  bindKeyMask(programs.forward);
+  q.bind(0);
+  k.bind(1);
+  v.bind(3);
+  concat.bind(5);
+  stats.bind(7);
+  programs.forward.set("u_ld_k", sum_dk);
+  programs.forward.set("u_ld_v", sum_dv);
+  // Keys per dispatch within the loop budget: per block of FLASH_BK keys, the staging loop (8 loads of a vec4
+  // pair), two loops over the block and two over the block times FLASH_D / 4 (the dot products and the output
+  // update, on vec4s), the rescale.
+  const std::size_t width = flashWidth(), block = flashBlockKeys(static_cast<unsigned>(width));
+  const std::size_t per_block = 1 + 9 * block * width / 4 / kFlashRows + 2 * block + 2 * block * width / 4 + width / 4;
+  const unsigned chunk = static_cast<unsigned>(std::max<std::size_t>(1, (kLoopBudget - 8 * width) / per_block) * block);
+  const unsigned n_k = static_cast<unsigned>(shape.n_k);
+  for (unsigned key0 = 0; key0 < n_k; key0 += chunk) {
+    programs.forward.set("u_key0", key0);
+    programs.forward.set("u_key1", std::min(n_k, key0 + chunk));
+    programs.forward.set("u_first_chunk", key0 == 0);
+    programs.forward.set("u_last_chunk", key0 + chunk >= n_k);
+    glDispatchCompute(groupsFor(static_cast<std::size_t>(shape.n_q), kFlashRows), 1, static_cast<unsigned>(count));
+    // The next chunk reads the state this one wrote; the output projection and tiles read the last one's.
+    glMemoryBarrier(GL_SHADER_STORAGE_BARRIER_BIT);
+  }
+}
+
+void GpuBackend::Impl::weightTile(const TileRequest& request, Tile* tile, GLuint texture) {
+  if (request.head < 0 || request.head >= heads())
+    throw InputError("head", "0 to " + std::to_string(heads() - 1), std::to_string(request.head));
+  const int n_q = shape.n_q, n_k = shape.n_k;
+  const int row0 = request.row0, row1 = request.row1 < 0 ? n_q : request.row1;
+  const int col0 = request.col0, col1 = request.col1 < 0 ? n_k : request.col1;
+  const auto check_range = [](const char* field, int lo, int hi, int n) {
+    if (lo < 0 || hi > n || lo >= hi)
+      throw InputError(field, "a range A:B with 0 <= A < B <= " + std::to_string(n),
+                       std::to_string(lo) + ":" + std::to_string(hi));
+  };
+  check_range("rows", row0, row1, n_q);
+  check_range("cols", col0, col1, n_k);
+  const int rows = row1 - row0, cols = col1 - col0;
+  const bool pooled = request.pooling != Pooling::None;
+  const int out_rows = pooled ? request.out_rows : rows, out_cols = pooled ? request.out_cols : cols;
+  if (pooled && (out_rows < 1 || out_cols < 1 || out_rows > (1 << 16) || out_cols > (1 << 16)))
+    throw InputError("pooled size", "1 to 65536 blocks a side",
+                     std::to_string(out_rows) + " x " + std::to_string(out_cols));
+  if (!pooled && static_cast<long long>(rows) * cols > (1LL << 28))
+    throw InputError("tile", "at most 2^28 cells unpooled (pool a larger range)", shapeString(rows, cols));
+
+  // Each output cell's query rows and keys, relative to the tile: pooledRange as the CPU's weightTile uses.
+  std::vector<std::uint32_t> ranges;
+  ranges.reserve(2 * static_cast<std::size_t>(out_rows + out_cols));
+  for (int y = 0; y < out_rows; ++y) {
+    const auto [lo, hi] = pooled ? pooledRange(y, out_rows, rows) : std::pair<int, int>{y, y + 1};
+    ranges.insert(ranges.end(), {static_cast<std::uint32_t>(lo), static_cast<std::uint32_t>(hi)});
+  }
+  for (int x = 0; x < out_cols; ++x) {
+    const auto [lo, hi] = pooled ? pooledRange(x, out_cols, cols) : std::pair<int, int>{x, x + 1};
+    ranges.insert(ranges.end(), {static_cast<std::uint32_t>(lo), static_cast<std::uint32_t>(hi)});
+  }
+  tile_ranges.upload(ranges.data(), ranges.size() * sizeof(std::uint32_t));
+
+  const FlashPrograms& programs = flashPrograms();
+  const gpu::ComputeProgram& program = texture ? programs.tile_to_image : programs.tile;
+  const std::size_t h = static_cast<std::size_t>(request.head);
+  program.use();
+  bindKeyMask(program);
+  q.bind(0);
+  k.bind(1);
+  tile_ranges.bind(3);
+  stats.bind(7);
+  program.set("u_n_q", static_cast<unsigned>(n_q));
+  program.set("u_n_k", static_cast<unsigned>(n_k));
+  program.set("u_ld", sum_dk);
+  program.set("u_head", static_cast<unsigned>(request.head));
+  program.set("u_k_col", k_col[h]);
+  program.set("u_d_k", static_cast<unsigned>(shape.d_k[h]));
+  program.set("u_scale", head_scales[h]);
+  program.set("u_row0", static_cast<unsigned>(row0));
+  program.set("u_col0", static_cast<unsigned>(col0));
+  program.set("u_out_rows", static_cast<unsigned>(out_rows));
+  program.set("u_out_cols", static_cast<unsigned>(out_cols));
+  program.set("u_max_pool", request.pooling == Pooling::Max);
+  const std::size_t cells = static_cast<std::size_t>(out_rows) * static_cast<std::size_t>(out_cols);
+  if (texture) glBindImageTexture(0, texture, 0, GL_FALSE, 0, GL_WRITE_ONLY, GL_R32F);
+  tile_values.ensure(cells * 4 * sizeof(std::uint32_t));
+  tile_values.bind(4);
+  // Passes within the loop budget: keys [pass_col0, + pass_cols) and rows [pass_row0, + pass_rows) of every
+  // block per dispatch; per row, the q load and pass_cols dot products of d_k.
+  std::size_t block_rows = 1, block_cols = 1;
+  for (int y = 0; y < out_rows; ++y) block_rows = std::max<std::size_t>(block_rows, ranges[2 * y + 1] - ranges[2 * y]);
+  for (int x = out_rows; x < out_rows + out_cols; ++x)
+    block_cols = std::max<std::size_t>(block_cols, ranges[2 * x + 1] - ranges[2 * x]);
+  const std::size_t d_k = static_cast<std::size_t>(shape.d_k[h]), width = flashWidth();
+  const std::size_t pass_cols = std::clamp<std::size_t>(kLoopBudget / 2 / (1 + d_k), 1, block_cols);
+  const std::size_t pass_rows = std::clamp<std::size_t>(kLoopBudget / (1 + width + pass_cols * (1 + d_k)), 1, block_rows);
+  {
+    const gpu::StageTimer::Scope timed = timer.scope("tile");
+    program.set("u_pass_rows", static_cast<unsigned>(pass_rows));
+    program.set("u_pass_cols", static_cast<unsigned>(pass_cols));
+    for (std::size_t r = 0; r < block_rows; r += pass_rows)
+      for (std::size_t c = 0; c < block_cols; c += pass_cols) {
+        program.set("u_pass_row0", static_cast<unsigned>(r));
+        program.set("u_pass_col0", static_cast<unsigned>(c));
+        program.set("u_first_pass", r == 0 && c == 0);
+        program.set("u_last_pass", r + pass_rows >= block_rows && c + pass_cols >= block_cols);
+        glDispatchCompute(groupsFor(static_cast<std::size_t>(out_cols), kTileSide),
+                          groupsFor(static_cast<std::size_t>(out_rows), kTileSide), 1);
+        glMemoryBarrier(GL_SHADER_STORAGE_BARRIER_BIT);  // the next pass reads each cell's (sum, peak, count)
+      }
+  }
+  if (texture) {
+    // A draw samples it next (texture fetch); a later image store or glTexSubImage must see it too.
+    glMemoryBarrier(GL_TEXTURE_FETCH_BARRIER_BIT | GL_SHADER_IMAGE_ACCESS_BARRIER_BIT | GL_TEXTURE_UPDATE_BARRIER_BIT);
+    glBindImageTexture(0, 0, 0, GL_FALSE, 0, GL_WRITE_ONLY, GL_R32F);
+    gpu::checkGl("writing a tile into a texture");
+    return;
+  }
+  glMemoryBarrier(GL_BUFFER_UPDATE_BARRIER_BIT);  // glGetBufferSubData reads what the dispatch wrote
+  std::vector<std::uint32_t> cells_out(cells * 4);  // per cell: bits of the value, 0, 0, masked
+  tile_values.download(cells_out.data(), cells_out.size() * sizeof(std::uint32_t));
+  tile->values.resize(out_rows, out_cols);
+  tile->masked.resize(out_rows, out_cols);
+  for (std::size_t c = 0; c < cells; ++c) {  // row-major on the GPU and in Matrix (types.h)
+    std::memcpy(tile->values.data() + c, &cells_out[4 * c], sizeof(float));
+    tile->masked.data()[c] = static_cast<std::uint8_t>(cells_out[4 * c + 3]);
+  }
+  gpu::checkGl("reading a tile back");
+}
+
+}  // namespace attnscope
