@@ -8,6 +8,7 @@
 #include "attnscope/error.h"
 #include "attnscope/scene/scene_json.h"
 #include "attnscope/compute/similarity.h"
+#include "attnscope/compute/tiles.h"
 #ifdef ATTNSCOPE_HAS_GPU
 #include "attnscope/gpu_backend.h"
 #endif
@@ -32,16 +33,35 @@ bool computeOffTheUiThread(const Scene& scene) {
   return static_cast<double>(scene.numHeads()) * scene.nQ() * scene.nK() > kWorkerCells;
 }
 
-// Every shape a view reads from a Result (heads; per head q, k, v, weights) agrees with the scene, so the old
-// result can stand in for the new scene's until its own lands.
+// The window keeps full maps while they fit (mapsLimitBytes, 256 MiB by default: every scene drawn exactly as
+// before); past that a result holds Q, K, V and the row statistics, and the views read weights through tiles.
+// Such a long scene's analysis (similarity, statistics) is not run in the window: it would take minutes at 32k
+// tokens; the panels say so and point to `attnscope analyze`.
+ComputeOptions windowOptions(const Scene& scene, bool analysis) {
+  ComputeOptions options{true, analysis, MapPolicy::Auto};
+  if (!keepsMaps(scene, options)) options.analysis = false;
+  return options;
+}
+
+// The memory check of an edit: a scene past the maps limit costs its O(n d) result, not its maps.
+Limits windowLimits(const Scene& scene) {
+  Limits limits;
+  limits.with_maps = keepsMaps(scene, ComputeOptions{true, true, MapPolicy::Auto});
+  return limits;
+}
+
+bool resultKeepsMaps(const Result& r) { return r.heads.empty() || r.heads[0].hasMap(); }
+
+// Every shape a view reads from a Result (heads; per head q, k, v, weights or row statistics) agrees with the
+// scene, so the old result can stand in for the new scene's until its own lands.
 bool sameShapes(const Result& r, const Scene& s) {
   if (static_cast<int>(r.heads.size()) != s.numHeads()) return false;
   for (int h = 0; h < s.numHeads(); ++h) {
     const HeadResult& hr = r.heads[static_cast<std::size_t>(h)];
     const HeadParams& p = s.heads[static_cast<std::size_t>(h)];
-    if (hr.weights.rows() != s.nQ() || hr.weights.cols() != s.nK() || hr.q.cols() != p.dK() ||
-        hr.v.cols() != s.dV(h))
-      return false;
+    const bool rows_ok = hr.hasMap() ? hr.weights.rows() == s.nQ() && hr.weights.cols() == s.nK()
+                                     : hr.row_sum.size() == s.nQ() && hr.k.rows() == s.nK();
+    if (!rows_ok || hr.q.cols() != p.dK() || hr.v.cols() != s.dV(h)) return false;
   }
   return r.output.cols() == s.d_model || (!s.w_o && r.output.cols() == s.concatWidth());
 }
@@ -61,7 +81,7 @@ bool AppState::edit(const std::string& what, const std::function<void(Scene&)>& 
   Scene next = scene_;
   try {
     change(next);
-    validateScene(next);
+    validateScene(next, windowLimits(next));
   } catch (const std::exception& e) {
     // An InputError already names its field ("scale: expected ..."): the edit's name is added only when it
     // says something more.
@@ -168,7 +188,7 @@ void AppState::recompute(int only_head, const Scene* previous) {
         ComputeReply reply;
         const auto start = std::chrono::steady_clock::now();
         try {
-          CpuBackend().computeInto(scene, reply.result, ComputeOptions{true, true});
+          CpuBackend().computeInto(scene, reply.result, windowOptions(scene, true));
         } catch (const std::exception& e) {
           reply.error = e.what();
         }
@@ -194,13 +214,13 @@ void AppState::recompute(int only_head, const Scene* previous) {
     if (same_shape && live)
       backend_->recomputeHead(scene_, only_head, result_);  // also redoes the analysis; the GPU reads back one head
     else
-      backend_->computeInto(scene_, result_, ComputeOptions{true, live});
+      backend_->computeInto(scene_, result_, windowOptions(scene_, live));
   } catch (const std::exception& e) {
     if (backend_->name() == "cpu") throw;  // the reference backend failing on a validated scene is a bug
     banner_ = std::string("The GPU backend failed, switched to the CPU: ") + e.what();
     backend_ = std::make_unique<CpuBackend>();
     result_ = Result{};
-    backend_->computeInto(scene_, result_, ComputeOptions{true, liveAnalysis(scene_)});
+    backend_->computeInto(scene_, result_, windowOptions(scene_, liveAnalysis(scene_)));
   }
   analysis_pending_ = !live;
   if (!live) {
@@ -250,7 +270,7 @@ void AppState::tick() {
 }
 
 void AppState::runAnalysis() {
-  analyseHeads(result_, singleKeyRows(scene()));  // the scene result_ describes
+  if (resultKeepsMaps(result_)) analyseHeads(result_, singleKeyRows(scene()));  // the scene result_ describes
   analysis_pending_ = false;
 }
 

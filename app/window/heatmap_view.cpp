@@ -6,11 +6,16 @@
 #include <epoxy/gl.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 
 #include "attnscope/export/colormap.h"
+#include "window/ui_probe.h"
 #include "attnscope/gl_program.h"
 #include "heatmap_shaders.h"
 #ifdef ATTNSCOPE_HAS_GPU
@@ -31,6 +36,16 @@ GLuint makeTexture() {
   glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
   glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
   return texture;
+}
+
+// Weights uploaded per frame, at most (past the first head): a result of 8 maps of 1024 x 1024 lands over 4
+// frames instead of stalling one (issue 14: 300-450 ms on llvmpipe); heads not yet uploaded show their previous
+// map, marked stale.
+constexpr std::size_t kUploadBudgetWeights = std::size_t{1} << 21;
+
+bool covers(const TileRequest& r, const CellView& view) {
+  return static_cast<float>(r.col0) <= view.col0 && static_cast<float>(r.row0) <= view.row0 &&
+         static_cast<float>(r.col1) >= view.col1 && static_cast<float>(r.row1) >= view.row1;
 }
 
 }  // namespace
@@ -55,6 +70,11 @@ HeatmapRenderer::~HeatmapRenderer() {
     glDeleteTextures(1, &r.texture);
   }
   glDeleteTextures(static_cast<GLsizei>(head_textures_.size()), head_textures_.data());
+  for (TiledHead& t : tiled_heads_)
+    for (TiledHead::Texture* x : {&t.overview, &t.view}) {
+      glDeleteTextures(1, &x->weights);
+      glDeleteTextures(1, &x->mask);
+    }
   glDeleteTextures(1, &colormap_);
   glDeleteTextures(1, &mask_);
   glDeleteVertexArrays(1, &vao_);
@@ -73,10 +93,35 @@ unsigned HeatmapRenderer::weightsTexture(const AppState& state, int head) const 
 void HeatmapRenderer::sync(const AppState& state) {
   const Scene& scene = state.scene();
   const int heads = scene.numHeads();
+  const bool cpu = state.backend().name() == "cpu";
+  // A CPU result without maps (MapPolicy::Auto past mapsLimitBytes): every head is drawn from tiles.
+  tiled_ = cpu && !state.result().heads.empty() && !state.result().heads[0].hasMap();
+  n_q_ = scene.nQ(), n_k_ = scene.nK();
   glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
-  if (state.fullRevision() != mask_revision_) {
+  if (tiled_) {
+    if (!tiles_) tiles_ = std::make_unique<HeatmapTileSource>();
+    if (full_revision_ != state.fullRevision()) {
+      full_revision_ = state.fullRevision();
+      tiles_->reset(scene, state.result(), full_revision_);
+      tiles_reset_at_ = std::chrono::steady_clock::now();
+      if (std::getenv("ATTNSCOPE_TILE_LOG"))
+        std::fprintf(stderr, "tiles: result %u landed (%d x %d, %d heads, computed in %.0f ms)\n", full_revision_,
+                     scene.nQ(), scene.nK(), heads, state.computeMs());
+    }
+    tiled_heads_.resize(static_cast<std::size_t>(heads));
+    for (const HeatmapTileSource::Landed& landed : tiles_->take()) {
+      if (landed.head >= heads) continue;
+      TiledHead& t = tiled_heads_[static_cast<std::size_t>(landed.head)];
+      upload(landed.overview ? t.overview : t.view, landed);
+      // Measurement aid (README, long scenes): when each overview lands, counted from its result's landing.
+      if (landed.overview && std::getenv("ATTNSCOPE_TILE_LOG"))
+        std::fprintf(stderr, "tiles: head %d overview after %.0f ms\n", landed.head + 1,
+                     std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tiles_reset_at_)
+                         .count());
+    }
+  } else if (state.fullRevision() != mask_revision_) {
     mask_revision_ = state.fullRevision();
-    // mask: (n_q, n_k) bytes, 255 = may attend
+    // mask: (n_q, n_k) bytes, 255 = may attend (maps kept: a scene small enough for its (n, n) bytes)
     MaskMatrix allowed = allowedMask(scene);
     for (Eigen::Index i = 0; i < allowed.size(); ++i) allowed.data()[i] = allowed.data()[i] ? 255 : 0;
     glBindTexture(GL_TEXTURE_2D, mask_);
@@ -87,45 +132,154 @@ void HeatmapRenderer::sync(const AppState& state) {
     head_revisions_.push_back(~0u);
     rendered_.emplace_back();
   }
-  const bool cpu = state.backend().name() == "cpu";
   sources_.resize(static_cast<std::size_t>(heads));
   source_revisions_.resize(static_cast<std::size_t>(heads));
+  upload_pending_.assign(static_cast<std::size_t>(heads), false);
+  std::size_t uploaded = 0;
   for (int h = 0; h < heads; ++h) {
     const std::size_t at = static_cast<std::size_t>(h);
-    if (cpu && head_revisions_[at] != state.headRevision(h)) {
+    if (cpu && !tiled_ && head_revisions_[at] != state.headRevision(h)) {
       // weights: (n_q, n_k) row-major -> texture n_k wide, n_q tall, row i = query i
       const Matrix& w = state.result().heads[at].weights;
-      glBindTexture(GL_TEXTURE_2D, head_textures_[at]);
-      glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, static_cast<GLsizei>(w.cols()), static_cast<GLsizei>(w.rows()), 0, GL_RED,
-                   GL_FLOAT, w.data());
-      head_revisions_[at] = state.headRevision(h);
+      if (uploaded > 0 && uploaded + static_cast<std::size_t>(w.size()) > kUploadBudgetWeights) {
+        upload_pending_[at] = true;  // next frame; the previous map stays on show, marked stale
+      } else {
+        glBindTexture(GL_TEXTURE_2D, head_textures_[at]);
+        glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, static_cast<GLsizei>(w.cols()), static_cast<GLsizei>(w.rows()), 0,
+                     GL_RED, GL_FLOAT, w.data());
+        head_revisions_[at] = state.headRevision(h);
+        uploaded += static_cast<std::size_t>(w.size());
+      }
     }
     sources_[at] = weightsTexture(state, h);
-    source_revisions_[at] = state.headRevision(h);
+    source_revisions_[at] = cpu ? head_revisions_[at] : state.headRevision(h);
   }
   glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
   glBindTexture(GL_TEXTURE_2D, 0);
+}
+
+void HeatmapRenderer::upload(TiledHead::Texture& texture, const HeatmapTileSource::Landed& landed) {
+  if (!texture.weights) texture.weights = makeTexture(), texture.mask = makeTexture();
+  const Matrix& values = landed.tile.values;  // (rows, cols) row-major: a texture cols wide, rows tall
+  const GLsizei cols = static_cast<GLsizei>(values.cols()), rows = static_cast<GLsizei>(values.rows());
+  glBindTexture(GL_TEXTURE_2D, texture.weights);
+  glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, cols, rows, 0, GL_RED, GL_FLOAT, values.data());
+  // The tile's mask (1 = masked, evaluated from indices by the engine) as the shader's 255 = may attend.
+  std::vector<std::uint8_t> allowed(static_cast<std::size_t>(landed.tile.masked.size()));
+  for (std::size_t i = 0; i < allowed.size(); ++i) allowed[i] = landed.tile.masked.data()[i] ? 0 : 255;
+  glBindTexture(GL_TEXTURE_2D, texture.mask);
+  glTexImage2D(GL_TEXTURE_2D, 0, GL_R8, cols, rows, 0, GL_RED, GL_UNSIGNED_BYTE, allowed.data());
+  texture.request = landed.request;
+  texture.request.out_rows = rows, texture.request.out_cols = cols;
+  texture.revision = landed.revision;
+  texture.stamp = ++stamps_;
+  texture.ready = true;
+}
+
+bool HeatmapRenderer::tiledSource(int head, const CellView& view, int width, int height, unsigned& weights,
+                                  unsigned& mask, CellView& texel_view, unsigned& stamp, bool& stale) {
+  TiledHead& t = tiled_heads_[static_cast<std::size_t>(head)];
+  const bool whole = view.col0 <= 0 && view.row0 <= 0 && view.col1 >= static_cast<float>(n_k_) &&
+                     view.row1 >= static_cast<float>(n_q_);
+  // Texels of `texture` for the cells of `view`: [request's cells) -> [0, out).
+  const auto use = [&](const TiledHead::Texture& texture) {
+    const TileRequest& r = texture.request;
+    const float sx = static_cast<float>(r.out_cols) / static_cast<float>(r.col1 - r.col0);
+    const float sy = static_cast<float>(r.out_rows) / static_cast<float>(r.row1 - r.row0);
+    texel_view = CellView{(view.col0 - static_cast<float>(r.col0)) * sx, (view.row0 - static_cast<float>(r.row0)) * sy,
+                          (view.col1 - static_cast<float>(r.col0)) * sx, (view.row1 - static_cast<float>(r.row0)) * sy};
+    weights = texture.weights, mask = texture.mask, stamp = texture.stamp;
+    stale = stale || texture.revision != full_revision_;
+  };
+  if (!whole) {
+    // The visible cells at screen resolution: texels per cell min(1, pixels per cell). At deep zoom (a cell per
+    // several pixels) the tile is exact weights and reaches half a view past each side, so that a pan stays
+    // inside the last tile for a while (it is tiny: a few thousand cells).
+    const float cells_x = view.col1 - view.col0, cells_y = view.row1 - view.row0;
+    const bool exact = cells_x <= static_cast<float>(width) && cells_y <= static_cast<float>(height);
+    const float pad_x = exact ? cells_x * 0.5f : 0.0f, pad_y = exact ? cells_y * 0.5f : 0.0f;
+    const TileRequest& asked = t.asked;
+    const bool asked_fits = asked.head == head && t.asked_revision == full_revision_ && covers(asked, view) &&
+                            (exact ? asked.pooling == Pooling::None
+                                   : asked.pooling == Pooling::Max &&
+                                         std::abs(static_cast<float>(asked.out_cols) -
+                                                  static_cast<float>(asked.col1 - asked.col0) / cells_x * width) < 2);
+    if (!asked_fits) {
+      const int r0 = std::clamp(static_cast<int>(std::floor(view.row0 - pad_y)), 0, n_q_ - 1);
+      const int r1 = std::clamp(static_cast<int>(std::ceil(view.row1 + pad_y)), r0 + 1, n_q_);
+      const int c0 = std::clamp(static_cast<int>(std::floor(view.col0 - pad_x)), 0, n_k_ - 1);
+      const int c1 = std::clamp(static_cast<int>(std::ceil(view.col1 + pad_x)), c0 + 1, n_k_);
+      const int out_rows = exact ? r1 - r0 : std::min(r1 - r0, height);
+      const int out_cols = exact ? c1 - c0 : std::min(c1 - c0, width);
+      tiles_->requestView(head, r0, r1, c0, c1, out_rows, out_cols);
+      t.asked = TileRequest{head, r0, r1, c0, c1, exact ? Pooling::None : Pooling::Max, out_rows, out_cols};
+      t.asked_revision = full_revision_;
+    }
+    if (t.view.ready && t.view.request.head == head && t.view.revision == full_revision_ &&
+        covers(t.view.request, view)) {
+      use(t.view);
+      return true;
+    }
+    view_pending_ = true;
+  }
+  if (!t.overview.ready) return false;
+  use(t.overview);
+  return true;
+}
+
+std::string HeatmapRenderer::progress(const AppState& state, bool& stale) const {
+  stale = std::any_of(upload_pending_.begin(), upload_pending_.end(), [](bool b) { return b; });
+  if (!tiled_ || !tiles_) return "";
+  const int heads = state.scene().numHeads();
+  for (const TiledHead& t : tiled_heads_) stale = stale || (t.overview.ready && t.overview.revision != full_revision_);
+  const int done = tiles_->revision() == full_revision_ ? tiles_->overviewsDone() : 0;
+  if (done >= heads) return "";
+  char text[64];
+  std::snprintf(text, sizeof text, "overviews %d/%d (head %d: %.0f%%)", done, heads, done + 1,
+                100.0 * tiles_->overviewFraction());
+  return text;
 }
 
 void HeatmapRenderer::draw(ImDrawList* list, int head, ImVec2 p0, ImVec2 p1, const CellView& view, float lo, float hi) {
   Rendered& r = rendered_[static_cast<std::size_t>(head)];
   const int width = std::max(1, static_cast<int>(p1.x - p0.x)), height = std::max(1, static_cast<int>(p1.y - p0.y));
   const std::size_t at = static_cast<std::size_t>(head);
-  const bool same_view =
-      r.view.col0 == view.col0 && r.view.row0 == view.row0 && r.view.col1 == view.col1 && r.view.row1 == view.row1;
-  if (r.width != width || r.height != height || !same_view || r.lo != lo || r.hi != hi || r.source != sources_[at] ||
-      r.source_revision != source_revisions_[at] || r.mask_revision != mask_revision_) {
-    r.width = width, r.height = height, r.view = view, r.lo = lo, r.hi = hi;
-    r.source = sources_[at], r.source_revision = source_revisions_[at], r.mask_revision = mask_revision_;
-    render(r, head, view, lo, hi);
+  unsigned weights = sources_[at], mask = mask_, source_revision = source_revisions_[at], mask_revision = mask_revision_;
+  CellView texel_view = view;
+  bool stale = upload_pending_[at];
+  if (tiled_) {
+    unsigned stamp = 0;
+    if (!tiledSource(head, view, width, height, weights, mask, texel_view, stamp, stale)) {
+      // Nothing landed yet for this head: a placeholder, never a wait.
+      list->AddRectFilled(p0, p1, IM_COL32(50, 50, 55, 255));
+      list->AddText(ImVec2(p0.x + 4, p0.y + 4), IM_COL32(220, 220, 220, 255), "computing overview...");
+      probeRect("heads.view_pending", p0, p1);
+      return;
+    }
+    source_revision = mask_revision = stamp;
+  }
+  if (view_pending_) probeRect("heads.view_pending", p0, p1), view_pending_ = false;
+  const bool same_view = r.view.col0 == texel_view.col0 && r.view.row0 == texel_view.row0 &&
+                         r.view.col1 == texel_view.col1 && r.view.row1 == texel_view.row1;
+  if (r.width != width || r.height != height || !same_view || r.lo != lo || r.hi != hi || r.source != weights ||
+      r.mask != mask || r.source_revision != source_revision || r.mask_revision != mask_revision) {
+    r.width = width, r.height = height, r.view = texel_view, r.lo = lo, r.hi = hi;
+    r.source = weights, r.mask = mask, r.source_revision = source_revision, r.mask_revision = mask_revision;
+    render(r, texel_view, lo, hi);
   }
   // The texture's first row is the bottom of the map (GL), so v runs from 1 at the top to 0.
   list->AddImage(reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(r.texture)), p0,
                  ImVec2(p0.x + static_cast<float>(width), p0.y + static_cast<float>(height)), ImVec2(0, 1),
                  ImVec2(1, 0));
+  if (stale) {  // an older result (or a map not uploaded yet) is on show
+    const ImVec2 size = ImGui::CalcTextSize("stale");
+    list->AddRectFilled(ImVec2(p0.x + 2, p0.y + 2), ImVec2(p0.x + size.x + 8, p0.y + size.y + 4), IM_COL32(0, 0, 0, 170));
+    list->AddText(ImVec2(p0.x + 5, p0.y + 3), IM_COL32(255, 190, 80, 255), "stale");
+    probeRect("heads.stale_map", p0, p1);
+  }
 }
 
-void HeatmapRenderer::render(Rendered& target, int head, const CellView& view, float lo, float hi) {
+void HeatmapRenderer::render(Rendered& target, const CellView& view, float lo, float hi) {
   if (!target.texture) {
     target.texture = makeTexture();
     glGenFramebuffers(1, &target.framebuffer);
@@ -150,8 +304,7 @@ void HeatmapRenderer::render(Rendered& target, int head, const CellView& view, f
   glUniform2f(glGetUniformLocation(program_, "u_range"), lo, hi);
   glUniform3f(glGetUniformLocation(program_, "u_masked_color"), kMaskedColor.r / 255.0f, kMaskedColor.g / 255.0f,
               kMaskedColor.b / 255.0f);
-  drawHeatmapQuad(program_, sources_[static_cast<std::size_t>(head)], mask_, colormap_, previous_framebuffer,
-                  previous_viewport);
+  drawHeatmapQuad(program_, target.source, target.mask, colormap_, previous_framebuffer, previous_viewport);
 }
 
 }  // namespace attnscope::app

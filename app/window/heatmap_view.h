@@ -1,13 +1,19 @@
 // Heatmaps drawn on the GPU: each head's weights live in an R32F texture (uploaded from the CPU result, or the
 // GPU backend's own resident texture) and a small shader maps them through the colour map texture made from
-// colorMapTable(ColorMap::Viridis) into a texture that ImGui shows as an image.
+// colorMapTable(ColorMap::Viridis) into a texture that ImGui shows as an image. A head whose map the result does
+// not keep (a long scene) is drawn from tiles (HeatmapTileSource): its max-pooled overview, and when zoomed the
+// visible cells at screen resolution.
 #pragma once
 
 #include <imgui.h>
 
+#include <chrono>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "window/app_state.h"
+#include "window/heatmap_tiles.h"
 
 namespace attnscope::app {
 
@@ -30,18 +36,38 @@ class HeatmapRenderer {
   // of detail: never larger than what can be shown), and only when the weights, the view or the size changed;
   // every other frame just draws that texture.
   void draw(ImDrawList* list, int head, ImVec2 p0, ImVec2 p1, const CellView& view, float lo, float hi);
+  // Long scenes: overview progress ("overviews 3/8") or "" when every head's overview is in; `stale` is true while
+  // some map on show predates the result.
+  std::string progress(const AppState& state, bool& stale) const;
 
  private:
-  // One head's rendered map: an RGBA8 texture the size of its place on screen, and what it shows.
+  // One head's rendered map: an RGBA8 texture the size of its place on screen, and what it shows (`view` in
+  // the source texture's texels).
   struct Rendered {
     unsigned texture = 0, framebuffer = 0;
     int width = 0, height = 0;
     CellView view;
     float lo = 0, hi = 0;
-    unsigned source = 0, source_revision = ~0u, mask_revision = ~0u;
+    unsigned source = 0, mask = 0, source_revision = ~0u, mask_revision = ~0u;
   };
-  void render(Rendered& target, int head, const CellView& view, float lo, float hi);
+  // A head drawn from tiles: its overview and its last view tile, each an R32F weights texture with an R8 mask
+  // texture of the same (rows, cols), covering `request`'s cells.
+  struct TiledHead {
+    struct Texture {
+      unsigned weights = 0, mask = 0, stamp = 0, revision = ~0u;
+      TileRequest request;
+      bool ready = false;
+    } overview, view;
+    TileRequest asked{-1};  // the view last requested (head -1: none)
+    unsigned asked_revision = ~0u;
+  };
+  void render(Rendered& target, const CellView& texel_view, float lo, float hi);
   unsigned weightsTexture(const AppState& state, int head) const;
+  void upload(TiledHead::Texture& texture, const HeatmapTileSource::Landed& landed);
+  // Chooses what head `head` (drawn from tiles) shows of `view` in a (width, height) map; requests the view
+  // tile when zoomed. Returns false when nothing has landed yet.
+  bool tiledSource(int head, const CellView& view, int width, int height, unsigned& weights, unsigned& mask,
+                   CellView& texel_view, unsigned& stamp, bool& stale);
 
   unsigned program_ = 0, vao_ = 0, colormap_ = 0, mask_ = 0;
   std::vector<unsigned> head_textures_;  // our own R32F copies of the CPU result, one per head
@@ -50,6 +76,15 @@ class HeatmapRenderer {
   std::vector<unsigned> source_revisions_;
   std::vector<Rendered> rendered_;
   unsigned mask_revision_ = ~0u;
+  // Long scenes (the result keeps no maps).
+  bool tiled_ = false;
+  int n_q_ = 0, n_k_ = 0;
+  unsigned full_revision_ = ~0u, stamps_ = 0;
+  std::chrono::steady_clock::time_point tiles_reset_at_;  // when the tiles' result landed (ATTNSCOPE_TILE_LOG)
+  std::unique_ptr<HeatmapTileSource> tiles_;  // created on the first long scene
+  std::vector<TiledHead> tiled_heads_;
+  std::vector<bool> upload_pending_;  // per head: its new map waits for a later frame's upload budget
+  bool view_pending_ = false;         // the zoomed view's tile has not landed (probed for the scripted tests)
 };
 
 }  // namespace attnscope::app

@@ -60,14 +60,14 @@ ScriptInput::ScriptInput(const std::string& path) {
   std::istringstream in(readWholeFile(path, "--script"));
   int number = 0;
   const std::vector<std::string> known = {"wait", "move", "click", "wheel",  "drag", "key",
-                                          "text", "until", "screenshot", "layout", "quit"};
+                                          "text", "until", "screenshot", "layout", "quit", "measure"};
   for (std::string line; std::getline(in, line);) {
     ++number;
     const std::vector<std::string> words = splitLine(line.substr(0, line.find('#')));
     if (words.empty()) continue;
     if (std::find(known.begin(), known.end(), words[0]) == known.end())
       throw InputError(path + ":" + std::to_string(number),
-                       "a command (wait move click wheel drag key text until screenshot layout quit)", words[0]);
+                       "a command (wait move click wheel drag key text until screenshot layout quit measure)", words[0]);
     lines_.push_back(line.substr(0, line.find('#')));
   }
 }
@@ -170,6 +170,9 @@ void ScriptInput::apply(ImGuiIO& io, const AppState& state) {
     next();
   } else if (command == "layout") {
     pending_layout_ = words.at(1);
+    next();
+  } else if (command == "measure") {
+    measure_start_ = true;
     next();
   } else if (command == "quit") {
     quit_ = true;

@@ -39,6 +39,13 @@ class ScriptInput {
   // After rendering, before the buffers swap: runs screenshot/layout commands. Returns false on `quit`.
   bool afterRender(const std::function<void(const std::string&)>& screenshot);
   bool done() const { return line_ >= lines_.size(); }
+  // True once after a `measure` line: --frame-stats then counts only the frames from there on (a pan, say,
+  // without the minutes of computing before it).
+  bool takeMeasureStart() {
+    const bool start = measure_start_;
+    measure_start_ = false;
+    return start;
+  }
 
  private:
   bool resolveTarget(const std::vector<std::string>& words, std::size_t first, const AppState& state, ImVec2& at) const;
@@ -48,6 +55,7 @@ class ScriptInput {
   ImVec2 mouse_{-1, -1};
   ImVec2 drag_from_;
   bool quit_ = false;
+  bool measure_start_ = false;
   std::string pending_screenshot_, pending_layout_;
 };
 

@@ -203,6 +203,7 @@ int runWindow(const std::vector<std::string>& args) {
       ImGui_ImplOpenGL3_NewFrame();
       ImGui_ImplGlfw_NewFrame();
       if (script) script->apply(io, state);
+      if (script && script->takeMeasureStart()) frame_ms.clear();
       ImGui::NewFrame();
       app::rotateProbes();
       state.tick();

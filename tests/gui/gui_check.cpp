@@ -407,6 +407,8 @@ int main(int argc, char** argv) {
       checkModelGrid(c, dir);
     } else if (test == "panels") {
       checkPanels(c, dir);
+    } else if (test == "long_zoom") {
+      checkLongZoom(c, dir);
     } else if (test == "hostile_fields") {
       expectHostileValuesRefused(c, dir);
     } else if (test == "clipping") {

@@ -145,5 +145,6 @@ inline bool isWeightColor(Rgb8 got, double w) {
 // The checks of other files, by test name (gui_check_model.cpp, gui_check_panels.cpp).
 void checkModelGrid(Checker& c, const std::string& dir);
 void checkPanels(Checker& c, const std::string& dir);
+void checkLongZoom(Checker& c, const std::string& dir);  // gui_check_long.cpp
 
 }  // namespace gui

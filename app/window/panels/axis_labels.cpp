@@ -32,13 +32,23 @@ void addUprightText(ImDrawList* list, float cx, float top, ImU32 color, const ch
 constexpr std::size_t kAxisLabelChars = 24;
 std::string axisLabel(const std::string& token) { return elideLabel(token, kAxisLabelChars); }
 
+// The widest of `tokens` as axis labels; past 4096 tokens (a long scene, measured every frame) of 4096 evenly
+// spaced ones.
+float widestLabel(const std::vector<std::string>& tokens) {
+  float widest = 0;
+  const std::size_t step = std::max<std::size_t>(1, tokens.size() / 4096);
+  for (std::size_t t = 0; t < tokens.size(); t += step)
+    widest = std::max(widest, ImGui::CalcTextSize(axisLabel(tokens[t]).c_str()).x);
+  return widest;
+}
+
 // The height key labels need under a map: one line upright, or the longest label (at most kMaxKeyLabelLines
 // lines) turned, when upright labels would have to be thinned more than turned ones.
 constexpr float kMaxKeyLabelLines = 5.0f;
 bool keyLabelsTurned(const std::vector<std::string>& keys, float cell) {
   const float line = ImGui::GetTextLineHeight();
   float widest = 0;
-  for (const std::string& t : keys) widest = std::max(widest, ImGui::CalcTextSize(axisLabel(t).c_str()).x);
+  widest = widestLabel(keys);
   // Turned, a label takes one line of width: turn them when that shows more of them (a smaller stride).
   const float upright_stride = std::ceil((std::min(widest, 8 * line) + 6) / cell);
   const float turned_stride = std::ceil(line / cell);
@@ -48,7 +58,7 @@ float keyLabelHeight(const std::vector<std::string>& keys, bool turned) {
   const float line = ImGui::GetTextLineHeight();
   if (!turned) return 1.2f * line;
   float widest = 0;
-  for (const std::string& t : keys) widest = std::max(widest, ImGui::CalcTextSize(axisLabel(t).c_str()).x);
+  widest = widestLabel(keys);
   return std::min(widest, kMaxKeyLabelLines * line) + 4;
 }
 
@@ -58,7 +68,7 @@ void drawAxisLabels(const std::vector<std::string>& q_tokens, const std::vector<
   const float line = ImGui::GetTextLineHeight();
   const ImU32 text_color = ImGui::GetColorU32(ImGuiCol_Text);
   float key_label_w = 0;
-  for (const std::string& t : k_tokens) key_label_w = std::max(key_label_w, ImGui::CalcTextSize(axisLabel(t).c_str()).x);
+  key_label_w = widestLabel(k_tokens);
   // Query labels (left), right-aligned, every `stride`-th so they do not overlap.
   const int first_row = std::max(0, static_cast<int>(std::floor(cells.row0)));
   const int last_row = std::min(static_cast<int>(q_tokens.size()) - 1, static_cast<int>(std::ceil(cells.row1)) - 1);
@@ -94,7 +104,7 @@ void drawAxisLabels(const std::vector<std::string>& q_tokens, const std::vector<
 
 float queryLabelWidth(const std::vector<std::string>& queries) {
   float widest = 0;
-  for (const std::string& t : queries) widest = std::max(widest, ImGui::CalcTextSize(axisLabel(t).c_str()).x);
+  widest = widestLabel(queries);
   return widest + 6;
 }
 

@@ -13,6 +13,10 @@
 namespace attnscope::app {
 
 void drawDiffPanel(AppState& state, ViewState& view) {
+  if (longScene(state)) {  // the diff subtracts whole maps
+    longSceneNote(state, "The A/B diff");
+    return;
+  }
   if (ImGui::Button(view.diff_pinned ? "Pin again as A" : "Pin as A")) {
     view.diff_a = state.result();
     view.diff_pinned = true;

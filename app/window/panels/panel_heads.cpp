@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "attnscope/compute/tiles.h"
 #include "attnscope/export/colormap.h"
 #include "attnscope/text_bounds.h"
 #include "window/panels/panels.h"
@@ -27,6 +28,7 @@ namespace {
 
 float scaleTop(const AppState& state, const ViewState& view, int head) {
   const std::vector<HeadStats>& stats = state.result().stats;
+  if (stats.size() != state.result().heads.size()) return 1.0f;  // a long scene: no statistics in the window
   switch (view.color_scale) {
     case ColorScale::Fixed:
       return 1.0f;
@@ -98,12 +100,16 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
   // Title: "Head 3", its head-type label, its entropy and the axis hint when the tile is wide enough for them;
   // then the mute toggle.
   char title[96];
-  const HeadStats& stats = state.result().stats[static_cast<std::size_t>(head)];
+  const std::vector<HeadStats>& all_stats = state.result().stats;
+  const float entropy = head < static_cast<int>(all_stats.size()) ? all_stats[static_cast<std::size_t>(head)].entropy : 0;
   const std::vector<HeadTypeScores>& types = headTypes(state, view);
   const char* label =
       head < static_cast<int>(types.size()) ? headTypeText(headTypeLabel(types[static_cast<std::size_t>(head)])) : "";
   const float mute_w = ImGui::CalcTextSize("unmute").x + 2 * ImGui::GetStyle().FramePadding.x;
-  std::snprintf(title, sizeof title, "Head %d %s  entropy %.2f", head + 1, label, stats.entropy);
+  if (all_stats.empty())
+    std::snprintf(title, sizeof title, "Head %d", head + 1);
+  else
+    std::snprintf(title, sizeof title, "Head %d %s  entropy %.2f", head + 1, label, entropy);
   if (ImGui::CalcTextSize(title).x + mute_w + line > p1.x - p0.x)
     std::snprintf(title, sizeof title, "Head %d %s", head + 1, label);
   if (ImGui::CalcTextSize(title).x + mute_w + line > p1.x - p0.x)
@@ -122,8 +128,11 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
     list->AddText(ImVec2(p1.x - ImGui::CalcTextSize(hint).x - line, p0.y), ImGui::GetColorU32(ImGuiCol_TextDisabled),
                   hint);
 
+  // The widest query label (at most 4096 measured, evenly spaced: a long scene would measure 32k every frame).
   float label_w = 0;
-  for (const std::string& t : q_tokens) label_w = std::max(label_w, ImGui::CalcTextSize(axisLabel(t).c_str()).x);
+  const std::size_t label_step = std::max<std::size_t>(1, q_tokens.size() / 4096);
+  for (std::size_t t = 0; t < q_tokens.size(); t += label_step)
+    label_w = std::max(label_w, ImGui::CalcTextSize(axisLabel(q_tokens[t]).c_str()).x);
   label_w = std::min(label_w + 6, (p1.x - p0.x) * 0.3f);
   // Small tiles (many heads) give all their room to the map; the tooltip still names the tokens.
   const bool labels = p1.x - p0.x >= 7 * line && p1.y - p0.y >= 6 * line;
@@ -160,20 +169,22 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
   // Large cells carry their weight as text across the middle of the cell (2.6 lines at least, so the top fifth
   // stays the plain colour, where the GUI tests read it).
   if (cell >= 2.6f * line) {
-    const Matrix& weights = state.result().heads[static_cast<std::size_t>(head)].weights;
-    const MaskMatrix allowed = allowedMask(scene);
+    // The visible cells' weights as an engine tile (a few dozen cells: from the map, or recomputed on a long scene).
+    const int i0 = std::max(0, static_cast<int>(cells.row0)), i1 = std::min(scene.nQ(), static_cast<int>(std::ceil(cells.row1)));
+    const int j0 = std::max(0, static_cast<int>(cells.col0)), j1 = std::min(scene.nK(), static_cast<int>(std::ceil(cells.col1)));
+    const Tile shown = weightTile(scene, state.result(), TileRequest{head, i0, i1, j0, j1});
     const float top = scaleTop(state, view, head);
     list->PushClipRect(m0, m1, true);
-    for (int i = std::max(0, static_cast<int>(cells.row0));
-         i < std::min(scene.nQ(), static_cast<int>(std::ceil(cells.row1))); ++i)
-      for (int j = std::max(0, static_cast<int>(cells.col0));
-           j < std::min(scene.nK(), static_cast<int>(std::ceil(cells.col1))); ++j) {
+    for (int i = i0; i < i1; ++i)
+      for (int j = j0; j < j1; ++j) {
         char text[16];
-        if (allowed(i, j))
-          std::snprintf(text, sizeof text, "%.3f", weights(i, j));
+        const bool allowed = !shown.masked(i - i0, j - j0);
+        const float weight = shown.values(i - i0, j - j0);
+        if (allowed)
+          std::snprintf(text, sizeof text, "%.3f", weight);
         else
           std::snprintf(text, sizeof text, "masked");
-        const Rgb8 c = allowed(i, j) ? colorAt(ColorMap::Viridis, weights(i, j) / top) : kMaskedColor;
+        const Rgb8 c = allowed ? colorAt(ColorMap::Viridis, weight / top) : kMaskedColor;
         const bool dark = 0.299f * c.r + 0.587f * c.g + 0.114f * c.b < 140;
         const ImVec2 size = ImGui::CalcTextSize(text);
         list->AddText(ImVec2(m0.x + (static_cast<float>(j) + 0.5f - cells.col0) * cell - size.x * 0.5f,
@@ -207,6 +218,7 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
       view.zoom = CellView{col - fx * w, row - fy * h, col - fx * w + w, row - fy * h + h};
     }
     const int i = static_cast<int>(std::floor(row)), j = static_cast<int>(std::floor(col));
+    if (zoomable && i >= 0 && i < scene.nQ()) view.profile_query = i;  // the row profile follows the mouse
     // A click (not the end of a pan) picks the cell for the breakdown panel.
     if (out.clicked && io.MouseDragMaxDistanceSqr[ImGuiMouseButton_Left] < 16 && i >= 0 && i < scene.nQ() && j >= 0 &&
         j < scene.nK()) {
@@ -224,7 +236,10 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
       // Heads count from 1, positions from 0 (as the exports' CSV and NPY), always with the token beside them.
       ImGui::Text("query  %s  (position %d)", q_tokens[static_cast<std::size_t>(i)].c_str(), i);
       ImGui::Text("key    %s  (position %d)", k_tokens[static_cast<std::size_t>(j)].c_str(), j);
-      ImGui::Text("weight %.4f", hr.weights(i, j));
+      // The exact weight: from the map, or a 1 x 1 tile recomputed from q_i, k_j and the row statistics.
+      ImGui::Text("weight %.4f", hr.hasMap() ? hr.weights(i, j)
+                                             : weightTile(scene, state.result(), TileRequest{head, i, i + 1, j, j + 1})
+                                                   .values(0, 0));
       if (hr.scores.size() == 0)
         ImGui::TextDisabled("score not kept");
       else if (std::isinf(hr.scores(i, j)))
@@ -243,6 +258,14 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
 constexpr float kMutedEffectLines = 5.0f;
 
 void drawMutedEffect(const AppState& state, ViewState& view, ImVec2 p0, float width) {
+  if (longScene(state)) {  // an output projection of n rows per frame: too slow live at 32k tokens
+    ImGui::SetCursorScreenPos(p0);
+    ImGui::PushTextWrapPos(p0.x + width);
+    ImGui::TextDisabled("Muted heads are dimmed; their ablation effect is not computed live for a long scene "
+                        "(attnscope analyze gives each head's importance).");
+    ImGui::PopTextWrapPos();
+    return;
+  }
   const AblationMode mode = view.mute_mean ? AblationMode::Mean : AblationMode::Zero;
   const AblationResult ab = ablateHeads(state.scene(), state.result(), view.muted_heads, mode);
   ImDrawList* list = ImGui::GetWindowDrawList();
@@ -334,6 +357,13 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
     ImGui::TextColored(ImVec4(1.0f, 0.75f, 0.3f, 1.0f), "updating...");
     probeItem("heads.stale");
   }
+  bool maps_stale = false;
+  const std::string progress = renderer.progress(state, maps_stale);  // a long scene's overviews, as they land
+  if (!progress.empty() || maps_stale) {
+    ImGui::SameLine();
+    ImGui::TextColored(ImVec4(1.0f, 0.75f, 0.3f, 1.0f), "%s", progress.empty() ? "uploading maps..." : progress.c_str());
+    probeItem("heads.overviews");
+  }
   if (view.focus_head >= 0 || view.compare_a >= 0) {
     ImGui::SameLine(ImGui::GetContentRegionAvail().x - ImGui::CalcTextSize("All heads").x);
     if (ImGui::Button("All heads")) view.focus_head = view.compare_a = view.compare_b = -1;
@@ -357,8 +387,14 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
 
   if (single) {
     clampZoom(view.zoom, scene);
-    drawTile(state, view, renderer, view.focus_head, origin, ImVec2(origin.x + area.x, origin.y + area.y), view.zoom,
-             true);
+    // The hovered query row, else the clicked one, feeds the row profile under the map.
+    view.profile_query = view.breakdown_head == view.focus_head ? view.breakdown_query : -1;
+    const float profile_h = rowProfileHeight();
+    drawTile(state, view, renderer, view.focus_head, origin,
+             ImVec2(origin.x + area.x, origin.y + area.y - profile_h), view.zoom, true);
+    // The cells in view, in cells not pixels, for the scripted tests (gui_long_zoom checks them by colour).
+    probeRect("heads.zoom_cells", ImVec2(view.zoom.col0, view.zoom.row0), ImVec2(view.zoom.col1, view.zoom.row1));
+    drawRowProfile(state, view, view.focus_head, ImVec2(origin.x, origin.y + area.y - profile_h + 4), area.x);
   } else if (pair) {
     const float w = (area.x - gap) / 2;
     drawTile(state, view, renderer, view.compare_a, origin, ImVec2(origin.x + w, origin.y + area.y), whole, false);
@@ -430,6 +466,10 @@ std::vector<int> headOrder(const AppState& state, const ViewState& view, Cluster
 }
 
 const std::vector<HeadTypeScores>& headTypes(const AppState& state, ViewState& view) {
+  if (longScene(state)) {  // six streamed passes over n^2 weights: not on the UI thread (attnscope analyze)
+    view.head_types.clear();
+    return view.head_types;
+  }
   if (view.head_types_revision != state.revision() || view.head_types.size() != state.result().heads.size()) {
     view.head_types = allHeadTypeScores(state.scene(), state.result());
     view.head_types_revision = state.revision();

@@ -7,6 +7,7 @@
 #include "attnscope/gpu_backend.h"
 #include "attnscope/scene/presets.h"
 #include "attnscope/scene/scene_edit.h"
+#include "attnscope/compute/tiles.h"
 #include "window/panels/panels.h"
 #include "window/ui_probe.h"
 
@@ -14,7 +15,12 @@ namespace attnscope::app {
 
 namespace {
 
-constexpr int kMaxRandomTokens = 65536;  // random and repeated-token presets; the memory budget may refuse less
+constexpr int kMaxRandomTokens = 65536;
+// Whether the window keeps this random scene's maps (weights and scores, 8 bytes a cell per head, within
+// mapsLimitBytes); past that it holds O(n d) and draws tiles, and the estimate says so.
+bool windowKeepsMaps(const RandomSceneSpec& spec) {
+  return 8.0 * spec.heads * static_cast<double>(spec.n) * spec.n <= static_cast<double>(mapsLimitBytes());
+}  // random and repeated-token presets; the memory budget may refuse less
 
 enum MaskChoice { kNone, kCausal, kKeyPadding, kPainted };
 
@@ -218,7 +224,7 @@ void presetsSection(AppState& state, ViewState& view) {
   if (ImGui::Button("Random scene")) {
     // Refused in one line past the memory budget before anything is made (the window keeps every map).
     state.edit("random scene", [&](Scene& s) {
-      checkRandomSceneBudget(random, true);
+      checkRandomSceneBudget(random, windowKeepsMaps(random));
       s = makeRandomScene(random);
     });
   }
@@ -226,7 +232,7 @@ void presetsSection(AppState& state, ViewState& view) {
   // The estimate before it computes: the scene and its result with every (n, n) map the window keeps.
   if (random.n >= 1 && random.heads >= 1) {
     ImGui::SameLine();
-    ImGui::TextDisabled("est. %.1f MiB", static_cast<double>(estimateRandomScene(random, true).total()) / (1 << 20));
+    ImGui::TextDisabled("est. %.1f MiB", static_cast<double>(estimateRandomScene(random, windowKeepsMaps(random)).total()) / (1 << 20));
     probeItem("model.random.estimate");
   }
   for (const char* field : {"model.random.n", "model.random.heads", "model.random.d_model", "model.random.seed"})

@@ -26,6 +26,10 @@ void drawPitfallsPanel(AppState& state, ViewState& view) {
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
   ImGui::TextWrapped("From: %s", info.source);
   ImGui::PopStyleColor();
+  if (longScene(state)) {  // each pitfall recomputes and draws whole maps
+    longSceneNote(state, "The mistaken maps");
+    return;
+  }
   const PitfallResult r = applyPitfall(state.scene(), state.result(), info.pitfall);
   if (!r.note.empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(0.95f, 0.75f, 0.35f, 1.0f));

@@ -145,6 +145,10 @@ void statsTable(AppState& state, ViewState& view) {
 }  // namespace
 
 void drawSimilarityPanel(AppState& state, ViewState& view) {
+  if (longScene(state)) {  // O(h^2 n^2): minutes at 32k tokens; the CLI streams it
+    longSceneNote(state, "Head similarity, statistics, head types and importance");
+    return;
+  }
   ImGui::RadioButton("cosine", &view.metric, 0);
   ImGui::SameLine();
   ImGui::RadioButton("Jensen-Shannon", &view.metric, 1);

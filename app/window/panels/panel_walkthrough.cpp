@@ -99,6 +99,10 @@ std::optional<SceneInput> sceneInput(const Step& step, const std::string& name) 
 }  // namespace
 
 void drawWalkthroughPanel(AppState& state, ViewState& view) {
+  if (longScene(state)) {  // its steps show whole (n, n) score and weight matrices
+    longSceneNote(state, "The walkthrough");
+    return;
+  }
   if (view.walk_revision != state.revision()) {
     view.walk = buildWalkthrough(state.scene(), state.result());
     view.walk_revision = state.revision();

@@ -299,4 +299,17 @@ void drawDivergingBar(ImDrawList* list, ImVec2 p0, float width, float height, fl
   drawScaleBar(list, p0, width, height, ColorMap::Diverging, -m, m);
 }
 
+bool longScene(const AppState& state) {
+  const Result& r = state.result();
+  return !r.heads.empty() && !r.heads[0].hasMap();
+}
+
+void longSceneNote(const AppState& state, const char* what) {
+  textWrappedAtSpaces(formatted(
+      "%s: not computed in the window for a long scene (its %d x %d maps are past the maps limit, "
+      "ATTNSCOPE_MAPS_LIMIT, and are computed on demand as tiles). Use `attnscope analyze` for the streamed "
+      "statistics and scores, `attnscope export --rows A:B --cols C:D` for any block of weights.",
+      what, state.scene().nQ(), state.scene().nK()));
+}
+
 }  // namespace attnscope::app

@@ -59,6 +59,12 @@ struct ViewState {
   Result diff_a;
   std::shared_ptr<ModelSession> model;  // created by the GPT-2 panel on first draw
   CellView model_zoom;                   // the model's full-size map: the cells in view
+  // The row profile under an enlarged head (panel_row_profile.cpp): the query hovered, else the one clicked.
+  int profile_query = -1;
+  bool profile_log = false;
+  Matrix profile_row;  // (1, n_k) weights of (profile_head, profile_row_query) at profile_revision
+  int profile_head = -1, profile_row_query = -1;
+  unsigned profile_revision = ~0u;
 };
 
 // The head-type scores of the current result (cached in `view` by revision).
@@ -81,6 +87,15 @@ void drawDiffPanel(AppState& state, ViewState& view);       // panel_diff.cpp
 void drawBreakdownPanel(AppState& state, ViewState& view);  // panel_breakdown.cpp
 void drawPitfallsPanel(AppState& state, ViewState& view);   // panel_pitfalls.cpp
 void drawGpt2Panel(AppState& state, ViewState& view);  // panel_gpt2.cpp
+// The row profile of view.profile_query under the enlarged head, rowProfileHeight() tall from p0.
+void drawRowProfile(const AppState& state, ViewState& view, int head, ImVec2 p0, float width);
+float rowProfileHeight();
+
+// A long scene: the result keeps no maps (MapPolicy::Auto past mapsLimitBytes, compute/tiles.h), so weights are
+// read through tiles and whole-map analyses are not run in the window (panel_widgets.cpp).
+bool longScene(const AppState& state);
+// What a panel shows instead of `what` on a long scene: one plain line saying why and what to use instead.
+void longSceneNote(const AppState& state, const char* what);
 
 // Shared widgets (panel_widgets.cpp).
 // Call right after an editing widget: true when this change continues the gesture of the last one (a drag in

@@ -1,0 +1,101 @@
+// The row profile under an enlarged head: one query's weights over every key as a 1-D plot (max per pixel, so a
+// sharp key stays visible among 32k), linear or log, with the top keys listed by token and weight. In a long
+// context the row is what a person can read; it is one engine row (weightRows), O(n_k d) to compute.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+
+#include "attnscope/compute/tiles.h"
+#include "attnscope/export/colormap.h"
+#include "window/panels/panels.h"
+#include "window/ui_probe.h"
+
+namespace attnscope::app {
+
+namespace {
+constexpr int kTopKeys = 8;
+constexpr float kLogFloor = 1e-8f;  // the log plot's bottom: weights below it (and masked keys) sit there
+}  // namespace
+
+float rowProfileHeight() { return ImGui::GetTextLineHeightWithSpacing() * 9.0f; }
+
+void drawRowProfile(const AppState& state, ViewState& view, int head, ImVec2 p0, float width) {
+  const Scene& scene = state.scene();
+  const int query = view.profile_query;
+  ImGui::SetCursorScreenPos(p0);
+  if (query < 0 || query >= scene.nQ()) {
+    ImGui::TextDisabled("Row profile: hover or click a query row of the map to see its weights over every key.");
+    return;
+  }
+  // The row, cached by (head, query, revision): the plot redraws every frame, the row is computed once.
+  if (view.profile_head != head || view.profile_row_query != query || view.profile_revision != state.revision()) {
+    weightRows(scene, state.result(), head, query, query + 1, view.profile_row);  // (1, n_k)
+    view.profile_head = head, view.profile_row_query = query, view.profile_revision = state.revision();
+  }
+  const Matrix& row = view.profile_row;
+  const int n_k = static_cast<int>(row.cols());
+  ImGui::Text("Row profile: head %d, query %d \"%s\" over %d keys", head + 1, query,
+              axisLabel(scene.query_tokens[static_cast<std::size_t>(query)]).c_str(), n_k);
+  ImGui::SameLine();
+  ImGui::Checkbox("log", &view.profile_log);
+  probeItem("profile.log");
+
+  const float line = ImGui::GetTextLineHeightWithSpacing();
+  const float list_w = std::min(width * 0.38f, ImGui::GetFontSize() * 16);
+  const ImVec2 g0(p0.x, p0.y + line * 1.3f);
+  const ImVec2 g1(p0.x + width - list_w - ImGui::GetFontSize(), p0.y + rowProfileHeight() - line * 0.3f);
+  ImDrawList* list = ImGui::GetWindowDrawList();
+  list->AddRectFilled(g0, g1, IM_COL32(30, 30, 34, 255));
+  list->AddRect(g0, g1, IM_COL32(110, 110, 110, 255));
+  probeRect("profile.plot", g0, g1);
+  const float top = std::max(row.maxCoeff(), 1e-12f);
+  const auto height_of = [&](float w) {
+    if (!view.profile_log) return w / top;
+    const float lo = std::log10(kLogFloor), hi = std::log10(std::max(top, kLogFloor * 10));
+    return (std::log10(std::max(w, kLogFloor)) - lo) / (hi - lo);
+  };
+  // One bar per pixel column: the largest weight of the keys it covers.
+  const int pixels = std::max(1, static_cast<int>(g1.x - g0.x) - 2);
+  for (int x = 0; x < pixels; ++x) {
+    const int j0 = static_cast<int>(static_cast<long long>(x) * n_k / pixels);
+    const int j1 = std::max(j0 + 1, static_cast<int>(static_cast<long long>(x + 1) * n_k / pixels));
+    float w = 0;
+    for (int j = j0; j < std::min(j1, n_k); ++j) w = std::max(w, row(0, j));
+    const float h = std::clamp(height_of(w), 0.0f, 1.0f) * (g1.y - g0.y - 2);
+    if (h < 0.5f) continue;
+    const Rgb8 c = colorAt(ColorMap::Viridis, w / top);
+    list->AddRectFilled(ImVec2(g0.x + 1 + static_cast<float>(x), g1.y - 1 - h),
+                        ImVec2(g0.x + 2 + static_cast<float>(x), g1.y - 1), IM_COL32(c.r, c.g, c.b, 255));
+  }
+  char scale[48];
+  std::snprintf(scale, sizeof scale, view.profile_log ? "max %.3g (log, from 1e-8)" : "max %.3g", top);
+  list->AddText(ImVec2(g0.x + 4, g0.y + 2), IM_COL32(220, 220, 220, 255), scale);
+  list->AddText(ImVec2(g0.x + 2, g1.y + 1), ImGui::GetColorU32(ImGuiCol_TextDisabled), "key 0");
+  const std::string last = "key " + std::to_string(n_k - 1);
+  list->AddText(ImVec2(g1.x - ImGui::CalcTextSize(last.c_str()).x, g1.y + 1), ImGui::GetColorU32(ImGuiCol_TextDisabled),
+                last.c_str());
+  if (ImGui::IsMouseHoveringRect(g0, g1)) {
+    const int j = std::clamp(static_cast<int>((ImGui::GetIO().MousePos.x - g0.x) / (g1.x - g0.x) * n_k), 0, n_k - 1);
+    ImGui::SetTooltip("key %d \"%s\"  weight %.4g", j, axisLabel(scene.keyTokens()[static_cast<std::size_t>(j)]).c_str(),
+                      row(0, j));
+  }
+
+  // The top keys, largest first.
+  std::vector<int> order(static_cast<std::size_t>(n_k));
+  std::iota(order.begin(), order.end(), 0);
+  const int k = std::min(kTopKeys, n_k);
+  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int a, int b) { return row(0, a) > row(0, b); });
+  ImGui::SetCursorScreenPos(ImVec2(g1.x + ImGui::GetFontSize(), g0.y));
+  ImGui::BeginGroup();
+  ImGui::TextDisabled("top keys");
+  for (int t = 0; t < k; ++t) {
+    const int j = order[static_cast<std::size_t>(t)];
+    ImGui::Text("%5d %-12s %.4f", j, axisLabel(scene.keyTokens()[static_cast<std::size_t>(j)]).substr(0, 12).c_str(),
+                row(0, j));
+  }
+  ImGui::EndGroup();
+  probeItem("profile.top");
+}
+
+}  // namespace attnscope::app
