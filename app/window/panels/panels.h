@@ -57,7 +57,7 @@ struct ViewState {
   // The diff panel's snapshot A (a copy of the result when pinned).
   bool diff_pinned = false;
   Result diff_a;
-  std::shared_ptr<ModelSession> model;  // created by the GPT-2 panel on first draw
+  std::shared_ptr<ModelSession> model;  // created by the Checkpoint panel on first draw
   CellView model_zoom;                   // the model's full-size map: the cells in view
 };
 
@@ -80,7 +80,7 @@ void drawExportPanel(AppState& state, ViewState& view);
 void drawDiffPanel(AppState& state, ViewState& view);       // panel_diff.cpp
 void drawBreakdownPanel(AppState& state, ViewState& view);  // panel_breakdown.cpp
 void drawPitfallsPanel(AppState& state, ViewState& view);   // panel_pitfalls.cpp
-void drawGpt2Panel(AppState& state, ViewState& view);  // panel_gpt2.cpp
+void drawCheckpointPanel(AppState& state, ViewState& view);  // panel_checkpoint.cpp
 
 // Shared widgets (panel_widgets.cpp).
 // Call right after an editing widget: true when this change continues the gesture of the last one (a drag in
