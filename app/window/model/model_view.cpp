@@ -102,6 +102,7 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
   const bool grouped = kv_heads < c.n_head;
   // Grouped heads: a wider gap between KV groups and between layers, so that each group's frame stands apart.
   const float group_gap = grouped ? std::floor(line * 0.5f) : 0;
+  const float thick = std::max(1.0f, std::floor(line / 14));  // the frame's width: 1 px at scale 1 (line 15-16)
 
   // Opening a layer as the scene: a stepper and a button on one line.
   int layer_shown = s.scene_layer + 1;  // layers counted from 1 in the window
@@ -165,14 +166,19 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
         }
       }
     }
-    // The query heads of one kv head inside one frame, 2 px outside their tiles (none for GPT-2: each head is its
-    // own group). The frame's lines lie in the gaps, so no tile pixel is covered.
+    // The query heads of one kv head inside one frame, `thick` whole pixels wide (2 at ATTNSCOPE_UI_SCALE=2) and
+    // a pixel clear of their tiles (none for GPT-2: each head is its own group). Its lines lie in the gaps, so no
+    // tile pixel is covered.
     if (grouped)
       for (int h = 0; h < c.n_head;) {
         int end = h + 1;
         while (end < c.n_head && kv[static_cast<std::size_t>(end)] == kv[static_cast<std::size_t>(h)]) ++end;
-        const ImVec2 f0(origin.x + column(h) - 2, y - 2), f1(origin.x + column(end - 1) + t + 2, y + t + 2);
-        list->AddRect(f0, f1, kGroupFrame);  // ImGui draws 1-px lines on the pixels just inside f0..f1
+        const float out = 1 + thick;
+        const ImVec2 f0(origin.x + column(h) - out, y - out), f1(origin.x + column(end - 1) + t + out, y + t + out);
+        for (int k = 0; k < static_cast<int>(thick); ++k) {  // ImGui draws a 1-px rect on the pixels just inside
+          const float in = static_cast<float>(k);
+          list->AddRect(ImVec2(f0.x + in, f0.y + in), ImVec2(f1.x - in, f1.y - in), kGroupFrame);
+        }
         probeRect("model.kvframe." + std::to_string(l) + "." + std::to_string(kv[static_cast<std::size_t>(h)]), f0, f1);
         h = end;
       }
