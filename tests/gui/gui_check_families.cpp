@@ -18,7 +18,7 @@ namespace gui {
 namespace {
 
 using Maps = std::vector<std::vector<std::vector<std::vector<double>>>>;  // (layers, heads, n, n)
-const Rgb8 kFrame{230, 160, 60};  // model_view.cpp's kGroupFrame
+const Rgb8 kFrame{230, 160, 60};                                          // model_view.cpp's kGroupFrame
 
 // Cells of `rect_id` (n x n, causal) not in the colour of `w` (isWeightColor: within 1e-5 of the weight, where
 // the engine's maps are within 3.2e-6 of NumPy's, README), or, above the diagonal, not masked.
@@ -29,7 +29,8 @@ int wrongCausalCells(const Checker& c, const std::string& rect_id, const std::ve
       const Rgb8 got = c.cell(rect_id, i, j, n, n);
       const double want = w[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
       if (!(j > i ? got == attnscope::kMaskedColor : isWeightColor(got, want)) && ++wrong <= 2)
-        std::printf("      %s cell (%d,%d): weight %.4f drawn %s\n", rect_id.c_str(), i, j, want, Checker::str(got).c_str());
+        std::printf("      %s cell (%d,%d): weight %.4f drawn %s\n", rect_id.c_str(), i, j, want,
+                    Checker::str(got).c_str());
     }
   return wrong;
 }
@@ -118,7 +119,8 @@ void checkModelLlama(Checker& c, const std::string& dir) {
   c.expect(ck.tokenizer.encode("The cat sat on the mat.") == ids, "the panel's text gives the tokens NumPy ran");
   const int layers = static_cast<int>(maps.size()), heads = static_cast<int>(maps[0].size());
   const int n = static_cast<int>(ids.size()), groups = kv.back() + 1;
-  c.expect(layers == 3 && heads == 8 && groups == 4 && n == 24, "NumPy's maps: 3 layers x 8 heads in 4 KV groups, 24 tokens");
+  c.expect(layers == 3 && heads == 8 && groups == 4 && n == 24,
+           "NumPy's maps: 3 layers x 8 heads in 4 KV groups, 24 tokens");
 
   // Every tile in NumPy's colours (a tile at least n px wide: one pixel per cell or more, none pooled).
   int wrong = 0;
@@ -127,8 +129,10 @@ void checkModelLlama(Checker& c, const std::string& dir) {
       wrong += wrongCausalCells(c, "model.tile." + std::to_string(l) + "." + std::to_string(h),
                                 maps[static_cast<std::size_t>(l)][static_cast<std::size_t>(h)], n);
   const std::vector<float> tile = c.rect("model.tile.0.0");
-  c.expect(tile[2] - tile[0] >= static_cast<float>(n), "tiles of " + std::to_string(static_cast<int>(tile[2] - tile[0])) + " px: no cell pooled");
-  c.expect(wrong == 0, "grid: 24 tiles x 576 cells in colorAt(NumPy's weight) or masked, " + std::to_string(wrong) + " wrong");
+  c.expect(tile[2] - tile[0] >= static_cast<float>(n),
+           "tiles of " + std::to_string(static_cast<int>(tile[2] - tile[0])) + " px: no cell pooled");
+  c.expect(wrong == 0,
+           "grid: 24 tiles x 576 cells in colorAt(NumPy's weight) or masked, " + std::to_string(wrong) + " wrong");
 
   // One frame per layer and KV group around exactly that group's query heads; its 1-px line in the frame colour
   // on all four sides (read at each side's middle); the gap between two groups' frames not in it.
@@ -143,8 +147,10 @@ void checkModelLlama(Checker& c, const std::string& dir) {
       const std::vector<float> f = c.rect(id);
       bool ok = true;
       for (int h = 0; h < heads; ++h)
-        ok = ok && inside(c.rect("model.tile." + std::to_string(l) + "." + std::to_string(h)), f) == (kv[static_cast<std::size_t>(h)] == g);
-      const int x0 = static_cast<int>(f[0]), y0 = static_cast<int>(f[1]), x1 = static_cast<int>(f[2]) - 1, y1 = static_cast<int>(f[3]) - 1;
+        ok = ok && inside(c.rect("model.tile." + std::to_string(l) + "." + std::to_string(h)), f) ==
+                       (kv[static_cast<std::size_t>(h)] == g);
+      const int x0 = static_cast<int>(f[0]), y0 = static_cast<int>(f[1]), x1 = static_cast<int>(f[2]) - 1,
+                y1 = static_cast<int>(f[3]) - 1;
       const int xm = (x0 + x1) / 2, ym = (y0 + y1) / 2;
       ok = ok && c.img.at(x0, ym) == kFrame && c.img.at(x1, ym) == kFrame && c.img.at(xm, y0) == kFrame &&
            c.img.at(xm, y1) == kFrame && !(c.img.at(x1 + 1, ym) == kFrame);
@@ -153,7 +159,8 @@ void checkModelLlama(Checker& c, const std::string& dir) {
                     Checker::str(c.img.at(x1, ym)).c_str(), Checker::str(c.img.at(xm, y0)).c_str(),
                     Checker::str(c.img.at(xm, y1)).c_str());
     }
-  c.expect(bad_frames == 0, "12 KV-group frames drawn around their two query heads, " + std::to_string(bad_frames) + " wrong");
+  c.expect(bad_frames == 0,
+           "12 KV-group frames drawn around their two query heads, " + std::to_string(bad_frames) + " wrong");
   int labelled = 0;
   for (int g = 0; g < groups; ++g) {
     const std::string id = "model.kvlabel." + std::to_string(g);
@@ -164,21 +171,36 @@ void checkModelLlama(Checker& c, const std::string& dir) {
       for (int x = static_cast<int>(r[0]); x < static_cast<int>(r[2]); ++x) lit += c.img.at(x, y) == kFrame;
     labelled += lit > 20;  // "KV n" and its bracket in the frame colour (seen: well over 20 px)
   }
-  c.expect(labelled == groups, "each group labelled with its KV head above the grid (" + std::to_string(labelled) + " of 4)");
+  c.expect(labelled == groups,
+           "each group labelled with its KV head above the grid (" + std::to_string(labelled) + " of 4)");
+
+  // Layer 2, head 4 hovered: a tooltip (layer, head, KV head, query, key, weight: six lines, ~250 x 100 px) opens
+  // 16 to 24 px right of the mouse at its height; every pixel of [mx + 50, mx + 150) x [my + 10, my + 50) lies
+  // under it and changes from the grid and panel behind (seen: 3996 of 4000).
+  const Image hover = loadPng(dir + "/hover.png");
+  const std::vector<float> r = c.rect("model.tile.1.3");
+  const int mx = static_cast<int>((r[0] + r[2]) / 2), my = static_cast<int>((r[1] + r[3]) / 2);
+  int changed = 0;
+  for (int y = my + 10; y < my + 50; ++y)
+    for (int x = mx + 50; x < mx + 150; ++x) changed += !(hover.at(x, y) == c.img.at(x, y));
+  c.expect(changed > 3600, "tooltip drawn next to the mouse (" + std::to_string(changed) + " of 4000 pixels changed)");
 
   // Layer 2, head 3 (kv head 2) clicked: that map alone, every cell in NumPy's colour.
   const Checker focus{loadPng(dir + "/focus.png"), loadLayout(dir + "/layout_focus.json")};
   c.expect(focus.layout.contains("model.map") && !focus.layout.contains("model.tile.0.0"), "one map shown full-size");
   if (focus.layout.contains("model.map"))
-    c.expect(wrongCausalCells(focus, "model.map", maps[1][2], n) == 0, "layer 2, head 3 full-size: every cell in colorAt");
+    c.expect(wrongCausalCells(focus, "model.map", maps[1][2], n) == 0,
+             "layer 2, head 3 full-size: every cell in colorAt");
   // "Open layer as scene" is disabled for a Llama layer: clicking it leaves the map shown, no scene heads replaced.
   const nlohmann::json after = loadLayout(dir + "/layout_after_open.json");
-  c.expect(after.contains("model.map") && !after.contains("head7.map"), "the disabled Open-as-scene button does nothing");
+  c.expect(after.contains("model.map") && !after.contains("head7.map"),
+           "the disabled Open-as-scene button does nothing");
 }
 
 void checkGroupsRope(Checker& c, const std::string& dir) {
   const attnscope::Scene mha = attnscope::loadSceneFile(dir + "/mha.json");
-  c.expect(mha.numHeads() == 4 && !mha.grouped() && !mha.hasMask() && !mha.rope, "the saved scene: 4 heads, each its own K/V, no mask, no RoPE");
+  c.expect(mha.numHeads() == 4 && !mha.grouped() && !mha.hasMask() && !mha.rope,
+           "the saved scene: 4 heads, each its own K/V, no mask, no RoPE");
   const attnscope::Scene gqa = attnscope::loadSceneFile(dir + "/gqa.json");
   c.expect(gqa.numKvHeads() == 2 && gqa.kvOf(0) == 0 && gqa.kvOf(1) == 0 && gqa.kvOf(2) == 1 && gqa.kvOf(3) == 1,
            "after kv heads - -: heads 1-2 read KV head 1, heads 3-4 KV head 2");
@@ -208,9 +230,12 @@ void checkGroupsRope(Checker& c, const std::string& dir) {
     c.expect(turned > 0.01, "head " + std::to_string(h + 1) + "'s map changes with RoPE (largest change " +
                                 std::to_string(turned) + ")");
   }
-  c.expect(wrong_before == 0, "4 heads before: every cell in colorAt(weight), " + std::to_string(wrong_before) + " wrong");
-  c.expect(wrong_gqa == 0, "2 KV heads: every cell in colorAt(weight with the group's K), " + std::to_string(wrong_gqa) + " wrong");
-  c.expect(wrong_rope == 0, "RoPE on: every cell in colorAt(weight with q, k rotated), " + std::to_string(wrong_rope) + " wrong");
+  c.expect(wrong_before == 0,
+           "4 heads before: every cell in colorAt(weight), " + std::to_string(wrong_before) + " wrong");
+  c.expect(wrong_gqa == 0,
+           "2 KV heads: every cell in colorAt(weight with the group's K), " + std::to_string(wrong_gqa) + " wrong");
+  c.expect(wrong_rope == 0,
+           "RoPE on: every cell in colorAt(weight with q, k rotated), " + std::to_string(wrong_rope) + " wrong");
 }
 
 }  // namespace gui

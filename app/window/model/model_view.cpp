@@ -66,7 +66,8 @@ int tokenStrip(const std::vector<std::string>& labels, float x0, float width) {
                         on ? IM_COL32(90, 90, 120, 255) : IM_COL32(45, 45, 55, 255));
     const std::string label = axisLabel(labels[static_cast<std::size_t>(t)]);
     const float tw = ImGui::CalcTextSize(label.c_str()).x;
-    if (tw + 4 <= w) list->AddText(ImVec2(a + (w - tw) * 0.5f, y0 + line * 0.15f), ImGui::GetColorU32(ImGuiCol_Text), label.c_str());
+    if (tw + 4 <= w)
+      list->AddText(ImVec2(a + (w - tw) * 0.5f, y0 + line * 0.15f), ImGui::GetColorU32(ImGuiCol_Text), label.c_str());
   }
   probeRect("model.strip", ImVec2(x0, y0), ImVec2(x0 + width, y0 + h));
   ImGui::Dummy(ImVec2(width, h + 2));
@@ -112,13 +113,16 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
 
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float strip_h = line * 1.3f + 2, header_h = (grouped ? 2 * line + 4 : line) + 2;
-  const float fit = std::min((avail.x - label_w - group_gap * static_cast<float>(kv_heads)) / static_cast<float>(c.n_head),
-                             (avail.y - strip_h - header_h) / static_cast<float>(c.n_layer) - group_gap);
+  const float fit =
+      std::min((avail.x - label_w - group_gap * static_cast<float>(kv_heads)) / static_cast<float>(c.n_head),
+               (avail.y - strip_h - header_h) / static_cast<float>(c.n_layer) - group_gap);
   const int tile = static_cast<int>(std::clamp(std::floor(fit - gap), 4.0f, 256.0f));
   const float step = static_cast<float>(tile) + gap, row_step = step + group_gap;
   s.renderer->syncGrid(f, c.n_layer, c.n_head, s.revision(), tile);
   // Column x of head h (from the grid's left edge) and the grid's width.
-  auto column = [&](int h) { return label_w + static_cast<float>(h) * step + group_gap * static_cast<float>(kv[static_cast<std::size_t>(h)]); };
+  auto column = [&](int h) {
+    return label_w + static_cast<float>(h) * step + group_gap * static_cast<float>(kv[static_cast<std::size_t>(h)]);
+  };
   const float grid_w = column(c.n_head - 1) + step;
 
   const ImVec2 start = ImGui::GetCursorScreenPos();
@@ -140,7 +144,8 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
     list->AddText(ImVec2(header.x + column(h), heads_y), ImGui::GetColorU32(ImGuiCol_TextDisabled),
                   ("H" + std::to_string(h + 1)).c_str());
   ImGui::Dummy(ImVec2(1, header_h));
-  const ImVec2 origin(std::floor(ImGui::GetCursorScreenPos().x), std::floor(ImGui::GetCursorScreenPos().y + group_gap * 0.5f));
+  const ImVec2 origin(std::floor(ImGui::GetCursorScreenPos().x),
+                      std::floor(ImGui::GetCursorScreenPos().y + group_gap * 0.5f));
   const ImVec2 mouse = ImGui::GetIO().MousePos;
   const float t = static_cast<float>(tile), cell = t / static_cast<float>(n);
   for (int l = 0; l < c.n_layer; ++l) {
@@ -151,7 +156,8 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
       s.renderer->drawTile(list, l, h, p0);
       probeRect("model.tile." + std::to_string(l) + "." + std::to_string(h), p0, p1);
       if (token >= 0) {  // the hovered token's row and column, at least a pixel wide
-        const float a = std::floor(static_cast<float>(token) * cell), b = std::max(a + 1, std::floor((token + 1) * cell));
+        const float a = std::floor(static_cast<float>(token) * cell),
+                    b = std::max(a + 1, std::floor((token + 1) * cell));
         list->AddRect(ImVec2(p0.x, p0.y + a), ImVec2(p1.x, p0.y + b), kRowHighlight);
         list->AddRect(ImVec2(p0.x + a, p0.y), ImVec2(p0.x + b, p1.y), kColumnHighlight);
       }
@@ -198,7 +204,8 @@ void focusView(AppState& state, ViewState& view, ModelSession& s) {
   if (s.focus_layer < 0) return;
   const std::vector<int> kv = kvHeadOfEachHead(view);
   if (c.n_kv_head < c.n_head)
-    ImGui::Text("Layer %d, head %d, KV head %d  (wheel: zoom, drag: pan)", l + 1, h + 1, kv[static_cast<std::size_t>(h)] + 1);
+    ImGui::Text("Layer %d, head %d, KV head %d  (wheel: zoom, drag: pan)", l + 1, h + 1,
+                kv[static_cast<std::size_t>(h)] + 1);
   else
     ImGui::Text("Layer %d, head %d  (wheel: zoom, drag: pan)", l + 1, h + 1);
 
@@ -306,8 +313,9 @@ void drawModelView(AppState& state, ViewState& view) {
       ImGui::Text("%s: %d layers x %d heads, %d tokens", familyName(s.checkpoint()->model_type).c_str(), c.n_layer,
                   c.n_head, s.forward().n);
     const char* back = "Scene's heads";
-    ImGui::SameLine(std::max(ImGui::GetCursorPosX(), ImGui::GetWindowContentRegionMax().x - ImGui::CalcTextSize(back).x -
-                                                          2 * ImGui::GetStyle().FramePadding.x));
+    ImGui::SameLine(std::max(
+        ImGui::GetCursorPosX(),
+        ImGui::GetWindowContentRegionMax().x - ImGui::CalcTextSize(back).x - 2 * ImGui::GetStyle().FramePadding.x));
     if (ImGui::Button(back)) s.shown = false;
     probeItem("model.to_scene");
   }
@@ -343,9 +351,9 @@ void openModelLayerAsScene(AppState& state, ViewState& view, int layer) {
   const std::string description = familyName(ck.model_type) + " checkpoint " + ck.dir + ", layer " +
                                   std::to_string(layer + 1) + " of " + std::to_string(s.layout().n_layer) +
                                   " (from 1), text: \"" + text + "\"";
-  state.replaceScene("open " + familyName(ck.model_type) + " layer",
-                     model::layerScene(std::get<model::Gpt2Weights>(ck.weights), s.forward(), layer, s.labels(),
-                                       description));
+  state.replaceScene(
+      "open " + familyName(ck.model_type) + " layer",
+      model::layerScene(std::get<model::Gpt2Weights>(ck.weights), s.forward(), layer, s.labels(), description));
   view.focus_head = -1;
   s.shown = false;
 }
