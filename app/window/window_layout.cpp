@@ -108,7 +108,7 @@ bool tab(const char* label, const std::string& probe) {
 }
 
 // The analysis tabs, in order: the pane is at least as wide as their labels need, so none is shortened.
-const char* const kAnalysisTabs[] = {"Steps", "Similarity", "Diff", "Cell", "Mistakes", "Export", "GPT-2"};
+const char* const kAnalysisTabs[] = {"Steps", "Similarity", "Diff", "Cell", "Mistakes", "Export", "Checkpoint"};
 
 float tabBarWidth(const char* const* labels, int count) {
   const ImGuiStyle& style = ImGui::GetStyle();
@@ -196,7 +196,7 @@ void drawWindowLayout(AppState& state, ViewState& view, HeatmapRenderer& rendere
     if (tab(kAnalysisTabs[3], "tab.breakdown")) drawBreakdownPanel(state, view), ImGui::EndTabItem();
     if (tab(kAnalysisTabs[4], "tab.pitfalls")) drawPitfallsPanel(state, view), ImGui::EndTabItem();
     if (tab(kAnalysisTabs[5], "tab.export")) drawExportPanel(state, view), ImGui::EndTabItem();
-    if (tab(kAnalysisTabs[6], "tab.gpt2")) drawGpt2Panel(state, view), ImGui::EndTabItem();
+    if (tab(kAnalysisTabs[6], "tab.checkpoint")) drawCheckpointPanel(state, view), ImGui::EndTabItem();
     ImGui::EndTabBar();
   }
   probePaneFits("pane.analysis");

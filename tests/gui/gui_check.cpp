@@ -405,6 +405,10 @@ int main(int argc, char** argv) {
                "the new scene's 8 heads, its result landed");
     } else if (test == "model_grid") {
       checkModelGrid(c, dir);
+    } else if (test == "model_llama") {
+      checkModelLlama(c, dir);
+    } else if (test == "groups_rope") {
+      checkGroupsRope(c, dir);
     } else if (test == "panels") {
       checkPanels(c, dir);
     } else if (test == "long_zoom") {

@@ -60,7 +60,7 @@ void checkModelGrid(Checker& c, const std::string& dir) {
   c.expect(wrong == 0, "grid: 144 x 121 cells in colorAt(NumPy's weight) or masked, " + std::to_string(wrong) +
                            " wrong");
   const std::vector<float> first = c.rect("model.tile.0.0"), last = c.rect("model.tile.11.11");
-  const std::vector<float> tab = c.rect("tab.gpt2");
+  const std::vector<float> tab = c.rect("tab.checkpoint");
   c.expect(first[0] > 0.2f * static_cast<float>(c.img.w) && last[2] < tab[0],
            "the grid lies in the centre pane, left of the analysis tabs");
 

@@ -50,7 +50,7 @@ void checkPanels(Checker& c, const std::string& dir) {
       {"model", "model.preset.random"}, {"inputs", "inputs.query.0.0"}, {"projections", "proj.head"},
       {"steps", "walk.next"},           {"similarity", "similarity.map"}, {"diff", "diff0.map"},
       {"cell", "breakdown.weight"},     {"mistakes", "pitfall.weights0"}, {"export", "export.button"},
-      {"", "gpt2.run"}};
+      {"", "checkpoint.run"}};
   for (const auto& [name, probe] : tabs) {
     const std::string file = *name ? name : "window";
     Checker shot{loadPng(dir + "/" + file + ".png"), loadLayout(dir + "/layout" + (*name ? "_" + file : "") + ".json")};

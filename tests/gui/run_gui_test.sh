@@ -40,6 +40,12 @@ if [[ "$script" == model_grid ]]; then
   /usr/bin/python3 "$scripts/../../model/gpt2_reference.py" "$out/ckpt" --dtype F16 --layers 12 --heads 12 --embd 48 \
     --token-strings '["hello", "\u0120t", "he", "r", "e", "\u0120", "c", "a", "t", "s", "!"]'
 fi
+# A Llama checkpoint with grouped-query heads (3 layers x 8 query heads, 2 per KV head) and NumPy's maps of the
+# Checkpoint panel's default text, which the script runs.
+if [[ "$script" == model_llama ]]; then
+  /usr/bin/python3 "$scripts/../../model/llama_reference.py" "$out/ckpt" --family llama --layers 3 --heads 8 \
+    --kv-heads 4 --hidden 64 --text "The cat sat on the mat."
+fi
 sed -e "s|@OUT@|$out|g" -e "s|@CKPT@|$out/ckpt|g" "$scripts/$script.txt" >"$out/script.txt"
 # Mesa's software renderer (llvmpipe) under Xvfb; no terminal or display needed beyond this one.
 env ${scale:+ATTNSCOPE_UI_SCALE=$scale} DISPLAY=":$display" LIBGL_ALWAYS_SOFTWARE=1 timeout 120 "$app" --backend "$backend" \

@@ -133,6 +133,28 @@ std::string sharded() {
   return dir;
 }
 
+// The window's progress bar and Cancel: modelForward calls progress after each layer (1, then 2 of 2), and a
+// false from it stops the forward with ForwardCancelled.
+TEST(LlamaModelProgress, EachLayerThenCancel) {
+  const model::Model m = model::loadModel(shardedOriginal());
+  const std::vector<int> ids = m.tokenizer.encode("hi there");
+  std::vector<int> seen;
+  model::ForwardOptions options;
+  options.progress = [&seen](int done) {
+    seen.push_back(done);
+    return true;
+  };
+  EXPECT_EQ(model::modelForward(m, ids, options).n, static_cast<int>(ids.size()));
+  EXPECT_EQ(seen, (std::vector<int>{1, 2}));
+  seen.clear();
+  options.progress = [&seen](int done) {
+    seen.push_back(done);
+    return false;
+  };
+  EXPECT_THROW(model::modelForward(m, ids, options), model::ForwardCancelled);
+  EXPECT_EQ(seen, (std::vector<int>{1}));
+}
+
 TEST(LlamaModelHostile, ShardMissing) {
   const std::string dir = sharded();
   fs::remove(dir + "/model-00002-of-00002.safetensors");

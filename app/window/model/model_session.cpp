@@ -1,7 +1,9 @@
 // The checkpoint and its forward, off the UI thread.
 #include "window/model/model_session.h"
 
+#include <algorithm>
 #include <exception>
+#include <variant>
 
 #include "attnscope/error.h"
 #include "window/model/model_grid_renderer.h"
@@ -21,16 +23,18 @@ ModelSession::Reply ModelSession::work(const Request& request, Progress& progres
   try {
     reply.checkpoint = request.checkpoint;
     if (!reply.checkpoint)
-      reply.checkpoint = std::make_shared<const model::Checkpoint>(model::loadCheckpoint(request.dir));
-    const std::vector<int> ids = reply.checkpoint->tokenizer.encode(request.text);
+      reply.checkpoint = std::make_shared<const model::Model>(model::loadModel(request.dir));
+    // BOS as the tokenizer adds it (Llama's does); refused beyond the positions the model has.
+    const std::vector<int> ids = reply.checkpoint->tokenizer.encodeAtMost(
+        request.text, static_cast<std::size_t>(reply.checkpoint->maxTokens()));
     if (ids.empty()) throw InputError("text", "at least one token", "an empty text");
-    progress.layers_total = reply.checkpoint->weights.config.n_layer;
+    progress.layers_total = reply.checkpoint->layout().n_layer;
     model::ForwardOptions options;
     options.progress = [&progress](int done) {
       progress.layers_done = done;
       return !progress.cancel.load();
     };
-    reply.forward = model::gpt2Forward(reply.checkpoint->weights, ids, options);
+    reply.forward = model::modelForward(*reply.checkpoint, ids, options);
     for (int id : ids) reply.labels.push_back(reply.checkpoint->tokenizer.label(id));
   } catch (const model::ForwardCancelled&) {
     reply.cancelled = true;
@@ -43,8 +47,8 @@ ModelSession::Reply ModelSession::work(const Request& request, Progress& progres
 
 void ModelSession::start() {
   if (dir.empty()) {
-    error = "checkpoint folder: type the folder's path first (config.json, model.safetensors, vocab.json, "
-            "merges.txt)";
+    error = "checkpoint folder: type the folder's path first (config.json, model.safetensors, and vocab.json + "
+            "merges.txt or tokenizer.json)";
     cancelled = false;
     return;
   }
@@ -55,11 +59,28 @@ void ModelSession::start() {
   }
   progress_->cancel = false;
   progress_->layers_done = 0;
-  progress_->layers_total = checkpoint_ && checkpoint_->dir == dir ? checkpoint_->weights.config.n_layer : 0;
+  progress_->layers_total = checkpoint_ && checkpoint_->dir == dir ? checkpoint_->layout().n_layer : 0;
   error.clear();
   cancelled = false;
   worker_->request(Request{dir, text, checkpoint_ && checkpoint_->dir == dir ? checkpoint_ : nullptr});
   running_ = true;
+}
+
+int ModelSession::windowOf(int layer) const {
+  if (const auto* w = std::get_if<model::LlamaWeights>(&checkpoint_->weights))
+    return w->config.window[static_cast<std::size_t>(layer)];
+  return 0;
+}
+
+std::string ModelSession::describe() const {
+  const model::HeadLayout l = checkpoint_->layout();
+  int head_dim = 0;
+  if (const auto* g = std::get_if<model::Gpt2Weights>(&checkpoint_->weights))
+    head_dim = g->config.n_embd / g->config.n_head;
+  else
+    head_dim = std::get<model::LlamaWeights>(checkpoint_->weights).config.head_dim;
+  return std::to_string(l.n_layer) + " layers x " + std::to_string(l.n_head) + " heads, " +
+         std::to_string(l.n_kv_head) + " KV heads, head_dim " + std::to_string(head_dim);
 }
 
 void ModelSession::cancel() { progress_->cancel = true; }
@@ -79,7 +100,7 @@ bool ModelSession::poll() {
   labels_ = std::move(r.labels);
   ran_text_ = std::move(r.text);
   focus_layer = focus_head = -1;
-  scene_layer = std::min(scene_layer, checkpoint_->weights.config.n_layer - 1);
+  scene_layer = std::min(scene_layer, checkpoint_->layout().n_layer - 1);
   shown = true;  // a new forward goes to the centre
   ++revision_;
   return true;

@@ -1,6 +1,6 @@
-// The checkpoint the window shows in its centre pane: the folder and text typed in the GPT-2 tab, and the
-// forward over them, run off the UI thread (loading and the forward of GPT-2 small take seconds) with its
-// progress per layer and a cancel. The UI thread calls poll() once a frame; it never waits for the forward.
+// The checkpoint the window shows in its centre pane (any family model::loadModel reads: GPT-2, Llama, Mistral,
+// Qwen2, Qwen3): the folder and text typed in the Checkpoint tab, and the forward over them, run off the UI thread
+// (loading and the forward of GPT-2 small take seconds) with its progress per layer and a cancel. The UI thread calls poll() once a frame; it never waits for the forward.
 #pragma once
 
 #include <atomic>
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "attnscope/model/gpt2.h"
+#include "attnscope/model/model.h"
 #include "window/latest_worker.h"
 
 namespace attnscope::app {
@@ -35,7 +35,14 @@ class ModelSession {
 
   // The last forward that finished (n == 0: none yet), on `ran_text`, with its checkpoint and token labels.
   const model::ForwardResult& forward() const { return forward_; }
-  const model::Checkpoint* checkpoint() const { return checkpoint_.get(); }
+  const model::Model* checkpoint() const { return checkpoint_.get(); }
+  // The checkpoint's layers x heads and each head's kv head (call only with a checkpoint).
+  const model::HeadLayout& layout() const { return forward_.layout; }
+  int numLayers() const { return checkpoint_->layout().n_layer; }
+  // Per layer, the keys a query sees: 0 = every earlier key, W = the last W (a sliding window; GPT-2: 0).
+  int windowOf(int layer) const;
+  // The checkpoint's shapes in words: "2 layers x 4 heads, 2 KV heads, head_dim 8".
+  std::string describe() const;
   const std::vector<std::string>& labels() const { return labels_; }
   const std::string& ranText() const { return ran_text_; }
   unsigned revision() const { return revision_; }  // bumped when a forward lands
@@ -56,10 +63,10 @@ class ModelSession {
   };
   struct Request {
     std::string dir, text;
-    std::shared_ptr<const model::Checkpoint> checkpoint;  // the folder's, when already loaded
+    std::shared_ptr<const model::Model> checkpoint;  // the folder's, when already loaded
   };
   struct Reply {
-    std::shared_ptr<const model::Checkpoint> checkpoint;
+    std::shared_ptr<const model::Model> checkpoint;
     model::ForwardResult forward;
     std::vector<std::string> labels;
     std::string text, error;
@@ -70,7 +77,7 @@ class ModelSession {
   std::shared_ptr<Progress> progress_;  // shared with the worker's thread; outlives worker_
   std::unique_ptr<LatestWorker<Request, Reply>> worker_;
   bool running_ = false;
-  std::shared_ptr<const model::Checkpoint> checkpoint_;
+  std::shared_ptr<const model::Model> checkpoint_;
   model::ForwardResult forward_;
   std::vector<std::string> labels_;
   std::string ran_text_;

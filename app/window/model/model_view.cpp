@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <variant>
 
 #include "attnscope/compute/tiles.h"
 #include "window/model/model_grid_renderer.h"
@@ -21,20 +22,25 @@ namespace {
 constexpr ImU32 kRowHighlight = IM_COL32(255, 60, 60, 255);
 constexpr ImU32 kColumnHighlight = IM_COL32(255, 255, 255, 255);
 
-const char* kWhat = "GPT-2";
+// KV-group frames (and their "KV n" labels) in a colour no viridis entry has.
+constexpr ImU32 kGroupFrame = IM_COL32(230, 160, 60, 255);
 
-// A cell's tooltip: layer and head from 1, the kv head where heads share one, positions from 0 with their tokens.
+// A cell's tooltip: layer and head from 1, the kv head where heads share one (from 1, as the heads panel's
+// "KV n"), positions from 0 with their tokens.
 void cellTooltip(const ModelSession& s, const std::vector<int>& kv, int layer, int head, int i, int j, int pooled) {
-  const int n_head = s.checkpoint()->weights.config.n_head;
+  const int n_head = s.layout().n_head;
   const std::vector<std::string>& labels = s.labels();
   ImGui::BeginTooltip();
   ImGui::Text("Layer %d, head %d", layer + 1, head + 1);
-  const bool grouped = std::count(kv.begin(), kv.end(), kv[static_cast<std::size_t>(head)]) > 1;
-  if (grouped) ImGui::Text("kv head %d (shared)", kv[static_cast<std::size_t>(head)] + 1);
+  const int group = static_cast<int>(std::count(kv.begin(), kv.end(), kv[static_cast<std::size_t>(head)]));
+  if (group > 1) ImGui::Text("KV head %d (shared by %d query heads)", kv[static_cast<std::size_t>(head)] + 1, group);
   ImGui::Text("query  %s  (position %d)", labels[static_cast<std::size_t>(i)].c_str(), i);
   ImGui::Text("key    %s  (position %d)", labels[static_cast<std::size_t>(j)].c_str(), j);
+  const int window = s.windowOf(layer);
   if (j > i)
     ImGui::TextUnformatted("masked (causal: a later token)");
+  else if (window > 0 && j <= i - window)
+    ImGui::Text("masked (sliding window: the last %d keys)", window);
   else
     ImGui::Text("weight %.4f", s.forward().map(layer, head, n_head)(i, j));
   if (pooled > 1) ImGui::TextDisabled("each pixel shows the largest of ~%d x %d cells", pooled, pooled);
@@ -60,7 +66,8 @@ int tokenStrip(const std::vector<std::string>& labels, float x0, float width) {
                         on ? IM_COL32(90, 90, 120, 255) : IM_COL32(45, 45, 55, 255));
     const std::string label = axisLabel(labels[static_cast<std::size_t>(t)]);
     const float tw = ImGui::CalcTextSize(label.c_str()).x;
-    if (tw + 4 <= w) list->AddText(ImVec2(a + (w - tw) * 0.5f, y0 + line * 0.15f), ImGui::GetColorU32(ImGuiCol_Text), label.c_str());
+    if (tw + 4 <= w)
+      list->AddText(ImVec2(a + (w - tw) * 0.5f, y0 + line * 0.15f), ImGui::GetColorU32(ImGuiCol_Text), label.c_str());
   }
   probeRect("model.strip", ImVec2(x0, y0), ImVec2(x0 + width, y0 + h));
   ImGui::Dummy(ImVec2(width, h + 2));
@@ -73,49 +80,84 @@ int tokenStrip(const std::vector<std::string>& labels, float x0, float width) {
   return hovered;
 }
 
+// "Open as scene" for layer `layer` (from 0): a button, or, where the family's layers cannot yet become scenes,
+// the button disabled with the reason on hover.
+void openLayerButton(AppState& state, ViewState& view, const std::string& label, int layer, const char* probe) {
+  const std::string why_not = layerSceneUnavailable(*view.model);
+  ImGui::BeginDisabled(!why_not.empty());
+  if (ImGui::Button(label.c_str())) openModelLayerAsScene(state, view, layer);
+  ImGui::EndDisabled();
+  probeItem(probe);
+  if (!why_not.empty() && ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+    ImGui::SetTooltip("%s", why_not.c_str());
+}
+
 void gridView(AppState& state, ViewState& view, ModelSession& s) {
-  const model::Gpt2Config& c = s.checkpoint()->weights.config;
+  const model::HeadLayout& c = s.layout();
   const model::ForwardResult& f = s.forward();
   const int n = f.n;
   const float line = ImGui::GetTextLineHeight();
   const float label_w = std::floor(ImGui::CalcTextSize("L00").x + line * 0.5f), gap = 2;  // whole pixels
+  const std::vector<int> kv = kvHeadOfEachHead(view);
+  const int kv_heads = kv.empty() ? 0 : kv.back() + 1;
+  const bool grouped = kv_heads < c.n_head;
+  // Grouped heads: a wider gap between KV groups and between layers, so that each group's frame stands apart.
+  const float group_gap = grouped ? std::floor(line * 0.5f) : 0;
+  const float thick = std::max(1.0f, std::floor(line / 14));  // the frame's width: 1 px at scale 1 (line 15-16)
 
   // Opening a layer as the scene: a stepper and a button on one line.
   int layer_shown = s.scene_layer + 1;  // layers counted from 1 in the window
   if (stepperInt("layer", "model.layer", layer_shown, 1, c.n_layer)) s.scene_layer = layer_shown - 1;
   ImGui::SameLine();
-  if (ImGui::Button("Open as scene")) openModelLayerAsScene(state, view, s.scene_layer);
-  probeItem("model.open_layer");
+  openLayerButton(state, view, "Open as scene", s.scene_layer, "model.open_layer");
 
   const ImVec2 avail = ImGui::GetContentRegionAvail();
-  const float strip_h = line * 1.3f + 2, header_h = line + 2;
-  const float fit = std::min((avail.x - label_w) / static_cast<float>(c.n_head),
-                             (avail.y - strip_h - header_h) / static_cast<float>(c.n_layer));
+  const float strip_h = line * 1.3f + 2, header_h = (grouped ? 2 * line + 4 : line) + 2;
+  const float fit =
+      std::min((avail.x - label_w - group_gap * static_cast<float>(kv_heads)) / static_cast<float>(c.n_head),
+               (avail.y - strip_h - header_h) / static_cast<float>(c.n_layer) - group_gap);
   const int tile = static_cast<int>(std::clamp(std::floor(fit - gap), 4.0f, 256.0f));
-  const float step = static_cast<float>(tile) + gap;
+  const float step = static_cast<float>(tile) + gap, row_step = step + group_gap;
   s.renderer->syncGrid(f, c.n_layer, c.n_head, s.revision(), tile);
+  // Column x of head h (from the grid's left edge) and the grid's width.
+  auto column = [&](int h) {
+    return label_w + static_cast<float>(h) * step + group_gap * static_cast<float>(kv[static_cast<std::size_t>(h)]);
+  };
+  const float grid_w = column(c.n_head - 1) + step;
 
   const ImVec2 start = ImGui::GetCursorScreenPos();
-  const int token = tokenStrip(s.labels(), start.x + label_w, step * static_cast<float>(c.n_head) - gap);
+  const int token = tokenStrip(s.labels(), start.x + label_w, grid_w - label_w - gap);
   ImDrawList* list = ImGui::GetWindowDrawList();
   const ImVec2 header = ImGui::GetCursorScreenPos();
+  if (grouped)  // "KV n" above each group's heads, on a bracket the width of the group
+    for (int g = 0; g < kv_heads; ++g) {
+      const int first = static_cast<int>(std::find(kv.begin(), kv.end(), g) - kv.begin());
+      const int last = static_cast<int>(kv.rend() - std::find(kv.rbegin(), kv.rend(), g)) - 1;
+      const float x0 = header.x + column(first), x1 = header.x + column(last) + static_cast<float>(tile);
+      const std::string label = "KV " + std::to_string(g + 1);
+      list->AddText(ImVec2(x0, header.y), kGroupFrame, label.c_str());
+      list->AddLine(ImVec2(x0, header.y + line + 1), ImVec2(x1, header.y + line + 1), kGroupFrame);
+      probeRect("model.kvlabel." + std::to_string(g), ImVec2(x0, header.y), ImVec2(x1, header.y + line + 2));
+    }
+  const float heads_y = header.y + (grouped ? line + 4 : 0);
   for (int h = 0; h < c.n_head; ++h)
-    list->AddText(ImVec2(header.x + label_w + static_cast<float>(h) * step, header.y),
-                  ImGui::GetColorU32(ImGuiCol_TextDisabled), ("H" + std::to_string(h + 1)).c_str());
+    list->AddText(ImVec2(header.x + column(h), heads_y), ImGui::GetColorU32(ImGuiCol_TextDisabled),
+                  ("H" + std::to_string(h + 1)).c_str());
   ImGui::Dummy(ImVec2(1, header_h));
-  const ImVec2 origin(std::floor(ImGui::GetCursorScreenPos().x), std::floor(ImGui::GetCursorScreenPos().y));
-  const std::vector<int> kv = kvHeadOfEachHead(view);
+  const ImVec2 origin(std::floor(ImGui::GetCursorScreenPos().x),
+                      std::floor(ImGui::GetCursorScreenPos().y + group_gap * 0.5f));
   const ImVec2 mouse = ImGui::GetIO().MousePos;
   const float t = static_cast<float>(tile), cell = t / static_cast<float>(n);
   for (int l = 0; l < c.n_layer; ++l) {
-    const float y = origin.y + static_cast<float>(l) * step;
+    const float y = origin.y + static_cast<float>(l) * row_step;
     list->AddText(ImVec2(origin.x, y), ImGui::GetColorU32(ImGuiCol_Text), ("L" + std::to_string(l + 1)).c_str());
     for (int h = 0; h < c.n_head; ++h) {
-      const ImVec2 p0(origin.x + label_w + static_cast<float>(h) * step, y), p1(p0.x + t, p0.y + t);
+      const ImVec2 p0(origin.x + column(h), y), p1(p0.x + t, p0.y + t);
       s.renderer->drawTile(list, l, h, p0);
       probeRect("model.tile." + std::to_string(l) + "." + std::to_string(h), p0, p1);
       if (token >= 0) {  // the hovered token's row and column, at least a pixel wide
-        const float a = std::floor(static_cast<float>(token) * cell), b = std::max(a + 1, std::floor((token + 1) * cell));
+        const float a = std::floor(static_cast<float>(token) * cell),
+                    b = std::max(a + 1, std::floor((token + 1) * cell));
         list->AddRect(ImVec2(p0.x, p0.y + a), ImVec2(p1.x, p0.y + b), kRowHighlight);
         list->AddRect(ImVec2(p0.x + a, p0.y), ImVec2(p0.x + b, p1.y), kColumnHighlight);
       }
@@ -130,32 +172,42 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
         }
       }
     }
-    // Heads sharing a kv head framed together (none for GPT-2: each head is its own group).
-    for (int h = 0; h < c.n_head;) {
-      int end = h + 1;
-      while (end < c.n_head && kv[static_cast<std::size_t>(end)] == kv[static_cast<std::size_t>(h)]) ++end;
-      if (end - h > 1)
-        list->AddRect(ImVec2(origin.x + label_w + static_cast<float>(h) * step - gap, y - gap),
-                      ImVec2(origin.x + label_w + static_cast<float>(end) * step - 1, y + t + gap),
-                      IM_COL32(230, 160, 60, 255));
-      h = end;
-    }
+    // The query heads of one kv head inside one frame, `thick` whole pixels wide (2 at ATTNSCOPE_UI_SCALE=2) and
+    // a pixel clear of their tiles (none for GPT-2: each head is its own group). Its lines lie in the gaps, so no
+    // tile pixel is covered.
+    if (grouped)
+      for (int h = 0; h < c.n_head;) {
+        int end = h + 1;
+        while (end < c.n_head && kv[static_cast<std::size_t>(end)] == kv[static_cast<std::size_t>(h)]) ++end;
+        const float out = 1 + thick;
+        const ImVec2 f0(origin.x + column(h) - out, y - out), f1(origin.x + column(end - 1) + t + out, y + t + out);
+        for (int k = 0; k < static_cast<int>(thick); ++k) {  // ImGui draws a 1-px rect on the pixels just inside
+          const float in = static_cast<float>(k);
+          list->AddRect(ImVec2(f0.x + in, f0.y + in), ImVec2(f1.x - in, f1.y - in), kGroupFrame);
+        }
+        probeRect("model.kvframe." + std::to_string(l) + "." + std::to_string(kv[static_cast<std::size_t>(h)]), f0, f1);
+        h = end;
+      }
   }
-  probeRect("model.grid", origin, ImVec2(origin.x + label_w + step * static_cast<float>(c.n_head),
-                                         origin.y + step * static_cast<float>(c.n_layer)));
-  ImGui::Dummy(ImVec2(label_w + step * static_cast<float>(c.n_head), step * static_cast<float>(c.n_layer)));
+  const float grid_h = row_step * static_cast<float>(c.n_layer);
+  probeRect("model.grid", origin, ImVec2(origin.x + grid_w, origin.y + grid_h));
+  ImGui::Dummy(ImVec2(grid_w, grid_h));
 }
 
 void focusView(AppState& state, ViewState& view, ModelSession& s) {
-  const model::Gpt2Config& c = s.checkpoint()->weights.config;
+  const model::HeadLayout& c = s.layout();
   const int n = s.forward().n, l = s.focus_layer, h = s.focus_head;
   if (ImGui::Button("Back to the grid")) s.focus_layer = s.focus_head = -1;
   probeItem("model.back_to_grid");
   ImGui::SameLine();
-  if (ImGui::Button(("Open layer " + std::to_string(l + 1) + " as scene").c_str())) openModelLayerAsScene(state, view, l);
-  probeItem("model.focus.open_layer");
+  openLayerButton(state, view, "Open layer " + std::to_string(l + 1) + " as scene", l, "model.focus.open_layer");
   if (s.focus_layer < 0) return;
-  ImGui::Text("Layer %d, head %d  (wheel: zoom, drag: pan)", l + 1, h + 1);
+  const std::vector<int> kv = kvHeadOfEachHead(view);
+  if (c.n_kv_head < c.n_head)
+    ImGui::Text("Layer %d, head %d, KV head %d  (wheel: zoom, drag: pan)", l + 1, h + 1,
+                kv[static_cast<std::size_t>(h)] + 1);
+  else
+    ImGui::Text("Layer %d, head %d  (wheel: zoom, drag: pan)", l + 1, h + 1);
 
   const std::vector<std::string>& labels = s.labels();
   CellView& z = view.model_zoom;
@@ -196,7 +248,7 @@ void focusView(AppState& state, ViewState& view, ModelSession& s) {
     if (i >= 0 && i < n && j >= 0 && j < n) {
       const ImVec2 q0(m0.x + (static_cast<float>(j) - z.col0) * cell, m0.y + (static_cast<float>(i) - z.row0) * cell);
       list->AddRect(q0, ImVec2(q0.x + cell, q0.y + cell), IM_COL32_WHITE, 0, 0, 2.0f);
-      cellTooltip(s, kvHeadOfEachHead(view), l, h, i, j, 1);
+      cellTooltip(s, kv, l, h, i, j, 1);
     }
   }
 }
@@ -208,11 +260,29 @@ bool modelShown(const ViewState& view) {
 }
 
 std::vector<int> kvHeadOfEachHead(const ViewState& view) {
-  // Hook for grouped-query checkpoints: when the engine reads kv heads, head h's group comes from the config.
-  const int heads = view.model && view.model->checkpoint() ? view.model->checkpoint()->weights.config.n_head : 0;
-  std::vector<int> kv(static_cast<std::size_t>(heads));
-  for (int h = 0; h < heads; ++h) kv[static_cast<std::size_t>(h)] = h;
+  if (!view.model || view.model->forward().n == 0) return {};
+  const model::HeadLayout& layout = view.model->layout();
+  std::vector<int> kv(static_cast<std::size_t>(layout.n_head));
+  for (int h = 0; h < layout.n_head; ++h) kv[static_cast<std::size_t>(h)] = layout.kvHead(h);
   return kv;
+}
+
+std::string layerSceneUnavailable(const ModelSession& s) {
+  // The one place that decides: when the engine builds scenes from Llama-family layers (RoPE and shared K/V in
+  // the scene), return "" for them too and let openModelLayerAsScene build theirs.
+  if (s.checkpoint() && !s.checkpoint()->isGpt2())
+    return "A " + familyName(s.checkpoint()->model_type) +
+           " layer cannot open as a scene yet: only GPT-2 layers become scenes in this version.";
+  return "";
+}
+
+std::string familyName(const std::string& model_type) {
+  if (model_type == "gpt2") return "GPT-2";
+  if (model_type == "llama") return "Llama";
+  if (model_type == "mistral") return "Mistral";
+  if (model_type == "qwen2") return "Qwen2";
+  if (model_type == "qwen3") return "Qwen3";
+  return model_type;
 }
 
 void drawModelProgress(ViewState& view, const char* probe) {
@@ -234,12 +304,18 @@ void drawModelProgress(ViewState& view, const char* probe) {
 void drawModelView(AppState& state, ViewState& view) {
   ModelSession& s = *view.model;
   if (s.forward().n > 0) {
-    const model::Gpt2Config& c = s.checkpoint()->weights.config;
+    const model::HeadLayout& c = s.layout();
     ImGui::AlignTextToFramePadding();
-    ImGui::Text("%s: %d layers x %d heads, %d tokens", kWhat, c.n_layer, c.n_head, s.forward().n);
+    if (c.n_kv_head < c.n_head)
+      ImGui::Text("%s: %d layers x %d heads in %d KV groups, %d tokens", familyName(s.checkpoint()->model_type).c_str(),
+                  c.n_layer, c.n_head, c.n_kv_head, s.forward().n);
+    else
+      ImGui::Text("%s: %d layers x %d heads, %d tokens", familyName(s.checkpoint()->model_type).c_str(), c.n_layer,
+                  c.n_head, s.forward().n);
     const char* back = "Scene's heads";
-    ImGui::SameLine(std::max(ImGui::GetCursorPosX(), ImGui::GetWindowContentRegionMax().x - ImGui::CalcTextSize(back).x -
-                                                          2 * ImGui::GetStyle().FramePadding.x));
+    ImGui::SameLine(std::max(
+        ImGui::GetCursorPosX(),
+        ImGui::GetWindowContentRegionMax().x - ImGui::CalcTextSize(back).x - 2 * ImGui::GetStyle().FramePadding.x));
     if (ImGui::Button(back)) s.shown = false;
     probeItem("model.to_scene");
   }
@@ -260,22 +336,24 @@ void drawModelView(AppState& state, ViewState& view) {
 
 void drawBackToModel(ViewState& view) {
   if (!view.model || view.model->forward().n == 0) return;
-  const model::Gpt2Config& c = view.model->checkpoint()->weights.config;
-  const std::string label = "Back to the model (" + std::string(kWhat) + ", " + std::to_string(c.n_layer) + " x " +
-                            std::to_string(c.n_head) + " heads)";
+  const model::HeadLayout& c = view.model->layout();
+  const std::string label = "Back to the model (" + familyName(view.model->checkpoint()->model_type) + ", " +
+                            std::to_string(c.n_layer) + " x " + std::to_string(c.n_head) + " heads)";
   if (ImGui::Button(label.c_str())) view.model->shown = true;
   probeItem("model.back");
 }
 
 void openModelLayerAsScene(AppState& state, ViewState& view, int layer) {
   ModelSession& s = *view.model;
-  const model::Checkpoint& ck = *s.checkpoint();
+  if (!layerSceneUnavailable(s).empty()) return;
+  const model::Model& ck = *s.checkpoint();
   const std::string text = s.ranText().size() > 200 ? s.ranText().substr(0, 200) + "..." : s.ranText();
-  state.replaceScene("open GPT-2 layer",
-                     model::layerScene(ck.weights, s.forward(), layer, s.labels(),
-                                       "GPT-2 checkpoint " + ck.dir + ", layer " + std::to_string(layer + 1) + " of " +
-                                           std::to_string(ck.weights.config.n_layer) + " (from 1), text: \"" + text +
-                                           "\""));
+  const std::string description = familyName(ck.model_type) + " checkpoint " + ck.dir + ", layer " +
+                                  std::to_string(layer + 1) + " of " + std::to_string(s.layout().n_layer) +
+                                  " (from 1), text: \"" + text + "\"";
+  state.replaceScene(
+      "open " + familyName(ck.model_type) + " layer",
+      model::layerScene(std::get<model::Gpt2Weights>(ck.weights), s.forward(), layer, s.labels(), description));
   view.focus_head = -1;
   s.shown = false;
 }

@@ -1,8 +1,11 @@
-// The model in the centre pane: once a checkpoint has run (the GPT-2 tab), its layers x heads grid replaces the
-// scene's heads. Hover names layer, head, tokens and weight; a click opens the map full-size (labels, zoom, pan);
+// The model in the centre pane: once a checkpoint has run (the Checkpoint tab), its layers x heads grid replaces
+// the scene's heads, query heads framed by KV group. Hover names layer, head, KV head, tokens and weight; a click opens the map full-size (labels, zoom, pan);
 // a token strip above the grid highlights a token's row and column in every tile; the forward's progress and
 // cancel sit on top while it runs; any layer opens as the scene, and one button leads back.
 #pragma once
+
+#include <string>
+#include <vector>
 
 #include "window/app_state.h"
 #include "window/panels/panels.h"
@@ -15,12 +18,19 @@ bool modelShown(const ViewState& view);
 void drawModelView(AppState& state, ViewState& view);
 // Over the scene's heads when a model has run: a button back to the model view. Draws nothing otherwise.
 void drawBackToModel(ViewState& view);
-// The forward's progress bar and its Cancel button while it runs (the centre and the GPT-2 tab both show it).
+// The forward's progress bar and its Cancel button while it runs (the centre and the Checkpoint tab both show it).
 void drawModelProgress(ViewState& view, const char* probe);
 // Layer `layer` (from 0) of the model as the scene being edited; the centre then shows the scene's heads.
+// Does nothing where layerSceneUnavailable() gives a reason.
 void openModelLayerAsScene(AppState& state, ViewState& view, int layer);
-// The kv head of each query head (one entry per head, from 0): the grid frames each group of heads sharing one.
-// GPT-2 has no grouped-query attention: every head is its own group, and no frame is drawn.
+// Why the checkpoint's layers cannot open as scenes (one line for a disabled button's tooltip); "" when they can
+// (GPT-2). The single switch for the Llama family once the engine builds their layer scenes.
+std::string layerSceneUnavailable(const ModelSession& session);
+// "GPT-2", "Llama", "Mistral", "Qwen2", "Qwen3" for config.json's model_type.
+std::string familyName(const std::string& model_type);
+// The kv head of each query head (one entry per head, from 0; empty before a forward): the grid frames each
+// group of heads sharing one. GPT-2 has no grouped-query attention: every head is its own group, and no frame
+// is drawn.
 std::vector<int> kvHeadOfEachHead(const ViewState& view);
 
 }  // namespace attnscope::app

@@ -57,7 +57,7 @@ struct ViewState {
   // The diff panel's snapshot A (a copy of the result when pinned).
   bool diff_pinned = false;
   Result diff_a;
-  std::shared_ptr<ModelSession> model;  // created by the GPT-2 panel on first draw
+  std::shared_ptr<ModelSession> model;  // created by the Checkpoint panel on first draw
   CellView model_zoom;                   // the model's full-size map: the cells in view
   // The row profile under an enlarged head (panel_row_profile.cpp): the query hovered, else the one clicked.
   int profile_query = -1;
@@ -86,7 +86,7 @@ void drawExportPanel(AppState& state, ViewState& view);
 void drawDiffPanel(AppState& state, ViewState& view);       // panel_diff.cpp
 void drawBreakdownPanel(AppState& state, ViewState& view);  // panel_breakdown.cpp
 void drawPitfallsPanel(AppState& state, ViewState& view);   // panel_pitfalls.cpp
-void drawGpt2Panel(AppState& state, ViewState& view);  // panel_gpt2.cpp
+void drawCheckpointPanel(AppState& state, ViewState& view);  // panel_checkpoint.cpp
 // The row profile of view.profile_query under the enlarged head, rowProfileHeight() tall from p0.
 void drawRowProfile(const AppState& state, ViewState& view, int head, ImVec2 p0, float width);
 float rowProfileHeight();

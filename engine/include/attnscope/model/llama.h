@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -74,7 +75,9 @@ std::size_t llamaForwardBytes(const LlamaConfig& config, int n);
 
 // The forward in float32 on the CPU: x = embed[ids]; per layer x += o_proj(attn(rms(x))), x += down(silu(gate
 // rms(x)) * up rms(x)); then the final norm into ForwardResult::hidden. Positions 0..n-1. 1 <= n <=
-// max_position_embeddings, ids < vocab_size, memory within the budget (InputError otherwise).
-ForwardResult llamaForward(const LlamaWeights& weights, const std::vector<int>& ids, std::size_t budget_bytes = 0);
+// max_position_embeddings, ids < vocab_size, memory within the budget (InputError otherwise). `progress`, as
+// ForwardOptions::progress: called after each layer with the layers done; false stops (ForwardCancelled).
+ForwardResult llamaForward(const LlamaWeights& weights, const std::vector<int>& ids, std::size_t budget_bytes = 0,
+                           const std::function<bool(int layers_done)>& progress = {});
 
 }  // namespace attnscope::model

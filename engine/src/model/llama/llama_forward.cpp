@@ -59,7 +59,8 @@ std::size_t llamaForwardBytes(const LlamaConfig& c, int n) {
   return 4 * (maps + nn * per_token);
 }
 
-ForwardResult llamaForward(const LlamaWeights& w, const std::vector<int>& ids, std::size_t budget_bytes) {
+ForwardResult llamaForward(const LlamaWeights& w, const std::vector<int>& ids, std::size_t budget_bytes,
+                           const std::function<bool(int)>& progress) {
   const LlamaConfig& c = w.config;
   const int n = static_cast<int>(ids.size());
   checkForwardInput(ids, c.max_positions, "max_position_embeddings", c.vocab_size, llamaForwardBytes(c, n),
@@ -111,6 +112,7 @@ ForwardResult llamaForward(const LlamaWeights& w, const std::vector<int>& ids, s
     checkStage(act, l, "mlp gate/up + silu");
     x.noalias() += act * L.w_down.transpose();  // (n, hidden)
     checkStage(x, l, "mlp down_proj + residual");
+    if (progress && !progress(l + 1)) throw ForwardCancelled();
   }
   rmsNorm(x, w.norm, eps, r.hidden);
   checkStage(r.hidden, -1, "the final norm");

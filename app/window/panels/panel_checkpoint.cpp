@@ -1,0 +1,63 @@
+// Checkpoint panel: open a checkpoint folder of any family (GPT-2, Llama, Mistral, Qwen2, Qwen3) and type text; the
+// forward runs off the UI thread and its layers x heads grid replaces the scene's heads in the centre pane
+// (window/model/model_view.cpp); a GPT-2 layer opens as the scene.
+#include <imgui.h>
+#include <imgui_stdlib.h>
+
+#include <memory>
+#include <string>
+
+#include "window/model/model_session.h"
+#include "window/model/model_view.h"
+#include "window/panels/panels.h"
+#include "window/ui_probe.h"
+
+namespace attnscope::app {
+
+void drawCheckpointPanel(AppState& state, ViewState& view) {
+  if (!view.model) view.model = std::make_shared<ModelSession>();
+  ModelSession& s = *view.model;
+  sectionHeader("Checkpoint: GPT-2, Llama, Mistral, Qwen2, Qwen3");
+  ImGui::SetNextItemWidth(-1);
+  ImGui::InputTextWithHint("##checkpoint_dir", "folder: config.json, model.safetensors, tokenizer", &s.dir);
+  probeItem("checkpoint.path");
+  ImGui::InputTextMultiline("##checkpoint_text", &s.text, ImVec2(-1, ImGui::GetTextLineHeight() * 3.5f));
+  probeItem("checkpoint.text");
+  if (ImGui::Button("Open model and run")) s.start();
+  probeItem("checkpoint.run");
+  drawModelProgress(view, "checkpoint");
+  if (!s.error.empty() && !s.running()) {
+    if (s.cancelled)
+      ImGui::TextDisabled("%s", s.error.c_str());
+    else
+      errorText(s.error);
+    probeItem("checkpoint.error");
+  }
+  if (!s.checkpoint() || s.forward().n == 0) return;
+
+  // What was opened: the family and its shapes, then where the maps are.
+  const model::HeadLayout& c = s.layout();
+  textWrappedAtSpaces(familyName(s.checkpoint()->model_type) + ": " + s.describe() + ".");
+  probeItem("checkpoint.config");
+  textWrappedAtSpaces(formatted("%d tokens: every map is in the centre pane%s.", s.forward().n,
+                                c.n_kv_head < c.n_head ? ", the query heads of each KV head framed together" : ""));
+  if (!s.shown) {
+    if (ImGui::Button("Show the model")) s.shown = true;
+    probeItem("checkpoint.show");
+  }
+  int layer_shown = s.scene_layer + 1;  // layers counted from 1 in the window
+  if (stepperInt("layer", "checkpoint.layer", layer_shown, 1, c.n_layer)) s.scene_layer = layer_shown - 1;
+  const std::string why_not = layerSceneUnavailable(s);
+  ImGui::BeginDisabled(!why_not.empty());
+  if (ImGui::Button("Open this layer as the scene")) openModelLayerAsScene(state, view, s.scene_layer);
+  ImGui::EndDisabled();
+  probeItem("checkpoint.open_layer");
+  if (!why_not.empty()) {  // the reason, wrapped (a narrow pane would cut it off)
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    textWrappedAtSpaces(why_not);
+    ImGui::PopStyleColor();
+    probeItem("checkpoint.open_layer.why_not");
+  }
+}
+
+}  // namespace attnscope::app

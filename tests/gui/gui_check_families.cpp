@@ -1,0 +1,241 @@
+// Pixel checks of grouped-query heads and RoPE: a tiny Llama checkpoint with KV groups in the centre pane
+// (scripts/model_llama.txt; llama_reference.py's NumPy float64 maps in expected.json), and a 4-head scene whose
+// KV-head count is lowered to 2 and then RoPE switched on (scripts/groups_rope.txt), its maps worked out here in
+// double from the scene saved before the edits, independently of the engine's grouped and rotary code.
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attnscope/model/model.h"
+#include "attnscope/scene/scene_json.h"
+#include "gui_check.h"
+
+namespace gui {
+
+namespace {
+
+using Maps = std::vector<std::vector<std::vector<std::vector<double>>>>;  // (layers, heads, n, n)
+const Rgb8 kFrame{230, 160, 60};                                          // model_view.cpp's kGroupFrame
+
+// Cells of `rect_id` (n x n, causal) not in the colour of `w` (isWeightColor: within 1e-5 of the weight, where
+// the engine's maps are within 3.2e-6 of NumPy's, README), or, above the diagonal, not masked.
+int wrongCausalCells(const Checker& c, const std::string& rect_id, const std::vector<std::vector<double>>& w, int n) {
+  int wrong = 0;
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      const Rgb8 got = c.cell(rect_id, i, j, n, n);
+      const double want = w[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
+      if (!(j > i ? got == attnscope::kMaskedColor : isWeightColor(got, want)) && ++wrong <= 2)
+        std::printf("      %s cell (%d,%d): weight %.4f drawn %s\n", rect_id.c_str(), i, j, want,
+                    Checker::str(got).c_str());
+    }
+  return wrong;
+}
+
+bool inside(const std::vector<float>& inner, const std::vector<float>& outer) {
+  return inner[0] >= outer[0] && inner[1] >= outer[1] && inner[2] <= outer[2] && inner[3] <= outer[3];
+}
+
+// A scene's head maps in double: softmax(((X W_Q + b_Q) R_q) ((X_k W_K + b_K) R_k)^T * scale) with head h's
+// W_Q and the W_K of head `k_from[h]`; R rotates entries t and t + dims/2 by position * theta^(-2t/dims) as
+// Hugging Face's rotate_half does (dims 0: no rotation). No mask (the script's scene has none; checked).
+Grid mapOf(const attnscope::Scene& s, int h, int k_from, double theta, int dims) {
+  const auto project = [](const attnscope::Matrix& x, const attnscope::Matrix& w,
+                          const std::optional<attnscope::RowVector>& b, int d) {
+    Grid out(static_cast<std::size_t>(x.rows()), std::vector<double>(static_cast<std::size_t>(d), 0.0));
+    for (int i = 0; i < x.rows(); ++i)
+      for (int c = 0; c < d; ++c) {
+        double v = b ? static_cast<double>((*b)(c)) : 0.0;
+        for (int m = 0; m < x.cols(); ++m) v += static_cast<double>(x(i, m)) * static_cast<double>(w(m, c));
+        out[static_cast<std::size_t>(i)][static_cast<std::size_t>(c)] = v;
+      }
+    return out;
+  };
+  const auto rotate = [&](Grid& rows) {
+    for (std::size_t pos = 0; pos < rows.size(); ++pos)
+      for (int t = 0; t < dims / 2; ++t) {
+        const double angle = static_cast<double>(pos) * std::pow(theta, -2.0 * t / dims);
+        std::vector<double>& r = rows[pos];
+        const double a = r[static_cast<std::size_t>(t)], b = r[static_cast<std::size_t>(t + dims / 2)];
+        r[static_cast<std::size_t>(t)] = a * std::cos(angle) - b * std::sin(angle);
+        r[static_cast<std::size_t>(t + dims / 2)] = b * std::cos(angle) + a * std::sin(angle);
+      }
+  };
+  const attnscope::HeadParams& q = s.heads[static_cast<std::size_t>(h)];
+  const attnscope::HeadParams& k = s.heads[static_cast<std::size_t>(k_from)];
+  const int d = q.dK();
+  Grid qs = project(s.query, q.w_q, q.b_q, d), ks = project(s.key ? *s.key : s.query, k.w_k, k.b_k, d);
+  rotate(qs), rotate(ks);
+  const double scale = s.scale ? static_cast<double>(*s.scale) : 1 / std::sqrt(static_cast<double>(d));
+  Grid w(qs.size(), std::vector<double>(ks.size(), 0.0));
+  for (std::size_t i = 0; i < qs.size(); ++i) {
+    std::vector<double> score(ks.size());
+    for (std::size_t j = 0; j < ks.size(); ++j) {
+      for (int c = 0; c < d; ++c) score[j] += qs[i][static_cast<std::size_t>(c)] * ks[j][static_cast<std::size_t>(c)];
+      score[j] *= scale;
+    }
+    const double top = *std::max_element(score.begin(), score.end());
+    double sum = 0;
+    for (std::size_t j = 0; j < ks.size(); ++j) sum += (w[i][j] = std::exp(score[j] - top));
+    for (double& v : w[i]) v /= sum;
+  }
+  return w;
+}
+
+// Cells of the heads panel's map of head h not in the colour of `w`.
+int wrongSceneCells(const Checker& c, int h, const Grid& w) {
+  int wrong = 0;
+  const std::string map = "head" + std::to_string(h) + ".map";
+  const int nq = static_cast<int>(w.size()), nk = static_cast<int>(w[0].size());
+  for (int i = 0; i < nq; ++i)
+    for (int j = 0; j < nk; ++j) {
+      const Rgb8 got = c.cell(map, i, j, nq, nk, Checker::kAboveText);
+      if (!isWeightColor(got, w[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]) && ++wrong <= 2)
+        std::printf("      %s cell (%d,%d): weight %.4f drawn %s\n", map.c_str(), i, j,
+                    w[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)], Checker::str(got).c_str());
+    }
+  return wrong;
+}
+
+double largestChange(const Grid& a, const Grid& b) {
+  double m = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    for (std::size_t j = 0; j < a[i].size(); ++j) m = std::max(m, std::fabs(a[i][j] - b[i][j]));
+  return m;
+}
+
+}  // namespace
+
+void checkModelLlama(Checker& c, const std::string& dir) {
+  std::ifstream in(dir + "/ckpt/expected.json");
+  const nlohmann::json expected = nlohmann::json::parse(in);
+  const Maps maps = expected["weights"].get<Maps>();
+  const std::vector<int> ids = expected["ids"].get<std::vector<int>>();
+  const std::vector<int> kv = expected["kv_head"].get<std::vector<int>>();
+  const attnscope::model::Model ck = attnscope::model::loadModel(dir + "/ckpt");
+  c.expect(ck.tokenizer.encode("The cat sat on the mat.") == ids, "the panel's text gives the tokens NumPy ran");
+  const int layers = static_cast<int>(maps.size()), heads = static_cast<int>(maps[0].size());
+  const int n = static_cast<int>(ids.size()), groups = kv.back() + 1;
+  c.expect(layers == 3 && heads == 8 && groups == 4 && n == 24,
+           "NumPy's maps: 3 layers x 8 heads in 4 KV groups, 24 tokens");
+
+  // Every tile in NumPy's colours (a tile at least n px wide: one pixel per cell or more, none pooled).
+  int wrong = 0;
+  for (int l = 0; l < layers; ++l)
+    for (int h = 0; h < heads; ++h)
+      wrong += wrongCausalCells(c, "model.tile." + std::to_string(l) + "." + std::to_string(h),
+                                maps[static_cast<std::size_t>(l)][static_cast<std::size_t>(h)], n);
+  const std::vector<float> tile = c.rect("model.tile.0.0");
+  c.expect(tile[2] - tile[0] >= static_cast<float>(n),
+           "tiles of " + std::to_string(static_cast<int>(tile[2] - tile[0])) + " px: no cell pooled");
+  c.expect(wrong == 0,
+           "grid: 24 tiles x 576 cells in colorAt(NumPy's weight) or masked, " + std::to_string(wrong) + " wrong");
+
+  // One frame per layer and KV group around exactly that group's query heads; its 1-px line in the frame colour
+  // on all four sides (read at each side's middle); the gap between two groups' frames not in it.
+  int bad_frames = 0;
+  for (int l = 0; l < layers; ++l)
+    for (int g = 0; g < groups; ++g) {
+      const std::string id = "model.kvframe." + std::to_string(l) + "." + std::to_string(g);
+      if (!c.layout.contains(id)) {
+        ++bad_frames;
+        continue;
+      }
+      const std::vector<float> f = c.rect(id);
+      bool ok = true;
+      for (int h = 0; h < heads; ++h)
+        ok = ok && inside(c.rect("model.tile." + std::to_string(l) + "." + std::to_string(h)), f) ==
+                       (kv[static_cast<std::size_t>(h)] == g);
+      const int x0 = static_cast<int>(f[0]), y0 = static_cast<int>(f[1]), x1 = static_cast<int>(f[2]) - 1,
+                y1 = static_cast<int>(f[3]) - 1;
+      const int xm = (x0 + x1) / 2, ym = (y0 + y1) / 2;
+      ok = ok && c.img.at(x0, ym) == kFrame && c.img.at(x1, ym) == kFrame && c.img.at(xm, y0) == kFrame &&
+           c.img.at(xm, y1) == kFrame && !(c.img.at(x1 + 1, ym) == kFrame);
+      if (!ok && ++bad_frames <= 2)
+        std::printf("      %s: left %s right %s top %s bottom %s\n", id.c_str(), Checker::str(c.img.at(x0, ym)).c_str(),
+                    Checker::str(c.img.at(x1, ym)).c_str(), Checker::str(c.img.at(xm, y0)).c_str(),
+                    Checker::str(c.img.at(xm, y1)).c_str());
+    }
+  c.expect(bad_frames == 0,
+           "12 KV-group frames drawn around their two query heads, " + std::to_string(bad_frames) + " wrong");
+  int labelled = 0;
+  for (int g = 0; g < groups; ++g) {
+    const std::string id = "model.kvlabel." + std::to_string(g);
+    if (!c.layout.contains(id)) continue;
+    const std::vector<float> r = c.rect(id);
+    int lit = 0;
+    for (int y = static_cast<int>(r[1]); y < static_cast<int>(r[3]); ++y)
+      for (int x = static_cast<int>(r[0]); x < static_cast<int>(r[2]); ++x) lit += c.img.at(x, y) == kFrame;
+    labelled += lit > 20;  // "KV n" and its bracket in the frame colour (seen: well over 20 px)
+  }
+  c.expect(labelled == groups,
+           "each group labelled with its KV head above the grid (" + std::to_string(labelled) + " of 4)");
+
+  // Layer 2, head 4 hovered: a tooltip (layer, head, KV head, query, key, weight: six lines, ~250 x 100 px) opens
+  // 16 to 24 px right of the mouse at its height; every pixel of [mx + 50, mx + 150) x [my + 10, my + 50) lies
+  // under it and changes from the grid and panel behind (seen: 3996 of 4000).
+  const Image hover = loadPng(dir + "/hover.png");
+  const std::vector<float> r = c.rect("model.tile.1.3");
+  const int mx = static_cast<int>((r[0] + r[2]) / 2), my = static_cast<int>((r[1] + r[3]) / 2);
+  int changed = 0;
+  for (int y = my + 10; y < my + 50; ++y)
+    for (int x = mx + 50; x < mx + 150; ++x) changed += !(hover.at(x, y) == c.img.at(x, y));
+  c.expect(changed > 3600, "tooltip drawn next to the mouse (" + std::to_string(changed) + " of 4000 pixels changed)");
+
+  // Layer 2, head 3 (kv head 2) clicked: that map alone, every cell in NumPy's colour.
+  const Checker focus{loadPng(dir + "/focus.png"), loadLayout(dir + "/layout_focus.json")};
+  c.expect(focus.layout.contains("model.map") && !focus.layout.contains("model.tile.0.0"), "one map shown full-size");
+  if (focus.layout.contains("model.map"))
+    c.expect(wrongCausalCells(focus, "model.map", maps[1][2], n) == 0,
+             "layer 2, head 3 full-size: every cell in colorAt");
+  // "Open layer as scene" is disabled for a Llama layer: clicking it leaves the map shown, no scene heads replaced.
+  const nlohmann::json after = loadLayout(dir + "/layout_after_open.json");
+  c.expect(after.contains("model.map") && !after.contains("head7.map"),
+           "the disabled Open-as-scene button does nothing");
+}
+
+void checkGroupsRope(Checker& c, const std::string& dir) {
+  const attnscope::Scene mha = attnscope::loadSceneFile(dir + "/mha.json");
+  c.expect(mha.numHeads() == 4 && !mha.grouped() && !mha.hasMask() && !mha.rope,
+           "the saved scene: 4 heads, each its own K/V, no mask, no RoPE");
+  const attnscope::Scene gqa = attnscope::loadSceneFile(dir + "/gqa.json");
+  c.expect(gqa.numKvHeads() == 2 && gqa.kvOf(0) == 0 && gqa.kvOf(1) == 0 && gqa.kvOf(2) == 1 && gqa.kvOf(3) == 1,
+           "after kv heads - -: heads 1-2 read KV head 1, heads 3-4 KV head 2");
+  const attnscope::Scene roped = attnscope::loadSceneFile(dir + "/rope.json");
+  const int d_k = mha.heads[0].dK();
+  c.expect(roped.rope && roped.rope->theta == 10000.0 && roped.rope->dims == d_k - d_k % 2,
+           "RoPE on: theta 10000 over the head's " + std::to_string(d_k - d_k % 2) + " dims");
+  const int dims = d_k - d_k % 2;
+
+  // Before: each head its own K. After: each group keeps its first head's K (heads 1 and 3 keep theirs; 2 and
+  // 4 now read 1's and 3's). Then RoPE on the grouped scene.
+  const Checker before{loadPng(dir + "/mha.png"), loadLayout(dir + "/layout_mha.json")};
+  const Checker rope{loadPng(dir + "/rope.png"), loadLayout(dir + "/layout_rope.json")};
+  int wrong_before = 0, wrong_gqa = 0, wrong_rope = 0;
+  for (int h = 0; h < 4; ++h) {
+    const Grid own = mapOf(mha, h, h, 0, 0), shared = mapOf(mha, h, h - h % 2, 0, 0);
+    const Grid rotated = mapOf(mha, h, h - h % 2, 10000.0, dims);
+    wrong_before += wrongSceneCells(before, h, own);
+    wrong_gqa += wrongSceneCells(c, h, shared);
+    wrong_rope += wrongSceneCells(rope, h, rotated);
+    const double moved = largestChange(own, shared), turned = largestChange(shared, rotated);
+    if (h % 2 == 0)
+      c.expect(moved == 0, "head " + std::to_string(h + 1) + " keeps its own K: its map unchanged by the merge");
+    else
+      c.expect(moved > 0.01, "head " + std::to_string(h + 1) + " reads head " + std::to_string(h) +
+                                 "'s K: its map changes (largest change " + std::to_string(moved) + ")");
+    c.expect(turned > 0.01, "head " + std::to_string(h + 1) + "'s map changes with RoPE (largest change " +
+                                std::to_string(turned) + ")");
+  }
+  c.expect(wrong_before == 0,
+           "4 heads before: every cell in colorAt(weight), " + std::to_string(wrong_before) + " wrong");
+  c.expect(wrong_gqa == 0,
+           "2 KV heads: every cell in colorAt(weight with the group's K), " + std::to_string(wrong_gqa) + " wrong");
+  c.expect(wrong_rope == 0,
+           "RoPE on: every cell in colorAt(weight with q, k rotated), " + std::to_string(wrong_rope) + " wrong");
+}
+
+}  // namespace gui
