@@ -99,7 +99,7 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
   // then the mute toggle.
   char title[96];
   const HeadStats& stats = state.result().stats[static_cast<std::size_t>(head)];
-  const std::vector<HeadTypeScores>& types = headTypes(state, view);
+  const std::vector<HeadTypeScores>& types = state.headTypes();
   const char* label =
       head < static_cast<int>(types.size()) ? headTypeText(headTypeLabel(types[static_cast<std::size_t>(head)])) : "";
   const float mute_w = ImGui::CalcTextSize("unmute").x + 2 * ImGui::GetStyle().FramePadding.x;
@@ -427,14 +427,6 @@ std::vector<int> headOrder(const AppState& state, const ViewState& view, Cluster
   std::vector<int> order(static_cast<std::size_t>(h));
   for (int i = 0; i < h; ++i) order[static_cast<std::size_t>(i)] = i;
   return order;
-}
-
-const std::vector<HeadTypeScores>& headTypes(const AppState& state, ViewState& view) {
-  if (view.head_types_revision != state.revision() || view.head_types.size() != state.result().heads.size()) {
-    view.head_types = allHeadTypeScores(state.scene(), state.result());
-    view.head_types_revision = state.revision();
-  }
-  return view.head_types;
 }
 
 }  // namespace attnscope::app

@@ -99,11 +99,7 @@ std::optional<SceneInput> sceneInput(const Step& step, const std::string& name) 
 }  // namespace
 
 void drawWalkthroughPanel(AppState& state, ViewState& view) {
-  if (view.walk_revision != state.revision()) {
-    view.walk = buildWalkthrough(state.scene(), state.result());
-    view.walk_revision = state.revision();
-  }
-  const Walkthrough& walk = view.walk;
+  const Walkthrough& walk = state.walkthrough();
   const int count = static_cast<int>(walk.steps.size());
   if (count == 0) {
     ImGui::TextWrapped("No steps for this scene.");
