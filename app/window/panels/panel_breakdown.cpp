@@ -161,8 +161,10 @@ void drawBreakdownPanel(AppState& state, ViewState& view) {
 
   const bool rotated = b.q_before_rope.size() > 0;
   if (rotated) {  // RoPE: q_i and k_j as projected, then turned by their positions (what the dot products use)
-    ImGui::TextColored(kHeading, "RoPE: q_i at position %d and k_j at position %d, before and after rotation",
-                       b.query_position, b.key_position);
+    ImGui::PushStyleColor(ImGuiCol_Text, kHeading);  // wrapped: on one line it ran off the pane (gui_clipping)
+    textWrappedAtSpaces(formatted("RoPE: q_i at position %d and k_j at position %d, before and after rotation",
+                                  b.query_position, b.key_position));
+    ImGui::PopStyleColor();
     std::string q0 = "q before:", q1 = "q after: ", k0 = "k before:", k1 = "k after: ";
     for (Eigen::Index t = 0; t < b.q.size(); ++t) {
       q0 += formatted(" %+.3f", static_cast<double>(b.q_before_rope[t]));
