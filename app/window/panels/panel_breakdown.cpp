@@ -85,8 +85,11 @@ void drawBreakdownPanel(AppState& state, ViewState& view) {
   }
   const std::string& q_token = scene.query_tokens[static_cast<std::size_t>(b.query)];
   const std::string& k_token = scene.keyTokens()[static_cast<std::size_t>(b.key)];
-  ImGui::TextColored(kHeading, "Head %d, query '%s' (position %d), key '%s' (position %d)", b.head + 1, q_token.c_str(),
-                     b.query, k_token.c_str(), b.key);
+  // Wrapped: with 3-digit positions (n = 1024) it ran off the pane (gui_big_scene's Cell tab).
+  ImGui::PushStyleColor(ImGuiCol_Text, kHeading);
+  textWrappedAtSpaces(formatted("Head %d, query '%s' (position %d), key '%s' (position %d)", b.head + 1,
+                                q_token.c_str(), b.query, k_token.c_str(), b.key));
+  ImGui::PopStyleColor();
   probeItem("breakdown.cell." + std::to_string(b.head) + "." + std::to_string(b.query) + "." + std::to_string(b.key));
 
   ImGui::TextColored(kHeading, "1. q_i . k_j: the %zu products q_i[t] k_j[t], largest first", b.terms.size());
