@@ -189,6 +189,11 @@ void AppState::recompute(int only_head, const Scene* previous) {
         const auto start = std::chrono::steady_clock::now();
         try {
           CpuBackend().computeInto(scene, reply.result, windowOptions(scene, true));
+          if (resultKeepsMaps(reply.result)) {  // a long scene's whole-map analyses are not run in the window
+            reply.head_types = allHeadTypeScores(scene, reply.result);
+            reply.importance = headImportance(scene, reply.result, AblationMode::Zero);
+            reply.walk = std::make_shared<const Walkthrough>(buildWalkthrough(scene, reply.result));
+          }
         } catch (const std::exception& e) {
           reply.error = e.what();
         }
@@ -222,6 +227,8 @@ void AppState::recompute(int only_head, const Scene* previous) {
     result_ = Result{};
     backend_->computeInto(scene_, result_, windowOptions(scene_, liveAnalysis(scene_)));
   }
+  analysePerResult(same_shape ? only_head : -1);
+  walk_.reset();
   analysis_pending_ = !live;
   if (!live) {
     if (old_stats.size() == scene_.heads.size()) {
@@ -250,6 +257,10 @@ void AppState::takeWorkerResult() {
   if (reply->first > stale_through_ && reply->second.error.empty() && sameShapes(reply->second.result, scene_)) {
     shown_.reset();  // the edited scene's own result: it goes on show with it
     result_ = std::move(reply->second.result);
+    head_types_ = std::move(reply->second.head_types);
+    importance_ = std::move(reply->second.importance);
+    walk_ = std::move(reply->second.walk);
+    landed_this_tick_ = true;
     compute_ms_ = reply->second.ms;
     analysis_pending_ = false;  // the worker ran the analysis too
     ++revision_;
@@ -262,11 +273,34 @@ void AppState::takeWorkerResult() {
 }
 
 void AppState::tick() {
+  landed_this_tick_ = false;
   takeWorkerResult();
   if (!analysis_pending_) return;
   const double idle_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - last_change_).count();
   if (idle_ms >= kAnalysisDelayMs) runAnalysis();
+}
+
+void AppState::analysePerResult(int only_head) {
+  const std::size_t heads = result_.heads.size();
+  if (!resultKeepsMaps(result_)) {  // a long scene: whole-map analyses belong to `attnscope analyze`
+    head_types_.clear();
+    importance_.clear();
+    return;
+  }
+  if (only_head < 0 || head_types_.size() != heads || importance_.size() != heads) {
+    head_types_ = allHeadTypeScores(scene_, result_);
+    importance_ = headImportance(scene_, result_, AblationMode::Zero);
+    return;
+  }
+  // Only this head's weights and output changed; ablating it changes only its own block of concat.
+  head_types_[static_cast<std::size_t>(only_head)] = headTypeScores(scene_, result_.heads[static_cast<std::size_t>(only_head)].weights);
+  importance_[static_cast<std::size_t>(only_head)] = oneHeadImportance(scene_, result_, only_head, AblationMode::Zero);
+}
+
+const Walkthrough& AppState::walkthrough() {
+  if (!walk_) walk_ = std::make_shared<const Walkthrough>(buildWalkthrough(scene(), result_));
+  return *walk_;
 }
 
 void AppState::runAnalysis() {

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "attnscope/analysis/analysis.h"
+#include "attnscope/analysis/walkthrough.h"
 #include "attnscope/compute/backend.h"
 #include "attnscope/compute/result.h"
 #include "attnscope/scene/scene.h"
@@ -70,6 +72,17 @@ class AppState {
   double computeMs() const { return compute_ms_; }
   std::string window_renderer;  // the window's GL_RENDERER: what the GPU backend would run on
 
+  // Whole-map analysis the panels show per result, one entry per head of result(): head-type scores and
+  // zero-ablation importance. Computed with the result (on the worker for big CPU scenes), so the frame a result
+  // lands in does no whole-map work (at n = 1024, h = 8 the head-type scores alone took ~0.3 s on the UI thread).
+  const std::vector<HeadTypeScores>& headTypes() const { return head_types_; }
+  const std::vector<double>& importance() const { return importance_; }
+  // The worked-example walkthrough of the shown result (copies of every step's matrices: at n = 1024, h = 8,
+  // ~0.7 s of copying). Built on the worker with the result for big CPU scenes, else on first use after a change.
+  const Walkthrough& walkthrough();
+  // The frame's tick() took a result from the worker (for --frame-stats' landing frames).
+  bool landedThisTick() const { return landed_this_tick_; }
+
   // Head similarity is O(h^2 n_q n_k): for big scenes it is not recomputed on every edit (a drag would stall)
   // but once the scene has been still for a moment; until then the previous similarity and statistics show.
   // Call once a frame.
@@ -93,7 +106,12 @@ class AppState {
     Result result;
     double ms = 0;
     std::string error;  // not empty: the compute threw (a bug on a validated scene); the result is empty
+    std::vector<HeadTypeScores> head_types;
+    std::vector<double> importance;
+    std::shared_ptr<const Walkthrough> walk;
   };
+  // Fills head_types_ and importance_ for result_: only `only_head`'s entries when >= 0 (its head alone changed).
+  void analysePerResult(int only_head);
   std::unique_ptr<LatestWorker<Scene, ComputeReply>> worker_;  // created on the first big edit
   bool result_pending_ = false;
   std::uint64_t stale_through_ = 0;  // worker replies up to this request number predate a synchronous compute
@@ -101,6 +119,10 @@ class AppState {
   Scene scene_;
   std::optional<Scene> shown_;  // while a shape change computes off the UI thread: the scene result_ describes
   Result result_;
+  std::vector<HeadTypeScores> head_types_;  // (heads), for result_
+  std::vector<double> importance_;          // (heads), for result_
+  std::shared_ptr<const Walkthrough> walk_;  // for result_; null: not built since it changed
+  bool landed_this_tick_ = false;
   std::unique_ptr<Backend> backend_;
   std::deque<Scene> undo_;  // oldest first, at most kUndoDepth
   std::string edit_error_, edit_error_source_, message_, banner_;

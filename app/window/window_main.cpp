@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -85,8 +86,19 @@ void writeScreenshot(GLFWwindow* window, const std::string& path) {
   writeFileAtomically(path, png);
 }
 
-void printFrameStats(std::vector<double> ms) {
+// `landing`: the times of the frames a worker result landed in (AppState::landedThisTick).
+void printFrameStats(std::vector<double> ms, const std::vector<double>& landing) {
   if (ms.empty()) return;
+  if (!landing.empty()) {
+    std::printf("frames a result landed in (ms):");
+    for (double t : landing) std::printf(" %.1f", t);
+    std::printf("\n");
+  }
+  // Frames past 50 ms by number, in order: a spike (a result landing, a scene made) that a median hides.
+  std::string slow;
+  for (std::size_t i = 0; i < ms.size(); ++i)
+    if (ms[i] > 50) slow += " #" + std::to_string(i) + " " + std::to_string(static_cast<int>(std::lround(ms[i])));
+  if (!slow.empty()) std::printf("frames over 50 ms (number, ms):%s\n", slow.c_str());
   std::sort(ms.begin(), ms.end());
   const auto at = [&](double q) {
     return ms[std::min(ms.size() - 1, static_cast<std::size_t>(q * static_cast<double>(ms.size())))];
@@ -194,7 +206,7 @@ int runWindow(const std::vector<std::string>& args) {
     }
     app::ViewState view;
     app::HeatmapRenderer renderer;
-    std::vector<double> frame_ms;
+    std::vector<double> frame_ms, landing_ms;
     long frame = 0;
     bool running = true;
     while (running && !glfwWindowShouldClose(window)) {
@@ -226,8 +238,9 @@ int runWindow(const std::vector<std::string>& args) {
       if (!options.screenshot_path && options.frames > 0 && frame >= options.frames) running = false;
       glfwSwapBuffers(window);
       frame_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+      if (state.landedThisTick()) landing_ms.push_back(frame_ms.back());
     }
-    if (options.frame_stats) printFrameStats(frame_ms);
+    if (options.frame_stats) printFrameStats(frame_ms, landing_ms);
   }
 
   ImGui_ImplOpenGL3_Shutdown();

@@ -259,6 +259,31 @@ Eigen::RowVectorXd project(const Matrix& rows, int r, const Matrix& w, const std
   return x;
 }
 
+// headImportance reads only each head's own output and W_O rows; ablateHeads recomputes the whole layer twice.
+// Both must give the same number (seen: 4.4e-16 relative on this scene; double sums in another order).
+TEST(Ablation, ImportanceEqualsAblatingEachHeadAlone) {
+  for (const bool with_w_o : {true, false}) {
+    RandomSceneSpec spec;
+    spec.n = 9;
+    spec.heads = 3;
+    spec.d_model = 12;
+    spec.d_v = 5;
+    spec.with_w_o = with_w_o;
+    spec.seed = 5;
+    const Scene scene = makeRandomScene(spec);
+    const Result result = cpuResult(scene);
+    for (const AblationMode mode : {AblationMode::Zero, AblationMode::Mean}) {
+      const std::vector<double> importance = headImportance(scene, result, mode);
+      ASSERT_EQ(importance.size(), 3u);
+      for (int h = 0; h < 3; ++h) {
+        const double whole = ablateHeads(scene, result, {h}, mode).total_change;
+        EXPECT_GT(whole, 0.01);
+        EXPECT_NEAR(importance[static_cast<std::size_t>(h)], whole, 1e-12 * whole) << "head " << h;
+      }
+    }
+  }
+}
+
 TEST(Breakdown, SumsToTheEngineScoreOnRandomScenes) {
   RandomSceneSpec spec;
   spec.n = 7;

@@ -403,6 +403,12 @@ int main(int argc, char** argv) {
       c.expect(c.layout.contains("head7.map") && !c.layout.contains("head8.map") &&
                    !c.layout.contains("status.computing") && !c.layout.contains("heads.stale"),
                "the new scene's 8 heads, its result landed");
+      // The Cell tab's heading at positions 491 and 399 ran off the pane before it wrapped.
+      const nlohmann::json cell = loadLayout(dir + "/layout_cell.json");
+      std::string clipped;
+      for (const auto& id : cell.value("clipped", nlohmann::json::array())) clipped += " " + id.get<std::string>();
+      c.expect(cell.contains("clipped") && clipped.empty() && cell.contains("breakdown.weight"),
+               "the Cell tab at 3-digit positions: drawn, nothing clipped" + (clipped.empty() ? "" : " (clipped:" + clipped + ")"));
     } else if (test == "model_grid") {
       checkModelGrid(c, dir);
     } else if (test == "model_llama") {

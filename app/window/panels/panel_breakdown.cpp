@@ -85,8 +85,11 @@ void drawBreakdownPanel(AppState& state, ViewState& view) {
   }
   const std::string& q_token = scene.query_tokens[static_cast<std::size_t>(b.query)];
   const std::string& k_token = scene.keyTokens()[static_cast<std::size_t>(b.key)];
-  ImGui::TextColored(kHeading, "Head %d, query '%s' (position %d), key '%s' (position %d)", b.head + 1, q_token.c_str(),
-                     b.query, k_token.c_str(), b.key);
+  // Wrapped: with 3-digit positions (n = 1024) it ran off the pane (gui_big_scene's Cell tab).
+  ImGui::PushStyleColor(ImGuiCol_Text, kHeading);
+  textWrappedAtSpaces(formatted("Head %d, query '%s' (position %d), key '%s' (position %d)", b.head + 1,
+                                q_token.c_str(), b.query, k_token.c_str(), b.key));
+  ImGui::PopStyleColor();
   probeItem("breakdown.cell." + std::to_string(b.head) + "." + std::to_string(b.query) + "." + std::to_string(b.key));
 
   ImGui::TextColored(kHeading, "1. q_i . k_j: the %zu products q_i[t] k_j[t], largest first", b.terms.size());
@@ -161,8 +164,10 @@ void drawBreakdownPanel(AppState& state, ViewState& view) {
 
   const bool rotated = b.q_before_rope.size() > 0;
   if (rotated) {  // RoPE: q_i and k_j as projected, then turned by their positions (what the dot products use)
-    ImGui::TextColored(kHeading, "RoPE: q_i at position %d and k_j at position %d, before and after rotation",
-                       b.query_position, b.key_position);
+    ImGui::PushStyleColor(ImGuiCol_Text, kHeading);  // wrapped: on one line it ran off the pane (gui_clipping)
+    textWrappedAtSpaces(formatted("RoPE: q_i at position %d and k_j at position %d, before and after rotation",
+                                  b.query_position, b.key_position));
+    ImGui::PopStyleColor();
     std::string q0 = "q before:", q1 = "q after: ", k0 = "k before:", k1 = "k after: ";
     for (Eigen::Index t = 0; t < b.q.size(); ++t) {
       q0 += formatted(" %+.3f", static_cast<double>(b.q_before_rope[t]));

@@ -102,7 +102,7 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
   char title[96];
   const std::vector<HeadStats>& all_stats = state.result().stats;
   const float entropy = head < static_cast<int>(all_stats.size()) ? all_stats[static_cast<std::size_t>(head)].entropy : 0;
-  const std::vector<HeadTypeScores>& types = headTypes(state, view);
+  const std::vector<HeadTypeScores>& types = state.headTypes();
   const char* label =
       head < static_cast<int>(types.size()) ? headTypeText(headTypeLabel(types[static_cast<std::size_t>(head)])) : "";
   const float mute_w = ImGui::CalcTextSize("unmute").x + 2 * ImGui::GetStyle().FramePadding.x;
@@ -465,16 +465,7 @@ std::vector<int> headOrder(const AppState& state, const ViewState& view, Cluster
   return order;
 }
 
-const std::vector<HeadTypeScores>& headTypes(const AppState& state, ViewState& view) {
-  if (longScene(state)) {  // six streamed passes over n^2 weights: not on the UI thread (attnscope analyze)
-    view.head_types.clear();
-    return view.head_types;
-  }
-  if (view.head_types_revision != state.revision() || view.head_types.size() != state.result().heads.size()) {
-    view.head_types = allHeadTypeScores(state.scene(), state.result());
-    view.head_types_revision = state.revision();
-  }
-  return view.head_types;
-}
-
+  const std::vector<HeadStats>& all_stats = state.result().stats;
+  const float entropy = head < static_cast<int>(all_stats.size()) ? all_stats[static_cast<std::size_t>(head)].entropy : 0;
+  const std::vector<HeadTypeScores>& types = state.headTypes();
 }  // namespace attnscope::app

@@ -81,15 +81,18 @@ void groupsAndRopeSection(AppState& state) {
     });
   probeItem("model.rope");
   if (!state.scene().rope) return;
-  double theta = state.scene().rope->theta;
-  ImGui::SameLine();
-  if (numberField("theta", "model.rope.theta", theta, 1.0, 1e9, ImGui::GetFontSize() * 6))
-    state.edit("rope theta", [theta](Scene& s) { s.rope->theta = theta; });
   int dims = state.scene().rope->dims;
   if (stepperInt("rope dims", "model.rope.dims", dims, 2, 1024)) {
     const int even = dims % 2 ? (dims > state.scene().rope->dims ? dims + 1 : dims - 1) : dims;  // steps of 2
     state.edit("rope dims", [even](Scene& s) { s.rope->dims = even; });
   }
+  // Its own line, labelled like the steppers: beside the RoPE box it ran off the pane (gui_clipping's RoPE step).
+  double theta = state.scene().rope->theta;
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextUnformatted("rope theta");
+  ImGui::SameLine(ImGui::GetFontSize() * 6.5f);
+  if (numberField("rope theta", "model.rope.theta", theta, 1.0, 1e9, ImGui::GetFontSize() * 6))
+    state.edit("rope theta", [theta](Scene& s) { s.rope->theta = theta; });
 }
 
 void maskSection(AppState& state) {

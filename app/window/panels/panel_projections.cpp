@@ -108,9 +108,12 @@ void drawProjectionsPanel(AppState& state, ViewState& view) {
   } mats[] = {{"W_Q (d_model x d_k)", "proj.w_q", [](Scene& s, int i) -> Matrix& { return s.heads[static_cast<std::size_t>(i)].w_q; }},
               {"W_K (d_model x d_k)", "proj.w_k", [](Scene& s, int i) -> Matrix& { return s.wK(i); }},
               {"W_V (d_model x d_v)", "proj.w_v", [](Scene& s, int i) -> Matrix& { return s.wV(i); }}};
-  if (scene.grouped())
-    ImGui::TextDisabled("W_K, W_V and their biases are key/value head %d's, shared by its query heads",
-                        scene.kvOf(h) + 1);
+  if (scene.grouped()) {  // wrapped: on one line it ran off the pane (gui_clipping)
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    textWrappedAtSpaces(formatted("W_K, W_V and their biases are key/value head %d's, shared by its query heads",
+                                  scene.kvOf(h) + 1));
+    ImGui::PopStyleColor();
+  }
   for (const auto& entry : mats) {
     sectionHeader(entry.name);
     MatrixOf member = entry.member;

@@ -37,18 +37,10 @@ void drawDendrogram(ImDrawList* list, const Clustering& c, float x0, float x1, f
   }
 }
 
-const std::vector<double>& importance(const AppState& state, ViewState& view) {
-  if (view.importance_revision != state.revision() || view.importance.size() != state.result().heads.size()) {
-    view.importance = headImportance(state.scene(), state.result(), AblationMode::Zero);
-    view.importance_revision = state.revision();
-  }
-  return view.importance;
-}
-
-void statsTable(AppState& state, ViewState& view) {
+void statsTable(const AppState& state) {
   const int h = state.scene().numHeads();
-  const std::vector<HeadTypeScores>& types = headTypes(state, view);
-  const std::vector<double>& imp = importance(state, view);
+  const std::vector<HeadTypeScores>& types = state.headTypes();
+  const std::vector<double>& imp = state.importance();
   const std::vector<std::string>& names = headTypeScoreNames();
   // Columns: head, label, entropy, max w, mean dist, the six scores, importance.
   const char* score_titles[] = {"prev", "cur", "first", "local", "induct", "dup"};
@@ -231,7 +223,7 @@ void drawSimilarityPanel(AppState& state, ViewState& view) {
       "Per head: statistics, head-type scores and importance (output change with the head "
       "zero-ablated). Rows with a single allowed key (query 0 under a causal mask) are left out. "
       "Hover a column's title for what it means; click it to sort.");
-  statsTable(state, view);
+  statsTable(state);
 }
 
 }  // namespace attnscope::app

@@ -103,11 +103,7 @@ void drawWalkthroughPanel(AppState& state, ViewState& view) {
     longSceneNote(state, "The walkthrough");
     return;
   }
-  if (view.walk_revision != state.revision()) {
-    view.walk = buildWalkthrough(state.scene(), state.result());
-    view.walk_revision = state.revision();
-  }
-  const Walkthrough& walk = view.walk;
+  const Walkthrough& walk = state.walkthrough();
   const int count = static_cast<int>(walk.steps.size());
   if (count == 0) {
     ImGui::TextWrapped("No steps for this scene.");

@@ -26,8 +26,6 @@ struct ViewState {
   ColorScale color_scale = ColorScale::Fixed;
   int metric = 0;  // similarity: 0 cosine, 1 Jensen-Shannon
   int walk_step = 0;
-  Walkthrough walk;  // built from the scene at walk_revision
-  unsigned walk_revision = ~0u;
   int walk_head = -1;      // the head the shown walkthrough step is about (-1: none or tab hidden)
   int seed = 1;                 // the presets' seed, as typed (0 .. 2^31 - 1)
   std::uint64_t fill_seed = 1;  // for the random entries a resize or a random fill adds; never shown
@@ -44,13 +42,8 @@ struct ViewState {
   // Heads muted on their tiles (sorted, 0-based): drawn dimmed, and the output change of zero-ablating them shown.
   std::vector<int> muted_heads;
   bool mute_mean = false;  // muting replaces a head's output by its mean over the queries instead of zeros
-  // Head-type scores of the shown result, recomputed when the result's revision moves.
-  std::vector<HeadTypeScores> head_types;
-  unsigned head_types_revision = ~0u;
   // Heads in UPGMA cluster order (on the similarity metric) in the similarity matrix and the heads grid.
   bool cluster_order = false;
-  std::vector<double> importance;  // zero-ablation importance per head, cached by revision
-  unsigned importance_revision = ~0u;
   int pitfall = 0;  // the mistakes panel's pitfall, an index into pitfallList()
   // The cell the breakdown panel explains (a click on a heatmap cell); head -1 = none yet.
   int breakdown_head = -1, breakdown_query = 0, breakdown_key = 0;
@@ -67,8 +60,6 @@ struct ViewState {
   unsigned profile_revision = ~0u;
 };
 
-// The head-type scores of the current result (cached in `view` by revision).
-const std::vector<HeadTypeScores>& headTypes(const AppState& state, ViewState& view);
 // A head-type label as the window spells it everywhere ("first-token" for the engine's "first_token"); "" for none.
 const char* headTypeText(const std::string& label);
 // The order the heads are shown in: UPGMA leaf order when view.cluster_order (and the similarity is there),

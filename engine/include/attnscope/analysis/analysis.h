@@ -77,8 +77,10 @@ struct AblationResult {
 
 // Throws InputError("ablate", ...) for an empty set or a head out of range.
 AblationResult ablateHeads(const Scene& scene, const Result& result, const std::vector<int>& heads, AblationMode mode);
-// importance[h] = ablateHeads(scene, result, {h}, mode).total_change.
+// importance[h] = ablateHeads(scene, result, {h}, mode).total_change (up to the order of double sums), computed
+// from head h's own output and W_O rows only.
 std::vector<double> headImportance(const Scene& scene, const Result& result, AblationMode mode);
+double oneHeadImportance(const Scene& scene, const Result& result, int head, AblationMode mode);
 
 // [SECTION] Head-type scores (analysis_head_types.cpp); definitions in the README ("Head-type scores")
 
