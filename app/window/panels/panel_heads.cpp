@@ -465,7 +465,4 @@ std::vector<int> headOrder(const AppState& state, const ViewState& view, Cluster
   return order;
 }
 
-  const std::vector<HeadStats>& all_stats = state.result().stats;
-  const float entropy = head < static_cast<int>(all_stats.size()) ? all_stats[static_cast<std::size_t>(head)].entropy : 0;
-  const std::vector<HeadTypeScores>& types = state.headTypes();
 }  // namespace attnscope::app
