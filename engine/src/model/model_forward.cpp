@@ -12,6 +12,7 @@
 #include "attnscope/model/gpt2.h"
 #include "attnscope/model/model.h"
 #include "model/forward_shared.h"
+#include "model/llama/stage_timings.h"
 
 namespace attnscope::model {
 
@@ -227,6 +228,7 @@ ForwardResult modelForward(const Model& model, const std::vector<int>& ids, cons
 }
 
 Matrix attentionRollout(const ForwardResult& forward, const HeadLayout& c) {
+  StageTimings timings("attention rollout");
   const int n = forward.n;
   Matrix rollout = Matrix::Identity(n, n);  // (n, n)
   for (int l = 0; l < c.n_layer; ++l) {
@@ -236,6 +238,7 @@ Matrix attentionRollout(const ForwardResult& forward, const HeadLayout& c) {
     a.array().colwise() /= a.rowwise().sum().array();  // rows sum to 1 (already so, but for rounding)
     rollout = (a * rollout).eval();
   }
+  timings.mark("mean over heads, products");
   return rollout;
 }
 

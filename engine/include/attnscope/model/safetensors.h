@@ -48,6 +48,9 @@ class SafetensorsFile {
   // The tensor as float32, rows = product of all but the last dimension (a 1-D tensor is one row).
   // Throws unless its dtype is F32, F16 or BF16 and its shape is `shape` (checked, named in the message).
   Matrix readMatrix(const std::string& name, const std::vector<std::int64_t>& shape) const;
+  // The same into `dst`, the product of `shape` floats (a row-major block of full rows, e.g. a fused weight
+  // matrix's topRows): the loader fills its fused matrices without a temporary and a second copy.
+  void readInto(const std::string& name, const std::vector<std::int64_t>& shape, float* dst) const;
 
  private:
   std::string path_;

@@ -7,6 +7,7 @@
 #include "attnscope/error.h"
 #include "attnscope/model/llama.h"
 #include "model/forward_shared.h"
+#include "model/llama/stage_timings.h"
 
 namespace attnscope::model {
 
@@ -66,6 +67,7 @@ ForwardResult llamaForward(const LlamaWeights& w, const std::vector<int>& ids, s
   checkForwardInput(ids, c.max_positions, "max_position_embeddings", c.vocab_size, llamaForwardBytes(c, n),
                     budget_bytes);
 
+  StageTimings timings("llama forward");
   ForwardResult r;
   r.resize(n, c.n_layer * c.n_head);
   r.layout = c.layout();
@@ -78,19 +80,25 @@ ForwardResult llamaForward(const LlamaWeights& w, const std::vector<int>& ids, s
   Matrix x(n, c.hidden);  // (n, hidden) the residual stream
   for (int i = 0; i < n; ++i) x.row(i) = w.embed.row(ids[static_cast<std::size_t>(i)]);
   Matrix normed, qkv(n, q_dim + 2 * kv_dim), concat(n, q_dim), gate_up(n, 2 * c.intermediate), act;
+  timings.mark("setup (maps, rope, embed)");
   for (int l = 0; l < c.n_layer; ++l) {
     const LlamaLayer& L = w.layers[static_cast<std::size_t>(l)];
     rmsNorm(x, L.input_norm, eps, normed);
+    timings.mark("rms norms");
     qkv.noalias() = normed * L.w_qkv.transpose();  // (n, q + 2 kv): q heads, then k heads, then v heads
     if (L.b_qkv.size()) qkv.rowwise() += L.b_qkv;
+    timings.mark("qkv projection");
     if (c.qk_norm) {  // Qwen3: before RoPE
       headRmsNorm(qkv, 0, c.n_head, hd, L.q_norm, eps);
       headRmsNorm(qkv, q_dim, c.n_kv_head, hd, L.k_norm, eps);
     }
+    timings.mark("q/k norm");
     for (int h = 0; h < c.n_head; ++h) rope.rotate(qkv, h * hd);
     for (int g = 0; g < c.n_kv_head; ++g) rope.rotate(qkv, q_dim + g * hd);
     qkv.leftCols(q_dim) *= 1.0f / std::sqrt(static_cast<float>(hd));  // the scale on Q once, not on (n, n)
+    timings.mark("rope + q scale");
     checkStage(qkv, l, "attention q, k, v (after RoPE)");
+    timings.mark("checks");
     const int window = c.window[static_cast<std::size_t>(l)];
 #pragma omp parallel for schedule(dynamic)
     for (int h = 0; h < c.n_head; ++h) {
@@ -99,23 +107,31 @@ ForwardResult llamaForward(const LlamaWeights& w, const std::vector<int>& ids, s
                  qkv.middleCols(q_dim + kv_dim + g * hd, hd), window, r.mutableMap(l * c.n_head + h),
                  concat.middleCols(h * hd, hd));
     }
+    timings.mark("attention (scores, softmax, w v)");
     for (int h = 0; h < c.n_head; ++h) {
       const std::string stage = "attention scores and softmax of head " + std::to_string(h);
       checkStage(r.map(l, h, c.n_head), l, stage.c_str());
     }
+    timings.mark("checks");
     x.noalias() += concat * L.w_o.transpose();  // (n, hidden)
     if (L.b_o.size()) x.rowwise() += L.b_o;
+    timings.mark("o projection");
     checkStage(x, l, "attention o_proj + residual");
     rmsNorm(x, L.post_norm, eps, normed);
+    timings.mark("rms norms");
     gate_up.noalias() = normed * L.w_gate_up.transpose();  // (n, 2 intermediate)
+    timings.mark("gate/up projection");
     swiGlu(gate_up, c.intermediate, act);
+    timings.mark("silu");
     checkStage(act, l, "mlp gate/up + silu");
     x.noalias() += act * L.w_down.transpose();  // (n, hidden)
+    timings.mark("down projection");
     checkStage(x, l, "mlp down_proj + residual");
     if (progress && !progress(l + 1)) throw ForwardCancelled();
   }
   rmsNorm(x, w.norm, eps, r.hidden);
   checkStage(r.hidden, -1, "the final norm");
+  timings.mark("rms norms");
   return r;
 }
 
