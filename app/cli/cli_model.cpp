@@ -33,8 +33,9 @@ constexpr const char* kHelp =
     "  --out           every map with the tokens as JSON ((layers, heads, n, n), each head's key/value head\n"
     "                  and the rollout), or NPY\n"
     "                  float32 (layers, heads, n, n), (heads, n, n) with --layer\n"
-    "  --scene-out     layer L as an attnscope scene (needs --layer; GPT-2 only for now): ln_1's rows, the\n"
-    "                  heads' projections\n"
+    "  --scene-out     layer L as an attnscope scene (needs --layer; every family): the layer's normed input\n"
+    "                  rows (ln_1 / input_layernorm), the heads' projections; Llama-family layers add their\n"
+    "                  kv_heads, rope (with scaling), Qwen3's q_norm/k_norm and sliding window\n"
     "  --grid-out      the layers x heads grid of heatmaps (or layer L's heads) as PNG or SVG\n"
     "  --rollout-out   the attention rollout (Abnar and Zuidema, 2020) as PNG or SVG\n"
     "  --backend       who computes each layer's attention: cpu (default; the forward's own fused loop), gpu\n"
@@ -98,13 +99,9 @@ int runModel(Args& args) {
   const model::HeadLayout config = checkpoint.layout();
   if (layer >= config.n_layer)
     throw InputError("--layer", "1 to " + std::to_string(config.n_layer), std::to_string(layer + 1));
-  // A Llama-family layer has no scene yet: a scene holds neither RoPE nor key/value heads shared by query heads.
-  if (!checkpoint.isGpt2() && scene_out)
-    throw InputError("--scene-out", "a GPT-2 checkpoint (scenes do not yet hold RoPE or grouped-query heads)",
-                     "model_type " + checkpoint.model_type);
   if (!checkpoint.isGpt2() && backend_name == "gpu")
     throw InputError("--backend", "cpu for model_type " + checkpoint.model_type +
-                                      " (the GPU engine computes scenes, which do not yet hold RoPE or grouped-query heads)",
+                                      " (its forward runs on the CPU; a layer's --scene-out computes on either backend)",
                      "gpu");
   const std::vector<int> ids = checkpoint.tokenizer.encodeAtMost(*text, static_cast<std::size_t>(checkpoint.maxTokens()));
   if (ids.empty()) throw InputError("--text", "at least one token", "an empty text");
@@ -139,10 +136,15 @@ int runModel(Args& args) {
     }
   }
   if (scene_file) {
-    const std::string description = "GPT-2 checkpoint " + checkpoint.dir + ", layer " + std::to_string(layer + 1) +
+    const std::string family = checkpoint.isGpt2() ? "GPT-2" : checkpoint.model_type;
+    const std::string description = family + " checkpoint " + checkpoint.dir + ", layer " + std::to_string(layer + 1) +
                                     " of " + std::to_string(config.n_layer) + ", text: \"" + elideLabel(*text, 200) +
                                     "\"";
-    const Scene scene = model::layerScene(std::get<model::Gpt2Weights>(checkpoint.weights), forward, static_cast<int>(layer), labels, description);
+    const int l = static_cast<int>(layer);
+    const Scene scene =
+        checkpoint.isGpt2()
+            ? model::layerScene(std::get<model::Gpt2Weights>(checkpoint.weights), forward, l, labels, description)
+            : model::llamaLayerScene(std::get<model::LlamaWeights>(checkpoint.weights), forward, l, labels, description);
     validateScene(scene);
     scene_file->write(formatJson(sceneToJson(scene)));
   }

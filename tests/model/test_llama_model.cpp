@@ -211,14 +211,68 @@ TEST(LlamaModelHostile, ConfigFields) {
   }
 }
 
-TEST(LlamaModelHostile, SceneOutSaysNotYet) {
-  const std::string dir = sharded(), out = model_test::tempDir();
-  const model_test::CommandRun r =
-      attnscope("model '" + dir + "' --text 'hi' --layer 1 --scene-out '" + out + "/s.json'");
-  EXPECT_EQ(r.status, 2);
-  EXPECT_EQ(lineCount(r.err), 1) << r.err;
-  EXPECT_NE(r.err.find("--scene-out"), std::string::npos) << r.err;
-  EXPECT_FALSE(fs::exists(out + "/s.json"));
+// transformers v5 writes rope_parameters {"rope_type", "rope_theta", the type's numbers} where older configs
+// have rope_theta and rope_scaling: either form, or both when they agree; a conflict is one line.
+TEST(LlamaConfig, RopeParametersAndTheOlderKeys) {
+  const json base = {{"model_type", "llama"}, {"hidden_size", 32},       {"num_hidden_layers", 1},
+                     {"num_attention_heads", 4}, {"intermediate_size", 48}, {"vocab_size", 10},
+                     {"max_position_embeddings", 64}};
+  const json llama3 = {{"rope_type", "llama3"},      {"rope_theta", 500000}, {"factor", 8.0},
+                       {"low_freq_factor", 1.0},     {"high_freq_factor", 4.0},
+                       {"original_max_position_embeddings", 8192}};
+  json j = base;
+  j["rope_parameters"] = llama3;
+  model::LlamaConfig c = model::llamaConfigFromJson(j, "cfg");
+  EXPECT_EQ(c.rope_theta, 500000.0);
+  EXPECT_EQ(c.rope_scaling.type, attnscope::RopeScaling::Type::Llama3);
+  EXPECT_EQ(c.rope_scaling.factor, 8.0);
+  EXPECT_EQ(c.rope_scaling.original_max_position_embeddings, 8192);
+
+  j = base;  // v5's plain RoPE
+  j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 1000000.0}};
+  c = model::llamaConfigFromJson(j, "cfg");
+  EXPECT_EQ(c.rope_theta, 1e6);
+  EXPECT_EQ(c.rope_scaling.type, attnscope::RopeScaling::Type::None);
+
+  j = base;  // both forms, agreeing (a config saved through both versions)
+  j["rope_parameters"] = llama3;
+  j["rope_theta"] = 500000;
+  j["rope_scaling"] = llama3;
+  j["rope_scaling"].erase("rope_theta");
+  c = model::llamaConfigFromJson(j, "cfg");
+  EXPECT_EQ(c.rope_theta, 500000.0);
+  EXPECT_EQ(c.rope_scaling.type, attnscope::RopeScaling::Type::Llama3);
+
+  const auto refusal = [](const json& config) {
+    try {
+      model::llamaConfigFromJson(config, "cfg");
+    } catch (const attnscope::InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  j = base;
+  j["rope_theta"] = 10000;
+  j["rope_parameters"] = llama3;
+  std::string e = refusal(j);
+  EXPECT_EQ(lineCount(e), 0) << e;
+  EXPECT_EQ(e.rfind("cfg: rope_parameters.rope_theta: expected the same as rope_theta (number 10000), got ", 0), 0u) << e;
+  EXPECT_NE(e.find("500000"), std::string::npos) << e;
+
+  j = base;
+  j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 2.0}};
+  j["rope_parameters"] = llama3;
+  e = refusal(j);
+  EXPECT_EQ(e.rfind("cfg: rope_parameters: expected the same rope type and factors as rope_scaling (linear, factor 2), "
+                    "got llama3, factor 8",
+                    0),
+            0u)
+      << e;
+
+  j = base;
+  j["rope_parameters"] = {{"rope_type", "yarn"}, {"rope_theta", 10000}, {"factor", 4.0}};
+  e = refusal(j);
+  EXPECT_NE(e.find("cfg: rope_parameters.rope_type: expected default, linear or llama3"), std::string::npos) << e;
 }
 
 }  // namespace

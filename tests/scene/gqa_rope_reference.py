@@ -2,6 +2,9 @@
 not from the engine: q = X W_Q + b_Q, k = X_key W_K[kv] + b_K[kv], v likewise; then for t < dims/2 the pair
 (t, t + dims/2) of q and k turns by angle = position * theta^(-2t/dims) (Hugging Face's rotate_half); scores
 q k^T / sqrt(d_k) (or the scene's scale), the mask, softmax, weights V, concat, W_O.
+Also the later scene keys: rope "scaling" (linear: every frequency / factor; llama3: transformers'
+_compute_llama3_parameters, written from its definition), and q_norm / k_norm (RMSNorm over d_k, before the
+rotation: x / sqrt(mean(x^2) + eps) * weight), and an explicit 0/1 mask.
 
 usage: gqa_rope_reference.py SCENE.json OUT.json   (OUT: {"heads": [{"q", "k", "weights", "output"}], "output"})
 """
@@ -11,10 +14,36 @@ import sys
 import numpy as np
 
 
-def rotate(x, positions, theta, dims):
+def frequencies(theta, dims, scaling):
+    f = theta ** (-2.0 * np.arange(dims // 2, dtype=np.float64) / dims)
+    if not scaling:
+        return f
+    if scaling["rope_type"] == "linear":
+        return f / scaling["factor"]
+    factor, lo, hi = scaling["factor"], scaling.get("low_freq_factor", 1.0), scaling.get("high_freq_factor", 4.0)
+    old = scaling.get("original_max_position_embeddings", 8192)
+    out = []
+    for v in f:
+        wavelen = 2 * np.pi / v
+        if wavelen < old / hi:
+            out.append(v)
+        elif wavelen > old / lo:
+            out.append(v / factor)
+        else:
+            smooth = (old / wavelen - lo) / (hi - lo)
+            out.append((1 - smooth) * v / factor + smooth * v)
+    return np.array(out)
+
+
+def rms_norm(x, norm):
+    if not norm:
+        return x
+    return x / np.sqrt((x * x).mean(axis=1, keepdims=True) + norm.get("eps", 1e-6)) * np.array(norm["weight"])
+
+
+def rotate(x, positions, theta, dims, scaling=None):
     half = dims // 2
-    t = np.arange(half, dtype=np.float64)
-    angle = np.asarray(positions, dtype=np.float64)[:, None] * theta ** (-2.0 * t / dims)[None, :]  # (n, half)
+    angle = np.asarray(positions, dtype=np.float64)[:, None] * frequencies(theta, dims, scaling)[None, :]  # (n, half)
     c, s = np.cos(angle), np.sin(angle)
     out = x.copy()
     a, b = x[:, :half], x[:, half:dims]
@@ -36,15 +65,18 @@ def main(scene_path, out_path):
     mask = np.ones((n_q, n_k), dtype=bool)
     if scene.get("mask") == "causal":
         mask = np.tril(np.ones((n_q, n_k), dtype=bool))
+    elif isinstance(scene.get("mask"), list):
+        mask = np.array(scene["mask"]) == 1
     heads_out, outputs = [], []
     for head in scene["heads"]:
         kv = scene["kv_heads"][head["kv"]] if "kv_heads" in scene else head
         q = x @ mat(head["w_q"]) + mat(head.get("b_q", 0.0))
         k = xk @ mat(kv["w_k"]) + mat(kv.get("b_k", 0.0))
         v = xv @ mat(kv["w_v"]) + mat(kv.get("b_v", 0.0))
+        q, k = rms_norm(q, scene.get("q_norm")), rms_norm(k, scene.get("k_norm"))
         if rope:
-            q = rotate(q, qpos, float(rope["theta"]), int(rope["dims"]))
-            k = rotate(k, kpos, float(rope["theta"]), int(rope["dims"]))
+            q = rotate(q, qpos, float(rope["theta"]), int(rope["dims"]), rope.get("scaling"))
+            k = rotate(k, kpos, float(rope["theta"]), int(rope["dims"]), rope.get("scaling"))
         scale = scene.get("scale", 1.0 / np.sqrt(q.shape[1]))
         s = np.where(mask, q @ k.T * scale, -np.inf)
         w = np.exp(s - s.max(axis=1, keepdims=True))

@@ -185,7 +185,7 @@ TEST(SceneJson, EveryMalformedValueIsNamedByItsPath) {
        "version: expected 1 (the only version this program reads), got number 2"},
       {"unknown key", [](json& j) { j["qeury"] = 1; },
        "qeury: expected one of the keys format, version, description, d_model, query_tokens, key_tokens, query, "
-       "key, value, heads, w_o, b_o, mask, key_padding, scale, kv_heads, rope, query_positions, key_positions, got an unknown key"},
+       "key, value, heads, w_o, b_o, mask, key_padding, scale, kv_heads, rope, query_positions, key_positions, q_norm, k_norm, got an unknown key"},
       {"unknown head key", [](json& j) { j["heads"][1]["w_x"] = 1; },
        "heads[1].w_x: expected one of the keys w_q, w_k, w_v, b_q, b_k, b_v, got an unknown key"},
       {"d_model fraction", [](json& j) { j["d_model"] = 4.5; }, "d_model: expected a positive integer, got number 4.5"},

@@ -180,8 +180,11 @@ void drawBreakdownPanel(AppState& state, ViewState& view) {
   }
   if (b.query_products.size() > 0 && scene.d_model <= kMaxShownInputDims) {
     ImGui::TextColored(kHeading, "4. Where q_i and k_j come from (inputs x W)");
-    inputProducts("x_i[d] W_Q[d][t]", b.query_products, b.query_bias, rotated ? b.q_before_rope : b.q);
-    inputProducts("x_j[d] W_K[d][t]", b.key_products, b.key_bias, rotated ? b.k_before_rope : b.k);
+    // The products sum to the bare projection: before q_norm / k_norm when the scene has them, else before RoPE.
+    const RowVector& q_sum = b.q_projected.size() ? b.q_projected : rotated ? b.q_before_rope : b.q;
+    const RowVector& k_sum = b.k_projected.size() ? b.k_projected : rotated ? b.k_before_rope : b.k;
+    inputProducts("x_i[d] W_Q[d][t]", b.query_products, b.query_bias, q_sum);
+    inputProducts("x_j[d] W_K[d][t]", b.key_products, b.key_bias, k_sum);
   }
 }
 

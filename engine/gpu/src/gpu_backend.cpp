@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "attnscope/compute/cpu_backend.h"
+#include "attnscope/compute/scene_rope.h"
 #include "attnscope/error.h"
 #include "attnscope/compute/similarity.h"
 #include "attnscope/compute/tiles.h"
@@ -56,6 +57,7 @@ GpuBackend::Impl::Impl(const GpuOptions& opts) : options(opts) {
   similarity_finish = gpu::ComputeProgram(library, "similarity_finish.comp");
   copy_columns = gpu::ComputeProgram(library, "copy_columns.comp");
   rope = gpu::ComputeProgram(library, "rope.comp");
+  head_norm = gpu::ComputeProgram(library, "head_norm.comp");
   gpu::checkGl("building the compute shaders");
   const bool staged = options.readback == ReadbackPath::Staged ||
                       (options.readback == ReadbackPath::Auto && !isSoftwareRenderer(renderer));
@@ -73,8 +75,8 @@ std::size_t GpuBackend::Impl::heldBytes() const {
   std::size_t bytes = 0;
   for (const GlBuffer* b :
        {&x_q, &x_k, &x_v, &w_q, &w_k, &w_v, &b_q, &b_k, &b_v, &w_o, &b_o, &q, &k, &v, &mask, &concat, &output,
-        &partial, &pairs, &cosine, &js, &score_scratch, &heads_table, &head_scratch, &padding, &stats,
-        &tile_ranges, &tile_values})
+        &q_norm_weight, &k_norm_weight, &partial, &pairs, &cosine, &js, &score_scratch, &heads_table, &head_scratch,
+        &padding, &stats, &tile_ranges, &tile_values})
     bytes += b->bytes();
   for (const GlBuffer& b : weight_groups) bytes += b.bytes();
   for (GLuint texture : textures)
@@ -267,9 +269,10 @@ void GpuBackend::recomputeResident() {
 void GpuBackend::recomputeHeadResident(const Scene& scene, int head) {
   if (head < 0 || head >= scene.numHeads())
     throw InputError("head", "0 to " + std::to_string(scene.numHeads() - 1), std::to_string(head));
-  // A new shape, or a shared W_K / W_V or rope tables that one head's upload would not refresh: everything
-  // (and every check).
-  if (!impl_->resident || shapeOf(scene) != impl_->shape || scene.grouped() || scene.rope) {
+  // A new shape, or a shared W_K / W_V, rope tables or q/k norms that one head's upload would not refresh:
+  // everything (and every check).
+  if (!impl_->resident || shapeOf(scene) != impl_->shape || scene.grouped() || scene.rope || hasHeadNorm(scene)) {
+    validateScene(scene);
     computeResident(scene, {.keep_scores = true, .analysis = impl_->analysis, .maps = impl_->maps});
     return;
   }

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,7 +51,7 @@ struct GpuBackend::Impl {
   std::size_t max_block_bytes = 0;  // one storage buffer's limit (the driver's, or GpuOptions::max_buffer_bytes)
   GLint max_texture = 0, max_groups_x = 0, max_groups_y = 0;
   gpu::ComputeProgram project, scores, scores_softmax, weighted_sum, similarity_pair, similarity_finish,
-      copy_columns, rope;
+      copy_columns, rope, head_norm;
   // The flash forward and the tile shaders hold a row of q (and of o) in registers, FLASH_D floats: one set per
   // FLASH_D (the widest d_k or d_v rounded up to 8), built when a scene first needs it.
   struct FlashPrograms {
@@ -77,6 +78,8 @@ struct GpuBackend::Impl {
   GlBuffer x_q, x_k, x_v, w_q, w_k, w_v, b_q, b_k, b_v, w_o, b_o;
   GlBuffer rope_cos_q, rope_sin_q, rope_cos_k, rope_sin_k;  // (n_q | n_k, rope_half) each, with rope
   unsigned rope_half = 0;                                   // dims/2 of the scene's rope; 0 without
+  GlBuffer q_norm_weight, k_norm_weight;                    // (d_k) each, with the scene's q_norm / k_norm
+  std::optional<float> q_norm_eps, k_norm_eps;              // set when the scene has that norm
   GlBuffer q, k, v, mask, concat, output, partial, pairs, cosine, js, score_scratch, heads_table, head_scratch;
   // The heads' weights, (n_q, n_k) each: weight_groups[g] holds heads [g heads_per_group, ...) back to back,
   // as many as one storage block may hold, so that one dispatch covers them.
@@ -114,7 +117,10 @@ struct GpuBackend::Impl {
   const GlBuffer& keyInput() const { return shape.own_key ? x_k : x_q; }
   const GlBuffer& valueInput() const { return shape.own_value ? x_v : keyInput(); }
   void uploadProjections(const Scene& scene);
-  void uploadRope(const Scene& scene);
+  void uploadRope(const Scene& scene);  // and the q_norm / k_norm weights
+  // Columns [col0, col0 + dims) of every row of x (rows, sum_dk) normalised in place (head_norm.comp).
+  void normColumns(const GlBuffer& x, const GlBuffer& weight, float eps, unsigned rows, unsigned col0,
+                   unsigned dims) const;
   void rotateColumns(const GlBuffer& x, const GlBuffer& cosines, const GlBuffer& sines, unsigned rows,
                      unsigned col0) const;
   void uploadHeadTable(const Scene& scene);

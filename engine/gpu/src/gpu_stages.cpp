@@ -262,17 +262,44 @@ void GpuBackend::Impl::projectHeads(unsigned k0, unsigned dk, unsigned v0, unsig
   projectColumns(x_q, n_q, d, w_q, b_q, bias_q, q, sum_dk, k0, dk);
   projectColumns(keyInput(), n_k, d, w_k, b_k, bias_k, k, sum_dk, k0, dk);
   projectColumns(valueInput(), n_k, d, w_v, b_v, bias_v, v, sum_dv, v0, dv);
-  if (rope_half == 0) return;
+  if (rope_half == 0 && !q_norm_eps && !k_norm_eps) return;
   for (std::size_t i = 0; i < k_col.size(); ++i) {
     if (k_col[i] < k0 || k_col[i] >= k0 + dk) continue;
+    const unsigned head_dk = static_cast<unsigned>(shape.d_k[i]);
+    if (q_norm_eps) normColumns(q, q_norm_weight, *q_norm_eps, n_q, k_col[i], head_dk);  // before the rotation
+    if (k_norm_eps) normColumns(k, k_norm_weight, *k_norm_eps, n_k, k_col[i], head_dk);
+    if (rope_half == 0) continue;
     rotateColumns(q, rope_cos_q, rope_sin_q, n_q, k_col[i]);
     rotateColumns(k, rope_cos_k, rope_sin_k, n_k, k_col[i]);
   }
 }
 
+void GpuBackend::Impl::normColumns(const GlBuffer& x, const GlBuffer& weight, float eps, unsigned rows,
+                                   unsigned col0, unsigned dims) const {
+  head_norm.use();
+  x.bind(0);
+  weight.bind(1);
+  head_norm.set("u_rows", rows);
+  head_norm.set("u_ld", sum_dk);
+  head_norm.set("u_col0", col0);
+  head_norm.set("u_dims", dims);
+  head_norm.set("u_eps", eps);
+  dispatch(groupsFor(rows, 64), 1);
+}
+
 // The scene's rope tables (scene_rope.h: the CPU backend's own cos and sin), (rows, dims/2) each; none
 // (rope_half 0) without rope.
 void GpuBackend::Impl::uploadRope(const Scene& scene) {
+  q_norm_eps.reset();
+  k_norm_eps.reset();
+  if (scene.q_norm) {
+    q_norm_weight.upload(scene.q_norm->weight.data(), static_cast<std::size_t>(scene.q_norm->weight.size()) * sizeof(float));
+    q_norm_eps = static_cast<float>(scene.q_norm->eps);
+  }
+  if (scene.k_norm) {
+    k_norm_weight.upload(scene.k_norm->weight.data(), static_cast<std::size_t>(scene.k_norm->weight.size()) * sizeof(float));
+    k_norm_eps = static_cast<float>(scene.k_norm->eps);
+  }
   const std::optional<SceneRopeTables> tables = sceneRopeTables(scene);
   rope_half = tables ? static_cast<unsigned>(tables->query.dims() / 2) : 0;
   if (!tables) return;

@@ -87,6 +87,10 @@ CellBreakdown scoreBreakdown(const Scene& scene, const Result& result, int head,
     b.query_position = scene.queryPositions()[static_cast<std::size_t>(query)];
     b.key_position = scene.keyPositions()[static_cast<std::size_t>(key)];
   }
+  if (hasHeadNorm(scene)) {
+    b.q_projected = queryProjection(scene, head).row(query);
+    b.k_projected = keyProjection(scene, head).row(key);
+  }
   if (scene.d_model <= kBreakdownMaxInputDims) {
     b.query_products = inputProducts(scene.query.row(query), params.w_q);
     b.key_products = inputProducts(scene.keyRows().row(key), scene.wK(head));

@@ -91,7 +91,7 @@ bool followsWorkedExample(const Scene& scene, const Scene& example, int head, co
   if (name == "V") return v;
   // scaled scores and weights: Q, K, the scale and no key masked (key padding with no key ticked masks nothing,
   // so the text's numbers still apply)
-  return q && k && !scene.rope && !example.rope && scene.headScale(head) == example.headScale(head) &&
+  return q && k && !scene.rope && !example.rope && !hasHeadNorm(scene) && !hasHeadNorm(example) && scene.headScale(head) == example.headScale(head) &&
          allowedMask(scene).minCoeff() == 1;
 }
 
@@ -155,9 +155,11 @@ void addProjectionSteps(StepBuilder& b, int i, const HeadResult& hr) {
   const std::string head = "Head " + std::to_string(i + 1) + ": ";
   const std::vector<std::string>& q_tokens = b.scene.query_tokens;
   const std::vector<std::string>& k_tokens = b.scene.keyTokens();
-  // With rope, Q and K here are the projections before rotation; the rotation step below gives hr.q and hr.k.
-  const Matrix q = b.scene.rope ? queryBeforeRope(b.scene, i) : hr.q;
-  const Matrix k = b.scene.rope ? keyBeforeRope(b.scene, i) : hr.k;
+  // With q_norm / k_norm or rope, Q and K here are the bare projections; the steps below normalise and rotate
+  // them into hr.q and hr.k.
+  const bool later_steps = b.scene.rope || hasHeadNorm(b.scene);
+  const Matrix q = later_steps ? queryProjection(b.scene, i) : hr.q;
+  const Matrix k = later_steps ? keyProjection(b.scene, i) : hr.k;
   const std::string group =
       b.scene.grouped() ? " (shared by key/value head " + std::to_string(b.scene.kvOf(i) + 1) + "'s query heads)" : "";
   struct Projection {
@@ -186,6 +188,15 @@ void addProjectionSteps(StepBuilder& b, int i, const HeadResult& hr) {
     b.matrix(step, "W_" + n, pr.w);
     if (pr.bias) b.matrix(step, "b_" + n, *pr.bias);
     b.matrix(step, n, pr.out, pr.tokens);
+  }
+  if (hasHeadNorm(b.scene)) {
+    Step& norm = b.add(head + "normalise Q and K per head (q_norm / k_norm)", i,
+                       "Each row of " + std::string(b.scene.q_norm ? "Q" : "") + (b.scene.q_norm && b.scene.k_norm ? " and " : "") +
+                           (b.scene.k_norm ? "K" : "") +
+                           " divided by sqrt(mean of its squares + eps), then times the norm's weight (RMSNorm over "
+                           "d_k, as Qwen3 does before the rotation).");
+    b.matrix(norm, "Q normalised", queryBeforeRope(b.scene, i), q_tokens);
+    b.matrix(norm, "K normalised", keyBeforeRope(b.scene, i), k_tokens);
   }
   if (!b.scene.rope) return;
   const SceneRope& rope = *b.scene.rope;

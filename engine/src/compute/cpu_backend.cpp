@@ -91,15 +91,17 @@ void projectStacked(const Scene& scene, const Matrix& rows, const std::vector<Pr
     }
 }
 
-// After the projections: every query rotated by its position (rope), each key/value head's K rotated once, then
+// After the projections: every query normalised (q_norm) and rotated (rope), each key/value head's K once, then
 // its K and V copied from the group's first head to the others. Nothing to do for a scene with neither.
 void shareKeyValues(const Scene& scene, Result& result) {
   const std::optional<SceneRopeTables> rope = sceneRopeTables(scene);
   for (int h = 0; h < scene.numHeads(); ++h) {
     HeadResult& hr = result.heads[static_cast<std::size_t>(h)];
     const int first = firstHeadOf(scene, scene.kvOf(h));
+    applyHeadNorm(scene.q_norm, hr.q);  // q_norm / k_norm come before the rotation (Qwen3)
     if (rope) rope->query.rotate(hr.q);
     if (first == h) {
+      applyHeadNorm(scene.k_norm, hr.k);
       if (rope) rope->key.rotate(hr.k);
       continue;
     }
@@ -289,6 +291,8 @@ void CpuBackend::recomputeHead(const Scene& scene, int head, Result& result) {
   hr.q = projectOne(scene.query, p.w_q, p.b_q);
   hr.k = projectOne(scene.keyRows(), p.w_k, p.b_k);
   hr.v = projectOne(scene.valueRows(), p.w_v, p.b_v);
+  applyHeadNorm(scene.q_norm, hr.q);
+  applyHeadNorm(scene.k_norm, hr.k);
   if (const std::optional<SceneRopeTables> rope = sceneRopeTables(scene)) {
     rope->query.rotate(hr.q);
     rope->key.rotate(hr.k);

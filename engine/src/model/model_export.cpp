@@ -12,10 +12,12 @@ namespace attnscope::model {
 
 namespace {
 
-MaskMatrix upperTriangle(int n) {  // (n, n), 1 above the diagonal: keys a causal query never sees
+// (n, n), 1 = masked: above the diagonal (keys a causal query never sees) and, with a sliding window W > 0,
+// keys j <= i - W that query i no longer sees.
+MaskMatrix causalMask(int n, int window = 0) {
   MaskMatrix m = MaskMatrix::Zero(n, n);
   for (int i = 0; i < n; ++i)
-    for (int j = i + 1; j < n; ++j) m(i, j) = 1;
+    for (int j = 0; j < n; ++j) m(i, j) = j > i || (window > 0 && j <= i - window);
   return m;
 }
 
@@ -33,8 +35,8 @@ Figure modelGridFigure(const ForwardResult& forward, const HeadLayout& c, const 
   setWeightScale(f);
   f.scale_label = "attention weight";
   f.grid_columns = c.n_head;
-  const MaskMatrix masked = upperTriangle(forward.n);
-  for (int l = layer < 0 ? 0 : layer; l < (layer < 0 ? c.n_layer : layer + 1); ++l)
+  for (int l = layer < 0 ? 0 : layer; l < (layer < 0 ? c.n_layer : layer + 1); ++l) {
+    const MaskMatrix masked = causalMask(forward.n, c.windowOf(l));  // a sliding window's cells masked too
     for (int h = 0; h < c.n_head; ++h) {
       HeatmapPanel p;
       p.title = "L" + std::to_string(l + 1) + " H" + std::to_string(h + 1);  // counted from 1, as the window does
@@ -43,6 +45,7 @@ Figure modelGridFigure(const ForwardResult& forward, const HeadLayout& c, const 
       p.row_labels = p.col_labels = tokens;
       f.panels.push_back(std::move(p));
     }
+  }
   f.title = layer < 0
                 ? "Attention weights, " + std::to_string(c.n_layer) + " layers x " + std::to_string(c.n_head) + " heads"
                 : "Attention weights, layer " + std::to_string(layer + 1);
@@ -56,7 +59,7 @@ Figure rolloutFigure(const Matrix& rollout, const std::vector<std::string>& toke
   f.scale_label = "rollout weight";
   HeatmapPanel p;
   p.values = rollout;
-  p.masked = upperTriangle(static_cast<int>(rollout.rows()));
+  p.masked = causalMask(static_cast<int>(rollout.rows()));
   p.row_labels = p.col_labels = tokens;
   f.panels.push_back(std::move(p));
   return f;

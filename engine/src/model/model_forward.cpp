@@ -224,7 +224,7 @@ void gpt2ForwardInto(const Gpt2Weights& w, const std::vector<int>& ids, ForwardR
 ForwardResult modelForward(const Model& model, const std::vector<int>& ids, const ForwardOptions& options,
                            std::size_t budget_bytes) {
   if (const auto* g = std::get_if<Gpt2Weights>(&model.weights)) return gpt2Forward(*g, ids, options, budget_bytes);
-  return llamaForward(std::get<LlamaWeights>(model.weights), ids, budget_bytes, options.progress);
+  return llamaForward(std::get<LlamaWeights>(model.weights), ids, budget_bytes, options.keep_ln1, options.progress);
 }
 
 Matrix attentionRollout(const ForwardResult& forward, const HeadLayout& c) {

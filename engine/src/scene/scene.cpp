@@ -235,6 +235,33 @@ void validateScene(const Scene& scene, const Limits& limits) {
       throw InputError("rope.theta", "a finite number above 0", std::to_string(scene.rope->theta));
     if (scene.rope->dims < 2 || scene.rope->dims % 2 != 0)
       throw InputError("rope.dims", "an even number of at least 2", std::to_string(scene.rope->dims));
+    const RopeScaling& sc = scene.rope->scaling;
+    if (sc.type != RopeScaling::Type::None && (!std::isfinite(sc.factor) || sc.factor <= 0))
+      throw InputError("rope.scaling.factor", "a finite number above 0", std::to_string(sc.factor));
+    if (sc.type == RopeScaling::Type::Llama3) {
+      if (!std::isfinite(sc.low_freq_factor) || sc.low_freq_factor <= 0)
+        throw InputError("rope.scaling.low_freq_factor", "a finite number above 0", std::to_string(sc.low_freq_factor));
+      if (!std::isfinite(sc.high_freq_factor) || sc.high_freq_factor <= sc.low_freq_factor)
+        throw InputError("rope.scaling.high_freq_factor",
+                         "a finite number above low_freq_factor (" + std::to_string(sc.low_freq_factor) + ")",
+                         std::to_string(sc.high_freq_factor));
+      if (sc.original_max_position_embeddings < 1)
+        throw InputError("rope.scaling.original_max_position_embeddings", "at least 1",
+                         std::to_string(sc.original_max_position_embeddings));
+    }
+  }
+  // q_norm / k_norm: one weight of every head's d_k, finite, and eps > 0.
+  for (const auto& [field, norm] : {std::pair{"q_norm", &scene.q_norm}, std::pair{"k_norm", &scene.k_norm}}) {
+    if (!*norm) continue;
+    const SceneHeadNorm& sn = **norm;
+    const std::string f = field;
+    for (int i = 0; i < h; ++i)
+      if (sn.weight.size() != scene.heads[static_cast<std::size_t>(i)].dK())
+        throw InputError(f + ".weight", std::to_string(scene.heads[static_cast<std::size_t>(i)].dK()) +
+                                            " numbers (d_k of heads[" + std::to_string(i) + "])",
+                         std::to_string(sn.weight.size()));
+    if (!sn.weight.allFinite()) throw InputError(f + ".weight", "finite numbers", "a NaN or infinity");
+    if (!std::isfinite(sn.eps) || sn.eps <= 0) throw InputError(f + ".eps", "a finite number above 0", std::to_string(sn.eps));
   }
   auto checkPositions = [](const std::string& field, const std::vector<int>& p, long n) {
     if (p.empty()) return;

@@ -162,6 +162,13 @@ Scene resizeScene(const Scene& scene, const SceneSize& size, std::uint64_t seed)
     if (size.d_k < 2) out.rope.reset();
     else out.rope->dims = size.d_k - size.d_k % 2;
   }
+  for (std::optional<SceneHeadNorm>* norm : {&out.q_norm, &out.k_norm})  // one weight per d_k entry: new ones 1
+    if (*norm && (*norm)->weight.size() != size.d_k) {
+      RowVector weight = RowVector::Ones(size.d_k);
+      const Eigen::Index kept = std::min<Eigen::Index>(size.d_k, (*norm)->weight.size());
+      weight.head(kept) = (*norm)->weight.head(kept);
+      (*norm)->weight = weight;
+    }
   return out;
 }
 

@@ -122,11 +122,15 @@ const json& required(const json& object, const std::string& key, const std::stri
 const std::vector<std::string> kSceneKeys = {"format",     "version", "description", "d_model",     "query_tokens",
                                              "key_tokens", "query",   "key",         "value",       "heads",
                                              "w_o",        "b_o",     "mask",        "key_padding", "scale",
-                                             "kv_heads",   "rope",    "query_positions", "key_positions"};
+                                             "kv_heads",   "rope",    "query_positions", "key_positions",
+                                             "q_norm",     "k_norm"};
 const std::vector<std::string> kHeadKeys = {"w_q", "w_k", "w_v", "b_q", "b_k", "b_v"};
 const std::vector<std::string> kGroupedHeadKeys = {"w_q", "b_q", "kv"};
 const std::vector<std::string> kKvHeadKeys = {"w_k", "w_v", "b_k", "b_v"};
-const std::vector<std::string> kRopeKeys = {"theta", "dims"};
+const std::vector<std::string> kRopeKeys = {"theta", "dims", "scaling"};
+const std::vector<std::string> kScalingKeys = {"rope_type", "factor", "low_freq_factor", "high_freq_factor",
+                                               "original_max_position_embeddings"};
+const std::vector<std::string> kNormKeys = {"weight", "eps"};
 constexpr const char* kFormat = "attnscope-scene";
 constexpr int kVersion = 1;
 
@@ -142,6 +146,47 @@ std::vector<int> parsePositions(const json& v, const std::string& path) {
   std::vector<int> positions;
   for (std::size_t i = 0; i < v.size(); ++i) positions.push_back(parseInt(v[i], at(path, i), 0, "a whole number from 0"));
   return positions;
+}
+
+double parseNumber(const json& v, const std::string& path, const std::string& expected) {
+  if (!v.is_number()) throw InputError(path, expected, describe(v));
+  return v.get<double>();
+}
+
+// rope.scaling, as Hugging Face's rope_scaling: {"rope_type": "linear" | "llama3", "factor", and for llama3
+// "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"}. validateScene checks the numbers.
+RopeScaling parseRopeScaling(const json& v) {
+  const std::string p = "rope.scaling.";
+  if (!v.is_object()) throw InputError("rope.scaling", "an object with rope_type and factor", describe(v));
+  checkKeys(v, p, kScalingKeys);
+  RopeScaling s;
+  const json& type = required(v, "rope_type", p, "\"linear\" or \"llama3\"");
+  if (type == "linear") s.type = RopeScaling::Type::Linear;
+  else if (type == "llama3") s.type = RopeScaling::Type::Llama3;
+  else throw InputError(p + "rope_type", "\"linear\" or \"llama3\"", describe(type));
+  s.factor = parseNumber(required(v, "factor", p, "a finite number above 0"), p + "factor", "a finite number above 0");
+  if (s.type == RopeScaling::Type::Linear) {
+    for (const char* key : {"low_freq_factor", "high_freq_factor", "original_max_position_embeddings"})
+      if (v.contains(key)) throw InputError(p + key, "no such key with rope_type \"linear\"", describe(v[key]));
+    return s;
+  }
+  if (v.contains("low_freq_factor")) s.low_freq_factor = parseNumber(v["low_freq_factor"], p + "low_freq_factor", "a number");
+  if (v.contains("high_freq_factor"))
+    s.high_freq_factor = parseNumber(v["high_freq_factor"], p + "high_freq_factor", "a number");
+  if (v.contains("original_max_position_embeddings"))
+    s.original_max_position_embeddings = parseInt(v["original_max_position_embeddings"],
+                                                  p + "original_max_position_embeddings", 1, "a whole number from 1");
+  return s;
+}
+
+// q_norm / k_norm: {"weight": [d_k numbers], "eps": number (default 1e-6)}.
+SceneHeadNorm parseHeadNorm(const json& v, const std::string& path) {
+  if (!v.is_object()) throw InputError(path, "an object with weight (d_k numbers) and eps", describe(v));
+  checkKeys(v, path + ".", kNormKeys);
+  SceneHeadNorm norm;
+  norm.weight = parseVector(required(v, "weight", path + ".", "a list of d_k numbers"), path + ".weight");
+  if (v.contains("eps")) norm.eps = parseNumber(v["eps"], path + ".eps", "a finite number above 0");
+  return norm;
 }
 
 KvHeadParams parseKvHead(const json& v, const std::string& path) {
@@ -338,7 +383,10 @@ Scene sceneFromJson(const json& j) {
     scene.rope = SceneRope{theta.get<double>(),
                            parseInt(required(rope, "dims", "rope.", "an even number of at least 2"), "rope.dims",
                                     std::numeric_limits<int>::min(), "an even whole number of at least 2")};
+    if (rope.contains("scaling")) scene.rope->scaling = parseRopeScaling(rope["scaling"]);
   }
+  if (j.contains("q_norm")) scene.q_norm = parseHeadNorm(j["q_norm"], "q_norm");
+  if (j.contains("k_norm")) scene.k_norm = parseHeadNorm(j["k_norm"], "k_norm");
   if (j.contains("query_positions")) scene.query_positions = parsePositions(j["query_positions"], "query_positions");
   if (j.contains("key_positions")) scene.key_positions = parsePositions(j["key_positions"], "key_positions");
   if (j.contains("w_o")) scene.w_o = parseMatrix(j["w_o"], "w_o");
@@ -446,8 +494,23 @@ ordered_json sceneToJson(const Scene& scene) {
     if (theta == std::trunc(theta) && std::fabs(theta) < 9.0e15) rope["theta"] = static_cast<std::int64_t>(theta);
     else rope["theta"] = theta;
     rope["dims"] = scene.rope->dims;
+    const RopeScaling& scaling = scene.rope->scaling;
+    if (scaling.type != RopeScaling::Type::None) {
+      ordered_json s;
+      const bool llama3 = scaling.type == RopeScaling::Type::Llama3;
+      s["rope_type"] = llama3 ? "llama3" : "linear";
+      s["factor"] = scaling.factor;
+      if (llama3) {
+        s["low_freq_factor"] = scaling.low_freq_factor;
+        s["high_freq_factor"] = scaling.high_freq_factor;
+        s["original_max_position_embeddings"] = scaling.original_max_position_embeddings;
+      }
+      rope["scaling"] = std::move(s);
+    }
     j["rope"] = std::move(rope);
   }
+  for (const auto& [key, norm] : {std::pair{"q_norm", &scene.q_norm}, std::pair{"k_norm", &scene.k_norm}})
+    if (*norm) j[key] = ordered_json{{"weight", vectorJson((*norm)->weight)}, {"eps", (*norm)->eps}};
   if (!scene.query_positions.empty()) j["query_positions"] = scene.query_positions;
   if (!scene.key_positions.empty()) j["key_positions"] = scene.key_positions;
   return j;

@@ -49,6 +49,8 @@ struct CellBreakdown {
   RowVector q, k;                  // (d_k) the result's q_i and k_j (after rotation with rope): the terms' factors
   // With rope: q_i and k_j before the rotation (which the input products sum to), and their positions; else empty.
   RowVector q_before_rope, k_before_rope;  // (d_k)
+  // With q_norm / k_norm: q_i and k_j as projected, before the norm (which the input products then sum to).
+  RowVector q_projected, k_projected;  // (d_k), else empty
   int query_position = 0, key_position = 0;
 };
 constexpr int kBreakdownMaxInputDims = 64;

@@ -17,8 +17,17 @@ struct SceneRopeTables {
 // nullopt for a scene without "rope". The scene must be valid (validateScene).
 std::optional<SceneRopeTables> sceneRopeTables(const Scene& scene);
 
-// Head h's projections before any rotation: q = X W_Q + b_Q (n_q, d_k), k = X_key W_K + b_K (n_k, d_k) with
-// the head's own or its group's W_K.
+// The scene's q_norm or k_norm applied in place to one head's q or k (rows, d_k): each row divided by
+// sqrt(mean of its squares + eps), times the weight. Nothing when `norm` is absent.
+void applyHeadNorm(const std::optional<SceneHeadNorm>& norm, Matrix& x);
+bool hasHeadNorm(const Scene& scene);  // q_norm or k_norm present
+
+// Head h's projections alone: X W_Q + b_Q (n_q, d_k) and X_key W_K + b_K (n_k, d_k), before q_norm / k_norm.
+Matrix queryProjection(const Scene& scene, int head);
+Matrix keyProjection(const Scene& scene, int head);
+
+// Head h's q and k as rotated: q = X W_Q + b_Q (n_q, d_k), k = X_key W_K + b_K (n_k, d_k) with the head's own
+// or its group's W_K, then q_norm / k_norm when the scene has them (the rotation's input).
 Matrix queryBeforeRope(const Scene& scene, int head);
 Matrix keyBeforeRope(const Scene& scene, int head);
 

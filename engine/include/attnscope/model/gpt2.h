@@ -110,6 +110,11 @@ struct HeadLayout {
   HeadLayout(int layers, int heads, int kv_heads) : n_layer(layers), n_head(heads), n_kv_head(kv_heads) {}
   HeadLayout(const Gpt2Config& c) : HeadLayout(c.n_layer, c.n_head, c.n_head) {}  // NOLINT: implicit on purpose
   int kvHead(int head) const { return n_kv_head > 0 && n_head >= n_kv_head ? head / (n_head / n_kv_head) : head; }
+  // Per layer, a sliding window W (query i sees keys i - W < j <= i) or 0 (every earlier key); empty = none.
+  std::vector<int> window;
+  int windowOf(int layer) const {
+    return layer >= 0 && layer < static_cast<int>(window.size()) ? window[static_cast<std::size_t>(layer)] : 0;
+  }
 };
 
 struct ForwardResult {

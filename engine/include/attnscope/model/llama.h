@@ -11,6 +11,7 @@
 
 #include "attnscope/compute/rope.h"
 #include "attnscope/model/gpt2.h"
+#include "attnscope/scene/scene.h"
 #include "attnscope/types.h"
 
 namespace attnscope::model {
@@ -31,7 +32,11 @@ struct LlamaConfig {
 
   int qDim() const { return n_head * head_dim; }
   int kvDim() const { return n_kv_head * head_dim; }
-  HeadLayout layout() const { return {n_layer, n_head, n_kv_head}; }
+  HeadLayout layout() const {
+    HeadLayout l(n_layer, n_head, n_kv_head);
+    l.window = window;
+    return l;
+  }
 };
 
 // config.json's fields checked (`path` starts every error): model_type one of the four; the sizes present and
@@ -75,9 +80,19 @@ std::size_t llamaForwardBytes(const LlamaConfig& config, int n);
 
 // The forward in float32 on the CPU: x = embed[ids]; per layer x += o_proj(attn(rms(x))), x += down(silu(gate
 // rms(x)) * up rms(x)); then the final norm into ForwardResult::hidden. Positions 0..n-1. 1 <= n <=
-// max_position_embeddings, ids < vocab_size, memory within the budget (InputError otherwise). `progress`, as
-// ForwardOptions::progress: called after each layer with the layers done; false stops (ForwardCancelled).
+// max_position_embeddings, ids < vocab_size, memory within the budget (InputError otherwise).
+// keep_ln1: ForwardResult::ln1 keeps each layer's input_layernorm output (n, hidden), what a layer scene starts from.
+// `progress`, as ForwardOptions::progress: called after each layer with the layers done; false stops
+// (ForwardCancelled).
 ForwardResult llamaForward(const LlamaWeights& weights, const std::vector<int>& ids, std::size_t budget_bytes = 0,
-                           const std::function<bool(int layers_done)>& progress = {});
+                           bool keep_ln1 = false, const std::function<bool(int layers_done)>& progress = {});
+
+// Layer `layer`'s attention as a scene (llama_scene.cpp) over forward.ln1[layer] (a forward with keep_ln1): each
+// query head's W_Q (hidden, head_dim) and b_Q; with fewer key/value heads than query heads, "kv_heads" holding
+// each K/V head's W_K, W_V and biases; rope (theta, dims = head_dim, the config's scaling); Qwen3's q_norm and
+// k_norm; W_O = o_proj^T with its bias; the causal mask, or the layer's sliding window as an explicit mask;
+// scale 1/sqrt(head_dim). Both backends compute the forward's maps from it.
+Scene llamaLayerScene(const LlamaWeights& weights, const ForwardResult& forward, int layer,
+                      const std::vector<std::string>& tokens, const std::string& description);
 
 }  // namespace attnscope::model

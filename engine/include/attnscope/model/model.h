@@ -28,8 +28,8 @@ struct Model {
 // else refused naming the field); then that family's files. Token ids must fit vocab_size.
 Model loadModel(const std::string& dir, std::size_t budget_bytes = 0);
 
-// The family's forward. `options` apply to GPT-2; of them, a Llama-family forward takes only `progress` (a
-// Llama-family layer is not yet a scene).
+// The family's forward. Of `options`, a Llama-family forward takes keep_ln1 (what a layer scene starts from) and
+// progress; the rest apply to GPT-2 only.
 ForwardResult modelForward(const Model& model, const std::vector<int>& ids, const ForwardOptions& options = {},
                            std::size_t budget_bytes = 0);
 

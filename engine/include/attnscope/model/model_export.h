@@ -15,7 +15,8 @@
 
 namespace attnscope::model {
 
-// One panel per (layer, head), layer by layer, n_head panels a row, titled "L0 H0"; causal cells masked.
+// One panel per (layer, head), layer by layer, n_head panels a row, titled "L1 H1"; causal cells masked, and
+// the cells a layer's sliding window (layout.window) hides.
 // layer >= 0: only that layer's heads.
 Figure modelGridFigure(const ForwardResult& forward, const HeadLayout& layout, const std::vector<std::string>& tokens,
                        int layer = -1);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "attnscope/compute/rope.h"
 #include "attnscope/types.h"
 
 namespace attnscope {
@@ -34,9 +35,19 @@ struct KvHeadParams {
 
 // Rotary positions (scene key "rope"): after the projections and biases, the first `dims` entries of every
 // head's q and k are rotated by position as Hugging Face's rotate_half does (compute/rope.h does it).
+// "scaling" (optional) mirrors Hugging Face's rope_scaling: linear or llama3 (Llama 3.1+) inverse frequencies.
 struct SceneRope {
   double theta = 10000.0;
   int dims = 0;  // even, 2 to every head's d_k
+  RopeScaling scaling{};  // Type::None: plain RoPE ({} so that SceneRope{theta, dims} needs no third member)
+};
+
+// Scene keys "q_norm" / "k_norm" (Qwen3): RMSNorm over each head's d_k entries of q (or k), after the projection
+// and bias and before the rotation: q <- q / sqrt(mean(q^2) + eps) * weight. One weight for every head of the
+// scene (as Qwen3 shares it over a layer's heads), so every head's d_k equals weight's length.
+struct SceneHeadNorm {
+  RowVector weight;  // (d_k)
+  double eps = 1e-6;
 };
 
 enum class MaskKind {
@@ -58,6 +69,8 @@ struct Scene {
   std::optional<SceneRope> rope;          // absent: no positions in the scores
   std::vector<int> query_positions;       // n_q or empty (= 0..n_q-1); used by rope
   std::vector<int> key_positions;         // n_k or empty (= 0..n_k-1)
+  std::optional<SceneHeadNorm> q_norm;    // absent: q as projected
+  std::optional<SceneHeadNorm> k_norm;    // absent: k as projected
   std::optional<Matrix> w_o;              // (sum of d_v, d_model); absent = output is the concatenation
   std::optional<RowVector> b_o;           // (d_model); only with w_o
   MaskKind mask = MaskKind::None;

@@ -46,12 +46,13 @@ bool boolField(const nlohmann::json& j, const std::string& path, const char* key
   return j[key].get<bool>();
 }
 
-// rope_scaling: null, or {"rope_type" (or the older "type"): "default" | "linear" | "llama3", ...}.
-RopeScaling ropeScaling(const nlohmann::json& j, const std::string& path) {
+// rope_scaling (or v5's rope_parameters, `key`): null, or {"rope_type" (or the older "type"): "default" |
+// "linear" | "llama3", ...}.
+RopeScaling ropeScaling(const nlohmann::json& j, const std::string& path, const char* key = "rope_scaling") {
   RopeScaling s;
-  if (!has(j, "rope_scaling")) return s;
-  const nlohmann::json& r = j["rope_scaling"];
-  const std::string field = path + ": rope_scaling";
+  if (!has(j, key)) return s;
+  const nlohmann::json& r = j[key];
+  const std::string field = path + ": " + key;
   if (!r.is_object()) throw InputError(field, "null or an object", describeJson(r));
   const char* type_key = r.contains("rope_type") ? "rope_type" : "type";
   const nlohmann::json type = r.contains(type_key) ? r[type_key] : nlohmann::json();
@@ -73,6 +74,47 @@ RopeScaling ropeScaling(const nlohmann::json& j, const std::string& path) {
   if (!has(r, "factor")) throw InputError(field + ".factor", "a number in (0, 1e+06]", "nothing");
   s.factor = positiveNumber(r, field + ".", "factor", 1e6, 1.0);
   return s;
+}
+
+std::string scalingText(const RopeScaling& s) {
+  if (s.type == RopeScaling::Type::None) return "default (no scaling)";
+  char buf[160];
+  if (s.type == RopeScaling::Type::Linear) std::snprintf(buf, sizeof buf, "linear, factor %g", s.factor);
+  else
+    std::snprintf(buf, sizeof buf, "llama3, factor %g, low_freq_factor %g, high_freq_factor %g, original %d", s.factor,
+                  s.low_freq_factor, s.high_freq_factor, s.original_max_position_embeddings);
+  return buf;
+}
+
+bool sameScaling(const RopeScaling& a, const RopeScaling& b) {
+  return a.type == b.type && a.factor == b.factor && a.low_freq_factor == b.low_freq_factor &&
+         a.high_freq_factor == b.high_freq_factor && a.original_max_position_embeddings == b.original_max_position_embeddings;
+}
+
+// RoPE's theta and scaling: the older rope_theta and rope_scaling, and transformers v5's rope_parameters
+// {"rope_type", "rope_theta", the type's numbers}. Either or both; where both give a value they must agree.
+void readRope(const nlohmann::json& j, const std::string& path, LlamaConfig& c) {
+  c.rope_theta = positiveNumber(j, path + ": ", "rope_theta", 1e12, 10000.0);
+  c.rope_scaling = ropeScaling(j, path);
+  if (!has(j, "rope_parameters")) return;
+  const nlohmann::json& p = j["rope_parameters"];
+  const std::string field = path + ": rope_parameters";
+  if (!p.is_object()) throw InputError(field, "null or an object", describeJson(p));
+  if (has(p, "rope_theta")) {
+    const double theta = positiveNumber(p, field + ".", "rope_theta", 1e12, 10000.0);
+    if (has(j, "rope_theta") && theta != c.rope_theta)
+      throw InputError(field + ".rope_theta", "the same as rope_theta (" + describeJson(j["rope_theta"]) + ")",
+                       describeJson(p["rope_theta"]));
+    c.rope_theta = theta;
+  }
+  // No rope_type: plain RoPE (v5 always writes one; a bare {"rope_theta"} is still unambiguous).
+  const RopeScaling scaling = p.contains("rope_type") || p.contains("type")
+                                  ? ropeScaling(nlohmann::json{{"rope_parameters", p}}, path, "rope_parameters")
+                                  : RopeScaling{};
+  if (has(j, "rope_scaling") && !sameScaling(scaling, c.rope_scaling))
+    throw InputError(field, "the same rope type and factors as rope_scaling (" + scalingText(c.rope_scaling) + ")",
+                     scalingText(scaling));
+  c.rope_scaling = scaling;
 }
 
 // Each layer's window (0: full causal). Mistral: sliding_window for every layer when set. Qwen2 and Qwen3: only
@@ -140,8 +182,7 @@ LlamaConfig llamaConfigFromJson(const nlohmann::json& j, const std::string& path
   c.vocab_size = intField(j, path, "vocab_size", 1, 10'000'000);
   c.max_positions = intField(j, path, "max_position_embeddings", 1, 1 << 24);
   c.rms_norm_eps = positiveNumber(j, path + ": ", "rms_norm_eps", 1.0, 1e-6);
-  c.rope_theta = positiveNumber(j, path + ": ", "rope_theta", 1e12, 10000.0);
-  c.rope_scaling = ropeScaling(j, path);
+  readRope(j, path, c);
   (void)ropeInverseFrequencies(c.rope_theta, c.head_dim, c.rope_scaling, path + ": rope");  // its own checks
   if (has(j, "hidden_act") && j["hidden_act"] != "silu")
     throw InputError(path + ": hidden_act", "silu (the SwiGLU MLP)", describeJson(j["hidden_act"]));

@@ -60,7 +60,7 @@ std::size_t llamaForwardBytes(const LlamaConfig& c, int n) {
   return 4 * (maps + nn * per_token);
 }
 
-ForwardResult llamaForward(const LlamaWeights& w, const std::vector<int>& ids, std::size_t budget_bytes,
+ForwardResult llamaForward(const LlamaWeights& w, const std::vector<int>& ids, std::size_t budget_bytes, bool keep_ln1,
                            const std::function<bool(int)>& progress) {
   const LlamaConfig& c = w.config;
   const int n = static_cast<int>(ids.size());
@@ -85,6 +85,7 @@ ForwardResult llamaForward(const LlamaWeights& w, const std::vector<int>& ids, s
     const LlamaLayer& L = w.layers[static_cast<std::size_t>(l)];
     rmsNorm(x, L.input_norm, eps, normed);
     timings.mark("rms norms");
+    if (keep_ln1) r.ln1.push_back(normed);  // a layer scene's rows (llama_scene.cpp)
     qkv.noalias() = normed * L.w_qkv.transpose();  // (n, q + 2 kv): q heads, then k heads, then v heads
     if (L.b_qkv.size()) qkv.rowwise() += L.b_qkv;
     timings.mark("qkv projection");
