@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "attnscope/error.h"
+#include "attnscope/model/gpt2.h"
 #include "attnscope/types.h"
 
 namespace attnscope::model {
@@ -22,6 +23,10 @@ using HeadOutput = Eigen::Ref<Matrix, 0, Eigen::OuterStride<>>;
 // it can see, so the masked half of (n, n) costs no multiply.
 void attendHead(const HeadColumns& q, const HeadColumns& k, const HeadColumns& v, int window,
                 Eigen::Map<Matrix> weights, HeadOutput out);
+
+// What a layer scene is built from, checked: 0 <= layer < n_layer, a forward run with keep_ln1 (one input per
+// layer), one token label per position.
+void checkLayerSceneInput(const ForwardResult& forward, int n_layer, int layer, const std::vector<std::string>& tokens);
 
 // A forward's input checked before any work: 1 <= ids.size() <= max_tokens (`max_name` says which config field
 // sets it), every id below vocab_size, and `need_bytes` of maps and activations within the budget (0 = default).

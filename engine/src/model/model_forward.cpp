@@ -47,6 +47,16 @@ void geluTanh(Matrix& x) {
 
 }  // namespace
 
+void checkLayerSceneInput(const ForwardResult& forward, int n_layer, int layer, const std::vector<std::string>& tokens) {
+  if (layer < 0 || layer >= n_layer)
+    throw InputError("layer", "0 to " + std::to_string(n_layer - 1), std::to_string(layer));
+  if (static_cast<int>(forward.ln1.size()) != n_layer)
+    throw InputError("forward.ln1", std::to_string(n_layer) + " layers (a forward with keep_ln1)",
+                     std::to_string(forward.ln1.size()));
+  if (static_cast<int>(tokens.size()) != forward.n)
+    throw InputError("tokens", std::to_string(forward.n) + " labels", std::to_string(tokens.size()));
+}
+
 void checkForwardInput(const std::vector<int>& ids, int max_tokens, const char* max_name, int vocab_size,
                        std::size_t need_bytes, std::size_t budget_bytes) {
   const int n = static_cast<int>(ids.size());
@@ -269,13 +279,7 @@ Scene attentionScene(const Gpt2Weights& w, int layer, const Matrix& x) {
 Scene layerScene(const Gpt2Weights& w, const ForwardResult& forward, int layer, const std::vector<std::string>& tokens,
                  const std::string& description) {
   const Gpt2Config& c = w.config;
-  if (layer < 0 || layer >= c.n_layer)
-    throw InputError("layer", "0 to " + std::to_string(c.n_layer - 1), std::to_string(layer));
-  if (static_cast<int>(forward.ln1.size()) != c.n_layer)
-    throw InputError("forward.ln1", std::to_string(c.n_layer) + " layers (a forward with keep_ln1)",
-                     std::to_string(forward.ln1.size()));
-  if (static_cast<int>(tokens.size()) != forward.n)
-    throw InputError("tokens", std::to_string(forward.n) + " labels", std::to_string(tokens.size()));
+  checkLayerSceneInput(forward, c.n_layer, layer, tokens);
   Scene s = attentionScene(w, layer, forward.ln1[static_cast<std::size_t>(layer)]);
   s.description = description;
   s.query_tokens = tokens;

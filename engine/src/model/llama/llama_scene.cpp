@@ -7,6 +7,7 @@
 
 #include "attnscope/error.h"
 #include "attnscope/model/llama.h"
+#include "model/forward_shared.h"
 
 namespace attnscope::model {
 
@@ -25,13 +26,7 @@ std::optional<RowVector> headBias(const RowVector& b_qkv, int row0, int head_dim
 Scene llamaLayerScene(const LlamaWeights& w, const ForwardResult& forward, int layer,
                       const std::vector<std::string>& tokens, const std::string& description) {
   const LlamaConfig& c = w.config;
-  if (layer < 0 || layer >= c.n_layer)
-    throw InputError("layer", "0 to " + std::to_string(c.n_layer - 1), std::to_string(layer));
-  if (static_cast<int>(forward.ln1.size()) != c.n_layer)
-    throw InputError("forward.ln1", std::to_string(c.n_layer) + " layers (a forward with keep_ln1)",
-                     std::to_string(forward.ln1.size()));
-  if (static_cast<int>(tokens.size()) != forward.n)
-    throw InputError("tokens", std::to_string(forward.n) + " labels", std::to_string(tokens.size()));
+  checkLayerSceneInput(forward, c.n_layer, layer, tokens);
   const LlamaLayer& L = w.layers[static_cast<std::size_t>(layer)];
   const int hd = c.head_dim, q_dim = c.qDim(), kv_dim = c.kvDim(), group = c.n_head / c.n_kv_head;
   const bool grouped = c.n_kv_head < c.n_head;  // classic heads when every query head has its own K/V
