@@ -413,6 +413,8 @@ int main(int argc, char** argv) {
       checkModelGrid(c, dir);
     } else if (test == "model_llama") {
       checkModelLlama(c, dir);
+    } else if (test == "model_llama_scene") {
+      checkModelLlamaScene(c, dir);
     } else if (test == "groups_rope") {
       checkGroupsRope(c, dir);
     } else if (test == "panels") {

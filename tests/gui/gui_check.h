@@ -145,6 +145,7 @@ inline bool isWeightColor(Rgb8 got, double w) {
 // The checks of other files, by test name (gui_check_model.cpp, gui_check_panels.cpp, gui_check_families.cpp).
 void checkModelGrid(Checker& c, const std::string& dir);
 void checkModelLlama(Checker& c, const std::string& dir);
+void checkModelLlamaScene(Checker& c, const std::string& dir);
 void checkGroupsRope(Checker& c, const std::string& dir);
 void checkPanels(Checker& c, const std::string& dir);
 void checkLongZoom(Checker& c, const std::string& dir);  // gui_check_long.cpp

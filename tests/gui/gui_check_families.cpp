@@ -1,5 +1,6 @@
 // Pixel checks of grouped-query heads and RoPE: a tiny Llama checkpoint with KV groups in the centre pane
-// (scripts/model_llama.txt; llama_reference.py's NumPy float64 maps in expected.json), and a 4-head scene whose
+// (scripts/model_llama.txt; llama_reference.py's NumPy float64 maps in expected.json), a Qwen3 layer opened as
+// the scene and back (scripts/model_llama_scene.txt), and a 4-head scene whose
 // KV-head count is lowered to 2 and then RoPE switched on (scripts/groups_rope.txt), its maps worked out here in
 // double from the scene saved before the edits, independently of the engine's grouped and rotary code.
 #include <algorithm>
@@ -21,14 +22,17 @@ using Maps = std::vector<std::vector<std::vector<std::vector<double>>>>;  // (la
 const Rgb8 kFrame{230, 160, 60};                                          // model_view.cpp's kGroupFrame
 
 // Cells of `rect_id` (n x n, causal) not in the colour of `w` (isWeightColor: within 1e-5 of the weight, where
-// the engine's maps are within 3.2e-6 of NumPy's, README), or, above the diagonal, not masked.
-int wrongCausalCells(const Checker& c, const std::string& rect_id, const std::vector<std::vector<double>>& w, int n) {
+// the engine's maps are within 3.2e-6 of NumPy's, README), or, above the diagonal (or, with a sliding window of
+// `window` keys, at j <= i - window), not masked. fy: where in a cell to read (Checker::cell).
+int wrongCausalCells(const Checker& c, const std::string& rect_id, const std::vector<std::vector<double>>& w, int n,
+                     int window = 0, float fy = 0.5f) {
   int wrong = 0;
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < n; ++j) {
-      const Rgb8 got = c.cell(rect_id, i, j, n, n);
+      const Rgb8 got = c.cell(rect_id, i, j, n, n, fy);
       const double want = w[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
-      if (!(j > i ? got == attnscope::kMaskedColor : isWeightColor(got, want)) && ++wrong <= 2)
+      const bool masked = j > i || (window > 0 && j <= i - window);
+      if (!(masked ? got == attnscope::kMaskedColor : isWeightColor(got, want)) && ++wrong <= 2)
         std::printf("      %s cell (%d,%d): weight %.4f drawn %s\n", rect_id.c_str(), i, j, want,
                     Checker::str(got).c_str());
     }
@@ -191,10 +195,82 @@ void checkModelLlama(Checker& c, const std::string& dir) {
   if (focus.layout.contains("model.map"))
     c.expect(wrongCausalCells(focus, "model.map", maps[1][2], n) == 0,
              "layer 2, head 3 full-size: every cell in colorAt");
-  // "Open layer as scene" is disabled for a Llama layer: clicking it leaves the map shown, no scene heads replaced.
+  // "Open layer as scene" opens a Llama layer too: the centre shows the scene's 8 heads (model_llama_scene checks
+  // their maps), no longer the model's map.
   const nlohmann::json after = loadLayout(dir + "/layout_after_open.json");
-  c.expect(after.contains("model.map") && !after.contains("head7.map"),
-           "the disabled Open-as-scene button does nothing");
+  c.expect(!after.contains("model.map") && after.contains("head7.map") && after.contains("model.back"),
+           "Open-as-scene puts layer 2's 8 heads in the centre, with the way back to the model");
+}
+
+void checkModelLlamaScene(Checker& c, const std::string& dir) {
+  std::ifstream in(dir + "/ckpt/expected.json");
+  const nlohmann::json expected = nlohmann::json::parse(in);
+  const Maps maps = expected["weights"].get<Maps>();
+  const std::vector<int> ids = expected["ids"].get<std::vector<int>>();
+  const int n = static_cast<int>(ids.size()), window = 4;  // run_gui_test.sh's --window 4, on layer 2 only
+  c.expect(maps.size() == 2 && maps[1].size() == 4 && n == 24, "NumPy's maps: 2 layers x 4 heads, 24 tokens");
+
+  // The scene as saved from the window: what the Model panel's KV-head stepper and RoPE toggle edit, from the
+  // checkpoint's config (hidden 32, 4 heads of 8 on 2 KV heads, rope_theta 10000, Qwen3's q_norm/k_norm).
+  const attnscope::Scene s = attnscope::loadSceneFile(dir + "/scene.json");
+  c.expect(s.d_model == 32 && s.numHeads() == 4 && s.query.rows() == n, "the scene: d_model 32, 4 heads, 24 rows");
+  c.expect(s.numKvHeads() == 2 && s.kvOf(0) == 0 && s.kvOf(1) == 0 && s.kvOf(2) == 1 && s.kvOf(3) == 1,
+           "heads 1-2 read KV head 1, heads 3-4 KV head 2");
+  c.expect(s.rope && s.rope->theta == 10000.0 && s.rope->dims == 8, "RoPE: theta 10000 over all 8 dims");
+  c.expect(s.q_norm.has_value() && s.k_norm.has_value(), "Qwen3's q_norm and k_norm");
+  bool window_mask = s.mask == attnscope::MaskKind::Explicit && s.explicit_mask.rows() == n &&
+                     s.explicit_mask.cols() == n;
+  for (int i = 0; window_mask && i < n; ++i)
+    for (int j = 0; j < n; ++j) window_mask = window_mask && (s.explicit_mask(i, j) != 0) == (j <= i && j > i - window);
+  c.expect(window_mask, "the sliding window of 4 keys as the mask (query i sees i - 3 .. i)");
+  const nlohmann::json model_tab = loadLayout(dir + "/layout_model.json");
+  c.expect(model_tab.contains("model.kv_heads.minus") && model_tab.contains("model.rope"),
+           "the Model panel shows the KV-head stepper and the RoPE toggle");
+
+  // The heads grid: exactly 4 heads, each cell in colorAt(NumPy's layer-2 weight) or masked (read at
+  // kAboveText, clear of the "KV n" label at a frame's lower right). The way back to the model is on show.
+  c.expect(c.layout.contains("head3.map") && !c.layout.contains("head4.map") && !c.layout.contains("model.tile.0.0"),
+           "the centre shows the scene's 4 heads");
+  c.expect(c.layout.contains("model.back"), "a 'Back to the model' button above the heads");
+  int wrong = 0;
+  for (int h = 0; h < 4 && c.layout.contains("head3.map"); ++h)
+    wrong += wrongCausalCells(c, "head" + std::to_string(h) + ".map", maps[1][static_cast<std::size_t>(h)], n, window,
+                              Checker::kAboveText);
+  c.expect(wrong == 0, "layer 2 as the scene: 4 heads x 576 cells in colorAt(NumPy's weight) or masked, " +
+                           std::to_string(wrong) + " wrong");
+
+  // KV frames (panel_heads.cpp's colour (240, 200, 80), a 2-px anti-aliased line: seen (173, 145, 61) on one
+  // side, 70% over the pane's (15, 15, 15)): a pixel that is that blend at 50% or more, every channel within 6,
+  // left of each group's first map (past its query labels: seen 39 px) and right of its last (seen 4 px), at
+  // the maps' middle height; none between the group's two maps.
+  const auto isFramePixel = [](Rgb8 p) {
+    const double a = (p.r - 15.0) / (240.0 - 15.0);
+    return a >= 0.5 && a <= 1.0 && std::fabs(p.g - (15.0 + a * 185.0)) <= 6 && std::fabs(p.b - (15.0 + a * 65.0)) <= 6;
+  };
+  const auto frameNear = [&](int x0, int x1, int y) {
+    for (int x = std::max(0, x0); x < std::min(c.img.w, x1); ++x)
+      if (isFramePixel(c.img.at(x, y))) return true;
+    return false;
+  };
+  int framed = 0;
+  for (int g = 0; g < 2 && c.layout.contains("head3.map"); ++g) {
+    const std::vector<float> a = c.rect("head" + std::to_string(2 * g) + ".map"),
+                             b = c.rect("head" + std::to_string(2 * g + 1) + ".map");
+    const int y = static_cast<int>((a[1] + a[3]) / 2);
+    framed += frameNear(static_cast<int>(a[0]) - 60, static_cast<int>(a[0]), y) &&
+              frameNear(static_cast<int>(b[2]), static_cast<int>(b[2]) + 12, y) &&
+              !frameNear(static_cast<int>(a[2]), static_cast<int>(b[0]), y);
+  }
+  c.expect(framed == 2, "each KV group's two heads inside one frame (" + std::to_string(framed) + " of 2)");
+
+  // Back to the model: the grid again, layer 2 head 3's tile in NumPy's colours (the grid marks only the causal
+  // half masked; a key before the window holds an exact 0 there, drawn as colorAt(0)).
+  const Checker back{loadPng(dir + "/back.png"), loadLayout(dir + "/layout_back.json")};
+  c.expect(back.layout.contains("model.tile.1.3") && !back.layout.contains("head0.map"),
+           "Back to the model: the layers x heads grid in the centre again");
+  if (back.layout.contains("model.tile.1.2"))
+    c.expect(wrongCausalCells(back, "model.tile.1.2", maps[1][2], n) == 0,
+             "layer 2, head 3's tile after going back: every cell in colorAt or masked");
 }
 
 void checkGroupsRope(Checker& c, const std::string& dir) {

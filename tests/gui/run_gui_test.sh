@@ -46,6 +46,12 @@ if [[ "$script" == model_llama ]]; then
   /usr/bin/python3 "$scripts/../../model/llama_reference.py" "$out/ckpt" --family llama --layers 3 --heads 8 \
     --kv-heads 4 --hidden 64 --text "The cat sat on the mat."
 fi
+# A Qwen3 checkpoint whose layer 2 opens as a scene: grouped K/V, q_norm/k_norm, RoPE, a 4-key sliding window
+# (max_window_layers 1: layer 2 only), and NumPy's maps of the panel's default text.
+if [[ "$script" == model_llama_scene ]]; then
+  /usr/bin/python3 "$scripts/../../model/llama_reference.py" "$out/ckpt" --family qwen3 --layers 2 --heads 4 \
+    --kv-heads 2 --hidden 32 --window 4 --text "The cat sat on the mat."
+fi
 sed -e "s|@OUT@|$out|g" -e "s|@CKPT@|$out/ckpt|g" "$scripts/$script.txt" >"$out/script.txt"
 # Mesa's software renderer (llvmpipe) under Xvfb; no terminal or display needed beyond this one.
 env ${scale:+ATTNSCOPE_UI_SCALE=$scale} DISPLAY=":$display" LIBGL_ALWAYS_SOFTWARE=1 timeout 120 "$app" --backend "$backend" \

@@ -30,6 +30,9 @@ ModelSession::Reply ModelSession::work(const Request& request, Progress& progres
     if (ids.empty()) throw InputError("text", "at least one token", "an empty text");
     progress.layers_total = reply.checkpoint->layout().n_layer;
     model::ForwardOptions options;
+    // "Open layer as scene" starts from each layer's input norm: n_layer x (n, hidden) floats, counted in the
+    // forward's memory budget (a 32-layer, 4096-wide model: 512 KiB a token, beside its maps' 4 KiB x n).
+    options.keep_ln1 = true;
     options.progress = [&progress](int done) {
       progress.layers_done = done;
       return !progress.cancel.load();

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <string>
 #include <variant>
 
@@ -80,8 +81,8 @@ int tokenStrip(const std::vector<std::string>& labels, float x0, float width) {
   return hovered;
 }
 
-// "Open as scene" for layer `layer` (from 0): a button, or, where the family's layers cannot yet become scenes,
-// the button disabled with the reason on hover.
+// "Open as scene" for layer `layer` (from 0): a button, or, where the forward kept no layer inputs, the button
+// disabled with the reason on hover.
 void openLayerButton(AppState& state, ViewState& view, const std::string& label, int layer, const char* probe) {
   const std::string why_not = layerSceneUnavailable(*view.model);
   ImGui::BeginDisabled(!why_not.empty());
@@ -268,11 +269,9 @@ std::vector<int> kvHeadOfEachHead(const ViewState& view) {
 }
 
 std::string layerSceneUnavailable(const ModelSession& s) {
-  // The one place that decides: when the engine builds scenes from Llama-family layers (RoPE and shared K/V in
-  // the scene), return "" for them too and let openModelLayerAsScene build theirs.
-  if (s.checkpoint() && !s.checkpoint()->isGpt2())
-    return "A " + familyName(s.checkpoint()->model_type) +
-           " layer cannot open as a scene yet: only GPT-2 layers become scenes in this version.";
+  // Every family's layer becomes a scene from the layer inputs its forward kept (the session's forward keeps them).
+  if (s.checkpoint() && s.forward().n > 0 && static_cast<int>(s.forward().ln1.size()) != s.layout().n_layer)
+    return "This forward kept no layer inputs (keep_ln1), so its layers cannot open as scenes; run the model again.";
   return "";
 }
 
@@ -351,9 +350,26 @@ void openModelLayerAsScene(AppState& state, ViewState& view, int layer) {
   const std::string description = familyName(ck.model_type) + " checkpoint " + ck.dir + ", layer " +
                                   std::to_string(layer + 1) + " of " + std::to_string(s.layout().n_layer) +
                                   " (from 1), text: \"" + text + "\"";
-  state.replaceScene(
-      "open " + familyName(ck.model_type) + " layer",
-      model::layerScene(std::get<model::Gpt2Weights>(ck.weights), s.forward(), layer, s.labels(), description));
+  // GPT-2: per head its own W_Q, W_K, W_V; the Llama family: KV heads, RoPE, q_norm/k_norm, sliding window.
+  // A refusal (the engine's check, or validateScene's) is said in red where the model's errors are, once.
+  const std::string what = "open " + familyName(ck.model_type) + " layer";
+  try {
+    Scene scene = ck.isGpt2() ? model::layerScene(std::get<model::Gpt2Weights>(ck.weights), s.forward(), layer,
+                                                  s.labels(), description)
+                              : model::llamaLayerScene(std::get<model::LlamaWeights>(ck.weights), s.forward(), layer,
+                                                       s.labels(), description);
+    if (!state.replaceScene(what, std::move(scene))) {
+      s.error = "layer " + std::to_string(layer + 1) + " as a scene: " + state.editError();
+      s.cancelled = false;
+      state.clearEditError();
+      return;
+    }
+  } catch (const std::exception& e) {
+    s.error = "layer " + std::to_string(layer + 1) + " as a scene: " + e.what();
+    s.cancelled = false;
+    return;
+  }
+  s.error.clear();
   view.focus_head = -1;
   s.shown = false;
 }

@@ -21,10 +21,10 @@ void drawBackToModel(ViewState& view);
 // The forward's progress bar and its Cancel button while it runs (the centre and the Checkpoint tab both show it).
 void drawModelProgress(ViewState& view, const char* probe);
 // Layer `layer` (from 0) of the model as the scene being edited; the centre then shows the scene's heads.
-// Does nothing where layerSceneUnavailable() gives a reason.
+// Does nothing where layerSceneUnavailable() gives a reason; a refused scene is said in the session's error.
 void openModelLayerAsScene(AppState& state, ViewState& view, int layer);
-// Why the checkpoint's layers cannot open as scenes (one line for a disabled button's tooltip); "" when they can
-// (GPT-2). The single switch for the Llama family once the engine builds their layer scenes.
+// Why the checkpoint's layers cannot open as scenes (one line for a disabled button's tooltip); "" when they can:
+// every family, from a forward that kept each layer's input (ModelSession's does).
 std::string layerSceneUnavailable(const ModelSession& session);
 // "GPT-2", "Llama", "Mistral", "Qwen2", "Qwen3" for config.json's model_type.
 std::string familyName(const std::string& model_type);

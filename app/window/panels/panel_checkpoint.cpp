@@ -1,6 +1,6 @@
 // Checkpoint panel: open a checkpoint folder of any family (GPT-2, Llama, Mistral, Qwen2, Qwen3) and type text; the
 // forward runs off the UI thread and its layers x heads grid replaces the scene's heads in the centre pane
-// (window/model/model_view.cpp); a GPT-2 layer opens as the scene.
+// (window/model/model_view.cpp); any layer of any family opens as the scene.
 #include <imgui.h>
 #include <imgui_stdlib.h>
 

@@ -75,8 +75,10 @@ std::size_t llamaWeightBytes(const LlamaConfig& config);
 // checked against `budget_bytes` (0 = defaultMemoryBudget()) before any is read.
 LlamaWeights loadLlamaWeights(const std::string& dir, const LlamaConfig& config, std::size_t budget_bytes = 0);
 
-// float32 bytes the forward's maps and activations need for n tokens.
-std::size_t llamaForwardBytes(const LlamaConfig& config, int n);
+// float32 bytes the forward's maps and activations need for n tokens; with keep_ln1, also each layer's kept
+// input_layernorm output, n_layer x (n, hidden) (against the maps' n_layer x n_head x (n, n): hidden / (n_head n)
+// of them, under 1/8 from 128 tokens on for a 4096-wide, 32-head model).
+std::size_t llamaForwardBytes(const LlamaConfig& config, int n, bool keep_ln1 = false);
 
 // The forward in float32 on the CPU: x = embed[ids]; per layer x += o_proj(attn(rms(x))), x += down(silu(gate
 // rms(x)) * up rms(x)); then the final norm into ForwardResult::hidden. Positions 0..n-1. 1 <= n <=

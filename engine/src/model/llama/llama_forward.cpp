@@ -51,20 +51,21 @@ void swiGlu(const Matrix& gate_up, int inter, Matrix& act) {
 
 }  // namespace
 
-std::size_t llamaForwardBytes(const LlamaConfig& c, int n) {
+std::size_t llamaForwardBytes(const LlamaConfig& c, int n, bool keep_ln1) {
   const std::size_t nn = static_cast<std::size_t>(n);
   const std::size_t maps = static_cast<std::size_t>(c.n_layer) * static_cast<std::size_t>(c.n_head) * nn * nn;
   // x, the norm's output, qkv, the heads' outputs, gate_up, act, the final hidden state
   const std::size_t per_token = 3 * static_cast<std::size_t>(c.hidden) + static_cast<std::size_t>(2 * c.qDim() + 2 * c.kvDim()) +
                                 3 * static_cast<std::size_t>(c.intermediate);
-  return 4 * (maps + nn * per_token);
+  const std::size_t ln1 = keep_ln1 ? static_cast<std::size_t>(c.n_layer) * nn * static_cast<std::size_t>(c.hidden) : 0;
+  return 4 * (maps + nn * per_token + ln1);
 }
 
 ForwardResult llamaForward(const LlamaWeights& w, const std::vector<int>& ids, std::size_t budget_bytes, bool keep_ln1,
                            const std::function<bool(int)>& progress) {
   const LlamaConfig& c = w.config;
   const int n = static_cast<int>(ids.size());
-  checkForwardInput(ids, c.max_positions, "max_position_embeddings", c.vocab_size, llamaForwardBytes(c, n),
+  checkForwardInput(ids, c.max_positions, "max_position_embeddings", c.vocab_size, llamaForwardBytes(c, n, keep_ln1),
                     budget_bytes);
 
   StageTimings timings("llama forward");
