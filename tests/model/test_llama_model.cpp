@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <variant>
 #include <nlohmann/json.hpp>
 
 #include "attnscope/error.h"
@@ -153,6 +154,24 @@ TEST(LlamaModelProgress, EachLayerThenCancel) {
   };
   EXPECT_THROW(model::modelForward(m, ids, options), model::ForwardCancelled);
   EXPECT_EQ(seen, (std::vector<int>{1}));
+}
+
+// The window's forward keeps each layer's input norm for "Open layer as scene", and the memory check counts it:
+// n_layer x (n, hidden) float32 = 2 x 9 x 32 x 4 = 2304 bytes for "hi there" (BOS + 8 byte tokens) on this
+// 2-layer, hidden-32 checkpoint. A budget that fits the forward without them refuses the forward with them.
+TEST(LlamaModelBudget, KeptLayerInputsAreCounted) {
+  const model::Model m = model::loadModel(shardedOriginal());
+  const model::LlamaWeights& w = std::get<model::LlamaWeights>(m.weights);
+  const std::vector<int> ids = m.tokenizer.encode("hi there");
+  ASSERT_EQ(ids.size(), 9u);
+  const std::size_t without = model::llamaForwardBytes(w.config, 9);
+  const std::size_t with = model::llamaForwardBytes(w.config, 9, true);
+  EXPECT_EQ(with - without, 2304u);
+  EXPECT_THROW(model::llamaForward(w, ids, without, true), attnscope::InputError);
+  EXPECT_TRUE(model::llamaForward(w, ids, without, false).ln1.empty());
+  const model::ForwardResult r = model::llamaForward(w, ids, with, true);
+  ASSERT_EQ(r.ln1.size(), 2u);
+  for (const attnscope::Matrix& ln : r.ln1) EXPECT_TRUE(ln.rows() == 9 && ln.cols() == 32);
 }
 
 TEST(LlamaModelHostile, ShardMissing) {
