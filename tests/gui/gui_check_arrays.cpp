@@ -30,6 +30,18 @@ int wrongCells(const Checker& c, const std::string& rect_id, const Map& w, float
   return wrong;
 }
 
+// Pixels of the red error text (errorText's colour, anti-aliased) inside the rectangle `id`.
+int redPixels(const Checker& c, const std::string& id) {
+  const std::vector<float> r = c.rect(id);
+  int red = 0;
+  for (int y = static_cast<int>(r[1]); y < static_cast<int>(r[3]); ++y)
+    for (int x = static_cast<int>(r[0]); x < static_cast<int>(r[2]); ++x) {
+      const Rgb8 p = c.img.at(x, y);
+      red += p.r > 180 && p.g < 140 && p.b < 140;
+    }
+  return red;
+}
+
 std::string tileId(int l, int h) { return "model.tile." + std::to_string(l) + "." + std::to_string(h); }
 
 }  // namespace
@@ -88,18 +100,22 @@ void checkOpenArrays(Checker& c, const std::string& dir) {
   const Checker bad{loadPng(dir + "/bad.png"), loadLayout(dir + "/layout_bad.json")};
   c.expect(bad.layout.contains("open.error"), "a token count that does not match: an error line in the form");
   if (bad.layout.contains("open.error")) {
-    const std::vector<float> r = bad.rect("open.error");
-    int red = 0;
-    for (int y = static_cast<int>(r[1]); y < static_cast<int>(r[3]); ++y)
-      for (int x = static_cast<int>(r[0]); x < static_cast<int>(r[2]); ++x) {
-        const Rgb8 p = bad.img.at(x, y);
-        red += p.r > 180 && p.g < 140 && p.b < 140;
-      }
+    const int red = redPixels(bad, "open.error");
     c.expect(red > 30, "the error is red text (" + std::to_string(red) + " red pixels)");
   }
   const nlohmann::json after = loadLayout(dir + "/layout_after_bad.json");
   c.expect(!after.contains("open.form") && after.contains(tileId(0, 2)) && !after.contains(tileId(1, 0)),
            "after the failed Open, the tensor shown before is still shown");
+
+  // A file that is not there: no form, one red message in the file bar, the tensor still shown.
+  const Checker absent{loadPng(dir + "/missing.png"), loadLayout(dir + "/layout_missing.json")};
+  c.expect(!absent.layout.contains("open.form") && absent.layout.contains(tileId(0, 2)) &&
+               absent.layout.contains("file.message"),
+           "Open on a missing .npy: no form, a message, the tensor still shown");
+  if (absent.layout.contains("file.message")) {
+    const int red = redPixels(absent, "file.message");
+    c.expect(red > 30, "the file bar's message is red (" + std::to_string(red) + " red pixels)");
+  }
 
   // nn.MultiheadAttention's layer (torch-mha, 2 heads) as the scene: both heads' maps in NumPy's colours.
   const nlohmann::json layer_form = loadLayout(dir + "/layout_layer_form.json");
