@@ -1,7 +1,6 @@
 // attnscope import: the user's own trained attention layer (a PyTorch or Keras state dict saved as safetensors
 // or .npz) as a scene file, through the layout converters.
 #include <cstdio>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -27,18 +26,6 @@ constexpr const char* kHelp =
     "  --mask        default: causal for fused-qkv-002 (the seed's tril buffer), none otherwise\n"
     "  --scene-out   the scene file to write\n";
 
-std::vector<std::string> splitAt(const std::string& text, char separator) {
-  std::vector<std::string> parts;
-  std::string part;
-  std::istringstream in(text);
-  if (separator == ' ') {
-    while (in >> part) parts.push_back(part);
-  } else {
-    while (std::getline(in, part, separator)) parts.push_back(part);
-  }
-  return parts;
-}
-
 }  // namespace
 
 int runImport(Args& args) {
@@ -63,7 +50,7 @@ int runImport(Args& args) {
   arrays::UserLayerOptions options;
   options.layout = arrays::parseUserLayout(*layout);
   options.heads = static_cast<int>(heads);
-  options.tokens = text ? splitAt(*text, ' ') : splitAt(*tokens, ',');
+  options.tokens = text ? arrays::splitTokenText(*text) : arrays::splitTokenText(*tokens, ',');
   if (mask != "default") options.mask = mask == "causal" ? MaskKind::Causal : MaskKind::None;
   PendingFile out(*scene_out);  // a path that cannot be written fails before any reading
   if (inputs) {

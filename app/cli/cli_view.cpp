@@ -7,7 +7,6 @@
 #include "attnscope/analysis/analysis.h"
 #include "attnscope/arrays/attention_tensor.h"
 #include "attnscope/atomic_file.h"
-#include "attnscope/compute/similarity.h"
 #include "attnscope/error.h"
 #include "attnscope/json_file.h"
 #include "attnscope/model/model_export.h"
@@ -44,23 +43,15 @@ ordered_json matrixJson(const Matrix& m) {
   return rows;
 }
 
-// The analysis of `analyze` on the tensor's maps: a scene carries only what the scores read (the tokens).
+// The analysis of `analyze` on the tensor's maps, layer by layer (arrays::analyseTensorLayer, as the window).
 ordered_json tensorAnalysis(const arrays::AttentionTensor& t, int window) {
-  Scene tokens_only;
-  tokens_only.d_model = 1;
-  tokens_only.query_tokens = t.tokens;
-  tokens_only.query = Matrix::Zero(t.forward.n, 1);
   const model::HeadLayout& layout = t.forward.layout;
   ordered_json heads = ordered_json::array(), layers = ordered_json::array();
   for (int l = 0; l < layout.n_layer; ++l) {
-    std::vector<Matrix> maps;
-    for (int h = 0; h < layout.n_head; ++h) maps.emplace_back(t.forward.map(l, h, layout.n_head));
-    std::vector<const Matrix*> pointers;
+    const arrays::TensorLayerAnalysis a = arrays::analyseTensorLayer(t.forward, t.tokens, l, window);
     for (int h = 0; h < layout.n_head; ++h) {
-      const Matrix& w = maps[static_cast<std::size_t>(h)];
-      pointers.push_back(&w);
-      const HeadTypeScores scores = headTypeScores(tokens_only, w, window);
-      const HeadStats stats = headStats(w);
+      const HeadTypeScores& scores = a.scores[static_cast<std::size_t>(h)];
+      const HeadStats& stats = a.stats[static_cast<std::size_t>(h)];
       ordered_json j;
       j["layer"] = l + 1;
       j["head"] = h + 1;
@@ -71,8 +62,7 @@ ordered_json tensorAnalysis(const arrays::AttentionTensor& t, int window) {
       j["mean_distance"] = floatToJson(stats.mean_distance);
       heads.push_back(std::move(j));
     }
-    const Similarity similarity = headSimilarity(pointers);
-    layers.push_back({{"layer", l + 1}, {"cosine", matrixJson(similarity.cosine)}, {"js", matrixJson(similarity.js)}});
+    layers.push_back({{"layer", l + 1}, {"cosine", matrixJson(a.similarity.cosine)}, {"js", matrixJson(a.similarity.js)}});
   }
   ordered_json out;
   out["tensor"] = t.tensor_name;
@@ -107,17 +97,7 @@ int runView(Args& args) {
     if (ext != "png" && ext != "svg") throw InputError("--grid-out", "a path ending in .png or .svg", quoteFragment(*grid_out, 200));
     grid_format = ext == "png" ? ExportFormat::Png : ExportFormat::Svg;
   }
-  std::vector<std::string> tokens;
-  if (!tokens_arg->empty() && (*tokens_arg)[0] == '[') {
-    const nlohmann::json j = parseJsonText(*tokens_arg, "--tokens");
-    if (!j.is_array()) throw InputError("--tokens", "a JSON list of strings", std::string(j.type_name()));
-    for (const auto& token : j) {
-      if (!token.is_string()) throw InputError("--tokens", "a JSON list of strings", std::string("a ") + token.type_name());
-      tokens.push_back(token.get<std::string>());
-    }
-  } else {
-    tokens = arrays::readTokenFile(*tokens_arg);
-  }
+  std::vector<std::string> tokens = arrays::tokensFromArgument(*tokens_arg);
   std::vector<PendingFile> files_out;
   files_out.reserve(2);
   PendingFile* json_file = out ? &files_out.emplace_back(*out) : nullptr;

@@ -59,6 +59,8 @@ class AppState {
   bool messageIsError() const { return message_is_error_; }
   // A message from the file bar itself (an empty path, say), shown as an error.
   void refuse(const std::string& why) { message_ = why, message_is_error_ = true; }
+  // A plain message in the file bar (what an Open of another kind of file did).
+  void inform(const std::string& what) { message_ = what, message_is_error_ = false; }
   bool dirty() const { return dirty_; }
   std::string path;  // the path field (Ctrl+O / Ctrl+S)
 

@@ -7,6 +7,7 @@
 
 #include "window/model/model_session.h"
 #include "window/model/model_view.h"
+#include "window/model/open_arrays.h"
 #include "window/ui_probe.h"
 
 namespace attnscope::app {
@@ -21,7 +22,7 @@ void placeNext(ImVec2 pos, ImVec2 size) {
   ImGui::SetNextWindowSize(size);
 }
 
-void fileBar(AppState& state) {
+void fileBar(AppState& state, ViewState& view) {
   const ImGuiIO& io = ImGui::GetIO();
   const bool ctrl = io.KeyCtrl;
   ImGui::AlignTextToFramePadding();
@@ -29,12 +30,19 @@ void fileBar(AppState& state) {
   if (ImGui::IsItemHovered() && state.dirty()) ImGui::SetTooltip("Unsaved changes");
   ImGui::SameLine();
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 22);
-  ImGui::InputTextWithHint("##path", "path/to/scene.json", &state.path);
+  ImGui::InputTextWithHint("##path", "scene.json, or attention / layer .npy .npz .safetensors", &state.path);
   probeItem("file.path");
   ImGui::SameLine();
   const char* no_path = "Type a scene file's path first (path/to/scene.json)";
-  if (ImGui::Button("Open") || (ctrl && ImGui::IsKeyPressed(GLFW_KEY_O, false)))
-    state.path.empty() ? state.refuse(no_path) : void(state.open(state.path));
+  // .npy, .npz, .safetensors: an attention tensor or the user's layer, through a form (open_arrays.h).
+  if (ImGui::Button("Open") || (ctrl && ImGui::IsKeyPressed(GLFW_KEY_O, false))) {
+    if (state.path.empty())
+      state.refuse(no_path);
+    else if (isArraysFile(state.path))
+      beginOpenArrays(state, view, state.path);
+    else
+      state.open(state.path);
+  }
   probeItem("file.open");
   ImGui::SameLine();
   if (ImGui::Button("Save") || (ctrl && ImGui::IsKeyPressed(GLFW_KEY_S, false)))
@@ -132,7 +140,7 @@ void drawWindowLayout(AppState& state, ViewState& view, HeatmapRenderer& rendere
   const float file_h = fileBarHeight(state, display.x);
   placeNext(ImVec2(0, y), ImVec2(display.x, file_h));
   ImGui::Begin("##file", nullptr, kPanelFlags | ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoScrollbar);
-  fileBar(state);
+  fileBar(state, view);
   probePaneFits("pane.file");
   ImGui::End();
   y += file_h;
@@ -207,6 +215,7 @@ void drawWindowLayout(AppState& state, ViewState& view, HeatmapRenderer& rendere
   statusBar(state, last_frame_ms);
   probePaneFits("pane.status");
   ImGui::End();
+  drawOpenArraysForm(state, view);  // a modal over every pane, while one is open
 }
 
 }  // namespace attnscope::app

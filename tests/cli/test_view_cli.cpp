@@ -1,6 +1,6 @@
 // `attnscope view` end to end: a (2, 3, n, n) tensor saved by NumPy (.npy, .npz) and by the test's own
 // safetensors writer reads back equal to the array; hand-made maps get the head-type scores they are made to
-// have; hostile tensors exit 2 with one line.
+// have; a saved tensor is not causal and is told from a state dict by content; hostile tensors exit 2 with one line.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "attnscope/arrays/attention_tensor.h"
+#include "attnscope/arrays/user_layer.h"
+#include "attnscope/model/model_export.h"
 #include "cli/import_view_support.h"
 
 using namespace attnscope;
@@ -95,6 +97,38 @@ TEST(ViewCli, HandMadeHeadsScoreAsWhatTheyAre) {
   // (4 x 0.25) / (sqrt(4) x sqrt(16 x 0.0625)) = 1 / 2.
   EXPECT_NEAR(j["similarity"][0]["cosine"][0][2].get<double>(), 0.5, 1e-6);
   EXPECT_GT(test::slurp(dir + "/g.png").size(), 100u);
+}
+
+// What the window's Open shares with view and import: a saved tensor is not causal (every cell drawn, none
+// greyed), a file tells a tensor from a state dict by content, and tokens are read as the CLI reads them.
+TEST(ViewCli, SavedTensorsAreNotCausalAndAreToldFromLayersByContent) {
+  const std::string dir = test::tempDir("view_open");
+  test::writeSafetensors(dir + "/a.safetensors", {{"attentions", madeTensor()}});
+  const arrays::AttentionTensor t = arrays::readAttentionTensor(dir + "/a.safetensors", std::nullopt, kTokens);
+  EXPECT_FALSE(t.forward.layout.causal);
+  // The made maps put weight above the diagonal (key (i + 1) % 5 for l = h = 0): the grid figure masks nothing.
+  const Figure f = model::modelGridFigure(t.forward, t.forward.layout, t.tokens, -1);
+  ASSERT_EQ(f.panels.size(), static_cast<std::size_t>(kLayers * kHeads));
+  for (const HeatmapPanel& p : f.panels) EXPECT_TRUE(p.masked.size() == 0 || p.masked.cast<int>().sum() == 0) << p.title;
+
+  auto arraysOf = [](std::vector<std::pair<std::string, std::vector<std::int64_t>>> shapes) {
+    std::map<std::string, arrays::NamedArray> m;
+    for (auto& [name, shape] : shapes) m[name].shape = shape;
+    return m;
+  };
+  EXPECT_TRUE(arrays::looksLikeAttention(arraysOf({{"attentions", {2, 3, 5, 5}}})));
+  EXPECT_TRUE(arrays::looksLikeAttention(arraysOf({{"", {3, 4, 4}}})));
+  EXPECT_FALSE(arrays::looksLikeAttention(arraysOf({{"", {3, 4, 5}}})));  // not square: no attention map
+  EXPECT_FALSE(arrays::looksLikeAttention(arraysOf(  // nn.MultiheadAttention's state dict
+      {{"in_proj_weight", {12, 4}}, {"in_proj_bias", {12}}, {"out_proj.weight", {4, 4}}, {"x", {4, 4}}})));
+  EXPECT_FALSE(arrays::looksLikeAttention(arraysOf(  // keras-mha: (E, H, d_k) kernels can be square at the end
+      {{"query/kernel", {8, 4, 4}}, {"query/bias", {4, 4}}})));
+
+  EXPECT_EQ(arrays::tokensFromArgument("[\"a\", \"b c\"]"), (std::vector<std::string>{"a", "b c"}));
+  std::ofstream(dir + "/tokens.txt") << "x y\nz\n";
+  EXPECT_EQ(arrays::tokensFromArgument(dir + "/tokens.txt"), (std::vector<std::string>{"x y", "z"}));
+  EXPECT_EQ(arrays::splitTokenText("  The  cat sat "), (std::vector<std::string>{"The", "cat", "sat"}));
+  EXPECT_EQ(arrays::splitTokenText("a,b c", ','), (std::vector<std::string>{"a", "b c"}));
 }
 
 TEST(ViewCli, HostileTensorsExitTwoWithOneLine) {

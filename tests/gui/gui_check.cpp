@@ -421,6 +421,8 @@ int main(int argc, char** argv) {
       checkPanels(c, dir);
     } else if (test == "long_zoom") {
       checkLongZoom(c, dir);
+    } else if (test == "open_arrays") {
+      checkOpenArrays(c, dir);
     } else if (test == "hostile_fields") {
       expectHostileValuesRefused(c, dir);
     } else if (test == "clipping") {

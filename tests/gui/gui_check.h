@@ -149,5 +149,6 @@ void checkModelLlamaScene(Checker& c, const std::string& dir);
 void checkGroupsRope(Checker& c, const std::string& dir);
 void checkPanels(Checker& c, const std::string& dir);
 void checkLongZoom(Checker& c, const std::string& dir);  // gui_check_long.cpp
+void checkOpenArrays(Checker& c, const std::string& dir);  // gui_check_arrays.cpp
 
 }  // namespace gui

@@ -52,6 +52,11 @@ if [[ "$script" == model_llama_scene ]]; then
   /usr/bin/python3 "$scripts/../../model/llama_reference.py" "$out/ckpt" --family qwen3 --layers 2 --heads 4 \
     --kv-heads 2 --hidden 32 --window 4 --text "The cat sat on the mat."
 fi
+# Opening arrays files: an attention tensor as .npy and safetensors, a torch-mha layer as .npz, with NumPy's
+# weights for each (expected.json).
+if [[ "$script" == open_arrays ]]; then
+  /usr/bin/python3 "$scripts/../open_arrays_fixtures.py" "$out"
+fi
 sed -e "s|@OUT@|$out|g" -e "s|@CKPT@|$out/ckpt|g" "$scripts/$script.txt" >"$out/script.txt"
 # Mesa's software renderer (llvmpipe) under Xvfb; no terminal or display needed beyond this one.
 env ${scale:+ATTNSCOPE_UI_SCALE=$scale} DISPLAY=":$display" LIBGL_ALWAYS_SOFTWARE=1 timeout 120 "$app" --backend "$backend" \

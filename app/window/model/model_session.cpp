@@ -7,6 +7,7 @@
 
 #include "attnscope/error.h"
 #include "window/model/model_grid_renderer.h"
+#include "window/model/model_view.h"
 
 namespace attnscope::app {
 
@@ -69,7 +70,40 @@ void ModelSession::start() {
   running_ = true;
 }
 
+void ModelSession::showTensor(arrays::AttentionTensor tensor, const std::string& path) {
+  if (running_) cancel();  // its reply, when it comes, is dropped below
+  forward_ = std::move(tensor.forward);
+  labels_ = std::move(tensor.tokens);
+  tensor_name_ = tensor.tensor_name;
+  tensor_file_ = path;
+  ran_text_.clear();
+  analysis_layer_ = -1;
+  focus_layer = focus_head = -1;
+  scene_layer = 0;
+  shown = true;
+  error.clear();
+  ++revision_;
+}
+
+const arrays::TensorLayerAnalysis& ModelSession::tensorAnalysis(int layer) {
+  if (layer != analysis_layer_) {
+    analysis_ = arrays::analyseTensorLayer(forward_, labels_, layer);
+    analysis_layer_ = layer;
+  }
+  return analysis_;
+}
+
+std::string ModelSession::title() const {
+  if (!tensor_file_.empty()) {
+    const std::size_t slash = tensor_file_.find_last_of('/');
+    const std::string name = slash == std::string::npos ? tensor_file_ : tensor_file_.substr(slash + 1);
+    return name + (tensor_name_.empty() ? "" : " [" + tensor_name_ + "]");
+  }
+  return checkpoint_ ? familyName(checkpoint_->model_type) : std::string();
+}
+
 int ModelSession::windowOf(int layer) const {
+  if (!checkpoint()) return 0;
   if (const auto* w = std::get_if<model::LlamaWeights>(&checkpoint_->weights))
     return w->config.window[static_cast<std::size_t>(layer)];
   return 0;
@@ -95,9 +129,12 @@ bool ModelSession::poll() {
   if (!reply) return false;
   Reply& r = reply->second;
   if (!r.error.empty()) {
-    if (!running_) error = r.error, cancelled = r.cancelled;  // a newer request runs: its own answer will come
+    // A newer request runs: its own answer will come. A forward cancelled by showTensor is no news.
+    if (!running_ && !(r.cancelled && !tensor_file_.empty())) error = r.error, cancelled = r.cancelled;
     return false;
   }
+  if (!tensor_file_.empty() && progress_->cancel.load()) return false;  // cancelled by showTensor: keep the tensor
+  tensor_file_.clear();
   checkpoint_ = std::move(r.checkpoint);
   forward_ = std::move(r.forward);
   labels_ = std::move(r.labels);

@@ -1,6 +1,8 @@
 // The checkpoint the window shows in its centre pane (any family model::loadModel reads: GPT-2, Llama, Mistral,
 // Qwen2, Qwen3): the folder and text typed in the Checkpoint tab, and the forward over them, run off the UI thread
 // (loading and the forward of GPT-2 small take seconds) with its progress per layer and a cancel. The UI thread calls poll() once a frame; it never waits for the forward.
+// Or, instead of a forward, an attention tensor opened from a file (the file bar's Open): the views need only
+// per-layer per-head maps and token labels, which both give.
 #pragma once
 
 #include <atomic>
@@ -8,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "attnscope/arrays/attention_tensor.h"
 #include "attnscope/model/model.h"
 #include "window/latest_worker.h"
 
@@ -33,13 +36,23 @@ class ModelSession {
   int layersDone() const { return progress_->layers_done.load(); }
   int layersTotal() const { return progress_->layers_total.load(); }
 
-  // The last forward that finished (n == 0: none yet), on `ran_text`, with its checkpoint and token labels.
+  // Shows a saved attention tensor from `path` in place of any forward (a forward still running is cancelled).
+  void showTensor(arrays::AttentionTensor tensor, const std::string& path);
+  // The tensor's file while one is shown (else ""), and its analysis for one layer (cached per layer).
+  const std::string& tensorFile() const { return tensor_file_; }
+  const arrays::TensorLayerAnalysis& tensorAnalysis(int layer);
+  // What is shown, in a few words: the family ("GPT-2") or the tensor's file name ("attn.npz [layer0]").
+  std::string title() const;
+
+  // The last forward that finished or tensor opened (n == 0: none yet), with its checkpoint and token labels.
   const model::ForwardResult& forward() const { return forward_; }
-  const model::Model* checkpoint() const { return checkpoint_.get(); }
+  // The checkpoint that made forward(); null while a tensor is shown.
+  const model::Model* checkpoint() const { return tensor_file_.empty() ? checkpoint_.get() : nullptr; }
   // The checkpoint's layers x heads and each head's kv head (call only with a checkpoint).
   const model::HeadLayout& layout() const { return forward_.layout; }
   int numLayers() const { return checkpoint_->layout().n_layer; }
-  // Per layer, the keys a query sees: 0 = every earlier key, W = the last W (a sliding window; GPT-2: 0).
+  // Per layer, the keys a query sees: 0 = every earlier key, W = the last W (a sliding window; GPT-2 and a
+  // tensor: 0).
   int windowOf(int layer) const;
   // The checkpoint's shapes in words: "2 layers x 4 heads, 2 KV heads, head_dim 8".
   std::string describe() const;
@@ -82,6 +95,10 @@ class ModelSession {
   std::vector<std::string> labels_;
   std::string ran_text_;
   unsigned revision_ = 0;
+  std::string tensor_file_;                // "" unless a tensor is shown
+  std::string tensor_name_;                 // the tensor chosen in it ("" for a .npy file)
+  int analysis_layer_ = -1;                 // the layer analysis_ describes
+  arrays::TensorLayerAnalysis analysis_;
 };
 
 }  // namespace attnscope::app

@@ -38,7 +38,7 @@ void cellTooltip(const ModelSession& s, const std::vector<int>& kv, int layer, i
   ImGui::Text("query  %s  (position %d)", labels[static_cast<std::size_t>(i)].c_str(), i);
   ImGui::Text("key    %s  (position %d)", labels[static_cast<std::size_t>(j)].c_str(), j);
   const int window = s.windowOf(layer);
-  if (j > i)
+  if (s.layout().causal && j > i)
     ImGui::TextUnformatted("masked (causal: a later token)");
   else if (window > 0 && j <= i - window)
     ImGui::Text("masked (sliding window: the last %d keys)", window);
@@ -269,6 +269,8 @@ std::vector<int> kvHeadOfEachHead(const ViewState& view) {
 }
 
 std::string layerSceneUnavailable(const ModelSession& s) {
+  if (!s.tensorFile().empty())
+    return "An attention tensor holds only the weights: there are no projections to open as a scene.";
   // Every family's layer becomes a scene from the layer inputs its forward kept (the session's forward keeps them).
   if (s.checkpoint() && s.forward().n > 0 && static_cast<int>(s.forward().ln1.size()) != s.layout().n_layer)
     return "This forward kept no layer inputs (keep_ln1), so its layers cannot open as scenes; run the model again.";
@@ -305,12 +307,13 @@ void drawModelView(AppState& state, ViewState& view) {
   if (s.forward().n > 0) {
     const model::HeadLayout& c = s.layout();
     ImGui::AlignTextToFramePadding();
-    if (c.n_kv_head < c.n_head)
-      ImGui::Text("%s: %d layers x %d heads in %d KV groups, %d tokens", familyName(s.checkpoint()->model_type).c_str(),
-                  c.n_layer, c.n_head, c.n_kv_head, s.forward().n);
+    if (!s.tensorFile().empty())  // short: a file name can be long, and the button back sits on this line
+      ImGui::Text("%s: %d x %d heads, %d tokens", s.title().c_str(), c.n_layer, c.n_head, s.forward().n);
+    else if (c.n_kv_head < c.n_head)
+      ImGui::Text("%s: %d layers x %d heads in %d KV groups, %d tokens", s.title().c_str(), c.n_layer, c.n_head,
+                  c.n_kv_head, s.forward().n);
     else
-      ImGui::Text("%s: %d layers x %d heads, %d tokens", familyName(s.checkpoint()->model_type).c_str(), c.n_layer,
-                  c.n_head, s.forward().n);
+      ImGui::Text("%s: %d layers x %d heads, %d tokens", s.title().c_str(), c.n_layer, c.n_head, s.forward().n);
     const char* back = "Scene's heads";
     ImGui::SameLine(std::max(
         ImGui::GetCursorPosX(),
@@ -336,7 +339,7 @@ void drawModelView(AppState& state, ViewState& view) {
 void drawBackToModel(ViewState& view) {
   if (!view.model || view.model->forward().n == 0) return;
   const model::HeadLayout& c = view.model->layout();
-  const std::string label = "Back to the model (" + familyName(view.model->checkpoint()->model_type) + ", " +
+  const std::string label = "Back to the model (" + view.model->title() + ", " +
                             std::to_string(c.n_layer) + " x " + std::to_string(c.n_head) + " heads)";
   if (ImGui::Button(label.c_str())) view.model->shown = true;
   probeItem("model.back");

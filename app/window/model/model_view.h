@@ -26,6 +26,8 @@ void openModelLayerAsScene(AppState& state, ViewState& view, int layer);
 // Why the checkpoint's layers cannot open as scenes (one line for a disabled button's tooltip); "" when they can:
 // every family, from a forward that kept each layer's input (ModelSession's does).
 std::string layerSceneUnavailable(const ModelSession& session);
+// An opened attention tensor's head-type scores, statistics and similarity for one layer (tensor_analysis.cpp).
+void drawTensorAnalysis(ModelSession& session);
 // "GPT-2", "Llama", "Mistral", "Qwen2", "Qwen3" for config.json's model_type.
 std::string familyName(const std::string& model_type);
 // The kv head of each query head (one entry per head, from 0; empty before a forward): the grid frames each

@@ -1,6 +1,7 @@
 // Checkpoint panel: open a checkpoint folder of any family (GPT-2, Llama, Mistral, Qwen2, Qwen3) and type text; the
 // forward runs off the UI thread and its layers x heads grid replaces the scene's heads in the centre pane
-// (window/model/model_view.cpp); any layer of any family opens as the scene.
+// (window/model/model_view.cpp); any layer of any family opens as the scene. An attention tensor opened from the
+// file bar shows its scores and similarity here (tensor_analysis.cpp).
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
@@ -17,6 +18,10 @@ namespace attnscope::app {
 void drawCheckpointPanel(AppState& state, ViewState& view) {
   if (!view.model) view.model = std::make_shared<ModelSession>();
   ModelSession& s = *view.model;
+  if (!s.tensorFile().empty() && s.forward().n > 0) {  // an opened tensor: its analysis first, then the checkpoint
+    drawTensorAnalysis(s);
+    ImGui::Spacing();
+  }
   sectionHeader("Checkpoint: GPT-2, Llama, Mistral, Qwen2, Qwen3");
   ImGui::SetNextItemWidth(-1);
   ImGui::InputTextWithHint("##checkpoint_dir", "folder: config.json, model.safetensors, tokenizer", &s.dir);

@@ -16,6 +16,7 @@
 namespace attnscope::app {
 
 class ModelSession;  // window/model/model_session.h: the opened checkpoint and its forward
+struct OpenArraysForm;  // window/model/open_arrays.h: the Open form for .npy, .npz and .safetensors files
 
 enum class ColorScale { Fixed, Shared, PerHead };  // 0..1; 0..max over all heads; 0..max of each head
 
@@ -50,7 +51,8 @@ struct ViewState {
   // The diff panel's snapshot A (a copy of the result when pinned).
   bool diff_pinned = false;
   Result diff_a;
-  std::shared_ptr<ModelSession> model;  // created by the Checkpoint panel on first draw
+  std::shared_ptr<ModelSession> model;  // created by the Checkpoint panel on first draw (or an Open of a tensor)
+  std::shared_ptr<OpenArraysForm> open_arrays;  // the file bar's Open form for arrays files (open_arrays.h)
   CellView model_zoom;                   // the model's full-size map: the cells in view
   // The row profile under an enlarged head (panel_row_profile.cpp): the query hovered, else the one clicked.
   int profile_query = -1;

@@ -6,6 +6,7 @@
 
 #include "attnscope/arrays/array_file.h"
 #include "attnscope/atomic_file.h"
+#include "attnscope/compute/similarity.h"
 #include "attnscope/error.h"
 #include "attnscope/json_file.h"
 #include "attnscope/text_bounds.h"
@@ -25,7 +26,21 @@ std::string indexText(int layer, int head, int layers) {
 
 AttentionTensor readAttentionTensor(const std::string& path, const std::optional<std::string>& tensor,
                                     std::vector<std::string> tokens) {
-  std::map<std::string, NamedArray> arrays = readArrays(path);
+  return attentionTensorFrom(readArrays(path), path, tensor, std::move(tokens));
+}
+
+bool looksLikeAttention(const std::map<std::string, NamedArray>& arrays) {
+  bool square = false;
+  for (const auto& [name, a] : arrays) {
+    const std::size_t rank = a.shape.size();
+    if (rank == 1 || rank == 2) return false;
+    square = square || ((rank == 3 || rank == 4) && a.shape[rank - 1] == a.shape[rank - 2]);
+  }
+  return square;
+}
+
+AttentionTensor attentionTensorFrom(std::map<std::string, NamedArray> arrays, const std::string& path,
+                                    const std::optional<std::string>& tensor, std::vector<std::string> tokens) {
   std::string present;
   for (const auto& [name, value] : arrays) present += (present.empty() ? "" : ", ") + quoteFragment(name, 60);
   NamedArray* chosen = nullptr;
@@ -79,11 +94,45 @@ AttentionTensor readAttentionTensor(const std::string& path, const std::optional
     }
   AttentionTensor t;
   t.forward.layout = model::HeadLayout(static_cast<int>(layers), static_cast<int>(heads), static_cast<int>(heads));
+  t.forward.layout.causal = false;  // whatever mask made it, every cell is the file's weight
   t.forward.resize(n, maps);
   std::memcpy(t.forward.buffer.data(), a.data.data(), a.data.size() * sizeof(float));
   t.tokens = std::move(tokens);
   t.tensor_name = name;
   return t;
+}
+
+std::vector<std::string> tokensFromArgument(const std::string& argument) {
+  if (argument.empty() || argument[0] != '[') return readTokenFile(argument);
+  const nlohmann::json j = parseJsonText(argument, "--tokens");
+  if (!j.is_array()) throw InputError("--tokens", "a JSON list of strings", std::string(j.type_name()));
+  std::vector<std::string> tokens;
+  for (const auto& token : j) {
+    if (!token.is_string()) throw InputError("--tokens", "a JSON list of strings", std::string("a ") + token.type_name());
+    tokens.push_back(token.get<std::string>());
+  }
+  return tokens;
+}
+
+TensorLayerAnalysis analyseTensorLayer(const model::ForwardResult& f, const std::vector<std::string>& tokens,
+                                       int layer, int window) {
+  // The scores read only the tokens (induction, duplicates): a scene of the tokens alone carries them.
+  Scene tokens_only;
+  tokens_only.d_model = 1;
+  tokens_only.query_tokens = tokens;
+  tokens_only.query = Matrix::Zero(f.n, 1);
+  const int heads = f.layout.n_head;
+  std::vector<Matrix> maps;
+  for (int h = 0; h < heads; ++h) maps.emplace_back(f.map(layer, h, heads));
+  TensorLayerAnalysis a;
+  std::vector<const Matrix*> pointers;
+  for (const Matrix& w : maps) {
+    pointers.push_back(&w);
+    a.scores.push_back(headTypeScores(tokens_only, w, window));
+    a.stats.push_back(headStats(w));
+  }
+  a.similarity = headSimilarity(pointers);
+  return a;
 }
 
 std::vector<std::string> readTokenFile(const std::string& path) {

@@ -2,6 +2,8 @@
 // scene/layouts.h for that layout, then validateScene.
 #include "attnscope/arrays/user_layer.h"
 
+#include <sstream>
+
 #include "attnscope/error.h"
 #include "attnscope/scene/layouts.h"
 #include "attnscope/text_bounds.h"
@@ -91,6 +93,18 @@ std::vector<std::string> userLayoutKeys(UserLayout layout) {
               "attention_output/kernel", "attention_output/bias"};
   }
   return {};
+}
+
+std::vector<std::string> splitTokenText(const std::string& text, char separator) {
+  std::vector<std::string> parts;
+  std::string part;
+  std::istringstream in(text);
+  if (separator == ' ') {
+    while (in >> part) parts.push_back(part);
+  } else {
+    while (std::getline(in, part, separator)) parts.push_back(part);
+  }
+  return parts;
 }
 
 Scene userLayerScene(const std::map<std::string, NamedArray>& arrays, const std::string& file,

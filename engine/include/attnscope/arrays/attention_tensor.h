@@ -7,6 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "attnscope/analysis/analysis.h"
+#include "attnscope/arrays/array_file.h"
+#include "attnscope/compute/result.h"
 #include "attnscope/model/gpt2.h"
 
 namespace attnscope::arrays {
@@ -26,7 +29,27 @@ constexpr double kRowSumTolerance = 2e-3;
 AttentionTensor readAttentionTensor(const std::string& path, const std::optional<std::string>& tensor,
                                     std::vector<std::string> tokens);
 
+// The same from arrays already read from `path` (the window reads a file once to offer its tensors).
+AttentionTensor attentionTensorFrom(std::map<std::string, NamedArray> arrays, const std::string& path,
+                                    const std::optional<std::string>& tensor, std::vector<std::string> tokens);
+
+// Whether `arrays` look like an attention tensor rather than a layer's state dict: some array of rank 3 or 4 with
+// square last two dims, and no array of rank 1 or 2 (a layer's projections and biases are those).
+bool looksLikeAttention(const std::map<std::string, NamedArray>& arrays);
+
 // Tokens from a file: a JSON list of strings, or else one token a line (a final newline ends the last line).
 std::vector<std::string> readTokenFile(const std::string& path);
+// `--tokens`' argument: an inline JSON list of strings when it starts with '[', else a token file (above).
+std::vector<std::string> tokensFromArgument(const std::string& argument);
+
+// What `view` reports of one layer (from 0) of a tensor's maps (AttentionTensor::forward) over `tokens`: per
+// head the head-type scores and statistics, and the heads' similarity. `window`: the local score's window.
+struct TensorLayerAnalysis {
+  std::vector<HeadTypeScores> scores;  // (heads)
+  std::vector<HeadStats> stats;        // (heads)
+  Similarity similarity;               // (heads, heads) each
+};
+TensorLayerAnalysis analyseTensorLayer(const model::ForwardResult& maps, const std::vector<std::string>& tokens,
+                                       int layer, int window = kDefaultLocalWindow);
 
 }  // namespace attnscope::arrays

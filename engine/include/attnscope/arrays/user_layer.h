@@ -32,6 +32,10 @@ struct UserLayerOptions {
   std::optional<MaskKind> mask;       // absent: the layout's own (causal for seed 002, none otherwise)
 };
 
+// Token names typed as one string: split at spaces (' ', runs of blanks are one break) or at `separator`.
+// What `import --text`/`--tokens` and the window's Open form both do.
+std::vector<std::string> splitTokenText(const std::string& text, char separator = ' ');
+
 // `arrays` (read from `file`, named in errors) as a scene: every key checked for presence and shape (one line
 // naming the key, the expected and the actual shape), then converted and validated.
 Scene userLayerScene(const std::map<std::string, NamedArray>& arrays, const std::string& file,

@@ -112,6 +112,8 @@ struct HeadLayout {
   int kvHead(int head) const { return n_kv_head > 0 && n_head >= n_kv_head ? head / (n_head / n_kv_head) : head; }
   // Per layer, a sliding window W (query i sees keys i - W < j <= i) or 0 (every earlier key); empty = none.
   std::vector<int> window;
+  // Keys after the query are masked (a decoder's forward); false for a saved tensor, whose every cell is shown.
+  bool causal = true;
   int windowOf(int layer) const {
     return layer >= 0 && layer < static_cast<int>(window.size()) ? window[static_cast<std::size_t>(layer)] : 0;
   }

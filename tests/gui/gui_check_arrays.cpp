@@ -1,0 +1,135 @@
+// Pixel checks of the file bar's Open on arrays files (scripts/open_arrays.txt): the attention tensors' grids and
+// map drawn in the colours of the arrays NumPy wrote, every cell a weight (a saved tensor has no causal mask),
+// and nn.MultiheadAttention's layer opened as the scene in the colours of NumPy's own computation
+// (open_arrays_fixtures.py writes expected.json), independently of the engine.
+#include <string>
+#include <vector>
+
+#include "gui_check.h"
+
+namespace gui {
+
+namespace {
+
+using Map = std::vector<std::vector<double>>;  // (n, n)
+
+// Cells of a map over `rect_id` (n x n, read `fy` down each cell) not in the colour of NumPy's weight; prints the
+// first few. Every cell is a weight: none may be drawn masked.
+int wrongCells(const Checker& c, const std::string& rect_id, const Map& w, float fy = 0.5f) {
+  const int n = static_cast<int>(w.size());
+  int wrong = 0;
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      const Rgb8 got = c.cell(rect_id, i, j, n, n, fy);
+      const double want = w[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
+      if (!isWeightColor(got, want) && ++wrong <= 3)
+        std::printf("      %s cell (%d,%d): weight %.4f -> %s, drawn %s\n", rect_id.c_str(), i, j, want,
+                    Checker::str(attnscope::colorAt(ColorMap::Viridis, static_cast<float>(want))).c_str(),
+                    Checker::str(got).c_str());
+    }
+  return wrong;
+}
+
+// Pixels of the red error text (errorText's colour, anti-aliased) inside the rectangle `id`.
+int redPixels(const Checker& c, const std::string& id) {
+  const std::vector<float> r = c.rect(id);
+  int red = 0;
+  for (int y = static_cast<int>(r[1]); y < static_cast<int>(r[3]); ++y)
+    for (int x = static_cast<int>(r[0]); x < static_cast<int>(r[2]); ++x) {
+      const Rgb8 p = c.img.at(x, y);
+      red += p.r > 180 && p.g < 140 && p.b < 140;
+    }
+  return red;
+}
+
+std::string tileId(int l, int h) { return "model.tile." + std::to_string(l) + "." + std::to_string(h); }
+
+}  // namespace
+
+void checkOpenArrays(Checker& c, const std::string& dir) {
+  std::ifstream in(dir + "/expected.json");
+  const nlohmann::json expected = nlohmann::json::parse(in);
+  using Maps = std::vector<std::vector<Map>>;
+  const Maps npy = expected["npy"].get<Maps>();        // (2, 3, 6, 6)
+  const std::vector<Map> big = expected["big"].get<std::vector<Map>>();    // (3, 5, 5)
+  const std::vector<Map> layer = expected["layer"].get<std::vector<Map>>();  // (2 heads, 4, 4)
+  c.expect(npy.size() == 2 && npy[0].size() == 3 && npy[0][0].size() == 6 && big.size() == 3 &&
+               big[0].size() == 5 && layer.size() == 2 && layer[0].size() == 4,
+           "NumPy's arrays: (2, 3, 6, 6), (3, 5, 5), layer (2, 4, 4)");
+
+  const nlohmann::json form = loadLayout(dir + "/layout_form.json");
+  c.expect(form.contains("open.form") && form.contains("open.detected") && form.contains("open.as.attention") &&
+               !form.contains("open.tensor.0"),
+           "Open on a .npy asks how to read it, says what its content looks like; one array: no tensor choice");
+
+  // The .npy tensor: 2 layers x 3 heads in the centre, every cell of every tile in NumPy's colour.
+  const Checker grid{loadPng(dir + "/npy.png"), loadLayout(dir + "/layout_npy.json")};
+  int wrong = 0, missing = 0;
+  for (int l = 0; l < 2; ++l)
+    for (int h = 0; h < 3; ++h)
+      grid.layout.contains(tileId(l, h)) ? void(wrong += wrongCells(grid, tileId(l, h), npy[l][h])) : void(++missing);
+  c.expect(missing == 0 && !grid.layout.contains(tileId(2, 0)) && !grid.layout.contains(tileId(0, 3)),
+           "the .npy's 2 x 3 tiles drawn, no more (" + std::to_string(missing) + " missing)");
+  c.expect(wrong == 0, ".npy grid: 6 tiles x 36 cells in colorAt(the array's weight), " + std::to_string(wrong) +
+                           " wrong");
+  const std::vector<float> tile = grid.rect(tileId(0, 0)), tab = grid.rect("tab.checkpoint");
+  c.expect(tile[0] > 0.2f * static_cast<float>(grid.img.w) && grid.rect(tileId(1, 2))[2] < tab[0],
+           "the grid lies in the centre pane");
+
+  // Layer 2, head 3 clicked: full-size, every cell in NumPy's colour; the Checkpoint tab shows its scores.
+  const Checker focus{loadPng(dir + "/focus.png"), loadLayout(dir + "/layout_focus.json")};
+  c.expect(focus.layout.contains("model.map") && !focus.layout.contains(tileId(0, 0)), "one map full-size");
+  if (focus.layout.contains("model.map")) {
+    const std::vector<float> m = focus.rect("model.map");
+    c.expect(m[2] - m[0] > 2 * (tile[2] - tile[0]), "the map is wider than two tiles");
+    c.expect(wrongCells(focus, "model.map", npy[1][2]) == 0, "layer 2, head 3 full-size: every cell in colorAt");
+  }
+  c.expect(focus.layout.contains("tensor.scores") && focus.layout.contains("tensor.similarity") &&
+               focus.layout.contains("tensor.layer.plus"),
+           "the Checkpoint tab shows the tensor's head-type scores and similarity, by layer");
+
+  // The safetensors file's first tensor ("big", by name order): 1 layer x 3 heads.
+  const Checker st{loadPng(dir + "/st.png"), loadLayout(dir + "/layout_st.json")};
+  int st_wrong = 0, st_missing = 0;
+  for (int h = 0; h < 3; ++h)
+    st.layout.contains(tileId(0, h)) ? void(st_wrong += wrongCells(st, tileId(0, h), big[h])) : void(++st_missing);
+  c.expect(st_missing == 0 && !st.layout.contains(tileId(1, 0)), "safetensors \"big\": 1 x 3 tiles");
+  c.expect(st_wrong == 0, "safetensors grid: 3 tiles x 25 cells in colorAt, " + std::to_string(st_wrong) + " wrong");
+
+  // Three tokens for six positions: one red line in the form; after Cancel the tensor shown before stays.
+  const Checker bad{loadPng(dir + "/bad.png"), loadLayout(dir + "/layout_bad.json")};
+  c.expect(bad.layout.contains("open.error"), "a token count that does not match: an error line in the form");
+  if (bad.layout.contains("open.error")) {
+    const int red = redPixels(bad, "open.error");
+    c.expect(red > 30, "the error is red text (" + std::to_string(red) + " red pixels)");
+  }
+  const nlohmann::json after = loadLayout(dir + "/layout_after_bad.json");
+  c.expect(!after.contains("open.form") && after.contains(tileId(0, 2)) && !after.contains(tileId(1, 0)),
+           "after the failed Open, the tensor shown before is still shown");
+
+  // A file that is not there: no form, one red message in the file bar, the tensor still shown.
+  const Checker absent{loadPng(dir + "/missing.png"), loadLayout(dir + "/layout_missing.json")};
+  c.expect(!absent.layout.contains("open.form") && absent.layout.contains(tileId(0, 2)) &&
+               absent.layout.contains("file.message"),
+           "Open on a missing .npy: no form, a message, the tensor still shown");
+  if (absent.layout.contains("file.message")) {
+    const int red = redPixels(absent, "file.message");
+    c.expect(red > 30, "the file bar's message is red (" + std::to_string(red) + " red pixels)");
+  }
+
+  // nn.MultiheadAttention's layer (torch-mha, 2 heads) as the scene: both heads' maps in NumPy's colours.
+  const nlohmann::json layer_form = loadLayout(dir + "/layout_layer_form.json");
+  c.expect(layer_form.contains("open.layout.torch-mha") && layer_form.contains("open.heads.plus") &&
+               layer_form.contains("open.mask.none"),
+           "a state dict's form asks for the layout, heads and mask");
+  c.expect(c.layout.contains("head1.map") && !c.layout.contains("head2.map") && !c.layout.contains(tileId(0, 0)),
+           "the layer's 2 heads shown as the scene");
+  int layer_wrong = 0;
+  for (int h = 0; h < 2; ++h)
+    if (c.layout.contains("head" + std::to_string(h) + ".map"))
+      layer_wrong += wrongCells(c, "head" + std::to_string(h) + ".map", layer[h], Checker::kAboveText);
+  c.expect(layer_wrong == 0, "torch-mha layer: 2 heads x 16 cells in colorAt(NumPy's softmax(q k^T / sqrt(2))), " +
+                                 std::to_string(layer_wrong) + " wrong");
+}
+
+}  // namespace gui
