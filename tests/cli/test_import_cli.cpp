@@ -175,7 +175,7 @@ TEST(ImportCli, KerasMhaEqualsItsEinsumFormula) {
 
 TEST(ImportCli, TorchMultiheadAttentionItselfAgrees) {
   ATTNSCOPE_REQUIRE_PYTHON_MODULE("numpy");
-  if (!test::pythonModuleMissing("torch").empty()) GTEST_SKIP() << test::pythonModuleMissing("torch");
+  ATTNSCOPE_REQUIRE_PYTHON_MODULE("torch");  // Debian's python3-torch, installed by setup-deps.sh --test
   // PyTorch saves its own state dict and x, and its own per-head weights (average_attn_weights=False).
   const std::string dir = test::tempDir("import_torch");
   const test::CommandRun py = test::run(
