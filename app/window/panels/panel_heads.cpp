@@ -365,7 +365,12 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
     probeItem("heads.overviews");
   }
   if (view.focus_head >= 0 || view.compare_a >= 0) {
-    ImGui::SameLine(ImGui::GetContentRegionAvail().x - ImGui::CalcTextSize("All heads").x);
+    // Right-aligned on the row when it fits after what the row already holds (the overview progress, say),
+    // else on a line of its own: never drawn over the text before it. x in window coordinates.
+    const float button_width = ImGui::CalcTextSize("All heads").x + 2 * ImGui::GetStyle().FramePadding.x;
+    const float row_end = ImGui::GetItemRectMax().x - ImGui::GetWindowPos().x + ImGui::GetStyle().ItemSpacing.x;
+    const float right_aligned = ImGui::GetWindowContentRegionMax().x - button_width;
+    if (right_aligned >= row_end) ImGui::SameLine(right_aligned);
     if (ImGui::Button("All heads")) view.focus_head = view.compare_a = view.compare_b = -1;
     probeItem("heads.back");
   }
