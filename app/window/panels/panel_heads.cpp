@@ -360,8 +360,11 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
   bool maps_stale = false;
   const std::string progress = renderer.progress(state, maps_stale);  // a long scene's overviews, as they land
   if (!progress.empty() || maps_stale) {
-    ImGui::SameLine();
-    ImGui::TextColored(ImVec4(1.0f, 0.75f, 0.3f, 1.0f), "%s", progress.empty() ? "uploading maps..." : progress.c_str());
+    const std::string text = progress.empty() ? "uploading maps..." : progress;
+    // On the row when it fits, else on a line of its own: a narrow pane cut it at its edge. x in window coordinates.
+    const float row_end = ImGui::GetItemRectMax().x - ImGui::GetWindowPos().x + ImGui::GetStyle().ItemSpacing.x;
+    if (row_end + ImGui::CalcTextSize(text.c_str()).x <= ImGui::GetWindowContentRegionMax().x) ImGui::SameLine();
+    ImGui::TextColored(ImVec4(1.0f, 0.75f, 0.3f, 1.0f), "%s", text.c_str());
     probeItem("heads.overviews");
   }
   if (view.focus_head >= 0 || view.compare_a >= 0) {
