@@ -40,6 +40,23 @@ Scene maskedScene(int n, int heads, int variant) {
   return s;
 }
 
+// What KeyMask::block says of a block of cells, worked by hand: the blocked loop skips None and masks nothing in All.
+TEST(KeyMask, BlocksByHand) {
+  Scene s = randomScene(6, 1, 4, true, 1);
+  s.key_padding = {0, 0, 1, 0, 0, 0};  // causal (j <= i) and key 2 padded
+  const KeyMask causal(s);
+  EXPECT_EQ(causal.block(0, 2, 3, 6), KeyMask::Block::None);  // keys 3..5 after queries 0..1
+  EXPECT_EQ(causal.block(3, 6, 0, 2), KeyMask::Block::All);   // keys 0..1 before query 3, none padded
+  EXPECT_EQ(causal.block(3, 6, 0, 3), KeyMask::Block::Some);  // key 2 padded
+  EXPECT_EQ(causal.block(0, 3, 0, 2), KeyMask::Block::Some);  // query 0 may not see key 1
+  EXPECT_EQ(causal.block(0, 6, 2, 3), KeyMask::Block::None);  // key 2 alone: padded
+  s.mask = MaskKind::None;
+  const KeyMask padded(s);
+  EXPECT_EQ(padded.block(0, 6, 0, 2), KeyMask::Block::All);
+  EXPECT_EQ(padded.block(0, 6, 2, 3), KeyMask::Block::None);
+  EXPECT_EQ(padded.block(0, 6, 1, 4), KeyMask::Block::Some);
+}
+
 class PooledMaxAgainstMaps : public ::testing::TestWithParam<int> {};
 
 // Tiles whose band and key blocks fall in every way: whole map pooled, a sub-window, more blocks than cells
