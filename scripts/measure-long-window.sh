@@ -2,7 +2,7 @@
 # Times the window on a random long scene (issue 16's window goals): from the edit that makes the scene, when
 # its result lands (the flash forward: output, m, l) and when each head's max-pooled overview lands, then the
 # frame times of a pan at deep zoom. Runs under its own Xvfb on the CPU backend. Usage:
-#   scripts/measure_long_window.sh ATTNSCOPE OUT_DIR [N] [HEADS] [D_MODEL]
+#   scripts/measure-long-window.sh ATTNSCOPE OUT_DIR [N] [HEADS] [D_MODEL]
 # Prints the ATTNSCOPE_TILE_LOG lines with seconds since the edit in front, and --frame-stats of the pan.
 set -euo pipefail
 app=$1 out=$2 n=${3:-32768} heads=${4:-8} d_model=${5:-512}
