@@ -1,11 +1,22 @@
 // The worker behind HeatmapTileSource: view tiles first (they are small and what the user waits for), then each
-// head's overview one pooled row at a time, so that a view request or a new result never waits for a whole head.
+// head's overview a band of pooled rows at a time, so that a view request or a new result never waits for a whole
+// head.
 #include "window/heatmap_tiles.h"
 
 #include <algorithm>
 #include <exception>
 
+#include "attnscope/scene/key_mask.h"
+
 namespace attnscope::app {
+
+namespace {
+// Pooled rows per overview step: about 2048 query rows (1/16 of a 32k-token head, ~0.2 s on 2 cores), so a view
+// request or a new result waits for one step at most.
+int overviewStep(int n_q, int out_rows) {
+  return std::max(1, static_cast<int>(static_cast<long long>(out_rows) * 2048 / std::max(1, n_q)));
+}
+}  // namespace
 
 HeatmapTileSource::HeatmapTileSource() : thread_([this] { run(); }) {}
 
@@ -77,7 +88,7 @@ unsigned HeatmapTileSource::revision() const {
 }
 
 void HeatmapTileSource::run() {
-  // The overview being built: (out_rows, out_cols), filled one pooled row per step.
+  // The overview being built: (out_rows, out_cols), filled a band of pooled rows per step.
   Tile overview;
   std::shared_ptr<const Snapshot> building_for;
   int building_head = -1;
@@ -117,26 +128,22 @@ void HeatmapTileSource::run() {
       overview_rows_ = out_rows;
       overview_rows_done_ = 0;
     }
-    const int y = overview_rows_done_;
+    const int y0 = overview_rows_done_, y1 = std::min(out_rows, y0 + overviewStep(scene.nQ(), out_rows));
     lock.unlock();
-    // Block y of out_rows covers query rows pooledRange(y, out_rows, n_q); asked for alone so that each row of
-    // the overview pools exactly the cells a whole-map pooled tile would.
-    const auto [r0, r1] = pooledRange(y, out_rows, scene.nQ());
+    // Output rows [y0, y1) of the whole-map pooled tile, recomputed in blocks (maxPooledRows): each texel pools
+    // exactly the cells a whole-map pooled tile would, and a view request waits for one step at most.
     TileRequest request;
-    request.head = head, request.row0 = r0, request.row1 = r1;
-    request.pooling = Pooling::Max, request.out_rows = 1, request.out_cols = out_cols;
-    Tile row;
+    request.head = head, request.pooling = Pooling::Max, request.out_rows = out_rows, request.out_cols = out_cols;
     try {
-      row = weightTile(scene, snapshot->result, request);
+      maxPooledRows(scene, snapshot->result, KeyMask(scene), request, y0, y1, overview);
     } catch (const std::exception&) {
-      row.values = Matrix::Zero(1, out_cols);  // not expected on a validated scene; the map then shows masked
-      row.masked = MaskMatrix::Ones(1, out_cols);
+      overview.values.middleRows(y0, y1 - y0).setZero();  // not expected on a validated scene: shown as masked
+      overview.masked.middleRows(y0, y1 - y0).setOnes();
     }
     lock.lock();
     if (snapshot_ != snapshot) continue;  // a new result: start over
-    overview.values.row(y) = row.values.row(0);
-    overview.masked.row(y) = row.masked.row(0);
-    if (++overview_rows_done_ < out_rows) continue;
+    overview_rows_done_ = y1;
+    if (overview_rows_done_ < out_rows) continue;
     Landed landed;
     landed.head = head;
     landed.request.head = head, landed.request.row1 = scene.nQ(), landed.request.col1 = scene.nK();

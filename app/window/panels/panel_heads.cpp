@@ -360,12 +360,20 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
   bool maps_stale = false;
   const std::string progress = renderer.progress(state, maps_stale);  // a long scene's overviews, as they land
   if (!progress.empty() || maps_stale) {
-    ImGui::SameLine();
-    ImGui::TextColored(ImVec4(1.0f, 0.75f, 0.3f, 1.0f), "%s", progress.empty() ? "uploading maps..." : progress.c_str());
+    const std::string text = progress.empty() ? "uploading maps..." : progress;
+    // On the row when it fits, else on a line of its own: a narrow pane cut it at its edge. x in window coordinates.
+    const float row_end = ImGui::GetItemRectMax().x - ImGui::GetWindowPos().x + ImGui::GetStyle().ItemSpacing.x;
+    if (row_end + ImGui::CalcTextSize(text.c_str()).x <= ImGui::GetWindowContentRegionMax().x) ImGui::SameLine();
+    ImGui::TextColored(ImVec4(1.0f, 0.75f, 0.3f, 1.0f), "%s", text.c_str());
     probeItem("heads.overviews");
   }
   if (view.focus_head >= 0 || view.compare_a >= 0) {
-    ImGui::SameLine(ImGui::GetContentRegionAvail().x - ImGui::CalcTextSize("All heads").x);
+    // Right-aligned on the row when it fits after what the row already holds (the overview progress, say),
+    // else on a line of its own: never drawn over the text before it. x in window coordinates.
+    const float button_width = ImGui::CalcTextSize("All heads").x + 2 * ImGui::GetStyle().FramePadding.x;
+    const float row_end = ImGui::GetItemRectMax().x - ImGui::GetWindowPos().x + ImGui::GetStyle().ItemSpacing.x;
+    const float right_aligned = ImGui::GetWindowContentRegionMax().x - button_width;
+    if (right_aligned >= row_end) ImGui::SameLine(right_aligned);
     if (ImGui::Button("All heads")) view.focus_head = view.compare_a = view.compare_b = -1;
     probeItem("heads.back");
   }

@@ -91,17 +91,29 @@ void weightRows(const Scene& scene, const Result& result, const KeyMask& mask, i
   recomputeBlock(hr, mask, scene.headScale(head), row0, row1, 0, scene.nK(), out);
 }
 
-Tile weightTile(const Scene& scene, const Result& result, const TileRequest& request) {
+TileRequest checkedTileRequest(const Scene& scene, const Result& result, const TileRequest& request) {
   if (request.head < 0 || request.head >= static_cast<int>(result.heads.size()))
     throw InputError("head", "0 to " + std::to_string(static_cast<int>(result.heads.size()) - 1),
                      std::to_string(request.head));
-  const int row0 = request.row0, row1 = request.row1 < 0 ? scene.nQ() : request.row1;
-  const int col0 = request.col0, col1 = request.col1 < 0 ? scene.nK() : request.col1;
-  checkRange("rows", row0, row1, scene.nQ());
-  checkRange("cols", col0, col1, scene.nK());
-  const HeadResult& hr = result.heads[static_cast<std::size_t>(request.head)];
+  TileRequest r = request;
+  if (r.row1 < 0) r.row1 = scene.nQ();
+  if (r.col1 < 0) r.col1 = scene.nK();
+  checkRange("rows", r.row0, r.row1, scene.nQ());
+  checkRange("cols", r.col0, r.col1, scene.nK());
+  const HeadResult& hr = result.heads[static_cast<std::size_t>(r.head)];
   if (!hr.hasMap() && hr.row_sum.size() != scene.nQ())
     throw InputError("result", "a result with weight maps or row statistics", "neither (computed elsewhere)");
+  if (r.pooling != Pooling::None &&
+      (r.out_rows < 1 || r.out_cols < 1 || r.out_rows > (1 << 16) || r.out_cols > (1 << 16)))
+    throw InputError("pooled size", "1 to 65536 blocks a side",
+                     std::to_string(r.out_rows) + " x " + std::to_string(r.out_cols));
+  return r;
+}
+
+Tile weightTile(const Scene& scene, const Result& result, const TileRequest& unchecked) {
+  const TileRequest request = checkedTileRequest(scene, result, unchecked);
+  const int row0 = request.row0, row1 = request.row1, col0 = request.col0, col1 = request.col1;
+  const HeadResult& hr = result.heads[static_cast<std::size_t>(request.head)];
   const KeyMask mask(scene);
   const float scale = scene.headScale(request.head);
   const int rows = row1 - row0, cols = col1 - col0;
@@ -125,9 +137,10 @@ Tile weightTile(const Scene& scene, const Result& result, const TileRequest& req
   }
 
   const int out_rows = request.out_rows, out_cols = request.out_cols;
-  if (out_rows < 1 || out_cols < 1 || out_rows > (1 << 16) || out_cols > (1 << 16))
-    throw InputError("pooled size", "1 to 65536 blocks a side",
-                     std::to_string(out_rows) + " x " + std::to_string(out_cols));
+  if (request.pooling == Pooling::Max && !hr.hasMap()) {  // blocked GEMMs, one exp per pooled cell (pooled_max.cpp)
+    maxPooledRows(scene, result, mask, request, 0, out_rows, tile);
+    return tile;
+  }
   tile.values = Matrix::Zero(out_rows, out_cols);
   tile.masked = MaskMatrix::Ones(out_rows, out_cols);
   std::vector<std::pair<int, int>> col_ranges(static_cast<std::size_t>(out_cols));

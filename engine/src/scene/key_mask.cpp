@@ -33,6 +33,21 @@ void KeyMask::fillRow(int query, int key0, int key1, std::uint8_t* out) const {
       if ((*padding_)[static_cast<std::size_t>(key0 + j)]) out[j] = 0;
 }
 
+KeyMask::Block KeyMask::block(int query0, int query1, int key0, int key1) const {
+  const int padded = has_padding_ ? padded_before_[static_cast<std::size_t>(key1)] -
+                                        padded_before_[static_cast<std::size_t>(key0)]
+                                  : 0;
+  if (padded == key1 - key0) return Block::None;
+  switch (kind_) {
+    case MaskKind::None: return padded == 0 ? Block::All : Block::Some;
+    case MaskKind::Causal:
+      if (key0 > query1 - 1) return Block::None;  // every key after the last query
+      return padded == 0 && key1 - 1 <= query0 ? Block::All : Block::Some;
+    case MaskKind::Explicit: break;
+  }
+  return Block::Some;
+}
+
 int KeyMask::allowedCount(int query) const {
   const auto padded = [this](int end) { return has_padding_ ? padded_before_[static_cast<std::size_t>(end)] : 0; };
   switch (kind_) {

@@ -49,6 +49,18 @@ std::pair<int, int> pooledRange(int p, int blocks, int n);
 
 // Throws InputError naming the field for a head or range outside the scene.
 Tile weightTile(const Scene& scene, const Result& result, const TileRequest& request);
+// `request` with its open ends (-1) resolved; throws InputError naming the field for a head, range or pooled size
+// outside the scene, or a head with neither a map nor row statistics.
+TileRequest checkedTileRequest(const Scene& scene, const Result& result, const TileRequest& request);
+
+// Output rows [y0, y1) of the Pooling::Max tile `request`, recomputed from Q, K and the row statistics (the head's
+// map need not be kept) into `tile`, resized to (out_rows, out_cols) when its shape differs; other rows are left
+// as they were. What weightTile gives for a max-pooled tile of a head without its map (a band at a time lets a
+// caller stop between bands). Blocked: a GEMM of up to 256 query rows against 512 keys, the largest score per
+// pooled column kept, one exp per (row, pooled column); blocks the mask excludes are skipped; bands spread over
+// the OpenMP threads.
+void maxPooledRows(const Scene& scene, const Result& result, const KeyMask& mask, const TileRequest& request, int y0,
+                   int y1, Tile& tile);
 
 // The streaming primitive: head `head`'s weights of query rows [row0, row1) over every key into `out`
 // (row1 - row0, n_k), resized as needed. Masked weights exactly 0, fully masked rows all 0.

@@ -28,6 +28,10 @@ class KeyMask {
   void fillRow(int query, int key0, int key1, std::uint8_t* out) const;
   // How many keys query row `query` may attend.
   int allowedCount(int query) const;
+  // What the rule says of every cell of queries [query0, query1) x keys [key0, key1) at once, so a blocked loop
+  // skips a block nobody may attend and masks none of one everybody may. Explicit masks answer Some.
+  enum class Block { None, All, Some };
+  Block block(int query0, int query1, int key0, int key1) const;
 
  private:
   MaskKind kind_;
