@@ -60,8 +60,8 @@ bool sameShapes(const Result& r, const Scene& s) {
     const HeadResult& hr = r.heads[static_cast<std::size_t>(h)];
     const HeadParams& p = s.heads[static_cast<std::size_t>(h)];
     const bool rows_ok = hr.hasMap() ? hr.weights.rows() == s.nQ() && hr.weights.cols() == s.nK()
-                                     : hr.row_sum.size() == s.nQ() && hr.k.rows() == s.nK();
-    if (!rows_ok || hr.q.cols() != p.dK() || hr.v.cols() != s.dV(h)) return false;
+                                     : hr.row_sum.size() == s.nQ() && hr.k().rows() == s.nK();
+    if (!rows_ok || hr.q.cols() != p.dK() || hr.v().cols() != s.dV(h)) return false;
   }
   return r.output.cols() == s.d_model || (!s.w_o && r.output.cols() == s.concatWidth());
 }

@@ -37,7 +37,7 @@ void HeatmapTileSource::reset(const Scene& scene, const Result& result, unsigned
   for (std::size_t h = 0; h < result.heads.size(); ++h) {
     const HeadResult& from = result.heads[h];
     HeadResult& to = snapshot->result.heads[h];
-    to.q = from.q, to.k = from.k, to.row_max = from.row_max, to.row_sum = from.row_sum;
+    to.q = from.q, to.shareKeyValues(from), to.row_max = from.row_max, to.row_sum = from.row_sum;
     if (from.hasMap()) to.weights = from.weights;  // not expected (kept maps are drawn directly), but exact
   }
   {

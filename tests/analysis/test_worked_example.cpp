@@ -75,8 +75,8 @@ TEST(WorkedExample, EveryMatrixMatchesTheHandArithmetic) {
   const HeadResult& h2 = r.heads[1];
   // Head 1: Q1 = X[:,1..2]; K1 = [X[:,2], X[:,1]]; V1 = [X[:,1] + X[:,3], 0].
   EXPECT_EQ(maxDiff(h1.q, mat(3, 2, {1, 0, 0, 1, 1, 1})), 0);
-  EXPECT_EQ(maxDiff(h1.k, mat(3, 2, {0, 1, 1, 0, 1, 1})), 0);
-  EXPECT_EQ(maxDiff(h1.v, mat(3, 2, {2, 0, 0, 0, 1, 0})), 0);
+  EXPECT_EQ(maxDiff(h1.k(), mat(3, 2, {0, 1, 1, 0, 1, 1})), 0);
+  EXPECT_EQ(maxDiff(h1.v(), mat(3, 2, {2, 0, 0, 0, 1, 0})), 0);
   // Q1 K1^T = [[0,1,1],[1,0,1],[1,1,2]]; times 1/sqrt(2).
   EXPECT_LT(maxDiff(h1.scores, mat(3, 3, {0, a, a, a, 0, a, a, a, 2 * a})), kTol);
   // softmax [0, a, a] = [1, ea, ea] / (1 + 2 ea) = [0.1978, 0.4011, 0.4011];
@@ -92,8 +92,8 @@ TEST(WorkedExample, EveryMatrixMatchesTheHandArithmetic) {
 
   // Head 2: Q2 = X[:,3..4]; K2 = [X[:,4], X[:,3]]; V2 = [0, X[:,1] + X[:,2]] = [[0,1],[0,1],[0,2]].
   EXPECT_EQ(maxDiff(h2.q, mat(3, 2, {1, 0, 0, 1, 0, 0})), 0);
-  EXPECT_EQ(maxDiff(h2.k, mat(3, 2, {0, 1, 1, 0, 0, 0})), 0);
-  EXPECT_EQ(maxDiff(h2.v, mat(3, 2, {0, 1, 0, 1, 0, 2})), 0);
+  EXPECT_EQ(maxDiff(h2.k(), mat(3, 2, {0, 1, 1, 0, 0, 0})), 0);
+  EXPECT_EQ(maxDiff(h2.v(), mat(3, 2, {0, 1, 0, 1, 0, 2})), 0);
   // Q2 K2^T = [[0,1,0],[1,0,0],[0,0,0]]; times 1/sqrt(2).
   EXPECT_LT(maxDiff(h2.scores, mat(3, 3, {0, a, 0, a, 0, 0, 0, 0, 0})), kTol);
   // softmax [0, a, 0] = [1, ea, 1] / (2 + ea) = [0.2483, 0.5035, 0.2483]; the zero row gives 1/3 each.

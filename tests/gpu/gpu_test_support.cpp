@@ -86,8 +86,8 @@ double expectResultsMatch(const Scene& scene, const Result& gpu, const Result& c
   for (std::size_t h = 0; h < cpu.heads.size(); ++h) {
     const std::string at = "head " + std::to_string(h) + " ";
     check(gpu.heads[h].q, cpu.heads[h].q, at + "q");
-    check(gpu.heads[h].k, cpu.heads[h].k, at + "k");
-    check(gpu.heads[h].v, cpu.heads[h].v, at + "v");
+    check(gpu.heads[h].k(), cpu.heads[h].k(), at + "k");
+    check(gpu.heads[h].v(), cpu.heads[h].v(), at + "v");
     check(gpu.heads[h].scores, cpu.heads[h].scores, at + "scores", kMixedWithMasks);  // masked: -inf
     check(gpu.heads[h].weights, cpu.heads[h].weights, at + "weights");
     check(gpu.heads[h].output, cpu.heads[h].output, at + "output");

@@ -60,7 +60,7 @@ TEST(GpuBackend, WorkedExampleByHand) {
       const std::vector<double> w = softmaxRow(scores);
       for (int j = 0; j < 3; ++j) EXPECT_NEAR(r.heads[h].weights(i, j), w[j], 1e-6) << h << " " << i << " " << j;
       for (int c = 0; c < 2; ++c) {
-        EXPECT_EQ(r.heads[h].v(i, c), v[h][i][c]);
+        EXPECT_EQ(r.heads[h].v()(i, c), v[h][i][c]);
         const double out = w[0] * v[h][0][c] + w[1] * v[h][1][c] + w[2] * v[h][2][c];
         EXPECT_NEAR(r.heads[h].output(i, c), out, 1e-6);
         EXPECT_NEAR(r.output(i, 2 * h + c), out, 1e-6);  // no W_O: the output is the concatenation

@@ -40,11 +40,15 @@ TEST(GpuGroupedRope, MatchesNumpyReference) {
     const std::string what = "head " + std::to_string(h + 1);
     // float32 on llvmpipe against float64: seen 5.3e-07 (a hardware GPU sums in another order: gpu parity)
     qk = test::worse(qk, test::expectClose(r.heads[h].q, test::jsonMatrix(want["heads"][h]["q"]), 5e-6, what + " q"));
-    qk = test::worse(qk, test::expectClose(r.heads[h].k, test::jsonMatrix(want["heads"][h]["k"]), 5e-6, what + " k"));
+    qk = test::worse(qk, test::expectClose(r.heads[h].k(), test::jsonMatrix(want["heads"][h]["k"]), 5e-6, what + " k"));
     // seen 2.0e-07
     w = test::worse(w, test::expectClose(r.heads[h].weights, test::jsonMatrix(want["heads"][h]["weights"]), 2e-6,
                                          what + " weights"));
   }
+  // K and V read back once per key/value head: heads 1-2 hold one pair, heads 3-4 the other.
+  EXPECT_TRUE(r.heads[1].sharesKeyValuesWith(r.heads[0]));
+  EXPECT_TRUE(r.heads[3].sharesKeyValuesWith(r.heads[2]));
+  EXPECT_FALSE(r.heads[2].sharesKeyValuesWith(r.heads[0]));
   // seen 3.2e-07
   const double o = test::expectClose(r.output, test::jsonMatrix(want["output"]), 3e-6, "output");
   std::printf("[ gpu gqa + rope ] vs NumPy: q/k %.2g, weights %.2g, output %.2g\n", qk, w, o);
@@ -79,7 +83,7 @@ TEST(GpuGroupedRope, QkNormAndLlama3ScalingMatchNumpyReference) {
   for (std::size_t h = 0; h < 4; ++h) {
     const std::string what = "head " + std::to_string(h + 1);
     qk = test::worse(qk, test::expectClose(r.heads[h].q, test::jsonMatrix(want["heads"][h]["q"]), 5e-6, what + " q"));
-    qk = test::worse(qk, test::expectClose(r.heads[h].k, test::jsonMatrix(want["heads"][h]["k"]), 5e-6, what + " k"));
+    qk = test::worse(qk, test::expectClose(r.heads[h].k(), test::jsonMatrix(want["heads"][h]["k"]), 5e-6, what + " k"));
     w = test::worse(w, test::expectClose(r.heads[h].weights, test::jsonMatrix(want["heads"][h]["weights"]), 2e-6,
                                          what + " weights"));
   }

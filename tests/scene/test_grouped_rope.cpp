@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "attnscope/compute/cpu_backend.h"
 #include "attnscope/error.h"
 #include "attnscope/scene/scene.h"
 #include "attnscope/scene/scene_edit.h"
@@ -192,4 +193,33 @@ TEST(GroupedRope, ComputeMatchesNumpyReference) {
     std::cout << "[ gqa + rope" << (extras ? ", biases, positions, causal" : "") << " ] vs NumPy: q " << q << ", k "
               << k << ", weights " << w << ", output " << o << "\n";
   }
+}
+
+// The memory estimate counts K and V once per key/value head, as the result holds them. groupedRopeScene: 4 query
+// heads (d_k 4, d_v 3) on 2 key/value heads, n_q = n_k = 5, d_model 6, W_O (12, 6). By hand, in floats:
+//   per query head: q 5*4 = 20, scores and weights 2*5*5 = 50, row max and sum 2*5 = 10, output 5*3 = 15 -> 95;
+//     4 heads -> 380 (180 without the maps);
+//   per key/value head: k 5*4 = 20, v 5*3 = 15 -> 35; 2 of them -> 70 (a copy per query head would be 140);
+//   concat 5*12 = 60; output 5*6 = 30.
+//   With maps 380 + 70 + 60 + 30 = 540 floats = 2160 bytes; without 540 - 200 = 340 floats = 1360 bytes.
+TEST(GroupedRope, EstimateAndResultHoldKeyValuesOncePerGroup) {
+  const Scene s = groupedRopeScene(4, false);
+  EXPECT_EQ(estimateResultBytes(s, true), 2160u);
+  EXPECT_EQ(estimateResultBytes(s, false), 1360u);
+  const Result r = CpuBackend().compute(s);
+  ASSERT_EQ(r.heads.size(), 4u);
+  EXPECT_TRUE(r.heads[1].sharesKeyValuesWith(r.heads[0]));
+  EXPECT_TRUE(r.heads[3].sharesKeyValuesWith(r.heads[2]));
+  EXPECT_FALSE(r.heads[2].sharesKeyValuesWith(r.heads[0]));
+  EXPECT_EQ(r.heads[0].k().rows(), 5);
+  EXPECT_EQ(r.heads[0].k().cols(), 4);
+  EXPECT_EQ(r.heads[0].v().cols(), 3);
+  // Recomputing one head of a copy writes fresh matrices (copy on write): the original's stay as they were.
+  Result copy = r;
+  Scene edited = s;
+  edited.kv_heads[0].w_k(0, 0) += 1.0f;
+  CpuBackend().recomputeHead(edited, 0, copy);
+  EXPECT_TRUE(copy.heads[1].sharesKeyValuesWith(copy.heads[0]));
+  EXPECT_FALSE(copy.heads[0].sharesKeyValuesWith(r.heads[0]));
+  EXPECT_EQ(test::maxError(r.heads[0].k(), CpuBackend().compute(s).heads[0].k()), 0.0);
 }

@@ -3,6 +3,7 @@
 #include "attnscope/gpu_backend.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 
 #include "attnscope/compute/cpu_backend.h"
@@ -130,13 +131,19 @@ void GpuBackend::Impl::readBack(const Scene& scene, Result& result, const Comput
     result.output = result.concat;
   }
   result.heads.resize(static_cast<std::size_t>(h));
+  std::map<int, int> group_owner;  // key/value head -> the first query head read back in it: K and V held once
   for (int i = 0; i < h; ++i) {
     if (only_head >= 0 && i != only_head) continue;
     const std::size_t s = static_cast<std::size_t>(i);
     HeadResult& hr = result.heads[s];
     hr.q = qs.middleCols(k_col[s], shape.d_k[s]);
-    hr.k = ks.middleCols(k_col[s], shape.d_k[s]);
-    hr.v = vs.middleCols(v_col[s], shape.d_v[s]);
+    const auto owner = group_owner.emplace(scene.kvOf(i), i);
+    if (owner.second) {
+      hr.ownK() = ks.middleCols(k_col[s], shape.d_k[s]);
+      hr.ownV() = vs.middleCols(v_col[s], shape.d_v[s]);
+    } else {
+      hr.shareKeyValues(result.heads[static_cast<std::size_t>(owner.first->second)]);
+    }
     hr.output = result.concat.middleCols(v_col[s], shape.d_v[s]);
     // Row statistics (m, l), written by both paths: (n_q) vec2, head i's at i n_q.
     std::vector<float> row_stats(static_cast<std::size_t>(n_q) * 2);

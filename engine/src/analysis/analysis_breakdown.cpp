@@ -40,7 +40,7 @@ CellBreakdown scoreBreakdown(const Scene& scene, const Result& result, int head,
   b.query = query;
   b.key = key;
   b.q = hr.q.row(query);  // (d_k)
-  b.k = hr.k.row(key);    // (d_k)
+  b.k = hr.k().row(key);    // (d_k)
   for (int t = 0; t < d_k; ++t) {
     b.terms.push_back({t, static_cast<double>(b.q[t]) * static_cast<double>(b.k[t])});
     b.dot += b.terms.back().product;
@@ -65,7 +65,7 @@ CellBreakdown scoreBreakdown(const Scene& scene, const Result& result, int head,
     SoftmaxEntry& e = b.row[static_cast<std::size_t>(j)];
     e.key = j;
     e.masked = !allowed.allowed(query, j);
-    e.score = hr.q.row(query).cast<double>().dot(hr.k.row(j).cast<double>()) * b.scale;
+    e.score = hr.q.row(query).cast<double>().dot(hr.k().row(j).cast<double>()) * b.scale;
     if (!e.masked) row_max = std::max(row_max, e.score);
   }
   const bool row_empty = !std::isfinite(row_max);

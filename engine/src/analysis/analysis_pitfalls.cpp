@@ -144,7 +144,7 @@ PitfallResult applyPitfall(const Scene& scene, const Result& correct, Pitfall pi
     if (unchanged) {
       w = hr.weights.cast<double>();  // (the reshape comes after attention: its weights are the correct ones)
     } else {
-      const MatrixD scores = mistakenScale(scene, h, pitfall) * hr.q.cast<double>() * hr.k.cast<double>().transpose();
+      const MatrixD scores = mistakenScale(scene, h, pitfall) * hr.q.cast<double>() * hr.k().cast<double>().transpose();
       if (pitfall == Pitfall::SoftmaxQueryAxis) {
         const MaskMatrix allowed_t = mask ? MaskMatrix(mask->transpose()) : MaskMatrix();
         w = maskedRowSoftmax(scores.transpose(), mask ? &allowed_t : nullptr).transpose();
@@ -157,7 +157,7 @@ PitfallResult applyPitfall(const Scene& scene, const Result& correct, Pitfall pi
     r.max_abs_weight_diff.push_back((w - hr.weights.cast<double>()).cwiseAbs().maxCoeff());
     r.entropy.push_back(pitfall == Pitfall::SoftmaxQueryAxis ? rowEntropyMean(w.transpose()) : rowEntropyMean(w));
     r.correct_entropy.push_back(meanRowEntropy(hr.weights));
-    head_outputs.push_back(MatrixD(w * hr.v.cast<double>()));
+    head_outputs.push_back(MatrixD(w * hr.v().cast<double>()));
   }
   if (!r.note.empty()) {
     r.output = correct.output;

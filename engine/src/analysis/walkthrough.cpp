@@ -156,10 +156,10 @@ void addProjectionSteps(StepBuilder& b, int i, const HeadResult& hr) {
   const std::vector<std::string>& q_tokens = b.scene.query_tokens;
   const std::vector<std::string>& k_tokens = b.scene.keyTokens();
   // With q_norm / k_norm or rope, Q and K here are the bare projections; the steps below normalise and rotate
-  // them into hr.q and hr.k.
+  // them into hr.q and hr.k().
   const bool later_steps = b.scene.rope || hasHeadNorm(b.scene);
   const Matrix q = later_steps ? queryProjection(b.scene, i) : hr.q;
-  const Matrix k = later_steps ? keyProjection(b.scene, i) : hr.k;
+  const Matrix k = later_steps ? keyProjection(b.scene, i) : hr.k();
   const std::string group =
       b.scene.grouped() ? " (shared by key/value head " + std::to_string(b.scene.kvOf(i) + 1) + "'s query heads)" : "";
   struct Projection {
@@ -176,7 +176,7 @@ void addProjectionSteps(StepBuilder& b, int i, const HeadResult& hr) {
       {"Q", "X", p.w_q, p.b_q, q, q_tokens, "each query row in this head's d_k-dimensional query space", ""},
       {"K", b.scene.key ? "X_key" : "X", b.scene.wK(i), b.scene.bK(i), k, k_tokens,
        "each key row in the same space as Q", group},
-      {"V", b.scene.value ? "X_value" : (b.scene.key ? "X_key" : "X"), b.scene.wV(i), b.scene.bV(i), hr.v, k_tokens,
+      {"V", b.scene.value ? "X_value" : (b.scene.key ? "X_key" : "X"), b.scene.wV(i), b.scene.bV(i), hr.v(), k_tokens,
        "what each key passes on when attended", group},
   };
   for (const Projection& pr : projections) {
@@ -206,7 +206,7 @@ void addProjectionSteps(StepBuilder& b, int i, const HeadResult& hr) {
                          ", pairing entry t with t + " + std::to_string(rope.dims / 2) +
                          ": a score then depends on the query and key positions only through their difference.");
   b.matrix(step, "Q rotated", hr.q, q_tokens);
-  b.matrix(step, "K rotated", hr.k, k_tokens);
+  b.matrix(step, "K rotated", hr.k(), k_tokens);
 }
 
 void addAttentionSteps(StepBuilder& b, int i, const HeadResult& hr) {
@@ -214,7 +214,7 @@ void addAttentionSteps(StepBuilder& b, int i, const HeadResult& hr) {
   const std::vector<std::string>& q_tokens = b.scene.query_tokens;
   const std::vector<std::string>& k_tokens = b.scene.keyTokens();
   const float scale = b.scene.headScale(i);
-  const Matrix raw = hr.q * hr.k.transpose();  // (n_q, n_k), before scale and mask
+  const Matrix raw = hr.q * hr.k().transpose();  // (n_q, n_k), before scale and mask
   Step& scores = b.add(head + "scores = Q K^T", i, "Dot product of every query with every key.");
   b.matrix(scores, "scores", raw, q_tokens, k_tokens);
 

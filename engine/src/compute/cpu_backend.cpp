@@ -36,20 +36,20 @@ int firstHeadOf(const Scene& scene, int g) {
 struct Projection {
   const Matrix& (*weight)(const Scene&, int);
   const std::optional<RowVector>& (*bias)(const Scene&, int);
-  Matrix HeadResult::*out;
+  Matrix& (*out)(HeadResult&);  // where the product goes: the head's q, or its group's K or V
   bool per_kv_head;
 };
 const Projection kQuery{[](const Scene& s, int i) -> const Matrix& { return s.heads[static_cast<std::size_t>(i)].w_q; },
                         [](const Scene& s, int i) -> const std::optional<RowVector>& {
                           return s.heads[static_cast<std::size_t>(i)].b_q;
                         },
-                        &HeadResult::q, false};
+                        [](HeadResult& r) -> Matrix& { return r.q; }, false};
 const Projection kKey{[](const Scene& s, int g) -> const Matrix& { return s.wK(firstHeadOf(s, g)); },
                       [](const Scene& s, int g) -> const std::optional<RowVector>& { return s.bK(firstHeadOf(s, g)); },
-                      &HeadResult::k, true};
+                      [](HeadResult& r) -> Matrix& { return r.ownK(); }, true};
 const Projection kValue{[](const Scene& s, int g) -> const Matrix& { return s.wV(firstHeadOf(s, g)); },
                         [](const Scene& s, int g) -> const std::optional<RowVector>& { return s.bV(firstHeadOf(s, g)); },
-                        &HeadResult::v, true};
+                        [](HeadResult& r) -> Matrix& { return r.ownV(); }, true};
 
 int units(const Scene& scene, const Projection& p) { return p.per_kv_head ? scene.numKvHeads() : scene.numHeads(); }
 
@@ -86,13 +86,13 @@ void projectStacked(const Scene& scene, const Matrix& rows, const std::vector<Pr
     for (int i = 0; i < units(scene, p); ++i) {
       const Eigen::Index head_width = p.weight(scene, i).cols();
       const int head = p.per_kv_head ? firstHeadOf(scene, i) : i;
-      result.heads[static_cast<std::size_t>(head)].*(p.out) = projected.middleCols(col, head_width);
+      p.out(result.heads[static_cast<std::size_t>(head)]) = projected.middleCols(col, head_width);
       col += static_cast<int>(head_width);
     }
 }
 
 // After the projections: every query normalised (q_norm) and rotated (rope), each key/value head's K once, then
-// its K and V copied from the group's first head to the others. Nothing to do for a scene with neither.
+// its K and V shared by the group's first head with the others (held once). Nothing to do for a scene with neither.
 void shareKeyValues(const Scene& scene, Result& result) {
   const std::optional<SceneRopeTables> rope = sceneRopeTables(scene);
   for (int h = 0; h < scene.numHeads(); ++h) {
@@ -101,13 +101,12 @@ void shareKeyValues(const Scene& scene, Result& result) {
     applyHeadNorm(scene.q_norm, hr.q);  // q_norm / k_norm come before the rotation (Qwen3)
     if (rope) rope->query.rotate(hr.q);
     if (first == h) {
-      applyHeadNorm(scene.k_norm, hr.k);
-      if (rope) rope->key.rotate(hr.k);
+      applyHeadNorm(scene.k_norm, hr.ownK());
+      if (rope) rope->key.rotate(hr.ownK());
       continue;
     }
     const HeadResult& owner = result.heads[static_cast<std::size_t>(first)];  // first < h: already rotated
-    hr.k = owner.k;
-    hr.v = owner.v;
+    hr.shareKeyValues(owner);
   }
 }
 
@@ -173,7 +172,7 @@ int blockRows(int n_k, bool keep_maps) {
 void attendBlock(const Scene& scene, int head, const KeyMask& mask, bool keep_scores, HeadResult& hr, int row0,
                  int rows, Eigen::Ref<Matrix> weights, std::vector<std::uint8_t>& allowed) {
   const float scale = scene.headScale(head);
-  weights.noalias() = scale * hr.q.middleRows(row0, rows) * hr.k.transpose();  // the scale rides in GEMM's alpha
+  weights.noalias() = scale * hr.q.middleRows(row0, rows) * hr.k().transpose();  // the scale rides in GEMM's alpha
   allowed.resize(static_cast<std::size_t>(mask.any() ? scene.nK() : 0));
   for (int i = 0; i < rows; ++i) {
     if (mask.any()) mask.fillRow(row0 + i, 0, scene.nK(), allowed.data());
@@ -187,7 +186,7 @@ void attendBlock(const Scene& scene, int head, const KeyMask& mask, bool keep_sc
     maskedSoftmaxRow(weights.row(i), mask.any() ? allowed.data() : nullptr, hr.row_max[row0 + i],
                      hr.row_sum[row0 + i]);
   }
-  hr.output.middleRows(row0, rows).noalias() = weights * hr.v;
+  hr.output.middleRows(row0, rows).noalias() = weights * hr.v();
 }
 
 // Every head, in blocks of query rows spread over the OpenMP threads. keep_maps: the weights go into each
@@ -201,7 +200,7 @@ void attendHeads(const Scene& scene, const std::vector<int>& heads, bool keep_ma
     HeadResult& hr = result.heads[static_cast<std::size_t>(head)];
     if (keep_maps) hr.weights.resize(n_q, n_k);
     else hr.weights.resize(0, 0);
-    hr.output.resize(n_q, hr.v.cols());
+    hr.output.resize(n_q, hr.v().cols());
     hr.row_max.resize(n_q);
     hr.row_sum.resize(n_q);
     if (keep_scores) hr.scores.resize(n_q, n_k);
@@ -289,13 +288,13 @@ void CpuBackend::recomputeHead(const Scene& scene, int head, Result& result) {
   }
   const HeadParams& p = scene.heads.at(static_cast<std::size_t>(head));
   hr.q = projectOne(scene.query, p.w_q, p.b_q);
-  hr.k = projectOne(scene.keyRows(), p.w_k, p.b_k);
-  hr.v = projectOne(scene.valueRows(), p.w_v, p.b_v);
+  hr.ownK() = projectOne(scene.keyRows(), p.w_k, p.b_k);
+  hr.ownV() = projectOne(scene.valueRows(), p.w_v, p.b_v);
   applyHeadNorm(scene.q_norm, hr.q);
-  applyHeadNorm(scene.k_norm, hr.k);
+  applyHeadNorm(scene.k_norm, hr.ownK());
   if (const std::optional<SceneRopeTables> rope = sceneRopeTables(scene)) {
     rope->query.rotate(hr.q);
-    rope->key.rotate(hr.k);
+    rope->key.rotate(hr.ownK());
   }
   attendHeads(scene, {head}, keep_maps, hr.scores.size() > 0, result);
   finishResult(scene, result, true, head);

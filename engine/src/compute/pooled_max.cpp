@@ -77,7 +77,7 @@ void maxPooledRows(const Scene& scene, const Result& result, const KeyMask& mask
         const KeyMask::Block state = mask.any() ? mask.block(q0, q0 + n, r.col0 + k0, r.col0 + k1) : KeyMask::Block::All;
         if (state == KeyMask::Block::None) continue;
         scores.resize(n, kn);
-        scores.noalias() = scale * hr.q.middleRows(q0, n) * hr.k.middleRows(r.col0 + k0, kn).transpose();
+        scores.noalias() = scale * hr.q.middleRows(q0, n) * hr.k().middleRows(r.col0 + k0, kn).transpose();
         if (state == KeyMask::Block::Some)
           for (int i = 0; i < n; ++i) {
             mask.fillRow(q0 + i, r.col0 + k0, r.col0 + k1, allowed.data());

@@ -49,8 +49,8 @@ void checkResultFinite(const Scene& scene, const Result& result) {
     const HeadResult& hr = result.heads[h];
     const std::string head = "heads[" + std::to_string(h) + "].";
     require(scene, hr.q, head + "q", false, "the projection X W_Q + b_Q overflows float32");
-    require(scene, hr.k, head + "k", true, "the projection X W_K + b_K overflows float32");
-    require(scene, hr.v, head + "v", true, "the projection X W_V + b_V overflows float32");
+    require(scene, hr.k(), head + "k", true, "the projection X W_K + b_K overflows float32");
+    require(scene, hr.v(), head + "v", true, "the projection X W_V + b_V overflows float32");
     // Finite q and k whose dot product overflows: the score is inf, and the softmax's inf - inf is NaN. With the
     // row statistics (the CPU backend) a row's sum says so in O(1): NaN, or 0 although some key is allowed;
     // without them (a GPU read-back) the map itself is scanned.

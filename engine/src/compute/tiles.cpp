@@ -45,7 +45,7 @@ void recomputeBlock(const HeadResult& hr, const KeyMask& mask, float scale, int 
                     int col0, int col1, Matrix& out) {
   const int rows = row1 - row0, cols = col1 - col0;
   out.resize(rows, cols);
-  out.noalias() = scale * hr.q.middleRows(row0, rows) * hr.k.middleRows(col0, cols).transpose();
+  out.noalias() = scale * hr.q.middleRows(row0, rows) * hr.k().middleRows(col0, cols).transpose();
   std::vector<std::uint8_t> allowed(static_cast<std::size_t>(mask.any() ? cols : 0));
   for (int r = 0; r < rows; ++r) {
     const int i = row0 + r;

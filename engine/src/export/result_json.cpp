@@ -17,8 +17,8 @@ ordered_json resultToJson(const Scene& scene, const Result& result, JsonMatrices
     const HeadResult& hr = result.heads[i];
     ordered_json h;
     h["q"] = matrixToJson(hr.q);              // (n_q, d_k)
-    h["k"] = matrixToJson(hr.k);              // (n_k, d_k)
-    h["v"] = matrixToJson(hr.v);              // (n_k, d_v)
+    h["k"] = matrixToJson(hr.k());              // (n_k, d_k)
+    h["v"] = matrixToJson(hr.v());              // (n_k, d_v)
     h["scores"] = matrixToJson(hr.scores);    // (n_q, n_k) scaled; masked = null
     h["weights"] = matrixToJson(hr.weights);  // (n_q, n_k)
     h["output"] = matrixToJson(hr.output);    // (n_q, d_v)

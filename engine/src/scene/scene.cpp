@@ -83,13 +83,19 @@ std::size_t defaultMemoryBudget() {
 std::size_t estimateResultBytes(const Scene& scene, bool with_maps) {
   const std::size_t n_q = static_cast<std::size_t>(scene.nQ()), n_k = static_cast<std::size_t>(scene.nK());
   std::size_t floats = 0;
+  std::vector<bool> kv_counted(static_cast<std::size_t>(scene.numHeads()), false);
   for (int h = 0; h < scene.numHeads(); ++h) {
     const std::size_t d_k = static_cast<std::size_t>(scene.heads[static_cast<std::size_t>(h)].dK());
     const std::size_t d_v = static_cast<std::size_t>(scene.dV(h));
-    floats += n_q * d_k + n_k * d_k + n_k * d_v  // q, k, v (each head's own copy of a group's k and v)
-              + (with_maps ? 2 * n_q * n_k : 0)   // scores, weights
-              + 2 * n_q                           // row maximum and sum
-              + n_q * d_v;                        // head output
+    floats += n_q * d_k                          // q
+              + (with_maps ? 2 * n_q * n_k : 0)  // scores, weights
+              + 2 * n_q                          // row maximum and sum
+              + n_q * d_v;                       // head output
+    // k and v once per key/value head: its query heads share them (HeadResult::k()).
+    const std::size_t kv = static_cast<std::size_t>(scene.kvOf(h));
+    if (kv >= kv_counted.size()) kv_counted.resize(kv + 1, false);
+    if (!kv_counted[kv]) floats += n_k * d_k + n_k * d_v;
+    kv_counted[kv] = true;
   }
   floats += n_q * static_cast<std::size_t>(scene.concatWidth());
   floats += n_q * static_cast<std::size_t>(scene.d_model);

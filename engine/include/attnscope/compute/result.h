@@ -1,6 +1,7 @@
 // Result: every matrix a backend computes from a Scene.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -10,8 +11,16 @@ namespace attnscope {
 
 struct HeadResult {
   Matrix q;        // (n_q, d_k)
-  Matrix k;        // (n_k, d_k)
-  Matrix v;        // (n_k, d_v)
+  // K and V belong to the head's key/value head: the query heads of one group (a scene's kv_heads) hold the same
+  // two matrices, once, so a result's memory counts them once per group. Read them through k() and v(); a
+  // backend writes through ownK()/ownV() (copy on write: a head or a copy that still holds the old matrix keeps
+  // it) and shares a group's with shareKeyValues.
+  const Matrix& k() const { return k_ ? *k_ : kEmpty(); }  // (n_k, d_k)
+  const Matrix& v() const { return v_ ? *v_ : kEmpty(); }  // (n_k, d_v)
+  Matrix& ownK() { return own(k_); }
+  Matrix& ownV() { return own(v_); }
+  void shareKeyValues(const HeadResult& owner) { k_ = owner.k_, v_ = owner.v_; }
+  bool sharesKeyValuesWith(const HeadResult& other) const { return k_ && k_ == other.k_ && v_ == other.v_; }
   Matrix scores;   // (n_q, n_k) scaled, masked entries -inf; empty when ComputeOptions::keep_scores is false
   Matrix weights;  // (n_q, n_k) softmax of scores; masked entries exactly 0; fully masked rows all 0; empty
                    // when the maps are not kept (then every map is read through tiles: compute/tiles.h)
@@ -21,6 +30,20 @@ struct HeadResult {
   RowVector row_sum;  // (n_q) sum over allowed keys of exp(s_ij - row_max_i); 0 when all are masked
 
   bool hasMap() const { return weights.size() > 0; }
+
+ private:
+  std::shared_ptr<Matrix> k_, v_;
+  static Matrix& own(std::shared_ptr<Matrix>& m) {
+    if (!m)
+      m = std::make_shared<Matrix>();
+    else if (m.use_count() > 1)
+      m = std::make_shared<Matrix>(*m);
+    return *m;
+  }
+  static const Matrix& kEmpty() {
+    static const Matrix empty;
+    return empty;
+  }
 };
 
 // Per-head summary of the weight map; "attending" rows leave out rows with one allowed key (singleKeyRows).

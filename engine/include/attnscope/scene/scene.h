@@ -117,7 +117,8 @@ struct Limits {
 std::size_t parseByteCount(const char* variable, const char* text);
 // Half of physical memory, or ATTNSCOPE_MEMORY_BUDGET (bytes, suffixes K/M/G allowed) when set.
 std::size_t defaultMemoryBudget();
-// Bytes a Result for this scene holds (every per-head matrix, concat, output), before any is allocated;
+// Bytes a Result for this scene holds (every per-head matrix, K and V once per key/value head, concat, output),
+// before any is allocated;
 // with_maps = false leaves out the (n_q, n_k) scores and weights of a result that computes tiles on demand.
 std::size_t estimateResultBytes(const Scene& scene, bool with_maps = true);
 
