@@ -265,14 +265,14 @@ void checkModelLlamaScene(Checker& c, const std::string& dir) {
   }
   c.expect(framed == 2, "each KV group's two heads inside one frame (" + std::to_string(framed) + " of 2)");
 
-  // Back to the model: the grid again, layer 2 head 3's tile in NumPy's colours (the grid marks only the causal
-  // half masked; a key before the window holds an exact 0 there, drawn as colorAt(0)).
+  // Back to the model: the grid again, layer 2 head 3's tile in NumPy's colours, the keys before the sliding
+  // window masked as the scene's mask and the tooltip have them.
   const Checker back{loadPng(dir + "/back.png"), loadLayout(dir + "/layout_back.json")};
   c.expect(back.layout.contains("model.tile.1.3") && !back.layout.contains("head0.map"),
            "Back to the model: the layers x heads grid in the centre again");
   if (back.layout.contains("model.tile.1.2"))
-    c.expect(wrongCausalCells(back, "model.tile.1.2", maps[1][2], n) == 0,
-             "layer 2, head 3's tile after going back: every cell in colorAt or masked");
+    c.expect(wrongCausalCells(back, "model.tile.1.2", maps[1][2], n, window) == 0,
+             "layer 2, head 3's tile after going back: every cell in colorAt, or masked (causal, sliding window)");
 }
 
 void checkGroupsRope(Checker& c, const std::string& dir) {

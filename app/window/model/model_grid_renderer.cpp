@@ -90,9 +90,10 @@ void ModelGridRenderer::syncGrid(const model::ForwardResult& forward, int layers
         const auto [i0, i1] = pooledRange(p, blocks, n);
         for (int q = 0; q < blocks; ++q) {
           const auto [j0, j1] = pooledRange(q, blocks, n);
-          float top = -1;  // the largest allowed (causal: key <= query) weight of the block
+          float top = -1;  // the largest allowed (HeadLayout::keyAllowed: causal, sliding window) weight of the block
           for (int i = i0; i < i1; ++i)
-            for (int j = j0; j < (forward.layout.causal ? std::min(j1, i + 1) : j1); ++j) top = std::max(top, w(i, j));
+            for (int j = j0; j < j1; ++j)
+              if (forward.layout.keyAllowed(l, i, j)) top = std::max(top, w(i, j));
           const std::size_t at = static_cast<std::size_t>(l * blocks + p) * width + static_cast<std::size_t>(h * blocks + q);
           values[at] = std::max(top, 0.0f);
           allowed[at] = top >= 0 ? 255 : 0;
@@ -131,14 +132,16 @@ void ModelGridRenderer::drawMap(ImDrawList* list, const model::ForwardResult& fo
   if (index != map_index_ || revision != map_revision_) {
     map_index_ = index, map_revision_ = revision;
     const auto w = forward.map(index);  // (n, n) row-major: texture row i = query i
-    std::vector<std::uint8_t> causal(static_cast<std::size_t>(n) * static_cast<std::size_t>(n), 0);
+    const int layer = index / std::max(1, forward.layout.n_head);
+    std::vector<std::uint8_t> allowed(static_cast<std::size_t>(n) * static_cast<std::size_t>(n), 0);
     for (int i = 0; i < n; ++i)
-      for (int j = 0; j <= (forward.layout.causal ? i : n - 1); ++j) causal[static_cast<std::size_t>(i) * static_cast<std::size_t>(n) + static_cast<std::size_t>(j)] = 255;
+      for (int j = 0; j < n; ++j)
+        if (forward.layout.keyAllowed(layer, i, j)) allowed[static_cast<std::size_t>(i) * static_cast<std::size_t>(n) + static_cast<std::size_t>(j)] = 255;
     glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
     glBindTexture(GL_TEXTURE_2D, map_weights_);
     glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, n, n, 0, GL_RED, GL_FLOAT, w.data());
     glBindTexture(GL_TEXTURE_2D, map_mask_);
-    glTexImage2D(GL_TEXTURE_2D, 0, GL_R8, n, n, 0, GL_RED, GL_UNSIGNED_BYTE, causal.data());
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_R8, n, n, 0, GL_RED, GL_UNSIGNED_BYTE, allowed.data());
     glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
     map_stale_ = true;  // render again below
   }

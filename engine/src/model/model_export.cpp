@@ -12,13 +12,12 @@ namespace attnscope::model {
 
 namespace {
 
-// (n, n), 1 = masked: above the diagonal (keys a causal query never sees) and, with a sliding window W > 0,
-// keys j <= i - W that query i no longer sees. Not causal (a saved tensor): nothing masked.
-MaskMatrix causalMask(int n, int window = 0, bool causal = true) {
-  MaskMatrix m = MaskMatrix::Zero(n, n);
-  if (!causal) return m;
+// (n, n), 1 = masked: the keys layer `layer`'s queries do not read (HeadLayout::keyAllowed: after the query, and
+// before a sliding window). A saved tensor's layout is not causal: nothing masked.
+MaskMatrix maskOf(int n, const HeadLayout& layout, int layer) {
+  MaskMatrix m(n, n);
   for (int i = 0; i < n; ++i)
-    for (int j = 0; j < n; ++j) m(i, j) = j > i || (window > 0 && j <= i - window);
+    for (int j = 0; j < n; ++j) m(i, j) = !layout.keyAllowed(layer, i, j);
   return m;
 }
 
@@ -37,7 +36,7 @@ Figure modelGridFigure(const ForwardResult& forward, const HeadLayout& c, const 
   f.scale_label = "attention weight";
   f.grid_columns = c.n_head;
   for (int l = layer < 0 ? 0 : layer; l < (layer < 0 ? c.n_layer : layer + 1); ++l) {
-    const MaskMatrix masked = causalMask(forward.n, c.windowOf(l), c.causal);  // a sliding window's cells masked too
+    const MaskMatrix masked = maskOf(forward.n, c, l);  // a sliding window's cells masked too
     for (int h = 0; h < c.n_head; ++h) {
       HeatmapPanel p;
       p.title = "L" + std::to_string(l + 1) + " H" + std::to_string(h + 1);  // counted from 1, as the window does
@@ -60,7 +59,7 @@ Figure rolloutFigure(const Matrix& rollout, const std::vector<std::string>& toke
   f.scale_label = "rollout weight";
   HeatmapPanel p;
   p.values = rollout;
-  p.masked = causalMask(static_cast<int>(rollout.rows()));
+  p.masked = maskOf(static_cast<int>(rollout.rows()), HeadLayout(), 0);  // causal
   p.row_labels = p.col_labels = tokens;
   f.panels.push_back(std::move(p));
   return f;

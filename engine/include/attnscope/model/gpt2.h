@@ -117,6 +117,11 @@ struct HeadLayout {
   int windowOf(int layer) const {
     return layer >= 0 && layer < static_cast<int>(window.size()) ? window[static_cast<std::size_t>(layer)] : 0;
   }
+  // Whether query i of `layer` reads key j: not after it (causal), nor at or before i - W (a sliding window W).
+  bool keyAllowed(int layer, int i, int j) const {
+    const int w = windowOf(layer);
+    return !(causal && j > i) && !(w > 0 && j <= i - w);
+  }
 };
 
 struct ForwardResult {
