@@ -2,6 +2,8 @@
 // map drawn in the colours of the arrays NumPy wrote, every cell a weight (a saved tensor has no causal mask),
 // and nn.MultiheadAttention's layer opened as the scene in the colours of NumPy's own computation
 // (open_arrays_fixtures.py writes expected.json), independently of the engine.
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -87,6 +89,18 @@ void checkOpenArrays(Checker& c, const std::string& dir) {
   c.expect(focus.layout.contains("tensor.scores") && focus.layout.contains("tensor.similarity") &&
                focus.layout.contains("tensor.layer.plus"),
            "the Checkpoint tab shows the tensor's head-type scores and similarity, by layer");
+
+  // The Checkpoint tab's grid figure of the tensor (model::modelGridFigure, tested against references by `view
+  // --grid-out`'s tests): written, an SVG, one panel per (layer, head) titled from 1, the tokens on its axes.
+  c.expect(loadLayout(dir + "/layout_figure.json").contains("checkpoint.figure.note"),
+           "Export grid figure says what it wrote");
+  std::ifstream svg_in(dir + "/grid.svg");
+  const std::string svg((std::istreambuf_iterator<char>(svg_in)), std::istreambuf_iterator<char>());
+  bool titled = svg.find("<svg") != std::string::npos;
+  for (int l = 1; l <= 2; ++l)
+    for (int h = 1; h <= 3; ++h) titled = titled && svg.find(">L" + std::to_string(l) + " H" + std::to_string(h) + "<") != std::string::npos;
+  c.expect(titled && svg.find(">cat<") != std::string::npos && svg.find(">L3 H1<") == std::string::npos,
+           "grid.svg: an SVG with panels L1 H1 .. L2 H3 and the tensor's tokens");
 
   // The safetensors file's first tensor ("big", by name order): 1 layer x 3 heads.
   const Checker st{loadPng(dir + "/st.png"), loadLayout(dir + "/layout_st.json")};

@@ -67,6 +67,10 @@ class ModelSession {
   bool shown = false;                     // the centre shows the model (else the scene's heads)
   int focus_layer = -1, focus_head = -1;  // >= 0: that map full-size
   int scene_layer = 0;                    // the layer "Open as scene" opens, from 0
+  // The grid figure the Checkpoint tab exports (as `view`/`model --grid-out`): where, which layers, what came of it.
+  std::string figure_path = "attention_grid.png";
+  bool figure_all_layers = true;
+  std::string figure_note, figure_error;
   std::unique_ptr<ModelGridRenderer> renderer;  // created on first draw (needs the GL context)
 
  private:

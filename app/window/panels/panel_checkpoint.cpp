@@ -1,13 +1,16 @@
 // Checkpoint panel: open a checkpoint folder of any family (GPT-2, Llama, Mistral, Qwen2, Qwen3) and type text; the
 // forward runs off the UI thread and its layers x heads grid replaces the scene's heads in the centre pane
 // (window/model/model_view.cpp); any layer of any family opens as the scene. An attention tensor opened from the
-// file bar shows its scores and similarity here (tensor_analysis.cpp).
+// file bar shows its scores and similarity here (tensor_analysis.cpp). Either's grid exports as a PNG or SVG figure.
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
 #include <memory>
 #include <string>
 
+#include "attnscope/atomic_file.h"
+#include "attnscope/error.h"
+#include "attnscope/model/model_export.h"
 #include "window/model/model_session.h"
 #include "window/model/model_view.h"
 #include "window/panels/panels.h"
@@ -15,11 +18,57 @@
 
 namespace attnscope::app {
 
+namespace {
+
+// The shown model's or tensor's layers x heads grid as the figure `view --grid-out` / `model --grid-out` write
+// (model::modelGridFigure): every layer, or the layer on show; .png or .svg from the path.
+void drawGridFigureExport(ModelSession& s) {
+  sectionHeader("Grid figure");
+  ImGui::SetNextItemWidth(-1);
+  ImGui::InputTextWithHint("##figure_path", "grid.png or grid.svg", &s.figure_path);
+  probeItem("checkpoint.figure.path");
+  if (ImGui::RadioButton("every layer", s.figure_all_layers)) s.figure_all_layers = true;
+  probeItem("checkpoint.figure.all");
+  ImGui::SameLine();
+  const int shown_layer = s.focus_layer >= 0 ? s.focus_layer : s.scene_layer;  // the full-size map's, else the chosen
+  const std::string one = "layer " + std::to_string(shown_layer + 1);
+  if (ImGui::RadioButton(one.c_str(), !s.figure_all_layers)) s.figure_all_layers = false;
+  probeItem("checkpoint.figure.one");
+  if (ImGui::Button("Export grid figure")) {
+    s.figure_note.clear(), s.figure_error.clear();
+    try {
+      const std::size_t dot = s.figure_path.find_last_of('.');
+      const std::string ext = dot == std::string::npos ? "" : s.figure_path.substr(dot + 1);
+      if (ext != "png" && ext != "svg")
+        throw InputError("figure path", "a path ending in .png or .svg", "'" + s.figure_path + "'");
+      const int layer = s.figure_all_layers ? -1 : shown_layer;
+      writeFileAtomically(s.figure_path,
+                          model::figureBytes(model::modelGridFigure(s.forward(), s.layout(), s.labels(), layer),
+                                             ext == "png" ? ExportFormat::Png : ExportFormat::Svg));
+      s.figure_note = "Wrote " + s.figure_path;
+    } catch (const std::exception& e) {
+      s.figure_error = e.what();
+    }
+  }
+  probeItem("checkpoint.figure.export");
+  if (!s.figure_error.empty()) {
+    errorText(s.figure_error);
+    probeItem("checkpoint.figure.error");
+  } else if (!s.figure_note.empty()) {
+    textWrappedAtSpaces(s.figure_note);
+    probeItem("checkpoint.figure.note");
+  }
+}
+
+}  // namespace
+
 void drawCheckpointPanel(AppState& state, ViewState& view) {
   if (!view.model) view.model = std::make_shared<ModelSession>();
   ModelSession& s = *view.model;
   if (!s.tensorFile().empty() && s.forward().n > 0) {  // an opened tensor: its analysis first, then the checkpoint
     drawTensorAnalysis(s);
+    ImGui::Spacing();
+    drawGridFigureExport(s);
     ImGui::Spacing();
   }
   sectionHeader("Checkpoint: GPT-2, Llama, Mistral, Qwen2, Qwen3");
@@ -63,6 +112,8 @@ void drawCheckpointPanel(AppState& state, ViewState& view) {
     ImGui::PopStyleColor();
     probeItem("checkpoint.open_layer.why_not");
   }
+  ImGui::Spacing();
+  drawGridFigureExport(s);
 }
 
 }  // namespace attnscope::app
