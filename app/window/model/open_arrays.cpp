@@ -41,8 +41,9 @@ void openAttention(AppState& state, ViewState& view, OpenArraysForm& f) {
   const int n = t.forward.n;
   if (!view.model) view.model = std::make_shared<ModelSession>();
   view.model->showTensor(std::move(t), f.path);
-  state.inform("Opened " + f.path + " as an attention tensor: " + std::to_string(c.n_layer) + " layers x " +
-               std::to_string(c.n_head) + " heads, " + std::to_string(n) + " tokens (in the centre)");
+  const auto count = [](int k, const char* one, const char* many) { return std::to_string(k) + (k == 1 ? one : many); };
+  state.inform("Opened " + f.path + " as an attention tensor: " + count(c.n_layer, " layer", " layers") + " x " +
+               count(c.n_head, " head, ", " heads, ") + count(n, " token", " tokens") + " (in the centre)");
 }
 
 // The user's layer as the scene (undoable); throws InputError naming the key or field that is wrong.
