@@ -51,13 +51,6 @@ std::string extension(const std::string& path) {
   return dot == std::string::npos ? "" : path.substr(dot + 1);
 }
 
-ExportFormat figureFormat(const std::string& option, const std::string& path) {
-  const std::string ext = extension(path);
-  if (ext == "png") return ExportFormat::Png;
-  if (ext == "svg") return ExportFormat::Svg;
-  throw InputError(option, "a path ending in .png or .svg", quoteFragment(path, 200));
-}
-
 }  // namespace
 
 int runModel(Args& args) {
@@ -84,8 +77,8 @@ int runModel(Args& args) {
   // Formats checked before the model is loaded, so a typo costs nothing.
   if (out && extension(*out) != "json" && extension(*out) != "npy")
     throw InputError("--out", "a path ending in .json or .npy", quoteFragment(*out, 200));
-  const ExportFormat grid_format = grid_out ? figureFormat("--grid-out", *grid_out) : ExportFormat::Png;
-  const ExportFormat rollout_format = rollout_out ? figureFormat("--rollout-out", *rollout_out) : ExportFormat::Png;
+  const ExportFormat grid_format = grid_out ? model::figureFormat("--grid-out", *grid_out) : ExportFormat::Png;
+  const ExportFormat rollout_format = rollout_out ? model::figureFormat("--rollout-out", *rollout_out) : ExportFormat::Png;
   // Every output either written or none: each path gets its temporary file now (a path that cannot be written
   // fails before any work), and all are renamed together at the end. An error on the way removes them all.
   std::vector<PendingFile> files;

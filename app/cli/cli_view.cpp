@@ -90,13 +90,7 @@ int runView(Args& args) {
   const std::vector<std::string> files = args.positionals(1);
   if (files.empty()) throw InputError("view", "an attention tensor file: attnscope view FILE --tokens TOKENS", "none");
   if (!tokens_arg) throw InputError("--tokens", "a JSON list or a file of tokens", "none");
-  ExportFormat grid_format = ExportFormat::Png;
-  if (grid_out) {
-    const std::size_t dot = grid_out->find_last_of('.');
-    const std::string ext = dot == std::string::npos ? "" : grid_out->substr(dot + 1);
-    if (ext != "png" && ext != "svg") throw InputError("--grid-out", "a path ending in .png or .svg", quoteFragment(*grid_out, 200));
-    grid_format = ext == "png" ? ExportFormat::Png : ExportFormat::Svg;
-  }
+  const ExportFormat grid_format = grid_out ? model::figureFormat("--grid-out", *grid_out) : ExportFormat::Png;
   std::vector<std::string> tokens = arrays::tokensFromArgument(*tokens_arg);
   std::vector<PendingFile> files_out;
   files_out.reserve(2);

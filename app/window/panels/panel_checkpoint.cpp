@@ -9,7 +9,6 @@
 #include <string>
 
 #include "attnscope/atomic_file.h"
-#include "attnscope/error.h"
 #include "attnscope/model/model_export.h"
 #include "window/model/model_session.h"
 #include "window/model/model_view.h"
@@ -37,14 +36,10 @@ void drawGridFigureExport(ModelSession& s) {
   if (ImGui::Button("Export grid figure")) {
     s.figure_note.clear(), s.figure_error.clear();
     try {
-      const std::size_t dot = s.figure_path.find_last_of('.');
-      const std::string ext = dot == std::string::npos ? "" : s.figure_path.substr(dot + 1);
-      if (ext != "png" && ext != "svg")
-        throw InputError("figure path", "a path ending in .png or .svg", "'" + s.figure_path + "'");
+      const ExportFormat format = model::figureFormat("figure path", s.figure_path);
       const int layer = s.figure_all_layers ? -1 : shown_layer;
-      writeFileAtomically(s.figure_path,
-                          model::figureBytes(model::modelGridFigure(s.forward(), s.layout(), s.labels(), layer),
-                                             ext == "png" ? ExportFormat::Png : ExportFormat::Svg));
+      writeFileAtomically(s.figure_path, model::figureBytes(model::modelGridFigure(s.forward(), s.layout(),
+                                                                                   s.labels(), layer), format));
       s.figure_note = "Wrote " + s.figure_path;
     } catch (const std::exception& e) {
       s.figure_error = e.what();

@@ -6,6 +6,7 @@
 
 #include "attnscope/error.h"
 #include "attnscope/scene/scene_json.h"
+#include "attnscope/text_bounds.h"
 #include "export/export_formats.h"
 
 namespace attnscope::model {
@@ -63,6 +64,14 @@ Figure rolloutFigure(const Matrix& rollout, const std::vector<std::string>& toke
   p.row_labels = p.col_labels = tokens;
   f.panels.push_back(std::move(p));
   return f;
+}
+
+ExportFormat figureFormat(const std::string& field, const std::string& path) {
+  const std::size_t dot = path.find_last_of('.');
+  const std::string ext = dot == std::string::npos ? "" : path.substr(dot + 1);
+  if (ext == "png") return ExportFormat::Png;
+  if (ext == "svg") return ExportFormat::Svg;
+  throw InputError(field, "a path ending in .png or .svg", quoteFragment(path, 200));
 }
 
 std::string figureBytes(const Figure& figure, ExportFormat format) {

@@ -24,6 +24,8 @@ Figure modelGridFigure(const ForwardResult& forward, const HeadLayout& layout, c
 Figure rolloutFigure(const Matrix& rollout, const std::vector<std::string>& tokens);
 // The figure as PNG or SVG bytes (format Png or Svg).
 std::string figureBytes(const Figure& figure, ExportFormat format);
+// Png or Svg from the path's extension; InputError(field, "a path ending in .png or .svg", the path) otherwise.
+ExportFormat figureFormat(const std::string& field, const std::string& path);
 
 // {"format": "attnscope-model-result", "version": 1, "checkpoint", "model_type", "text", "token_ids", "tokens",
 //  "n_layer", "n_head", "n_kv_head", "layers": [{"layer": L, "kv_head": [per head, from 1], "heads": [(n, n) per
