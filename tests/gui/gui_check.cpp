@@ -419,6 +419,8 @@ int main(int argc, char** argv) {
       checkGroupsRope(c, dir);
     } else if (test == "panels") {
       checkPanels(c, dir);
+    } else if (test == "row_profile") {
+      checkRowProfile(c);
     } else if (test == "long_zoom") {
       checkLongZoom(c, dir);
     } else if (test == "open_arrays") {

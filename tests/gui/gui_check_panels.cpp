@@ -1,6 +1,7 @@
 // Pixel checks of every tab (scripts/panels.txt), at the default scale and at ATTNSCOPE_UI_SCALE=2: the heads'
 // maps in the worked example's colours under each tab, and per tab what proves it drew right. Expected values
 // are worked out here in double from seed 001's printed matrices (gui_check.h), never read from the window.
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -123,6 +124,39 @@ void checkPanels(Checker& c, const std::string& dir) {
   }
   expectQueryLabels(c, mistakes, "pitfall.weights0", "mistakes");
   expectQueryLabels(c, mistakes, "pitfall.diff0", "mistakes' difference");
+}
+
+// gui_row_profile: head 1 of the worked example enlarged by a click on query x2 (position 1). Its row is
+// expectedWeights(0)[1] = (0.401, 0.198, 0.401): each key's bar is drawn (plot height - 2) * w / max(w) tall in
+// colorAt(w / max(w)) (a bar per pixel column, three keys over the plot's width). Heights within 2 px (the bar's
+// top is the float32 weight rounded to a pixel; seen 0 to 1 px off).
+void checkRowProfile(Checker& c) {
+  if (!c.layout.contains("profile.plot") || !c.layout.contains("profile.top")) {
+    c.expect(false, "the row profile and its top keys are drawn (profile.plot, profile.top probed)");
+    return;
+  }
+  const std::vector<float> plot = c.rect("profile.plot"), top = c.rect("profile.top");
+  const std::vector<double> w = expectedWeights(0, false)[1];
+  const double peak = std::max({w[0], w[1], w[2]});
+  const int pixels = static_cast<int>(plot[2] - plot[0]) - 2;
+  const int bottom = static_cast<int>(plot[3]) - 2;  // the bars' lowest pixel row
+  for (int j = 0; j < 3; ++j) {
+    const int x = static_cast<int>(plot[0]) + 1 + (2 * j + 1) * pixels / 6;  // the middle of key j's columns
+    const Rgb8 want = attnscope::colorAt(ColorMap::Viridis, static_cast<float>(w[static_cast<std::size_t>(j)] / peak));
+    int height = 0;
+    while (bottom - height > plot[1] && c.img.at(x, bottom - height) == want) ++height;
+    const double expected = (plot[3] - plot[1] - 2) * w[static_cast<std::size_t>(j)] / peak;
+    c.expect(std::abs(height - expected) <= 2, "key " + std::to_string(j) + ": a bar " + std::to_string(height) +
+                                                   " px tall in " + Checker::str(want) + ", expected " +
+                                                   std::to_string(expected));
+  }
+  // Inside the heads pane: the key labels under the plot (one text line) and the top keys above the status bar.
+  const std::vector<float> status = c.rect("status.backend.cpu");
+  const float line = 17;  // the 15 px font's line at scale 1
+  c.expect(plot[3] + line <= status[1] - 4 && top[3] <= status[1] - 4,
+           "the plot's key labels (to " + std::to_string(plot[3] + line) + ") and top keys (to " +
+               std::to_string(top[3]) + ") end above the status bar (" + std::to_string(status[1]) + ")");
+  c.expect(c.layout["clipped"].empty(), "nothing clipped: " + c.layout["clipped"].dump());
 }
 
 }  // namespace gui

@@ -41,10 +41,12 @@ void drawRowProfile(const AppState& state, ViewState& view, int head, ImVec2 p0,
   ImGui::Checkbox("log", &view.profile_log);
   probeItem("profile.log");
 
+  // Inside rowProfileHeight(): the title (1.3 lines), the scale line, the plot, one line of key positions.
   const float line = ImGui::GetTextLineHeightWithSpacing();
   const float list_w = std::min(width * 0.38f, ImGui::GetFontSize() * 16);
-  const ImVec2 g0(p0.x, p0.y + line * 1.3f);
-  const ImVec2 g1(p0.x + width - list_w - ImGui::GetFontSize(), p0.y + rowProfileHeight() - line * 0.3f);
+  const float bottom = p0.y + rowProfileHeight();
+  const ImVec2 g0(p0.x, p0.y + line * 2.3f);
+  const ImVec2 g1(p0.x + width - list_w - ImGui::GetFontSize(), bottom - line * 1.1f);
   ImDrawList* list = ImGui::GetWindowDrawList();
   list->AddRectFilled(g0, g1, IM_COL32(30, 30, 34, 255));
   list->AddRect(g0, g1, IM_COL32(110, 110, 110, 255));
@@ -68,33 +70,53 @@ void drawRowProfile(const AppState& state, ViewState& view, int head, ImVec2 p0,
     list->AddRectFilled(ImVec2(g0.x + 1 + static_cast<float>(x), g1.y - 1 - h),
                         ImVec2(g0.x + 2 + static_cast<float>(x), g1.y - 1), IM_COL32(c.r, c.g, c.b, 255));
   }
-  char scale[48];
-  std::snprintf(scale, sizeof scale, view.profile_log ? "max %.3g (log, from 1e-8)" : "max %.3g", top);
-  list->AddText(ImVec2(g0.x + 4, g0.y + 2), IM_COL32(220, 220, 220, 255), scale);
-  list->AddText(ImVec2(g0.x + 2, g1.y + 1), ImGui::GetColorU32(ImGuiCol_TextDisabled), "key 0");
+  // The scale above the plot (drawn inside it, it hid the tallest bar), the key positions below it.
+  char scale[64];
+  std::snprintf(scale, sizeof scale, view.profile_log ? "bar top: weight %.3g (log scale, from 1e-8)" : "bar top: weight %.3g",
+                top);
+  const ImU32 dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
+  list->AddText(ImVec2(g0.x, p0.y + line * 1.3f), dim, scale);
+  list->AddText(ImVec2(g0.x + 2, g1.y + 1), dim, "key 0");
   const std::string last = "key " + std::to_string(n_k - 1);
-  list->AddText(ImVec2(g1.x - ImGui::CalcTextSize(last.c_str()).x, g1.y + 1), ImGui::GetColorU32(ImGuiCol_TextDisabled),
-                last.c_str());
+  list->AddText(ImVec2(g1.x - ImGui::CalcTextSize(last.c_str()).x, g1.y + 1), dim, last.c_str());
   if (ImGui::IsMouseHoveringRect(g0, g1)) {
     const int j = std::clamp(static_cast<int>((ImGui::GetIO().MousePos.x - g0.x) / (g1.x - g0.x) * n_k), 0, n_k - 1);
     ImGui::SetTooltip("key %d \"%s\"  weight %.4g", j, axisLabel(scene.keyTokens()[static_cast<std::size_t>(j)]).c_str(),
                       row(0, j));
   }
 
-  // The top keys, largest first.
+  // The top keys, largest first, as many as fit beside the plot: position (right-aligned), token, weight.
+  const float row_h = ImGui::GetTextLineHeight() + ImGui::GetStyle().CellPadding.y * 2;
+  const ImVec2 table0(g1.x + ImGui::GetFontSize(), g0.y - line);
+  const int fit = static_cast<int>((bottom - table0.y) / row_h) - 1;  // less the header row
+  const int k = std::clamp(fit, 1, std::min(kTopKeys, n_k));
   std::vector<int> order(static_cast<std::size_t>(n_k));
   std::iota(order.begin(), order.end(), 0);
-  const int k = std::min(kTopKeys, n_k);
   std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int a, int b) { return row(0, a) > row(0, b); });
-  ImGui::SetCursorScreenPos(ImVec2(g1.x + ImGui::GetFontSize(), g0.y));
-  ImGui::BeginGroup();
-  ImGui::TextDisabled("top keys");
-  for (int t = 0; t < k; ++t) {
-    const int j = order[static_cast<std::size_t>(t)];
-    ImGui::Text("%5d %-12s %.4f", j, axisLabel(scene.keyTokens()[static_cast<std::size_t>(j)]).substr(0, 12).c_str(),
-                row(0, j));
+  ImGui::SetCursorScreenPos(table0);
+  if (ImGui::BeginTable("profile.top", 3, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_NoHostExtendX,
+                        ImVec2(list_w, 0))) {
+    ImGui::TableSetupColumn("key");
+    ImGui::TableSetupColumn("token", ImGuiTableColumnFlags_WidthStretch);
+    ImGui::TableSetupColumn("weight");
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    ImGui::TableHeadersRow();
+    ImGui::PopStyleColor();
+    const float digits_w = ImGui::CalcTextSize(std::to_string(n_k - 1).c_str()).x;
+    for (int t = 0; t < k; ++t) {
+      const int j = order[static_cast<std::size_t>(t)];
+      const std::string position = std::to_string(j);
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      ImGui::SetCursorPosX(ImGui::GetCursorPosX() + digits_w - ImGui::CalcTextSize(position.c_str()).x);
+      ImGui::TextUnformatted(position.c_str());
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(axisLabel(scene.keyTokens()[static_cast<std::size_t>(j)]).substr(0, 12).c_str());
+      ImGui::TableNextColumn();
+      ImGui::Text("%.4f", static_cast<double>(row(0, j)));
+    }
+    ImGui::EndTable();
   }
-  ImGui::EndGroup();
   probeItem("profile.top");
 }
 
