@@ -44,7 +44,7 @@ void drawTensorAnalysis(ModelSession& s) {
       ImGui::TableNextColumn();
       ImGui::Text("%d", h + 1);
       ImGui::TableNextColumn();
-      ImGui::TextUnformatted(headTypeText(headTypeLabel(scores)));
+      ImGui::TextUnformatted(headTypeCell(headTypeLabel(scores)));
       ImGui::TableNextColumn();
       ImGui::Text("%.3f", stats.entropy);
       ImGui::TableNextColumn();

@@ -89,7 +89,7 @@ void statsTable(const AppState& state) {
   for (const char* t : score_titles) setupColumn(t, ImGuiTableColumnFlags_PreferSortDescending, number_w);
   setupColumn("importance", ImGuiTableColumnFlags_PreferSortDescending, number_w);
   const char* meanings[] = {"head, counted from 1",
-                            "the head-type label: the highest score when at least 0.5",
+                            "the head-type label: the highest score when at least 0.5; mixed when none is",
                             "mean entropy of a query row's weights (nats)",
                             "largest weight",
                             "mean |query - key| distance, weighted",
@@ -121,7 +121,7 @@ void statsTable(const AppState& state) {
     ImGui::TableNextColumn();
     ImGui::Text("%d", a + 1);
     ImGui::TableNextColumn();
-    ImGui::TextUnformatted(headTypeText(headTypeLabel(types[static_cast<std::size_t>(a)])));
+    ImGui::TextUnformatted(headTypeCell(headTypeLabel(types[static_cast<std::size_t>(a)])));
     for (int c = 2; c < columns; ++c) {
       ImGui::TableNextColumn();
       const double v = value(a, c);

@@ -64,6 +64,8 @@ struct ViewState {
 
 // A head-type label as the window spells it everywhere ("first-token" for the engine's "first_token"); "" for none.
 const char* headTypeText(const std::string& label);
+// The same in a table's type column: "mixed" where no score reaches 0.5 (an empty cell read as missing data).
+inline const char* headTypeCell(const std::string& label) { return label.empty() ? "mixed" : headTypeText(label); }
 // The order the heads are shown in: UPGMA leaf order when view.cluster_order (and the similarity is there),
 // else 0..h-1. The clustering itself in `clustering` when not null.
 std::vector<int> headOrder(const AppState& state, const ViewState& view, Clustering* clustering = nullptr);
