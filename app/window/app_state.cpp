@@ -3,6 +3,8 @@
 
 #include <chrono>
 #include <exception>
+#include <memory>
+#include <stdexcept>
 
 #include "attnscope/compute/cpu_backend.h"
 #include "attnscope/error.h"
@@ -31,6 +33,19 @@ constexpr double kWorkerCells = 2e6;
 
 bool computeOffTheUiThread(const Scene& scene) {
   return static_cast<double>(scene.numHeads()) * scene.nQ() * scene.nK() > kWorkerCells;
+}
+
+// The worker thread's GPU backend: a headless context of its own (GL contexts are current on one thread; the
+// window's stays on the UI thread), made on first use and destroyed when the worker thread ends, on that thread.
+// Throws GpuUnavailable where none can be had: the reply carries the error and the banner says so.
+Backend& workerGpu() {
+#ifdef ATTNSCOPE_HAS_GPU
+  thread_local std::unique_ptr<GpuBackend> gpu;
+  if (!gpu) gpu = std::make_unique<GpuBackend>();
+  return *gpu;
+#else
+  throw std::runtime_error("this build has no GPU backend");
+#endif
 }
 
 // The window keeps full maps while they fit (mapsLimitBytes, 256 MiB by default: every scene drawn exactly as
@@ -160,6 +175,7 @@ void AppState::useBackend(const std::string& name) {
       GpuOptions options;
       options.context = GlContextMode::UseCurrent;
       backend_ = std::make_unique<GpuBackend>(options);
+      software_gpu_ = isSoftwareRenderer(backend_->device());
       banner_.clear();
     } catch (const std::exception& e) {
       banner_ = std::string("GPU backend unavailable, using the CPU: ") + e.what();
@@ -175,20 +191,35 @@ void AppState::useBackend(const std::string& name) {
   recompute(-1);
 }
 
+bool AppState::computesOffTheUiThread() const {
+  return (backend_->name() == "cpu" || software_gpu_) && computeOffTheUiThread(scene_);
+}
+
 void AppState::recompute(int only_head, const Scene* previous) {
   const bool same_shapes = sameShapes(result_, scene_);
-  if (backend_->name() == "cpu" && computeOffTheUiThread(scene_) && (same_shapes || previous || shown_)) {
+  if (computesOffTheUiThread() && (same_shapes || previous || shown_)) {
     // A new shape: what is on show stays (the scene the result describes) until the new result lands.
     if (same_shapes)
       shown_.reset();
     else if (!shown_)
       shown_ = *previous;
     if (!worker_)
-      worker_ = std::make_unique<LatestWorker<Scene, ComputeReply>>([](const Scene& scene) {
+      worker_ = std::make_unique<LatestWorker<ComputeRequest, ComputeReply>>([](const ComputeRequest& request) {
+        const Scene& scene = request.scene;
         ComputeReply reply;
         const auto start = std::chrono::steady_clock::now();
         try {
-          CpuBackend().computeInto(scene, reply.result, windowOptions(scene, true));
+          bool computed = false;
+          if (request.gpu) {
+            try {
+              workerGpu().computeInto(scene, reply.result, windowOptions(scene, true));
+              computed = true;
+            } catch (const std::exception& e) {  // as on the UI thread: say so, and the CPU computes it
+              reply.banner = std::string("The GPU backend failed in the background, the CPU computed: ") + e.what();
+              reply.result = Result{};
+            }
+          }
+          if (!computed) CpuBackend().computeInto(scene, reply.result, windowOptions(scene, true));
           if (resultKeepsMaps(reply.result)) {  // a long scene's whole-map analyses are not run in the window
             reply.head_types = allHeadTypeScores(scene, reply.result);
             reply.importance = headImportance(scene, reply.result, AblationMode::Zero);
@@ -200,7 +231,7 @@ void AppState::recompute(int only_head, const Scene* previous) {
         reply.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
         return reply;
       });
-    worker_->request(scene_);
+    worker_->request(ComputeRequest{scene_, backend_->name() == "gpu"});
     result_pending_ = true;
     last_change_ = std::chrono::steady_clock::now();
     return;
@@ -227,6 +258,7 @@ void AppState::recompute(int only_head, const Scene* previous) {
     result_ = Result{};
     backend_->computeInto(scene_, result_, windowOptions(scene_, liveAnalysis(scene_)));
   }
+  result_resident_ = backend_->name() == "gpu";
   analysePerResult(same_shape ? only_head : -1);
   walk_.reset();
   analysis_pending_ = !live;
@@ -257,6 +289,8 @@ void AppState::takeWorkerResult() {
   if (reply->first > stale_through_ && reply->second.error.empty() && sameShapes(reply->second.result, scene_)) {
     shown_.reset();  // the edited scene's own result: it goes on show with it
     result_ = std::move(reply->second.result);
+    result_resident_ = false;
+    if (!reply->second.banner.empty()) banner_ = reply->second.banner;
     head_types_ = std::move(reply->second.head_types);
     importance_ = std::move(reply->second.importance);
     walk_ = std::move(reply->second.walk);

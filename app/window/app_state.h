@@ -93,8 +93,14 @@ class AppState {
   // Big scenes on the CPU are recomputed off the UI thread (LatestWorker): an edit shows the previous result
   // until the new one lands (tick() takes it); meanwhile this is true and the maps are marked stale. An edit that
   // changes a shape (a new random scene, more heads) keeps the previous scene on show with its result until then
-  // (scene()); further edits and Save apply to the new scene. The GPU backend and small scenes compute at once.
+  // (scene()); further edits and Save apply to the new scene. So do big scenes on a GPU backend that is a
+  // software renderer (llvmpipe: a 1024 x 8 compute took 0.3 to 2 s a frame on the UI thread): the worker runs
+  // the GPU backend in a headless context of its own and reads the result back. A hardware GPU and small scenes
+  // compute at once.
   bool resultPending() const { return result_pending_; }
+  // The result's maps are the GPU backend's resident textures (it computed them on the UI thread's context); else
+  // they are in result() only and views upload them.
+  bool resultResident() const { return result_resident_; }
   // The edited scene's token and head counts while a shape change is pending (for the status bar).
   const Scene& editedScene() const { return scene_; }
 
@@ -108,13 +114,21 @@ class AppState {
     Result result;
     double ms = 0;
     std::string error;  // not empty: the compute threw (a bug on a validated scene); the result is empty
+    std::string banner;  // not empty: the GPU failed and the CPU computed the result (said in the banner)
     std::vector<HeadTypeScores> head_types;
     std::vector<double> importance;
     std::shared_ptr<const Walkthrough> walk;
   };
   // Fills head_types_ and importance_ for result_: only `only_head`'s entries when >= 0 (its head alone changed).
   void analysePerResult(int only_head);
-  std::unique_ptr<LatestWorker<Scene, ComputeReply>> worker_;  // created on the first big edit
+  struct ComputeRequest {
+    Scene scene;
+    bool gpu = false;  // the GPU backend (in the worker's own headless context), else the CPU
+  };
+  bool computesOffTheUiThread() const;
+  std::unique_ptr<LatestWorker<ComputeRequest, ComputeReply>> worker_;  // created on the first big edit
+  bool software_gpu_ = false;     // the GPU backend runs on a software renderer
+  bool result_resident_ = false;  // see resultResident()
   bool result_pending_ = false;
   std::uint64_t stale_through_ = 0;  // worker replies up to this request number predate a synchronous compute
 

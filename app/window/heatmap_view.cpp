@@ -83,7 +83,8 @@ HeatmapRenderer::~HeatmapRenderer() {
 
 unsigned HeatmapRenderer::weightsTexture(const AppState& state, int head) const {
 #ifdef ATTNSCOPE_HAS_GPU
-  if (const auto* gpu = dynamic_cast<const GpuBackend*>(&state.backend())) return gpu->weightsTexture(head);
+  if (const auto* gpu = dynamic_cast<const GpuBackend*>(&state.backend()); gpu && state.resultResident())
+    return gpu->weightsTexture(head);
 #else
   (void)state;
 #endif
@@ -93,7 +94,7 @@ unsigned HeatmapRenderer::weightsTexture(const AppState& state, int head) const 
 void HeatmapRenderer::sync(const AppState& state) {
   const Scene& scene = state.scene();
   const int heads = scene.numHeads();
-  const bool cpu = state.backend().name() == "cpu";
+  const bool cpu = !state.resultResident();  // the maps are in result(): ours to upload
   // A CPU result without maps (MapPolicy::Auto past mapsLimitBytes): every head is drawn from tiles.
   tiled_ = cpu && !state.result().heads.empty() && !state.result().heads[0].hasMap();
   n_q_ = scene.nQ(), n_k_ = scene.nK();

@@ -150,6 +150,7 @@ void drawWindowLayout(AppState& state, ViewState& view, HeatmapRenderer& rendere
     ImGui::Begin("##banner", nullptr, kPanelFlags | ImGuiWindowFlags_NoTitleBar);
     ImGui::AlignTextToFramePadding();
     ImGui::TextUnformatted(state.banner().c_str());
+    probeItem("banner");
     ImGui::End();
     ImGui::PopStyleColor();
     y += bar_h;
