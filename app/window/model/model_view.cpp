@@ -65,7 +65,10 @@ int tokenStrip(const std::vector<std::string>& labels, float x0, float width) {
     probeRect("model.token." + std::to_string(t), ImVec2(a, y0), ImVec2(b, y0 + h));
     list->AddRectFilled(ImVec2(a, y0), ImVec2(std::max(a + 1, b - 1), y0 + h),
                         on ? IM_COL32(90, 90, 120, 255) : IM_COL32(45, 45, 55, 255));
-    const std::string label = axisLabel(labels[static_cast<std::size_t>(t)]);
+    // A label too wide for its cell ("<|begin_of_text|>" among 24 tokens) becomes "…": the cell never looks
+    // empty, and hovering it names the token.
+    std::string label = axisLabel(labels[static_cast<std::size_t>(t)]);
+    if (ImGui::CalcTextSize(label.c_str()).x + 4 > w) label = "\u2026";
     const float tw = ImGui::CalcTextSize(label.c_str()).x;
     if (tw + 4 <= w)
       list->AddText(ImVec2(a + (w - tw) * 0.5f, y0 + line * 0.15f), ImGui::GetColorU32(ImGuiCol_Text), label.c_str());
