@@ -31,16 +31,16 @@ using attnscope::test::worse;
 
 std::vector<int> idsOf(const json& expected) { return expected["ids"].get<std::vector<int>>(); }
 
-// Both forwards' maps against each other and NumPy's, their hidden states and rollouts; the largest errors.
-struct Errors {
-  double same = 0, numpy = 0, hidden = 0, rollout = 0;
-};
-Errors compareForwards(const model::ForwardResult& kept, const model::ForwardResult& tiled, const json& expected) {
+// Both forwards' maps against each other and NumPy's, their hidden states and rollouts, within the tolerances.
+void compareForwards(const char* what, const model::ForwardResult& kept, const model::ForwardResult& tiled,
+                     const json& expected) {
   EXPECT_TRUE(kept.keepsMaps());
   EXPECT_FALSE(tiled.keepsMaps());
   EXPECT_EQ(tiled.buffer.size(), 0u);  // no (n, n) floats at all
   const model::HeadLayout& c = kept.layout;
-  Errors e;
+  struct {
+    double same = 0, numpy = 0, hidden = 0, rollout = 0;
+  } e;
   for (int l = 0; l < c.n_layer; ++l)
     for (int h = 0; h < c.n_head; ++h) {
       const Matrix got = tiled.map(l, h);
@@ -62,7 +62,18 @@ Errors compareForwards(const model::ForwardResult& kept, const model::ForwardRes
                    attnscope::test::maxError(tiled.hidden, attnscope::test::jsonMatrix(expected["hidden"]), {}, "hidden"));
   e.rollout = attnscope::test::maxError(model::attentionRollout(tiled, c),
                                         attnscope::test::jsonMatrix(expected["rollout"]), {}, "rollout");
-  return e;
+  std::printf("%s tiled: vs kept %.2g, vs NumPy %.2g, hidden %.2g, rollout %.2g\n", what, e.same, e.numpy, e.hidden,
+              e.rollout);
+  EXPECT_LE(e.same, kSameTol);
+  EXPECT_LE(e.numpy, kWeightTol);
+  EXPECT_LE(e.hidden, kHiddenTol);
+  EXPECT_LE(e.rollout, kRolloutTol);
+}
+
+std::vector<std::string> labels(const model::Model& m, const std::vector<int>& ids) {
+  std::vector<std::string> tokens;
+  for (int id : ids) tokens.push_back(m.tokenizer.label(id));
+  return tokens;
 }
 
 // The grid figure of both forwards: the same image, the same size, pixel for pixel but for a few pixels one
@@ -105,16 +116,8 @@ TEST(ModelTiles, Gpt2PastTheLimitMatchesKeptMapsAndNumPy) {
     EXPECT_EQ(hr.k().rows(), 200);
     EXPECT_EQ(hr.row_sum.size(), 200);
   }
-  const Errors e = compareForwards(kept, tiled, expected);
-  std::printf("GPT-2 tiled: vs kept %.2g, vs NumPy %.2g, hidden %.2g, rollout %.2g\n", e.same, e.numpy, e.hidden,
-              e.rollout);
-  EXPECT_LE(e.same, kSameTol);
-  EXPECT_LE(e.numpy, kWeightTol);
-  EXPECT_LE(e.hidden, kHiddenTol);
-  EXPECT_LE(e.rollout, kRolloutTol);
-  std::vector<std::string> tokens;
-  for (int id : ids) tokens.push_back(m.tokenizer.label(id));
-  expectSameGrid(kept, tiled, tokens, -1);  // cells of 3 px: every map whole
+  compareForwards("GPT-2", kept, tiled, expected);
+  expectSameGrid(kept, tiled, labels(m, ids), -1);  // cells of 3 px: every map whole
 }
 
 TEST(ModelTiles, MistralWindowPastTheLimitMatchesKeptMapsAndNumPy) {
@@ -141,19 +144,19 @@ TEST(ModelTiles, MistralWindowPastTheLimitMatchesKeptMapsAndNumPy) {
   for (int h = 0; h < 16; ++h)  // K held once per kv head: query heads 4g .. 4g + 3 share head 4g's
     EXPECT_TRUE(heads[static_cast<std::size_t>(h)].sharesKeyValuesWith(heads[static_cast<std::size_t>(h / 4 * 4)]));
   EXPECT_FALSE(heads[0].sharesKeyValuesWith(heads[4]));
-  const Errors e = compareForwards(kept, tiled, expected);
-  std::printf("Mistral tiled: vs kept %.2g, vs NumPy %.2g, hidden %.2g, rollout %.2g\n", e.same, e.numpy, e.hidden,
-              e.rollout);
-  EXPECT_LE(e.same, kSameTol);
-  EXPECT_LE(e.numpy, kWeightTol);
-  EXPECT_LE(e.hidden, kHiddenTol);
-  EXPECT_LE(e.rollout, kRolloutTol);
-  std::vector<std::string> tokens;
-  for (int id : ids) tokens.push_back(m.tokenizer.label(id));
-  expectSameGrid(kept, tiled, tokens, -1);
-  expectSameGrid(kept, tiled, tokens, 1);
-  // The JSON and NPY outputs read the same maps (the JSON's recomputed as the text reaches each).
-  EXPECT_EQ(model::modelResultNpy(tiled, tiled.layout, 0).size(), model::modelResultNpy(kept, kept.layout, 0).size());
+  compareForwards("Mistral", kept, tiled, expected);
+  expectSameGrid(kept, tiled, labels(m, ids), -1);
+  expectSameGrid(kept, tiled, labels(m, ids), 1);
+  // The streamed JSON of layer 2: each map made as the text reaches it (JsonMatrices::addMade), the kept ones'.
+  attnscope::JsonMatrices streamed;
+  const json written = json::parse(
+      attnscope::formatJson(model::modelResultJson(m, text, ids, tiled, Matrix(), 1, &streamed), &streamed));
+  ASSERT_EQ(written["layers"].size(), 1u);
+  double worst = 0;
+  for (int h = 0; h < 16; ++h)
+    worst = worse(worst, attnscope::test::maxError(attnscope::test::jsonMatrix(written["layers"][0]["heads"][h]),
+                                                   kept.map(1, h), {}, "streamed JSON"));
+  EXPECT_LE(worst, kSameTol);
 }
 
 TEST(ModelTiles, ForwardMemoryPastTheLimitIsLinearInTokens) {
