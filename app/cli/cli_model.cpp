@@ -114,7 +114,10 @@ int runModel(Args& args) {
   }
   const model::ForwardResult forward =
       model::modelForward(checkpoint, ids, {.keep_ln1 = scene_out.has_value(), .attention = attention.get()});
-  const Matrix rollout = model::attentionRollout(forward, config);
+  // The rollout reads every layer's maps (recomputed, one at a time, when the forward kept none): only when
+  // an output holds it, --rollout-out or the JSON --out.
+  const Matrix rollout =
+      rollout_out || (out && !npy) ? model::attentionRollout(forward, config) : Matrix();
 
   // Each output streams into its temporary file; the maps never become text in memory.
   if (out_file) {

@@ -46,15 +46,17 @@ void BM_Gpt2SmallForward(benchmark::State& state) {
   std::vector<int> ids(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) ids[static_cast<std::size_t>(i)] = (i * 7919) % w.config.vocab_size;
   // range(1) == 0: a fresh result each run (every map's pages touched for the first time, as on a first run);
-  // 1: one result reused (gpt2ForwardInto), as a window re-running text of the same length.
+  // 1: one result reused (gpt2ForwardInto), as a window re-running text of the same length. Every map kept
+  // (MapPolicy::Keep: past the maps limit Auto would keep none), as this measures.
+  const model::ForwardOptions options{.keep_ln1 = false, .maps = attnscope::MapPolicy::Keep};
   model::ForwardResult kept;
-  if (state.range(1) == 1) model::gpt2ForwardInto(w, ids, kept, {.keep_ln1 = false});  // untimed first run
+  if (state.range(1) == 1) model::gpt2ForwardInto(w, ids, kept, options);  // untimed first run
   for (auto _ : state) {
     if (state.range(1) == 0) {
-      const model::ForwardResult f = model::gpt2Forward(w, ids, {.keep_ln1 = false});
+      const model::ForwardResult f = model::gpt2Forward(w, ids, options);
       benchmark::DoNotOptimize(f.hidden.data());
     } else {
-      model::gpt2ForwardInto(w, ids, kept, {.keep_ln1 = false});
+      model::gpt2ForwardInto(w, ids, kept, options);
       benchmark::DoNotOptimize(kept.hidden.data());
     }
   }

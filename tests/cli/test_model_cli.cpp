@@ -141,7 +141,7 @@ TEST(ModelCli, OutputsAndLayerScene) {
         for (int k = 0; k < 5; ++k) {
           const attnscope::PixelRect cell = attnscope::cellRect(figure, layout, m, i, k);
           const attnscope::Rgb8 got = img.at(cell.x + cell.w / 2, cell.y + cell.h / 2);
-          const float w = numpy_maps.map(m)(i, k);
+          const float w = numpy_maps.keptMap(m)(i, k);
           const bool ok = k > i ? got == attnscope::kMaskedColor
                                 : (got == attnscope::colorAt(attnscope::ColorMap::Viridis, w - 1e-5f) ||
                                    got == attnscope::colorAt(attnscope::ColorMap::Viridis, w + 1e-5f));

@@ -50,7 +50,7 @@ void expectMadeTensor(const arrays::AttentionTensor& t) {
     for (int h = 0; h < kHeads; ++h)
       for (int i = 0; i < kN; ++i)
         for (int j = 0; j < kN; ++j)
-          ASSERT_EQ(t.forward.map(l, h, kHeads)(i, j), madeWeight(l, h, i, j)) << l << h << i << j;
+          ASSERT_EQ(t.forward.keptMap(l * kHeads + h)(i, j), madeWeight(l, h, i, j)) << l << h << i << j;
 }
 
 const std::vector<std::string> kTokens = {"the", "cat", "sat", "on", "it"};

@@ -44,7 +44,7 @@ TEST(GpuLlamaScene, EachLayerOfEachFamilyGivesTheForwardsMaps) {
         const std::size_t hh = static_cast<std::size_t>(h), ll = static_cast<std::size_t>(l);
         vs_numpy = test::worse(vs_numpy, test::maxError(r.heads[hh].weights,
                                                         test::jsonMatrix(expected["weights"][ll][hh]), {}, "numpy"));
-        vs_forward = test::worse(vs_forward, test::maxError(r.heads[hh].weights, Matrix(forward.map(l, h, layout.n_head)),
+        vs_forward = test::worse(vs_forward, test::maxError(r.heads[hh].weights, Matrix(forward.map(l, h)),
                                                             {}, "forward"));
       }
     }

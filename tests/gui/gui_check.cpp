@@ -286,7 +286,7 @@ int main(int argc, char** argv) {
             c.expect(false, tile + " drawn");
             continue;
           }
-          const auto w = f.map(l, h, heads);
+          const auto w = f.map(l, h);
           const int wrong_before = wrong;
           for (int i = 0; i < n; ++i)
             for (int j = 0; j < n; ++j) {
@@ -324,7 +324,7 @@ int main(int argc, char** argv) {
       for (int h = 0; h < heads; ++h)
         for (int i = 0; i < n; ++i)
           for (int j = 0; j <= i; ++j) {
-            const float w = f.map(1, h, heads)(i, j);
+            const float w = f.keptMap(heads + h)(i, j);
             const Rgb8 got = scene.cell("head" + std::to_string(h) + ".map", i, j, n, n, Checker::kAboveText);
             scene_wrong += !(got == attnscope::colorAt(ColorMap::Viridis, w - 1e-5f) ||
                              got == attnscope::colorAt(ColorMap::Viridis, w + 1e-5f));

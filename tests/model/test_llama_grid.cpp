@@ -52,7 +52,7 @@ TEST(LlamaGrid, SlidingWindowCellsAreDrawnMasked) {
         const attnscope::Rgb8 got = img.at(cell.x + cell.w / 2, cell.y + cell.h / 2);
         const bool hidden = k > i || k <= i - 3;  // causal, or outside the window of 3 (worked out by hand)
         window_cells += k <= i - 3;
-        const float w = maps.map(m)(i, k);
+        const float w = maps.keptMap(m)(i, k);
         if (hidden) {
           EXPECT_EQ(w, 0.0f);  // the forward's weight there is 0; drawn masked, not as 0
         }

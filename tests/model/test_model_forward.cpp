@@ -50,7 +50,7 @@ TEST_P(ModelForward, MatchesNumPyReference) {
   double worst_w = 0;
   for (int l = 0; l < c.n_layer; ++l)
     for (int h = 0; h < c.n_head; ++h) {
-      const Matrix m = f.map(l, h, c.n_head);
+      const Matrix m = f.map(l, h);
       ASSERT_EQ(m.rows(), f.n);
       ASSERT_EQ(m.cols(), f.n);
       worst_w = worse(worst_w, maxDiff(m, expected["weights"][l][h], "weights"));
@@ -77,7 +77,7 @@ TEST_P(ModelForward, MatchesNumPyReference) {
   double worst_bw = 0;
   for (int l = 0; l < c.n_layer; ++l)
     for (int h = 0; h < c.n_head; ++h)
-      worst_bw = worse(worst_bw, maxDiff(fb.map(l, h, c.n_head), expected["weights"][l][h], "backend weights"));
+      worst_bw = worse(worst_bw, maxDiff(fb.map(l, h), expected["weights"][l][h], "backend weights"));
   EXPECT_LT(worst_bw, kWeightTol);
   EXPECT_LT(maxDiff(fb.hidden, expected["hidden"], "backend hidden"), kHiddenTol);
 
@@ -95,7 +95,7 @@ TEST_P(ModelForward, MatchesNumPyReference) {
     ASSERT_EQ(r.heads.size(), static_cast<std::size_t>(c.n_head));
     for (int h = 0; h < c.n_head; ++h)
       worst_s = worse(worst_s, attnscope::test::maxError(r.heads[static_cast<std::size_t>(h)].weights,
-                                                         f.map(l, h, c.n_head), {}, "layer scene weights"));
+                                                         f.map(l, h), {}, "layer scene weights"));
   }
   std::printf("[ %s ] layer scenes vs forward: %.2g\n", GetParam(), worst_s);
   EXPECT_LT(worst_s, kSceneTol);

@@ -85,20 +85,15 @@ void ModelGridRenderer::syncGrid(const model::ForwardResult& forward, int layers
   std::vector<std::uint8_t> allowed(width * height, 0);
   for (int l = 0; l < layers; ++l)
     for (int h = 0; h < heads; ++h) {
-      const auto w = forward.map(l, h, heads);
-      for (int p = 0; p < blocks; ++p) {
-        const auto [i0, i1] = pooledRange(p, blocks, n);
+      // Each block the largest allowed weight it covers (masked: causal, sliding window), from the kept map or
+      // recomputed from Q, K and the row statistics (ForwardResult::tile).
+      const Tile t = forward.tile(l, {.head = h, .pooling = Pooling::Max, .out_rows = blocks, .out_cols = blocks});
+      for (int p = 0; p < blocks; ++p)
         for (int q = 0; q < blocks; ++q) {
-          const auto [j0, j1] = pooledRange(q, blocks, n);
-          float top = -1;  // the largest allowed (HeadLayout::keyAllowed: causal, sliding window) weight of the block
-          for (int i = i0; i < i1; ++i)
-            for (int j = j0; j < j1; ++j)
-              if (forward.layout.keyAllowed(l, i, j)) top = std::max(top, w(i, j));
           const std::size_t at = static_cast<std::size_t>(l * blocks + p) * width + static_cast<std::size_t>(h * blocks + q);
-          values[at] = std::max(top, 0.0f);
-          allowed[at] = top >= 0 ? 255 : 0;
+          values[at] = t.values(p, q);
+          allowed[at] = t.masked(p, q) ? 0 : 255;
         }
-      }
     }
   glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
   glBindTexture(GL_TEXTURE_2D, grid_weights_);
@@ -131,7 +126,7 @@ void ModelGridRenderer::drawMap(ImDrawList* list, const model::ForwardResult& fo
   const int n = forward.n;
   if (index != map_index_ || revision != map_revision_) {
     map_index_ = index, map_revision_ = revision;
-    const auto w = forward.map(index);  // (n, n) row-major: texture row i = query i
+    const Matrix w = forward.map(index);  // (n, n) row-major: texture row i = query i; kept, or recomputed
     const int layer = index / std::max(1, forward.layout.n_head);
     std::vector<std::uint8_t> allowed(static_cast<std::size_t>(n) * static_cast<std::size_t>(n), 0);
     for (int i = 0; i < n; ++i)

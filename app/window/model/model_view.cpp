@@ -29,7 +29,6 @@ constexpr ImU32 kGroupFrame = IM_COL32(230, 160, 60, 255);
 // A cell's tooltip: layer and head from 1, the kv head where heads share one (from 1, as the heads panel's
 // "KV n"), positions from 0 with their tokens.
 void cellTooltip(const ModelSession& s, const std::vector<int>& kv, int layer, int head, int i, int j, int pooled) {
-  const int n_head = s.layout().n_head;
   const std::vector<std::string>& labels = s.labels();
   ImGui::BeginTooltip();
   ImGui::Text("Layer %d, head %d", layer + 1, head + 1);
@@ -43,7 +42,7 @@ void cellTooltip(const ModelSession& s, const std::vector<int>& kv, int layer, i
   else if (window > 0 && j <= i - window)
     ImGui::Text("masked (sliding window: the last %d keys)", window);
   else
-    ImGui::Text("weight %.4f", s.forward().map(layer, head, n_head)(i, j));
+    ImGui::Text("weight %.4f", s.forward().weight(layer, head, i, j));
   if (pooled > 1) ImGui::TextDisabled("each pixel shows the largest of ~%d x %d cells", pooled, pooled);
   ImGui::EndTooltip();
 }

@@ -123,7 +123,7 @@ TensorLayerAnalysis analyseTensorLayer(const model::ForwardResult& f, const std:
   tokens_only.query = Matrix::Zero(f.n, 1);
   const int heads = f.layout.n_head;
   std::vector<Matrix> maps;
-  for (int h = 0; h < heads; ++h) maps.emplace_back(f.map(layer, h, heads));
+  for (int h = 0; h < heads; ++h) maps.emplace_back(f.map(layer, h));
   TensorLayerAnalysis a;
   std::vector<const Matrix*> pointers;
   for (const Matrix& w : maps) {

@@ -2,6 +2,7 @@
 // PNG/SVG renderers, and as JSON or NPY numbers.
 #include "attnscope/model/model_export.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "attnscope/error.h"
@@ -27,6 +28,37 @@ void checkLayer(const HeadLayout& c, int layer) {
   if (layer >= c.n_layer) throw InputError("--layer", "1 to " + std::to_string(c.n_layer), std::to_string(layer + 1));
 }
 
+// Maps not kept: each panel of the grid (layers from `first_layer`, n_head a row) becomes the (h, w) tile of its
+// map's pixels, each block the mean of its allowed cells: the rasteriser's own pooling (pooledRange per pixel),
+// so the image is the one the whole maps would draw, from h x w numbers a panel rather than n x n. A map with a
+// pixel or more a cell is the whole map, at most the panel's pixels.
+void poolPanels(const ForwardResult& forward, int first_layer, Figure& f) {
+  const int n = forward.n, heads = forward.layout.n_head;
+  // The layout reads only the first panel's shape and labels: an untouched placeholder of the maps' shape (past
+  // an image's largest side, of that side standing for the n positions: pooled either way).
+  HeatmapPanel& head0 = f.panels.front();
+  const int side = std::min(n, kMaxImageSide);
+  head0.values.resize(side, side);  // allocated, never written: no memory touched
+  if (side < n) head0.row_positions = head0.col_positions = n;
+  const FigureLayout placed = layoutFigure(f);
+  head0.row_positions = head0.col_positions = 0;
+  for (std::size_t i = 0; i < f.panels.size(); ++i) {
+    HeatmapPanel& p = f.panels[i];
+    const int l = first_layer + static_cast<int>(i) / heads, h = static_cast<int>(i) % heads;
+    const PixelRect& rect = placed.maps[i];
+    TileRequest request{.head = h};
+    if (rect.w < n || rect.h < n) {
+      request.pooling = Pooling::Mean;
+      request.out_rows = rect.h;
+      request.out_cols = rect.w;
+      p.row_positions = p.col_positions = n;
+    }
+    Tile tile = forward.tile(l, request);
+    p.values = std::move(tile.values);
+    p.masked = std::move(tile.masked);
+  }
+}
+
 }  // namespace
 
 Figure modelGridFigure(const ForwardResult& forward, const HeadLayout& c, const std::vector<std::string>& tokens,
@@ -36,17 +68,21 @@ Figure modelGridFigure(const ForwardResult& forward, const HeadLayout& c, const 
   setWeightScale(f);
   f.scale_label = "attention weight";
   f.grid_columns = c.n_head;
-  for (int l = layer < 0 ? 0 : layer; l < (layer < 0 ? c.n_layer : layer + 1); ++l) {
-    const MaskMatrix masked = maskOf(forward.n, c, l);  // a sliding window's cells masked too
+  const int first = layer < 0 ? 0 : layer, last = layer < 0 ? c.n_layer : layer + 1;
+  for (int l = first; l < last; ++l) {
+    const MaskMatrix masked = forward.keepsMaps() ? maskOf(forward.n, c, l) : MaskMatrix();  // window's cells too
     for (int h = 0; h < c.n_head; ++h) {
       HeatmapPanel p;
       p.title = "L" + std::to_string(l + 1) + " H" + std::to_string(h + 1);  // counted from 1, as the window does
-      p.values = forward.map(l, h, c.n_head);
-      p.masked = masked;
+      if (forward.keepsMaps()) {
+        p.values = forward.keptMap(l * c.n_head + h);
+        p.masked = masked;
+      }
       p.row_labels = p.col_labels = tokens;
       f.panels.push_back(std::move(p));
     }
   }
+  if (!forward.keepsMaps()) poolPanels(forward, first, f);
   f.title = layer < 0
                 ? "Attention weights, " + std::to_string(c.n_layer) + " layers x " + std::to_string(c.n_head) + " heads"
                 : "Attention weights, layer " + std::to_string(layer + 1);
@@ -103,7 +139,10 @@ nlohmann::ordered_json modelResultJson(const Model& model, const std::string& te
   for (int l = layer < 0 ? 0 : layer; l < (layer < 0 ? c.n_layer : layer + 1); ++l) {
     nlohmann::ordered_json heads = nlohmann::ordered_json::array(), kv_heads = nlohmann::ordered_json::array();
     for (int h = 0; h < c.n_head; ++h) {
-      heads.push_back(streamed ? streamed->add(forward.map(l, h, c.n_head)) : matrixToJson(forward.map(l, h, c.n_head)));
+      const int n = forward.n;  // streamed: a kept map in place, or recomputed as the text reaches it
+      if (!streamed) heads.push_back(matrixToJson(forward.map(l, h)));
+      else if (forward.keepsMaps()) heads.push_back(streamed->add(forward.keptMap(l * c.n_head + h)));
+      else heads.push_back(streamed->addMade(n, n, [&forward, l, h] { return forward.map(l, h); }));
       kv_heads.push_back(c.kvHead(h) + 1);  // counted from 1, as layers and heads are named
     }
     // counted from 1; heads[0] is head 1, which reads key/value head kv_head[0]
@@ -130,7 +169,7 @@ void writeModelResultNpy(const ForwardResult& forward, const HeadLayout& c, int 
   sink(npyHeader(shape));
   for (int l = first; l < first + count; ++l)
     for (int h = 0; h < c.n_head; ++h) {
-      const auto m = forward.map(l, h, c.n_head);  // (n, n) row-major: C order, little-endian as the header says
+      const Matrix m = forward.map(l, h);  // (n, n) row-major: C order, little-endian as the header says
       sink(std::string_view(reinterpret_cast<const char*>(m.data()), static_cast<std::size_t>(m.size()) * sizeof(float)));
     }
 }

@@ -1,11 +1,10 @@
 // GPT-2's forward pass on the CPU (float32, Eigen with OpenBLAS for the big products, OpenMP over heads and
-// rows), keeping every layer's per-head attention map; attention rollout; a layer opened as a Scene.
+// rows), keeping every layer's per-head attention map or what tiles recompute it from; attention rollout; a
+// layer opened as a Scene.
 #include <omp.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <cmath>
-#include <new>
 #include <utility>
 
 #include "attnscope/error.h"
@@ -45,6 +44,24 @@ void geluTanh(Matrix& x) {
   }
 }
 
+// A backend's layer result without maps into the forward's stats: Q scaled as the tiles' scale-1 scene reads it,
+// K per head, m and l. A backend that keeps no row statistics cannot serve a forward past the maps limit.
+void keepBackendStats(Result& attended, float scale, const Backend& backend, int l, Result& stats) {
+  stats.heads.resize(attended.heads.size());
+  for (std::size_t head = 0; head < attended.heads.size(); ++head) {
+    HeadResult& from = attended.heads[head];
+    if (from.row_sum.size() != from.q.rows() || from.k().rows() != from.q.rows())
+      throw InputError("forward", "layer " + std::to_string(l + 1) + " attention on the " + backend.name() +
+                                      " backend: Q, K and row statistics (the maps are past the maps limit)",
+                       "a result without them");
+    HeadResult& to = stats.heads[head];
+    to.q = from.q * scale;
+    to.ownK() = from.k();
+    to.row_max = std::move(from.row_max);
+    to.row_sum = std::move(from.row_sum);
+  }
+}
+
 }  // namespace
 
 void checkLayerSceneInput(const ForwardResult& forward, int n_layer, int layer, const std::vector<std::string>& tokens) {
@@ -72,69 +89,12 @@ void checkForwardInput(const std::vector<int>& ids, int max_tokens, const char* 
                      std::to_string(need_bytes >> 20) + " MiB for " + std::to_string(n) + " tokens");
 }
 
-void attendHead(const HeadColumns& q, const HeadColumns& k, const HeadColumns& v, int window,
-                Eigen::Map<Matrix> weights, HeadOutput out) {
-  constexpr long kRows = 128;  // query rows a block: big enough for BLAS, small enough to skip most masked keys
-  const long n = q.rows();
-  for (long r0 = 0; r0 < n; r0 += kRows) {
-    const long rows = std::min(kRows, n - r0), last = r0 + rows;  // queries [r0, last) see keys below `last`
-    const long k0 = window > 0 ? std::max(0L, r0 - window + 1) : 0;  // the block's first visible key
-    auto scores = weights.block(r0, k0, rows, last - k0);            // (rows, last - k0)
-    scores.noalias() = q.middleRows(r0, rows) * k.middleRows(k0, last - k0).transpose();
-    for (long i = r0; i < last; ++i) {
-      const long lo = window > 0 ? std::max(0L, i - window + 1) : 0;  // keys [lo, i]
-      auto row = weights.row(i);
-      auto seen = row.segment(lo, i - lo + 1).array();
-      float m = seen[0];  // a plain loop: Eigen's maxCoeff trips GCC 12's AVX-512 header warning (bug 105593)
-      for (long j = 1; j <= i - lo; ++j) m = seen[j] > m ? seen[j] : m;
-      seen = (seen - m).exp();
-      seen /= seen.sum();
-      row.head(lo).setZero();
-      row.tail(n - i - 1).setZero();
-    }
-    out.middleRows(r0, rows).noalias() = weights.block(r0, k0, rows, last - k0) * v.middleRows(k0, last - k0);
-  }
-}
-
-MapBuffer::MapBuffer(std::size_t floats) : floats_(floats) {
-  if (floats == 0) return;
-  constexpr std::size_t kHugePage = std::size_t{2} << 20;
-  bytes_ = (floats * sizeof(float) + kHugePage - 1) / kHugePage * kHugePage;
-  void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) throw std::bad_alloc();
-  ::madvise(p, bytes_, MADV_HUGEPAGE);  // a hint: without THP the pages are ordinary ones
-  data_ = static_cast<float*>(p);
-}
-
-MapBuffer::~MapBuffer() {
-  if (data_) ::munmap(data_, bytes_);
-}
-
-MapBuffer::MapBuffer(MapBuffer&& other) noexcept
-    : data_(std::exchange(other.data_, nullptr)),
-      floats_(std::exchange(other.floats_, 0)),
-      bytes_(std::exchange(other.bytes_, 0)) {}
-
-MapBuffer& MapBuffer::operator=(MapBuffer&& other) noexcept {
-  if (this != &other) {
-    if (data_) ::munmap(data_, bytes_);
-    data_ = std::exchange(other.data_, nullptr);
-    floats_ = std::exchange(other.floats_, 0);
-    bytes_ = std::exchange(other.bytes_, 0);
-  }
-  return *this;
-}
-
-void ForwardResult::resize(int tokens, int count) {
-  const std::size_t floats = static_cast<std::size_t>(count) * static_cast<std::size_t>(tokens) * tokens;
-  if (buffer.size() != floats) buffer = MapBuffer(floats);
-  n = tokens;
-  maps = count;
-}
-
 std::size_t gpt2ForwardBytes(const Gpt2Config& c, int n, const ForwardOptions& options) {
   const std::size_t nn = static_cast<std::size_t>(n), d = static_cast<std::size_t>(c.n_embd);
-  const std::size_t maps = static_cast<std::size_t>(c.n_layer) * static_cast<std::size_t>(c.n_head) * nn * nn;
+  const std::size_t layers = static_cast<std::size_t>(c.n_layer), heads = static_cast<std::size_t>(c.n_head);
+  // Kept: every map. Else per layer Q and K (n, d) each and m, l per head: O(n d), whatever n^2 would be.
+  const std::size_t maps = forwardKeepsMaps(c.n_layer, c.n_head, n, options.maps) ? layers * heads * nn * nn
+                                                                                   : layers * (2 * nn * d + 2 * nn * heads);
   const std::size_t activations = nn * d * 2 + nn * 3 * d + nn * 4 * d + nn * d * 2;  // x, ln, qkv, mlp, concat
   const std::size_t ln1 = options.keep_ln1 ? static_cast<std::size_t>(c.n_layer) * nn * d : 0;
   return 4 * (maps + activations + ln1);
@@ -142,8 +102,9 @@ std::size_t gpt2ForwardBytes(const Gpt2Config& c, int n, const ForwardOptions& o
 
 namespace {
 
-// Layer `l`'s causal multi-head attention on the CPU, fused: every head's map into r, the heads' outputs into
-// concat (n, d). ln: (n, d), the layer's ln_1 output; qkv: (n, 3d) scratch.
+// Layer `l`'s causal multi-head attention on the CPU, fused: every head's map into r (or its Q, K and row
+// statistics into r.stats[l]), the heads' outputs into concat (n, d). ln: (n, d), the layer's ln_1 output; qkv:
+// (n, 3d) scratch.
 void attendLayer(const Gpt2Config& c, const Gpt2Block& b, const Matrix& ln, int l, Matrix& qkv, Matrix& concat,
                  ForwardResult& r) {
   const int d = c.n_embd, h = c.n_head, dh = c.headDim();
@@ -153,12 +114,21 @@ void attendLayer(const Gpt2Config& c, const Gpt2Block& b, const Matrix& ln, int 
   // `(q * k^T) * s` into a temporary and scales it, 3.5x slower than the plain product handed to BLAS.
   qkv.leftCols(d) *= 1.0f / std::sqrt(static_cast<float>(dh));
   checkStage(qkv, l, "attention c_attn (q, k, v)");
+  const bool kept = r.keepsMaps();
+  if (!kept) r.stats[static_cast<std::size_t>(l)].heads.resize(static_cast<std::size_t>(h));
 #pragma omp parallel for schedule(dynamic)
   for (int head = 0; head < h; ++head) {
     const auto q = qkv.middleCols(head * dh, dh);          // (n, dh), already scaled
     const auto k = qkv.middleCols(d + head * dh, dh);      // (n, dh)
     const auto v = qkv.middleCols(2 * d + head * dh, dh);  // (n, dh)
-    attendHead(q, k, v, 0, r.mutableMap(l * h + head), concat.middleCols(head * dh, dh));
+    if (kept) {
+      attendHead(q, k, v, 0, r.mutableMap(l * h + head), concat.middleCols(head * dh, dh));
+    } else {
+      HeadResult& hr = r.stats[static_cast<std::size_t>(l)].heads[static_cast<std::size_t>(head)];
+      hr.q = q;
+      hr.ownK() = k;
+      attendHeadStats(q, k, v, 0, concat.middleCols(head * dh, dh), hr);
+    }
   }
 }
 
@@ -179,8 +149,8 @@ void gpt2ForwardInto(const Gpt2Weights& w, const std::vector<int>& ids, ForwardR
 
   const int d = c.n_embd, h = c.n_head;
   // A result of the same size keeps its buffer: a forward on it touches no new pages.
-  r.resize(n, c.n_layer * h);
   r.layout = c;
+  r.resize(n, c.n_layer * h, forwardKeepsMaps(c.n_layer, h, n, options.maps));
   r.ln1.resize(options.keep_ln1 ? static_cast<std::size_t>(c.n_layer) : 0);
   Matrix x(n, d);  // (n, d) the residual stream
   for (int i = 0; i < n; ++i) x.row(i) = w.wte.row(ids[static_cast<std::size_t>(i)]) + w.wpe.row(i);
@@ -195,23 +165,31 @@ void gpt2ForwardInto(const Gpt2Weights& w, const std::vector<int>& ids, ForwardR
     if (options.attention) {  // the layer as a scene, through the given backend (its output includes c_proj)
       Result attended;
       try {
-        attended = options.attention->compute(attentionScene(w, l, ln), {.keep_scores = false, .analysis = false});
+        attended = options.attention->compute(
+            attentionScene(w, l, ln),
+            {.keep_scores = false, .analysis = false, .maps = r.keepsMaps() ? MapPolicy::Keep : MapPolicy::Drop});
       } catch (const InputError& e) {  // name the layer: the backend only knows a scene
         throw InputError("forward", "layer " + std::to_string(l + 1) + " attention on the " + options.attention->name() +
                                         " backend: " + e.what());
       }
-      for (int head = 0; head < h; ++head)
-        r.mutableMap(l * h + head) = attended.heads[static_cast<std::size_t>(head)].weights;
+      if (r.keepsMaps())
+        for (int head = 0; head < h; ++head)
+          r.mutableMap(l * h + head) = attended.heads[static_cast<std::size_t>(head)].weights;
+      else
+        keepBackendStats(attended, 1.0f / std::sqrt(static_cast<float>(c.headDim())), *options.attention, l,
+                         r.stats[static_cast<std::size_t>(l)]);
       x += attended.output;
     } else {
       attendLayer(c, b, ln, l, qkv, concat, r);
       x.noalias() += concat * b.c_proj_w;  // (n, d)
       x.rowwise() += b.c_proj_b;
     }
-    // q k^T overflowing gives inf - inf = NaN in the softmax: caught in the maps, named by the first head.
+    // q k^T overflowing gives inf - inf = NaN in the softmax: caught in the maps (or in m and l, which a NaN
+    // score reaches), named by the first head.
     for (int head = 0; head < h; ++head) {
       const std::string stage = "attention scores and softmax of head " + std::to_string(head);
-      checkStage(r.map(l, head, h), l, stage.c_str());
+      if (r.keepsMaps()) checkStage(r.keptMap(l * h + head), l, stage.c_str());
+      else checkStage(r.stats[static_cast<std::size_t>(l)].heads[static_cast<std::size_t>(head)].row_sum, l, stage.c_str());
     }
     checkStage(x, l, "attention c_proj + residual");
     layerNorm(x, b.ln_2_g, b.ln_2_b, c.layer_norm_epsilon, ln);
@@ -234,7 +212,8 @@ void gpt2ForwardInto(const Gpt2Weights& w, const std::vector<int>& ids, ForwardR
 ForwardResult modelForward(const Model& model, const std::vector<int>& ids, const ForwardOptions& options,
                            std::size_t budget_bytes) {
   if (const auto* g = std::get_if<Gpt2Weights>(&model.weights)) return gpt2Forward(*g, ids, options, budget_bytes);
-  return llamaForward(std::get<LlamaWeights>(model.weights), ids, budget_bytes, options.keep_ln1, options.progress);
+  return llamaForward(std::get<LlamaWeights>(model.weights), ids, budget_bytes, options.keep_ln1, options.progress,
+                      options.maps);
 }
 
 Matrix attentionRollout(const ForwardResult& forward, const HeadLayout& c) {
@@ -243,7 +222,7 @@ Matrix attentionRollout(const ForwardResult& forward, const HeadLayout& c) {
   Matrix rollout = Matrix::Identity(n, n);  // (n, n)
   for (int l = 0; l < c.n_layer; ++l) {
     Matrix a = Matrix::Zero(n, n);
-    for (int head = 0; head < c.n_head; ++head) a += forward.map(l, head, c.n_head);
+    for (int head = 0; head < c.n_head; ++head) a += forward.map(l * c.n_head + head);  // one map at a time
     a = 0.5f * a / static_cast<float>(c.n_head) + 0.5f * Matrix::Identity(n, n);
     a.array().colwise() /= a.rowwise().sum().array();  // rows sum to 1 (already so, but for rounding)
     rollout = (a * rollout).eval();

@@ -277,6 +277,12 @@ struct Formatter {
 
   // As a list of rows of numbers in the tree would be written: "[\n  [1, 2],\n  [3, 4]\n]", or "[]".
   void matrix(const JsonMatrices::Entry& m, int indent) {
+    Matrix made;  // an entry made now, dropped when written
+    const float* data = m.data;
+    if (m.make) {
+      made = m.make();
+      data = made.data();
+    }
     if (m.rows == 0) {
       out += "[]";
       return;
@@ -289,7 +295,7 @@ struct Formatter {
       out += "[";
       for (long j = 0; j < m.cols; ++j) {
         if (j) out += ", ";
-        out += dumpScalar(floatJson(m.data[i * m.cols + j]));
+        out += dumpScalar(floatJson(data[i * m.cols + j]));
       }
       out += "]";
       maybeFlush();
@@ -536,7 +542,12 @@ void formatJsonTo(const ordered_json& j, const JsonMatrices& matrices, const std
 }
 
 ordered_json JsonMatrices::add(const float* data, long rows, long cols) {
-  entries_.push_back({data, rows, cols});
+  entries_.push_back({data, rows, cols, {}});
+  return ordered_json::binary({}, static_cast<std::uint64_t>(entries_.size() - 1));
+}
+
+nlohmann::ordered_json JsonMatrices::addMade(long rows, long cols, std::function<Matrix()> make) {
+  entries_.push_back({nullptr, rows, cols, std::move(make)});
   return ordered_json::binary({}, static_cast<std::uint64_t>(entries_.size() - 1));
 }
 

@@ -1,5 +1,6 @@
 // A GPT-2 checkpoint (a Hugging Face style folder: config.json, model.safetensors, vocab.json, merges.txt), its
-// forward pass with every layer's per-head attention kept, attention rollout, and a layer opened as a Scene.
+// forward pass with every layer's per-head attention (maps kept, or tiles on demand), attention rollout, and a
+// layer opened as a Scene.
 #pragma once
 
 #include <cstddef>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "attnscope/compute/backend.h"
+#include "attnscope/compute/tiles.h"
 #include "attnscope/model/tokenizer.h"
 #include "attnscope/scene/scene.h"
 #include "attnscope/types.h"
@@ -75,6 +77,9 @@ struct ForwardOptions {
   // Called after each layer with the layers done (1 .. n_layer), on the forward's thread: a window shows
   // progress and stops a long forward. Returning false stops it: the forward throws ForwardCancelled.
   std::function<bool(int layers_done)> progress{};  // {}: designated initializers may leave it out
+  // Whether the forward keeps every (n, n) map: Auto while layers x heads x n^2 floats fit mapsLimitBytes()
+  // (compute/tiles.h, ATTNSCOPE_MAPS_LIMIT), else per layer only what tiles are recomputed from (O(n d)).
+  MapPolicy maps = MapPolicy::Auto;
 };
 
 // Thrown by the forward when ForwardOptions::progress returned false; the result is then incomplete.
@@ -124,26 +129,47 @@ struct HeadLayout {
   }
 };
 
+// Whether a forward of `layers` x `heads` maps of (n, n) keeps them under `policy` (Auto: within mapsLimitBytes()).
+bool forwardKeepsMaps(int layers, int heads, int n, MapPolicy policy);
+
 struct ForwardResult {
   int n = 0;                // tokens
   int maps = 0;             // layers * heads
   HeadLayout layout;        // which (layer, head) each map is, and its kv head
-  MapBuffer buffer;         // maps x (n, n), map index layer * n_head + head, row-major, causal
+  MapBuffer buffer;         // kept maps: maps x (n, n), index layer * n_head + head, row-major; empty when not kept
+  // Maps not kept: per layer what any weight is recomputed from (w_ij = exp(s_ij - m_i) / l_i, compute/tiles.h):
+  // heads[h].q (n, dh) as the scores use it (after RoPE and q_norm, the scale folded in), heads[h].k() (n, dh)
+  // held once per kv head (the query heads of a group share it), row_max m and row_sum l (n). No V, no maps.
+  std::vector<Result> stats;
   std::vector<Matrix> ln1;  // per layer, (n, d): ln_1's output (empty unless keep_ln1)
   Matrix hidden;            // (n, d): ln_f's output
 
-  Eigen::Map<const Matrix> map(int layer, int head, int n_head) const { return map(layer * n_head + head); }
-  Eigen::Map<const Matrix> map(int index) const {
+  bool keepsMaps() const { return stats.empty(); }
+  // Head `head` of `layer`'s (n, n) map by value: the kept one copied, or recomputed from the layer's stats (one
+  // map's memory at a time). Masked cells exactly 0. The index form: index = layer * n_head + head.
+  Matrix map(int layer, int head) const;
+  Matrix map(int index) const;
+  // One weight (query i, key j): a kept map's, or a 1 x 1 tile.
+  float weight(int layer, int head, int i, int j) const;
+  // A tile of it, plain or pooled, through the scene tile engine (weightTile); request.head is the query head.
+  Tile tile(int layer, const TileRequest& request) const;
+  // The shape and mask of `layer` as a scene for the tile engine: n queries and keys (no rows: Q and K are in
+  // stats), scale 1 (Q is scaled), causal, or the sliding window as an explicit (n, n) mask built on demand.
+  Scene tileScene(int layer) const;
+  // Kept maps only: a view of map `index` (what the forward writes and a loaded tensor fills).
+  Eigen::Map<const Matrix> keptMap(int index) const {
     return {buffer.data() + static_cast<std::size_t>(index) * static_cast<std::size_t>(n) * n, n, n};
   }
   Eigen::Map<Matrix> mutableMap(int index) {
     return {buffer.data() + static_cast<std::size_t>(index) * static_cast<std::size_t>(n) * n, n, n};
   }
-  // `count` maps of (tokens, tokens); the buffer is kept when it already has that size.
-  void resize(int tokens, int count);
+  // `count` maps of (tokens, tokens) kept; the buffer is kept when it already has that size. keep = false: no
+  // buffer, `count` / layout.n_head layers of stats to fill.
+  void resize(int tokens, int count, bool keep = true);
 };
 
-// float32 bytes the forward's kept maps and activations need for n tokens.
+// float32 bytes the forward keeps (its maps, or Q, K once per kv head and m, l when they are not kept; ln_1 with
+// keep_ln1) and its activations need for n tokens.
 std::size_t gpt2ForwardBytes(const Gpt2Config& config, int n, const ForwardOptions& options = {});
 
 // GPT-2's forward (float32, Eigen): x = wte[ids] + wpe[0..n); per block x += attn(ln_1(x)); x += mlp(ln_2(x));
@@ -158,7 +184,8 @@ void gpt2ForwardInto(const Gpt2Weights& weights, const std::vector<int>& ids, Fo
 
 // Attention rollout (Abnar and Zuidema, 2020): per layer A_l = 0.5 * mean over heads of W + 0.5 * I (the
 // identity for the residual; each row of the mean sums to 1, so A_l's rows sum to 1 with no further
-// renormalisation, which is still applied to absorb rounding), then R = A_{L-1} ... A_1 A_0. (n, n).
+// renormalisation, which is still applied to absorb rounding), then R = A_{L-1} ... A_1 A_0. (n, n). Reads one
+// map at a time (ForwardResult::map), so a forward without kept maps needs (n, n) x 3 here, not all maps.
 Matrix attentionRollout(const ForwardResult& forward, const HeadLayout& layout);
 
 // Layer `layer` as an ordinary scene: query rows = that layer's ln_1 output, head h's W_Q, W_K, W_V (d, dh)

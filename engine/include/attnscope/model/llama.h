@@ -1,6 +1,7 @@
 // Llama-family checkpoints (Hugging Face folders of model_type llama, mistral, qwen2 and qwen3): config.json
 // checked, weights read from model.safetensors or the shards of model.safetensors.index.json, and the forward
-// (RMSNorm, RoPE, grouped-query attention, SwiGLU) keeping every layer's per-head maps.
+// (RMSNorm, RoPE, grouped-query attention, SwiGLU) keeping every layer's per-head maps or, past the maps limit,
+// what tiles recompute them from.
 #pragma once
 
 #include <cstddef>
@@ -75,19 +76,21 @@ std::size_t llamaWeightBytes(const LlamaConfig& config);
 // checked against `budget_bytes` (0 = defaultMemoryBudget()) before any is read.
 LlamaWeights loadLlamaWeights(const std::string& dir, const LlamaConfig& config, std::size_t budget_bytes = 0);
 
-// float32 bytes the forward's maps and activations need for n tokens; with keep_ln1, also each layer's kept
-// input_layernorm output, n_layer x (n, hidden) (against the maps' n_layer x n_head x (n, n): hidden / (n_head n)
-// of them, under 1/8 from 128 tokens on for a 4096-wide, 32-head model).
-std::size_t llamaForwardBytes(const LlamaConfig& config, int n, bool keep_ln1 = false);
+// float32 bytes the forward keeps and its activations need for n tokens: the maps while `maps` keeps them
+// (forwardKeepsMaps), else per layer Q, K once per kv head and m, l per query head, O(n (q_dim + kv_dim)); with
+// keep_ln1, also each layer's input_layernorm output, n_layer x (n, hidden).
+std::size_t llamaForwardBytes(const LlamaConfig& config, int n, bool keep_ln1 = false,
+                              MapPolicy maps = MapPolicy::Auto);
 
 // The forward in float32 on the CPU: x = embed[ids]; per layer x += o_proj(attn(rms(x))), x += down(silu(gate
 // rms(x)) * up rms(x)); then the final norm into ForwardResult::hidden. Positions 0..n-1. 1 <= n <=
 // max_position_embeddings, ids < vocab_size, memory within the budget (InputError otherwise).
 // keep_ln1: ForwardResult::ln1 keeps each layer's input_layernorm output (n, hidden), what a layer scene starts from.
 // `progress`, as ForwardOptions::progress: called after each layer with the layers done; false stops
-// (ForwardCancelled).
+// (ForwardCancelled). `maps`, as ForwardOptions::maps: past the limit attention runs flash-style, no map written.
 ForwardResult llamaForward(const LlamaWeights& weights, const std::vector<int>& ids, std::size_t budget_bytes = 0,
-                           bool keep_ln1 = false, const std::function<bool(int layers_done)>& progress = {});
+                           bool keep_ln1 = false, const std::function<bool(int layers_done)>& progress = {},
+                           MapPolicy maps = MapPolicy::Auto);
 
 // Layer `layer`'s attention as a scene (llama_scene.cpp) over forward.ln1[layer] (a forward with keep_ln1): each
 // query head's W_Q (hidden, head_dim) and b_Q; with fewer key/value heads than query heads, "kv_heads" holding

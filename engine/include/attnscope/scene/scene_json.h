@@ -40,8 +40,12 @@ class JsonMatrices {
   struct Entry {
     const float* data;
     long rows, cols;
+    std::function<Matrix()> make{};  // set: the matrix is made when written (data null), one alive at a time
   };
   nlohmann::ordered_json add(const float* data, long rows, long cols);
+  // A (rows, cols) matrix made only as the text reaches it and dropped after: maps recomputed on demand stream
+  // out with one in memory at a time.
+  nlohmann::ordered_json addMade(long rows, long cols, std::function<Matrix()> make);
   template <typename M>
   nlohmann::ordered_json add(const M& m) {  // Matrix or a Map of one: row-major
     return add(m.data(), static_cast<long>(m.rows()), static_cast<long>(m.cols()));

@@ -1,6 +1,7 @@
 // The Llama-family forward on the CPU (float32; Eigen with OpenBLAS for the products, OpenMP over heads and
 // rows), as transformers' LlamaDecoderLayer and its Mistral/Qwen2/Qwen3 kin compute it, keeping every layer's
-// per-head maps. Attention itself is the GPT-2 forward's (attendHead), per query head against its kv head.
+// per-head maps, or past the maps limit only Q, K and the row statistics. Attention itself is the GPT-2
+// forward's (attendHead / attendHeadStats), per query head against its kv head.
 #include <cmath>
 #include <numeric>
 
@@ -51,9 +52,13 @@ void swiGlu(const Matrix& gate_up, int inter, Matrix& act) {
 
 }  // namespace
 
-std::size_t llamaForwardBytes(const LlamaConfig& c, int n, bool keep_ln1) {
-  const std::size_t nn = static_cast<std::size_t>(n);
-  const std::size_t maps = static_cast<std::size_t>(c.n_layer) * static_cast<std::size_t>(c.n_head) * nn * nn;
+std::size_t llamaForwardBytes(const LlamaConfig& c, int n, bool keep_ln1, MapPolicy policy) {
+  const std::size_t nn = static_cast<std::size_t>(n), layers = static_cast<std::size_t>(c.n_layer);
+  // Kept: every map. Else per layer Q (n, q_dim), K once per kv head (n, kv_dim) and m, l per query head: O(n d).
+  const std::size_t maps =
+      forwardKeepsMaps(c.n_layer, c.n_head, n, policy)
+          ? layers * static_cast<std::size_t>(c.n_head) * nn * nn
+          : layers * nn * (static_cast<std::size_t>(c.qDim() + c.kvDim()) + 2 * static_cast<std::size_t>(c.n_head));
   // x, the norm's output, qkv, the heads' outputs, gate_up, act, the final hidden state
   const std::size_t per_token = 3 * static_cast<std::size_t>(c.hidden) + static_cast<std::size_t>(2 * c.qDim() + 2 * c.kvDim()) +
                                 3 * static_cast<std::size_t>(c.intermediate);
@@ -62,16 +67,17 @@ std::size_t llamaForwardBytes(const LlamaConfig& c, int n, bool keep_ln1) {
 }
 
 ForwardResult llamaForward(const LlamaWeights& w, const std::vector<int>& ids, std::size_t budget_bytes, bool keep_ln1,
-                           const std::function<bool(int)>& progress) {
+                           const std::function<bool(int)>& progress, MapPolicy maps) {
   const LlamaConfig& c = w.config;
   const int n = static_cast<int>(ids.size());
-  checkForwardInput(ids, c.max_positions, "max_position_embeddings", c.vocab_size, llamaForwardBytes(c, n, keep_ln1),
-                    budget_bytes);
+  checkForwardInput(ids, c.max_positions, "max_position_embeddings", c.vocab_size,
+                    llamaForwardBytes(c, n, keep_ln1, maps), budget_bytes);
 
   StageTimings timings("llama forward");
   ForwardResult r;
-  r.resize(n, c.n_layer * c.n_head);
   r.layout = c.layout();
+  r.resize(n, c.n_layer * c.n_head, forwardKeepsMaps(c.n_layer, c.n_head, n, maps));
+  const bool kept = r.keepsMaps();
   const int hd = c.head_dim, q_dim = c.qDim(), kv_dim = c.kvDim(), group = c.n_head / c.n_kv_head;
   const float eps = static_cast<float>(c.rms_norm_eps);
   std::vector<int> positions(static_cast<std::size_t>(n));
@@ -102,17 +108,33 @@ ForwardResult llamaForward(const LlamaWeights& w, const std::vector<int>& ids, s
     checkStage(qkv, l, "attention q, k, v (after RoPE)");
     timings.mark("checks");
     const int window = c.window[static_cast<std::size_t>(l)];
+    Result* stats = kept ? nullptr : &r.stats[static_cast<std::size_t>(l)];
+    if (stats) {  // K once per kv head, shared by its group's query heads
+      stats->heads.resize(static_cast<std::size_t>(c.n_head));
+      for (int h = 0; h < c.n_head; ++h) {
+        HeadResult& hr = stats->heads[static_cast<std::size_t>(h)];
+        if (h % group == 0) hr.ownK() = qkv.middleCols(q_dim + h / group * hd, hd);  // (n, hd), after RoPE
+        else hr.shareKeyValues(stats->heads[static_cast<std::size_t>(h - h % group)]);
+      }
+    }
 #pragma omp parallel for schedule(dynamic)
     for (int h = 0; h < c.n_head; ++h) {
       const int g = h / group;  // the kv head this query head reads
-      attendHead(qkv.middleCols(h * hd, hd), qkv.middleCols(q_dim + g * hd, hd),
-                 qkv.middleCols(q_dim + kv_dim + g * hd, hd), window, r.mutableMap(l * c.n_head + h),
-                 concat.middleCols(h * hd, hd));
+      const auto q = qkv.middleCols(h * hd, hd), k = qkv.middleCols(q_dim + g * hd, hd),
+                 v = qkv.middleCols(q_dim + kv_dim + g * hd, hd);
+      if (kept) {
+        attendHead(q, k, v, window, r.mutableMap(l * c.n_head + h), concat.middleCols(h * hd, hd));
+      } else {
+        HeadResult& hr = stats->heads[static_cast<std::size_t>(h)];
+        hr.q = q;  // (n, hd) after q_norm and RoPE, scaled
+        attendHeadStats(q, k, v, window, concat.middleCols(h * hd, hd), hr);
+      }
     }
     timings.mark("attention (scores, softmax, w v)");
-    for (int h = 0; h < c.n_head; ++h) {
+    for (int h = 0; h < c.n_head; ++h) {  // a NaN score reaches the map, or m and l
       const std::string stage = "attention scores and softmax of head " + std::to_string(h);
-      checkStage(r.map(l, h, c.n_head), l, stage.c_str());
+      if (kept) checkStage(r.keptMap(l * c.n_head + h), l, stage.c_str());
+      else checkStage(stats->heads[static_cast<std::size_t>(h)].row_sum, l, stage.c_str());
     }
     timings.mark("checks");
     x.noalias() += concat * L.w_o.transpose();  // (n, hidden)

@@ -1,0 +1,180 @@
+// The forwards' attention: one head with its map kept (attendHead) or flash-style with only its row statistics
+// (attendHeadStats), the maps' storage, and ForwardResult's one way to any map or tile, kept or recomputed.
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <new>
+#include <utility>
+
+#include "attnscope/compute/tiles.h"
+#include "attnscope/model/gpt2.h"
+#include "model/forward_shared.h"
+
+namespace attnscope::model {
+
+void attendHead(const HeadColumns& q, const HeadColumns& k, const HeadColumns& v, int window,
+                Eigen::Map<Matrix> weights, HeadOutput out) {
+  constexpr long kRows = 128;  // query rows a block: big enough for BLAS, small enough to skip most masked keys
+  const long n = q.rows();
+  for (long r0 = 0; r0 < n; r0 += kRows) {
+    const long rows = std::min(kRows, n - r0), last = r0 + rows;  // queries [r0, last) see keys below `last`
+    const long k0 = window > 0 ? std::max(0L, r0 - window + 1) : 0;  // the block's first visible key
+    auto scores = weights.block(r0, k0, rows, last - k0);            // (rows, last - k0)
+    scores.noalias() = q.middleRows(r0, rows) * k.middleRows(k0, last - k0).transpose();
+    for (long i = r0; i < last; ++i) {
+      const long lo = window > 0 ? std::max(0L, i - window + 1) : 0;  // keys [lo, i]
+      auto row = weights.row(i);
+      auto seen = row.segment(lo, i - lo + 1).array();
+      float m = seen[0];  // a plain loop: Eigen's maxCoeff trips GCC 12's AVX-512 header warning (bug 105593)
+      for (long j = 1; j <= i - lo; ++j) m = seen[j] > m ? seen[j] : m;
+      seen = (seen - m).exp();
+      seen /= seen.sum();
+      row.head(lo).setZero();
+      row.tail(n - i - 1).setZero();
+    }
+    out.middleRows(r0, rows).noalias() = weights.block(r0, k0, rows, last - k0) * v.middleRows(k0, last - k0);
+  }
+}
+
+void attendHeadStats(const HeadColumns& q, const HeadColumns& k, const HeadColumns& v, int window, HeadOutput out,
+                     HeadResult& stats) {
+  constexpr long kRows = 128, kKeys = 256;  // a (128, 256) score block: 128 KiB, in cache, big enough for BLAS
+  const long n = q.rows();
+  stats.row_max.resize(n);
+  stats.row_sum.resize(n);
+  Matrix s, acc;                 // (rows, keys) scores then exp(s - m); (rows, dh) the unnormalised output
+  float m[kRows], l[kRows];      // the running row max and the sum of exp(s - m) so far
+  for (long r0 = 0; r0 < n; r0 += kRows) {
+    const long rows = std::min(kRows, n - r0), last = r0 + rows;  // queries [r0, last) see keys below `last`
+    const long first = window > 0 ? std::max(0L, r0 - window + 1) : 0;  // the first key any of them sees
+    acc.setZero(rows, v.cols());
+    std::fill_n(m, rows, -FLT_MAX / 2);  // not -inf: exp(-inf - -inf) is NaN, exp(-FLT_MAX/2 - s) is 0
+    std::fill_n(l, rows, 0.0f);
+    for (long k0 = first; k0 < last; k0 += kKeys) {  // key blocks wholly after every query are never computed
+      const long k1 = std::min(last, k0 + kKeys), kn = k1 - k0;
+      s.noalias() = q.middleRows(r0, rows) * k.middleRows(k0, kn).transpose();  // (rows, kn), Q already scaled
+      for (long r = 0; r < rows; ++r) {
+        const long i = r0 + r;
+        const long lo = std::max(k0, window > 0 ? i - window + 1 : 0L), hi = std::min(k1, i + 1);  // keys [lo, hi)
+        auto row = s.row(r);
+        if (lo >= hi) {  // nothing this row sees in the block
+          row.setZero();
+          continue;
+        }
+        auto seen = row.segment(lo - k0, hi - lo).array();
+        float top = m[r];  // a plain loop: Eigen's maxCoeff trips GCC 12's AVX-512 header warning (bug 105593)
+        for (long j = 0; j < hi - lo; ++j) top = seen[j] > top ? seen[j] : top;
+        const float rescale = std::exp(m[r] - top);  // the earlier blocks' terms, to the new max
+        seen = (seen - top).exp();
+        row.head(lo - k0).setZero();
+        row.tail(k1 - hi).setZero();
+        l[r] = l[r] * rescale + seen.sum();
+        m[r] = top;
+        acc.row(r) *= rescale;
+      }
+      acc.noalias() += s * v.middleRows(k0, kn);  // (rows, dh)
+    }
+    for (long r = 0; r < rows; ++r) {  // every row sees at least its own key, so l > 0
+      out.row(r0 + r) = acc.row(r) / l[r];
+      stats.row_max[r0 + r] = m[r];
+      stats.row_sum[r0 + r] = l[r];
+    }
+  }
+}
+
+MapBuffer::MapBuffer(std::size_t floats) : floats_(floats) {
+  if (floats == 0) return;
+  constexpr std::size_t kHugePage = std::size_t{2} << 20;
+  bytes_ = (floats * sizeof(float) + kHugePage - 1) / kHugePage * kHugePage;
+  void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  ::madvise(p, bytes_, MADV_HUGEPAGE);  // a hint: without THP the pages are ordinary ones
+  data_ = static_cast<float*>(p);
+}
+
+MapBuffer::~MapBuffer() {
+  if (data_) ::munmap(data_, bytes_);
+}
+
+MapBuffer::MapBuffer(MapBuffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)),
+      floats_(std::exchange(other.floats_, 0)),
+      bytes_(std::exchange(other.bytes_, 0)) {}
+
+MapBuffer& MapBuffer::operator=(MapBuffer&& other) noexcept {
+  if (this != &other) {
+    if (data_) ::munmap(data_, bytes_);
+    data_ = std::exchange(other.data_, nullptr);
+    floats_ = std::exchange(other.floats_, 0);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+void ForwardResult::resize(int tokens, int count, bool keep) {
+  const std::size_t floats = keep ? static_cast<std::size_t>(count) * static_cast<std::size_t>(tokens) * tokens : 0;
+  if (buffer.size() != floats) buffer = MapBuffer(floats);
+  stats.clear();
+  if (!keep) stats.resize(static_cast<std::size_t>(count / std::max(1, layout.n_head)));
+  n = tokens;
+  maps = count;
+}
+
+bool forwardKeepsMaps(int layers, int heads, int n, MapPolicy policy) {
+  switch (policy) {
+    case MapPolicy::Keep: return true;
+    case MapPolicy::Drop: return false;
+    case MapPolicy::Auto: break;
+  }
+  const std::size_t nn = static_cast<std::size_t>(n);
+  return static_cast<std::size_t>(layers) * static_cast<std::size_t>(heads) * nn * nn * sizeof(float) <=
+         mapsLimitBytes();
+}
+
+Scene ForwardResult::tileScene(int layer) const {
+  Scene s;
+  s.query.resize(n, 0);  // only n_q = n_k = n: the tile engine reads Q and K from the layer's stats
+  s.heads.resize(static_cast<std::size_t>(layout.n_head));
+  s.scale = 1.0f;  // the stored Q carries the scale
+  const int window = layout.windowOf(layer);
+  if (window > 0) {  // (n, n) bytes, for this one request (KeyMask has no sliding-window rule)
+    s.mask = MaskKind::Explicit;
+    s.explicit_mask.resize(n, n);
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) s.explicit_mask(i, j) = layout.keyAllowed(layer, i, j) ? 1 : 0;
+  } else {
+    s.mask = layout.causal ? MaskKind::Causal : MaskKind::None;
+  }
+  return s;
+}
+
+Matrix ForwardResult::map(int index) const {
+  if (keepsMaps()) return keptMap(index);
+  return map(index / layout.n_head, index % layout.n_head);
+}
+
+Matrix ForwardResult::map(int layer, int head) const {
+  if (keepsMaps()) return keptMap(layer * layout.n_head + head);
+  const Scene scene = tileScene(layer);
+  Matrix out;  // (n, n)
+  weightRows(scene, stats.at(static_cast<std::size_t>(layer)), head, 0, n, out);
+  return out;
+}
+
+float ForwardResult::weight(int layer, int head, int i, int j) const {
+  if (keepsMaps()) return keptMap(layer * layout.n_head + head)(i, j);
+  return tile(layer, {.head = head, .row0 = i, .row1 = i + 1, .col0 = j, .col1 = j + 1}).values(0, 0);
+}
+
+Tile ForwardResult::tile(int layer, const TileRequest& request) const {
+  const Scene scene = tileScene(layer);
+  if (!keepsMaps()) return weightTile(scene, stats.at(static_cast<std::size_t>(layer)), request);
+  Result one;  // the one head's kept map as a result, so that kept and recomputed tiles are the same code
+  one.heads.resize(static_cast<std::size_t>(layout.n_head));
+  one.heads.at(static_cast<std::size_t>(request.head)).weights = keptMap(layer * layout.n_head + request.head);
+  return weightTile(scene, one, request);
+}
+
+}  // namespace attnscope::model

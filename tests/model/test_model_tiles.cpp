@@ -1,0 +1,184 @@
+// Forwards past the maps limit (ForwardOptions::maps = Drop, as Auto does past ATTNSCOPE_MAPS_LIMIT): attention
+// flash-style, no (n, n) map written, each layer keeping Q, K (once per kv head) and the row statistics. Every map,
+// tile, rollout and grid figure read through ForwardResult against the kept-maps forward of the same weights and
+// against the NumPy float64 references (gpt2_reference.py, llama_reference.py); the memory estimate linear in n.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "attnscope/model/model.h"
+#include "attnscope/model/model_export.h"
+#include "compare.h"
+#include "export/test_export_support.h"
+#include "model/test_model_support.h"
+
+using attnscope::Matrix;
+using nlohmann::json;
+namespace model = attnscope::model;
+
+namespace {
+
+// Tiled vs kept, both float32: the first layer's maps differ only by the recompute (scores by another GEMM
+// blocking, l summed over key blocks), later layers' also by a residual stream whose attention output was summed
+// in another order. Seen 7.0e-6 (GPT-2's sharp maps, logits of tens) and 2.1e-6 (Mistral). Against float64
+// NumPy, as the kept forward's own tests: seen 1.2e-5 and 2.6e-6; hidden 1.5e-5 and 3.0e-6; rollout 7.1e-7 and
+// 8.1e-8.
+constexpr double kSameTol = 2e-5, kWeightTol = 5e-5, kHiddenTol = 5e-5, kRolloutTol = 5e-6;
+
+using attnscope::test::worse;
+
+std::vector<int> idsOf(const json& expected) { return expected["ids"].get<std::vector<int>>(); }
+
+// Both forwards' maps against each other and NumPy's, their hidden states and rollouts, within the tolerances.
+void compareForwards(const char* what, const model::ForwardResult& kept, const model::ForwardResult& tiled,
+                     const json& expected) {
+  EXPECT_TRUE(kept.keepsMaps());
+  EXPECT_FALSE(tiled.keepsMaps());
+  EXPECT_EQ(tiled.buffer.size(), 0u);  // no (n, n) floats at all
+  const model::HeadLayout& c = kept.layout;
+  struct {
+    double same = 0, numpy = 0, hidden = 0, rollout = 0;
+  } e;
+  for (int l = 0; l < c.n_layer; ++l)
+    for (int h = 0; h < c.n_head; ++h) {
+      const Matrix got = tiled.map(l, h);
+      e.same = worse(e.same, attnscope::test::maxError(got, kept.map(l, h), {}, "tiled vs kept"));
+      e.numpy = worse(e.numpy, attnscope::test::maxError(got, attnscope::test::jsonMatrix(expected["weights"][l][h]),
+                                                          {}, "tiled vs NumPy"));
+      int nonzero_masked = 0;  // masked cells exactly 0, as the kept maps' (causal, the window)
+      for (int i = 0; i < tiled.n; ++i)
+        for (int j = 0; j < tiled.n; ++j) nonzero_masked += !c.keyAllowed(l, i, j) && got(i, j) != 0.0f;
+      EXPECT_EQ(nonzero_masked, 0) << "layer " << l << " head " << h;
+      // One weight, and a max-pooled tile (what the window's grid draws), through the same accessor.
+      EXPECT_NEAR(tiled.weight(l, h, tiled.n - 1, tiled.n / 2), kept.weight(l, h, tiled.n - 1, tiled.n / 2), kSameTol);
+      const attnscope::TileRequest pooled{.head = h, .pooling = attnscope::Pooling::Max, .out_rows = 7, .out_cols = 5};
+      const attnscope::Tile a = tiled.tile(l, pooled), b = kept.tile(l, pooled);
+      e.same = worse(e.same, attnscope::test::maxError(a.values, b.values, {}, "pooled tile"));
+      EXPECT_TRUE(a.masked == b.masked);
+    }
+  e.hidden = worse(attnscope::test::maxError(tiled.hidden, kept.hidden, {}, "hidden tiled vs kept"),
+                   attnscope::test::maxError(tiled.hidden, attnscope::test::jsonMatrix(expected["hidden"]), {}, "hidden"));
+  e.rollout = attnscope::test::maxError(model::attentionRollout(tiled, c),
+                                        attnscope::test::jsonMatrix(expected["rollout"]), {}, "rollout");
+  std::printf("%s tiled: vs kept %.2g, vs NumPy %.2g, hidden %.2g, rollout %.2g\n", what, e.same, e.numpy, e.hidden,
+              e.rollout);
+  EXPECT_LE(e.same, kSameTol);
+  EXPECT_LE(e.numpy, kWeightTol);
+  EXPECT_LE(e.hidden, kHiddenTol);
+  EXPECT_LE(e.rollout, kRolloutTol);
+}
+
+std::vector<std::string> labels(const model::Model& m, const std::vector<int>& ids) {
+  std::vector<std::string> tokens;
+  for (int id : ids) tokens.push_back(m.tokenizer.label(id));
+  return tokens;
+}
+
+// The grid figure of both forwards: the same image, the same size, pixel for pixel but for a few pixels one
+// colour-map step apart (a weight a few 1e-6 away rounds to the neighbouring colour).
+void expectSameGrid(const model::ForwardResult& kept, const model::ForwardResult& tiled,
+                    const std::vector<std::string>& tokens, int layer) {
+  const auto png = [&](const model::ForwardResult& f) {
+    return attnscope::testing::decodePng(model::figureBytes(model::modelGridFigure(f, f.layout, tokens, layer),
+                                                            attnscope::ExportFormat::Png));
+  };
+  const attnscope::testing::Image a = png(kept), b = png(tiled);
+  ASSERT_EQ(a.width, b.width);
+  ASSERT_EQ(a.height, b.height);
+  ASSERT_FALSE(a.rgb.empty());
+  int differ = 0, worst = 0;
+  for (std::size_t i = 0; i < a.rgb.size(); ++i) {
+    const int d = std::abs(int{a.rgb[i]} - int{b.rgb[i]});
+    differ += d > 0;
+    worst = std::max(worst, d);
+  }
+  std::printf("grid %dx%d: %d channel values differ, by at most %d\n", a.width, a.height, differ, worst);
+  EXPECT_LE(worst, 4);  // a colour-map step (seen: 2 values 2 levels apart in the Mistral grids, none in GPT-2's)
+  EXPECT_LE(differ, 16);
+}
+
+}  // namespace
+
+TEST(ModelTiles, Gpt2PastTheLimitMatchesKeptMapsAndNumPy) {
+  // 200 tokens: two blocks of query rows, one key block (256); 2 layers x 4 heads, d 32.
+  const std::string dir = model_test::tinyCheckpoint("--tokens 200 --positions 256 --layers 2 --seed 3");
+  const json expected = json::parse(model_test::slurp(dir + "/expected.json"));
+  const model::Model m = model::loadModel(dir);
+  const std::vector<int> ids = idsOf(expected);
+  const model::ForwardResult kept = model::modelForward(m, ids, {.maps = attnscope::MapPolicy::Keep});
+  const model::ForwardResult tiled = model::modelForward(m, ids, {.maps = attnscope::MapPolicy::Drop});
+  ASSERT_EQ(tiled.stats.size(), 2u);
+  for (const attnscope::HeadResult& hr : tiled.stats[0].heads) {  // O(n d) per head: Q, K (n, 8), m and l (n)
+    EXPECT_EQ(hr.q.rows(), 200);
+    EXPECT_EQ(hr.q.cols(), 8);
+    EXPECT_EQ(hr.k().rows(), 200);
+    EXPECT_EQ(hr.row_sum.size(), 200);
+  }
+  compareForwards("GPT-2", kept, tiled, expected);
+  expectSameGrid(kept, tiled, labels(m, ids), -1);  // cells of 3 px: every map whole
+}
+
+TEST(ModelTiles, MistralWindowPastTheLimitMatchesKeptMapsAndNumPy) {
+  // Mistral, 16 query heads on 4 kv heads, a sliding window of 70 over 301 tokens: 3 blocks of query rows, 2 key
+  // blocks, key blocks before a row block's window skipped; 16 heads a grid row make 160 px panels, so the grid
+  // figure pools (301 cells into 160 px) from tiles.
+  std::string text;
+  while (text.size() < 300) text += "Windows and blocks: a query sees only its last seventy keys. ";
+  text.resize(300);
+  const std::string dir = model_test::tempDir() + "/ckpt";
+  const model_test::CommandRun made = model_test::run(
+      std::string(model_test::kPython) + " '" + ATTNSCOPE_SOURCE_DIR + "/tests/model/llama_reference.py' '" + dir +
+      "' --family mistral --heads 16 --kv-heads 4 --head-dim 8 --layers 2 --window 70 --positions 512 --text '" +
+      text + "'");
+  ASSERT_EQ(made.status, 0) << made.err;
+  const json expected = json::parse(model_test::slurp(dir + "/expected.json"));
+  const model::Model m = model::loadModel(dir);
+  const std::vector<int> ids = idsOf(expected);
+  ASSERT_EQ(ids.size(), 301u);
+  const model::ForwardResult kept = model::modelForward(m, ids, {.maps = attnscope::MapPolicy::Keep});
+  const model::ForwardResult tiled = model::modelForward(m, ids, {.maps = attnscope::MapPolicy::Drop});
+  ASSERT_EQ(tiled.stats.size(), 2u);
+  const auto& heads = tiled.stats[1].heads;
+  for (int h = 0; h < 16; ++h)  // K held once per kv head: query heads 4g .. 4g + 3 share head 4g's
+    EXPECT_TRUE(heads[static_cast<std::size_t>(h)].sharesKeyValuesWith(heads[static_cast<std::size_t>(h / 4 * 4)]));
+  EXPECT_FALSE(heads[0].sharesKeyValuesWith(heads[4]));
+  compareForwards("Mistral", kept, tiled, expected);
+  expectSameGrid(kept, tiled, labels(m, ids), -1);
+  expectSameGrid(kept, tiled, labels(m, ids), 1);
+  // The streamed JSON of layer 2: each map made as the text reaches it (JsonMatrices::addMade), the kept ones'.
+  attnscope::JsonMatrices streamed;
+  const json written = json::parse(
+      attnscope::formatJson(model::modelResultJson(m, text, ids, tiled, Matrix(), 1, &streamed), &streamed));
+  ASSERT_EQ(written["layers"].size(), 1u);
+  double worst = 0;
+  for (int h = 0; h < 16; ++h)
+    worst = worse(worst, attnscope::test::maxError(attnscope::test::jsonMatrix(written["layers"][0]["heads"][h]),
+                                                   kept.map(1, h), {}, "streamed JSON"));
+  EXPECT_LE(worst, kSameTol);
+}
+
+TEST(ModelTiles, ForwardMemoryPastTheLimitIsLinearInTokens) {
+  // A Qwen3-0.6B-shaped config: 28 layers, 16 query heads on 8 kv heads, head_dim 128, hidden 1024, inter 3072.
+  model::LlamaConfig c;
+  c.n_layer = 28, c.n_head = 16, c.n_kv_head = 8, c.head_dim = 128, c.hidden = 1024, c.intermediate = 3072;
+  c.window.assign(28, 0);
+  // Worked out by hand at n = 8192: kept = 4 (per layer n (q_dim 2048 + kv_dim 1024 + 2 x 16 heads) + n (3 hidden
+  // + 2 q_dim + 2 kv_dim + 3 inter)) = 4 x 8192 x (28 x 3104 + 18432) = 3,451,912,192 bytes; the maps alone would
+  // be 28 x 16 x 8192^2 x 4 = 120 GiB.
+  const std::size_t at8192 = model::llamaForwardBytes(c, 8192);
+  EXPECT_EQ(at8192, std::size_t{3451912192});
+  EXPECT_EQ(model::llamaForwardBytes(c, 8192, false, attnscope::MapPolicy::Drop), at8192);
+  EXPECT_EQ(model::llamaForwardBytes(c, 4096) * 2, at8192);  // linear in n: no n^2 term
+  EXPECT_GT(model::llamaForwardBytes(c, 8192, false, attnscope::MapPolicy::Keep), std::size_t{28} * 16 * 8192 * 8192 * 4);
+  // Small enough, the maps are kept (256 MiB default limit: 28 x 16 x 64^2 x 4 = 7 MiB).
+  EXPECT_TRUE(model::forwardKeepsMaps(28, 16, 64, attnscope::MapPolicy::Auto));
+  EXPECT_FALSE(model::forwardKeepsMaps(28, 16, 1024, attnscope::MapPolicy::Auto));  // 1.75 GiB
+
+  // GPT-2 small (12 layers, 12 heads, d 768) at 1024 tokens: kept Q, K (n, d) per layer and m, l per head,
+  // 4 x 1024 x (12 x (2 x 768 + 2 x 12) + 11 x 768 activations) = 111,280,128 bytes, against 576 MiB of maps.
+  model::Gpt2Config g;
+  g.n_layer = 12, g.n_head = 12, g.n_embd = 768;
+  EXPECT_EQ(model::gpt2ForwardBytes(g, 1024, {.keep_ln1 = false}), std::size_t{111280128});
+}
