@@ -6,6 +6,7 @@
 #include <variant>
 
 #include "attnscope/error.h"
+#include "attnscope/scene/scene.h"
 #include "window/model/model_grid_renderer.h"
 #include "window/model/model_view.h"
 
@@ -34,6 +35,17 @@ ModelSession::Reply ModelSession::work(const Request& request, Progress& progres
     // "Open layer as scene" starts from each layer's input norm: n_layer x (n, hidden) floats, counted in the
     // forward's memory budget (a 32-layer, 4096-wide model: 512 KiB a token, beside its maps' 4 KiB x n).
     options.keep_ln1 = true;
+    // Every map kept while they fit the memory budget (as before maps on demand: the grid and a full-size map
+    // are drawn straight from them, and drawing is cheap); past it, the forward keeps Q, K and the row
+    // statistics, and the grid's pooled tiles are recomputed from them (seconds at 1024 tokens of a 28-layer
+    // model, on the UI thread when the grid's size changes: only inputs that could not open before pay it).
+    options.maps = MapPolicy::Keep;
+    const model::Model& m = *reply.checkpoint;
+    const int n = static_cast<int>(ids.size());
+    const std::size_t keep_bytes =
+        m.isGpt2() ? model::gpt2ForwardBytes(std::get<model::Gpt2Weights>(m.weights).config, n, options)
+                   : model::llamaForwardBytes(std::get<model::LlamaWeights>(m.weights).config, n, true, MapPolicy::Keep);
+    if (keep_bytes > defaultMemoryBudget()) options.maps = MapPolicy::Auto;
     options.progress = [&progress](int done) {
       progress.layers_done = done;
       return !progress.cancel.load();
