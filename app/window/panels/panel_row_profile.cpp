@@ -25,7 +25,9 @@ void drawRowProfile(const AppState& state, ViewState& view, int head, ImVec2 p0,
   const int query = view.profile_query;
   ImGui::SetCursorScreenPos(p0);
   if (state.weightsPending()) {  // a long scene's overview is drawn before its result: the row needs m, l
-    ImGui::TextDisabled("Row profile: computing the result (each row's max and sum) for the exact weights...");
+    ImGui::PushTextWrapPos(p0.x + width);
+    ImGui::TextDisabled("Row profile: once the result (each row's max and sum) has landed.");
+    ImGui::PopTextWrapPos();
     return;
   }
   if (query < 0 || query >= scene.nQ()) {
