@@ -89,7 +89,9 @@ AppState::AppState(Scene scene) : scene_(std::move(scene)), backend_(std::make_u
   recompute(-1);
 }
 
-AppState::~AppState() = default;
+AppState::~AppState() {
+  if (overviews_) overviews_->stop();  // a compute waiting for the overviews gives up, so worker_ can join
+}
 
 bool AppState::edit(const std::string& what, const std::function<void(Scene&)>& change, int only_head,
                     bool continuing) {
@@ -197,6 +199,14 @@ bool AppState::computesOffTheUiThread() const {
 
 void AppState::recompute(int only_head, const Scene* previous) {
   const bool same_shapes = sameShapes(result_, scene_);
+  // A long scene's overviews need only Q, K and the mask: they start from the scene now, not after the result.
+  heads_from_overviews_ = (backend_->name() == "cpu" || software_gpu_) && !keepsMaps(scene_, windowOptions(scene_, true));
+  if (heads_from_overviews_) {
+    if (!overviews_) overviews_ = std::make_unique<HeatmapTileSource>();
+    overviews_->start(scene_, ++overview_revision_);
+  } else if (overviews_) {
+    overviews_->clear();  // a compute still waiting for a long scene's overviews is stale: it gives up
+  }
   if (computesOffTheUiThread() && (same_shapes || previous || shown_)) {
     // A new shape: what is on show stays (the scene the result describes) until the new result lands.
     if (same_shapes)
@@ -204,9 +214,15 @@ void AppState::recompute(int only_head, const Scene* previous) {
     else if (!shown_)
       shown_ = *previous;
     if (!worker_)
-      worker_ = std::make_unique<LatestWorker<ComputeRequest, ComputeReply>>([](const ComputeRequest& request) {
-        const Scene& scene = request.scene;
+      worker_ = std::make_unique<LatestWorker<ComputeRequest, ComputeReply>>([this](const ComputeRequest& request) {
         ComputeReply reply;
+        // The overviews first: the result (P V for every head) waits for them, and is not computed at all when a
+        // newer edit came meanwhile (its own request follows).
+        if (request.overview_revision && !overviews_->waitOverviews(request.overview_revision)) {
+          reply.superseded = true;
+          return reply;
+        }
+        const Scene& scene = request.scene;
         const auto start = std::chrono::steady_clock::now();
         try {
           bool computed = false;
@@ -231,7 +247,7 @@ void AppState::recompute(int only_head, const Scene* previous) {
         reply.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
         return reply;
       });
-    worker_->request(ComputeRequest{scene_, backend_->name() == "gpu"});
+    worker_->request(ComputeRequest{scene_, heads_from_overviews_ ? overview_revision_ : 0, backend_->name() == "gpu"});
     result_pending_ = true;
     last_change_ = std::chrono::steady_clock::now();
     return;
@@ -286,7 +302,8 @@ void AppState::takeWorkerResult() {
   auto reply = worker_->take();
   if (!reply) return;
   // A reply for a request made before a synchronous compute describes a scene that is gone.
-  if (reply->first > stale_through_ && reply->second.error.empty() && sameShapes(reply->second.result, scene_)) {
+  if (!reply->second.superseded && reply->first > stale_through_ && reply->second.error.empty() &&
+      sameShapes(reply->second.result, scene_)) {
     shown_.reset();  // the edited scene's own result: it goes on show with it
     result_ = std::move(reply->second.result);
     result_resident_ = false;

@@ -15,6 +15,7 @@
 #include "attnscope/compute/backend.h"
 #include "attnscope/compute/result.h"
 #include "attnscope/scene/scene.h"
+#include "window/heatmap_tiles.h"
 #include "window/latest_worker.h"
 
 namespace attnscope::app {
@@ -23,6 +24,8 @@ class AppState {
  public:
   explicit AppState(Scene scene);
   ~AppState();
+  AppState(const AppState&) = delete;  // the compute worker holds `this`
+  AppState& operator=(const AppState&) = delete;
 
   // The scene the shown result describes: the edited scene, except while a big scene of new shapes is computed
   // off the UI thread (resultPending()), when the previous scene and its result stay on show together.
@@ -104,13 +107,29 @@ class AppState {
   // The edited scene's token and head counts while a shape change is pending (for the status bar).
   const Scene& editedScene() const { return scene_; }
 
+  // Long scenes (the CPU result keeps no maps): each head's overview is computed from the edited scene itself
+  // (overviews(), started by every edit) before the full result, whose compute waits for them (2 cores: both at
+  // once would halve each). headsScene() is the scene the heads panel draws: the edited scene as soon as it is
+  // long, else scene(). weightsPending(): the result for headsScene() has not landed, so no exact weight (hover,
+  // cell text, row profile) may be shown from result().
+  HeatmapTileSource* overviews() const { return overviews_.get(); }
+  bool headsFromOverviews() const { return heads_from_overviews_; }
+  const Scene& headsScene() const { return heads_from_overviews_ ? scene_ : scene(); }
+  bool weightsPending() const { return heads_from_overviews_ && result_pending_; }
+
  private:
   // `previous`: the scene before this edit (null: nothing to keep on show, compute at once).
   void recompute(int only_head, const Scene* previous = nullptr);
   void runAnalysis();
   void takeWorkerResult();
 
+  struct ComputeRequest {
+    Scene scene;
+    unsigned overview_revision = 0;  // not 0: compute only once that revision's overviews are in (and current)
+    bool gpu = false;  // the GPU backend (in the worker's own headless context), else the CPU
+  };
   struct ComputeReply {
+    bool superseded = false;  // a newer edit came while it waited for the overviews: nothing computed
     Result result;
     double ms = 0;
     std::string error;  // not empty: the compute threw (a bug on a validated scene); the result is empty
@@ -121,11 +140,11 @@ class AppState {
   };
   // Fills head_types_ and importance_ for result_: only `only_head`'s entries when >= 0 (its head alone changed).
   void analysePerResult(int only_head);
-  struct ComputeRequest {
-    Scene scene;
-    bool gpu = false;  // the GPU backend (in the worker's own headless context), else the CPU
-  };
   bool computesOffTheUiThread() const;
+  // Declared before worker_, so that it outlives the worker's wait on it (~AppState stops it first).
+  std::unique_ptr<HeatmapTileSource> overviews_;  // created on the first long scene
+  unsigned overview_revision_ = 0;               // of the last overviews_->start
+  bool heads_from_overviews_ = false;            // the edited scene is long, computed off the UI thread
   std::unique_ptr<LatestWorker<ComputeRequest, ComputeReply>> worker_;  // created on the first big edit
   bool software_gpu_ = false;     // the GPU backend runs on a software renderer
   bool result_resident_ = false;  // see resultResident()

@@ -1,18 +1,19 @@
 // The worker behind HeatmapTileSource: view tiles first (they are small and what the user waits for), then each
-// head's overview a band of pooled rows at a time, so that a view request or a new result never waits for a whole
-// head.
+// head's overview from the scene a band of pooled rows at a time (overviewRows: q, k projected here, m and l
+// found on the way), so that a view request or a new scene never waits for a whole head.
 #include "window/heatmap_tiles.h"
 
 #include <algorithm>
 #include <exception>
 
+#include "attnscope/compute/scene_rope.h"
 #include "attnscope/scene/key_mask.h"
 
 namespace attnscope::app {
 
 namespace {
-// Pooled rows per overview step: about 2048 query rows (1/16 of a 32k-token head, ~0.2 s on 2 cores), so a view
-// request or a new result waits for one step at most.
+// Pooled rows per overview step: about 2048 query rows (1/16 of a 32k-token head, ~0.3 s on 2 cores), so a view
+// request or a new scene waits for one step at most.
 int overviewStep(int n_q, int out_rows) {
   return std::max(1, static_cast<int>(static_cast<long long>(out_rows) * 2048 / std::max(1, n_q)));
 }
@@ -21,34 +22,47 @@ int overviewStep(int n_q, int out_rows) {
 HeatmapTileSource::HeatmapTileSource() : thread_([this] { run(); }) {}
 
 HeatmapTileSource::~HeatmapTileSource() {
+  stop();
+  thread_.join();
+}
+
+void HeatmapTileSource::stop() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
   }
   wake_.notify_one();
-  thread_.join();
+  overviews_cv_.notify_all();
 }
 
-void HeatmapTileSource::reset(const Scene& scene, const Result& result, unsigned revision) {
+void HeatmapTileSource::clear() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    snapshot_.reset();
+    view_.reset();
+    landed_.clear();
+    overviews_done_ = 0;
+  }
+  overviews_cv_.notify_all();
+}
+
+void HeatmapTileSource::start(const Scene& scene, unsigned revision) {
   auto snapshot = std::make_shared<Snapshot>();
   snapshot->scene = scene;
   snapshot->revision = revision;
-  snapshot->result.heads.resize(result.heads.size());
-  for (std::size_t h = 0; h < result.heads.size(); ++h) {
-    const HeadResult& from = result.heads[h];
-    HeadResult& to = snapshot->result.heads[h];
-    to.q = from.q, to.shareKeyValues(from), to.row_max = from.row_max, to.row_sum = from.row_sum;
-    if (from.hasMap()) to.weights = from.weights;  // not expected (kept maps are drawn directly), but exact
-  }
+  snapshot->result.heads.resize(scene.heads.size());
+  snapshot->done.assign(scene.heads.size(), 0);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     snapshot_ = std::move(snapshot);
     view_.reset();
     landed_.clear();
     overviews_done_ = 0;
+    overview_head_ = 0;
     overview_rows_done_ = 0;
   }
   wake_.notify_one();
+  overviews_cv_.notify_all();  // a compute waiting for an older revision's overviews: it is stale now
 }
 
 void HeatmapTileSource::requestView(int head, int row0, int row1, int col0, int col1, int out_rows, int out_cols) {
@@ -65,6 +79,15 @@ void HeatmapTileSource::requestView(int head, int row0, int row1, int col0, int 
   wake_.notify_one();
 }
 
+bool HeatmapTileSource::waitOverviews(unsigned revision) const {
+  std::unique_lock<std::mutex> lock(mutex_);
+  const auto current = [&] { return snapshot_ && snapshot_->revision == revision; };
+  overviews_cv_.wait(lock, [&] {
+    return stopping_ || !current() || overviews_done_ >= static_cast<int>(snapshot_->done.size());
+  });
+  return !stopping_ && current();
+}
+
 std::vector<HeatmapTileSource::Landed> HeatmapTileSource::take() {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<Landed> out = std::move(landed_);
@@ -77,6 +100,11 @@ int HeatmapTileSource::overviewsDone() const {
   return overviews_done_;
 }
 
+int HeatmapTileSource::overviewHead() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return overview_head_;
+}
+
 float HeatmapTileSource::overviewFraction() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return static_cast<float>(overview_rows_done_) / static_cast<float>(std::max(1, overview_rows_));
@@ -87,20 +115,30 @@ unsigned HeatmapTileSource::revision() const {
   return snapshot_ ? snapshot_->revision : ~0u;
 }
 
+bool HeatmapTileSource::viewReady() const {
+  const int head = view_->request.head;
+  return head >= 0 && head < static_cast<int>(snapshot_->done.size()) && snapshot_->done[static_cast<std::size_t>(head)];
+}
+
 void HeatmapTileSource::run() {
-  // The overview being built: (out_rows, out_cols), filled a band of pooled rows per step.
+  // The overview being built: head `building_head` of `building_for`, (out_rows, out_cols) filled a band of pooled
+  // rows per step, with its q, k and the row statistics found so far.
   Tile overview;
-  std::shared_ptr<const Snapshot> building_for;
+  Matrix q, k;
+  RowVector m, l;
+  std::shared_ptr<Snapshot> building_for;
   int building_head = -1;
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     wake_.wait(lock, [this] {
-      return stopping_ || view_.has_value() ||
-             (snapshot_ && overviews_done_ < static_cast<int>(snapshot_->result.heads.size()));
+      return stopping_ || (snapshot_ && ((view_ && viewReady()) ||
+                                         overviews_done_ < static_cast<int>(snapshot_->done.size())));
     });
     if (stopping_) return;
-    std::shared_ptr<const Snapshot> snapshot = snapshot_;
-    if (view_) {
+    std::shared_ptr<Snapshot> snapshot = snapshot_;
+    if (view_ && (view_->request.head < 0 || view_->request.head >= static_cast<int>(snapshot->done.size())))
+      view_.reset();  // a head the scene no longer has
+    if (view_ && viewReady()) {
       const TileRequest request = view_->request;
       view_.reset();
       lock.unlock();
@@ -108,42 +146,47 @@ void HeatmapTileSource::run() {
       landed.head = request.head, landed.overview = false, landed.request = request;
       landed.revision = snapshot->revision;
       bool ok = true;
-      try {
+      try {  // the head's q, k, m, l are in snapshot->result: only this thread writes them, before `done`
         landed.tile = weightTile(snapshot->scene, snapshot->result, request);
       } catch (const std::exception&) {
-        ok = false;  // a view of a result that has just been replaced (other shapes): the next frame asks again
+        ok = false;  // a view outside this scene (asked for the previous one): the next frame asks again
       }
       lock.lock();
       if (ok && snapshot_ == snapshot) landed_.push_back(std::move(landed));
       continue;
     }
-    // One pooled row of head overviews_done_'s overview.
     const Scene& scene = snapshot->scene;
-    const int head = overviews_done_;
     const int out_rows = std::min(scene.nQ(), kOverviewSide), out_cols = std::min(scene.nK(), kOverviewSide);
-    if (building_for != snapshot || building_head != head) {
+    if (building_for != snapshot || building_head < 0) {
+      // The next head: the one a view waits for, else the first not done.
+      int head = 0;
+      while (snapshot->done[static_cast<std::size_t>(head)]) ++head;
+      if (view_) head = view_->request.head;
       building_for = snapshot, building_head = head;
+      overview_head_ = head, overview_rows_ = out_rows, overview_rows_done_ = 0;
+      lock.unlock();
+      q = headQuery(scene, head);  // (n_q, d_k), (n_k, d_k): ~0.1 s at 32k tokens, d_model 512
+      k = headKey(scene, head);
       overview.values.resize(out_rows, out_cols);
       overview.masked.resize(out_rows, out_cols);
-      overview_rows_ = out_rows;
-      overview_rows_done_ = 0;
+      lock.lock();
+      continue;  // a view or a new scene may have come meanwhile
     }
+    const int head = building_head;
     const int y0 = overview_rows_done_, y1 = std::min(out_rows, y0 + overviewStep(scene.nQ(), out_rows));
     lock.unlock();
-    // Output rows [y0, y1) of the whole-map pooled tile, recomputed in blocks (maxPooledRows): each texel pools
-    // exactly the cells a whole-map pooled tile would, and a view request waits for one step at most.
-    TileRequest request;
-    request.head = head, request.pooling = Pooling::Max, request.out_rows = out_rows, request.out_cols = out_cols;
     try {
-      maxPooledRows(scene, snapshot->result, KeyMask(scene), request, y0, y1, overview);
+      overviewRows(scene, head, q, k, KeyMask(scene), out_rows, out_cols, y0, y1, overview, m, l);
     } catch (const std::exception&) {
       overview.values.middleRows(y0, y1 - y0).setZero();  // not expected on a validated scene: shown as masked
       overview.masked.middleRows(y0, y1 - y0).setOnes();
     }
     lock.lock();
-    if (snapshot_ != snapshot) continue;  // a new result: start over
+    if (snapshot_ != snapshot) continue;  // a new scene: start over
     overview_rows_done_ = y1;
     if (overview_rows_done_ < out_rows) continue;
+    HeadResult& hr = snapshot->result.heads[static_cast<std::size_t>(head)];
+    hr.q = std::move(q), hr.ownK() = std::move(k), hr.row_max = std::move(m), hr.row_sum = std::move(l);
     Landed landed;
     landed.head = head;
     landed.request.head = head, landed.request.row1 = scene.nQ(), landed.request.col1 = scene.nK();
@@ -151,9 +194,11 @@ void HeatmapTileSource::run() {
     landed.tile = overview;
     landed.revision = snapshot->revision;
     landed_.push_back(std::move(landed));
+    snapshot->done[static_cast<std::size_t>(head)] = 1;
     ++overviews_done_;
     overview_rows_done_ = 0;
     building_head = -1;
+    overviews_cv_.notify_all();
   }
 }
 

@@ -1,5 +1,8 @@
 // Weights for heads whose maps the result does not keep (long scenes): each head's max-pooled overview and the
 // visible part of a zoomed map, computed as engine tiles (compute/tiles.h) on one worker thread, never on the UI.
+// The overviews come from the scene alone (q, k projected here; m, l from the same pass, overviewRows), so they
+// need no forward pass: the window computes them first and the full result (outputs, P V) after them
+// (waitOverviews), since on 2 cores both at once would halve each.
 #pragma once
 
 #include <condition_variable>
@@ -20,16 +23,25 @@ constexpr int kOverviewSide = 1024;
 class HeatmapTileSource {
  public:
   HeatmapTileSource();
-  ~HeatmapTileSource();  // the tile in progress finishes first; nothing is handed back after
+  ~HeatmapTileSource();  // the step in progress finishes first; nothing is handed back after
   HeatmapTileSource(const HeatmapTileSource&) = delete;
   HeatmapTileSource& operator=(const HeatmapTileSource&) = delete;
 
-  // A new result to draw from (`revision`: AppState::fullRevision). Copies what tiles need (the scene, per head
-  // Q, K and the row statistics: O(n d)); every overview starts again. What was drawn stays until replaced.
-  void reset(const Scene& scene, const Result& result, unsigned revision);
+  // A new scene to draw (`revision`: AppState::overviewRevision): every overview starts again from the scene, the
+  // first head first; the work of an older revision stops at its next step and nothing of it is handed back.
+  // What was drawn stays until replaced.
+  void start(const Scene& scene, unsigned revision);
   // The visible part of `head`: query rows [row0, row1), keys [col0, col1) at (out_rows, out_cols), max-pooled
-  // when that is fewer than the cells. Replaces the previous view request; served before the overviews.
+  // when that is fewer than the cells. Replaces the previous view request; served before the overviews (a head
+  // whose m, l are not known yet gets its overview next, then the view).
   void requestView(int head, int row0, int row1, int col0, int col1, int out_rows, int out_cols);
+  // Blocks the calling (worker) thread until every overview of `revision` has landed (true) or a newer revision or
+  // stop() came first (false: that revision's work is stale). Never called on the UI thread.
+  bool waitOverviews(unsigned revision) const;
+  // No scene (the edited one is not long): the overviews stop and a compute waiting for them gives up; what was
+  // drawn stays, marked stale.
+  void clear();
+  void stop();  // ends the worker's loop and every waitOverviews (before the owner's other workers join)
 
   struct Landed {
     int head = 0;
@@ -40,29 +52,35 @@ class HeatmapTileSource {
   };
   // Tiles finished since the last call (UI thread, once a frame).
   std::vector<Landed> take();
-  // Overview progress of the current revision: heads done, and the fraction of the head in progress.
+  // Overview progress of the current revision: heads done, the head in progress and its fraction done.
   int overviewsDone() const;
+  int overviewHead() const;
   float overviewFraction() const;
   unsigned revision() const;
 
  private:
+  // What the worker reads and fills: the scene and, per head, q, k and (once its overview is done) m, l. Only the
+  // worker touches `result`; a new start() makes a new snapshot.
   struct Snapshot {
     Scene scene;
-    Result result;  // per head q, k, row_max, row_sum only
+    Result result;                 // per head q, k, row_max, row_sum only
+    std::vector<std::uint8_t> done;  // (heads) 1 once the head's overview (and m, l) is in
     unsigned revision = 0;
   };
   struct ViewRequest {
     TileRequest request;
-    std::uint64_t number = 0;
   };
   void run();
+  bool viewReady() const;  // view_'s head has its m, l (under mutex_)
 
   mutable std::mutex mutex_;
-  std::condition_variable wake_;
-  std::shared_ptr<const Snapshot> snapshot_;
+  std::condition_variable wake_;                 // the worker: a request, a new snapshot, stop
+  mutable std::condition_variable overviews_cv_;  // waitOverviews: a head done, a new snapshot, stop
+  std::shared_ptr<Snapshot> snapshot_;
   std::optional<ViewRequest> view_;
   std::vector<Landed> landed_;
-  int overviews_done_ = 0;  // heads [0, overviews_done_) have landed for snapshot_
+  int overviews_done_ = 0;  // heads of snapshot_ whose overviews have landed
+  int overview_head_ = 0;   // the head in progress
   int overview_rows_done_ = 0, overview_rows_ = 1;
   bool stopping_ = false;
   std::thread thread_;  // last: started once every member above exists

@@ -92,30 +92,39 @@ unsigned HeatmapRenderer::weightsTexture(const AppState& state, int head) const 
 }
 
 void HeatmapRenderer::sync(const AppState& state) {
-  const Scene& scene = state.scene();
+  const Scene& scene = state.headsScene();
   const int heads = scene.numHeads();
   const bool cpu = !state.resultResident();  // the maps are in result(): ours to upload
-  // A CPU result without maps (MapPolicy::Auto past mapsLimitBytes): every head is drawn from tiles.
-  tiled_ = cpu && !state.result().heads.empty() && !state.result().heads[0].hasMap();
+  // A long scene computed off the UI thread (its result keeps no maps, or the edited scene will not): every head
+  // is drawn from tiles, its overview computed from the scene before the result lands.
+  tiles_ = state.overviews();
+  tiled_ = cpu && tiles_ &&
+           (state.headsFromOverviews() || (!state.result().heads.empty() && !state.result().heads[0].hasMap()));
   n_q_ = scene.nQ(), n_k_ = scene.nK();
   glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
   if (tiled_) {
-    if (!tiles_) tiles_ = std::make_unique<HeatmapTileSource>();
-    if (full_revision_ != state.fullRevision()) {
-      full_revision_ = state.fullRevision();
-      tiles_->reset(scene, state.result(), full_revision_);
+    const bool log = std::getenv("ATTNSCOPE_TILE_LOG") != nullptr;
+    if (full_revision_ != tiles_->revision()) {
+      full_revision_ = tiles_->revision();
       tiles_reset_at_ = std::chrono::steady_clock::now();
-      if (std::getenv("ATTNSCOPE_TILE_LOG"))
-        std::fprintf(stderr, "tiles: result %u landed (%d x %d, %d heads, computed in %.0f ms)\n", full_revision_,
-                     scene.nQ(), scene.nK(), heads, state.computeMs());
+      if (log)
+        std::fprintf(stderr, "tiles: scene %u: overviews started (%d x %d, %d heads)\n", full_revision_, scene.nQ(),
+                     scene.nK(), heads);
+    }
+    if (log && result_revision_ != state.fullRevision() && !state.weightsPending()) {
+      result_revision_ = state.fullRevision();  // measurement aid: when the result (outputs, m, l) lands
+      std::fprintf(stderr, "tiles: result %u landed after %.0f ms (computed in %.0f ms)\n", result_revision_,
+                   std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tiles_reset_at_)
+                       .count(),
+                   state.computeMs());
     }
     tiled_heads_.resize(static_cast<std::size_t>(heads));
     for (const HeatmapTileSource::Landed& landed : tiles_->take()) {
       if (landed.head >= heads) continue;
       TiledHead& t = tiled_heads_[static_cast<std::size_t>(landed.head)];
       upload(landed.overview ? t.overview : t.view, landed);
-      // Measurement aid (README, long scenes): when each overview lands, counted from its result's landing.
-      if (landed.overview && std::getenv("ATTNSCOPE_TILE_LOG"))
+      // Measurement aid (README, long scenes): when each overview lands, counted from the edit that started it.
+      if (landed.overview && log)
         std::fprintf(stderr, "tiles: head %d overview after %.0f ms\n", landed.head + 1,
                      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tiles_reset_at_)
                          .count());
@@ -230,13 +239,13 @@ bool HeatmapRenderer::tiledSource(int head, const CellView& view, int width, int
 
 std::string HeatmapRenderer::progress(const AppState& state, bool& stale) const {
   stale = std::any_of(upload_pending_.begin(), upload_pending_.end(), [](bool b) { return b; });
-  if (!tiled_ || !tiles_) return "";
-  const int heads = state.scene().numHeads();
+  if (!tiled_ || !tiles_ || tiles_->revision() == ~0u) return "";  // ~0u: no long scene being computed
+  const int heads = state.headsScene().numHeads();
   for (const TiledHead& t : tiled_heads_) stale = stale || (t.overview.ready && t.overview.revision != full_revision_);
   const int done = tiles_->revision() == full_revision_ ? tiles_->overviewsDone() : 0;
   if (done >= heads) return "";
   char text[64];
-  std::snprintf(text, sizeof text, "overviews %d/%d (head %d: %.0f%%)", done, heads, done + 1,
+  std::snprintf(text, sizeof text, "overviews %d/%d (head %d: %.0f%%)", done, heads, tiles_->overviewHead() + 1,
                 100.0 * tiles_->overviewFraction());
   return text;
 }

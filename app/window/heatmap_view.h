@@ -79,9 +79,10 @@ class HeatmapRenderer {
   // Long scenes (the result keeps no maps).
   bool tiled_ = false;
   int n_q_ = 0, n_k_ = 0;
-  unsigned full_revision_ = ~0u, stamps_ = 0;
-  std::chrono::steady_clock::time_point tiles_reset_at_;  // when the tiles' result landed (ATTNSCOPE_TILE_LOG)
-  std::unique_ptr<HeatmapTileSource> tiles_;  // created on the first long scene
+  unsigned full_revision_ = ~0u, stamps_ = 0;  // full_revision_: the overviews' revision (AppState's)
+  unsigned result_revision_ = ~0u;               // the last result logged (ATTNSCOPE_TILE_LOG)
+  std::chrono::steady_clock::time_point tiles_reset_at_;  // when the overviews started (ATTNSCOPE_TILE_LOG)
+  HeatmapTileSource* tiles_ = nullptr;  // AppState's (overviews()): null before the first long scene
   std::vector<TiledHead> tiled_heads_;
   std::vector<bool> upload_pending_;  // per head: its new map waits for a later frame's upload budget
   bool view_pending_ = false;         // the zoomed view's tile has not landed (probed for the scripted tests)

@@ -25,9 +25,38 @@ inline Scene randomScene(int n, int heads, int d_model, bool causal, std::uint64
   return makeRandomScene(spec);
 }
 
+// Mask variants of a random scene (d_model 16, seeds seed + variant): 0 none, 1 causal, 2 causal with every 7th
+// key padded, 3 an explicit mask ((31 i + 17 j) % 5 == 0 masked) with that padding and row 3 fully masked.
+inline Scene maskedScene(int n, int heads, int variant, std::uint64_t seed) {
+  Scene s = randomScene(n, heads, 16, variant == 1 || variant == 2, seed + static_cast<std::uint64_t>(variant));
+  if (variant >= 2) {
+    s.key_padding.assign(static_cast<std::size_t>(n), 0);
+    for (int j = 5; j < n; j += 7) s.key_padding[static_cast<std::size_t>(j)] = 1;
+  }
+  if (variant == 3) {
+    s.mask = MaskKind::Explicit;
+    s.explicit_mask = MaskMatrix::Ones(n, n);
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j)
+        if ((i * 31 + j * 17) % 5 == 0) s.explicit_mask(i, j) = 0;
+    for (int j = 0; j < n; ++j) s.explicit_mask(3, j) = 0;  // a fully masked row: its cells masked, weights 0
+  }
+  return s;
+}
+
+// Whether query i may attend key j, from the scene's fields.
+inline bool referenceAllowed(const Scene& s, int i, int j) {
+  bool allowed = s.mask != MaskKind::Causal || j <= i;
+  if (s.mask == MaskKind::Explicit) allowed = s.explicit_mask(i, j) != 0;
+  if (!s.key_padding.empty() && s.key_padding[static_cast<std::size_t>(j)]) allowed = false;
+  return allowed;
+}
+
 // An independent reference for rows [row0, row1) of head `head`: projections, scores, mask and softmax in
-// double, straight from the scene's inputs (no code under test but the scene's fields).
-inline MatrixD referenceRows(const Scene& s, int head, int row0, int row1) {
+// double, straight from the scene's inputs (no code under test but the scene's fields). When given, `max` and
+// `sum` get each row's largest allowed scaled score (-inf when none) and sum of exp(score - max) (row1 - row0).
+inline MatrixD referenceRows(const Scene& s, int head, int row0, int row1, std::vector<double>* max_out = nullptr,
+                             std::vector<double>* sum_out = nullptr) {
   const HeadParams& p = s.heads[static_cast<std::size_t>(head)];
   const MatrixD x = s.query.cast<double>(), keys = s.keyRows().cast<double>();
   MatrixD q = x.middleRows(row0, row1 - row0) * p.w_q.cast<double>();
@@ -41,9 +70,7 @@ inline MatrixD referenceRows(const Scene& s, int head, int row0, int row1) {
     double max = -std::numeric_limits<double>::infinity();
     std::vector<bool> ok(static_cast<std::size_t>(w.cols()));
     for (int j = 0; j < w.cols(); ++j) {
-      bool allowed = s.mask != MaskKind::Causal || j <= i;
-      if (s.mask == MaskKind::Explicit) allowed = s.explicit_mask(i, j) != 0;
-      if (!s.key_padding.empty() && s.key_padding[static_cast<std::size_t>(j)]) allowed = false;
+      const bool allowed = referenceAllowed(s, i, j);
       ok[static_cast<std::size_t>(j)] = allowed;
       if (allowed) max = std::max(max, w(r, j));
     }
@@ -53,8 +80,32 @@ inline MatrixD referenceRows(const Scene& s, int head, int row0, int row1) {
       sum += w(r, j);
     }
     if (sum > 0) w.row(r) /= sum;
+    if (max_out) max_out->push_back(max);
+    if (sum_out) sum_out->push_back(sum);
   }
   return w;
+}
+
+// The whole reference map `ref` (n_q, n_k) max-pooled to (out_rows, out_cols) over allowed cells only, block
+// edges worked out by hand (block y covers the rows i with ceil(y n / out) <= i < ceil((y + 1) n / out));
+// `masked` 1 where a block has no allowed cell.
+inline void referencePooledMax(const Scene& s, const MatrixD& ref, int out_rows, int out_cols, MatrixD& want,
+                               MaskMatrix& masked) {
+  const int n_q = static_cast<int>(ref.rows()), n_k = static_cast<int>(ref.cols());
+  want = MatrixD::Zero(out_rows, out_cols);
+  masked = MaskMatrix::Ones(out_rows, out_cols);
+  for (int y = 0; y < out_rows; ++y) {
+    const int r0 = (y * n_q + out_rows - 1) / out_rows, r1 = ((y + 1) * n_q + out_rows - 1) / out_rows;
+    for (int x = 0; x < out_cols; ++x) {
+      const int c0 = (x * n_k + out_cols - 1) / out_cols, c1 = ((x + 1) * n_k + out_cols - 1) / out_cols;
+      for (int i = r0; i < r1; ++i)
+        for (int j = c0; j < c1; ++j) {
+          if (!referenceAllowed(s, i, j)) continue;
+          masked(y, x) = 0;
+          want(y, x) = std::max(want(y, x), ref(i, j));
+        }
+    }
+  }
 }
 
 }  // namespace attnscope::test

@@ -22,23 +22,7 @@ using test::MatrixD;
 using test::randomScene;
 using test::referenceRows;
 
-// Mask variants: 0 none, 1 causal, 2 causal with every 7th key padded, 3 an explicit random mask with padding.
-Scene maskedScene(int n, int heads, int variant) {
-  Scene s = randomScene(n, heads, 16, variant == 1 || variant == 2, 40 + static_cast<std::uint64_t>(variant));
-  if (variant >= 2) {
-    s.key_padding.assign(static_cast<std::size_t>(n), 0);
-    for (int j = 5; j < n; j += 7) s.key_padding[static_cast<std::size_t>(j)] = 1;
-  }
-  if (variant == 3) {
-    s.mask = MaskKind::Explicit;
-    s.explicit_mask = MaskMatrix::Ones(n, n);
-    for (int i = 0; i < n; ++i)
-      for (int j = 0; j < n; ++j)
-        if ((i * 31 + j * 17) % 5 == 0) s.explicit_mask(i, j) = 0;
-    for (int j = 0; j < n; ++j) s.explicit_mask(3, j) = 0;  // a fully masked row: its cells masked, weights 0
-  }
-  return s;
-}
+Scene maskedScene(int n, int heads, int variant) { return test::maskedScene(n, heads, variant, 40); }
 
 // What KeyMask::block says of a block of cells, worked by hand: the blocked loop skips None and masks nothing in All.
 TEST(KeyMask, BlocksByHand) {
@@ -111,20 +95,9 @@ TEST(PooledMax, LongCausalPaddedAgainstTheDoubleReference) {
   const Result r = cpu.compute(s, drop);
   const Tile got = weightTile(s, r, {0, 0, -1, 0, -1, Pooling::Max, out_rows, out_cols});
   const MatrixD ref = referenceRows(s, 0, 0, n);
-  MatrixD want = MatrixD::Zero(out_rows, out_cols);
-  MaskMatrix want_masked = MaskMatrix::Ones(out_rows, out_cols);
-  for (int y = 0; y < out_rows; ++y) {
-    const int r0 = (y * n + out_rows - 1) / out_rows, r1 = ((y + 1) * n + out_rows - 1) / out_rows;  // by hand
-    for (int x = 0; x < out_cols; ++x) {
-      const int c0 = (x * n + out_cols - 1) / out_cols, c1 = ((x + 1) * n + out_cols - 1) / out_cols;
-      for (int i = r0; i < r1; ++i)
-        for (int j = c0; j < c1 && j <= i; ++j) {
-          if (s.key_padding[static_cast<std::size_t>(j)]) continue;
-          want_masked(y, x) = 0;
-          want(y, x) = std::max(want(y, x), ref(i, j));
-        }
-    }
-  }
+  MatrixD want;
+  MaskMatrix want_masked;
+  test::referencePooledMax(s, ref, out_rows, out_cols, want, want_masked);
   ASSERT_EQ(got.values.rows(), out_rows);
   ASSERT_EQ(got.values.cols(), out_cols);
   EXPECT_LT(test::maxError(got.values, want), 1e-6);

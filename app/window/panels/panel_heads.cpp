@@ -28,7 +28,8 @@ namespace {
 
 float scaleTop(const AppState& state, const ViewState& view, int head) {
   const std::vector<HeadStats>& stats = state.result().stats;
-  if (stats.size() != state.result().heads.size()) return 1.0f;  // a long scene: no statistics in the window
+  // A long scene: no statistics in the window (nor, while its result computes, a result of its heads).
+  if (state.weightsPending() || stats.size() != state.result().heads.size()) return 1.0f;
   switch (view.color_scale) {
     case ColorScale::Fixed:
       return 1.0f;
@@ -89,7 +90,8 @@ struct TileResult {
 // cell under the mouse. Labels are thinned so that they never overlap (every k-th token).
 TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer, int head, ImVec2 p0, ImVec2 p1,
                     const CellView& cells, bool zoomable) {
-  const Scene& scene = state.scene();
+  const Scene& scene = state.headsScene();
+  const bool weights_known = !state.weightsPending();  // result() describes `scene`: exact weights may be shown
   const std::vector<std::string>& q_tokens = scene.query_tokens;
   const std::vector<std::string>& k_tokens = scene.keyTokens();
   ImDrawList* list = ImGui::GetWindowDrawList();
@@ -100,9 +102,11 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
   // Title: "Head 3", its head-type label, its entropy and the axis hint when the tile is wide enough for them;
   // then the mute toggle.
   char title[96];
-  const std::vector<HeadStats>& all_stats = state.result().stats;
+  static const std::vector<HeadStats> kNoStats;
+  const std::vector<HeadStats>& all_stats = weights_known ? state.result().stats : kNoStats;
   const float entropy = head < static_cast<int>(all_stats.size()) ? all_stats[static_cast<std::size_t>(head)].entropy : 0;
-  const std::vector<HeadTypeScores>& types = state.headTypes();
+  static const std::vector<HeadTypeScores> kNoTypes;
+  const std::vector<HeadTypeScores>& types = weights_known ? state.headTypes() : kNoTypes;
   const char* label =
       head < static_cast<int>(types.size()) ? headTypeText(headTypeLabel(types[static_cast<std::size_t>(head)])) : "";
   const float mute_w = ImGui::CalcTextSize("unmute").x + 2 * ImGui::GetStyle().FramePadding.x;
@@ -168,7 +172,7 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
 
   // Large cells carry their weight as text across the middle of the cell (2.6 lines at least, so the top fifth
   // stays the plain colour, where the GUI tests read it).
-  if (cell >= 2.6f * line) {
+  if (cell >= 2.6f * line && weights_known) {
     // The visible cells' weights as an engine tile (a few dozen cells: from the map, or recomputed on a long scene).
     const int i0 = std::max(0, static_cast<int>(cells.row0)), i1 = std::min(scene.nQ(), static_cast<int>(std::ceil(cells.row1)));
     const int j0 = std::max(0, static_cast<int>(cells.col0)), j1 = std::min(scene.nK(), static_cast<int>(std::ceil(cells.col1)));
@@ -230,12 +234,17 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
       const ImVec2 c0(m0.x + (static_cast<float>(j) - cells.col0) * cell,
                       m0.y + (static_cast<float>(i) - cells.row0) * cell);
       list->AddRect(c0, ImVec2(c0.x + cell, c0.y + cell), IM_COL32(255, 255, 255, 255), 0, 0, 2.0f);
-      const HeadResult& hr = state.result().heads[static_cast<std::size_t>(head)];
       ImGui::BeginTooltip();
       ImGui::Text("Head %d", head + 1);
       // Heads count from 1, positions from 0 (as the exports' CSV and NPY), always with the token beside them.
       ImGui::Text("query  %s  (position %d)", q_tokens[static_cast<std::size_t>(i)].c_str(), i);
       ImGui::Text("key    %s  (position %d)", k_tokens[static_cast<std::size_t>(j)].c_str(), j);
+      if (!weights_known) {  // the overview is drawn; the exact weight needs the result's m, l
+        ImGui::TextDisabled("weight: computing the result...");
+        ImGui::EndTooltip();
+        return out;
+      }
+      const HeadResult& hr = state.result().heads[static_cast<std::size_t>(head)];
       // The exact weight: from the map, or a 1 x 1 tile recomputed from q_i, k_j and the row statistics.
       ImGui::Text("weight %.4f", hr.hasMap() ? hr.weights(i, j)
                                              : weightTile(scene, state.result(), TileRequest{head, i, i + 1, j, j + 1})
@@ -258,7 +267,7 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
 constexpr float kMutedEffectLines = 5.0f;
 
 void drawMutedEffect(const AppState& state, ViewState& view, ImVec2 p0, float width) {
-  if (longScene(state)) {  // an output projection of n rows per frame: too slow live at 32k tokens
+  if (longScene(state) || state.weightsPending()) {  // an output projection of n rows per frame: too slow live
     ImGui::SetCursorScreenPos(p0);
     ImGui::PushTextWrapPos(p0.x + width);
     ImGui::TextDisabled("Muted heads are dimmed; their ablation effect is not computed live for a long scene "
@@ -338,7 +347,7 @@ void clampZoom(CellView& z, const Scene& scene) {
 
 void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer) {
   renderer.sync(state);  // after the editors on the left have applied this frame's edits
-  const Scene& scene = state.scene();
+  const Scene& scene = state.headsScene();
   const int heads = scene.numHeads();
   if (view.focus_head >= heads) view.focus_head = -1;
   if (view.compare_a >= heads || view.compare_b >= heads) view.compare_a = view.compare_b = -1;
@@ -419,7 +428,11 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
     }
     const int rows = (heads + cols - 1) / cols;
     const float tile_w = area.x / cols, tile_h = area.y / rows;
-    const std::vector<int> order = headOrder(state, view);
+    std::vector<int> order = headOrder(state, view);  // of the result's scene: a long edit may have other heads
+    if (static_cast<int>(order.size()) != heads) {
+      order.resize(static_cast<std::size_t>(heads));
+      for (int h = 0; h < heads; ++h) order[static_cast<std::size_t>(h)] = h;
+    }
     for (int slot = 0; slot < heads; ++slot) {
       const int h = order[static_cast<std::size_t>(slot)];
       const ImVec2 t0(origin.x + (slot % cols) * tile_w, origin.y + (slot / cols) * tile_h);
@@ -431,13 +444,13 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
     }
     // Grouped-query heads: each run of one key/value head's query heads along a row of tiles inside one frame,
     // labelled with that KV head (the heads of a group sit side by side unless clustering reorders them).
-    if (state.scene().grouped()) {
+    if (scene.grouped()) {
       ImDrawList* list = ImGui::GetWindowDrawList();
       const ImU32 frame = IM_COL32(240, 200, 80, 255);
       for (int slot = 0; slot < heads;) {
-        const int kv = state.scene().kvOf(order[static_cast<std::size_t>(slot)]);
+        const int kv = scene.kvOf(order[static_cast<std::size_t>(slot)]);
         int end = slot + 1;
-        while (end < heads && end % cols != 0 && state.scene().kvOf(order[static_cast<std::size_t>(end)]) == kv) ++end;
+        while (end < heads && end % cols != 0 && scene.kvOf(order[static_cast<std::size_t>(end)]) == kv) ++end;
         const ImVec2 f0(origin.x + (slot % cols) * tile_w - gap * 0.4f, origin.y + (slot / cols) * tile_h - gap * 0.4f);
         const ImVec2 f1(origin.x + ((end - 1) % cols + 1) * tile_w - gap * 0.6f, f0.y + tile_h - gap * 0.1f);
         list->AddRect(f0, f1, frame, 0, 0, 2.0f);

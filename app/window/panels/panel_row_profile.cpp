@@ -24,6 +24,12 @@ void drawRowProfile(const AppState& state, ViewState& view, int head, ImVec2 p0,
   const Scene& scene = state.scene();
   const int query = view.profile_query;
   ImGui::SetCursorScreenPos(p0);
+  if (state.weightsPending()) {  // a long scene's overview is drawn before its result: the row needs m, l
+    ImGui::PushTextWrapPos(p0.x + width);
+    ImGui::TextDisabled("Row profile: once the result (each row's max and sum) has landed.");
+    ImGui::PopTextWrapPos();
+    return;
+  }
   if (query < 0 || query >= scene.nQ()) {
     ImGui::TextDisabled("Row profile: hover or click a query row of the map to see its weights over every key.");
     return;

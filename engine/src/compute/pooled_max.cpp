@@ -2,7 +2,10 @@
 // (up to 256) against a block of keys (512), the largest allowed raw score of each (row, pooled column) kept,
 // and exp(s - m_i) / l_i taken once per (row, pooled column) at the end: exp is monotone, so the block's
 // largest weight is the weight of its largest score. Blocks the mask excludes entirely are skipped.
+// overviewRows runs the same loop from Q and K alone, keeping each row's online max and sum as flash does, so
+// that a head's overview needs no forward pass (no V, no P V) before it.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
@@ -17,6 +20,8 @@ namespace {
 constexpr int kBandRows = 256;   // query rows per GEMM: K is read once per 256 queries, not per pooled row
 constexpr int kKeyBlock = 512;   // keys per GEMM: a (256, 512) block of scores is 512 KiB, inside L2
 constexpr float kNoScore = -std::numeric_limits<float>::infinity();  // no allowed cell in this column yet
+// The online max before any allowed key: finite, so exp(kNoScore - m) is 0 and m - m' is never inf - inf (NaN).
+constexpr float kStartMax = -std::numeric_limits<float>::max() / 2;
 
 // Output rows [y0, y1) that pool tile rows [r0, r1) (relative to the tile's row0).
 struct Band {
@@ -40,6 +45,111 @@ std::vector<Band> bandsOf(int y0, int y1, int out_rows, int rows) {
   return bands;
 }
 
+// What one pooled pass reads: q (n_q, d_k) and k (n_k, d_k) of the head, the cells [row0, row0 + rows) x
+// [col0, col0 + cols) pooled to (out_rows, out_cols). Row statistics: read from `m_in`, `l_in` (n_q), or, when
+// `m_out`, `l_out` are given, computed on the way (every key of a band's rows is then seen: cols = n_k).
+struct PoolPass {
+  const Scene& scene;
+  const KeyMask& mask;
+  const Matrix& q;
+  const Matrix& k;
+  float scale;
+  int row0, rows, col0, cols, out_rows, out_cols;
+  const float* m_in;
+  const float* l_in;
+  float* m_out;  // null: statistics read, not computed
+  float* l_out;
+};
+
+// Output rows [y0, y1) of the pass into `tile` (already (out_rows, out_cols)).
+void poolRows(const PoolPass& p, int y0, int y1, Tile& tile) {
+  std::vector<std::pair<int, int>> col_ranges(static_cast<std::size_t>(p.out_cols));
+  for (int x = 0; x < p.out_cols; ++x) col_ranges[static_cast<std::size_t>(x)] = pooledRange(x, p.out_cols, p.cols);
+  const std::vector<Band> bands = bandsOf(y0, y1, p.out_rows, p.rows);
+  const int band_count = static_cast<int>(bands.size()), out_cols = p.out_cols;
+  const bool online = p.m_out != nullptr;
+
+#pragma omp parallel
+  {
+    Matrix scores;  // (band rows, key block) scaled scores
+    Matrix peak;    // (band rows, out_cols) the largest allowed scaled score under each pooled column
+    Eigen::Array<float, Eigen::Dynamic, 1> m, l;  // (band rows) online row max and sum
+    std::vector<std::uint8_t> allowed(static_cast<std::size_t>(kKeyBlock));
+#pragma omp for schedule(dynamic, 1)
+    for (int b = 0; b < band_count; ++b) {
+      const Band& band = bands[static_cast<std::size_t>(b)];
+      const int n = band.r1 - band.r0, q0 = p.row0 + band.r0;
+      peak.setConstant(n, out_cols, kNoScore);
+      if (online) m.setConstant(n, kStartMax), l.setZero(n);
+      int first_x = 0;  // the first pooled column that reaches past k0 (columns are in order)
+      for (int k0 = 0; k0 < p.cols; k0 += kKeyBlock) {
+        const int k1 = std::min(p.cols, k0 + kKeyBlock), kn = k1 - k0;
+        while (col_ranges[static_cast<std::size_t>(first_x)].second <= k0) ++first_x;
+        const KeyMask::Block state =
+            p.mask.any() ? p.mask.block(q0, q0 + n, p.col0 + k0, p.col0 + k1) : KeyMask::Block::All;
+        if (state == KeyMask::Block::None) continue;
+        scores.resize(n, kn);
+        scores.noalias() = p.scale * p.q.middleRows(q0, n) * p.k.middleRows(p.col0 + k0, kn).transpose();
+        if (state == KeyMask::Block::Some)
+          for (int i = 0; i < n; ++i) {
+            p.mask.fillRow(q0 + i, p.col0 + k0, p.col0 + k1, allowed.data());
+            for (int j = 0; j < kn; ++j)
+              if (!allowed[static_cast<std::size_t>(j)]) scores(i, j) = kNoScore;
+          }
+        if (online)  // flash's online softmax: m' = max(m, block max), l' = l exp(m - m') + sum exp(s - m')
+          for (int i = 0; i < n; ++i) {  // row by row: a contiguous row vectorises its exp (a broadcast did not)
+            const float block_max = scores.row(i).maxCoeff();
+            if (block_max == kNoScore) continue;  // no allowed key here; a vectorised exp(-inf) may be a denormal
+            const float mi = std::max(m[i], block_max);
+            l[i] = l[i] * std::exp(m[i] - mi) + (scores.row(i).array() - mi).exp().sum();
+            m[i] = mi;
+          }
+        for (int x = first_x; x < out_cols && col_ranges[static_cast<std::size_t>(x)].first < k1; ++x) {
+          const int lo = std::max(col_ranges[static_cast<std::size_t>(x)].first, k0) - k0;
+          const int hi = std::min(col_ranges[static_cast<std::size_t>(x)].second, k1) - k0;
+          peak.col(x) = peak.col(x).cwiseMax(scores.middleCols(lo, hi - lo).rowwise().maxCoeff());
+        }
+      }
+      if (online)  // every key seen: the rows' statistics are final; no allowed key: -inf and 0, as the backends
+        for (int i = 0; i < n; ++i) {
+          p.m_out[q0 + i] = l[i] > 0 ? m[i] : kNoScore;
+          p.l_out[q0 + i] = l[i];
+        }
+      const float* row_max = online ? p.m_out : p.m_in;
+      const float* row_sum = online ? p.l_out : p.l_in;
+      // Texel (y, x) = the largest exp(peak - m_i) / l_i over y's rows; masked when no row had an allowed cell.
+      Eigen::Array<float, 1, Eigen::Dynamic> best(out_cols);
+      Eigen::Array<bool, 1, Eigen::Dynamic> any(out_cols);
+      for (int y = band.y0; y < band.y1; ++y) {
+        const auto [lo, hi] = pooledRange(y, p.out_rows, p.rows);
+        best.setZero();
+        any.setConstant(false);
+        for (int i = lo; i < hi; ++i) {
+          const float mi = row_max[p.row0 + i], li = row_sum[p.row0 + i];
+          if (!(li > 0)) continue;  // every key of this row masked: its cells are masked
+          const auto pk = peak.row(i - band.r0).array();
+          const auto has = pk > kNoScore;
+          best = has.select(best.max((pk - mi).exp() / li), best);
+          any = any || has;
+        }
+        tile.values.row(y) = any.select(best, 0.0f).matrix();
+        tile.masked.row(y) = (!any).cast<std::uint8_t>().matrix();
+      }
+    }
+  }
+}
+
+void checkPooledRows(int y0, int y1, int out_rows) {
+  if (y0 < 0 || y1 > out_rows || y0 > y1)
+    throw InputError("pooled rows", "a range within 0:" + std::to_string(out_rows),
+                     std::to_string(y0) + ":" + std::to_string(y1));
+}
+
+void shapeTile(Tile& tile, int out_rows, int out_cols) {
+  if (tile.values.rows() != out_rows || tile.values.cols() != out_cols) tile.values.resize(out_rows, out_cols);
+  if (tile.masked.rows() != out_rows || tile.masked.cols() != out_cols) tile.masked.resize(out_rows, out_cols);
+}
+
 }  // namespace
 
 void maxPooledRows(const Scene& scene, const Result& result, const KeyMask& mask, const TileRequest& request, int y0,
@@ -48,68 +158,32 @@ void maxPooledRows(const Scene& scene, const Result& result, const KeyMask& mask
   const HeadResult& hr = result.heads[static_cast<std::size_t>(r.head)];
   if (hr.row_sum.size() != scene.nQ())
     throw InputError("result", "row statistics for every query row", std::to_string(hr.row_sum.size()) + " rows");
-  const int rows = r.row1 - r.row0, cols = r.col1 - r.col0, out_rows = r.out_rows, out_cols = r.out_cols;
-  if (y0 < 0 || y1 > out_rows || y0 > y1)
-    throw InputError("pooled rows", "a range within 0:" + std::to_string(out_rows),
-                     std::to_string(y0) + ":" + std::to_string(y1));
-  if (tile.values.rows() != out_rows || tile.values.cols() != out_cols) tile.values.resize(out_rows, out_cols);
-  if (tile.masked.rows() != out_rows || tile.masked.cols() != out_cols) tile.masked.resize(out_rows, out_cols);
-  std::vector<std::pair<int, int>> col_ranges(static_cast<std::size_t>(out_cols));
-  for (int x = 0; x < out_cols; ++x) col_ranges[static_cast<std::size_t>(x)] = pooledRange(x, out_cols, cols);
-  const float scale = scene.headScale(r.head);
-  const std::vector<Band> bands = bandsOf(y0, y1, out_rows, rows);
-  const int band_count = static_cast<int>(bands.size());
+  checkPooledRows(y0, y1, r.out_rows);
+  shapeTile(tile, r.out_rows, r.out_cols);
+  const PoolPass pass{scene,  mask,       hr.q,       hr.k(),     scene.headScale(r.head), r.row0,  r.row1 - r.row0,
+                      r.col0, r.col1 - r.col0, r.out_rows, r.out_cols, hr.row_max.data(), hr.row_sum.data(), nullptr,
+                      nullptr};
+  poolRows(pass, y0, y1, tile);
+}
 
-#pragma omp parallel
-  {
-    Matrix scores;  // (band rows, key block) scaled scores
-    Matrix peak;    // (band rows, out_cols) the largest allowed scaled score under each pooled column
-    std::vector<std::uint8_t> allowed(static_cast<std::size_t>(kKeyBlock));
-#pragma omp for schedule(dynamic, 1)
-    for (int b = 0; b < band_count; ++b) {
-      const Band& band = bands[static_cast<std::size_t>(b)];
-      const int n = band.r1 - band.r0, q0 = r.row0 + band.r0;
-      peak.setConstant(n, out_cols, kNoScore);
-      int first_x = 0;  // the first pooled column that reaches past k0 (columns are in order)
-      for (int k0 = 0; k0 < cols; k0 += kKeyBlock) {
-        const int k1 = std::min(cols, k0 + kKeyBlock), kn = k1 - k0;
-        while (col_ranges[static_cast<std::size_t>(first_x)].second <= k0) ++first_x;
-        const KeyMask::Block state = mask.any() ? mask.block(q0, q0 + n, r.col0 + k0, r.col0 + k1) : KeyMask::Block::All;
-        if (state == KeyMask::Block::None) continue;
-        scores.resize(n, kn);
-        scores.noalias() = scale * hr.q.middleRows(q0, n) * hr.k().middleRows(r.col0 + k0, kn).transpose();
-        if (state == KeyMask::Block::Some)
-          for (int i = 0; i < n; ++i) {
-            mask.fillRow(q0 + i, r.col0 + k0, r.col0 + k1, allowed.data());
-            for (int j = 0; j < kn; ++j)
-              if (!allowed[static_cast<std::size_t>(j)]) scores(i, j) = kNoScore;
-          }
-        for (int x = first_x; x < out_cols && col_ranges[static_cast<std::size_t>(x)].first < k1; ++x) {
-          const int lo = std::max(col_ranges[static_cast<std::size_t>(x)].first, k0) - k0;
-          const int hi = std::min(col_ranges[static_cast<std::size_t>(x)].second, k1) - k0;
-          peak.col(x) = peak.col(x).cwiseMax(scores.middleCols(lo, hi - lo).rowwise().maxCoeff());
-        }
-      }
-      // Texel (y, x) = the largest exp(peak - m_i) / l_i over y's rows; masked when no row had an allowed cell.
-      Eigen::Array<float, 1, Eigen::Dynamic> best(out_cols);
-      Eigen::Array<bool, 1, Eigen::Dynamic> any(out_cols);
-      for (int y = band.y0; y < band.y1; ++y) {
-        const auto [lo, hi] = pooledRange(y, out_rows, rows);
-        best.setZero();
-        any.setConstant(false);
-        for (int i = lo; i < hi; ++i) {
-          const float m = hr.row_max[r.row0 + i], l = hr.row_sum[r.row0 + i];
-          if (!(l > 0)) continue;  // every key of this row masked: its cells are masked
-          const auto p = peak.row(i - band.r0).array();
-          const auto has = p > kNoScore;
-          best = has.select(best.max((p - m).exp() / l), best);
-          any = any || has;
-        }
-        tile.values.row(y) = any.select(best, 0.0f).matrix();
-        tile.masked.row(y) = (!any).cast<std::uint8_t>().matrix();
-      }
-    }
-  }
+void overviewRows(const Scene& scene, int head, const Matrix& q, const Matrix& k, const KeyMask& mask, int out_rows,
+                  int out_cols, int y0, int y1, Tile& tile, RowVector& row_max, RowVector& row_sum) {
+  if (head < 0 || head >= scene.numHeads())
+    throw InputError("head", "0.." + std::to_string(scene.numHeads() - 1), std::to_string(head));
+  if (q.rows() != scene.nQ() || k.rows() != scene.nK() || q.cols() != k.cols())
+    throw InputError("q, k", "(n_q, d_k) and (n_k, d_k) of the scene",
+                     std::to_string(q.rows()) + " x " + std::to_string(q.cols()) + " and " + std::to_string(k.rows()) +
+                         " x " + std::to_string(k.cols()));
+  if (out_rows < 1 || out_rows > scene.nQ() || out_cols < 1)
+    throw InputError("overview size", "1.." + std::to_string(scene.nQ()) + " rows and at least 1 column",
+                     std::to_string(out_rows) + " x " + std::to_string(out_cols));
+  checkPooledRows(y0, y1, out_rows);
+  shapeTile(tile, out_rows, out_cols);
+  if (row_max.size() != scene.nQ()) row_max.resize(scene.nQ());
+  if (row_sum.size() != scene.nQ()) row_sum.resize(scene.nQ());
+  const PoolPass pass{scene,     mask,     q,       k,       scene.headScale(head), 0, scene.nQ(), 0, scene.nK(),
+                      out_rows,  out_cols, nullptr, nullptr, row_max.data(),        row_sum.data()};
+  poolRows(pass, y0, y1, tile);
 }
 
 }  // namespace attnscope

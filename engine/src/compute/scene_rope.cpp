@@ -47,4 +47,16 @@ Matrix keyBeforeRope(const Scene& scene, int head) {
   return k;
 }
 
+Matrix headQuery(const Scene& scene, int head) {
+  Matrix q = queryBeforeRope(scene, head);
+  if (const std::optional<SceneRopeTables> rope = sceneRopeTables(scene)) rope->query.rotate(q);
+  return q;
+}
+
+Matrix headKey(const Scene& scene, int head) {
+  Matrix k = keyBeforeRope(scene, head);
+  if (const std::optional<SceneRopeTables> rope = sceneRopeTables(scene)) rope->key.rotate(k);
+  return k;
+}
+
 }  // namespace attnscope

@@ -31,4 +31,9 @@ Matrix keyProjection(const Scene& scene, int head);
 Matrix queryBeforeRope(const Scene& scene, int head);
 Matrix keyBeforeRope(const Scene& scene, int head);
 
+// Head h's q (n_q, d_k) and k (n_k, d_k) as the backends attend them: projected, normalised, then rotated. From
+// the scene alone, O(n d_model d_k): what a head's overview needs (overviewRows) before any forward pass.
+Matrix headQuery(const Scene& scene, int head);
+Matrix headKey(const Scene& scene, int head);
+
 }  // namespace attnscope

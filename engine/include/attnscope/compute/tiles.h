@@ -62,6 +62,17 @@ TileRequest checkedTileRequest(const Scene& scene, const Result& result, const T
 void maxPooledRows(const Scene& scene, const Result& result, const KeyMask& mask, const TileRequest& request, int y0,
                    int y1, Tile& tile);
 
+// One pass that needs no forward pass before it: output rows [y0, y1) of head `head`'s whole-map max-pooled
+// overview (out_rows <= n_q, out_cols) from q (n_q, d_k) and k (n_k, d_k) alone (headQuery / headKey), with the
+// row statistics of the query rows those output rows pool written into row_max, row_sum (n_q, resized as
+// needed; other rows left as they were). Each band of up to 256 query rows sees every key block once (one GEMM
+// per block; blocks the mask excludes skipped), keeping the online row max and sum as flash does and the largest
+// score per (row, pooled column); once the band has seen every key, texel = max over its rows of
+// exp(score - m_i) / l_i. The same tile (and m, l) as maxPooledRows over a forward pass's result; memory
+// O(256 x out_cols) per thread, never (n, n).
+void overviewRows(const Scene& scene, int head, const Matrix& q, const Matrix& k, const KeyMask& mask, int out_rows,
+                  int out_cols, int y0, int y1, Tile& tile, RowVector& row_max, RowVector& row_sum);
+
 // The streaming primitive: head `head`'s weights of query rows [row0, row1) over every key into `out`
 // (row1 - row0, n_k), resized as needed. Masked weights exactly 0, fully masked rows all 0.
 void weightRows(const Scene& scene, const Result& result, int head, int row0, int row1, Matrix& out);
