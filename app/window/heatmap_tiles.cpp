@@ -2,6 +2,7 @@
 // head's overview from the scene a band of pooled rows at a time (overviewRows: q, k projected here, m and l
 // found on the way), so that a view request or a new scene never waits for a whole head.
 #include "window/heatmap_tiles.h"
+#include "window/latest_worker.h"  // yieldToTheUiThread
 
 #include <algorithm>
 #include <exception>
@@ -121,6 +122,7 @@ bool HeatmapTileSource::viewReady() const {
 }
 
 void HeatmapTileSource::run() {
+  yieldToTheUiThread();
   // The overview being built: head `building_head` of `building_for`, (out_rows, out_cols) filled a band of pooled
   // rows per step, with its q, k and the row statistics found so far.
   Tile overview;
