@@ -37,7 +37,7 @@ bool computeOffTheUiThread(const Scene& scene) {
 
 // The worker thread's GPU backend: a headless context of its own (GL contexts are current on one thread; the
 // window's stays on the UI thread), made on first use and destroyed when the worker thread ends, on that thread.
-// Throws GpuUnavailable where none can be had: the reply carries the error and the banner says so.
+// Throws GpuUnavailable where none can be had: the CPU then computes the reply and the banner says so.
 Backend& workerGpu() {
 #ifdef ATTNSCOPE_HAS_GPU
   thread_local std::unique_ptr<GpuBackend> gpu;
@@ -193,14 +193,16 @@ void AppState::useBackend(const std::string& name) {
   recompute(-1);
 }
 
+bool AppState::backendWorksOffTheUiThread() const { return backend_->name() == "cpu" || software_gpu_; }
+
 bool AppState::computesOffTheUiThread() const {
-  return (backend_->name() == "cpu" || software_gpu_) && computeOffTheUiThread(scene_);
+  return backendWorksOffTheUiThread() && computeOffTheUiThread(scene_);
 }
 
 void AppState::recompute(int only_head, const Scene* previous) {
   const bool same_shapes = sameShapes(result_, scene_);
   // A long scene's overviews need only Q, K and the mask: they start from the scene now, not after the result.
-  heads_from_overviews_ = (backend_->name() == "cpu" || software_gpu_) && !keepsMaps(scene_, windowOptions(scene_, true));
+  heads_from_overviews_ = backendWorksOffTheUiThread() && !keepsMaps(scene_, windowOptions(scene_, true));
   if (heads_from_overviews_) {
     if (!overviews_) overviews_ = std::make_unique<HeatmapTileSource>();
     overviews_->start(scene_, ++overview_revision_);

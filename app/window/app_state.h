@@ -140,7 +140,9 @@ class AppState {
   };
   // Fills head_types_ and importance_ for result_: only `only_head`'s entries when >= 0 (its head alone changed).
   void analysePerResult(int only_head);
-  bool computesOffTheUiThread() const;
+  // The backend computes big scenes on the worker: the CPU, or a GPU that is a software renderer.
+  bool backendWorksOffTheUiThread() const;
+  bool computesOffTheUiThread() const;  // ... and the edited scene is big
   // Declared before worker_, so that it outlives the worker's wait on it (~AppState stops it first).
   std::unique_ptr<HeatmapTileSource> overviews_;  // created on the first long scene
   unsigned overview_revision_ = 0;               // of the last overviews_->start
