@@ -97,6 +97,10 @@ bool ScriptInput::resolveTarget(const std::vector<std::string>& words, std::size
   return true;
 }
 
+bool ScriptInput::waitingForWork() const {
+  return !done() && pending_screenshot_.empty() && pending_layout_.empty() && splitLine(lines_[line_])[0] == "until";
+}
+
 void ScriptInput::apply(ImGuiIO& io, const AppState& state) {
   // The script owns the input: nothing from the real (or virtual) display leaks in.
   io.MousePos = mouse_;

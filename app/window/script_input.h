@@ -39,6 +39,9 @@ class ScriptInput {
   // After rendering, before the buffers swap: runs screenshot/layout commands. Returns false on `quit`.
   bool afterRender(const std::function<void(const std::string&)>& screenshot);
   bool done() const { return line_ >= lines_.size(); }
+  // The current step is an `until`: the script waits for work to end, as a person would (the window paces its
+  // frames then, window_main.cpp).
+  bool waitingForWork() const;
   // True once after a `measure` line: --frame-stats then counts only the frames from there on (a pan, say,
   // without the minutes of computing before it).
   bool takeMeasureStart() {
