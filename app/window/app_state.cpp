@@ -201,6 +201,8 @@ bool AppState::computesOffTheUiThread() const {
 
 void AppState::recompute(int only_head, const Scene* previous) {
   const bool same_shapes = sameShapes(result_, scene_);
+  if (long_compute_cancel_) *long_compute_cancel_ = true;  // whatever comes next, that compute describes the past
+  long_compute_cancel_.reset();
   // A long scene's overviews need only Q, K and the mask: they start from the scene now, not after the result.
   heads_from_overviews_ = backendWorksOffTheUiThread() && !keepsMaps(scene_, windowOptions(scene_, true));
   if (heads_from_overviews_) {
@@ -225,31 +227,38 @@ void AppState::recompute(int only_head, const Scene* previous) {
           return reply;
         }
         const Scene& scene = request.scene;
+        ComputeOptions options = windowOptions(scene, true);
+        options.cancel = request.cancel.get();
         const auto start = std::chrono::steady_clock::now();
         try {
           bool computed = false;
           if (request.gpu) {
             try {
-              workerGpu().computeInto(scene, reply.result, windowOptions(scene, true));
+              workerGpu().computeInto(scene, reply.result, options);
               computed = true;
             } catch (const std::exception& e) {  // as on the UI thread: say so, and the CPU computes it
               reply.banner = std::string("The GPU backend failed in the background, the CPU computed: ") + e.what();
               reply.result = Result{};
             }
           }
-          if (!computed) CpuBackend().computeInto(scene, reply.result, windowOptions(scene, true));
+          if (!computed) CpuBackend().computeInto(scene, reply.result, options);
           if (resultKeepsMaps(reply.result)) {  // a long scene's whole-map analyses are not run in the window
             reply.head_types = allHeadTypeScores(scene, reply.result);
             reply.importance = headImportance(scene, reply.result, AblationMode::Zero);
             reply.walk = std::make_shared<const Walkthrough>(buildWalkthrough(scene, reply.result));
           }
+        } catch (const ComputeCancelled&) {
+          reply.superseded = true;  // a newer edit's request follows
+          return reply;
         } catch (const std::exception& e) {
           reply.error = e.what();
         }
         reply.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
         return reply;
       });
-    worker_->request(ComputeRequest{scene_, heads_from_overviews_ ? overview_revision_ : 0, backend_->name() == "gpu"});
+    if (heads_from_overviews_) long_compute_cancel_ = std::make_shared<std::atomic<bool>>(false);
+    worker_->request(ComputeRequest{scene_, heads_from_overviews_ ? overview_revision_ : 0, backend_->name() == "gpu",
+                                    long_compute_cancel_});
     result_pending_ = true;
     last_change_ = std::chrono::steady_clock::now();
     return;

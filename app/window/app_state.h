@@ -2,6 +2,7 @@
 // edit goes through (validate on a copy, apply, push undo, recompute).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <functional>
@@ -127,6 +128,10 @@ class AppState {
     Scene scene;
     unsigned overview_revision = 0;  // not 0: compute only once that revision's overviews are in (and current)
     bool gpu = false;  // the GPU backend (in the worker's own headless context), else the CPU
+    // A long scene's: set by the next edit, which stops this compute at its next block of rows (its tens of
+    // seconds of P V would halve the new overviews' share of two cores). Null for a big scene's: a drag there
+    // shows each result that lands.
+    std::shared_ptr<std::atomic<bool>> cancel;
   };
   struct ComputeReply {
     bool superseded = false;  // a newer edit came while it waited for the overviews: nothing computed
@@ -151,6 +156,7 @@ class AppState {
   bool software_gpu_ = false;     // the GPU backend runs on a software renderer
   bool result_resident_ = false;  // see resultResident()
   bool result_pending_ = false;
+  std::shared_ptr<std::atomic<bool>> long_compute_cancel_;  // of the last long scene's request (ComputeRequest)
   std::uint64_t stale_through_ = 0;  // worker replies up to this request number predate a synchronous compute
 
   Scene scene_;

@@ -303,3 +303,21 @@ TEST(CpuBackend, LargeMagnitudesDoNotOverflowTheSoftmax) {
   }
   test::expectClose(r.heads[0].weights, n.weights[0], 1e-6, "weights");
 }
+
+TEST(CpuBackend, ACancelledComputeThrowsAndTheBackendComputesTheNextOneWhole) {
+  // The window cancels a long scene's stale recompute (ComputeOptions::cancel). Set before the compute starts, it
+  // stops at the first block; the same backend and result buffers then compute the next scene as a fresh one does.
+  const Scene s = makeRandomScene({.n = 64, .heads = 3, .d_model = 12, .causal = true, .seed = 5});
+  std::atomic<bool> cancel{true};
+  ComputeOptions options;
+  options.cancel = &cancel;
+  CpuBackend backend(2);
+  Result r;
+  EXPECT_THROW(backend.computeInto(s, r, options), ComputeCancelled);
+  cancel = false;
+  backend.computeInto(s, r, options);
+  const Naive n = naiveAttention(s);
+  // Tolerance 1e-6 (float against double); seen ~1e-7.
+  for (int h = 0; h < 3; ++h) test::expectClose(r.heads[static_cast<std::size_t>(h)].weights, n.weights[static_cast<std::size_t>(h)], 1e-6, "weights");
+  test::expectClose(r.output, n.output, 1e-5, "output");
+}

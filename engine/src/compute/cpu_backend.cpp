@@ -191,8 +191,9 @@ void attendBlock(const Scene& scene, int head, const KeyMask& mask, bool keep_sc
 
 // Every head, in blocks of query rows spread over the OpenMP threads. keep_maps: the weights go into each
 // head's (n_q, n_k) map; else each thread's block is scratch, and only O(n d) per head stays.
+// `cancel` (ComputeOptions::cancel): read before each block; once true the remaining blocks are skipped.
 void attendHeads(const Scene& scene, const std::vector<int>& heads, bool keep_maps, bool keep_scores,
-                 Result& result) {
+                 Result& result, const std::atomic<bool>* cancel = nullptr) {
   const int n_q = scene.nQ(), n_k = scene.nK(), block = blockRows(n_k, keep_maps);
   const int blocks_per_head = (n_q + block - 1) / block;
   keep_scores = keep_scores && keep_maps;
@@ -214,6 +215,7 @@ void attendHeads(const Scene& scene, const std::vector<int>& heads, bool keep_ma
     std::vector<std::uint8_t> allowed;
 #pragma omp for schedule(dynamic, 1)
     for (int t = 0; t < tasks; ++t) {
+      if (cancel && cancel->load(std::memory_order_relaxed)) continue;  // an OpenMP loop cannot break
       const int head = heads[static_cast<std::size_t>(t / blocks_per_head)];
       const int row0 = (t % blocks_per_head) * block, rows = std::min(block, n_q - row0);
       HeadResult& hr = result.heads[static_cast<std::size_t>(head)];
@@ -264,7 +266,8 @@ void CpuBackend::computeInto(const Scene& scene, Result& result, const ComputeOp
 
   std::vector<int> all_heads(scene.heads.size());
   for (std::size_t i = 0; i < all_heads.size(); ++i) all_heads[i] = static_cast<int>(i);
-  attendHeads(scene, all_heads, keep_maps, options.keep_scores, result);
+  attendHeads(scene, all_heads, keep_maps, options.keep_scores, result, options.cancel);
+  if (options.cancel && options.cancel->load()) throw ComputeCancelled();
 
   finishResult(scene, result, options.analysis);
 }

@@ -1,7 +1,9 @@
 // Backend: turns a Scene into a Result. The CPU backend is the reference the GPU backend is tested against.
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "attnscope/compute/result.h"
@@ -18,6 +20,16 @@ struct ComputeOptions {
   bool keep_scores = true;  // false: scores are not kept (the weights overwrite them), halving the n^2 memory
   bool analysis = true;     // false: skip head similarity and statistics (O(h^2 n^2); benchmarks time attention alone)
   MapPolicy maps = MapPolicy::Keep;
+  // Not null: once it reads true, the CPU backend stops at its next block of query rows and throws
+  // ComputeCancelled, the result left partial (a window's recompute of a long scene the user has since edited
+  // again: its minutes of work would only delay the new one). The GPU backend does not look at it.
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+// Thrown by computeInto when ComputeOptions::cancel turned true.
+class ComputeCancelled : public std::runtime_error {
+ public:
+  ComputeCancelled() : std::runtime_error("compute cancelled") {}
 };
 
 class Backend {
