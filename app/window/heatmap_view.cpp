@@ -48,11 +48,6 @@ constexpr std::size_t kUploadBudgetWeights = std::size_t{1} << 21;
 // so a 32768-token head's overview (2^30 cells) fills over 64 frames and a frame never waits for a whole one.
 constexpr std::size_t kGpuTileBudgetCells = std::size_t{1} << 24;
 
-// A head's whole-map overview: (min(n_q, 1024), min(n_k, 1024)) blocks, each the largest weight it covers.
-TileRequest overviewRequest(int head, int n_q, int n_k) {
-  return TileRequest{head, 0, n_q, 0, n_k, Pooling::Max, std::min(n_q, kOverviewSide), std::min(n_k, kOverviewSide)};
-}
-
 bool covers(const TileRequest& r, const CellView& view) {
   return static_cast<float>(r.col0) <= view.col0 && static_cast<float>(r.row0) <= view.row0 &&
          static_cast<float>(r.col1) >= view.col1 && static_cast<float>(r.row1) >= view.row1;

@@ -46,18 +46,14 @@ struct TileTextures {
     glDeleteTextures(1, &mask);
   }
   // Row-major (rows, cols), as the tile: texel (x, y) = cell (y, x).
-  Matrix readWeights() const {
-    Matrix got(rows, cols);
-    glBindTexture(GL_TEXTURE_2D, weights);
+  Matrix readWeights() const { return read<Matrix>(weights, GL_FLOAT); }
+  MaskMatrix readMask() const { return read<MaskMatrix>(mask, GL_UNSIGNED_BYTE); }
+  template <typename M>
+  M read(GLuint texture, GLenum type) const {
+    M got(rows, cols);
+    glBindTexture(GL_TEXTURE_2D, texture);
     glPixelStorei(GL_PACK_ALIGNMENT, 1);
-    glGetTexImage(GL_TEXTURE_2D, 0, GL_RED, GL_FLOAT, got.data());
-    return got;
-  }
-  MaskMatrix readMask() const {
-    MaskMatrix got(rows, cols);
-    glBindTexture(GL_TEXTURE_2D, mask);
-    glPixelStorei(GL_PACK_ALIGNMENT, 1);
-    glGetTexImage(GL_TEXTURE_2D, 0, GL_RED, GL_UNSIGNED_BYTE, got.data());
+    glGetTexImage(GL_TEXTURE_2D, 0, GL_RED, type, got.data());
     return got;
   }
 };
