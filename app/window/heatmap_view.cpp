@@ -267,6 +267,7 @@ bool HeatmapRenderer::tiledSource(int head, const CellView& view, int width, int
 std::string HeatmapRenderer::progress(const AppState& state, bool& stale) const {
   stale = std::any_of(upload_pending_.begin(), upload_pending_.end(), [](bool b) { return b; });
   if (!tiled_) return "";
+  if (!gpu_tiles_ && (!tiles_ || tiles_->revision() == ~0u)) return "";  // ~0u: no long scene being computed
   const int heads = state.headsScene().numHeads();
   for (std::size_t h = 0; h < tiled_heads_.size() && h < tile_revisions_.size(); ++h)
     stale = stale || (tiled_heads_[h].overview.ready && tiled_heads_[h].overview.revision != tile_revisions_[h]);
@@ -286,7 +287,6 @@ std::string HeatmapRenderer::progress(const AppState& state, bool& stale) const 
       }
     }
   } else {
-    if (!tiles_ || tiles_->revision() == ~0u) return "";  // ~0u: no long scene being computed
     done = tiles_->revision() == full_revision_ ? tiles_->overviewsDone() : 0;
     head = tiles_->overviewHead(), fraction = tiles_->overviewFraction();
   }
