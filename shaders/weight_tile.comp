@@ -7,7 +7,11 @@
 // [u_pass_col0, + u_pass_cols) of every block): llvmpipe ends a loop nest past 65535 iterations and a hardware
 // watchdog ends long dispatches. Between passes a cell's (sum, peak, count) waits in b_acc, read by the same
 // cell's invocation of the next pass (the host's glMemoryBarrier between dispatches makes it visible).
-// With TILE_TO_IMAGE the value goes into texel (x, y) of an R32F image (masked cells 0), for drawing.
+// With TILE_TO_IMAGE the value goes into texel (x, y) of an R32F image (masked cells 0), for drawing, and when
+// u_write_mask into texel (x, y) of an R8 image: 1 when some cell of the block may attend, 0 when every cell is
+// masked (the heatmap shader's mask: a masked block is told from a weight 0). A dispatch may cover a band of
+// output rows only: invocation row y makes output row u_y0 + y (of u_band_rows), its block the whole request's
+// b_ranges[u_y0 + y]; b_acc holds the band's cells. Each invocation writes only its own texels.
 #define ATTNSCOPE_KEY_MASK
 #include "common.glsl"
 
@@ -26,6 +30,8 @@ layout(std430, binding = 7) readonly buffer BStats { vec2 b_stats[]; };    // (h
 layout(std430, binding = 4) buffer BAcc { uvec4 b_acc[]; };
 #ifdef TILE_TO_IMAGE
 layout(r32f, binding = 0) writeonly uniform image2D u_image;
+layout(r8, binding = 1) writeonly uniform image2D u_mask_image;
+uniform bool u_write_mask;
 #endif
 
 uniform uint u_n_q, u_n_k, u_ld;
@@ -33,6 +39,7 @@ uniform uint u_head, u_k_col, u_d_k;
 uniform float u_scale;
 uniform uint u_row0, u_col0;  // the tile's first query row and key
 uniform uint u_out_rows, u_out_cols;
+uniform uint u_y0, u_band_rows;  // the output rows [u_y0, u_y0 + u_band_rows) this dispatch makes
 uniform bool u_max_pool;
 uniform uint u_pass_row0, u_pass_rows, u_pass_col0, u_pass_cols;
 uniform bool u_first_pass, u_last_pass;
@@ -44,14 +51,14 @@ uniform bool u_first_pass, u_last_pass;
                                     (c) + 2u < u_d_k ? buffer[(base) + (c) + 2u] : 0.0, (c) + 3u < u_d_k ? buffer[(base) + (c) + 3u] : 0.0)
 
 void main() {
-  const uint x = gl_GlobalInvocationID.x, y = gl_GlobalInvocationID.y;
-  if (x >= u_out_cols || y >= u_out_rows) return;
+  const uint x = gl_GlobalInvocationID.x, band_y = gl_GlobalInvocationID.y, y = u_y0 + band_y;
+  if (x >= u_out_cols || band_y >= u_band_rows || y >= u_out_rows) return;
   const uvec2 block_rows = b_ranges[y], block_cols = b_ranges[u_out_rows + x];
   const uvec2 rows = uvec2(min(block_rows.x + u_pass_row0, block_rows.y),
                            min(block_rows.x + u_pass_row0 + u_pass_rows, block_rows.y));
   const uvec2 cols = uvec2(min(block_cols.x + u_pass_col0, block_cols.y),
                            min(block_cols.x + u_pass_col0 + u_pass_cols, block_cols.y));
-  const uint cell = y * u_out_cols + x;
+  const uint cell = band_y * u_out_cols + x;
   const uvec4 acc = u_first_pass ? uvec4(0u) : b_acc[cell];
   float sum = u_first_pass ? 0.0 : uintBitsToFloat(acc.x), peak = u_first_pass ? 0.0 : uintBitsToFloat(acc.y);
   uint count = acc.z;
@@ -82,6 +89,7 @@ void main() {
   const float value = count == 0u ? 0.0 : u_max_pool ? peak : sum / float(count);
 #ifdef TILE_TO_IMAGE
   imageStore(u_image, ivec2(x, y), vec4(value, 0.0, 0.0, 1.0));
+  if (u_write_mask) imageStore(u_mask_image, ivec2(x, y), vec4(count == 0u ? 0.0 : 1.0, 0.0, 0.0, 1.0));
 #else
   b_acc[cell] = uvec4(floatBitsToUint(value), 0u, 0u, count == 0u ? 1u : 0u);
 #endif

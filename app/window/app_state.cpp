@@ -2,6 +2,7 @@
 #include "window/app_state.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <stdexcept>
@@ -177,7 +178,10 @@ void AppState::useBackend(const std::string& name) {
       GpuOptions options;
       options.context = GlContextMode::UseCurrent;
       backend_ = std::make_unique<GpuBackend>(options);
-      software_gpu_ = isSoftwareRenderer(backend_->device());
+      // ATTNSCOPE_GPU_AS_HARDWARE=1 is a test aid: a software renderer (llvmpipe) is then treated as a hardware
+      // GPU (computes on the UI thread, draws from the backend's textures), so that path runs without one.
+      const char* as_hardware = std::getenv("ATTNSCOPE_GPU_AS_HARDWARE");
+      software_gpu_ = isSoftwareRenderer(backend_->device()) && !(as_hardware && std::string(as_hardware) == "1");
       banner_.clear();
     } catch (const std::exception& e) {
       banner_ = std::string("GPU backend unavailable, using the CPU: ") + e.what();

@@ -191,8 +191,7 @@ void HeatmapTileSource::run() {
     hr.q = std::move(q), hr.ownK() = std::move(k), hr.row_max = std::move(m), hr.row_sum = std::move(l);
     Landed landed;
     landed.head = head;
-    landed.request.head = head, landed.request.row1 = scene.nQ(), landed.request.col1 = scene.nK();
-    landed.request.pooling = Pooling::Max, landed.request.out_rows = out_rows, landed.request.out_cols = out_cols;
+    landed.request = overviewRequest(head, scene.nQ(), scene.nK());  // (out_rows, out_cols) blocks, as built
     landed.tile = overview;
     landed.revision = snapshot->revision;
     landed_.push_back(std::move(landed));

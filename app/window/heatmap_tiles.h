@@ -5,6 +5,7 @@
 // (waitOverviews), since on 2 cores both at once would halve each.
 #pragma once
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -19,6 +20,10 @@ namespace attnscope::app {
 
 // The largest overview a head gets, per side: a (min(n_q, 1024), min(n_k, 1024)) max-pooled tile.
 constexpr int kOverviewSide = 1024;
+// Head `head`'s whole-map overview of an (n_q, n_k) scene: every cell, Pooling::Max to kOverviewSide a side at most.
+inline TileRequest overviewRequest(int head, int n_q, int n_k) {
+  return TileRequest{head, 0, n_q, 0, n_k, Pooling::Max, std::min(n_q, kOverviewSide), std::min(n_k, kOverviewSide)};
+}
 
 class HeatmapTileSource {
  public:

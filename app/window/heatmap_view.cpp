@@ -43,6 +43,11 @@ GLuint makeTexture() {
 // map, marked stale.
 constexpr std::size_t kUploadBudgetWeights = std::size_t{1} << 21;
 
+// GPU flash path: weights recomputed (score cells) per frame, at most, for the overviews and again for a view
+// tile (at least one output row each): 2^24 cells of d_k 64 are ~2 GFLOP, a millisecond or two on a desktop GPU,
+// so a 32768-token head's overview (2^30 cells) fills over 64 frames and a frame never waits for a whole one.
+constexpr std::size_t kGpuTileBudgetCells = std::size_t{1} << 24;
+
 bool covers(const TileRequest& r, const CellView& view) {
   return static_cast<float>(r.col0) <= view.col0 && static_cast<float>(r.row0) <= view.row0 &&
          static_cast<float>(r.col1) >= view.col1 && static_cast<float>(r.row1) >= view.row1;
@@ -71,7 +76,7 @@ HeatmapRenderer::~HeatmapRenderer() {
   }
   glDeleteTextures(static_cast<GLsizei>(head_textures_.size()), head_textures_.data());
   for (TiledHead& t : tiled_heads_)
-    for (TiledHead::Texture* x : {&t.overview, &t.view}) {
+    for (TiledHead::Texture* x : {&t.overview, &t.view, &t.overview_fill, &t.view_fill}) {
       glDeleteTextures(1, &x->weights);
       glDeleteTextures(1, &x->mask);
     }
@@ -91,18 +96,32 @@ unsigned HeatmapRenderer::weightsTexture(const AppState& state, int head) const 
   return head_textures_[static_cast<std::size_t>(head)];
 }
 
-void HeatmapRenderer::sync(const AppState& state) {
+void HeatmapRenderer::sync(AppState& state) {
   const Scene& scene = state.headsScene();
   const int heads = scene.numHeads();
   const bool cpu = !state.resultResident();  // the maps are in result(): ours to upload
   // A long scene computed off the UI thread (its result keeps no maps, or the edited scene will not): every head
   // is drawn from tiles, its overview computed from the scene before the result lands.
   tiles_ = state.overviews();
-  tiled_ = cpu && tiles_ &&
-           (state.headsFromOverviews() || (!state.result().heads.empty() && !state.result().heads[0].hasMap()));
+  gpu_tiles_ = nullptr;
+#ifdef ATTNSCOPE_HAS_GPU
+  // A long scene computed on the UI thread by a GPU backend (a hardware GPU): its resident result keeps no maps,
+  // so every head is drawn from tiles the GPU writes into our textures.
+  if (auto* gpu = dynamic_cast<GpuBackend*>(&state.backend()); gpu && !cpu && !gpu->keepsResidentMaps())
+    gpu_tiles_ = gpu;
+#endif
+  tiled_ = gpu_tiles_ || (cpu && tiles_ && (state.headsFromOverviews() ||
+                                            (!state.result().heads.empty() && !state.result().heads[0].hasMap())));
   n_q_ = scene.nQ(), n_k_ = scene.nK();
   glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
-  if (tiled_) {
+  tile_revisions_.resize(static_cast<std::size_t>(heads));
+  if (gpu_tiles_) {
+    // Each head's tiles follow its own revision: a one-head edit restarts only that head's overview.
+    tiled_heads_.resize(static_cast<std::size_t>(heads));
+    for (int h = 0; h < heads; ++h) tile_revisions_[static_cast<std::size_t>(h)] = state.headRevision(h);
+    fillGpuOverviews();
+  } else if (tiled_) {
+    std::fill(tile_revisions_.begin(), tile_revisions_.end(), tiles_->revision());
     const bool log = std::getenv("ATTNSCOPE_TILE_LOG") != nullptr;
     if (full_revision_ != tiles_->revision()) {
       full_revision_ = tiles_->revision();
@@ -161,7 +180,7 @@ void HeatmapRenderer::sync(const AppState& state) {
         uploaded += static_cast<std::size_t>(w.size());
       }
     }
-    sources_[at] = weightsTexture(state, h);
+    sources_[at] = tiled_ ? 0 : weightsTexture(state, h);  // tiled: tiledSource picks a tile's texture
     source_revisions_[at] = cpu ? head_revisions_[at] : state.headRevision(h);
   }
   glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
@@ -189,6 +208,7 @@ void HeatmapRenderer::upload(TiledHead::Texture& texture, const HeatmapTileSourc
 bool HeatmapRenderer::tiledSource(int head, const CellView& view, int width, int height, unsigned& weights,
                                   unsigned& mask, CellView& texel_view, unsigned& stamp, bool& stale) {
   TiledHead& t = tiled_heads_[static_cast<std::size_t>(head)];
+  const unsigned revision = tile_revisions_[static_cast<std::size_t>(head)];
   const bool whole = view.col0 <= 0 && view.row0 <= 0 && view.col1 >= static_cast<float>(n_k_) &&
                      view.row1 >= static_cast<float>(n_q_);
   // Texels of `texture` for the cells of `view`: [request's cells) -> [0, out).
@@ -199,7 +219,7 @@ bool HeatmapRenderer::tiledSource(int head, const CellView& view, int width, int
     texel_view = CellView{(view.col0 - static_cast<float>(r.col0)) * sx, (view.row0 - static_cast<float>(r.row0)) * sy,
                           (view.col1 - static_cast<float>(r.col0)) * sx, (view.row1 - static_cast<float>(r.row0)) * sy};
     weights = texture.weights, mask = texture.mask, stamp = texture.stamp;
-    stale = stale || texture.revision != full_revision_;
+    stale = stale || texture.revision != revision;
   };
   if (!whole) {
     // The visible cells at screen resolution: texels per cell min(1, pixels per cell). At deep zoom (a cell per
@@ -209,7 +229,7 @@ bool HeatmapRenderer::tiledSource(int head, const CellView& view, int width, int
     const bool exact = cells_x <= static_cast<float>(width) && cells_y <= static_cast<float>(height);
     const float pad_x = exact ? cells_x * 0.5f : 0.0f, pad_y = exact ? cells_y * 0.5f : 0.0f;
     const TileRequest& asked = t.asked;
-    const bool asked_fits = asked.head == head && t.asked_revision == full_revision_ && covers(asked, view) &&
+    const bool asked_fits = asked.head == head && t.asked_revision == revision && covers(asked, view) &&
                             (exact ? asked.pooling == Pooling::None
                                    : asked.pooling == Pooling::Max &&
                                          std::abs(static_cast<float>(asked.out_cols) -
@@ -221,11 +241,18 @@ bool HeatmapRenderer::tiledSource(int head, const CellView& view, int width, int
       const int c1 = std::clamp(static_cast<int>(std::ceil(view.col1 + pad_x)), c0 + 1, n_k_);
       const int out_rows = exact ? r1 - r0 : std::min(r1 - r0, height);
       const int out_cols = exact ? c1 - c0 : std::min(c1 - c0, width);
-      tiles_->requestView(head, r0, r1, c0, c1, out_rows, out_cols);
       t.asked = TileRequest{head, r0, r1, c0, c1, exact ? Pooling::None : Pooling::Max, out_rows, out_cols};
-      t.asked_revision = full_revision_;
+      t.asked_revision = revision;
+      if (gpu_tiles_)
+        startFill(t.view_fill, t.asked, revision);  // written below, a band per frame
+      else
+        tiles_->requestView(head, r0, r1, c0, c1, out_rows, out_cols);
     }
-    if (t.view.ready && t.view.request.head == head && t.view.revision == full_revision_ &&
+    // GPU path: the view tile asked for, a bounded band of it per frame (the overview shows until it is in).
+    if (gpu_tiles_ && t.view_fill.revision == revision && t.view_fill.request.head == head &&
+        t.view_fill.rows_done < t.view_fill.request.out_rows)
+      fillBand(t.view_fill, t.view, kGpuTileBudgetCells);
+    if (t.view.ready && t.view.request.head == head && t.view.revision == revision &&
         covers(t.view.request, view)) {
       use(t.view);
       return true;
@@ -239,15 +266,91 @@ bool HeatmapRenderer::tiledSource(int head, const CellView& view, int width, int
 
 std::string HeatmapRenderer::progress(const AppState& state, bool& stale) const {
   stale = std::any_of(upload_pending_.begin(), upload_pending_.end(), [](bool b) { return b; });
-  if (!tiled_ || !tiles_ || tiles_->revision() == ~0u) return "";  // ~0u: no long scene being computed
+  if (!tiled_) return "";
+  if (!gpu_tiles_ && (!tiles_ || tiles_->revision() == ~0u)) return "";  // ~0u: no long scene being computed
   const int heads = state.headsScene().numHeads();
-  for (const TiledHead& t : tiled_heads_) stale = stale || (t.overview.ready && t.overview.revision != full_revision_);
-  const int done = tiles_->revision() == full_revision_ ? tiles_->overviewsDone() : 0;
+  for (std::size_t h = 0; h < tiled_heads_.size() && h < tile_revisions_.size(); ++h)
+    stale = stale || (tiled_heads_[h].overview.ready && tiled_heads_[h].overview.revision != tile_revisions_[h]);
+  int done = 0, head = 0;
+  float fraction = 0;
+  if (gpu_tiles_) {  // the overviews this renderer fills on the GPU, in head order
+    for (std::size_t h = 0; h < tiled_heads_.size(); ++h) {
+      const TiledHead& t = tiled_heads_[h];
+      if (t.overview.ready && t.overview.revision == tile_revisions_[h]) {
+        ++done;
+      } else if (done == static_cast<int>(h)) {
+        head = static_cast<int>(h);
+        const bool filling = t.overview_fill.revision == tile_revisions_[h];
+        fraction = filling ? static_cast<float>(t.overview_fill.rows_done) /
+                                 static_cast<float>(std::max(1, t.overview_fill.request.out_rows))
+                           : 0.0f;
+      }
+    }
+  } else {
+    done = tiles_->revision() == full_revision_ ? tiles_->overviewsDone() : 0;
+    head = tiles_->overviewHead(), fraction = tiles_->overviewFraction();
+  }
   if (done >= heads) return "";
   char text[64];
-  std::snprintf(text, sizeof text, "overviews %d/%d (head %d: %.0f%%)", done, heads, tiles_->overviewHead() + 1,
-                100.0 * tiles_->overviewFraction());
+  std::snprintf(text, sizeof text, "overviews %d/%d (head %d: %.0f%%)", done, heads, head + 1, 100.0 * fraction);
   return text;
+}
+
+void HeatmapRenderer::startFill(TiledHead::Texture& fill, const TileRequest& request, unsigned revision) {
+  if (!fill.weights) fill.weights = makeTexture(), fill.mask = makeTexture();
+  const bool pooled = request.pooling != Pooling::None;
+  fill.request = request;
+  if (!pooled) fill.request.out_rows = request.row1 - request.row0, fill.request.out_cols = request.col1 - request.col0;
+  // Fresh storage each time: no store of this fill can touch texels an earlier draw still samples.
+  glBindTexture(GL_TEXTURE_2D, fill.weights);
+  glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, fill.request.out_cols, fill.request.out_rows, 0, GL_RED, GL_FLOAT, nullptr);
+  glBindTexture(GL_TEXTURE_2D, fill.mask);
+  glTexImage2D(GL_TEXTURE_2D, 0, GL_R8, fill.request.out_cols, fill.request.out_rows, 0, GL_RED, GL_UNSIGNED_BYTE,
+               nullptr);
+  glBindTexture(GL_TEXTURE_2D, 0);
+  fill.revision = revision;
+  fill.rows_done = 0;
+  fill.ready = false;
+}
+
+bool HeatmapRenderer::fillBand(TiledHead::Texture& fill, TiledHead::Texture& shown, std::size_t budget) {
+#ifdef ATTNSCOPE_HAS_GPU
+  const TileRequest& r = fill.request;
+  // Weights one output row recomputes: the query rows its blocks pool (about rows / out_rows) times every key.
+  const std::size_t per_row = static_cast<std::size_t>(std::max(1, (r.row1 - r.row0 + r.out_rows - 1) / r.out_rows)) *
+                              static_cast<std::size_t>(r.col1 - r.col0);
+  const int band = static_cast<int>(std::clamp<std::size_t>(budget / per_row, 1, static_cast<std::size_t>(r.out_rows)));
+  const int y1 = std::min(r.out_rows, fill.rows_done + band);
+  gpu_tiles_->weightTileRowsToTexture(r, fill.rows_done, y1, fill.weights, fill.mask);
+  fill.rows_done = y1;
+  if (fill.rows_done < r.out_rows) return false;
+  std::swap(fill, shown);  // the full tile is drawn from now on; the older one's textures are filled next time
+  shown.ready = true;
+  shown.stamp = ++stamps_;
+  fill.ready = false;
+  fill.revision = ~0u;
+  return true;
+#else
+  (void)fill, (void)shown, (void)budget;
+  return false;
+#endif
+}
+
+void HeatmapRenderer::fillGpuOverviews() {
+  // The first head (in order) whose overview is not current gets the next band: heads land one after another,
+  // as on the CPU path, and the progress reads "overviews 3/8 (head 4: 40%)".
+  for (std::size_t h = 0; h < tiled_heads_.size(); ++h) {
+    TiledHead& t = tiled_heads_[h];
+    const unsigned revision = tile_revisions_[h];
+    if (t.overview.ready && t.overview.revision == revision) continue;
+    const TileRequest request = overviewRequest(static_cast<int>(h), n_q_, n_k_);
+    const TileRequest& f = t.overview_fill.request;
+    if (t.overview_fill.revision != revision || f.row1 != request.row1 || f.col1 != request.col1 ||
+        f.head != request.head)
+      startFill(t.overview_fill, request, revision);  // a recomputed result restarts the head's overview
+    fillBand(t.overview_fill, t.overview, kGpuTileBudgetCells);
+    return;
+  }
 }
 
 void HeatmapRenderer::draw(ImDrawList* list, int head, ImVec2 p0, ImVec2 p1, const CellView& view, float lo, float hi) {

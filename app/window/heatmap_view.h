@@ -1,8 +1,10 @@
 // Heatmaps drawn on the GPU: each head's weights live in an R32F texture (uploaded from the CPU result, or the
 // GPU backend's own resident texture) and a small shader maps them through the colour map texture made from
 // colorMapTable(ColorMap::Viridis) into a texture that ImGui shows as an image. A head whose map the result does
-// not keep (a long scene) is drawn from tiles (HeatmapTileSource): its max-pooled overview, and when zoomed the
-// visible cells at screen resolution.
+// not keep (a long scene) is drawn from tiles: its max-pooled overview, and when zoomed the visible cells at
+// screen resolution. On the CPU (and a software-rendered GPU) they come from HeatmapTileSource's worker and are
+// uploaded; from a GPU backend's resident result on the flash path (a hardware GPU) the tile shader writes them
+// straight into the textures drawn (GpuBackend::weightTileRowsToTexture), a bounded band of rows per frame.
 #pragma once
 
 #include <imgui.h>
@@ -14,6 +16,10 @@
 
 #include "window/app_state.h"
 #include "window/heatmap_tiles.h"
+
+namespace attnscope {
+class GpuBackend;
+}
 
 namespace attnscope::app {
 
@@ -29,8 +35,9 @@ class HeatmapRenderer {
   HeatmapRenderer(const HeatmapRenderer&) = delete;
   HeatmapRenderer& operator=(const HeatmapRenderer&) = delete;
 
-  // Call before drawing (after this frame's edits): uploads what changed since the last call.
-  void sync(const AppState& state);
+  // Call before drawing (after this frame's edits): uploads what changed since the last call, and on the GPU
+  // flash path fills the next band of an overview (state's backend writes it).
+  void sync(AppState& state);
   // Adds head `head`'s heatmap over the screen rectangle [p0, p1) (whole pixels); weights from `lo` to `hi` span
   // the colour map. The map is rendered by the heatmap shader into a texture of exactly that many pixels (level
   // of detail: never larger than what can be shown), and only when the weights, the view or the size changed;
@@ -51,19 +58,28 @@ class HeatmapRenderer {
     unsigned source = 0, mask = 0, source_revision = ~0u, mask_revision = ~0u;
   };
   // A head drawn from tiles: its overview and its last view tile, each an R32F weights texture with an R8 mask
-  // texture of the same (rows, cols), covering `request`'s cells.
+  // texture of the same (rows, cols), covering `request`'s cells. On the GPU path the *_fill textures are being
+  // written a band of rows per frame (rows_done of request.out_rows); once full they swap with the drawn ones, so
+  // an older overview stays on show (stale) meanwhile.
   struct TiledHead {
     struct Texture {
       unsigned weights = 0, mask = 0, stamp = 0, revision = ~0u;
       TileRequest request;
       bool ready = false;
-    } overview, view;
+      int rows_done = 0;
+    } overview, view, overview_fill, view_fill;
     TileRequest asked{-1};  // the view last requested (head -1: none)
     unsigned asked_revision = ~0u;
   };
   void render(Rendered& target, const CellView& texel_view, float lo, float hi);
   unsigned weightsTexture(const AppState& state, int head) const;
   void upload(TiledHead::Texture& texture, const HeatmapTileSource::Landed& landed);
+  // GPU path: starts filling `fill` with `request` (fresh texture storage, no rows yet).
+  void startFill(TiledHead::Texture& fill, const TileRequest& request, unsigned revision);
+  // GPU path: writes the next band of `fill`'s rows, at most `budget` weights recomputed (at least one row);
+  // on the last row swaps it with `shown`, which becomes ready. Returns true once swapped.
+  bool fillBand(TiledHead::Texture& fill, TiledHead::Texture& shown, std::size_t budget);
+  void fillGpuOverviews();  // GPU path: the next band of the first head whose overview is not current
   // Chooses what head `head` (drawn from tiles) shows of `view` in a (width, height) map; requests the view
   // tile when zoomed. Returns false when nothing has landed yet.
   bool tiledSource(int head, const CellView& view, int width, int height, unsigned& weights, unsigned& mask,
@@ -83,6 +99,9 @@ class HeatmapRenderer {
   unsigned result_revision_ = ~0u;               // the last result logged (ATTNSCOPE_TILE_LOG)
   std::chrono::steady_clock::time_point tiles_reset_at_;  // when the overviews started (ATTNSCOPE_TILE_LOG)
   HeatmapTileSource* tiles_ = nullptr;  // AppState's (overviews()): null before the first long scene
+  // The state's GPU backend while its resident result keeps no maps (the flash path): it writes the tiles. Else null.
+  GpuBackend* gpu_tiles_ = nullptr;
+  std::vector<unsigned> tile_revisions_;  // per head: the revision its tiles must have to be current
   std::vector<TiledHead> tiled_heads_;
   std::vector<bool> upload_pending_;  // per head: its new map waits for a later frame's upload budget
   bool view_pending_ = false;         // the zoomed view's tile has not landed (probed for the scripted tests)

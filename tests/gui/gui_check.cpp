@@ -421,6 +421,8 @@ int main(int argc, char** argv) {
       checkPanels(c, dir);
     } else if (test == "row_profile") {
       checkRowProfile(c);
+    } else if (test == "long_gpu") {
+      checkLongGpu(c, dir);
     } else if (test == "long_zoom" || test == "big_zoom") {
       checkLongZoom(c, dir, test == "long_zoom");
     } else if (test == "open_arrays") {

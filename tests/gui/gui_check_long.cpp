@@ -1,6 +1,9 @@
 // gui_long_zoom: a long scene (16384 tokens, maps not kept) zoomed deep into head 1; gui_big_zoom_{cpu,gpu}: a
-// big one (512 tokens, 8 heads, maps kept) computed off the UI thread. Every cell in view must be drawn in the
-// colour of the engine's weight tile for that region (computed here from the saved scene by the CPU backend).
+// big one (512 tokens, 8 heads, maps kept) computed off the UI thread; gui_long_gpu: a long scene (2048 tokens
+// under ATTNSCOPE_MAPS_LIMIT=8M) on the hardware-GPU path, its overviews and the deep zoom written by the GPU's
+// tile shader. Every cell in view must be drawn in the colour of the engine's weight tile for that region
+// (computed here from the saved scene by the CPU backend).
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -12,10 +15,81 @@
 
 namespace gui {
 
+namespace {
+
+bool weightColor(Rgb8 got, float w) {
+  return got == attnscope::colorAt(attnscope::ColorMap::Viridis, w - 1e-5f) ||
+         got == attnscope::colorAt(attnscope::ColorMap::Viridis, w + 1e-5f);
+}
+
+// Head `head`'s map in the grid (screenshot `img`, its rectangle `m`) against the CPU's max-pooled overview
+// (min(n, 1024) blocks a side): the heatmap shader draws each pixel as the largest of the texels it covers, so
+// every pixel must be the colour of some overview texel within its footprint (plus one texel of slack at each
+// side), the masked colour only where some texel there is masked. Pixels are sampled on a 24 x 24 grid.
+void checkOverviewPixels(Checker& c, const Image& img, const std::vector<float>& m, const attnscope::Tile& overview,
+                         int head) {
+  const int rows = static_cast<int>(overview.values.rows()), cols = static_cast<int>(overview.values.cols());
+  const float texels_x = static_cast<float>(cols) / (m[2] - m[0]), texels_y = static_cast<float>(rows) / (m[3] - m[1]);
+  int checked = 0, wrong = 0;
+  for (int sy = 1; sy < 24; ++sy)
+    for (int sx = 1; sx < 24; ++sx) {
+      const float x = m[0] + (m[2] - m[0]) * static_cast<float>(sx) / 24.0f;
+      const float y = m[1] + (m[3] - m[1]) * static_cast<float>(sy) / 24.0f;
+      const float u = (std::floor(x) + 0.5f - m[0]) * texels_x, v = (std::floor(y) + 0.5f - m[1]) * texels_y;
+      const int x0 = std::max(0, static_cast<int>(std::floor(u - texels_x / 2)) - 1);
+      const int x1 = std::min(cols - 1, static_cast<int>(std::floor(u + texels_x / 2)) + 1);
+      const int y0 = std::max(0, static_cast<int>(std::floor(v - texels_y / 2)) - 1);
+      const int y1 = std::min(rows - 1, static_cast<int>(std::floor(v + texels_y / 2)) + 1);
+      const Rgb8 got = img.at(static_cast<int>(x), static_cast<int>(y));
+      bool ok = false;
+      for (int i = y0; i <= y1 && !ok; ++i)
+        for (int j = x0; j <= x1 && !ok; ++j)
+          ok = overview.masked(i, j) ? got == attnscope::kMaskedColor : weightColor(got, overview.values(i, j));
+      ++checked;
+      if (!ok && ++wrong <= 3)
+        std::printf("      head %d pixel (%.0f,%.0f), texels %d:%d x %d:%d: drawn %s\n", head + 1, x, y, y0, y1 + 1,
+                    x0, x1 + 1, Checker::str(got).c_str());
+    }
+  c.expect(wrong == 0, "head " + std::to_string(head + 1) + "'s overview pixels in the colours of the CPU's " +
+                           std::to_string(rows) + " x " + std::to_string(cols) + " max-pooled tile: " +
+                           std::to_string(wrong) + " wrong of " + std::to_string(checked));
+}
+
+}  // namespace
+
+void checkLongGpu(Checker& c, const std::string& dir) {
+  const attnscope::Scene saved = attnscope::loadSceneFile(dir + "/scene.json");
+  c.expect(saved.nQ() == 2048 && saved.numHeads() == 2, "the 2048-token, 2-head scene was saved");
+  c.expect(!c.layout.contains("banner"), "no banner (the GPU backend did not fail over to the CPU)");
+  attnscope::ComputeOptions options;
+  options.maps = attnscope::MapPolicy::Auto;  // ATTNSCOPE_MAPS_LIMIT=8M, as the window ran
+  options.analysis = false;
+  const attnscope::Result result = attnscope::CpuBackend(1).compute(saved, options);
+  c.expect(!result.heads[0].hasMap(), "the maps are not kept (the flash path)");
+  const nlohmann::json edit = loadLayout(dir + "/layout_edit.json");
+  c.expect(edit.contains("heads.overviews") && edit.contains("heads.stale_map"),
+           "the frame after the causal edit: the overviews restarted (progress shown), an older one drawn stale");
+  const nlohmann::json grid = loadLayout(dir + "/layout_grid.json");
+  const Image grid_img = loadPng(dir + "/grid.png");
+  c.expect(!grid.contains("heads.overviews") && !grid.contains("heads.stale_map"),
+           "every overview in, none stale, before the grid's screenshot");
+  for (int h = 0; h < 2; ++h) {
+    const std::string map = "head" + std::to_string(h) + ".map";
+    if (!grid.contains(map)) {
+      c.expect(false, map + " in the grid");
+      continue;
+    }
+    const attnscope::Tile overview = attnscope::weightTile(
+        saved, result, attnscope::TileRequest{h, 0, -1, 0, -1, attnscope::Pooling::Max, 1024, 1024});
+    checkOverviewPixels(c, grid_img, grid[map].get<std::vector<float>>(), overview, h);
+  }
+  checkLongZoom(c, dir, true);
+}
+
 void checkLongZoom(Checker& c, const std::string& dir, bool long_scene) {
   const attnscope::Scene saved = attnscope::loadSceneFile(dir + "/scene.json");
   if (long_scene) {
-    c.expect(saved.nQ() >= 16384, "a long scene: n = " + std::to_string(saved.nQ()));
+    c.expect(saved.nQ() >= 2048, "a long scene: n = " + std::to_string(saved.nQ()));
   } else {
     c.expect(saved.nQ() == 512 && saved.numHeads() == 8, "the 512-token, 8-head scene was saved");
     // The click's frame: the worked example still on show, the compute under way (not on the UI thread).

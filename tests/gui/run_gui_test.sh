@@ -57,6 +57,11 @@ fi
 if [[ "$script" == open_arrays ]]; then
   /usr/bin/python3 "$scripts/../open_arrays_fixtures.py" "$out"
 fi
+# The hardware-GPU path of a long scene on llvmpipe: the window treats the software renderer as a hardware GPU
+# (a test aid), and a lowered maps limit makes a 2048-token scene long. gui_check sees the same limit.
+if [[ "$script" == long_gpu ]]; then
+  export ATTNSCOPE_GPU_AS_HARDWARE=1 ATTNSCOPE_MAPS_LIMIT=8M
+fi
 sed -e "s|@OUT@|$out|g" -e "s|@CKPT@|$out/ckpt|g" "$scripts/$script.txt" >"$out/script.txt"
 # Mesa's software renderer (llvmpipe) under Xvfb; no terminal or display needed beyond this one.
 env ${scale:+ATTNSCOPE_UI_SCALE=$scale} DISPLAY=":$display" LIBGL_ALWAYS_SOFTWARE=1 timeout 120 "$app" --backend "$backend" \

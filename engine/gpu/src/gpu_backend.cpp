@@ -304,19 +304,28 @@ unsigned GpuBackend::weightsTexture(int head) const {
 }
 
 Tile GpuBackend::weightTile(const TileRequest& request) {
-  if (!impl_->resident) throw InputError("gpu backend", "computeResident before weightTile", "nothing computed");
-  CallScope scope(impl_->egl.get());
   Tile tile;
-  impl_->weightTile(request, &tile, 0);
+  weightTileRows(request, 0, -1, tile);
   return tile;
 }
 
-void GpuBackend::weightTileToTexture(const TileRequest& request, unsigned texture) {
+void GpuBackend::weightTileRows(const TileRequest& request, int y0, int y1, Tile& tile) {
+  if (!impl_->resident) throw InputError("gpu backend", "computeResident before weightTile", "nothing computed");
+  CallScope scope(impl_->egl.get());
+  impl_->weightTile(request, y0, y1, &tile, 0, 0);
+}
+
+void GpuBackend::weightTileToTexture(const TileRequest& request, unsigned texture, unsigned mask_texture) {
+  weightTileRowsToTexture(request, 0, -1, texture, mask_texture);
+}
+
+void GpuBackend::weightTileRowsToTexture(const TileRequest& request, int y0, int y1, unsigned texture,
+                                         unsigned mask_texture) {
   if (!impl_->resident)
     throw InputError("gpu backend", "computeResident before weightTileToTexture", "nothing computed");
   if (texture == 0) throw InputError("texture", "a GL texture name (GL_R32F)", "0");
   CallScope scope(impl_->egl.get());
-  impl_->weightTile(request, nullptr, texture);
+  impl_->weightTile(request, y0, y1, nullptr, texture, mask_texture);
 }
 
 bool GpuBackend::keepsResidentMaps() const { return impl_->resident && !impl_->flash; }

@@ -92,8 +92,20 @@ class GpuBackend final : public Backend {
   Tile weightTile(const TileRequest& request);
   // The same tile written into `texture` (GL_TEXTURE_2D, GL_R32F, made in this backend's context or one sharing
   // it, at least out_cols x out_rows texels, or cols x rows unpooled): texel (x, y) = cell (y, x), masked cells
-  // 0. Nothing is read back; a barrier is issued so the next draw that samples it sees the tile.
-  void weightTileToTexture(const TileRequest& request, unsigned texture);
+  // 0. When `mask_texture` is not 0 (GL_R8, the same size), its texel (x, y) becomes 1 where the cell (some cell
+  // of the block) may attend and 0 where every cell is masked, so that a drawing tells masked cells from weight
+  // 0 (the heatmap shader's mask). Nothing is read back; a barrier is issued so the next draw that samples them,
+  // or a later image store or texture update, sees the tile.
+  void weightTileToTexture(const TileRequest& request, unsigned texture, unsigned mask_texture = 0);
+  // Bounded work: only output rows [y0, y1) of `request` (0 <= y0 < y1 <= its out_rows, or rows unpooled), each
+  // row's blocks the same pooledRange blocks as the whole request's, written at texel rows y0 .. y1 - 1; other
+  // texels are left as they were. A caller fills a whole tile a band per frame (the window's overviews). The
+  // GPU's counterpart of the CPU's maxPooledRows (compute/tiles.h), for any pooling.
+  void weightTileRowsToTexture(const TileRequest& request, int y0, int y1, unsigned texture,
+                               unsigned mask_texture = 0);
+  // The same rows read back into `tile`, resized to (out_rows, out_cols) when its shape differs; other rows are
+  // left as they were (as maxPooledRows does).
+  void weightTileRows(const TileRequest& request, int y0, int y1, Tile& tile);
   // Reads every resident matrix back into `result` (as computeInto would have produced).
   void readBack(const Scene& scene, Result& result, const ComputeOptions& options = {});
   // Blocks until the GPU has finished all submitted work (glFinish).

@@ -5,7 +5,7 @@
 // Hand-offs, by the OpenGL 4.3 memory model: flash_forward -> output projection or tile (storage reads):
 // GL_SHADER_STORAGE_BARRIER_BIT; tile -> glGetBufferSubData: GL_BUFFER_UPDATE_BARRIER_BIT; tile -> a draw
 // sampling the texture: GL_TEXTURE_FETCH_BARRIER_BIT (and image access/update bits for later image stores or
-// texture reads). Within a dispatch, shared memory passes through memoryBarrierShared() + barrier() only.
+// texture reads; the R8 mask image likewise). Within a dispatch, shared memory passes through memoryBarrierShared() + barrier() only.
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -97,7 +97,8 @@ void GpuBackend::Impl::flashHeads(int first, int count) {
   }
 }
 
-void GpuBackend::Impl::weightTile(const TileRequest& request, Tile* tile, GLuint texture) {
+void GpuBackend::Impl::weightTile(const TileRequest& request, int y0, int y1, Tile* tile, GLuint texture,
+                                  GLuint mask_texture) {
   if (request.head < 0 || request.head >= heads())
     throw InputError("head", "0 to " + std::to_string(heads() - 1), std::to_string(request.head));
   const int n_q = shape.n_q, n_k = shape.n_k;
@@ -118,6 +119,9 @@ void GpuBackend::Impl::weightTile(const TileRequest& request, Tile* tile, GLuint
                      std::to_string(out_rows) + " x " + std::to_string(out_cols));
   if (!pooled && static_cast<long long>(rows) * cols > (1LL << 28))
     throw InputError("tile", "at most 2^28 cells unpooled (pool a larger range)", shapeString(rows, cols));
+  if (y1 < 0) y1 = out_rows;
+  check_range("output rows", y0, y1, out_rows);
+  const int band_rows = y1 - y0;
 
   // Each output cell's query rows and keys, relative to the tile: pooledRange as the CPU's weightTile uses.
   std::vector<std::uint32_t> ranges;
@@ -153,14 +157,23 @@ void GpuBackend::Impl::weightTile(const TileRequest& request, Tile* tile, GLuint
   program.set("u_out_rows", static_cast<unsigned>(out_rows));
   program.set("u_out_cols", static_cast<unsigned>(out_cols));
   program.set("u_max_pool", request.pooling == Pooling::Max);
-  const std::size_t cells = static_cast<std::size_t>(out_rows) * static_cast<std::size_t>(out_cols);
-  if (texture) glBindImageTexture(0, texture, 0, GL_FALSE, 0, GL_WRITE_ONLY, GL_R32F);
+  program.set("u_y0", static_cast<unsigned>(y0));
+  program.set("u_band_rows", static_cast<unsigned>(band_rows));
+  // b_acc holds the band's cells only: (band_rows, out_cols).
+  const std::size_t cells = static_cast<std::size_t>(band_rows) * static_cast<std::size_t>(out_cols);
+  if (texture) {
+    // Stores issued after this barrier wait for earlier accesses (a draw still sampling these texels) to finish.
+    glMemoryBarrier(GL_SHADER_IMAGE_ACCESS_BARRIER_BIT);
+    glBindImageTexture(0, texture, 0, GL_FALSE, 0, GL_WRITE_ONLY, GL_R32F);
+    if (mask_texture) glBindImageTexture(1, mask_texture, 0, GL_FALSE, 0, GL_WRITE_ONLY, GL_R8);
+    program.set("u_write_mask", mask_texture != 0);
+  }
   tile_values.ensure(cells * 4 * sizeof(std::uint32_t));
   tile_values.bind(4);
   // Passes within the loop budget: keys [pass_col0, + pass_cols) and rows [pass_row0, + pass_rows) of every
   // block per dispatch; per row, the q load and pass_cols dot products of d_k.
   std::size_t block_rows = 1, block_cols = 1;
-  for (int y = 0; y < out_rows; ++y) block_rows = std::max<std::size_t>(block_rows, ranges[2 * y + 1] - ranges[2 * y]);
+  for (int y = y0; y < y1; ++y) block_rows = std::max<std::size_t>(block_rows, ranges[2 * y + 1] - ranges[2 * y]);
   for (int x = out_rows; x < out_rows + out_cols; ++x)
     block_cols = std::max<std::size_t>(block_cols, ranges[2 * x + 1] - ranges[2 * x]);
   const std::size_t d_k = static_cast<std::size_t>(shape.d_k[h]), width = flashWidth();
@@ -177,7 +190,7 @@ void GpuBackend::Impl::weightTile(const TileRequest& request, Tile* tile, GLuint
         program.set("u_first_pass", r == 0 && c == 0);
         program.set("u_last_pass", r + pass_rows >= block_rows && c + pass_cols >= block_cols);
         glDispatchCompute(groupsFor(static_cast<std::size_t>(out_cols), kTileSide),
-                          groupsFor(static_cast<std::size_t>(out_rows), kTileSide), 1);
+                          groupsFor(static_cast<std::size_t>(band_rows), kTileSide), 1);
         glMemoryBarrier(GL_SHADER_STORAGE_BARRIER_BIT);  // the next pass reads each cell's (sum, peak, count)
       }
   }
@@ -185,17 +198,20 @@ void GpuBackend::Impl::weightTile(const TileRequest& request, Tile* tile, GLuint
     // A draw samples it next (texture fetch); a later image store or glTexSubImage must see it too.
     glMemoryBarrier(GL_TEXTURE_FETCH_BARRIER_BIT | GL_SHADER_IMAGE_ACCESS_BARRIER_BIT | GL_TEXTURE_UPDATE_BARRIER_BIT);
     glBindImageTexture(0, 0, 0, GL_FALSE, 0, GL_WRITE_ONLY, GL_R32F);
+    glBindImageTexture(1, 0, 0, GL_FALSE, 0, GL_WRITE_ONLY, GL_R8);
     gpu::checkGl("writing a tile into a texture");
     return;
   }
   glMemoryBarrier(GL_BUFFER_UPDATE_BARRIER_BIT);  // glGetBufferSubData reads what the dispatch wrote
   std::vector<std::uint32_t> cells_out(cells * 4);  // per cell: bits of the value, 0, 0, masked
   tile_values.download(cells_out.data(), cells_out.size() * sizeof(std::uint32_t));
-  tile->values.resize(out_rows, out_cols);
-  tile->masked.resize(out_rows, out_cols);
+  // Other rows of a band's tile are left as they were (a shape change resizes, as maxPooledRows does).
+  if (tile->values.rows() != out_rows || tile->values.cols() != out_cols) tile->values.resize(out_rows, out_cols);
+  if (tile->masked.rows() != out_rows || tile->masked.cols() != out_cols) tile->masked.resize(out_rows, out_cols);
+  const std::size_t first = static_cast<std::size_t>(y0) * static_cast<std::size_t>(out_cols);
   for (std::size_t c = 0; c < cells; ++c) {  // row-major on the GPU and in Matrix (types.h)
-    std::memcpy(tile->values.data() + c, &cells_out[4 * c], sizeof(float));
-    tile->masked.data()[c] = static_cast<std::uint8_t>(cells_out[4 * c + 3]);
+    std::memcpy(tile->values.data() + first + c, &cells_out[4 * c], sizeof(float));
+    tile->masked.data()[first + c] = static_cast<std::uint8_t>(cells_out[4 * c + 3]);
   }
   gpu::checkGl("reading a tile back");
 }
