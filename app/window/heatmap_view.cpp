@@ -296,6 +296,16 @@ std::string HeatmapRenderer::progress(const AppState& state, bool& stale) const 
   return text;
 }
 
+bool HeatmapRenderer::fillsPending() const {
+  if (!gpu_tiles_) return false;
+  for (std::size_t h = 0; h < tiled_heads_.size() && h < tile_revisions_.size(); ++h) {
+    const TiledHead& t = tiled_heads_[h];
+    if (!(t.overview.ready && t.overview.revision == tile_revisions_[h])) return true;
+    if (t.view_fill.revision == tile_revisions_[h] && t.view_fill.rows_done < t.view_fill.request.out_rows) return true;
+  }
+  return false;
+}
+
 void HeatmapRenderer::startFill(TiledHead::Texture& fill, const TileRequest& request, unsigned revision) {
   if (!fill.weights) fill.weights = makeTexture(), fill.mask = makeTexture();
   const bool pooled = request.pooling != Pooling::None;

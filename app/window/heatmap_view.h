@@ -46,6 +46,9 @@ class HeatmapRenderer {
   // Long scenes: overview progress ("overviews 3/8") or "" when every head's overview is in; `stale` is true while
   // some map on show predates the result.
   std::string progress(const AppState& state, bool& stale) const;
+  // GPU flash path: an overview or a view tile is still being written, a band of rows per frame; the window
+  // draws frames unpaced meanwhile (each frame is what moves the work on).
+  bool fillsPending() const;
 
  private:
   // One head's rendered map: an RGBA8 texture the size of its place on screen, and what it shows (`view` in

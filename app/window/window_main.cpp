@@ -243,10 +243,11 @@ int runWindow(const std::vector<std::string>& args) {
     bool running = true;
     FramePacer pacer;
     // Paced: a person's window, or a script waiting for work to end (`until`, as a person waits); the other
-    // scripted steps, --frames and --screenshot count frames and run unpaced.
+    // scripted steps, --frames and --screenshot count frames and run unpaced; so do frames that move work on
+    // (a GPU tile filled a band per frame).
     const bool paced_run = !script && !options.screenshot_path && options.frames == 0;
     while (running && !glfwWindowShouldClose(window)) {
-      pacer.awaitEvents(paced_run || (script && script->waitingForWork()));
+      pacer.awaitEvents((paced_run || (script && script->waitingForWork())) && !renderer.fillsPending());
       const auto start = std::chrono::steady_clock::now();
       ImGui_ImplOpenGL3_NewFrame();
       ImGui_ImplGlfw_NewFrame();
