@@ -134,7 +134,7 @@ class AppState {
     std::shared_ptr<std::atomic<bool>> cancel;
   };
   struct ComputeReply {
-    bool superseded = false;  // a newer edit came while it waited for the overviews: nothing computed
+    bool superseded = false;  // a newer edit came while it waited for the overviews, or cancelled it: no result
     Result result;
     double ms = 0;
     std::string error;  // not empty: the compute threw (a bug on a validated scene); the result is empty
