@@ -209,9 +209,15 @@ void AppState::recompute(int only_head, const Scene* previous) {
   long_compute_cancel_.reset();
   // A long scene's overviews need only Q, K and the mask: they start from the scene now, not after the result.
   heads_from_overviews_ = backendWorksOffTheUiThread() && !keepsMaps(scene_, windowOptions(scene_, true));
+  // What the background work reads: one copy of the edited scene, shared by the overviews and the compute.
+  std::shared_ptr<const Scene> snapshot;
+  const auto shared_scene = [&] {
+    if (!snapshot) snapshot = std::make_shared<const Scene>(scene_);
+    return snapshot;
+  };
   if (heads_from_overviews_) {
     if (!overviews_) overviews_ = std::make_unique<HeatmapTileSource>();
-    overviews_->start(scene_, ++overview_revision_);
+    overviews_->start(shared_scene(), ++overview_revision_);
   } else if (overviews_) {
     overviews_->clear();  // a compute still waiting for a long scene's overviews is stale: it gives up
   }
@@ -230,7 +236,7 @@ void AppState::recompute(int only_head, const Scene* previous) {
           reply.superseded = true;
           return reply;
         }
-        const Scene& scene = request.scene;
+        const Scene& scene = *request.scene;
         ComputeOptions options = windowOptions(scene, true);
         options.cancel = request.cancel.get();
         const auto start = std::chrono::steady_clock::now();
@@ -261,7 +267,7 @@ void AppState::recompute(int only_head, const Scene* previous) {
         return reply;
       });
     if (heads_from_overviews_) long_compute_cancel_ = std::make_shared<std::atomic<bool>>(false);
-    worker_->request(ComputeRequest{scene_, heads_from_overviews_ ? overview_revision_ : 0, backend_->name() == "gpu",
+    worker_->request(ComputeRequest{shared_scene(), heads_from_overviews_ ? overview_revision_ : 0, backend_->name() == "gpu",
                                     long_compute_cancel_});
     result_pending_ = true;
     last_change_ = std::chrono::steady_clock::now();

@@ -125,7 +125,7 @@ class AppState {
   void takeWorkerResult();
 
   struct ComputeRequest {
-    Scene scene;
+    std::shared_ptr<const Scene> scene;  // shared with the overviews' snapshot
     unsigned overview_revision = 0;  // not 0: compute only once that revision's overviews are in (and current)
     bool gpu = false;  // the GPU backend (in the worker's own headless context), else the CPU
     // A long scene's: set by the next edit, which stops this compute at its next block of rows (its tens of

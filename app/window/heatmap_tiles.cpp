@@ -47,12 +47,12 @@ void HeatmapTileSource::clear() {
   overviews_cv_.notify_all();
 }
 
-void HeatmapTileSource::start(const Scene& scene, unsigned revision) {
+void HeatmapTileSource::start(std::shared_ptr<const Scene> scene, unsigned revision) {
   auto snapshot = std::make_shared<Snapshot>();
-  snapshot->scene = scene;
   snapshot->revision = revision;
-  snapshot->result.heads.resize(scene.heads.size());
-  snapshot->done.assign(scene.heads.size(), 0);
+  snapshot->result.heads.resize(scene->heads.size());
+  snapshot->done.assign(scene->heads.size(), 0);
+  snapshot->scene = std::move(scene);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     snapshot_ = std::move(snapshot);
@@ -149,7 +149,7 @@ void HeatmapTileSource::run() {
       landed.revision = snapshot->revision;
       bool ok = true;
       try {  // the head's q, k, m, l are in snapshot->result: only this thread writes them, before `done`
-        landed.tile = weightTile(snapshot->scene, snapshot->result, request);
+        landed.tile = weightTile(*snapshot->scene, snapshot->result, request);
       } catch (const std::exception&) {
         ok = false;  // a view outside this scene (asked for the previous one): the next frame asks again
       }
@@ -157,7 +157,7 @@ void HeatmapTileSource::run() {
       if (ok && snapshot_ == snapshot) landed_.push_back(std::move(landed));
       continue;
     }
-    const Scene& scene = snapshot->scene;
+    const Scene& scene = *snapshot->scene;
     const int out_rows = std::min(scene.nQ(), kOverviewSide), out_cols = std::min(scene.nK(), kOverviewSide);
     if (building_for != snapshot || building_head < 0) {
       // The next head: the one a view waits for, else the first not done.

@@ -35,7 +35,8 @@ class HeatmapTileSource {
   // A new scene to draw (`revision`: AppState::overviewRevision): every overview starts again from the scene, the
   // first head first; the work of an older revision stops at its next step and nothing of it is handed back.
   // What was drawn stays until replaced.
-  void start(const Scene& scene, unsigned revision);
+  // `scene` is shared with the window's compute request, not copied (64 MB at 32k tokens, d_model 512).
+  void start(std::shared_ptr<const Scene> scene, unsigned revision);
   // The visible part of `head`: query rows [row0, row1), keys [col0, col1) at (out_rows, out_cols), max-pooled
   // when that is fewer than the cells. Replaces the previous view request; served before the overviews (a head
   // whose m, l are not known yet gets its overview next, then the view).
@@ -67,7 +68,7 @@ class HeatmapTileSource {
   // What the worker reads and fills: the scene and, per head, q, k and (once its overview is done) m, l. Only the
   // worker touches `result`; a new start() makes a new snapshot.
   struct Snapshot {
-    Scene scene;
+    std::shared_ptr<const Scene> scene;
     Result result;                 // per head q, k, row_max, row_sum only
     std::vector<std::uint8_t> done;  // (heads) 1 once the head's overview (and m, l) is in
     unsigned revision = 0;

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -37,7 +38,7 @@ std::vector<HeatmapTileSource::Landed> overviewsOf(HeatmapTileSource& tiles, uns
 TEST(HeatmapTileSource, OverviewsFromTheSceneEqualTheForwardPassTiles) {
   const Scene s = causalScene(1500, 2, 3);
   HeatmapTileSource tiles;
-  tiles.start(s, 7);
+  tiles.start(std::make_shared<const Scene>(s), 7);
   const std::vector<HeatmapTileSource::Landed> got = overviewsOf(tiles, 7);
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got[0].head, 0);  // the first head first
@@ -68,8 +69,8 @@ TEST(HeatmapTileSource, OverviewsFromTheSceneEqualTheForwardPassTiles) {
 // A newer scene supersedes: the older revision's wait returns false at once, and only the newer's tiles land.
 TEST(HeatmapTileSource, ANewerStartSupersedesTheOlder) {
   HeatmapTileSource tiles;
-  tiles.start(causalScene(3000, 4, 1), 1);
-  tiles.start(causalScene(800, 2, 2), 2);
+  tiles.start(std::make_shared<const Scene>(causalScene(3000, 4, 1)), 1);
+  tiles.start(std::make_shared<const Scene>(causalScene(800, 2, 2)), 2);
   EXPECT_FALSE(tiles.waitOverviews(1));
   const std::vector<HeatmapTileSource::Landed> got = overviewsOf(tiles, 2);
   ASSERT_EQ(got.size(), 2u);
@@ -79,7 +80,7 @@ TEST(HeatmapTileSource, ANewerStartSupersedesTheOlder) {
 
 TEST(HeatmapTileSource, StopEndsEveryWait) {
   HeatmapTileSource tiles;
-  tiles.start(causalScene(4000, 8, 1), 1);
+  tiles.start(std::make_shared<const Scene>(causalScene(4000, 8, 1)), 1);
   std::thread waiter([&] { EXPECT_FALSE(tiles.waitOverviews(1)); });
   tiles.stop();
   waiter.join();
