@@ -6,8 +6,11 @@
 
 #include <imgui.h>
 
+#include <memory>
+
 #include "attnscope/model/gpt2.h"
 #include "window/heatmap_view.h"
+#include "window/model/model_grid_tiles.h"
 
 namespace attnscope::app {
 
@@ -18,9 +21,16 @@ class ModelGridRenderer {
   ModelGridRenderer(const ModelGridRenderer&) = delete;
   ModelGridRenderer& operator=(const ModelGridRenderer&) = delete;
 
-  // Renders every map (layer * heads + head) of `forward` pooled to tiles of `tile` pixels, unless `revision`
-  // and `tile` are those of the last call. Weights 0..1 span the colour map.
-  void syncGrid(const model::ForwardResult& forward, int layers, int heads, unsigned revision, int tile);
+  // Once a frame. A new `revision` or `tile` starts pooling every map (layer * heads + head) of `forward` to
+  // tiles of `tile` pixels on the grid's worker (never on this thread); each layer that has landed since the
+  // last call is uploaded and rendered. Until then a layer's tiles keep what they showed (the same size), or a
+  // neutral grey. Weights 0..1 span the colour map.
+  void syncGrid(const std::shared_ptr<const model::ForwardResult>& forward, int layers, int heads,
+                unsigned revision, int tile);
+  // Layers of the last syncGrid's forward on show (from the top); pending while fewer than all.
+  int gridLayersShown() const { return grid_shown_layers_; }
+  // Pending: the grid of `revision` not synced yet, or fewer layers on show than all.
+  bool gridPending(unsigned revision) const { return revision != grid_revision_ || grid_shown_layers_ < layers_; }
   // Adds tile (layer, head) of the last syncGrid at p0 (tile x tile pixels).
   void drawTile(ImDrawList* list, int layer, int head, ImVec2 p0) const;
   // Adds map `index` over [p0, p1) (whole pixels) showing the cells `view`; rendered again only when the map,
@@ -36,12 +46,17 @@ class ModelGridRenderer {
   void resize(Target& target, int width, int height);
   // Draws cells `view` of the weights and mask textures into the viewport (x, y, w, h) of `target`.
   void render(const Target& target, unsigned weights, unsigned mask, int x, int y, int w, int h, const CellView& view);
+  // Uploads and renders the layers the grid's job finished since the last call.
+  void showLandedLayers();
 
   unsigned program_ = 0, vao_ = 0, colormap_ = 0;
   unsigned grid_weights_ = 0, grid_mask_ = 0;  // atlas: heads * blocks wide, layers * blocks tall
   Target grid_;
   int layers_ = 0, heads_ = 0, tile_ = 0;
   unsigned grid_revision_ = ~0u;
+  std::shared_ptr<GridTilesJob> grid_job_;  // the atlas being computed (or done) for grid_revision_ and tile_
+  int grid_shown_layers_ = 0;               // its layers uploaded and rendered
+  GridTileWorker grid_worker_;
   unsigned map_weights_ = 0, map_mask_ = 0;  // the full-size map: (n, n)
   Target map_;
   int map_index_ = -1;
