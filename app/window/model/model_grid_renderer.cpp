@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "attnscope/compute/tiles.h"
 #include "attnscope/export/colormap.h"
 #include "attnscope/gl_program.h"
 #include "heatmap_shaders.h"
@@ -135,6 +134,9 @@ void ModelGridRenderer::showLandedLayers() {
              CellView{static_cast<float>(h) * b, static_cast<float>(l) * b, static_cast<float>(h + 1) * b,
                       static_cast<float>(l + 1) * b});
   grid_shown_layers_ = done;
+  // All on show: the worker is done with the job, so its atlas and its hold on the forward (which a newer
+  // forward may have replaced in the session) can go.
+  if (done == layers_) grid_job_.reset();
 }
 
 void ModelGridRenderer::drawTile(ImDrawList* list, int layer, int head, ImVec2 p0) const {

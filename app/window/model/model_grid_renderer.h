@@ -54,7 +54,7 @@ class ModelGridRenderer {
   Target grid_;
   int layers_ = 0, heads_ = 0, tile_ = 0;
   unsigned grid_revision_ = ~0u;
-  std::shared_ptr<GridTilesJob> grid_job_;  // the atlas being computed (or done) for grid_revision_ and tile_
+  std::shared_ptr<GridTilesJob> grid_job_;  // the atlas being computed for grid_revision_ and tile_ (null once shown)
   int grid_shown_layers_ = 0;               // its layers uploaded and rendered
   GridTileWorker grid_worker_;
   unsigned map_weights_ = 0, map_mask_ = 0;  // the full-size map: (n, n)

@@ -36,11 +36,11 @@ GridTileWorker::GridTileWorker()
       }) {}
 
 GridTileWorker::~GridTileWorker() {
-  if (current_) current_->cancel = true;
+  if (const auto running = current_.lock()) running->cancel = true;
 }
 
 void GridTileWorker::start(const std::shared_ptr<GridTilesJob>& job) {
-  if (current_) current_->cancel = true;
+  if (const auto running = current_.lock()) running->cancel = true;
   current_ = job;
   worker_.request(job);
   worker_.take();  // replies carry nothing: progress is the job's layers_done

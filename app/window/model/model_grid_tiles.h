@@ -15,7 +15,8 @@ namespace attnscope::app {
 
 // One forward's atlas at one tile size. Lifetimes: the job holds the forward by shared_ptr (ModelSession's
 // forward is const once it lands), so a newer forward replacing the session's only drops a reference; the old
-// one is freed when the job ends. The renderer holds the job, so the atlas outlives the worker's use of it.
+// one is freed when the job ends. The renderer holds the job until every layer is uploaded, so the atlas
+// outlives the worker's use of it.
 struct GridTilesJob {
   std::shared_ptr<const model::ForwardResult> forward;
   int layers = 0, heads = 0, blocks = 0;
@@ -43,8 +44,10 @@ class GridTileWorker {
   void start(const std::shared_ptr<GridTilesJob>& job);
 
  private:
-  std::shared_ptr<GridTilesJob> current_;
-  LatestWorker<std::shared_ptr<GridTilesJob>, bool> worker_;  // last: its thread stops before current_ goes
+  // Weak: only to cancel it. A finished job (and its forward) is held by nobody but the renderer, which lets
+  // go once every layer is on show.
+  std::weak_ptr<GridTilesJob> current_;
+  LatestWorker<std::shared_ptr<GridTilesJob>, bool> worker_;
 };
 
 }  // namespace attnscope::app

@@ -113,8 +113,9 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
   if (stepperInt("layer", "model.layer", layer_shown, 1, c.n_layer)) s.scene_layer = layer_shown - 1;
   ImGui::SameLine();
   openLayerButton(state, view, "Open as scene", s.scene_layer, "model.open_layer");
-  // As of last frame's syncGrid (this frame's comes below, once the tile size is known), or a new forward.
-  if (s.renderer->gridPending(s.revision())) {  // the grid's pooled tiles are still computing on its worker; scripts wait: until no ...
+  // The grid's tiles still computing on its worker (scripts wait: until no model.grid_pending): as of last
+  // frame's syncGrid (this frame's comes below, once the tile size is known), or a new forward.
+  if (s.renderer->gridPending(s.revision())) {
     ImGui::SameLine();
     ImGui::TextDisabled("grid %d/%d layers", s.renderer->gridLayersShown(), c.n_layer);
     probeItem("model.grid_pending");
