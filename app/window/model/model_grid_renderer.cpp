@@ -146,24 +146,41 @@ void ModelGridRenderer::drawTile(ImDrawList* list, int layer, int head, ImVec2 p
   list->AddImage(imguiTexture(grid_.texture), p0, ImVec2(p0.x + t, p0.y + t), ImVec2(u0, v_top), ImVec2(u1, v_bottom));
 }
 
-void ModelGridRenderer::drawMap(ImDrawList* list, const model::ForwardResult& forward, int index, unsigned revision,
-                                ImVec2 p0, ImVec2 p1, const CellView& view) {
-  const int n = forward.n;
+ModelGridRenderer::MapReply ModelGridRenderer::fetchMap(const MapRequest& request) {
+  const model::ForwardResult& forward = *request.forward;
+  const int n = forward.n, layer = request.index / std::max(1, forward.layout.n_head);
+  MapReply reply;
+  reply.weights = forward.map(request.index);  // kept (a copy), or recomputed
+  reply.allowed.assign(static_cast<std::size_t>(n) * static_cast<std::size_t>(n), 0);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j)
+      if (forward.layout.keyAllowed(layer, i, j))
+        reply.allowed[static_cast<std::size_t>(i) * static_cast<std::size_t>(n) + static_cast<std::size_t>(j)] = 255;
+  return reply;
+}
+
+void ModelGridRenderer::drawMap(ImDrawList* list, const std::shared_ptr<const model::ForwardResult>& forward,
+                                int index, unsigned revision, ImVec2 p0, ImVec2 p1, const CellView& view) {
+  const int n = forward->n;
   if (index != map_index_ || revision != map_revision_) {
     map_index_ = index, map_revision_ = revision;
-    const Matrix w = forward.map(index);  // (n, n) row-major: texture row i = query i; kept, or recomputed
-    const int layer = index / std::max(1, forward.layout.n_head);
-    std::vector<std::uint8_t> allowed(static_cast<std::size_t>(n) * static_cast<std::size_t>(n), 0);
-    for (int i = 0; i < n; ++i)
-      for (int j = 0; j < n; ++j)
-        if (forward.layout.keyAllowed(layer, i, j)) allowed[static_cast<std::size_t>(i) * static_cast<std::size_t>(n) + static_cast<std::size_t>(j)] = 255;
+    map_wanted_ = map_worker_.request(MapRequest{forward, index});
+    map_pending_ = true;
+  }
+  if (auto landed = map_worker_.take(); landed && landed->first == map_wanted_) {  // older replies: dropped
+    const MapReply& r = landed->second;
     glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
     glBindTexture(GL_TEXTURE_2D, map_weights_);
-    glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, n, n, 0, GL_RED, GL_FLOAT, w.data());
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, n, n, 0, GL_RED, GL_FLOAT, r.weights.data());
     glBindTexture(GL_TEXTURE_2D, map_mask_);
-    glTexImage2D(GL_TEXTURE_2D, 0, GL_R8, n, n, 0, GL_RED, GL_UNSIGNED_BYTE, allowed.data());
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_R8, n, n, 0, GL_RED, GL_UNSIGNED_BYTE, r.allowed.data());
     glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
+    map_pending_ = false;
     map_stale_ = true;  // render again below
+  }
+  if (map_pending_) {
+    list->AddRectFilled(p0, p1, IM_COL32(64, 64, 71, 255));
+    return;
   }
   const int width = std::max(1, static_cast<int>(p1.x - p0.x)), height = std::max(1, static_cast<int>(p1.y - p0.y));
   const bool same_view = map_view_.col0 == view.col0 && map_view_.row0 == view.row0 && map_view_.col1 == view.col1 &&

@@ -221,6 +221,11 @@ void focusView(AppState& state, ViewState& view, ModelSession& s) {
                 kv[static_cast<std::size_t>(h)] + 1);
   else
     ImGui::Text("Layer %d, head %d  (wheel: zoom, drag: pan)", l + 1, h + 1);
+  if (s.renderer->mapPending(l * c.n_head + h, s.revision())) {  // the map is fetched off the UI thread (scripts: until no model.map_pending)
+    ImGui::SameLine();
+    ImGui::TextDisabled("computing the map...");
+    probeItem("model.map_pending");
+  }
 
   const std::vector<std::string>& labels = s.labels();
   CellView& z = view.model_zoom;
@@ -238,7 +243,7 @@ void focusView(AppState& state, ViewState& view, ModelSession& s) {
   const ImVec2 m0(std::floor(c0.x + label_w), std::floor(c0.y));
   const ImVec2 m1(std::floor(m0.x + cell * zw), std::floor(m0.y + cell * zh));
   ImDrawList* list = ImGui::GetWindowDrawList();
-  s.renderer->drawMap(list, s.forward(), l * c.n_head + h, s.revision(), m0, m1, z);
+  s.renderer->drawMap(list, s.sharedForward(), l * c.n_head + h, s.revision(), m0, m1, z);
   probeRect("model.map", m0, m1);
   drawAxisLabels(labels, labels, z, m0, m1, cell, label_w, turned);
 
