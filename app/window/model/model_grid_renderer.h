@@ -1,7 +1,8 @@
 // A checkpoint's attention maps on screen through the heatmap shader (shaders/heatmap.*, as the heads panel):
 // the layers x heads grid from each map's pooled overview (max over the cells of a block, blocks by
-// pooledRange, as the exporters pool), all maps in one atlas texture rendered once per forward and tile size;
-// and one map full-size, with a view of cells for zoom and pan.
+// pooledRange, as the exporters pool), all maps in one atlas texture rendered once per forward and tile size,
+// layer by layer as the grid's worker pools them (model_grid_tiles.h); and one map full-size, fetched on a worker
+// too, with a view of cells for zoom and pan. Only the GL work is done here, on the UI thread.
 #pragma once
 
 #include <imgui.h>
