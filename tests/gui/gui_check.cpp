@@ -409,8 +409,8 @@ int main(int argc, char** argv) {
       for (const auto& id : cell.value("clipped", nlohmann::json::array())) clipped += " " + id.get<std::string>();
       c.expect(cell.contains("clipped") && clipped.empty() && cell.contains("breakdown.weight"),
                "the Cell tab at 3-digit positions: drawn, nothing clipped" + (clipped.empty() ? "" : " (clipped:" + clipped + ")"));
-    } else if (test == "model_grid") {
-      checkModelGrid(c, dir);
+    } else if (test == "model_grid" || test == "model_grid_ondemand") {
+      checkModelGrid(c, dir, test == "model_grid_ondemand");
     } else if (test == "model_llama") {
       checkModelLlama(c, dir);
     } else if (test == "model_llama_scene") {

@@ -143,7 +143,8 @@ inline bool isWeightColor(Rgb8 got, double w) {
 }
 
 // The checks of other files, by test name (gui_check_model.cpp, gui_check_panels.cpp, gui_check_families.cpp).
-void checkModelGrid(Checker& c, const std::string& dir);
+// maps_dropped: the forward kept no maps (model_grid_ondemand): the same pixels, recomputed from Q and K.
+void checkModelGrid(Checker& c, const std::string& dir, bool maps_dropped);
 void checkModelLlama(Checker& c, const std::string& dir);
 void checkModelLlamaScene(Checker& c, const std::string& dir);
 void checkGroupsRope(Checker& c, const std::string& dir);

@@ -33,7 +33,7 @@ int wrongCells(const Checker& c, const std::string& rect_id, const std::vector<s
 
 }  // namespace
 
-void checkModelGrid(Checker& c, const std::string& dir) {
+void checkModelGrid(Checker& c, const std::string& dir, bool maps_dropped) {
   std::ifstream in(dir + "/ckpt/expected.json");
   const nlohmann::json expected = nlohmann::json::parse(in);
   const Maps maps = expected["weights"].get<Maps>();
@@ -44,6 +44,11 @@ void checkModelGrid(Checker& c, const std::string& dir) {
   const int layers = static_cast<int>(maps.size()), heads = static_cast<int>(maps[0].size());
   const int n = static_cast<int>(ids.size());
   c.expect(layers == 12 && heads == 12 && n == 11, "NumPy's maps: 12 layers x 12 heads of 11 x 11");
+  // The path under test: maps kept, or none (the tiles recomputed from Q and K on the grid's worker); the panel
+  // says which.
+  c.expect(c.layout.contains("checkpoint.maps_on_demand") == maps_dropped,
+           maps_dropped ? "the forward kept no maps (ATTNSCOPE_MODEL_MAPS=drop)" : "the forward kept its maps");
+  c.expect(!c.layout.contains("model.grid_pending"), "the grid's tiles all landed before the screenshot");
 
   // The grid: every cell of all 144 tiles, in the centre pane (between the scene and the analysis panes).
   int wrong = 0, missing = 0;

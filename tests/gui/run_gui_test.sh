@@ -10,6 +10,10 @@ out="$artifacts/${name}_$backend"
 script=$name screen=1280x800 scale=""
 if [[ "$name" == *_x2 ]]; then script=${name%_x2} screen=2560x1600 scale=2; fi
 if [[ "$name" == workarea ]]; then scale=2; fi
+# model_grid_ondemand: scripts/model_grid.txt and its fixture with no maps kept (ATTNSCOPE_MODEL_MAPS=drop): the
+# grid's tiles recomputed from Q and K on the grid's worker, checked against the same NumPy maps.
+maps="" check_name=$script
+if [[ "$name" == model_grid_ondemand ]]; then script=model_grid maps=drop check_name=$name; fi
 rm -rf "$out" && mkdir -p "$out"
 
 # A free display number: no lock file and no socket. Xvfb itself refuses a taken one, so retry a few times.
@@ -64,7 +68,7 @@ if [[ "$script" == long_gpu ]]; then
 fi
 sed -e "s|@OUT@|$out|g" -e "s|@CKPT@|$out/ckpt|g" "$scripts/$script.txt" >"$out/script.txt"
 # Mesa's software renderer (llvmpipe) under Xvfb; no terminal or display needed beyond this one.
-env ${scale:+ATTNSCOPE_UI_SCALE=$scale} DISPLAY=":$display" LIBGL_ALWAYS_SOFTWARE=1 timeout 120 "$app" --backend "$backend" \
+env ${scale:+ATTNSCOPE_UI_SCALE=$scale} ${maps:+ATTNSCOPE_MODEL_MAPS=$maps} DISPLAY=":$display" LIBGL_ALWAYS_SOFTWARE=1 timeout 120 "$app" --backend "$backend" \
   --script "$out/script.txt" </dev/null
 # gui_check: the window's expected size (the screen's at scale 2 on a HiDPI screen, else 1280 x 800).
-GUI_WINDOW_SIZE=$screen "$check" "$script" "$out" "$backend"
+GUI_WINDOW_SIZE=$screen "$check" "$check_name" "$out" "$backend"

@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "attnscope/compute/tiles.h"
 #include "attnscope/export/colormap.h"
 #include "attnscope/gl_program.h"
 #include "heatmap_shaders.h"
@@ -72,46 +71,72 @@ void ModelGridRenderer::resize(Target& target, int width, int height) {
   glBindTexture(GL_TEXTURE_2D, 0);
 }
 
-void ModelGridRenderer::syncGrid(const model::ForwardResult& forward, int layers, int heads, unsigned revision,
-                                 int tile) {
+void ModelGridRenderer::syncGrid(const std::shared_ptr<const model::ForwardResult>& forward, int layers,
+                                 int heads, unsigned revision, int tile) {
   tile = std::max(1, tile);
-  if (revision == grid_revision_ && tile == tile_ && layers == layers_ && heads == heads_) return;
-  grid_revision_ = revision, tile_ = tile, layers_ = layers, heads_ = heads;
-  const int n = forward.n;
-  const int blocks = std::min(n, tile);  // never more texels than pixels
-  // Atlas rows are queries: map (l, h)'s block (p, q) at texel (h * blocks + q, l * blocks + p).
-  const std::size_t width = static_cast<std::size_t>(heads * blocks), height = static_cast<std::size_t>(layers * blocks);
-  std::vector<float> values(width * height, 0.0f);
-  std::vector<std::uint8_t> allowed(width * height, 0);
-  for (int l = 0; l < layers; ++l)
-    for (int h = 0; h < heads; ++h) {
-      // Each block the largest allowed weight it covers (masked: causal, sliding window), from the kept map or
-      // recomputed from Q, K and the row statistics (ForwardResult::tile).
-      const Tile t = forward.tile(l, {.head = h, .pooling = Pooling::Max, .out_rows = blocks, .out_cols = blocks});
-      for (int p = 0; p < blocks; ++p)
-        for (int q = 0; q < blocks; ++q) {
-          const std::size_t at = static_cast<std::size_t>(l * blocks + p) * width + static_cast<std::size_t>(h * blocks + q);
-          values[at] = t.values(p, q);
-          allowed[at] = t.masked(p, q) ? 0 : 255;
-        }
+  if (revision != grid_revision_ || tile != tile_ || layers != layers_ || heads != heads_) {
+    grid_revision_ = revision, tile_ = tile, layers_ = layers, heads_ = heads;
+    auto job = std::make_shared<GridTilesJob>();
+    job->forward = forward;
+    job->layers = layers, job->heads = heads;
+    job->blocks = std::min(forward->n, tile);  // never more texels than pixels
+    grid_worker_.start(job);
+    grid_job_ = job;
+    grid_shown_layers_ = 0;
+    const GLsizei width = heads * job->blocks, height = layers * job->blocks;
+    for (unsigned texture : {grid_weights_, grid_mask_}) {  // filled layer by layer in showLandedLayers
+      glBindTexture(GL_TEXTURE_2D, texture);
+      glTexImage2D(GL_TEXTURE_2D, 0, texture == grid_weights_ ? GL_R32F : GL_R8, width, height, 0, GL_RED,
+                   texture == grid_weights_ ? GL_FLOAT : GL_UNSIGNED_BYTE, nullptr);
     }
+    glBindTexture(GL_TEXTURE_2D, 0);
+    const bool same_size = grid_.texture && grid_.width == heads * tile && grid_.height == layers * tile;
+    resize(grid_, heads * tile, layers * tile);
+    if (!same_size) {  // fresh texels are undefined: a neutral grey until each layer lands
+      GLint previous_framebuffer = 0;
+      GLfloat previous_clear[4] = {};
+      glGetIntegerv(GL_DRAW_FRAMEBUFFER_BINDING, &previous_framebuffer);
+      glGetFloatv(GL_COLOR_CLEAR_VALUE, previous_clear);
+      glBindFramebuffer(GL_FRAMEBUFFER, grid_.framebuffer);
+      glFramebufferTexture2D(GL_FRAMEBUFFER, GL_COLOR_ATTACHMENT0, GL_TEXTURE_2D, grid_.texture, 0);
+      glDisable(GL_SCISSOR_TEST);
+      glClearColor(0.25f, 0.25f, 0.28f, 1.0f);
+      glClear(GL_COLOR_BUFFER_BIT);
+      glClearColor(previous_clear[0], previous_clear[1], previous_clear[2], previous_clear[3]);
+      glBindFramebuffer(GL_FRAMEBUFFER, static_cast<GLuint>(previous_framebuffer));
+    }
+  }
+  showLandedLayers();
+}
+
+void ModelGridRenderer::showLandedLayers() {
+  const int done = grid_job_ ? grid_job_->layers_done.load(std::memory_order_acquire) : 0;
+  if (done <= grid_shown_layers_) return;
+  const GridTilesJob& job = *grid_job_;
+  const int blocks = job.blocks, first = grid_shown_layers_;
+  const std::size_t width = static_cast<std::size_t>(heads_ * blocks);
+  const std::size_t row0 = static_cast<std::size_t>(first * blocks);
+  const GLsizei rows = (done - first) * blocks;
   glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
   glBindTexture(GL_TEXTURE_2D, grid_weights_);
-  glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, static_cast<GLsizei>(width), static_cast<GLsizei>(height), 0, GL_RED,
-               GL_FLOAT, values.data());
+  glTexSubImage2D(GL_TEXTURE_2D, 0, 0, static_cast<GLint>(row0), static_cast<GLsizei>(width), rows, GL_RED,
+                  GL_FLOAT, job.values.data() + row0 * width);
   glBindTexture(GL_TEXTURE_2D, grid_mask_);
-  glTexImage2D(GL_TEXTURE_2D, 0, GL_R8, static_cast<GLsizei>(width), static_cast<GLsizei>(height), 0, GL_RED,
-               GL_UNSIGNED_BYTE, allowed.data());
+  glTexSubImage2D(GL_TEXTURE_2D, 0, 0, static_cast<GLint>(row0), static_cast<GLsizei>(width), rows, GL_RED,
+                  GL_UNSIGNED_BYTE, job.allowed.data() + row0 * width);
+  glBindTexture(GL_TEXTURE_2D, 0);
   glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
-  resize(grid_, heads * tile, layers * tile);
   // GL rows run upwards: layer 1 goes at the top of the target.
-  for (int l = 0; l < layers; ++l)
-    for (int h = 0; h < heads; ++h) {
-      const float b = static_cast<float>(blocks);
-      render(grid_, grid_weights_, grid_mask_, h * tile, (layers - 1 - l) * tile, tile, tile,
+  const float b = static_cast<float>(blocks);
+  for (int l = first; l < done; ++l)
+    for (int h = 0; h < heads_; ++h)
+      render(grid_, grid_weights_, grid_mask_, h * tile_, (layers_ - 1 - l) * tile_, tile_, tile_,
              CellView{static_cast<float>(h) * b, static_cast<float>(l) * b, static_cast<float>(h + 1) * b,
                       static_cast<float>(l + 1) * b});
-    }
+  grid_shown_layers_ = done;
+  // All on show: the worker is done with the job, so its atlas and its hold on the forward (which a newer
+  // forward may have replaced in the session) can go.
+  if (done == layers_) grid_job_.reset();
 }
 
 void ModelGridRenderer::drawTile(ImDrawList* list, int layer, int head, ImVec2 p0) const {
@@ -121,24 +146,41 @@ void ModelGridRenderer::drawTile(ImDrawList* list, int layer, int head, ImVec2 p
   list->AddImage(imguiTexture(grid_.texture), p0, ImVec2(p0.x + t, p0.y + t), ImVec2(u0, v_top), ImVec2(u1, v_bottom));
 }
 
-void ModelGridRenderer::drawMap(ImDrawList* list, const model::ForwardResult& forward, int index, unsigned revision,
-                                ImVec2 p0, ImVec2 p1, const CellView& view) {
-  const int n = forward.n;
+ModelGridRenderer::MapReply ModelGridRenderer::fetchMap(const MapRequest& request) {
+  const model::ForwardResult& forward = *request.forward;
+  const int n = forward.n, layer = request.index / std::max(1, forward.layout.n_head);
+  MapReply reply;
+  reply.weights = forward.map(request.index);  // kept (a copy), or recomputed
+  reply.allowed.assign(static_cast<std::size_t>(n) * static_cast<std::size_t>(n), 0);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j)
+      if (forward.layout.keyAllowed(layer, i, j))
+        reply.allowed[static_cast<std::size_t>(i) * static_cast<std::size_t>(n) + static_cast<std::size_t>(j)] = 255;
+  return reply;
+}
+
+void ModelGridRenderer::drawMap(ImDrawList* list, const std::shared_ptr<const model::ForwardResult>& forward,
+                                int index, unsigned revision, ImVec2 p0, ImVec2 p1, const CellView& view) {
+  const int n = forward->n;
   if (index != map_index_ || revision != map_revision_) {
     map_index_ = index, map_revision_ = revision;
-    const Matrix w = forward.map(index);  // (n, n) row-major: texture row i = query i; kept, or recomputed
-    const int layer = index / std::max(1, forward.layout.n_head);
-    std::vector<std::uint8_t> allowed(static_cast<std::size_t>(n) * static_cast<std::size_t>(n), 0);
-    for (int i = 0; i < n; ++i)
-      for (int j = 0; j < n; ++j)
-        if (forward.layout.keyAllowed(layer, i, j)) allowed[static_cast<std::size_t>(i) * static_cast<std::size_t>(n) + static_cast<std::size_t>(j)] = 255;
+    map_wanted_ = map_worker_.request(MapRequest{forward, index});
+    map_pending_ = true;
+  }
+  if (auto landed = map_worker_.take(); landed && landed->first == map_wanted_) {  // older replies: dropped
+    const MapReply& r = landed->second;
     glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
     glBindTexture(GL_TEXTURE_2D, map_weights_);
-    glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, n, n, 0, GL_RED, GL_FLOAT, w.data());
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, n, n, 0, GL_RED, GL_FLOAT, r.weights.data());
     glBindTexture(GL_TEXTURE_2D, map_mask_);
-    glTexImage2D(GL_TEXTURE_2D, 0, GL_R8, n, n, 0, GL_RED, GL_UNSIGNED_BYTE, allowed.data());
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_R8, n, n, 0, GL_RED, GL_UNSIGNED_BYTE, r.allowed.data());
     glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
+    map_pending_ = false;
     map_stale_ = true;  // render again below
+  }
+  if (map_pending_) {
+    list->AddRectFilled(p0, p1, IM_COL32(64, 64, 71, 255));
+    return;
   }
   const int width = std::max(1, static_cast<int>(p1.x - p0.x)), height = std::max(1, static_cast<int>(p1.y - p0.y));
   const bool same_view = map_view_.col0 == view.col0 && map_view_.row0 == view.row0 && map_view_.col1 == view.col1 &&

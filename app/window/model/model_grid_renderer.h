@@ -1,13 +1,20 @@
 // A checkpoint's attention maps on screen through the heatmap shader (shaders/heatmap.*, as the heads panel):
 // the layers x heads grid from each map's pooled overview (max over the cells of a block, blocks by
-// pooledRange, as the exporters pool), all maps in one atlas texture rendered once per forward and tile size;
-// and one map full-size, with a view of cells for zoom and pan.
+// pooledRange, as the exporters pool), all maps in one atlas texture rendered once per forward and tile size,
+// layer by layer as the grid's worker pools them (model_grid_tiles.h); and one map full-size, fetched on a worker
+// too, with a view of cells for zoom and pan. Only the GL work is done here, on the UI thread.
 #pragma once
 
 #include <imgui.h>
 
+#include <cstdint>
+#include <memory>
+#include <vector>
+
 #include "attnscope/model/gpt2.h"
 #include "window/heatmap_view.h"
+#include "window/latest_worker.h"
+#include "window/model/model_grid_tiles.h"
 
 namespace attnscope::app {
 
@@ -18,15 +25,27 @@ class ModelGridRenderer {
   ModelGridRenderer(const ModelGridRenderer&) = delete;
   ModelGridRenderer& operator=(const ModelGridRenderer&) = delete;
 
-  // Renders every map (layer * heads + head) of `forward` pooled to tiles of `tile` pixels, unless `revision`
-  // and `tile` are those of the last call. Weights 0..1 span the colour map.
-  void syncGrid(const model::ForwardResult& forward, int layers, int heads, unsigned revision, int tile);
+  // Once a frame. A new `revision` or `tile` starts pooling every map (layer * heads + head) of `forward` to
+  // tiles of `tile` pixels on the grid's worker (never on this thread); each layer that has landed since the
+  // last call is uploaded and rendered. Until then a layer's tiles keep what they showed (the same size), or a
+  // neutral grey. Weights 0..1 span the colour map.
+  void syncGrid(const std::shared_ptr<const model::ForwardResult>& forward, int layers, int heads,
+                unsigned revision, int tile);
+  // Layers of the last syncGrid's forward on show (from the top); pending while fewer than all.
+  int gridLayersShown() const { return grid_shown_layers_; }
+  // Pending: the grid of `revision` not synced yet, or fewer layers on show than all.
+  bool gridPending(unsigned revision) const { return revision != grid_revision_ || grid_shown_layers_ < layers_; }
   // Adds tile (layer, head) of the last syncGrid at p0 (tile x tile pixels).
   void drawTile(ImDrawList* list, int layer, int head, ImVec2 p0) const;
   // Adds map `index` over [p0, p1) (whole pixels) showing the cells `view`; rendered again only when the map,
-  // the view or the size changed.
-  void drawMap(ImDrawList* list, const model::ForwardResult& forward, int index, unsigned revision, ImVec2 p0,
-               ImVec2 p1, const CellView& view);
+  // the view or the size changed. A new map or forward is fetched on a background thread (without kept maps it
+  // is recomputed from Q and K: O(n^2 d), 40 ms at 1021 tokens, 16x that at 4096); grey until it lands.
+  void drawMap(ImDrawList* list, const std::shared_ptr<const model::ForwardResult>& forward, int index,
+               unsigned revision, ImVec2 p0, ImVec2 p1, const CellView& view);
+  // Map `index` of forward `revision` is not on show yet: not asked for, or not landed.
+  bool mapPending(int index, unsigned revision) const {
+    return map_pending_ || index != map_index_ || revision != map_revision_;
+  }
 
  private:
   struct Target {  // an RGBA8 texture rendered into through its framebuffer
@@ -36,18 +55,35 @@ class ModelGridRenderer {
   void resize(Target& target, int width, int height);
   // Draws cells `view` of the weights and mask textures into the viewport (x, y, w, h) of `target`.
   void render(const Target& target, unsigned weights, unsigned mask, int x, int y, int w, int h, const CellView& view);
+  // Uploads and renders the layers the grid's job finished since the last call.
+  void showLandedLayers();
 
   unsigned program_ = 0, vao_ = 0, colormap_ = 0;
   unsigned grid_weights_ = 0, grid_mask_ = 0;  // atlas: heads * blocks wide, layers * blocks tall
   Target grid_;
   int layers_ = 0, heads_ = 0, tile_ = 0;
   unsigned grid_revision_ = ~0u;
+  std::shared_ptr<GridTilesJob> grid_job_;  // the atlas being computed for grid_revision_ and tile_ (null once shown)
+  int grid_shown_layers_ = 0;               // its layers uploaded and rendered
+  GridTileWorker grid_worker_;
   unsigned map_weights_ = 0, map_mask_ = 0;  // the full-size map: (n, n)
   Target map_;
   int map_index_ = -1;
   unsigned map_revision_ = ~0u;
   CellView map_view_;
   bool map_stale_ = true;
+  struct MapRequest {
+    std::shared_ptr<const model::ForwardResult> forward;  // held: a newer forward cannot free it mid-request
+    int index = 0;
+  };
+  struct MapReply {
+    Matrix weights;                     // (n, n) row-major: texture row i = query i
+    std::vector<std::uint8_t> allowed;  // (n, n): 255 where query i reads key j
+  };
+  static MapReply fetchMap(const MapRequest& request);
+  std::uint64_t map_wanted_ = 0;  // the request whose reply drawMap shows
+  bool map_pending_ = false;
+  LatestWorker<MapRequest, MapReply> map_worker_{fetchMap};  // last: stops before the members above go
 };
 
 }  // namespace attnscope::app

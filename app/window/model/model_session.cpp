@@ -2,6 +2,7 @@
 #include "window/model/model_session.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <exception>
 #include <variant>
 
@@ -38,7 +39,7 @@ ModelSession::Reply ModelSession::work(const Request& request, Progress& progres
     // Every map kept while they fit the memory budget (as before maps on demand: the grid and a full-size map
     // are drawn straight from them, and drawing is cheap); past it, the forward keeps Q, K and the row
     // statistics, and the grid's pooled tiles are recomputed from them (seconds at 1024 tokens of a 28-layer
-    // model, on the UI thread when the grid's size changes: only inputs that could not open before pay it).
+    // model: on the grid's worker, model_grid_tiles.h, layer by layer while the grid fills in).
     options.maps = MapPolicy::Keep;
     const model::Model& m = *reply.checkpoint;
     const int n = static_cast<int>(ids.size());
@@ -46,6 +47,10 @@ ModelSession::Reply ModelSession::work(const Request& request, Progress& progres
         m.isGpt2() ? model::gpt2ForwardBytes(std::get<model::Gpt2Weights>(m.weights).config, n, options)
                    : model::llamaForwardBytes(std::get<model::LlamaWeights>(m.weights).config, n, true, MapPolicy::Keep);
     if (keep_bytes > defaultMemoryBudget()) options.maps = MapPolicy::Auto;
+    // Test aid: ATTNSCOPE_MODEL_MAPS=drop keeps no maps whatever the budget, so that a small checkpoint's grid
+    // and close view take the recompute path (tests/gui model_grid_ondemand) that only big inputs reach.
+    if (const char* maps = std::getenv("ATTNSCOPE_MODEL_MAPS"); maps && std::string(maps) == "drop")
+      options.maps = MapPolicy::Drop;
     options.progress = [&progress](int done) {
       progress.layers_done = done;
       return !progress.cancel.load();
@@ -84,7 +89,7 @@ void ModelSession::start() {
 
 void ModelSession::showTensor(arrays::AttentionTensor tensor, const std::string& path) {
   if (running_) cancel();  // its reply, when it comes, is dropped below
-  forward_ = std::move(tensor.forward);
+  forward_ = std::make_shared<const model::ForwardResult>(std::move(tensor.forward));
   labels_ = std::move(tensor.tokens);
   tensor_name_ = tensor.tensor_name;
   tensor_file_ = path;
@@ -99,7 +104,7 @@ void ModelSession::showTensor(arrays::AttentionTensor tensor, const std::string&
 
 const arrays::TensorLayerAnalysis& ModelSession::tensorAnalysis(int layer) {
   if (layer != analysis_layer_) {
-    analysis_ = arrays::analyseTensorLayer(forward_, labels_, layer);
+    analysis_ = arrays::analyseTensorLayer(*forward_, labels_, layer);
     analysis_layer_ = layer;
   }
   return analysis_;
@@ -148,7 +153,7 @@ bool ModelSession::poll() {
   if (!tensor_file_.empty() && progress_->cancel.load()) return false;  // cancelled by showTensor: keep the tensor
   tensor_file_.clear();
   checkpoint_ = std::move(r.checkpoint);
-  forward_ = std::move(r.forward);
+  forward_ = std::make_shared<const model::ForwardResult>(std::move(r.forward));
   labels_ = std::move(r.labels);
   ran_text_ = std::move(r.text);
   focus_layer = focus_head = -1;

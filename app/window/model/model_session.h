@@ -45,11 +45,14 @@ class ModelSession {
   std::string title() const;
 
   // The last forward that finished or tensor opened (n == 0: none yet), with its checkpoint and token labels.
-  const model::ForwardResult& forward() const { return forward_; }
+  const model::ForwardResult& forward() const { return *forward_; }
+  // The same forward, shared: background work on it (the grid's pooled tiles) holds this, so a newer forward
+  // landing only drops the session's reference and the old one lives until that work ends. Never mutated.
+  std::shared_ptr<const model::ForwardResult> sharedForward() const { return forward_; }
   // The checkpoint that made forward(); null while a tensor is shown.
   const model::Model* checkpoint() const { return tensor_file_.empty() ? checkpoint_.get() : nullptr; }
   // The checkpoint's layers x heads and each head's kv head (call only with a checkpoint).
-  const model::HeadLayout& layout() const { return forward_.layout; }
+  const model::HeadLayout& layout() const { return forward_->layout; }
   int numLayers() const { return checkpoint_->layout().n_layer; }
   // Per layer, the keys a query sees: 0 = every earlier key, W = the last W (a sliding window; GPT-2 and a
   // tensor: 0).
@@ -95,7 +98,7 @@ class ModelSession {
   std::unique_ptr<LatestWorker<Request, Reply>> worker_;
   bool running_ = false;
   std::shared_ptr<const model::Model> checkpoint_;
-  model::ForwardResult forward_;
+  std::shared_ptr<const model::ForwardResult> forward_ = std::make_shared<const model::ForwardResult>();
   std::vector<std::string> labels_;
   std::string ran_text_;
   unsigned revision_ = 0;

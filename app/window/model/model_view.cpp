@@ -113,6 +113,13 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
   if (stepperInt("layer", "model.layer", layer_shown, 1, c.n_layer)) s.scene_layer = layer_shown - 1;
   ImGui::SameLine();
   openLayerButton(state, view, "Open as scene", s.scene_layer, "model.open_layer");
+  // The grid's tiles still computing on its worker (scripts wait: until no model.grid_pending): as of last
+  // frame's syncGrid (this frame's comes below, once the tile size is known), or a new forward.
+  if (s.renderer->gridPending(s.revision())) {
+    ImGui::SameLine();
+    ImGui::TextDisabled("grid %d/%d layers", s.renderer->gridLayersShown(), c.n_layer);
+    probeItem("model.grid_pending");
+  }
 
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float strip_h = line * 1.3f + 2, header_h = (grouped ? 2 * line + 4 : line) + 2;
@@ -121,7 +128,8 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
                (avail.y - strip_h - header_h) / static_cast<float>(c.n_layer) - group_gap);
   const int tile = static_cast<int>(std::clamp(std::floor(fit - gap), 4.0f, 256.0f));
   const float step = static_cast<float>(tile) + gap, row_step = step + group_gap;
-  s.renderer->syncGrid(f, c.n_layer, c.n_head, s.revision(), tile);
+  s.renderer->syncGrid(s.sharedForward(), c.n_layer, c.n_head, s.revision(), tile);
+  const int layers_shown = s.renderer->gridLayersShown();
   // Column x of head h (from the grid's left edge) and the grid's width.
   auto column = [&](int h) {
     return label_w + static_cast<float>(h) * step + group_gap * static_cast<float>(kv[static_cast<std::size_t>(h)]);
@@ -157,6 +165,8 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
     for (int h = 0; h < c.n_head; ++h) {
       const ImVec2 p0(origin.x + column(h), y), p1(p0.x + t, p0.y + t);
       s.renderer->drawTile(list, l, h, p0);
+      if (l >= layers_shown)  // not computed yet: dimmed (the previous picture, or grey)
+        list->AddRectFilled(p0, p1, IM_COL32(20, 20, 24, 160));
       probeRect("model.tile." + std::to_string(l) + "." + std::to_string(h), p0, p1);
       if (token >= 0) {  // the hovered token's row and column, at least a pixel wide
         const float a = std::floor(static_cast<float>(token) * cell),
@@ -211,6 +221,11 @@ void focusView(AppState& state, ViewState& view, ModelSession& s) {
                 kv[static_cast<std::size_t>(h)] + 1);
   else
     ImGui::Text("Layer %d, head %d  (wheel: zoom, drag: pan)", l + 1, h + 1);
+  if (s.renderer->mapPending(l * c.n_head + h, s.revision())) {  // the map is fetched off the UI thread (scripts: until no model.map_pending)
+    ImGui::SameLine();
+    ImGui::TextDisabled("computing the map...");
+    probeItem("model.map_pending");
+  }
 
   const std::vector<std::string>& labels = s.labels();
   CellView& z = view.model_zoom;
@@ -228,7 +243,7 @@ void focusView(AppState& state, ViewState& view, ModelSession& s) {
   const ImVec2 m0(std::floor(c0.x + label_w), std::floor(c0.y));
   const ImVec2 m1(std::floor(m0.x + cell * zw), std::floor(m0.y + cell * zh));
   ImDrawList* list = ImGui::GetWindowDrawList();
-  s.renderer->drawMap(list, s.forward(), l * c.n_head + h, s.revision(), m0, m1, z);
+  s.renderer->drawMap(list, s.sharedForward(), l * c.n_head + h, s.revision(), m0, m1, z);
   probeRect("model.map", m0, m1);
   drawAxisLabels(labels, labels, z, m0, m1, cell, label_w, turned);
 

@@ -90,6 +90,11 @@ void drawCheckpointPanel(AppState& state, ViewState& view) {
   probeItem("checkpoint.config");
   textWrappedAtSpaces(formatted("%d tokens: every map is in the centre pane%s.", s.forward().n,
                                 c.n_kv_head < c.n_head ? ", the query heads of each KV head framed together" : ""));
+  if (!s.forward().keepsMaps()) {  // past the memory budget (or ATTNSCOPE_MODEL_MAPS=drop)
+    textWrappedAtSpaces("No maps kept (past the memory budget): the grid's tiles and a map shown full-size are "
+                        "recomputed from Q and K.");
+    probeItem("checkpoint.maps_on_demand");
+  }
   if (!s.shown) {
     if (ImGui::Button("Show the model")) s.shown = true;
     probeItem("checkpoint.show");

@@ -1,0 +1,133 @@
+// The model grid's pooled tiles (app/window/model/model_grid_tiles.h), computed off the UI thread: each block
+// the largest weight of its cells, taken here straight from the kept maps of the same forward (an independent
+// max over 4 x 4 cells), for a forward that kept its maps and one that kept none (recomputed from Q and K); and
+// a job replaced while it runs stops early, the newest one finishing.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "window/model/model_grid_tiles.h"
+
+namespace attnscope::app {
+namespace {
+
+Matrix randomMatrix(int rows, int cols, float stddev, std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.0f, stddev);
+  Matrix m(rows, cols);
+  for (int i = 0; i < rows; ++i)
+    for (int j = 0; j < cols; ++j) m(i, j) = normal(rng);
+  return m;
+}
+
+RowVector ones(int d) { return RowVector::Ones(d); }
+RowVector zeros(int d) { return RowVector::Zero(d); }
+
+// A random GPT-2 whose attention logits span a few units (non-trivial maps).
+model::Gpt2Weights randomGpt2(int layers, int heads, int d, int positions, std::mt19937& rng) {
+  const int vocab = 50;
+  model::Gpt2Weights w;
+  w.config = {.n_layer = layers, .n_head = heads, .n_embd = d, .n_positions = positions, .vocab_size = vocab};
+  w.wte = randomMatrix(vocab, d, 1.0f, rng);
+  w.wpe = randomMatrix(positions, d, 0.3f, rng);
+  const float s = 1.0f / std::sqrt(static_cast<float>(d));
+  for (int l = 0; l < layers; ++l) {
+    model::Gpt2Block b;
+    b.ln_1_g = ones(d), b.ln_1_b = zeros(d), b.ln_2_g = ones(d), b.ln_2_b = zeros(d);
+    b.c_attn_w = randomMatrix(d, 3 * d, 2.0f * s, rng), b.c_attn_b = zeros(3 * d);
+    b.c_proj_w = randomMatrix(d, d, s, rng), b.c_proj_b = zeros(d);
+    b.fc_w = randomMatrix(d, 4 * d, s, rng), b.fc_b = zeros(4 * d);
+    b.mlp_proj_w = randomMatrix(4 * d, d, 0.5f * s, rng), b.mlp_proj_b = zeros(d);
+    w.blocks.push_back(std::move(b));
+  }
+  w.ln_f_g = ones(d), w.ln_f_b = zeros(d);
+  return w;
+}
+
+constexpr int kLayers = 3, kHeads = 4, kTokens = 64, kBlocks = 16;  // blocks of 4 x 4 cells
+
+struct Forwards {
+  std::shared_ptr<const model::ForwardResult> kept, dropped;
+};
+
+Forwards runForwards() {
+  std::mt19937 rng(7);
+  const model::Gpt2Weights w = randomGpt2(kLayers, kHeads, 32, 80, rng);
+  std::vector<int> ids;
+  for (int i = 0; i < kTokens; ++i) ids.push_back(static_cast<int>(rng() % 50));
+  model::ForwardOptions keep, drop;
+  keep.maps = MapPolicy::Keep;
+  drop.maps = MapPolicy::Drop;
+  return {std::make_shared<const model::ForwardResult>(model::gpt2Forward(w, ids, keep)),
+          std::make_shared<const model::ForwardResult>(model::gpt2Forward(w, ids, drop))};
+}
+
+std::shared_ptr<GridTilesJob> jobFor(const std::shared_ptr<const model::ForwardResult>& forward) {
+  auto job = std::make_shared<GridTilesJob>();
+  job->forward = forward;
+  job->layers = kLayers, job->heads = kHeads, job->blocks = kBlocks;
+  return job;
+}
+
+// Every block of the atlas against the max of its 4 x 4 cells in `maps` (causal: blocks above the diagonal
+// masked). Returns the largest difference.
+double worstBlock(const GridTilesJob& job, const model::ForwardResult& maps) {
+  const int cells = kTokens / kBlocks, width = kHeads * kBlocks;
+  double worst = 0;
+  for (int l = 0; l < kLayers; ++l)
+    for (int h = 0; h < kHeads; ++h) {
+      const Matrix m = maps.map(l, h);
+      for (int p = 0; p < kBlocks; ++p)
+        for (int q = 0; q < kBlocks; ++q) {
+          float want = 0;
+          for (int i = p * cells; i < (p + 1) * cells; ++i)
+            for (int j = q * cells; j < (q + 1) * cells && j <= i; ++j) want = std::max(want, m(i, j));
+          const std::size_t at = static_cast<std::size_t>((l * kBlocks + p) * width + h * kBlocks + q);
+          EXPECT_EQ(job.allowed[at], q <= p ? 255 : 0) << "layer " << l << " head " << h << " block " << p << "," << q;
+          if (q <= p) worst = std::max(worst, static_cast<double>(std::abs(job.values[at] - want)));
+        }
+    }
+  return worst;
+}
+
+TEST(GridTiles, KeptAndRecomputedMapsPoolToTheMaxOfEachBlock) {
+  const Forwards f = runForwards();
+  ASSERT_TRUE(f.kept->keepsMaps());
+  ASSERT_FALSE(f.dropped->keepsMaps());
+  for (const auto& forward : {f.kept, f.dropped}) {
+    const std::shared_ptr<GridTilesJob> job = jobFor(forward);
+    computeGridTiles(*job);
+    EXPECT_EQ(job->layers_done.load(), kLayers);
+    // The same forward's kept maps: exact for the kept forward; float32 recompute order for the other.
+    EXPECT_LE(worstBlock(*job, *f.kept), 1e-5);
+  }
+}
+
+TEST(GridTiles, ACancelledJobStopsBeforeItsNextMap) {
+  const Forwards f = runForwards();
+  const std::shared_ptr<GridTilesJob> job = jobFor(f.dropped);
+  job->cancel = true;
+  computeGridTiles(*job);
+  EXPECT_EQ(job->layers_done.load(), 0);
+}
+
+TEST(GridTiles, TheWorkerFinishesTheNewestJobAndCancelsTheOneItReplaced) {
+  const Forwards f = runForwards();
+  GridTileWorker worker;
+  const std::shared_ptr<GridTilesJob> old_job = jobFor(f.dropped), new_job = jobFor(f.kept);
+  worker.start(old_job);
+  worker.start(new_job);
+  EXPECT_TRUE(old_job->cancel.load());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (new_job->layers_done.load() < kLayers && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_EQ(new_job->layers_done.load(), kLayers);
+  EXPECT_LE(worstBlock(*new_job, *f.kept), 1e-5);
+}
+
+}  // namespace
+}  // namespace attnscope::app
