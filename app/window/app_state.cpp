@@ -92,6 +92,7 @@ AppState::AppState(Scene scene) : scene_(std::move(scene)), backend_(std::make_u
 
 AppState::~AppState() {
   if (overviews_) overviews_->stop();  // a compute waiting for the overviews gives up, so worker_ can join
+  if (long_compute_cancel_) *long_compute_cancel_ = true;  // and one under way stops: closing takes no minute
 }
 
 bool AppState::edit(const std::string& what, const std::function<void(Scene&)>& change, int only_head,

@@ -423,6 +423,8 @@ int main(int argc, char** argv) {
       checkRowProfile(c);
     } else if (test == "long_gpu") {
       checkLongGpu(c, dir);
+    } else if (test == "long_grid") {
+      checkLongGrid(c);
     } else if (test == "long_zoom" || test == "big_zoom") {
       checkLongZoom(c, dir, test == "long_zoom");
     } else if (test == "open_arrays") {

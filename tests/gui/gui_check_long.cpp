@@ -2,7 +2,8 @@
 // big one (512 tokens, 8 heads, maps kept) computed off the UI thread; gui_long_gpu: a long scene (2048 tokens
 // under ATTNSCOPE_MAPS_LIMIT=8M) on the hardware-GPU path, its overviews and the deep zoom written by the GPU's
 // tile shader. Every cell in view must be drawn in the colour of the engine's weight tile for that region
-// (computed here from the saved scene by the CPU backend).
+// (computed here from the saved scene by the CPU backend). gui_long_grid: eight maps of a 32768-token scene,
+// each within its place in the grid.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -138,4 +139,26 @@ void checkLongZoom(Checker& c, const std::string& dir, bool long_scene) {
                                              std::to_string(wrong) + " wrong of " + std::to_string(checked));
 }
 
+void checkLongGrid(Checker& c) {
+  // Two columns of four: heads 2k and 2k + 1 side by side, head h + 2 under head h with its title line between
+  // (a 15 px font: at least 15 px from a map's bottom to the next map's top), every map inside the 1280 x 800
+  // window above its status bar, and none a mere sliver (the grid has some 150 px a head).
+  for (int h = 0; h < 8; ++h) {
+    const std::vector<float> r = c.rect("head" + std::to_string(h) + ".map");
+    const std::string name = "head " + std::to_string(h + 1) + " map [" + std::to_string(static_cast<int>(r[0])) + "," +
+                             std::to_string(static_cast<int>(r[1])) + " .. " + std::to_string(static_cast<int>(r[2])) +
+                             "," + std::to_string(static_cast<int>(r[3])) + "]";
+    c.expect(r[2] - r[0] >= 50 && r[3] - r[1] >= 50 && r[3] <= 780, name + ": drawn, inside the window");
+    if (h % 2 == 0) {
+      const std::vector<float> right = c.rect("head" + std::to_string(h + 1) + ".map");
+      c.expect(r[2] < right[0], name + " ends left of head " + std::to_string(h + 2) + "'s");
+    }
+    if (h + 2 < 8) {
+      const std::vector<float> below = c.rect("head" + std::to_string(h + 2) + ".map");
+      c.expect(r[3] + 15 <= below[1], name + " ends a title line above head " + std::to_string(h + 3) + "'s");
+    }
+  }
+}
+
 }  // namespace gui
+

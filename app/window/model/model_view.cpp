@@ -238,7 +238,7 @@ void focusView(AppState& state, ViewState& view, ModelSession& s) {
   const float label_w = std::min(queryLabelWidth(labels), 8 * line);
   float cell = std::min((avail.x - label_w) / zw, (avail.y - 1.2f * line) / zh);
   const bool turned = keyLabelsTurned(labels, cell);
-  cell = std::max(0.01f, std::min((avail.x - label_w) / zw, (avail.y - keyLabelHeight(labels, turned)) / zh));
+  cell = mapCell(avail.x - label_w, avail.y - keyLabelHeight(labels, turned), zw, zh);
   const ImVec2 c0 = ImGui::GetCursorScreenPos();
   const ImVec2 m0(std::floor(c0.x + label_w), std::floor(c0.y));
   const ImVec2 m1(std::floor(m0.x + cell * zw), std::floor(m0.y + cell * zh));

@@ -122,4 +122,10 @@ float mapAxesHeight(const std::vector<std::string>& k_tokens, float cell) {
   return keyLabelHeight(k_tokens, keyLabelsTurned(k_tokens, cell));
 }
 
+float mapCell(float avail_w, float avail_h, float n_cols, float n_rows) {
+  // At least a pixel for the whole map, never a fixed least cell: 0.01 px made a 32k-token map 328 px tall in a
+  // 150 px place, over the heads below it.
+  return std::max(1.0f / std::max({n_cols, n_rows, 1.0f}), std::min(avail_w / n_cols, avail_h / n_rows));
+}
+
 }  // namespace attnscope::app

@@ -146,11 +146,11 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
   const float n_cols = cells.col1 - cells.col0, n_rows = cells.row1 - cells.row0;
   const float avail_w = p1.x - p0.x - label_w;
   float avail_h = p1.y - p0.y - (labels ? 1.2f + 1.2f : 1.3f) * line;
-  float cell = std::max(0.01f, std::min(avail_w / n_cols, avail_h / n_rows));
+  float cell = mapCell(avail_w, avail_h, n_cols, n_rows);
   const bool turned = labels && keyLabelsTurned(scene, cell);
   if (turned) {
     avail_h = p1.y - p0.y - 1.2f * line - keyLabelHeight(scene, true);
-    cell = std::max(0.01f, std::min(avail_w / n_cols, avail_h / n_rows));
+    cell = mapCell(avail_w, avail_h, n_cols, n_rows);
   }
   const ImVec2 m0(std::floor(p0.x + label_w), std::floor(p0.y + 1.2f * line));  // whole pixels: one texel each
   const ImVec2 m1(std::floor(m0.x + cell * n_cols), std::floor(m0.y + cell * n_rows));

@@ -161,6 +161,9 @@ float queryLabelWidth(const std::vector<std::string>& queries);
 // labels under it, mapAxesHeight() tall.
 void drawMapAxes(const std::vector<std::string>& queries, const std::vector<std::string>& keys, ImVec2 m0, float cell);
 float mapAxesHeight(const std::vector<std::string>& keys, float cell);
+// The side of a cell of an (n_rows, n_cols) map fitted into (avail_w, avail_h) pixels: square cells, the whole
+// map at least a pixel (a long scene's cells are far below one).
+float mapCell(float avail_w, float avail_h, float n_cols, float n_rows);
 // A section title with a rule under it.
 void sectionHeader(const char* title);
 // The edit error of the last edit, in red, under the widget that caused it: shown only by the panel whose
