@@ -51,8 +51,11 @@ void compareForwards(const char* what, const model::ForwardResult& kept, const m
       for (int i = 0; i < tiled.n; ++i)
         for (int j = 0; j < tiled.n; ++j) nonzero_masked += !c.keyAllowed(l, i, j) && got(i, j) != 0.0f;
       EXPECT_EQ(nonzero_masked, 0) << "layer " << l << " head " << h;
-      // One weight, and a max-pooled tile (what the window's grid draws), through the same accessor.
-      EXPECT_NEAR(tiled.weight(l, h, tiled.n - 1, tiled.n / 2), kept.weight(l, h, tiled.n - 1, tiled.n / 2), kSameTol);
+      // Single weights (the window's hover) through the same accessor: every key of the last query row, inside
+      // and outside a sliding window.
+      for (int j = 0; j < tiled.n; ++j)
+        EXPECT_NEAR(tiled.weight(l, h, tiled.n - 1, j), kept.weight(l, h, tiled.n - 1, j), kSameTol) << "key " << j;
+      // A max-pooled tile (what the window's grid draws).
       const attnscope::TileRequest pooled{.head = h, .pooling = attnscope::Pooling::Max, .out_rows = 7, .out_cols = 5};
       const attnscope::Tile a = tiled.tile(l, pooled), b = kept.tile(l, pooled);
       e.same = worse(e.same, attnscope::test::maxError(a.values, b.values, {}, "pooled tile"));

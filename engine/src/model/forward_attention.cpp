@@ -6,9 +6,11 @@
 #include <cfloat>
 #include <cmath>
 #include <new>
+#include <string>
 #include <utility>
 
 #include "attnscope/compute/tiles.h"
+#include "attnscope/error.h"
 #include "attnscope/model/gpt2.h"
 #include "model/forward_shared.h"
 
@@ -133,13 +135,13 @@ bool forwardKeepsMaps(int layers, int heads, int n, MapPolicy policy) {
          mapsLimitBytes();
 }
 
-Scene ForwardResult::tileScene(int layer) const {
+Scene ForwardResult::tileScene(int layer, bool with_window) const {
   Scene s;
   s.query.resize(n, 0);  // only n_q = n_k = n: the tile engine reads Q and K from the layer's stats
   s.heads.resize(static_cast<std::size_t>(layout.n_head));
   s.scale = 1.0f;  // the stored Q carries the scale
   const int window = layout.windowOf(layer);
-  if (window > 0) {  // (n, n) bytes, for this one request (KeyMask has no sliding-window rule)
+  if (window > 0 && with_window) {  // (n, n) bytes, for this one request (KeyMask has no sliding-window rule)
     s.mask = MaskKind::Explicit;
     s.explicit_mask.resize(n, n);
     for (int i = 0; i < n; ++i)
@@ -165,7 +167,16 @@ Matrix ForwardResult::map(int layer, int head) const {
 
 float ForwardResult::weight(int layer, int head, int i, int j) const {
   if (keepsMaps()) return keptMap(layer * layout.n_head + head)(i, j);
-  return tile(layer, {.head = head, .row0 = i, .row1 = i + 1, .col0 = j, .col1 = j + 1}).values(0, 0);
+  if (i < 0 || i >= n || j < 0 || j >= n)
+    throw InputError("cell", "a query and a key in 0.." + std::to_string(n - 1),
+                     std::to_string(i) + ", " + std::to_string(j));
+  if (!layout.keyAllowed(layer, i, j)) return 0.0f;  // masked: after the query, or outside a sliding window
+  // An allowed cell's weight needs only its row's m and l, which the window already set: the layer's scene
+  // without the window serves, with no (n, n) mask built per hovered cell.
+  const Scene scene = tileScene(layer, false);
+  return weightTile(scene, stats.at(static_cast<std::size_t>(layer)),
+                    {.head = head, .row0 = i, .row1 = i + 1, .col0 = j, .col1 = j + 1})
+      .values(0, 0);
 }
 
 Tile ForwardResult::tile(int layer, const TileRequest& request) const {

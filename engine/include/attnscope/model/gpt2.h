@@ -154,8 +154,9 @@ struct ForwardResult {
   // A tile of it, plain or pooled, through the scene tile engine (weightTile); request.head is the query head.
   Tile tile(int layer, const TileRequest& request) const;
   // The shape and mask of `layer` as a scene for the tile engine: n queries and keys (no rows: Q and K are in
-  // stats), scale 1 (Q is scaled), causal, or the sliding window as an explicit (n, n) mask built on demand.
-  Scene tileScene(int layer) const;
+  // stats), scale 1 (Q is scaled), causal, or the sliding window as an explicit (n, n) mask built on demand
+  // (`with_window` false: causal only, for cells known to be inside the window).
+  Scene tileScene(int layer, bool with_window = true) const;
   // Kept maps only: a view of map `index` (what the forward writes and a loaded tensor fills).
   Eigen::Map<const Matrix> keptMap(int index) const {
     return {buffer.data() + static_cast<std::size_t>(index) * static_cast<std::size_t>(n) * n, n, n};
