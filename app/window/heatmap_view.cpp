@@ -276,7 +276,7 @@ std::string HeatmapRenderer::progress(const AppState& state, bool& stale) const 
   if (gpu_tiles_) {  // the overviews this renderer fills on the GPU, in head order
     for (std::size_t h = 0; h < tiled_heads_.size(); ++h) {
       const TiledHead& t = tiled_heads_[h];
-      if (t.overview.ready && t.overview.revision == tile_revisions_[h]) {
+      if (overviewCurrent(h)) {
         ++done;
       } else if (done == static_cast<int>(h)) {
         head = static_cast<int>(h);
@@ -296,11 +296,16 @@ std::string HeatmapRenderer::progress(const AppState& state, bool& stale) const 
   return text;
 }
 
+bool HeatmapRenderer::overviewCurrent(std::size_t head) const {
+  const TiledHead::Texture& overview = tiled_heads_[head].overview;
+  return overview.ready && overview.revision == tile_revisions_[head];
+}
+
 bool HeatmapRenderer::fillsPending() const {
   if (!gpu_tiles_) return false;
   for (std::size_t h = 0; h < tiled_heads_.size() && h < tile_revisions_.size(); ++h) {
     const TiledHead& t = tiled_heads_[h];
-    if (!(t.overview.ready && t.overview.revision == tile_revisions_[h])) return true;
+    if (!overviewCurrent(h)) return true;
     if (t.view_fill.revision == tile_revisions_[h] && t.view_fill.rows_done < t.view_fill.request.out_rows) return true;
   }
   return false;
@@ -352,7 +357,7 @@ void HeatmapRenderer::fillGpuOverviews() {
   for (std::size_t h = 0; h < tiled_heads_.size(); ++h) {
     TiledHead& t = tiled_heads_[h];
     const unsigned revision = tile_revisions_[h];
-    if (t.overview.ready && t.overview.revision == revision) continue;
+    if (overviewCurrent(h)) continue;
     const TileRequest request = overviewRequest(static_cast<int>(h), n_q_, n_k_);
     const TileRequest& f = t.overview_fill.request;
     if (t.overview_fill.revision != revision || f.row1 != request.row1 || f.col1 != request.col1 ||

@@ -82,7 +82,8 @@ class HeatmapRenderer {
   // GPU path: writes the next band of `fill`'s rows, at most `budget` weights recomputed (at least one row);
   // on the last row swaps it with `shown`, which becomes ready. Returns true once swapped.
   bool fillBand(TiledHead::Texture& fill, TiledHead::Texture& shown, std::size_t budget);
-  void fillGpuOverviews();  // GPU path: the next band of the first head whose overview is not current
+  void fillGpuOverviews();
+  bool overviewCurrent(std::size_t head) const;  // tiled head `head`'s overview is drawn and of its revision  // GPU path: the next band of the first head whose overview is not current
   // Chooses what head `head` (drawn from tiles) shows of `view` in a (width, height) map; requests the view
   // tile when zoomed. Returns false when nothing has landed yet.
   bool tiledSource(int head, const CellView& view, int width, int height, unsigned& weights, unsigned& mask,
