@@ -70,6 +70,21 @@ Map readMapCsv(const std::string& path) {
 }
 
 void checkOpenArrays(Checker& c, const std::string& dir) {
+  // The form is opaque: a strip of its bottom padding (2 to 5 px above its lower edge, 8 px in from its sides),
+  // drawn over the heads below it, is all the style's PopupBg (0.08 x 255 = 20.4, stored as 20) at full alpha;
+  // at the style's 94% the heatmaps under it showed through.
+  const Checker form_shot{loadPng(dir + "/form.png"), loadLayout(dir + "/layout_form.json")};
+  if (form_shot.layout.contains("open.window")) {
+    const std::vector<float> r = form_shot.rect("open.window");
+    int other = 0, seen = 0;
+    for (int y = static_cast<int>(r[3]) - 5; y <= static_cast<int>(r[3]) - 2; ++y)
+      for (int x = static_cast<int>(r[0]) + 8; x < static_cast<int>(r[2]) - 8; ++x, ++seen)
+        other += !(form_shot.img.at(x, y) == Rgb8{20, 20, 20});
+    c.expect(seen > 100 && other == 0, "the Open form's background is opaque: " + std::to_string(other) + " of " +
+                                           std::to_string(seen) + " padding pixels not (20, 20, 20)");
+  } else {
+    c.expect(false, "the Open form's window probed (open.window)");
+  }
   std::ifstream in(dir + "/expected.json");
   const nlohmann::json expected = nlohmann::json::parse(in);
   using Maps = std::vector<std::vector<Map>>;
