@@ -112,6 +112,7 @@ bool AppState::edit(const std::string& what, const std::function<void(Scene&)>& 
   edit_error_.clear();
   std::swap(scene_, next);  // `next` is now the scene before the edit
   dirty_ = true;
+  ++scene_edits_;
   recompute(only_head, &next);
   if (!continuing || undo_.empty()) {
     undo_.push_back(std::move(next));
@@ -130,6 +131,7 @@ bool AppState::undo() {
   scene_ = std::move(undo_.back());
   undo_.pop_back();
   dirty_ = true;
+  ++scene_edits_;
   edit_error_.clear();
   recompute(-1, &previous);
   return true;

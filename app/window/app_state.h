@@ -50,6 +50,9 @@ class AppState {
   bool replaceScene(const std::string& what, Scene scene);
   bool undo();
   bool canUndo() const { return !undo_.empty(); }
+  // Bumped by every applied edit, replacement and undo of the scene (not by a result landing): the window makes
+  // the scene its subject again when it moves (subject.h).
+  unsigned sceneEdits() const { return scene_edits_; }
   const std::string& editError() const { return edit_error_; }
   // Which panel made the edit that failed (edit_origin when it was made), so that only that panel shows it.
   const std::string& editSource() const { return edit_error_source_; }
@@ -174,7 +177,7 @@ class AppState {
   double compute_ms_ = 0;
   bool analysis_pending_ = false;
   std::chrono::steady_clock::time_point last_change_;
-  unsigned revision_ = 0, full_revision_ = 0;
+  unsigned revision_ = 0, full_revision_ = 0, scene_edits_ = 0;
   std::vector<unsigned> head_revision_;  // one per head
 };
 

@@ -51,7 +51,26 @@ std::string layoutJson() {
     json += (first_clipped ? "\"" : ", \"") + id + "\"";
     first_clipped = false;
   }
-  return json + "]\n}\n";
+  // Texts by name (ui_probe.h's probeNote), JSON-escaped.
+  json += "],\n  \"notes\": {";
+  bool first_note = true;
+  for (const auto& [id, text] : lastFrameNotes()) {
+    std::string escaped;
+    for (const char ch : text) {
+      if (ch == '"' || ch == '\\') {
+        escaped += '\\', escaped += ch;
+      } else if (static_cast<unsigned char>(ch) < 0x20) {
+        char code[8];
+        std::snprintf(code, sizeof code, "\\u%04x", static_cast<unsigned>(ch));
+        escaped += code;
+      } else {
+        escaped += ch;
+      }
+    }
+    json += (first_note ? "\"" : ", \"") + id + "\": \"" + escaped + "\"";
+    first_note = false;
+  }
+  return json + "}\n}\n";
 }
 
 }  // namespace

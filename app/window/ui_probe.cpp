@@ -3,12 +3,33 @@
 
 #include <imgui_internal.h>  // the current window's clip rectangle and content extent
 
+#include <algorithm>
+#include <utility>
+
 namespace attnscope::app {
 
 namespace {
 std::map<std::string, ProbeRect> g_current, g_last;
 std::set<std::string> g_clipped_current, g_clipped_last;
+std::vector<std::pair<std::string, ProbeRect>> g_texts;  // this frame's probeText labels
+std::map<std::string, std::string> g_notes_current, g_notes_last;
 constexpr float kSlack = 0.5f;  // pixels: rounding, not clipping
+
+// Labels that overlap by more than the slack in both directions (glyph boxes that merely touch do not).
+void recordOverlaps() {
+  std::sort(g_texts.begin(), g_texts.end(), [](const auto& a, const auto& b) { return a.second.min.x < b.second.min.x; });
+  int reported = 0;
+  for (std::size_t i = 0; i < g_texts.size() && reported < 2; ++i)
+    for (std::size_t j = i + 1; j < g_texts.size() && reported < 2; ++j) {
+      const ProbeRect &a = g_texts[i].second, &b = g_texts[j].second;
+      if (b.min.x >= a.max.x - kSlack) break;  // sorted by left edge: no later label reaches back into a
+      if (std::min(a.max.y, b.max.y) - std::max(a.min.y, b.min.y) > kSlack) {
+        g_clipped_current.insert("overlap:" + g_texts[i].first + "|" + g_texts[j].first);
+        ++reported;
+      }
+    }
+  g_texts.clear();
+}
 }  // namespace
 
 void probeItem(const std::string& id) {
@@ -31,10 +52,27 @@ void probePaneFits(const std::string& pane) {
     g_clipped_current.insert(pane);
 }
 
+void probeText(const std::string& id, ImVec2 min, ImVec2 max) {
+  g_current[id] = ProbeRect{min, max};
+  g_texts.emplace_back(id, ProbeRect{min, max});
+}
+
+void drawProbedText(ImDrawList* list, const std::string& id, ImVec2 pos, ImU32 color, const char* text) {
+  list->AddText(pos, color, text);
+  const ImVec2 size = ImGui::CalcTextSize(text);
+  probeText(id, pos, ImVec2(pos.x + size.x, pos.y + size.y));
+}
+
+void probeNote(const std::string& id, const std::string& text) { g_notes_current[id] = text; }
+const std::map<std::string, std::string>& lastFrameNotes() { return g_notes_last; }
+
 const std::map<std::string, ProbeRect>& lastFrameProbes() { return g_last; }
 const std::set<std::string>& lastFrameClipped() { return g_clipped_last; }
 
 void rotateProbes() {
+  recordOverlaps();
+  g_notes_last.swap(g_notes_current);
+  g_notes_current.clear();
   g_last.swap(g_current);
   g_current.clear();
   g_clipped_last.swap(g_clipped_current);

@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace attnscope::app {
 
@@ -25,6 +26,14 @@ void probeFit(const std::string& id, bool fits);
 // Call before ImGui::End (or EndChild) of a pane without a horizontal scrollbar: when any item of the pane ran
 // past its right edge, `pane` is recorded as clipped.
 void probePaneFits(const std::string& pane);
+// A label drawn straight into a draw list (a grid's "H9", an axis' token) over [min, max): two such labels of
+// one frame that overlap are recorded as clipped, "overlap:<id>|<id>" (the first two only, by left edge).
+void probeText(const std::string& id, ImVec2 min, ImVec2 max);
+// Draws `text` at `pos` in `color` and records it with probeText under `id`.
+void drawProbedText(ImDrawList* list, const std::string& id, ImVec2 pos, ImU32 color, const char* text);
+// A text the window shows, by name (the status bar's subject, the title bar), for the layout's "notes".
+void probeNote(const std::string& id, const std::string& text);
+const std::map<std::string, std::string>& lastFrameNotes();
 // Last frame's rectangles and clipped names (the current frame's are still being recorded).
 const std::map<std::string, ProbeRect>& lastFrameProbes();
 const std::set<std::string>& lastFrameClipped();

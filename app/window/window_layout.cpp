@@ -8,6 +8,7 @@
 #include "window/model/model_session.h"
 #include "window/model/model_view.h"
 #include "window/model/open_arrays.h"
+#include "window/model/subject.h"
 #include "window/ui_probe.h"
 
 namespace attnscope::app {
@@ -81,11 +82,18 @@ float fileBarHeight(const AppState& state, float display_w) {
   return std::max(one_row, text_h + 2 * style.WindowPadding.y + style.FramePadding.y);
 }
 
-void statusBar(const AppState& state, double frame_ms) {
+void statusBar(const AppState& state, const ViewState& view, double frame_ms) {
   ImGui::AlignTextToFramePadding();
-  ImGui::Text("%s  |  compute %.2f ms  |  frame %.1f ms  |  n = %d, heads = %d", state.backend().name().c_str(),
-              state.computeMs(), frame_ms, state.scene().nQ(), state.scene().numHeads());
+  // The subject on show (subject.h); a scene's compute time only while a scene is the subject.
+  const std::string subject = subjectStatus(state, view);
+  if (subjectKind(view) == SubjectKind::Scene)
+    ImGui::Text("%s  |  compute %.2f ms  |  frame %.1f ms  |  %s", state.backend().name().c_str(), state.computeMs(),
+                frame_ms, subject.c_str());
+  else
+    ImGui::Text("%s  |  frame %.1f ms  |  %s", state.backend().name().c_str(), frame_ms, subject.c_str());
   probeItem("status.backend." + state.backend().name());  // which backend computed, for the GUI tests
+  probeNote("status.subject", subject);
+  if (subjectKind(view) != SubjectKind::Scene) return;  // the scene's pending compute and warnings are not on show
   const Scene& edited = state.editedScene();
   if (&edited != &state.scene()) {  // a new shape computing off the UI thread: say what is coming
     ImGui::SameLine();
@@ -172,12 +180,21 @@ void drawWindowLayout(AppState& state, ViewState& view, HeatmapRenderer& rendere
   probePaneFits("pane.scene");
   ImGui::End();
 
-  // The centre: the model's layers x heads once a checkpoint has run (until the user goes back to the scene),
-  // else the scene's heads. One window either way ("###centre"), titled after what it shows.
+  // The centre: the model's layers x heads once a checkpoint has run (until the user goes back to the scene or
+  // edits it: a preset, an editor, Open, Undo make the scene the subject), else the scene's heads. One window
+  // either way ("###centre"), titled after what it shows.
+  if (state.sceneEdits() != view.seen_scene_edits) {
+    view.seen_scene_edits = state.sceneEdits();
+    if (view.model) view.model->shown = false;
+  }
   if (view.model) view.model->poll();
   const bool model = modelShown(view);
   placeNext(ImVec2(side_w, y), ImVec2(display.x - side_w - analysis_w, body_h));
-  ImGui::Begin(model ? "Model###centre" : "Heads###centre", nullptr,
+  // Titled after the subject: "Model", "Heads", or "GPT-2 layer 3: heads" for a checkpoint's layer as the scene.
+  const std::string scene_name = sceneName(state, view);
+  const std::string centre_title =
+      model ? "Model###centre" : (scene_name == "scene" ? "Heads" : scene_name + ": heads") + "###centre";
+  ImGui::Begin(centre_title.c_str(), nullptr,
                kPanelFlags | ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
   state.edit_origin = "heads";
   if (model) {
@@ -195,15 +212,25 @@ void drawWindowLayout(AppState& state, ViewState& view, HeatmapRenderer& rendere
   state.edit_origin = "analysis";
   if (ImGui::BeginTabBar("analysis_tabs")) {
     // "Steps" is the walkthrough of the worked example.
+    // The tabs that explain a scene say so while a model or tensor is on show (sceneOnlyNote).
     if (tab(kAnalysisTabs[0], "tab.walkthrough")) {
       state.edit_origin = "walkthrough";
-      drawWalkthroughPanel(state, view);
+      if (!sceneOnlyNote(state, view, "Steps")) drawWalkthroughPanel(state, view);
       ImGui::EndTabItem();
     }
     if (tab(kAnalysisTabs[1], "tab.similarity")) drawSimilarityPanel(state, view), ImGui::EndTabItem();
-    if (tab(kAnalysisTabs[2], "tab.diff")) drawDiffPanel(state, view), ImGui::EndTabItem();
-    if (tab(kAnalysisTabs[3], "tab.breakdown")) drawBreakdownPanel(state, view), ImGui::EndTabItem();
-    if (tab(kAnalysisTabs[4], "tab.pitfalls")) drawPitfallsPanel(state, view), ImGui::EndTabItem();
+    if (tab(kAnalysisTabs[2], "tab.diff")) {
+      if (!sceneOnlyNote(state, view, "Diff")) drawDiffPanel(state, view);
+      ImGui::EndTabItem();
+    }
+    if (tab(kAnalysisTabs[3], "tab.breakdown")) {
+      if (!sceneOnlyNote(state, view, "Cell")) drawBreakdownPanel(state, view);
+      ImGui::EndTabItem();
+    }
+    if (tab(kAnalysisTabs[4], "tab.pitfalls")) {
+      if (!sceneOnlyNote(state, view, "Mistakes")) drawPitfallsPanel(state, view);
+      ImGui::EndTabItem();
+    }
     if (tab(kAnalysisTabs[5], "tab.export")) drawExportPanel(state, view), ImGui::EndTabItem();
     if (tab(kAnalysisTabs[6], "tab.checkpoint")) drawCheckpointPanel(state, view), ImGui::EndTabItem();
     ImGui::EndTabBar();
@@ -213,7 +240,7 @@ void drawWindowLayout(AppState& state, ViewState& view, HeatmapRenderer& rendere
 
   placeNext(ImVec2(0, display.y - bar_h), ImVec2(display.x, bar_h));
   ImGui::Begin("##status", nullptr, kPanelFlags | ImGuiWindowFlags_NoTitleBar);
-  statusBar(state, last_frame_ms);
+  statusBar(state, view, last_frame_ms);
   probePaneFits("pane.status");
   ImGui::End();
   drawOpenArraysForm(state, view);  // a modal over every pane, while one is open

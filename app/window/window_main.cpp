@@ -26,6 +26,7 @@
 #include "cli/cli.h"
 #include "cli/cli_args.h"
 #include "window/heatmap_view.h"
+#include "window/model/subject.h"
 #include "window/panels/panels.h"
 #include "window/script_input.h"
 #include "window/ui_probe.h"
@@ -242,6 +243,7 @@ int runWindow(const std::vector<std::string>& args) {
     long frame = 0;
     bool running = true;
     FramePacer pacer;
+    std::string window_title = "attnscope";
     // Paced: a person's window, or a script waiting for work to end (`until`, as a person waits); the other
     // scripted steps, --frames and --screenshot count frames and run unpaced; so do frames that move work on
     // (a GPU tile filled a band per frame).
@@ -258,6 +260,10 @@ int runWindow(const std::vector<std::string>& args) {
       app::rotateProbes();
       state.tick();
       app::drawWindowLayout(state, view, renderer, frame_ms.empty() ? 0.0 : frame_ms.back());
+      // The title bar names the subject on show (subject.h); set only when it changes.
+      const std::string title = app::subjectTitle(state, view);
+      if (title != window_title) glfwSetWindowTitle(window, title.c_str()), window_title = title;
+      app::probeNote("window.title", title);
       ImGui::Render();
       int fb_w = 0, fb_h = 0;
       glfwGetFramebufferSize(window, &fb_w, &fb_h);

@@ -411,6 +411,8 @@ int main(int argc, char** argv) {
                "the Cell tab at 3-digit positions: drawn, nothing clipped" + (clipped.empty() ? "" : " (clipped:" + clipped + ")"));
     } else if (test == "model_grid" || test == "model_grid_ondemand") {
       checkModelGrid(c, dir, test == "model_grid_ondemand");
+    } else if (test == "model_wide") {
+      checkModelWide(c);
     } else if (test == "model_llama") {
       checkModelLlama(c, dir);
     } else if (test == "model_llama_scene") {

@@ -4,9 +4,12 @@
 
 #include <stb_image.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
@@ -45,6 +48,51 @@ inline nlohmann::json loadLayout(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot read " + path);
   return nlohmann::json::parse(in);
+}
+
+// An NPY file as the exporters write it (version 1.0, '<f4', C order), decoded here without the engine: its
+// shape and its values as double.
+struct Npy {
+  std::vector<long> shape;
+  std::vector<double> values;
+};
+inline Npy loadNpy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0 || bytes[6] != 1)
+    throw std::runtime_error(path + ": not an NPY 1.x file");
+  const std::size_t header_len =
+      static_cast<unsigned char>(bytes[8]) | static_cast<std::size_t>(static_cast<unsigned char>(bytes[9])) << 8;
+  const std::string header = bytes.substr(10, header_len);
+  if (header.find("'descr': '<f4'") == std::string::npos || header.find("'fortran_order': False") == std::string::npos)
+    throw std::runtime_error(path + ": not little-endian float32 in C order: " + header);
+  Npy npy;
+  const std::size_t open = header.find('(', header.find("'shape'")), close = header.find(')', open);
+  std::size_t count = 1;
+  for (std::size_t at = open + 1; at < close;) {
+    const std::size_t comma = std::min(header.find(',', at), close);
+    const std::string field = header.substr(at, comma - at);
+    if (field.find_first_of("0123456789") != std::string::npos) {
+      npy.shape.push_back(std::stol(field));
+      count *= static_cast<std::size_t>(npy.shape.back());
+    }
+    at = comma + 1;
+  }
+  const std::size_t data = 10 + header_len;
+  if (bytes.size() != data + 4 * count) throw std::runtime_error(path + ": data of another size than its shape");
+  for (std::size_t k = 0; k < count; ++k) {
+    float v = 0;
+    std::memcpy(&v, bytes.data() + data + 4 * k, 4);
+    npy.values.push_back(v);
+  }
+  return npy;
+}
+
+// A text the window named in a layout (ui_probe.h's probeNote: "status.subject", "window.title"), "" when absent.
+inline std::string note(const nlohmann::json& layout, const std::string& id) {
+  if (!layout.contains("notes") || !layout["notes"].contains(id)) return "";
+  return layout["notes"][id].get<std::string>();
 }
 
 inline Grid mul(const Grid& a, const Grid& b) {
@@ -146,6 +194,8 @@ inline bool isWeightColor(Rgb8 got, double w) {
 // maps_dropped: the forward kept no maps (model_grid_ondemand): the same pixels, recomputed from Q and K.
 void checkModelGrid(Checker& c, const std::string& dir, bool maps_dropped);
 void checkModelLlama(Checker& c, const std::string& dir);
+// gui_model_wide: a 28 x 16-head grid's labels, none overlapping, the first and last of each kind drawn.
+void checkModelWide(Checker& c);
 void checkModelLlamaScene(Checker& c, const std::string& dir);
 void checkGroupsRope(Checker& c, const std::string& dir);
 void checkPanels(Checker& c, const std::string& dir);

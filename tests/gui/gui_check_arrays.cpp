@@ -48,7 +48,43 @@ std::string tileId(int l, int h) { return "model.tile." + std::to_string(l) + ".
 
 }  // namespace
 
+// The Export tab's CSV of one head's map (header `query\key,<keys>`, then `<query>,<weights>` a row), as numbers.
+Map readMapCsv(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::string line;
+  std::getline(in, line);  // the header
+  Map rows;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    std::vector<double> row;
+    std::size_t at = line.find(',');  // past the query token
+    while (at != std::string::npos) {
+      const std::size_t next = line.find(',', at + 1);
+      row.push_back(std::stod(line.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1)));
+      at = next;
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+
 void checkOpenArrays(Checker& c, const std::string& dir) {
+  // The form is opaque: a strip of its bottom padding (2 to 5 px above its lower edge, 8 px in from its sides),
+  // drawn over the heads below it, is all the style's PopupBg (0.08 x 255 = 20.4, stored as 20) at full alpha;
+  // at the style's 94% the heatmaps under it showed through.
+  const Checker form_shot{loadPng(dir + "/form.png"), loadLayout(dir + "/layout_form.json")};
+  if (form_shot.layout.contains("open.window")) {
+    const std::vector<float> r = form_shot.rect("open.window");
+    int other = 0, seen = 0;
+    for (int y = static_cast<int>(r[3]) - 5; y <= static_cast<int>(r[3]) - 2; ++y)
+      for (int x = static_cast<int>(r[0]) + 8; x < static_cast<int>(r[2]) - 8; ++x, ++seen)
+        other += !(form_shot.img.at(x, y) == Rgb8{20, 20, 20});
+    c.expect(seen > 100 && other == 0, "the Open form's background is opaque: " + std::to_string(other) + " of " +
+                                           std::to_string(seen) + " padding pixels not (20, 20, 20)");
+  } else {
+    c.expect(false, "the Open form's window probed (open.window)");
+  }
   std::ifstream in(dir + "/expected.json");
   const nlohmann::json expected = nlohmann::json::parse(in);
   using Maps = std::vector<std::vector<Map>>;
@@ -89,6 +125,27 @@ void checkOpenArrays(Checker& c, const std::string& dir) {
   c.expect(focus.layout.contains("tensor.scores") && focus.layout.contains("tensor.similarity") &&
                focus.layout.contains("tensor.layer.plus"),
            "the Checkpoint tab shows the tensor's head-type scores and similarity, by layer");
+  c.expect(note(focus.layout, "status.subject") == "att.npy: 2 layers x 3 heads, 6 tokens  |  layer 2, head 3",
+           "the status bar names the tensor and the map on show: '" + note(focus.layout, "status.subject") + "'");
+  c.expect(note(focus.layout, "tensor.layer") == "2", "the tensor's layer stepper reads 2 with layer 2's map on show");
+
+  // Export with the tensor's map on show: that map, its format from the path (.csv). The CSV holds each float32
+  // weight in the shortest text that reads back as it, so each equals NumPy's float32 array exactly.
+  c.expect(loadLayout(dir + "/layout_export.json").contains("export.message"), "Export says it wrote map.csv");
+  const Map exported = readMapCsv(dir + "/map.csv");
+  bool same = exported.size() == 6;
+  for (int i = 0; same && i < 6; ++i) {
+    same = exported[static_cast<std::size_t>(i)].size() == 6;
+    for (int j = 0; same && j < 6; ++j)
+      same = static_cast<float>(exported[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]) ==
+             static_cast<float>(npy[1][2][static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]);
+  }
+  c.expect(same, "map.csv is layer 2 head 3's (6, 6) weights, each NumPy's float32 exactly");
+  const nlohmann::json similarity = loadLayout(dir + "/layout_similarity.json");
+  c.expect(note(similarity, "similarity.subject") == "att.npy, layer 2: its 3 heads' maps compared" &&
+               similarity.contains("similarity.map"),
+           "Similarity shows the tensor's layer 2, not the worked example: '" +
+               note(similarity, "similarity.subject") + "'");
 
   // The Checkpoint tab's grid figure of the tensor (model::modelGridFigure, tested against references by `view
   // --grid-out`'s tests): written, an SVG, one panel per (layer, head) titled from 1, the tokens on its axes.

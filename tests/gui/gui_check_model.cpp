@@ -1,5 +1,7 @@
 // Pixel checks of the model in the centre pane (scripts/model_grid.txt): a generated 12 x 12-head checkpoint whose
 // maps NumPy worked out (tests/model/gpt2_reference.py writes them to expected.json), independently of the engine.
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -29,6 +31,106 @@ int wrongCells(const Checker& c, const std::string& rect_id, const std::vector<s
                     Checker::str(got).c_str());
     }
   return wrong;
+}
+
+// The float32 forward against NumPy's float64 one on this fixture (an NPY export holds the float32 weights
+// unchanged): the error grows with depth through the float32 residual stream; seen per layer 1.9e-6 (layer 1),
+// 1.4e-5 (layer 5), 6.6e-5 (layer 12). Layer 5's maps within kWeightTol (the engine's own model tests' bound,
+// test_model_tiles.cpp), every layer's within kDeepTol, three times the deepest seen.
+constexpr double kWeightTol = 5e-5, kDeepTol = 2e-4;
+
+// Largest |exported - NumPy| over `count` weights from `values[offset]` against `want` (row-major).
+double worstAgainst(const std::vector<double>& values, std::size_t offset, const std::vector<double>& want) {
+  double worst = 0;
+  for (std::size_t k = 0; k < want.size(); ++k) worst = std::max(worst, std::abs(values[offset + k] - want[k]));
+  return worst;
+}
+
+std::vector<double> flat(const std::vector<std::vector<double>>& m) {
+  std::vector<double> out;
+  for (const auto& row : m) out.insert(out.end(), row.begin(), row.end());
+  return out;
+}
+
+// Export and Similarity act on what the centre shows (scripts/model_grid.txt): the grid, then layer 5 head 8
+// full-size, its layer's heads and their similarity; every number decoded from the files against NumPy's maps.
+void checkSubjectExports(Checker& c, const std::string& dir, const Maps& maps) {
+  const int layers = static_cast<int>(maps.size()), heads = static_cast<int>(maps[0].size());
+  const int n = static_cast<int>(maps[0][0].size());
+  const nlohmann::json grid_layout = loadLayout(dir + "/layout_export_grid.json");
+  c.expect(note(grid_layout, "status.subject") == "GPT-2: 12 layers x 12 heads, 11 tokens  |  layer 1",
+           "the status bar names the checkpoint, not the worked example: '" + note(grid_layout, "status.subject") + "'");
+  c.expect(note(grid_layout, "window.title") == "attnscope - GPT-2, layer 1",
+           "the title bar names it: '" + note(grid_layout, "window.title") + "'");
+  c.expect(grid_layout.contains("export.message") && !grid_layout.contains("export.error"), "the grid exported");
+  const Npy grid = loadNpy(dir + "/grid.npy");
+  c.expect(grid.shape == std::vector<long>{layers, heads, n, n}, "with the grid on show Export wrote every layer's "
+                                                                 "maps, (12, 12, 11, 11)");
+  if (grid.shape == std::vector<long>{layers, heads, n, n}) {
+    double worst = 0;
+    for (int l = 0; l < layers; ++l)
+      for (int h = 0; h < heads; ++h)
+        worst = std::max(worst, worstAgainst(grid.values, static_cast<std::size_t>((l * heads + h) * n * n),
+                                             flat(maps[static_cast<std::size_t>(l)][static_cast<std::size_t>(h)])));
+    c.expect(worst <= kDeepTol, "grid.npy: every weight within 2e-4 of NumPy's (worst " + std::to_string(worst) + ")");
+  }
+  const nlohmann::json sim_grid = loadLayout(dir + "/layout_similarity_grid.json");
+  c.expect(note(sim_grid, "similarity.subject") == "GPT-2, layer 1: its 12 heads' maps compared" &&
+               sim_grid.contains("similarity.map"),
+           "Similarity shows the shown layer's 12 heads: '" + note(sim_grid, "similarity.subject") + "'");
+
+  // Layer 5, head 8 full-size: every control names the same layer and head.
+  const nlohmann::json focus = loadLayout(dir + "/layout_focus.json");
+  c.expect(note(focus, "checkpoint.layer") == "5", "the Checkpoint tab's layer reads 5 with layer 5's map on show: '" +
+                                                       note(focus, "checkpoint.layer") + "'");
+  c.expect(note(focus, "status.subject") == "GPT-2: 12 layers x 12 heads, 11 tokens  |  layer 5, head 8",
+           "the status bar: layer 5, head 8: '" + note(focus, "status.subject") + "'");
+  c.expect(note(focus, "window.title") == "attnscope - GPT-2, layer 5, head 8", "the title bar: layer 5, head 8");
+  c.expect(note(loadLayout(dir + "/layout_similarity_focus.json"), "similarity.subject") ==
+               "GPT-2, layer 5: its 12 heads' maps compared",
+           "Similarity follows to layer 5");
+  const Npy map = loadNpy(dir + "/map.npy");
+  c.expect(map.shape == std::vector<long>{n, n}, "the focused map exported as (11, 11)");
+  if (map.shape == std::vector<long>{n, n}) {
+    const double worst = worstAgainst(map.values, 0, flat(maps[4][7]));
+    c.expect(worst <= kWeightTol, "map.npy is layer 5 head 8: within 5e-5 of NumPy's (worst " +
+                                      std::to_string(worst) + ")");
+  }
+  const Npy layer = loadNpy(dir + "/layer.npy");
+  c.expect(layer.shape == std::vector<long>{heads, n, n}, "layer 5's heads exported as (12, 11, 11)");
+  if (layer.shape == std::vector<long>{heads, n, n}) {
+    double worst = 0;
+    for (int h = 0; h < heads; ++h)
+      worst = std::max(worst, worstAgainst(layer.values, static_cast<std::size_t>(h * n * n),
+                                           flat(maps[4][static_cast<std::size_t>(h)])));
+    c.expect(worst <= kWeightTol, "layer.npy: within 5e-5 of NumPy's (worst " + std::to_string(worst) + ")");
+  }
+  // Cosine of the flattened maps, in double from NumPy's: each weight of layer 5 off by at most d = 5e-5 moves a map by at
+  // most d sqrt(121) = 5.5e-4 in norm, and a map's norm is at least 1 (11 rows summing to 1, sum w^2 >= 11 / 11),
+  // so the cosine moves by at most 2 x 5.5e-4 = 1.1e-3.
+  const Npy sim = loadNpy(dir + "/similarity.npy");
+  c.expect(sim.shape == std::vector<long>{heads, heads}, "layer 5's similarity exported as (12, 12)");
+  if (sim.shape == std::vector<long>{heads, heads}) {
+    double worst = 0;
+    for (int a = 0; a < heads; ++a)
+      for (int b = 0; b < heads; ++b) {
+        const std::vector<double> wa = flat(maps[4][static_cast<std::size_t>(a)]),
+                                  wb = flat(maps[4][static_cast<std::size_t>(b)]);
+        double dot = 0, na = 0, nb = 0;
+        for (std::size_t k = 0; k < wa.size(); ++k) dot += wa[k] * wb[k], na += wa[k] * wa[k], nb += wb[k] * wb[k];
+        worst = std::max(worst, std::abs(sim.values[static_cast<std::size_t>(a * heads + b)] -
+                                         dot / std::sqrt(na * nb)));
+      }
+    c.expect(worst <= 1.1e-3, "similarity.npy: NumPy's cosines within 1.1e-3 (worst " + std::to_string(worst) + ")");
+  }
+  c.expect(loadLayout(dir + "/layout_export_similarity.json").contains("export.message"), "the similarity exported");
+
+  // Layer 5 opened as the scene: named after the model and layer.
+  const nlohmann::json scene = loadLayout(dir + "/layout_scene.json");
+  c.expect(note(scene, "status.subject") == "GPT-2 layer 5: n = 11, heads = 12",
+           "the status bar names the layer's scene: '" + note(scene, "status.subject") + "'");
+  c.expect(note(scene, "window.title").rfind("attnscope - GPT-2 layer 5", 0) == 0,
+           "the title bar too: '" + note(scene, "window.title") + "'");
 }
 
 }  // namespace
@@ -120,6 +222,32 @@ void checkModelGrid(Checker& c, const std::string& dir, bool maps_dropped) {
   c.expect(scene.layout.contains("model.back"), "a button leads back to the model");
   c.expect(loadLayout(dir + "/layout_back_map.json").contains("model.map"), "and back: the map last shown");
   c.expect(loadLayout(dir + "/layout_back.json").contains("model.tile.11.11"), "and its grid");
+  checkSubjectExports(c, dir, maps);
+}
+
+void checkModelWide(Checker& c) {
+  c.expect(c.layout.contains("model.tile.27.15") && !c.layout.contains("model.grid_pending"), "the 28 x 16 grid drawn");
+  // The labels' rectangles, by kind; no two overlap by more than half a pixel both ways.
+  std::vector<std::pair<std::string, std::vector<float>>> labels;
+  for (const auto& [id, rect] : c.layout.items())
+    if (id.rfind("model.headlabel.", 0) == 0 || id.rfind("model.layerlabel.", 0) == 0 || id.rfind("model.kvtext.", 0) == 0)
+      labels.emplace_back(id, rect.get<std::vector<float>>());
+  int overlaps = 0;
+  for (std::size_t a = 0; a < labels.size(); ++a)
+    for (std::size_t b = a + 1; b < labels.size(); ++b) {
+      const std::vector<float>&p = labels[a].second, &q = labels[b].second;
+      const float w = std::min(p[2], q[2]) - std::max(p[0], q[0]), h = std::min(p[3], q[3]) - std::max(p[1], q[1]);
+      if (w > 0.5f && h > 0.5f && ++overlaps <= 3)
+        std::printf("      %s overlaps %s\n", labels[a].first.c_str(), labels[b].first.c_str());
+    }
+  c.expect(labels.size() >= 4 && overlaps == 0, std::to_string(labels.size()) + " grid labels, " +
+                                                    std::to_string(overlaps) + " overlapping");
+  for (const char* id : {"model.layerlabel.0", "model.layerlabel.27", "model.headlabel.0", "model.headlabel.15",
+                         "model.kvtext.0", "model.kvtext.7"})
+    c.expect(c.layout.contains(id), std::string(id) + " drawn: the first and the last are always labelled");
+  std::string clipped;
+  for (const auto& id : c.layout.value("clipped", nlohmann::json::array())) clipped += " " + id.get<std::string>();
+  c.expect(clipped.empty(), "nothing clipped or overlapping by the probe's own check:" + clipped);
 }
 
 }  // namespace gui

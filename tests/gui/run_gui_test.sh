@@ -56,6 +56,11 @@ if [[ "$script" == model_llama_scene ]]; then
   /usr/bin/python3 "$scripts/../../model/llama_reference.py" "$out/ckpt" --family qwen3 --layers 2 --heads 4 \
     --kv-heads 2 --hidden 32 --window 4 --text "The cat sat on the mat."
 fi
+# Many heads (a Qwen3 shape: 28 layers x 16 query heads in 8 KV groups), for the grid's labels.
+if [[ "$script" == model_wide ]]; then
+  /usr/bin/python3 "$scripts/../../model/llama_reference.py" "$out/ckpt" --family qwen3 --layers 28 --heads 16 \
+    --kv-heads 8 --hidden 64 --text "The cat sat on the mat."
+fi
 # Opening arrays files: an attention tensor as .npy and safetensors, a torch-mha layer as .npz, with NumPy's
 # weights for each (expected.json).
 if [[ "$script" == open_arrays ]]; then

@@ -95,17 +95,17 @@ void ModelSession::showTensor(arrays::AttentionTensor tensor, const std::string&
   tensor_file_ = path;
   ran_text_.clear();
   analysis_layer_ = -1;
-  focus_layer = focus_head = -1;
-  scene_layer = 0;
+  focus_head = -1;
+  layer = 0;
   shown = true;
   error.clear();
   ++revision_;
 }
 
-const arrays::TensorLayerAnalysis& ModelSession::tensorAnalysis(int layer) {
-  if (layer != analysis_layer_) {
-    analysis_ = arrays::analyseTensorLayer(*forward_, labels_, layer);
-    analysis_layer_ = layer;
+const arrays::TensorLayerAnalysis& ModelSession::tensorAnalysis(int of_layer) {
+  if (of_layer != analysis_layer_) {
+    analysis_ = arrays::analyseTensorLayer(*forward_, labels_, of_layer);
+    analysis_layer_ = of_layer;
   }
   return analysis_;
 }
@@ -119,10 +119,10 @@ std::string ModelSession::title() const {
   return checkpoint_ ? familyName(checkpoint_->model_type) : std::string();
 }
 
-int ModelSession::windowOf(int layer) const {
+int ModelSession::windowOf(int of_layer) const {
   if (!checkpoint()) return 0;
   if (const auto* w = std::get_if<model::LlamaWeights>(&checkpoint_->weights))
-    return w->config.window[static_cast<std::size_t>(layer)];
+    return w->config.window[static_cast<std::size_t>(of_layer)];
   return 0;
 }
 
@@ -156,8 +156,9 @@ bool ModelSession::poll() {
   forward_ = std::make_shared<const model::ForwardResult>(std::move(r.forward));
   labels_ = std::move(r.labels);
   ran_text_ = std::move(r.text);
-  focus_layer = focus_head = -1;
-  scene_layer = std::min(scene_layer, checkpoint_->layout().n_layer - 1);
+  analysis_layer_ = -1;  // the cached analysis was of the previous forward
+  focus_head = -1;
+  layer = std::min(layer, checkpoint_->layout().n_layer - 1);
   shown = true;  // a new forward goes to the centre
   ++revision_;
   return true;

@@ -67,9 +67,13 @@ class ModelSession {
   bool cancelled = false;
 
   // What the centre pane shows of it (model_view.cpp).
-  bool shown = false;                     // the centre shows the model (else the scene's heads)
-  int focus_layer = -1, focus_head = -1;  // >= 0: that map full-size
-  int scene_layer = 0;                    // the layer "Open as scene" opens, from 0
+  bool shown = false;  // the centre shows the model (else the scene's heads)
+  // The one "layer" and "head" of the window (from 0): every control that shows or sets them (the grid's and the
+  // Checkpoint tab's steppers, a tile's click, the full-size map, Export, Similarity, the status bar) reads and
+  // writes these. focus_head >= 0: map (layer, focus_head) full-size; -1: the grid.
+  int layer = 0;
+  int focus_head = -1;
+  bool focused() const { return focus_head >= 0; }
   // The grid figure the Checkpoint tab exports (as `view`/`model --grid-out`): where, which layers, what came of it.
   std::string figure_path = "attention_grid.png";
   bool figure_all_layers = true;

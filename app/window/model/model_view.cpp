@@ -12,6 +12,7 @@
 #include "attnscope/compute/tiles.h"
 #include "window/model/model_grid_renderer.h"
 #include "window/model/model_session.h"
+#include "window/model/subject.h"
 #include "window/ui_probe.h"
 
 namespace attnscope::app {
@@ -109,10 +110,10 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
   const float thick = std::max(1.0f, std::floor(line / 14));  // the frame's width: 1 px at scale 1 (line 15-16)
 
   // Opening a layer as the scene: a stepper and a button on one line.
-  int layer_shown = s.scene_layer + 1;  // layers counted from 1 in the window
-  if (stepperInt("layer", "model.layer", layer_shown, 1, c.n_layer)) s.scene_layer = layer_shown - 1;
+  int layer_shown = s.layer + 1;  // layers counted from 1 in the window
+  if (stepperInt("layer", "model.layer", layer_shown, 1, c.n_layer)) s.layer = layer_shown - 1;
   ImGui::SameLine();
-  openLayerButton(state, view, "Open as scene", s.scene_layer, "model.open_layer");
+  openLayerButton(state, view, "Open layer " + std::to_string(s.layer + 1) + " as scene", s.layer, "model.open_layer");
   // The grid's tiles still computing on its worker (scripts wait: until no model.grid_pending): as of last
   // frame's syncGrid (this frame's comes below, once the tile size is known), or a new forward.
   if (s.renderer->gridPending(s.revision())) {
@@ -140,28 +141,45 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
   const int token = tokenStrip(s.labels(), start.x + label_w, grid_w - label_w - gap);
   ImDrawList* list = ImGui::GetWindowDrawList();
   const ImVec2 header = ImGui::GetCursorScreenPos();
-  if (grouped)  // "KV n" above each group's heads, on a bracket the width of the group
+  // Labels thinned so that none overlaps another (labelledPositions): the first and the last always.
+  const ImU32 dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
+  if (grouped) {  // "KV n" above each group's heads, on a bracket the width of the group (every group's bracket)
+    const auto first_of = [&](int g) { return static_cast<int>(std::find(kv.begin(), kv.end(), g) - kv.begin()); };
+    const float kv_w = ImGui::CalcTextSize(("KV " + std::to_string(kv_heads)).c_str()).x + line * 0.5f;
+    const float group_step = kv_heads > 1 ? column(first_of(1)) - column(first_of(0)) : step;  // groups are equal
+    const std::vector<int> kv_labelled = labelledPositions(0, kv_heads - 1, group_step, kv_w, [&](int g) {
+      return header.x + column(first_of(g));
+    });
     for (int g = 0; g < kv_heads; ++g) {
-      const int first = static_cast<int>(std::find(kv.begin(), kv.end(), g) - kv.begin());
+      const int first = first_of(g);
       const int last = static_cast<int>(kv.rend() - std::find(kv.rbegin(), kv.rend(), g)) - 1;
       const float x0 = header.x + column(first), x1 = header.x + column(last) + static_cast<float>(tile);
-      const std::string label = "KV " + std::to_string(g + 1);
-      list->AddText(ImVec2(x0, header.y), kGroupFrame, label.c_str());
+      if (std::find(kv_labelled.begin(), kv_labelled.end(), g) != kv_labelled.end())
+        drawProbedText(list, "model.kvtext." + std::to_string(g), ImVec2(x0, header.y), kGroupFrame,
+                       ("KV " + std::to_string(g + 1)).c_str());
       list->AddLine(ImVec2(x0, header.y + line + 1), ImVec2(x1, header.y + line + 1), kGroupFrame);
       probeRect("model.kvlabel." + std::to_string(g), ImVec2(x0, header.y), ImVec2(x1, header.y + line + 2));
     }
+  }
   const float heads_y = header.y + (grouped ? line + 4 : 0);
-  for (int h = 0; h < c.n_head; ++h)
-    list->AddText(ImVec2(header.x + column(h), heads_y), ImGui::GetColorU32(ImGuiCol_TextDisabled),
-                  ("H" + std::to_string(h + 1)).c_str());
+  const float head_w = ImGui::CalcTextSize(("H" + std::to_string(c.n_head)).c_str()).x + line * 0.4f;
+  for (const int h : labelledPositions(0, c.n_head - 1, step, head_w, [&](int h) { return header.x + column(h); }))
+    drawProbedText(list, "model.headlabel." + std::to_string(h), ImVec2(header.x + column(h), heads_y), dim,
+                   ("H" + std::to_string(h + 1)).c_str());
   ImGui::Dummy(ImVec2(1, header_h));
   const ImVec2 origin(std::floor(ImGui::GetCursorScreenPos().x),
                       std::floor(ImGui::GetCursorScreenPos().y + group_gap * 0.5f));
   const ImVec2 mouse = ImGui::GetIO().MousePos;
   const float t = static_cast<float>(tile), cell = t / static_cast<float>(n);
+  const std::vector<int> layer_labelled = labelledPositions(
+      0, c.n_layer - 1, row_step, line, [&](int l) { return origin.y + static_cast<float>(l) * row_step; });
   for (int l = 0; l < c.n_layer; ++l) {
     const float y = origin.y + static_cast<float>(l) * row_step;
-    list->AddText(ImVec2(origin.x, y), ImGui::GetColorU32(ImGuiCol_Text), ("L" + std::to_string(l + 1)).c_str());
+    // The layer on show (ModelSession::layer), when labelled, in the frames' colour.
+    const ImU32 label_color = l == s.layer ? kGroupFrame : ImGui::GetColorU32(ImGuiCol_Text);
+    if (std::find(layer_labelled.begin(), layer_labelled.end(), l) != layer_labelled.end())
+      drawProbedText(list, "model.layerlabel." + std::to_string(l), ImVec2(origin.x, y), label_color,
+                     ("L" + std::to_string(l + 1)).c_str());
     for (int h = 0; h < c.n_head; ++h) {
       const ImVec2 p0(origin.x + column(h), y), p1(p0.x + t, p0.y + t);
       s.renderer->drawTile(list, l, h, p0);
@@ -180,7 +198,7 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
         const int j = std::min(n - 1, static_cast<int>((mouse.x - p0.x) / cell));
         cellTooltip(s, kv, l, h, i, j, n > tile ? (n + tile - 1) / tile : 1);
         if (ImGui::IsMouseClicked(ImGuiMouseButton_Left)) {
-          s.focus_layer = l, s.focus_head = h;
+          s.layer = l, s.focus_head = h;
           view.model_zoom = CellView{0, 0, static_cast<float>(n), static_cast<float>(n)};
         }
       }
@@ -209,12 +227,12 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
 
 void focusView(AppState& state, ViewState& view, ModelSession& s) {
   const model::HeadLayout& c = s.layout();
-  const int n = s.forward().n, l = s.focus_layer, h = s.focus_head;
-  if (ImGui::Button("Back to the grid")) s.focus_layer = s.focus_head = -1;
+  const int n = s.forward().n, l = s.layer, h = s.focus_head;
+  if (ImGui::Button("Back to the grid")) s.focus_head = -1;
   probeItem("model.back_to_grid");
   ImGui::SameLine();
   openLayerButton(state, view, "Open layer " + std::to_string(l + 1) + " as scene", l, "model.focus.open_layer");
-  if (s.focus_layer < 0) return;
+  if (!s.focused()) return;
   const std::vector<int> kv = kvHeadOfEachHead(view);
   if (c.n_kv_head < c.n_head)
     ImGui::Text("Layer %d, head %d, KV head %d  (wheel: zoom, drag: pan)", l + 1, h + 1,
@@ -347,7 +365,7 @@ void drawModelView(AppState& state, ViewState& view) {
   }
   if (!s.shown || s.forward().n == 0) return;
   if (!s.renderer) s.renderer = std::make_unique<ModelGridRenderer>();
-  if (s.focus_layer >= 0)
+  if (s.focused())
     focusView(state, view, s);
   else
     gridView(state, view, s);
@@ -390,6 +408,7 @@ void openModelLayerAsScene(AppState& state, ViewState& view, int layer) {
     return;
   }
   s.error.clear();
+  nameLayerScene(state, view, familyName(ck.model_type), layer);
   view.focus_head = -1;
   s.shown = false;
 }

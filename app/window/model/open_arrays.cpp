@@ -109,8 +109,16 @@ void drawOpenArraysForm(AppState& state, ViewState& view) {
   const ImVec2 display = ImGui::GetIO().DisplaySize;
   ImGui::SetNextWindowPos(ImVec2(display.x * 0.5f, display.y * 0.45f), ImGuiCond_Appearing, ImVec2(0.5f, 0.5f));
   ImGui::SetNextWindowSize(ImVec2(std::min(display.x - 40, ImGui::GetFontSize() * 36), 0));
-  if (!ImGui::BeginPopupModal(kPopup, nullptr, ImGuiWindowFlags_NoSavedSettings)) return;
+  // Opaque: through the style's 94% background the heatmaps' numbers under the form showed.
+  ImVec4 background = ImGui::GetStyleColorVec4(ImGuiCol_PopupBg);
+  background.w = 1.0f;
+  ImGui::PushStyleColor(ImGuiCol_PopupBg, background);
+  const bool open = ImGui::BeginPopupModal(kPopup, nullptr, ImGuiWindowFlags_NoSavedSettings);
+  ImGui::PopStyleColor();
+  if (!open) return;
   probeItem("open.form");
+  probeRect("open.window", ImGui::GetWindowPos(),
+            ImVec2(ImGui::GetWindowPos().x + ImGui::GetWindowSize().x, ImGui::GetWindowPos().y + ImGui::GetWindowSize().y));
   textWrappedAtSpaces(f.path + " holds " + std::to_string(f.arrays.size()) +
                       (f.arrays.size() == 1 ? " array." : " arrays."));
   textWrappedAtSpaces(f.detected_attention

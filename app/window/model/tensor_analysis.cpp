@@ -19,11 +19,8 @@ void drawTensorAnalysis(ModelSession& s) {
                                 s.title().c_str(), c.n_layer, c.n_head, s.forward().n));
   probeItem("tensor.config");
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", s.tensorFile().c_str());  // the whole path
-  int layer = (s.focus_layer >= 0 ? s.focus_layer : s.scene_layer) + 1;  // from 1, as the window counts
-  if (stepperInt("layer", "tensor.layer", layer, 1, c.n_layer)) {
-    s.scene_layer = layer - 1;
-    if (s.focus_layer >= 0) s.focus_layer = layer - 1;  // the full-size map follows
-  }
+  int layer = s.layer + 1;  // from 1, as the window counts; the full-size map follows
+  if (stepperInt("layer", "tensor.layer", layer, 1, c.n_layer)) s.layer = layer - 1;
   const arrays::TensorLayerAnalysis& a = s.tensorAnalysis(layer - 1);
   const std::vector<std::string>& names = headTypeScoreNames();
   const char* titles[] = {"prev", "curr", "first", "local", "induct", "dup"};  // names' order

@@ -1,13 +1,15 @@
 // Token labels around a map (the heads panel, the diff and mistakes maps, the model's full-size map): queries
 // left of the map (right-aligned), keys below it (centred, or turned upright), every k-th so that they never
-// overlap.
+// overlap, the first and the last in view always (row 0 is the sink row researchers look for).
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "attnscope/text_bounds.h"
 #include "window/panels/panels.h"
+#include "window/ui_probe.h"
 
 namespace attnscope::app {
 
@@ -62,6 +64,24 @@ float keyLabelHeight(const std::vector<std::string>& keys, bool turned) {
   return std::min(widest, kMaxKeyLabelLines * line) + 4;
 }
 
+std::vector<int> labelledPositions(int first, int last, float cell, float extent,
+                                   const std::function<float(int)>& start) {
+  std::vector<int> kept;
+  if (last < first) return kept;
+  const int stride = std::max(1, static_cast<int>(std::ceil(extent / std::max(cell, 1e-6f))));
+  // b's label starts at or past the end of a's (a whole-pixel slack for rounding).
+  const auto after = [&](int a, int b) { return start(b) >= start(a) + extent - 0.5f; };
+  kept.push_back(first);
+  // Every stride-th position (multiples of the stride, so labels stay put while a zoomed map pans).
+  for (int i = (first / stride + 1) * stride; i < last; i += stride)
+    if (after(kept.back(), i)) kept.push_back(i);
+  if (last > first) {  // the last always: the labels before it that it would overlap give way
+    while (kept.size() > 1 && !after(kept.back(), last)) kept.pop_back();
+    if (after(kept.back(), last)) kept.push_back(last);
+  }
+  return kept;
+}
+
 void drawAxisLabels(const std::vector<std::string>& q_tokens, const std::vector<std::string>& k_tokens,
                     const CellView& cells, ImVec2 m0, ImVec2 m1, float cell, float label_w, bool turned) {
   ImDrawList* list = ImGui::GetWindowDrawList();
@@ -72,25 +92,30 @@ void drawAxisLabels(const std::vector<std::string>& q_tokens, const std::vector<
   // Query labels (left), right-aligned, every `stride`-th so they do not overlap.
   const int first_row = std::max(0, static_cast<int>(std::floor(cells.row0)));
   const int last_row = std::min(static_cast<int>(q_tokens.size()) - 1, static_cast<int>(std::ceil(cells.row1)) - 1);
-  const int row_stride = std::max(1, static_cast<int>(std::ceil(line / cell)));
+  // A row's label centred on its row, but kept within the map's height (row 0's would reach into the title line
+  // above the map when rows are thinner than a line, the last one's into the key labels).
+  const auto row_top = [&](int i) {
+    const float y = m0.y + (static_cast<float>(i) + 0.5f - cells.row0) * cell - line * 0.5f;
+    return std::clamp(y, m0.y, std::max(m0.y, m1.y - line));
+  };
   list->PushClipRect(ImVec2(m0.x - label_w, m0.y - 1), ImVec2(m0.x, m1.y + line), true);
-  for (int i = first_row - first_row % row_stride; i <= last_row; i += row_stride) {
-    if (i < first_row) continue;
+  for (const int i : labelledPositions(first_row, last_row, cell, line, row_top)) {
     const std::string shown = axisLabel(q_tokens[static_cast<std::size_t>(i)]);
     const char* t = shown.c_str();
-    const float y = m0.y + (static_cast<float>(i) + 0.5f - cells.row0) * cell - line * 0.5f;
-    if (y < m0.y - 1) continue;  // it would reach into the title line above the map
-    list->AddText(ImVec2(m0.x - 4 - ImGui::CalcTextSize(t).x, y), text_color, t);
+    const float y = row_top(i), x = m0.x - 4 - ImGui::CalcTextSize(t).x;
+    list->AddText(ImVec2(x, y), text_color, t);
+    probeText("axis.query." + std::to_string(i), ImVec2(std::max(x, m0.x - label_w), y), ImVec2(m0.x - 4, y + line));
   }
   list->PopClipRect();
   // Key labels (below), centred under their column when they fit.
   const int first_col = std::max(0, static_cast<int>(std::floor(cells.col0)));
   const int last_col = std::min(static_cast<int>(k_tokens.size()) - 1, static_cast<int>(std::ceil(cells.col1)) - 1);
   const float label_extent = turned ? line : std::min(key_label_w, 8 * line) + 6;
-  const int col_stride = std::max(1, static_cast<int>(std::ceil(label_extent / cell)));
+  const auto col_start = [&](int j) {
+    return m0.x + (static_cast<float>(j) + 0.5f - cells.col0) * cell - label_extent * 0.5f;
+  };
   list->PushClipRect(ImVec2(m0.x - line, m1.y), ImVec2(m1.x + line, m1.y + keyLabelHeight(k_tokens, turned)), true);
-  for (int j = first_col - first_col % col_stride; j <= last_col; j += col_stride) {
-    if (j < first_col) continue;
+  for (const int j : labelledPositions(first_col, last_col, cell, label_extent, col_start)) {
     const std::string shown = axisLabel(k_tokens[static_cast<std::size_t>(j)]);
     const char* t = shown.c_str();
     const float cx = m0.x + (static_cast<float>(j) + 0.5f - cells.col0) * cell;

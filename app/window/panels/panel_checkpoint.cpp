@@ -29,7 +29,7 @@ void drawGridFigureExport(ModelSession& s) {
   if (ImGui::RadioButton("every layer", s.figure_all_layers)) s.figure_all_layers = true;
   probeItem("checkpoint.figure.all");
   ImGui::SameLine();
-  const int shown_layer = s.focus_layer >= 0 ? s.focus_layer : s.scene_layer;  // the full-size map's, else the chosen
+  const int shown_layer = s.layer;
   const std::string one = "layer " + std::to_string(shown_layer + 1);
   if (ImGui::RadioButton(one.c_str(), !s.figure_all_layers)) s.figure_all_layers = false;
   probeItem("checkpoint.figure.one");
@@ -99,11 +99,12 @@ void drawCheckpointPanel(AppState& state, ViewState& view) {
     if (ImGui::Button("Show the model")) s.shown = true;
     probeItem("checkpoint.show");
   }
-  int layer_shown = s.scene_layer + 1;  // layers counted from 1 in the window
-  if (stepperInt("layer", "checkpoint.layer", layer_shown, 1, c.n_layer)) s.scene_layer = layer_shown - 1;
+  int layer_shown = s.layer + 1;  // layers counted from 1 in the window; the full-size map follows
+  if (stepperInt("layer", "checkpoint.layer", layer_shown, 1, c.n_layer)) s.layer = layer_shown - 1;
   const std::string why_not = layerSceneUnavailable(s);
   ImGui::BeginDisabled(!why_not.empty());
-  if (ImGui::Button("Open this layer as the scene")) openModelLayerAsScene(state, view, s.scene_layer);
+  const std::string open = "Open layer " + std::to_string(s.layer + 1) + " as the scene";
+  if (ImGui::Button(open.c_str())) openModelLayerAsScene(state, view, s.layer);
   ImGui::EndDisabled();
   probeItem("checkpoint.open_layer");
   if (!why_not.empty()) {  // the reason, wrapped (a narrow pane would cut it off)

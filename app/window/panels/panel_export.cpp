@@ -1,15 +1,25 @@
-// Export panel: the current head, all heads, the similarity matrix (with its dendrogram in cluster order) or
-// B - A against the Diff tab's pinned A to PNG, SVG, CSV or NPY, through the same exporter as `attnscope
-// export`; a message says where the file went or why not.
+// Export panel: what is on show. For a scene: the current head, all heads, the similarity matrix (with its
+// dendrogram in cluster order) or B - A against the Diff tab's pinned A; for a checkpoint run or a saved tensor:
+// the focused map, the shown layer's heads, every layer (the grid) or the shown layer's similarity. PNG, SVG, CSV
+// or NPY, following the path's extension until the user picks a format, through the same exporters as
+// `attnscope export` and `attnscope model`; a message says where the file went or why not.
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
 #include <algorithm>
 #include <cctype>
 #include <exception>
+#include <optional>
 #include <string>
+#include <utility>
 
+#include "attnscope/atomic_file.h"
+#include "attnscope/compute/similarity.h"
+#include "attnscope/error.h"
 #include "attnscope/export/export.h"
+#include "attnscope/model/model_export.h"
+#include "window/model/model_session.h"
+#include "window/model/subject.h"
 #include "window/panels/panels.h"
 #include "window/ui_probe.h"
 
@@ -27,35 +37,137 @@ void sameLineIfFits(float width) {
   if (right <= ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x) ImGui::SameLine();
 }
 
-// "" when `path` ends in `extension` (any case), else the line that says what disagrees.
-std::string extensionMismatch(const std::string& path, const char* format, const char* extension) {
+const char* const kFormats[] = {"PNG", "SVG", "CSV", "NPY"};  // in ExportFormat's order
+const char* const kExtensions[] = {".png", ".svg", ".csv", ".npy"};
+
+// The path's extension, lower case ("" for none).
+std::string extensionOf(const std::string& path) {
   const std::size_t dot = path.rfind('.');
   std::string ext = dot == std::string::npos || path.find('/', dot) != std::string::npos ? "" : path.substr(dot);
   for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return ext;
+}
+
+// The format a path's extension names (an index into kFormats), if any.
+std::optional<int> formatOfPath(const std::string& path) {
+  const std::string ext = extensionOf(path);
+  for (int i = 0; i < 4; ++i)
+    if (ext == kExtensions[i]) return i;
+  return std::nullopt;
+}
+
+// "" when `path` ends in `extension` (any case), else the line that says what disagrees.
+std::string extensionMismatch(const std::string& path, const char* format, const char* extension) {
+  const std::string ext = extensionOf(path);
   if (ext == extension) return "";
   return std::string("path: the format is ") + format + ", so the file should end in " + extension + "; it ends in " +
-         (ext.empty() ? std::string("no extension") : "'" + path.substr(dot) + "'") +
+         (ext.empty() ? std::string("no extension") : "'" + path.substr(path.rfind('.')) + "'") +
          ". Change the path or pick the format.";
+}
+
+// Layer `layer` of a model's forward or a tensor as a scene of its maps with a result holding them: n tokens, h
+// heads without projections, the forward's mask (causal, and a sliding window) as the scene's, and the heads'
+// similarity; so that the scene exporters write one head, all heads or the similarity unchanged.
+std::pair<Scene, Result> layerMaps(const ModelSession& s, int layer) {
+  const model::ForwardResult& f = s.forward();
+  const int n = f.n, h = s.layout().n_head;
+  Scene scene;
+  scene.description = s.title() + " layer " + std::to_string(layer + 1);
+  scene.d_model = 1;
+  scene.query_tokens = s.labels();
+  scene.query = Matrix::Zero(n, 1);  // only its row count (n) is read by the exporters
+  scene.heads.resize(static_cast<std::size_t>(h));
+  const int window = s.windowOf(layer);
+  if (s.checkpoint() && s.layout().causal && window == 0) {
+    scene.mask = MaskKind::Causal;
+  } else if (s.checkpoint() && s.layout().causal) {  // key j visible to query i when i - window < j <= i
+    scene.mask = MaskKind::Explicit;
+    scene.explicit_mask = MaskMatrix::Zero(n, n);
+    for (int i = 0; i < n; ++i)
+      for (int j = std::max(0, i - window + 1); j <= i; ++j) scene.explicit_mask(i, j) = 1;
+  }
+  Result result;
+  result.heads.resize(static_cast<std::size_t>(h));
+  std::vector<const Matrix*> maps;
+  for (int head = 0; head < h; ++head) {
+    result.heads[static_cast<std::size_t>(head)].weights = f.map(layer, head);
+    maps.push_back(&result.heads[static_cast<std::size_t>(head)].weights);
+  }
+  result.similarity = headSimilarity(maps);
+  return {std::move(scene), std::move(result)};
+}
+
+// What is on show, as ViewState::model_export_what counts it: the focused map, else the grid.
+int modelWhatOnShow(const ModelSession& s) { return s.focused() ? 0 : 2; }
+
+// The bytes of a model's or tensor's export: `what` as ViewState::model_export_what, of the session's layer (and
+// focused head), in `format`.
+std::string modelExportBytes(const ModelSession& s, int what, ExportFormat format, const std::string& path) {
+  const bool figure = format == ExportFormat::Png || format == ExportFormat::Svg;
+  if (what == 2) {  // every layer: the grid figure, or (layers, heads, n, n) as NPY
+    if (format == ExportFormat::Csv)
+      throw InputError("path", "a .png, .svg or .npy path for every layer's maps (CSV holds one layer's)", path);
+    return figure ? model::figureBytes(model::modelGridFigure(s.forward(), s.layout(), s.labels()), format)
+                  : model::modelResultNpy(s.forward(), s.layout());
+  }
+  if (what == 1 && figure)  // the layer's heads as `model --grid-out` draws one layer
+    return model::figureBytes(model::modelGridFigure(s.forward(), s.layout(), s.labels(), s.layer), format);
+  const auto [scene, result] = layerMaps(s, s.layer);
+  ExportRequest request;
+  request.what = what == 0 ? ExportWhat::Head : what == 1 ? ExportWhat::Heads : ExportWhat::Similarity;
+  request.head = std::max(0, s.focus_head);
+  request.format = format;
+  request.metric = SimilarityMetric::Cosine;
+  return exportBytes(scene, result, request);
+}
+
+// The "What" choices for a checkpoint run or a tensor, named after the session's layer and focused head.
+void modelWhat(ViewState& view, const ModelSession& s) {
+  if (view.model_export_what == 0 && !s.focused()) view.model_export_what = -1;  // the map went back to the grid
+  int what = view.model_export_what < 0 ? modelWhatOnShow(s) : view.model_export_what;
+  const std::string layer = "layer " + std::to_string(s.layer + 1);
+  const std::string labels[] = {
+      s.focused() ? layer + ", head " + std::to_string(s.focus_head + 1) : std::string("one map (click a tile)"),
+      layer + "'s heads", "every layer", layer + "'s similarity"};
+  ImGui::TextUnformatted("What");
+  for (int i = 0; i < 4; ++i) {
+    sameLineIfFits(radioWidth(labels[i].c_str()));
+    ImGui::BeginDisabled(i == 0 && !s.focused());
+    if (ImGui::RadioButton(labels[i].c_str(), &what, i)) view.model_export_what = i;
+    ImGui::EndDisabled();
+    probeItem(std::string("export.model.what.") + std::to_string(i));
+  }
 }
 
 }  // namespace
 
 void drawExportPanel(AppState& state, ViewState& view) {
+  const SubjectKind subject = subjectKind(view);
+  if (subject != SubjectKind::Scene && view.model->forward().n == 0) {
+    textWrappedAtSpaces("The model is still running: nothing to export yet.");
+    probeItem("export.nothing");
+    return;
+  }
   const int heads = state.scene().numHeads();
   const char* what[] = {"one head", "all heads", "similarity", "B - A"};  // in ExportWhat's order
-  const char* formats[] = {"PNG", "SVG", "CSV", "NPY"};
-  const char* extensions[] = {".png", ".svg", ".csv", ".npy"};
-  ImGui::TextUnformatted("What");
-  for (int i = 0; i < 4; ++i) {
-    sameLineIfFits(radioWidth(what[i]));
-    ImGui::BeginDisabled(i == 3 && !view.diff_pinned);  // B - A needs the Diff tab's snapshot A
-    ImGui::RadioButton(what[i], &view.export_what, i);
-    ImGui::EndDisabled();
-    probeItem(std::string("export.what.") + std::to_string(i));
+  const char* const* formats = kFormats;
+  const char* const* extensions = kExtensions;
+  if (subject != SubjectKind::Scene) {
+    modelWhat(view, *view.model);
+  } else {
+    ImGui::TextUnformatted("What");
+    for (int i = 0; i < 4; ++i) {
+      sameLineIfFits(radioWidth(what[i]));
+      ImGui::BeginDisabled(i == 3 && !view.diff_pinned);  // B - A needs the Diff tab's snapshot A
+      ImGui::RadioButton(what[i], &view.export_what, i);
+      ImGui::EndDisabled();
+      probeItem(std::string("export.what.") + std::to_string(i));
+    }
   }
   if (view.export_what == 3 && !view.diff_pinned) view.export_what = 1;
   int& head = view.export_head;
-  if (view.export_what == 0) {
+  const bool scene = subject == SubjectKind::Scene;
+  if (scene && view.export_what == 0) {
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
     ImGui::SliderInt("head", &head, 1, heads, "%d", ImGuiSliderFlags_AlwaysClamp);  // a typed 0 shows as 1
     probeItem("export.head");
@@ -65,22 +177,28 @@ void drawExportPanel(AppState& state, ViewState& view) {
   for (int i = 0; i < 4; ++i) {
     sameLineIfFits(radioWidth(formats[i]));
     if (ImGui::RadioButton(formats[i], &view.export_format, i)) {
-      // keep the path's extension in step with the format
+      // keep the path's extension in step with the format, which no longer follows the path
+      view.export_format_chosen = true;
       const std::size_t dot = view.export_path.rfind('.');
       view.export_path =
           view.export_path.substr(0, dot == std::string::npos ? view.export_path.size() : dot) + extensions[i];
     }
+    probeItem(std::string("export.format.") + std::to_string(i));
   }
-  if (view.export_what == 2) {
+  if (scene && view.export_what == 2) {
     ImGui::RadioButton("cosine", &view.metric, 0);
     ImGui::SameLine();
     ImGui::RadioButton("Jensen-Shannon", &view.metric, 1);
     ImGui::Checkbox("cluster order with dendrogram", &view.cluster_order);
   }
-  if (view.export_format <= 1) ImGui::Checkbox("write each value in its cell", &view.export_annotate);
+  if (scene && view.export_format <= 1) ImGui::Checkbox("write each value in its cell", &view.export_annotate);
   ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 4);
   ImGui::InputText("path", &view.export_path);
   probeItem("export.path");
+  // Until the user picks a format, it follows the path's extension: taken right after the path is typed, so that
+  // a typed ".npy" never shows as disagreeing with the format for a frame.
+  if (const std::optional<int> from_path = formatOfPath(view.export_path); from_path && !view.export_format_chosen)
+    view.export_format = *from_path;
   // A path whose extension disagrees with the format would hold bytes its name does not promise: said here,
   // and the export refused until one of them changes.
   const std::string mismatch =
@@ -90,7 +208,20 @@ void drawExportPanel(AppState& state, ViewState& view) {
     probeItem("export.mismatch");
   }
   ImGui::BeginDisabled(!mismatch.empty());
-  if (ImGui::Button("Export")) {
+  const bool clicked = ImGui::Button("Export");
+  if (clicked && !scene) {
+    const ModelSession& s = *view.model;
+    const int model_what = view.model_export_what < 0 ? modelWhatOnShow(s) : view.model_export_what;
+    try {
+      const auto format = static_cast<ExportFormat>(view.export_format);
+      writeFileAtomically(view.export_path, modelExportBytes(s, model_what, format, view.export_path));
+      view.export_message = "Wrote " + view.export_path + " (" + s.title() + ")";
+      view.export_failed = false;
+    } catch (const std::exception& e) {
+      view.export_message = std::string("Not written: ") + e.what();
+      view.export_failed = true;
+    }
+  } else if (clicked) {
     ExportRequest request;
     request.what = static_cast<ExportWhat>(view.export_what);
     request.head = head - 1;
@@ -111,10 +242,13 @@ void drawExportPanel(AppState& state, ViewState& view) {
   }
   ImGui::EndDisabled();
   probeItem("export.button");
-  if (view.export_failed)
+  if (view.export_failed) {
     errorText(view.export_message);
-  else if (!view.export_message.empty())
+    probeItem("export.error");
+  } else if (!view.export_message.empty()) {
     ImGui::TextWrapped("%s", view.export_message.c_str());
+    probeItem("export.message");
+  }
 }
 
 }  // namespace attnscope::app

@@ -6,7 +6,12 @@
 #include <cmath>
 #include <string>
 
+#include <numeric>
+#include <utility>
+
 #include "attnscope/export/colormap.h"
+#include "window/model/model_session.h"
+#include "window/model/subject.h"
 #include "window/panels/panels.h"
 #include "window/ui_probe.h"
 
@@ -37,17 +42,20 @@ void drawDendrogram(ImDrawList* list, const Clustering& c, float x0, float x1, f
   }
 }
 
-void statsTable(const AppState& state) {
-  const int h = state.scene().numHeads();
-  const std::vector<HeadTypeScores>& types = state.headTypes();
-  const std::vector<double>& imp = state.importance();
+// Per head (one entry each): statistics, head-type scores, and the importance where there is one (a scene's; a
+// model's layer has none: no output to ablate).
+void statsTable(const std::vector<HeadStats>& stats, const std::vector<HeadTypeScores>& types,
+                const std::vector<double>* importance) {
+  const int h = static_cast<int>(stats.size());
+  const std::vector<double> no_importance;
+  const std::vector<double>& imp = importance ? *importance : no_importance;
   const std::vector<std::string>& names = headTypeScoreNames();
   // Columns: head, label, entropy, max w, mean dist, the six scores, importance.
   const char* score_titles[] = {"prev", "cur", "first", "local", "induct", "dup"};
-  const int columns = 5 + 6 + 1;
+  const int columns = 5 + 6 + (importance ? 1 : 0);
   auto value = [&](int head, int column) -> double {
     const std::size_t a = static_cast<std::size_t>(head);
-    const HeadStats& s = state.result().stats[a];
+    const HeadStats& s = stats[a];
     switch (column) {
       case 0:
         return head;
@@ -87,7 +95,7 @@ void statsTable(const AppState& state) {
   setupColumn("max w", 0, number_w);
   setupColumn("dist", 0, number_w);
   for (const char* t : score_titles) setupColumn(t, ImGuiTableColumnFlags_PreferSortDescending, number_w);
-  setupColumn("importance", ImGuiTableColumnFlags_PreferSortDescending, number_w);
+  if (importance) setupColumn("importance", ImGuiTableColumnFlags_PreferSortDescending, number_w);
   const char* meanings[] = {"head, counted from 1",
                             "the head-type label: the highest score when at least 0.5; mixed when none is",
                             "mean entropy of a query row's weights (nats)",
@@ -134,30 +142,14 @@ void statsTable(const AppState& state) {
   ImGui::EndTable();
 }
 
-}  // namespace
-
-void drawSimilarityPanel(AppState& state, ViewState& view) {
-  if (longScene(state)) {  // O(h^2 n^2): minutes at 32k tokens; the CLI streams it
-    longSceneNote(state, "Head similarity, statistics, head types and importance");
-    return;
-  }
-  ImGui::RadioButton("cosine", &view.metric, 0);
-  ImGui::SameLine();
-  ImGui::RadioButton("Jensen-Shannon", &view.metric, 1);
-  ImGui::SameLine();
-  ImGui::Checkbox("cluster order", &view.cluster_order);
-  probeItem("similarity.cluster");
-  const bool cosine = view.metric == 0;
-  ImGui::TextDisabled(
-      cosine ? "1 = identical attention maps, 0 = no overlap" : "0 = identical rows; ln 2 = %.3f = disjoint",
-      std::log(2.0));
-  if (state.analysisPending()) ImGui::TextDisabled("(updates when the edits pause)");
-  const Matrix& m = cosine ? state.result().similarity.cosine : state.result().similarity.js;
+// The (h, h) matrix `m` (cosine on the diverging map over -1..1, else Jensen-Shannon viridis over 0..ln 2) in
+// `order`, with the dendrogram of `clustering` beside it when given; hover names the pair. Returns the pair
+// clicked, else (-1, -1).
+std::pair<int, int> similarityMatrix(const Matrix& m, bool cosine, const std::vector<int>& order,
+                                     const Clustering* clustering, const char* click_hint) {
   const int h = static_cast<int>(m.rows());
-  if (h == 0) return;
-  Clustering clustering;
-  const std::vector<int> order = headOrder(state, view, &clustering);
-  const bool dendrogram = view.cluster_order && !clustering.order.empty() && h > 1;
+  if (h == 0) return {-1, -1};
+  const bool dendrogram = clustering && !clustering->order.empty() && h > 1;
   // The export's colour maps (export_layout.h): cosine on the diverging map over -1..1, Jensen-Shannon viridis
   // over 0..ln 2, with the same scale as a bar above the matrix.
   const ColorMap map = cosine ? ColorMap::Diverging : ColorMap::Viridis;
@@ -173,7 +165,7 @@ void drawSimilarityPanel(AppState& state, ViewState& view) {
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   const ImVec2 p0(origin.x + dendro_w + ImGui::GetFontSize() * 1.8f, origin.y + ImGui::GetTextLineHeight());
   ImDrawList* list = ImGui::GetWindowDrawList();
-  if (dendrogram) drawDendrogram(list, clustering, origin.x, origin.x + dendro_w - 4, p0.y, cell);
+  if (dendrogram) drawDendrogram(list, *clustering, origin.x, origin.x + dendro_w - 4, p0.y, cell);
   // Values in the cells, in either order: "0.93" where it fits, else ".93" (cosine of weights is 0..1).
   const bool values = cell > ImGui::CalcTextSize(".00").x + 2;
   const bool leading_zero = cell > ImGui::CalcTextSize("-0.00").x + 2;
@@ -210,20 +202,93 @@ void drawSimilarityPanel(AppState& state, ViewState& view) {
     const ImVec2 mouse = ImGui::GetIO().MousePos;
     const int a = order[static_cast<std::size_t>(std::clamp(static_cast<int>((mouse.y - p0.y) / cell), 0, h - 1))];
     const int b = order[static_cast<std::size_t>(std::clamp(static_cast<int>((mouse.x - p0.x) / cell), 0, h - 1))];
-    ImGui::SetTooltip("Head %d vs head %d\n%s %.4f\nclick: show them side by side", a + 1, b + 1,
-                      cosine ? "cosine" : "JS divergence", m(a, b));
-    if (clicked) {
-      view.compare_a = a;
-      view.compare_b = b;
-      view.focus_head = -1;
-    }
+    ImGui::SetTooltip("Head %d vs head %d\n%s %.4f\n%s", a + 1, b + 1, cosine ? "cosine" : "JS divergence", m(a, b),
+                      click_hint);
+    if (clicked) return {a, b};
+  }
+  return {-1, -1};
+}
+
+// The metric and the order, shared by a scene's and a model's matrix.
+void metricChoice(ViewState& view) {
+  ImGui::RadioButton("cosine", &view.metric, 0);
+  ImGui::SameLine();
+  ImGui::RadioButton("Jensen-Shannon", &view.metric, 1);
+  ImGui::SameLine();
+  ImGui::Checkbox("cluster order", &view.cluster_order);
+  probeItem("similarity.cluster");
+  ImGui::TextDisabled(view.metric == 0 ? "1 = identical attention maps, 0 = no overlap"
+                                       : "0 = identical rows; ln 2 = %.3f = disjoint",
+                      std::log(2.0));
+}
+
+// A checkpoint run's or a tensor's shown layer (ModelSession::layer): its heads' similarity and statistics
+// (arrays::analyseTensorLayer, cached per layer). A click opens the first head of the pair full-size.
+void modelSimilarity(ViewState& view) {
+  ModelSession& s = *view.model;
+  if (s.forward().n == 0) {
+    textWrappedAtSpaces("The model is still running: its layers' similarity comes when it lands.");
+    return;
+  }
+  const int h = s.layout().n_head;
+  const std::string subject =
+      formatted("%s, layer %d: its %d heads' maps compared", s.title().c_str(), s.layer + 1, h);
+  textWrappedAtSpaces(subject);
+  probeNote("similarity.subject", subject);
+  metricChoice(view);
+  const arrays::TensorLayerAnalysis& a = s.tensorAnalysis(s.layer);
+  const bool cosine = view.metric == 0;
+  std::vector<int> order(static_cast<std::size_t>(h));
+  std::iota(order.begin(), order.end(), 0);
+  Clustering clustering;
+  if (view.cluster_order && h > 1) {
+    clustering = clusterHeads(a.similarity, cosine ? ClusterMetric::Cosine : ClusterMetric::JensenShannon);
+    order = clustering.order;
+  }
+  const std::pair<int, int> clicked = similarityMatrix(cosine ? a.similarity.cosine : a.similarity.js, cosine, order,
+                                                       view.cluster_order ? &clustering : nullptr,
+                                                       "click: show the first head full-size");
+  if (clicked.first >= 0) {
+    s.focus_head = clicked.first;
+    view.model_zoom = CellView{0, 0, static_cast<float>(s.forward().n), static_cast<float>(s.forward().n)};
+  }
+  ImGui::Spacing();
+  textWrappedAtSpaces("Per head of this layer: statistics and head-type scores. Rows with a single allowed key are "
+                      "left out. Hover a column's title for what it means; click it to sort.");
+  statsTable(a.stats, a.scores, nullptr);
+}
+
+}  // namespace
+
+void drawSimilarityPanel(AppState& state, ViewState& view) {
+  if (subjectKind(view) != SubjectKind::Scene) {  // the shown layer of the model or tensor on show
+    modelSimilarity(view);
+    return;
+  }
+  if (longScene(state)) {  // O(h^2 n^2): minutes at 32k tokens; the CLI streams it
+    longSceneNote(state, "Head similarity, statistics, head types and importance");
+    return;
+  }
+  metricChoice(view);
+  const bool cosine = view.metric == 0;
+  if (state.analysisPending()) ImGui::TextDisabled("(updates when the edits pause)");
+  const Matrix& m = cosine ? state.result().similarity.cosine : state.result().similarity.js;
+  if (m.rows() == 0) return;
+  Clustering clustering;
+  const std::vector<int> order = headOrder(state, view, &clustering);
+  const std::pair<int, int> clicked = similarityMatrix(m, cosine, order, view.cluster_order ? &clustering : nullptr,
+                                                       "click: show them side by side");
+  if (clicked.first >= 0) {
+    view.compare_a = clicked.first;
+    view.compare_b = clicked.second;
+    view.focus_head = -1;
   }
   ImGui::Spacing();
   ImGui::TextWrapped(
       "Per head: statistics, head-type scores and importance (output change with the head "
       "zero-ablated). Rows with a single allowed key (query 0 under a causal mask) are left out. "
       "Hover a column's title for what it means; click it to sort.");
-  statsTable(state);
+  statsTable(state.result().stats, state.headTypes(), &state.importance());
 }
 
 }  // namespace attnscope::app

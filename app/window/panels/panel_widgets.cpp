@@ -99,6 +99,7 @@ bool stepperInt(const char* label, const std::string& probe, int& value, int min
   ImGui::EndDisabled();
   probeItem(probe + ".plus");
   showFieldError(probe);
+  probeNote(probe, std::to_string(value));  // the value shown, for the layout's notes
   ImGui::PopID();
   return value != before;
 }

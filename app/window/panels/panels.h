@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,6 +37,11 @@ struct ViewState {
   int copy_from_head = 1;   // 1-based, as shown
   std::string export_path = "attnscope_export.png";
   int export_what = 1, export_format = 0;
+  // The user picked export_format: the path's extension no longer sets it (a disagreeing one is then refused).
+  bool export_format_chosen = false;
+  // A model's or tensor's export: -1 = what is on show (the focused map, else the grid); 0 the focused map, 1 the
+  // layer's heads, 2 every layer (the grid), 3 the layer's heads' similarity.
+  int model_export_what = -1;
   int export_head = 1;  // 1-based, as shown
   bool export_annotate = false;
   std::string export_message;
@@ -54,6 +60,10 @@ struct ViewState {
   std::shared_ptr<ModelSession> model;  // created by the Checkpoint panel on first draw (or an Open of a tensor)
   std::shared_ptr<OpenArraysForm> open_arrays;  // the file bar's Open form for arrays files (open_arrays.h)
   CellView model_zoom;                   // the model's full-size map: the cells in view
+  // A checkpoint's layer opened as the scene: its name ("GPT-2 layer 3") while the scene's description is still
+  // the one it was opened with (subject.h).
+  std::string layer_scene_name, layer_scene_description;
+  unsigned seen_scene_edits = 0;  // AppState::sceneEdits() when last looked: an edit since makes the scene the subject
   // The row profile under an enlarged head (panel_row_profile.cpp): the query hovered, else the one clicked.
   int profile_query = -1;
   bool profile_log = false;
@@ -155,6 +165,10 @@ inline void drawAxisLabels(const Scene& scene, const CellView& cells, ImVec2 m0,
                            bool turned) {
   drawAxisLabels(scene.query_tokens, scene.keyTokens(), cells, m0, m1, cell, label_w, turned);
 }
+// The positions first..last (in order) that get a label on an axis of cells of `cell` pixels, a label taking
+// `extent` pixels along it from start(i): every k-th, the first and the last always, none overlapping another.
+std::vector<int> labelledPositions(int first, int last, float cell, float extent,
+                                   const std::function<float(int)>& start);
 // The width the query labels take left of a map (at most 24 characters each, + a gap).
 float queryLabelWidth(const std::vector<std::string>& queries);
 // A whole map of square cells at m0 (drawMatrixCells'): query labels left of it (at most 8 lines wide), key
