@@ -112,7 +112,7 @@ StoredType safetensorsType(model::DType dtype) {
   t.item = model::dtypeSize(dtype);
   if (dtype != model::DType::F32 && dtype != model::DType::F16 && dtype != model::DType::BF16 &&
       dtype != model::DType::F64)
-    t.unreadable = "expected a float tensor (F32, F16, BF16 or F64), got " + std::string(model::dtypeName(dtype));
+    t.unreadable = "expected a float tensor (F32, F16, BF16 or F64), got " + t.name + " (" + model::dtypeName(dtype) + ")";
   return t;
 }
 

@@ -85,9 +85,9 @@ AttentionTensor attentionTensorFrom(std::map<std::string, NamedArray> arrays, co
   }
   const std::string field = path + (name.empty() ? "" : ": " + quoteFragment(name, 60));
   const NamedArray& a = *chosen;
+  const std::vector<float>& values = usableValues(field, a);  // only the chosen tensor's dtype and values count
   if (a.shape.size() != 3 && a.shape.size() != 4)
     throw InputError(field, "shape (layers, heads, n_q, n_k) or (heads, n_q, n_k)", "shape " + shapeTuple(a.shape));
-  const std::vector<float>& values = usableValues(field, a);  // only the chosen tensor's dtype and values count
   const std::size_t rank = a.shape.size();
   const std::int64_t layers = rank == 4 ? a.shape[0] : 1, heads = a.shape[rank - 3], n_q = a.shape[rank - 2],
                      n_k = a.shape[rank - 1];
