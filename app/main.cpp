@@ -1,6 +1,7 @@
 // attnscope's entry point: a subcommand runs headless; no subcommand opens the window.
 #include <cstdio>
 #include <exception>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -66,11 +67,17 @@ int main(int argc, char** argv) {
     if (args.empty() || args[0].rfind("-", 0) == 0) return attnscope::runWindow(args);
     for (const Command& c : kCommands) {
       if (args[0] != c.name) continue;
+      attnscope::cli::checkEnvironment();  // a bad setting is refused before any work
       attnscope::cli::Args parsed(c.name, std::vector<std::string>(args.begin() + 1, args.end()));
       return c.run(parsed);
     }
     printError("command: expected one of compute, walkthrough, export, bench, analyze, model, tokenize, import, view, got " +
                attnscope::quoteFragment(args[0]));
+    return 2;
+  } catch (const std::bad_alloc&) {
+    // Estimates refuse what would not fit the budget before it is asked for; this is what they did not foresee.
+    printError("out of memory: the work needed more than the memory there is (a lower ATTNSCOPE_MEMORY_BUDGET makes "
+               "the estimates refuse it in advance)");
     return 2;
   } catch (const std::exception& e) {
     printError(e.what());

@@ -13,7 +13,7 @@ flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undef
        -fno-sanitize-recover=undefined -Iengine/include -Iengine/src -isystem /usr/include/eigen3 -DEIGEN_NO_DEBUG
        -Wall -Wextra -Werror)
 # Each target with the engine sources it needs (no OpenMP, BLAS or GL: those are not on these paths).
-common="engine/src/json_file.cpp engine/src/text_bounds.cpp engine/src/atomic_file.cpp"
+common="engine/src/json_file.cpp engine/src/text_bounds.cpp engine/src/atomic_file.cpp engine/src/settings.cpp"
 # The tokenizer pipeline (GPT-2's vocab.json + merges.txt and tokenizer.json alike), with ICU and Oniguruma.
 tokenizer="engine/src/model/model_tokenizer.cpp engine/src/model/tokenizer_json.cpp engine/src/model/tokenizer_reader.cpp
            engine/src/model/tokenizer_normalize.cpp engine/src/model/tokenizer_pretokenize.cpp
@@ -27,15 +27,21 @@ declare -A sources=(
   [config_json]="tests/fuzz/fuzz_config_json.cpp $model $common"
   [vocab_merges]="tests/fuzz/fuzz_vocab_merges.cpp $model $common"
   [tokenizer_json]="tests/fuzz/fuzz_tokenizer_json.cpp $tokenizer $common"
+  [array_file]="tests/fuzz/fuzz_array_file.cpp engine/src/arrays/array_file.cpp engine/src/model/model_safetensors.cpp
+                engine/src/scene/scene.cpp engine/src/scene/key_mask.cpp $common"
 )
-targets=(safetensors_header scene_json config_json vocab_merges tokenizer_json)
+targets=(safetensors_header scene_json config_json vocab_merges tokenizer_json array_file)
+# FUZZ_TARGETS="array_file scene_json" runs only those (a quick check of one reader).
+if [[ -n "${FUZZ_TARGETS:-}" ]]; then read -r -a targets <<<"$FUZZ_TARGETS"; fi
 # The worked example embedded as the engine's CMake does it.
 cmake -DINPUT=assets/scenes/worked_example.json -DOUTPUT="$out/worked_example_json.cpp" -DSYMBOL=kWorkedExampleJson \
   -DNAMESPACE=attnscope -P engine/embed_text.cmake
 
 # Seed corpora: tiny checkpoints in each dtype, their config, vocab and merges, the project's scene files, and
 # hostile seeds: deep nesting (past the limit, and just under it), a long string, a 10,000-digit number.
-for target in "${targets[@]}"; do mkdir -p "$out/corpus/$target"; done
+for target in safetensors_header scene_json config_json vocab_merges tokenizer_json array_file; do
+  mkdir -p "$out/corpus/$target"
+done
 for dtype in F32 F16 BF16; do
   if [[ ! -f "$out/corpus/safetensors_header/tiny_$dtype" ]]; then
     /usr/bin/python3 tests/model/gpt2_reference.py "$out/tiny_$dtype" --dtype "$dtype" --layers 1 --heads 2 --embd 8 \
@@ -68,6 +74,34 @@ for name, text in hostile.items():  # as a safetensors header: 8-byte length, th
 PY
 
 mkdir -p "$out/corpus/tokenizer_json" && cp tests/fuzz/tokenizer_json_seeds/*.json "$out/corpus/tokenizer_json/"
+
+# The array reader's seeds (the first byte picks .npy (even) or .npz (odd)): NumPy's own files in each dtype and
+# order, np.savez archives (one with an int64 entry), and the hostile shapes of issue 29 (products that wrap).
+/usr/bin/python3 - "$out/corpus/array_file" <<'PY'
+import io, sys, numpy as np
+corpus = sys.argv[1]
+def npy(a):
+    b = io.BytesIO(); np.save(b, a); return b.getvalue()
+def npz(**arrays):
+    b = io.BytesIO(); np.savez(b, **arrays); return b.getvalue()
+def raw(shape, data, descr="<f4"):
+    header = ("{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, shape)).encode()
+    header += b" " * ((-(10 + len(header) + 1)) % 64) + b"\n"
+    return b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + data
+w = np.full((2, 3, 3), 1 / 3)
+seeds = {
+    "f4": npy(w.astype("<f4")), "f8": npy(w), "f2": npy(w.astype("<f2")), "i8": npy(np.arange(6).reshape(2, 3)),
+    "fortran": npy(np.asfortranarray(w[0].astype("<f4"))), "big_endian": npy(w.astype(">f4")),
+    "scalar": npy(np.float32(1)),
+    "wrap3": raw("(3, 6148914691236517206, 64, 64)", bytes(32768)), "wrap4": raw("(4, 4611686018427387905, 1, 1)", bytes(16)),
+    "huge2": raw("(2147483648, 8589934592, 1, 1)", b""), "huge_zero": raw("(0, 4611686018427387904)", b""),
+    "int_max": raw("(2147483647, 2147483647, 2, 2)", bytes(16)),
+}
+for name, data in seeds.items():
+    open(f"{corpus}/npy_{name}", "wb").write(b"\0" + data)
+open(f"{corpus}/npz_two", "wb").write(b"\1" + npz(attn=w.astype("<f4"), input_ids=np.arange(3)))
+open(f"{corpus}/npz_one", "wb").write(b"\1" + npz(x=w[0]))
+PY
 
 status=0
 for target in "${targets[@]}"; do

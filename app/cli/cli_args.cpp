@@ -1,10 +1,14 @@
 // The subcommands' argument reader.
 #include "cli/cli_args.h"
 
+#include <omp.h>
+
 #include <cmath>
 #include <cstdlib>
 
+#include "attnscope/compute/thread_limit.h"
 #include "attnscope/error.h"
+#include "attnscope/settings.h"
 
 namespace attnscope::cli {
 
@@ -77,6 +81,11 @@ std::vector<std::string> Args::positionals(std::size_t max) {
     throw InputError(command_, "at most " + std::to_string(max) + " file argument" + (max == 1 ? "" : "s"),
                      std::to_string(tokens_.size()) + " ('" + tokens_.back() + "')");
   return tokens_;
+}
+
+void checkEnvironment() {
+  if (const std::vector<std::string> bad = badSettings(); !bad.empty()) throw std::runtime_error(bad.front());
+  checkThreadCount("OpenMP's thread count (OMP_NUM_THREADS, or every hardware thread)", omp_get_max_threads());
 }
 
 }  // namespace attnscope::cli

@@ -29,4 +29,8 @@ class Args {
   std::vector<std::string> tokens_;
 };
 
+// Before a command runs: every environment setting (settings.h: the first bad one) and OpenMP's thread count
+// (OMP_NUM_THREADS or the hardware threads, thread_limit.h), each an InputError naming the variable.
+void checkEnvironment();
+
 }  // namespace attnscope::cli

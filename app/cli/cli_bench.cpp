@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "attnscope/compute/cpu_backend.h"
+#include "attnscope/compute/thread_limit.h"
 #include "attnscope/compute/tiles.h"
 #include "attnscope/error.h"
 #include "attnscope/scene/presets.h"
@@ -51,7 +52,9 @@ int runBench(Args& args) {
   spec.causal = args.takeChoice("--mask", {"none", "causal"}, "none") == "causal";
   spec.seed = static_cast<std::uint64_t>(args.takeInt("--seed", 0, 0, 1L << 62));
   const std::string backend_name = args.takeChoice("--backend", {"cpu", "gpu", "auto"}, "cpu");
-  const int threads = static_cast<int>(args.takeInt("--threads", 0, 0, 1024));
+  // 0: every hardware thread. Checked against the cap before a thread starts: libgomp's own failure is a crash.
+  const long threads = args.takeInt("--threads", 0, 0, 1L << 30);
+  if (threads > 0) checkThreadCount("--threads", threads);
   const int repeat = static_cast<int>(args.takeInt("--repeat", 7, 1, 100000));
   const bool analysis = args.takeFlag("--analysis");
   const bool stages = args.takeFlag("--stages");
@@ -59,7 +62,7 @@ int runBench(Args& args) {
   args.positionals(0);
 
   std::vector<std::string> warnings;
-  std::unique_ptr<BenchTarget> target = makeBenchTarget(backend_name, threads, warnings);
+  std::unique_ptr<BenchTarget> target = makeBenchTarget(backend_name, static_cast<int>(threads), warnings);
   for (const std::string& w : warnings) std::fprintf(stderr, "attnscope: warning: %s\n", w.c_str());
   ComputeOptions options;
   options.keep_scores = false;  // weights and output, as a framework's forward pass keeps them

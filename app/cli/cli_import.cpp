@@ -7,6 +7,7 @@
 #include "attnscope/arrays/user_layer.h"
 #include "attnscope/atomic_file.h"
 #include "attnscope/error.h"
+#include "attnscope/scene/scene.h"
 #include "attnscope/scene/scene_json.h"
 #include "attnscope/text_bounds.h"
 #include "cli/cli.h"
@@ -58,7 +59,9 @@ int runImport(Args& args) {
     if (x.size() != 1) throw InputError("--inputs", "one array (n, E)", std::to_string(x.size()) + " arrays");
     options.inputs = std::move(x.begin()->second);
   }
-  const Scene scene = arrays::userLayerScene(arrays::readArrays(files[0]), files[0], options);
+  const std::map<std::string, arrays::NamedArray> state_dict = arrays::readArrays(files[0]);
+  checkMemoryBudget(files[0], "the imported scene and its JSON", arrays::userLayerImportBytes(state_dict, options.inputs));
+  const Scene scene = arrays::userLayerScene(state_dict, files[0], options);
   out.write(formatJson(sceneToJson(scene)));
   out.commit();
   std::printf("%d heads, d_model %d, %d tokens: wrote %s\n", scene.numHeads(), scene.d_model, scene.nQ(),

@@ -98,13 +98,27 @@ int runView(Args& args) {
   PendingFile* grid_file = grid_out ? &files_out.emplace_back(*grid_out) : nullptr;
 
   const arrays::AttentionTensor t = arrays::readAttentionTensor(files[0], tensor, std::move(tokens));
-  if (layer >= t.forward.layout.n_layer)
-    throw InputError("--layer", "1 to " + std::to_string(t.forward.layout.n_layer), std::to_string(layer + 1));
+  const model::HeadLayout& c = t.forward.layout;
+  if (layer >= c.n_layer) throw InputError("--layer", "1 to " + std::to_string(c.n_layer), std::to_string(layer + 1));
+  // What the analysis, its JSON and the figure will hold, refused under the memory budget before any is made
+  // (30,000 heads of 2 x 2 are 480 KB of file and 60 GB of similarity JSON).
+  std::size_t token_bytes = 0;
+  for (const std::string& token : t.tokens) token_bytes += token.size();
+  std::size_t estimate = arrays::tensorHoldBytes(c.n_layer, c.n_head, t.forward.n) +
+                         arrays::tensorAnalysisJsonBytes(c.n_layer, c.n_head, t.forward.n, token_bytes);
+  const std::string what = "view's analysis and JSON";
+  checkMemoryBudget(files[0], what, estimate);
+  Figure grid;
+  if (grid_file) {
+    const std::int64_t panels = static_cast<std::int64_t>(c.n_head) * (layer >= 0 ? 1 : c.n_layer);
+    estimate += model::gridFigureBytes(panels, t.forward.n, token_bytes);
+    checkMemoryBudget(*grid_out, what + " and the figure", estimate);
+    grid = model::modelGridFigure(t.forward, c, t.tokens, static_cast<int>(layer));
+    checkMemoryBudget(*grid_out, what + " and the figure's image", estimate + model::figureImageBytes(grid));
+  }
   const std::string json = formatJson(tensorAnalysis(t, window));
   if (json_file) json_file->write(json);
-  if (grid_file)
-    grid_file->write(model::figureBytes(
-        model::modelGridFigure(t.forward, t.forward.layout, t.tokens, static_cast<int>(layer)), grid_format));
+  if (grid_file) grid_file->write(model::figureBytes(grid, grid_format));
   commitAll(files_out);
   if (!json_file) std::fwrite(json.data(), 1, json.size(), stdout);
   // With the JSON on standard output, the file list goes to standard error so that stdout stays one document.

@@ -10,6 +10,7 @@
 #include "attnscope/compute/cpu_backend.h"
 #include "attnscope/error.h"
 #include "attnscope/scene/scene_json.h"
+#include "attnscope/settings.h"
 #include "attnscope/compute/similarity.h"
 #include "attnscope/compute/tiles.h"
 #ifdef ATTNSCOPE_HAS_GPU
@@ -183,8 +184,7 @@ void AppState::useBackend(const std::string& name) {
       backend_ = std::make_unique<GpuBackend>(options);
       // ATTNSCOPE_GPU_AS_HARDWARE=1 is a test aid: a software renderer (llvmpipe) is then treated as a hardware
       // GPU (computes on the UI thread, draws from the backend's textures), so that path runs without one.
-      const char* as_hardware = std::getenv("ATTNSCOPE_GPU_AS_HARDWARE");
-      software_gpu_ = isSoftwareRenderer(backend_->device()) && !(as_hardware && std::string(as_hardware) == "1");
+      software_gpu_ = isSoftwareRenderer(backend_->device()) && !flagSetting("ATTNSCOPE_GPU_AS_HARDWARE");
       banner_.clear();
     } catch (const std::exception& e) {
       banner_ = std::string("GPU backend unavailable, using the CPU: ") + e.what();

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "attnscope/export/colormap.h"
+#include "attnscope/settings.h"
 #include "window/ui_probe.h"
 #include "attnscope/gl_program.h"
 #include "heatmap_shaders.h"
@@ -122,7 +123,7 @@ void HeatmapRenderer::sync(AppState& state) {
     fillGpuOverviews();
   } else if (tiled_) {
     std::fill(tile_revisions_.begin(), tile_revisions_.end(), tiles_->revision());
-    const bool log = std::getenv("ATTNSCOPE_TILE_LOG") != nullptr;
+    const bool log = flagSetting("ATTNSCOPE_TILE_LOG");
     if (full_revision_ != tiles_->revision()) {
       full_revision_ = tiles_->revision();
       tiles_reset_at_ = std::chrono::steady_clock::now();

@@ -23,6 +23,7 @@
 #include "attnscope/error.h"
 #include "attnscope/gpu_backend.h"
 #include "attnscope/scene/scene_json.h"
+#include "attnscope/settings.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
 #include "window/heatmap_view.h"
@@ -166,6 +167,11 @@ void loadFonts(float scale) {
 
 int runWindow(const std::vector<std::string>& args) {
   const WindowOptions options = parseOptions(args);
+  // A bad environment setting is said in the window (and on stderr) and its default used: the window, unlike
+  // the CLI, has a place to say it and a person to read it.
+  const std::vector<std::string> bad_settings = badSettings();
+  useDefaultsForBadSettings();
+  for (const std::string& line : bad_settings) std::fprintf(stderr, "attnscope: using the default: %s\n", line.c_str());
   // Read the scene and the script first: a bad file is a one-line error before any window appears.
   Scene scene = options.scene_path ? loadSceneFile(*options.scene_path) : app::initialScene();
   std::unique_ptr<app::ScriptInput> script;
@@ -188,9 +194,7 @@ int runWindow(const std::vector<std::string>& args) {
   glfwWindowHint(GLFW_SCALE_TO_MONITOR, GLFW_TRUE);
   // ATTNSCOPE_UI_SCALE overrides the monitor's content scale (to try a HiDPI look on any display); the window
   // then grows by the same factor, as GLFW_SCALE_TO_MONITOR does for a real HiDPI monitor.
-  const char* forced_scale = std::getenv("ATTNSCOPE_UI_SCALE");
-  const float ui_scale_override =
-      forced_scale && *forced_scale ? std::clamp(std::strtof(forced_scale, nullptr), 0.5f, 4.0f) : 0.0f;
+  const float ui_scale_override = static_cast<float>(numberSetting("ATTNSCOPE_UI_SCALE").value_or(0.0));
   const int initial_scale = ui_scale_override > 0 ? static_cast<int>(ui_scale_override) : 1;
   // Never larger than the monitor's work area (the screen less its panels): a 2560 x 1600 window on a 1280 x 800
   // screen would put half of every panel out of reach.
@@ -236,6 +240,11 @@ int runWindow(const std::vector<std::string>& args) {
     if (options.backend == "gpu" || (options.backend == "auto" && !windowRendererIsSoftware())) {
       state.useBackend("gpu");
       if (options.backend == "auto" && state.backend().name() == "cpu") state.clearBanner();  // no GPU: quietly CPU
+    }
+    if (!bad_settings.empty()) {
+      std::string said;
+      for (const std::string& line : bad_settings) said += (said.empty() ? "" : "; ") + line;
+      state.refuse("Using the default for a bad setting: " + said);
     }
     app::ViewState view;
     app::HeatmapRenderer renderer;

@@ -62,7 +62,15 @@ std::string lineColumn(std::string_view text, std::size_t offset) {
          std::to_string(utf8Length(text.substr(start, offset - start)) + 1);
 }
 
+void refuseNulBytes(std::string_view text, const std::string& name) {
+  if (const std::size_t at = text.find('\0'); at != std::string_view::npos)
+    throw InputError(name, "one JSON value and nothing after it but whitespace",
+                     "a NUL byte at " + lineColumn(text, at) + " (byte " + std::to_string(at) + " of " +
+                         std::to_string(text.size()) + ")");
+}
+
 nlohmann::json parseJsonText(std::string_view text, const std::string& name, int max_depth) {
+  refuseNulBytes(text, name);
   if (const std::size_t at = tooDeepAt(text, max_depth); at != std::string_view::npos)
     throw InputError(name, "JSON nested at most " + std::to_string(max_depth) + " deep",
                      "deeper nesting at " + lineColumn(text, at));

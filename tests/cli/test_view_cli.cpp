@@ -150,7 +150,7 @@ TEST(ViewCli, HostileTensorsExitTwoWithOneLine) {
   expectRefusal({{"w", {{2, 2}, {1, 0, 0, 1}}}}, tokens, "expected shape (layers, heads, n_q, n_k) or (heads, n_q, n_k)");
   expectRefusal({{"w", ok}}, "--tokens '[\"a\"]'", "--tokens: expected 2 tokens");
   expectRefusal({{"w", ok}, {"v", ok}}, tokens, "--tensor: expected a tensor name");
-  expectRefusal({{"w", ok}}, tokens + " --tensor nope", "--tensor: expected one of the file's tensors ('w')");
+  expectRefusal({{"w", ok}}, tokens + " --tensor nope", "--tensor: expected one of the file's tensors ('w' float32 (1, 2, 2))");
   expectRefusal({{"w", {{1, 2, 3}, {1, 0, 0, 0, 1, 0}}}}, tokens, "expected n_q == n_k");
   // NumPy's own files, NaN and cut short: the .npy reader's refusals.
   ATTNSCOPE_REQUIRE_PYTHON_MODULE("numpy");

@@ -8,6 +8,7 @@
 
 #include "attnscope/error.h"
 #include "attnscope/scene/scene.h"
+#include "attnscope/settings.h"
 #include "window/model/model_grid_renderer.h"
 #include "window/model/model_view.h"
 
@@ -49,7 +50,7 @@ ModelSession::Reply ModelSession::work(const Request& request, Progress& progres
     if (keep_bytes > defaultMemoryBudget()) options.maps = MapPolicy::Auto;
     // Test aid: ATTNSCOPE_MODEL_MAPS=drop keeps no maps whatever the budget, so that a small checkpoint's grid
     // and close view take the recompute path (tests/gui model_grid_ondemand) that only big inputs reach.
-    if (const char* maps = std::getenv("ATTNSCOPE_MODEL_MAPS"); maps && std::string(maps) == "drop")
+    if (textSetting("ATTNSCOPE_MODEL_MAPS") == "drop")
       options.maps = MapPolicy::Drop;
     options.progress = [&progress](int done) {
       progress.layers_done = done;

@@ -26,11 +26,6 @@ bool endsWith(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
-// "name (2, 3, 5, 5)" for each stored array, as the form lists them.
-std::string arrayLabel(const std::string& name, const arrays::NamedArray& a) {
-  return (name.empty() ? std::string("(the .npy array)") : name) + "  " + arrays::shapeTuple(a.shape);
-}
-
 // The chosen tensor shown in the model view; throws InputError on a bad tensor or token list.
 void openAttention(AppState& state, ViewState& view, OpenArraysForm& f) {
   std::optional<std::string> tensor;
@@ -139,7 +134,7 @@ void drawOpenArraysForm(AppState& state, ViewState& view) {
       ImGui::TextUnformatted("Tensor");
       int i = 0;
       for (const auto& [name, a] : f.arrays) {
-        radio(arrayLabel(name, a).c_str(), "open.tensor." + std::to_string(i), f.tensor, i);
+        radio(arrays::arrayLabel(name, a).c_str(), "open.tensor." + std::to_string(i), f.tensor, i);
         ++i;
       }
     }

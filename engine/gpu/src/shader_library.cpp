@@ -9,13 +9,14 @@
 
 #include "attnscope/gl_program.h"
 #include "attnscope/gpu_backend.h"
+#include "attnscope/settings.h"
 
 namespace attnscope::gpu {
 
 namespace {
 
 std::string defaultDir() {
-  if (const char* env = std::getenv("ATTNSCOPE_SHADER_DIR"); env && *env) return env;
+  if (std::optional<std::string> dir = textSetting("ATTNSCOPE_SHADER_DIR")) return *dir;
 #ifdef ATTNSCOPE_DEFAULT_SHADER_DIR
   return ATTNSCOPE_DEFAULT_SHADER_DIR;
 #else

@@ -9,6 +9,7 @@
 #include "attnscope/atomic_file.h"
 #include "attnscope/error.h"
 #include "attnscope/model/safetensors.h"
+#include "attnscope/scene/scene.h"
 #include "attnscope/text_bounds.h"
 
 namespace attnscope::arrays {
@@ -63,26 +64,80 @@ std::vector<std::int64_t> parseShape(const std::string& field, const std::string
   return shape;
 }
 
-// Product of the sizes, refusing one past 2^31 values (no array this program shows is that large).
-std::size_t elementCount(const std::string& field, const std::vector<std::int64_t>& shape) {
-  std::uint64_t count = 1;
-  for (std::int64_t s : shape) {
-    count *= static_cast<std::uint64_t>(s);
-    if (count > (std::uint64_t{1} << 31)) throw InputError(field, "at most 2^31 values", "shape " + shapeTuple(shape));
-  }
-  return static_cast<std::size_t>(count);
+// A stored dtype in NumPy's words, with its item size (0: not known here) and, when its values cannot be read
+// as float32, why.
+struct StoredType {
+  std::string name;
+  std::size_t item = 0;
+  std::string unreadable;
+};
+
+// A .npy descr ('<f4', '>i8', '|b1', '<U10', 'O', ...).
+StoredType npyType(const std::string& descr) {
+  StoredType t;
+  const char order = descr.empty() ? '?' : descr[0];
+  const bool has_order = order == '<' || order == '>' || order == '=' || order == '|';
+  const std::string body = has_order ? descr.substr(1) : descr;
+  const char kind = body.empty() ? '?' : body[0];
+  std::size_t digits = 0;
+  for (std::size_t i = 1; i < body.size() && body[i] >= '0' && body[i] <= '9' && i < 8; ++i)
+    digits = digits * 10 + static_cast<std::size_t>(body[i] - '0');
+  const bool sized = body.size() > 1 && body.find_first_not_of("0123456789", 1) == std::string::npos && digits > 0;
+  const char* kinds[][2] = {{"f", "float"}, {"i", "int"}, {"u", "uint"}, {"c", "complex"}, {"b", "bool"}};
+  for (const auto& [k, word] : kinds)
+    if (sized && kind == k[0]) {
+      t.name = kind == 'b' ? std::string("bool") : word + std::to_string(8 * digits);
+      t.item = digits;
+    }
+  if (t.name.empty()) t.name = "dtype " + quoteFragment(descr, 20);
+  const bool little = order == '<' || order == '=' || (order == '|' && t.item == 1);
+  if (kind != 'f' || !(t.item == 2 || t.item == 4 || t.item == 8) || !sized)
+    t.unreadable = "expected a float array (float32, float64 or float16), got " + t.name;
+  else if (!little)
+    t.unreadable = "expected a little-endian float array (arr.astype('<f4')), got big-endian " + t.name;
+  return t;
 }
 
-void checkFinite(const std::string& field, const NamedArray& a) {
-  for (std::size_t i = 0; i < a.data.size(); ++i)
-    if (!std::isfinite(a.data[i]))
-      throw InputError(field, "finite values", std::string(std::isnan(a.data[i]) ? "NaN" : "an infinity") +
-                                                   " at flat index " + std::to_string(i) + " of shape " +
-                                                   shapeTuple(a.shape));
+// A safetensors dtype: F32, F16, BF16 and F64 are read, the rest listed.
+StoredType safetensorsType(model::DType dtype) {
+  static const std::map<model::DType, std::string> names = {
+      {model::DType::F32, "float32"}, {model::DType::F16, "float16"}, {model::DType::BF16, "bfloat16"},
+      {model::DType::F64, "float64"}, {model::DType::I8, "int8"},     {model::DType::I16, "int16"},
+      {model::DType::I32, "int32"},   {model::DType::I64, "int64"},   {model::DType::U8, "uint8"},
+      {model::DType::U16, "uint16"},  {model::DType::U32, "uint32"},  {model::DType::U64, "uint64"},
+      {model::DType::Bool, "bool"}};
+  StoredType t;
+  const auto it = names.find(dtype);
+  t.name = it != names.end() ? it->second : model::dtypeName(dtype);
+  t.item = model::dtypeSize(dtype);
+  if (dtype != model::DType::F32 && dtype != model::DType::F16 && dtype != model::DType::BF16 &&
+      dtype != model::DType::F64)
+    t.unreadable = "expected a float tensor (F32, F16, BF16 or F64), got " + t.name + " (" + model::dtypeName(dtype) + ")";
+  return t;
 }
 
-// One .npy file's bytes [bytes, bytes + size) as an array; `field` names it in errors ("a.npz: w").
-NamedArray parseNpy(const std::string& field, const unsigned char* bytes, std::size_t size) {
+// One array found in the file and checked, its values not yet converted.
+struct Found {
+  std::string name, field;
+  NamedArray array;  // shape, dtype, unreadable
+  StoredType type;
+  bool bfloat16 = false;
+  const unsigned char* data = nullptr;  // count * type.item bytes when readable
+  std::size_t count = 0;
+};
+
+// The stored bytes for `count` values of `type`, against the `have` bytes present: before any allocation.
+void checkDataBytes(const Found& f, std::size_t have) {
+  std::size_t need = 0;
+  if (__builtin_mul_overflow(f.count, f.type.item, &need))  // count < 2^31 and item < 10^7: never, but checked
+    throw InputError(f.field, "a data size that fits 64 bits", "shape " + shapeTuple(f.array.shape) + " of " + f.type.name);
+  if (need != have)
+    throw InputError(f.field, std::to_string(need) + " data bytes for shape " + shapeTuple(f.array.shape),
+                     std::to_string(have) + (have < need ? " (truncated)" : ""));
+}
+
+// One .npy file's bytes [bytes, bytes + size), header checked, values not read; `field` names it ("a.npz: w").
+Found parseNpy(const std::string& field, const unsigned char* bytes, std::size_t size) {
   if (size < 10 || std::memcmp(bytes, "\x93NUMPY", 6) != 0)
     throw InputError(field, "a .npy array (magic \\x93NUMPY)", size < 10 ? std::to_string(size) + " bytes" : "other bytes");
   const int major = bytes[6];
@@ -94,41 +149,23 @@ NamedArray parseNpy(const std::string& field, const unsigned char* bytes, std::s
   if (header_length > size - header_start)
     throw InputError(field, "a header of " + std::to_string(header_length) + " bytes", "a truncated file");
   const std::string header(reinterpret_cast<const char*>(bytes + header_start), header_length);
-  const std::string descr = headerValue(field, header, "descr");
-  if (headerValue(field, header, "fortran_order").find("False") == std::string::npos)
-    throw InputError(field, "C order (fortran_order False; np.ascontiguousarray)", "Fortran order");
-  NamedArray a;
-  a.shape = parseShape(field, headerValue(field, header, "shape"));
-  const std::size_t count = elementCount(field, a.shape);
-  std::size_t item = 0;
-  if (descr == "<f4" || descr == "=f4") item = 4;
-  else if (descr == "<f8" || descr == "=f8") item = 8;
-  else if (descr == "<f2" || descr == "=f2") item = 2;
-  else throw InputError(field, "dtype float32, float64 or float16 (little-endian)", "dtype " + quoteFragment(descr, 40));
+  Found f;
+  f.field = field;
+  f.array.shape = parseShape(field, headerValue(field, header, "shape"));
+  f.count = elementCount(field, f.array.shape);
+  f.type = npyType(headerValue(field, header, "descr"));
+  f.array.dtype = f.type.name;
+  f.array.unreadable = f.type.unreadable;
+  if (headerValue(field, header, "fortran_order").find("False") == std::string::npos && f.array.unreadable.empty())
+    f.array.unreadable = "expected C order (np.ascontiguousarray before saving), got Fortran order";
   const std::size_t data_start = header_start + header_length;
-  const std::size_t have = size - data_start;
-  if (have != count * item)
-    throw InputError(field, std::to_string(count * item) + " data bytes for shape " + shapeTuple(a.shape),
-                     std::to_string(have) + (have < count * item ? " (truncated)" : ""));
-  const unsigned char* data = bytes + data_start;
-  a.data.resize(count);
-  for (std::size_t i = 0; i < count; ++i) {
-    if (item == 4) {
-      std::memcpy(&a.data[i], data + 4 * i, 4);
-    } else if (item == 8) {
-      double d;
-      std::memcpy(&d, data + 8 * i, 8);
-      a.data[i] = static_cast<float>(d);
-    } else {
-      a.data[i] = model::halfToFloat(static_cast<std::uint16_t>(readLittle(data + 2 * i, 2)));
-    }
-  }
-  checkFinite(field, a);
-  return a;
+  if (f.type.item > 0) checkDataBytes(f, size - data_start);  // a non-float array's bytes are checked too
+  f.data = bytes + data_start;
+  return f;
 }
 
 // A zip archive through its central directory (np.savez: ZIP_STORED entries, zip64 extras possible).
-std::map<std::string, NamedArray> parseNpz(const std::string& path, const std::string& bytes) {
+std::vector<Found> parseNpz(const std::string& path, const std::string& bytes) {
   const auto* b = reinterpret_cast<const unsigned char*>(bytes.data());
   const std::size_t size = bytes.size();
   // The end-of-central-directory record: the last "PK\5\6" within 22 + 65535 bytes of the end.
@@ -145,31 +182,33 @@ std::map<std::string, NamedArray> parseNpz(const std::string& path, const std::s
     if (eocd < 20 || std::memcmp(b + eocd - 20, "PK\x06\x07", 4) != 0)
       throw InputError(path, "a zip64 end locator", "none (a damaged zip)");
     const std::uint64_t z64 = readLittle(b + eocd - 20 + 8, 8);
-    if (z64 + 56 > size || std::memcmp(b + z64, "PK\x06\x06", 4) != 0)
+    if (z64 > size || size - z64 < 56 || std::memcmp(b + z64, "PK\x06\x06", 4) != 0)
       throw InputError(path, "a zip64 end record", "none (a damaged zip)");
     entries = readLittle(b + z64 + 32, 8);
     dir_offset = readLittle(b + z64 + 48, 8);
   }
-  std::map<std::string, NamedArray> arrays;
-  std::size_t at = dir_offset;
+  // Each entry takes at least 46 bytes of directory: a count past that is a damaged file, not a reservation.
+  if (entries > size / 46) throw InputError(path, "at most " + std::to_string(size / 46) + " zip entries", std::to_string(entries));
+  std::vector<Found> found;
+  std::uint64_t at = dir_offset;
   for (std::uint64_t e = 0; e < entries; ++e) {
-    if (at + 46 > size || std::memcmp(b + at, "PK\x01\x02", 4) != 0)
+    if (at > size || size - at < 46 || std::memcmp(b + at, "PK\x01\x02", 4) != 0)
       throw InputError(path, "central directory entry " + std::to_string(e), "damaged or truncated bytes");
     const int method = static_cast<int>(readLittle(b + at + 10, 2));
     std::uint64_t compressed = readLittle(b + at + 20, 4), plain = readLittle(b + at + 24, 4);
     const std::size_t name_length = readLittle(b + at + 28, 2), extra_length = readLittle(b + at + 30, 2),
                       comment_length = readLittle(b + at + 32, 2);
     std::uint64_t local = readLittle(b + at + 42, 4);
-    if (at + 46 + name_length + extra_length > size) throw InputError(path, "a complete central directory", "a truncated one");
+    if (size - at - 46 < name_length + extra_length) throw InputError(path, "a complete central directory", "a truncated one");
     std::string name(reinterpret_cast<const char*>(b + at + 46), name_length);
     // zip64 extra (id 1): the 8-byte values of those fields that read 0xFFFFFFFF, in this order.
     for (std::size_t x = at + 46 + name_length; x + 4 <= at + 46 + name_length + extra_length;) {
       const std::uint64_t id = readLittle(b + x, 2), len = readLittle(b + x + 2, 2);
       std::size_t v = x + 4;
       if (id == 1) {
-        if (plain == 0xFFFFFFFFu && v + 8 <= x + 4 + len) { plain = readLittle(b + v, 8); v += 8; }
-        if (compressed == 0xFFFFFFFFu && v + 8 <= x + 4 + len) { compressed = readLittle(b + v, 8); v += 8; }
-        if (local == 0xFFFFFFFFu && v + 8 <= x + 4 + len) local = readLittle(b + v, 8);
+        if (plain == 0xFFFFFFFFu && v + 8 <= x + 4 + len && v + 8 <= size) { plain = readLittle(b + v, 8); v += 8; }
+        if (compressed == 0xFFFFFFFFu && v + 8 <= x + 4 + len && v + 8 <= size) { compressed = readLittle(b + v, 8); v += 8; }
+        if (local == 0xFFFFFFFFu && v + 8 <= x + 4 + len && v + 8 <= size) local = readLittle(b + v, 8);
       }
       x += 4 + len;
     }
@@ -179,31 +218,59 @@ std::map<std::string, NamedArray> parseNpz(const std::string& path, const std::s
       throw InputError(field, "a stored entry (np.savez)",
                        "a deflate-compressed one (np.savez_compressed; attnscope has no zlib: save with np.savez)");
     if (method != 0) throw InputError(field, "a stored entry (np.savez)", "compression method " + std::to_string(method));
-    if (local + 30 > size || std::memcmp(b + local, "PK\x03\x04", 4) != 0)
+    if (local > size || size - local < 30 || std::memcmp(b + local, "PK\x03\x04", 4) != 0)
       throw InputError(field, "a local file header", "damaged or truncated bytes");
     const std::uint64_t data = local + 30 + readLittle(b + local + 26, 2) + readLittle(b + local + 28, 2);
     if (compressed != plain) throw InputError(field, "equal stored and plain sizes", std::to_string(compressed) + " and " + std::to_string(plain));
     if (data > size || compressed > size - data) throw InputError(field, std::to_string(compressed) + " bytes of data", "a truncated file");
     if (endsWith(name, ".npy")) name.resize(name.size() - 4);
-    arrays[name] = parseNpy(field, b + data, static_cast<std::size_t>(compressed));
+    Found f = parseNpy(field, b + data, static_cast<std::size_t>(compressed));
+    f.name = name;
+    found.push_back(std::move(f));
   }
-  return arrays;
+  return found;
 }
 
-std::map<std::string, NamedArray> readSafetensors(const std::string& path) {
-  const model::SafetensorsFile file(path);
-  std::map<std::string, NamedArray> arrays;
-  for (const auto& [name, info] : file.tensors()) {
-    NamedArray a;
-    a.shape = info.shape;
-    const std::string field = path + ": " + quoteFragment(name, 80);
-    elementCount(field, a.shape);
-    const Matrix m = file.readMatrix(name, info.shape);  // F32/F16/BF16 only; refuses others naming the tensor
-    a.data.assign(m.data(), m.data() + m.size());        // row-major: C order
-    checkFinite(field, a);
-    arrays[name] = std::move(a);
+std::vector<Found> parseSafetensors(const std::string& path, const std::string& bytes) {
+  const auto* b = reinterpret_cast<const unsigned char*>(bytes.data());
+  std::size_t data_start = 0;
+  // The header parser checks every entry's offsets and byte count against its shape and the file.
+  const std::map<std::string, model::TensorInfo> tensors =
+      model::parseSafetensorsHeader(path, b, bytes.size(), bytes.size(), &data_start);
+  std::vector<Found> found;
+  for (const auto& [name, info] : tensors) {
+    Found f;
+    f.name = name;
+    f.field = path + ": " + quoteFragment(name, 80);
+    f.array.shape = info.shape;
+    f.count = elementCount(f.field, info.shape);
+    f.type = safetensorsType(info.dtype);
+    f.bfloat16 = info.dtype == model::DType::BF16;
+    f.array.dtype = f.type.name;
+    f.array.unreadable = f.type.unreadable;
+    checkDataBytes(f, static_cast<std::size_t>(info.end - info.begin));
+    f.data = b + data_start + info.begin;
+    found.push_back(std::move(f));
   }
-  return arrays;
+  return found;
+}
+
+// The values of a readable array as float32, C order.
+void convert(Found& f) {
+  std::vector<float>& out = f.array.data;
+  out.resize(f.count);
+  for (std::size_t i = 0; i < f.count; ++i) {
+    if (f.type.item == 4) {
+      std::memcpy(&out[i], f.data + 4 * i, 4);
+    } else if (f.type.item == 8) {
+      double d;
+      std::memcpy(&d, f.data + 8 * i, 8);
+      out[i] = static_cast<float>(d);
+    } else {
+      const auto bits = static_cast<std::uint16_t>(readLittle(f.data + 2 * i, 2));
+      out[i] = f.bfloat16 ? model::bfloat16ToFloat(bits) : model::halfToFloat(bits);
+    }
+  }
 }
 
 }  // namespace
@@ -214,15 +281,71 @@ std::string shapeTuple(const std::vector<std::int64_t>& shape) {
   return text + (shape.size() == 1 ? ",)" : ")");
 }
 
-std::map<std::string, NamedArray> readArrays(const std::string& path) {
-  if (endsWith(path, ".safetensors")) return readSafetensors(path);
-  const bool npz = endsWith(path, ".npz");
-  if (!npz && !endsWith(path, ".npy"))
+std::size_t elementCount(const std::string& field, const std::vector<std::int64_t>& shape) {
+  std::uint64_t count = 1;
+  for (std::int64_t s : shape) {
+    if (s < 0 || s > kMaxArraySide)
+      throw InputError(field, "sizes from 0 to " + std::to_string(kMaxArraySide) + " each", "shape " + shapeTuple(shape));
+    if (__builtin_mul_overflow(count, static_cast<std::uint64_t>(s), &count) || count > kMaxArrayValues)
+      throw InputError(field, "at most " + std::to_string(kMaxArrayValues) + " values (2^31 - 1)",
+                       "shape " + shapeTuple(shape));
+  }
+  return static_cast<std::size_t>(count);
+}
+
+const std::vector<float>& usableValues(const std::string& field, const NamedArray& a) {
+  if (!a.unreadable.empty()) throw InputError(field, a.unreadable + " of shape " + shapeTuple(a.shape));
+  for (std::size_t i = 0; i < a.data.size(); ++i)
+    if (!std::isfinite(a.data[i]))
+      throw InputError(field, "finite values", std::string(std::isnan(a.data[i]) ? "NaN" : "an infinity") +
+                                                   " at flat index " + std::to_string(i) + " of shape " +
+                                                   shapeTuple(a.shape));
+  return a.data;
+}
+
+std::string arrayLabel(const std::string& name, const NamedArray& a) {
+  return (name.empty() ? std::string("(the .npy array)") : quoteFragment(name, 60)) + " " + a.dtype + " " +
+         shapeTuple(a.shape);
+}
+
+std::string arrayListing(const std::map<std::string, NamedArray>& arrays) {
+  std::string text;
+  std::size_t listed = 0;
+  for (const auto& [name, a] : arrays) {
+    if (++listed > 20) return text + ", and " + std::to_string(arrays.size() - 20) + " more";
+    text += (text.empty() ? "" : ", ") + arrayLabel(name, a);
+  }
+  return text.empty() ? "no arrays" : text;
+}
+
+std::map<std::string, NamedArray> readArrays(const std::string& path, std::size_t budget) {
+  if (!endsWith(path, ".npz") && !endsWith(path, ".safetensors") && !endsWith(path, ".npy"))
     throw InputError(path, "a file ending in .npy, .npz or .safetensors", quoteFragment(path, 200));
-  const std::string bytes = readWholeFile(path, path, kMaxArrayFileBytes);
-  if (npz) return parseNpz(path, bytes);
+  return arraysFromBytes(path, readWholeFile(path, path, kMaxArrayFileBytes), budget);
+}
+
+std::map<std::string, NamedArray> arraysFromBytes(const std::string& path, const std::string& bytes, std::size_t budget) {
+  const bool npz = endsWith(path, ".npz"), safetensors = endsWith(path, ".safetensors");
+  std::vector<Found> found;
+  if (npz) {
+    found = parseNpz(path, bytes);
+  } else if (safetensors) {
+    found = parseSafetensors(path, bytes);
+  } else {
+    found.push_back(parseNpy(path, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size()));
+  }
+  // What reading holds at its peak: the file's bytes and every readable array's floats (each count checked
+  // against the bytes present, so the sum is at most 4 x the file's size).
+  std::size_t held = bytes.size();
+  for (const Found& f : found)
+    if (f.array.unreadable.empty()) held += f.count * sizeof(float);
+  checkMemoryBudget(path, "arrays read whole", held, budget);
   std::map<std::string, NamedArray> arrays;
-  arrays[""] = parseNpy(path, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
+  for (Found& f : found) {
+    if (f.array.unreadable.empty()) convert(f);
+    if (!arrays.emplace(f.name, std::move(f.array)).second)
+      throw InputError(f.field, "one entry of each name", "a second entry " + quoteFragment(f.name, 80));
+  }
   return arrays;
 }
 

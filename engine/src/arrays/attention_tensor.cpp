@@ -9,6 +9,7 @@
 #include "attnscope/compute/similarity.h"
 #include "attnscope/error.h"
 #include "attnscope/json_file.h"
+#include "attnscope/scene/scene_json.h"
 #include "attnscope/text_bounds.h"
 
 namespace attnscope::arrays {
@@ -32,6 +33,7 @@ AttentionTensor readAttentionTensor(const std::string& path, const std::optional
 bool looksLikeAttention(const std::map<std::string, NamedArray>& arrays) {
   bool square = false;
   for (const auto& [name, a] : arrays) {
+    if (!a.unreadable.empty()) continue;  // int64 input_ids beside the maps say nothing of what the file is
     const std::size_t rank = a.shape.size();
     if (rank == 1 || rank == 2) return false;
     square = square || ((rank == 3 || rank == 4) && a.shape[rank - 1] == a.shape[rank - 2]);
@@ -39,28 +41,51 @@ bool looksLikeAttention(const std::map<std::string, NamedArray>& arrays) {
   return square;
 }
 
+// Estimates in double (heads^2 of a 2^31-value tensor overflows 64 bits), clamped into a size_t.
+static std::size_t clampBytes(double bytes) {
+  return bytes >= 0x1p62 ? std::size_t{1} << 62 : static_cast<std::size_t>(bytes);
+}
+
+std::size_t tensorHoldBytes(std::int64_t layers, std::int64_t heads, std::int64_t n) {
+  const double values = static_cast<double>(layers) * static_cast<double>(heads) * static_cast<double>(n) * n;
+  const double h = static_cast<double>(heads);
+  // The file's arrays and the forward's copy (4 bytes each, counted twice over for the read's own copy), then
+  // one layer's analysis: its maps copied (h n^2 floats), the h (h - 1) / 2 head pairs (8 bytes each), cosine
+  // and JS (h^2 floats each), and per head its scores and statistics (~256 bytes).
+  return clampBytes(8 * values + 4 * h * static_cast<double>(n) * n + 4 * h * h + 8 * h * h + 256 * h);
+}
+
+std::size_t tensorAnalysisJsonBytes(std::int64_t layers, std::int64_t heads, std::int64_t n, std::size_t token_bytes) {
+  const double l = static_cast<double>(layers), h = static_cast<double>(heads);
+  // Per layer 2 h^2 similarity numbers, each kJsonBytesPerNumber of text and a 16-byte value in the tree held
+  // while the text is made; per head an object of ~13 keys (~1 KiB, tree and text); the tokens up to 6 bytes a
+  // byte as text ("\u0001") and a string in the tree.
+  return clampBytes(l * (2 * h * h * (kJsonBytesPerNumber + 16) + 1024 * h) + 7.0 * static_cast<double>(token_bytes) +
+                    48.0 * static_cast<double>(n) + 4096);
+}
+
 AttentionTensor attentionTensorFrom(std::map<std::string, NamedArray> arrays, const std::string& path,
-                                    const std::optional<std::string>& tensor, std::vector<std::string> tokens) {
-  std::string present;
-  for (const auto& [name, value] : arrays) present += (present.empty() ? "" : ", ") + quoteFragment(name, 60);
+                                    const std::optional<std::string>& tensor, std::vector<std::string> tokens,
+                                    std::size_t budget) {
   NamedArray* chosen = nullptr;
   std::string name;
   if (tensor) {
     const auto it = arrays.find(*tensor);
     if (it == arrays.end())
-      throw InputError("--tensor", "one of the file's tensors (" + (present.empty() ? "none" : present) + ")",
-                       quoteFragment(*tensor, 60));
+      throw InputError("--tensor", "one of the file's tensors (" + arrayListing(arrays) + ")", quoteFragment(*tensor, 60));
     chosen = &it->second;
     name = *tensor;
   } else {
     if (arrays.size() != 1)
-      throw InputError("--tensor", "a tensor name: " + path + " holds " + std::to_string(arrays.size()) + " (" + present + ")",
+      throw InputError("--tensor",
+                       "a tensor name: " + path + " holds " + std::to_string(arrays.size()) + " (" + arrayListing(arrays) + ")",
                        "none");
     chosen = &arrays.begin()->second;
     name = arrays.begin()->first;
   }
   const std::string field = path + (name.empty() ? "" : ": " + quoteFragment(name, 60));
   const NamedArray& a = *chosen;
+  const std::vector<float>& values = usableValues(field, a);  // only the chosen tensor's dtype and values count
   if (a.shape.size() != 3 && a.shape.size() != 4)
     throw InputError(field, "shape (layers, heads, n_q, n_k) or (heads, n_q, n_k)", "shape " + shapeTuple(a.shape));
   const std::size_t rank = a.shape.size();
@@ -69,14 +94,20 @@ AttentionTensor attentionTensorFrom(std::map<std::string, NamedArray> arrays, co
   if (n_q != n_k)
     throw InputError(field, "n_q == n_k (self-attention over one token list)", "shape " + shapeTuple(a.shape));
   if (layers < 1 || heads < 1 || n_q < 1) throw InputError(field, "at least one layer, head and token", "shape " + shapeTuple(a.shape));
+  // elementCount (array_file.h) bounds every size and the product by 2^31 - 1: layers * heads fits an int.
+  if (static_cast<std::uint64_t>(elementCount(field, a.shape)) != values.size())
+    throw InputError(field, std::to_string(elementCount(field, a.shape)) + " values", std::to_string(values.size()));
   if (static_cast<std::int64_t>(tokens.size()) != n_q)
     throw InputError("--tokens", std::to_string(n_q) + " tokens (n of shape " + shapeTuple(a.shape) + ")",
                      std::to_string(tokens.size()));
+  checkMemoryBudget(field, "the tensor and a layer's analysis (" + std::to_string(heads) + " heads of " +
+                               std::to_string(n_q) + " x " + std::to_string(n_q) + ")",
+                    tensorHoldBytes(layers, heads, n_q), budget);
   const int n = static_cast<int>(n_q), maps = static_cast<int>(layers * heads);
   // Weights, not scores: every entry in [0, 1] and every row summing to 1 (or 0, a row with every key masked).
   for (int m = 0; m < maps; ++m)
     for (int i = 0; i < n; ++i) {
-      const float* row = a.data.data() + (static_cast<std::size_t>(m) * n + i) * n;
+      const float* row = values.data() + (static_cast<std::size_t>(m) * n + i) * n;
       double sum = 0;
       for (int j = 0; j < n; ++j) {
         if (row[j] < 0.0f)
@@ -96,7 +127,7 @@ AttentionTensor attentionTensorFrom(std::map<std::string, NamedArray> arrays, co
   t.forward.layout = model::HeadLayout(static_cast<int>(layers), static_cast<int>(heads), static_cast<int>(heads));
   t.forward.layout.causal = false;  // whatever mask made it, every cell is the file's weight
   t.forward.resize(n, maps);
-  std::memcpy(t.forward.buffer.data(), a.data.data(), a.data.size() * sizeof(float));
+  std::memcpy(t.forward.buffer.data(), values.data(), values.size() * sizeof(float));
   t.tokens = std::move(tokens);
   t.tensor_name = name;
   return t;

@@ -6,6 +6,7 @@
 
 #include "attnscope/error.h"
 #include "attnscope/scene/layouts.h"
+#include "attnscope/scene/scene_json.h"
 #include "attnscope/text_bounds.h"
 
 namespace attnscope::arrays {
@@ -17,17 +18,16 @@ struct KeyReader {
   const std::string& file;
 
   std::string field(const std::string& key) const { return file + ": " + quoteFragment(key, 80); }
+  // The key's array when present, its values checked (usableValues): only the keys a layout reads are.
   const NamedArray* find(const std::string& key) const {
     const auto it = arrays.find(key);
-    return it == arrays.end() ? nullptr : &it->second;
+    if (it == arrays.end()) return nullptr;
+    usableValues(field(key), it->second);
+    return &it->second;
   }
   const NamedArray& need(const std::string& key, const std::string& why) const {
     const NamedArray* a = find(key);
-    if (!a) {
-      std::string present;
-      for (const auto& [name, value] : arrays) present += (present.empty() ? "" : ", ") + quoteFragment(name, 60);
-      throw InputError(field(key), "a tensor " + why, "no such key (the file holds: " + (present.empty() ? "nothing" : present) + ")");
-    }
+    if (!a) throw InputError(field(key), "a tensor " + why, "no such key (the file holds: " + arrayListing(arrays) + ")");
     return *a;
   }
   // The array with exactly `shape`, or InputError naming the key, the expected and the actual shape.
@@ -107,6 +107,12 @@ std::vector<std::string> splitTokenText(const std::string& text, char separator)
   return parts;
 }
 
+std::size_t userLayerImportBytes(const std::map<std::string, NamedArray>& arrays, const std::optional<NamedArray>& inputs) {
+  std::size_t values = inputs ? inputs->data.size() : 0;
+  for (const auto& [name, a] : arrays) values += a.data.size();  // each at most 2^31 - 1: no overflow
+  return values * (8 + kJsonBytesPerNumber + 16) + 4096;
+}
+
 Scene userLayerScene(const std::map<std::string, NamedArray>& arrays, const std::string& file,
                      const UserLayerOptions& options) {
   const KeyReader r{arrays, file};
@@ -166,6 +172,7 @@ Scene userLayerScene(const std::map<std::string, NamedArray>& arrays, const std:
   scene.d_model = static_cast<int>(width);
   if (options.inputs) {
     const NamedArray& x = *options.inputs;
+    usableValues("--inputs", x);
     if (x.shape.size() != 2 || x.shape[1] != width)
       throw InputError("--inputs", "shape (n, " + std::to_string(width) + ")", "shape " + shapeTuple(x.shape));
     scene.query = Eigen::Map<const Matrix>(x.data.data(), x.shape[0], x.shape[1]);

@@ -13,6 +13,7 @@
 
 #include "attnscope/compute/scene_rope.h"
 #include "attnscope/compute/similarity.h"
+#include "attnscope/compute/thread_limit.h"
 #include "attnscope/compute/tiles.h"
 #include "attnscope/scene/key_mask.h"
 #include "attnscope/text_bounds.h"
@@ -246,8 +247,10 @@ std::string rowLabel(const Scene& scene, int row) {
 
 }  // namespace
 
+// At most maxComputeThreads(): a caller's count past it would only ask libgomp for threads it may fail to make.
 CpuBackend::CpuBackend(int threads)
-    : threads_(threads > 0 ? threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()))) {}
+    : threads_(std::min(maxComputeThreads(),
+                        threads > 0 ? threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency())))) {}
 
 std::string CpuBackend::device() const {
   return cpuModelName() + ", " + std::to_string(threads_) + " thread" + (threads_ == 1 ? "" : "s") + " (Eigen)";

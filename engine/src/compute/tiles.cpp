@@ -8,12 +8,12 @@
 #include <vector>
 
 #include "attnscope/error.h"
+#include "attnscope/settings.h"
 
 namespace attnscope {
 
 std::size_t mapsLimitBytes() {
-  if (const char* env = std::getenv("ATTNSCOPE_MAPS_LIMIT"); env && *env)
-    return parseByteCount("ATTNSCOPE_MAPS_LIMIT", env);
+  if (const std::optional<std::size_t> set = byteCountSetting("ATTNSCOPE_MAPS_LIMIT")) return *set;
   return std::size_t{256} << 20;
 }
 

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "attnscope/error.h"
+#include "attnscope/settings.h"
 
 namespace attnscope {
 
@@ -28,8 +29,7 @@ const stbtt_fontinfo* fontInfo(const std::vector<unsigned char>& storage) {
 }  // namespace
 
 std::string exportFontPath() {
-  const char* env = std::getenv("ATTNSCOPE_FONT");
-  return env && *env ? env : kDejaVuSans;
+  return textSetting("ATTNSCOPE_FONT").value_or(kDejaVuSans);
 }
 
 Canvas::Canvas(int w, int h, Rgb8 background) : width(w), height(h), rgb(static_cast<std::size_t>(w) * h * 3) {

@@ -110,6 +110,20 @@ ExportFormat figureFormat(const std::string& field, const std::string& path) {
   throw InputError(field, "a path ending in .png or .svg", quoteFragment(path, 200));
 }
 
+std::size_t gridFigureBytes(std::int64_t panels, std::int64_t n, std::size_t token_bytes) {
+  const double per_panel = 5.0 * static_cast<double>(n) * static_cast<double>(n)  // float values, 1-byte mask
+                           + 2 * (32.0 * static_cast<double>(n) + static_cast<double>(token_bytes)) + 256;
+  const double bytes = static_cast<double>(panels) * per_panel;
+  return bytes >= 0x1p62 ? std::size_t{1} << 62 : static_cast<std::size_t>(bytes);
+}
+
+std::size_t figureImageBytes(const Figure& figure) {
+  if (figure.panels.empty()) return 0;
+  const FigureLayout layout = layoutFigure(figure);
+  return 6 * static_cast<std::size_t>(layout.width) * static_cast<std::size_t>(layout.height) +
+         layout.texts.size() * 256;
+}
+
 std::string figureBytes(const Figure& figure, ExportFormat format) {
   if (format != ExportFormat::Png && format != ExportFormat::Svg)
     throw InputError("format", "png or svg for a figure", format == ExportFormat::Csv ? "csv" : "npy");

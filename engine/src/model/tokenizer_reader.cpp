@@ -4,6 +4,7 @@
 #include "model/tokenizer_reader.h"
 
 #include "attnscope/error.h"
+#include "attnscope/json_file.h"
 
 namespace attnscope::model::tok {
 
@@ -163,6 +164,7 @@ class CapturingSax {
 TokenizerJson readTokenizerJson(const std::string& text, const std::string& name) {
   TokenizerJson out;
   CapturingSax sax(out, name);
+  refuseNulBytes(text, name);  // else the text would end at the first NUL
   try {
     json::sax_parse(text, &sax);
   } catch (const json::exception& e) {
@@ -172,6 +174,7 @@ TokenizerJson readTokenizerJson(const std::string& text, const std::string& name
 }
 
 json parseSmallJson(const std::string& text, const std::string& name) {
+  refuseNulBytes(text, name);
   try {
     return json::parse(text);
   } catch (const json::exception& e) {

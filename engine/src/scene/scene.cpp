@@ -10,6 +10,7 @@
 
 #include "attnscope/error.h"
 #include "attnscope/scene/key_mask.h"
+#include "attnscope/settings.h"
 
 namespace attnscope {
 
@@ -59,22 +60,8 @@ MaskMatrix allowedMask(const Scene& scene) {
   return allowed;
 }
 
-std::size_t parseByteCount(const char* variable, const char* text) {
-  char* end = nullptr;
-  double value = std::strtod(text, &end);
-  if (end == text || value <= 0) throw InputError(variable, "a positive byte count such as 4G", text);
-  switch (*end) {
-    case 'k': case 'K': value *= 1024.0; break;
-    case 'm': case 'M': value *= 1024.0 * 1024.0; break;
-    case 'g': case 'G': value *= 1024.0 * 1024.0 * 1024.0; break;
-    case '\0': break;
-    default: throw InputError(variable, "a positive byte count such as 4G", text);
-  }
-  return static_cast<std::size_t>(value);
-}
-
 std::size_t defaultMemoryBudget() {
-  if (const char* env = std::getenv("ATTNSCOPE_MEMORY_BUDGET")) return parseByteCount("ATTNSCOPE_MEMORY_BUDGET", env);
+  if (const std::optional<std::size_t> set = byteCountSetting("ATTNSCOPE_MEMORY_BUDGET")) return *set;
   const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
   if (pages <= 0 || page_size <= 0) return std::size_t{4} << 30;
   return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page_size) / 2;

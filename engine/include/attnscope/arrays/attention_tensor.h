@@ -24,16 +24,27 @@ struct AttentionTensor {
 constexpr double kRowSumTolerance = 2e-3;
 
 // The tensor `tensor` (needed when the file holds several) of `path` (.npy, .npz, .safetensors), with `tokens`.
-// One InputError naming the field for: a rank other than 3 or 4, n_q != n_k, a NaN (array_file.h), a negative
-// weight, a row not summing to 1 or 0 (it may be a pre-softmax score), a token count other than n.
+// One InputError naming the field for: no such tensor (the file's arrays listed by name, dtype and shape), a rank
+// other than 3 or 4, n_q != n_k, a dtype other than float or a NaN in the chosen tensor (array_file.h: the
+// others are not looked at), a negative weight, a row not summing to 1 or 0 (it may be a pre-softmax score), a
+// token count other than n, and more than the memory budget for the tensor and a layer's analysis
+// (tensorHoldBytes; `budget` 0: defaultMemoryBudget()), refused before the maps are copied.
 AttentionTensor readAttentionTensor(const std::string& path, const std::optional<std::string>& tensor,
                                     std::vector<std::string> tokens);
 
 // The same from arrays already read from `path` (the window reads a file once to offer its tensors).
 AttentionTensor attentionTensorFrom(std::map<std::string, NamedArray> arrays, const std::string& path,
-                                    const std::optional<std::string>& tensor, std::vector<std::string> tokens);
+                                    const std::optional<std::string>& tensor, std::vector<std::string> tokens,
+                                    std::size_t budget = 0);
 
-// Whether `arrays` look like an attention tensor rather than a layer's state dict: some array of rank 3 or 4 with
+// What a tensor of layers x heads maps of (n, n) costs, from its shape alone, for the budget checks before the
+// work: held (the maps and one layer's analysis: its maps, the head pairs, the h x h similarities), and view's
+// JSON of every layer's analysis (the tree and its text, with `token_bytes` of token text).
+std::size_t tensorHoldBytes(std::int64_t layers, std::int64_t heads, std::int64_t n);
+std::size_t tensorAnalysisJsonBytes(std::int64_t layers, std::int64_t heads, std::int64_t n, std::size_t token_bytes);
+
+// Whether `arrays` look like an attention tensor rather than a layer's state dict (float arrays only: int64 ids beside
+// the maps are not counted): some array of rank 3 or 4 with
 // square last two dims, and no array of rank 1 or 2 (a layer's projections and biases are those).
 bool looksLikeAttention(const std::map<std::string, NamedArray>& arrays);
 

@@ -36,6 +36,11 @@ struct UserLayerOptions {
 // What `import --text`/`--tokens` and the window's Open form both do.
 std::vector<std::string> splitTokenText(const std::string& text, char separator = ' ');
 
+// What `import` holds at most for `arrays` (and `inputs`), from their sizes: the scene made of their values
+// (4 bytes each, as much again for the converters' copies) and its JSON (kJsonBytesPerNumber of text and a
+// 16-byte value in the tree each): checked against the memory budget before the scene is made.
+std::size_t userLayerImportBytes(const std::map<std::string, NamedArray>& arrays, const std::optional<NamedArray>& inputs);
+
 // `arrays` (read from `file`, named in errors) as a scene: every key checked for presence and shape (one line
 // naming the key, the expected and the actual shape), then converted and validated.
 Scene userLayerScene(const std::map<std::string, NamedArray>& arrays, const std::string& file,

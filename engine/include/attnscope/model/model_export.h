@@ -22,6 +22,11 @@ Figure modelGridFigure(const ForwardResult& forward, const HeadLayout& layout, c
                        int layer = -1);
 // The rollout (n, n) as one map on 0..1; the upper triangle (zero for a causal model) masked.
 Figure rolloutFigure(const Matrix& rollout, const std::vector<std::string>& tokens);
+// Bytes a grid figure of `panels` maps of (n, n) holds before it is drawn (each panel's copy of its map, its mask
+// and its row and column labels, `token_bytes` of text each), from the shape alone; and a figure's image once
+// laid out (the canvas, 3 bytes a pixel, and the encoded image, at most as large again): the budget checks.
+std::size_t gridFigureBytes(std::int64_t panels, std::int64_t n, std::size_t token_bytes);
+std::size_t figureImageBytes(const Figure& figure);
 // The figure as PNG or SVG bytes (format Png or Svg).
 std::string figureBytes(const Figure& figure, ExportFormat format);
 // Png or Svg from the path's extension; InputError(field, "a path ending in .png or .svg", the path) otherwise.

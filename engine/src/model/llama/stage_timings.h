@@ -8,12 +8,13 @@
 #include <string>
 #include <utility>
 #include <vector>
+#include "attnscope/settings.h"
 
 namespace attnscope::model {
 
 class StageTimings {
  public:
-  explicit StageTimings(const char* what) : what_(what), on_(std::getenv("ATTNSCOPE_TIMINGS") != nullptr) {
+  explicit StageTimings(const char* what) : what_(what), on_(flagSetting("ATTNSCOPE_TIMINGS")) {
     last_ = Clock::now();
   }
   StageTimings(const StageTimings&) = delete;
