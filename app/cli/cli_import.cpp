@@ -1,6 +1,7 @@
 // attnscope import: the user's own trained attention layer (a PyTorch or Keras state dict saved as safetensors
 // or .npz) as a scene file, through the layout converters.
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -58,7 +59,9 @@ int runImport(Args& args) {
     if (x.size() != 1) throw InputError("--inputs", "one array (n, E)", std::to_string(x.size()) + " arrays");
     options.inputs = std::move(x.begin()->second);
   }
-  const Scene scene = arrays::userLayerScene(arrays::readArrays(files[0]), files[0], options);
+  const std::map<std::string, arrays::NamedArray> state_dict = arrays::readArrays(files[0]);
+  checkPendingOutputs();  // --scene-out is not the state dict or --inputs just read
+  const Scene scene = arrays::userLayerScene(state_dict, files[0], options);
   out.write(formatJson(sceneToJson(scene)));
   out.commit();
   std::printf("%d heads, d_model %d, %d tokens: wrote %s\n", scene.numHeads(), scene.d_model, scene.nQ(),

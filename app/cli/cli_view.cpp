@@ -98,6 +98,7 @@ int runView(Args& args) {
   PendingFile* grid_file = grid_out ? &files_out.emplace_back(*grid_out) : nullptr;
 
   const arrays::AttentionTensor t = arrays::readAttentionTensor(files[0], tensor, std::move(tokens));
+  checkPendingOutputs();  // none of them is the file just read
   if (layer >= t.forward.layout.n_layer)
     throw InputError("--layer", "1 to " + std::to_string(t.forward.layout.n_layer), std::to_string(layer + 1));
   const std::string json = formatJson(tensorAnalysis(t, window));
@@ -106,7 +107,7 @@ int runView(Args& args) {
     grid_file->write(model::figureBytes(
         model::modelGridFigure(t.forward, t.forward.layout, t.tokens, static_cast<int>(layer)), grid_format));
   commitAll(files_out);
-  if (!json_file) std::fwrite(json.data(), 1, json.size(), stdout);
+  if (!json_file) writeStdout(json);
   // With the JSON on standard output, the file list goes to standard error so that stdout stays one document.
   for (const PendingFile& file : files_out)
     std::fprintf(json_file ? stdout : stderr, "wrote %s\n", printableLine(file.path(), 400).c_str());
