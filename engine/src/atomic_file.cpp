@@ -168,9 +168,9 @@ std::string followLinks(const std::string& path) {
     const ssize_t n = ::readlink(p.c_str(), target, sizeof target);
     if (n <= 0 || static_cast<std::size_t>(n) >= sizeof target)
       unwritable(path, n < 0 ? std::strerror(errno) : "a link too long to follow");
+    const std::string link(target, static_cast<std::size_t>(n));
     const std::size_t slash = p.find_last_of('/');
-    p = target[0] == '/' || slash == std::string::npos ? std::string(target, static_cast<std::size_t>(n))
-                                                       : p.substr(0, slash + 1) + std::string(target, static_cast<std::size_t>(n));
+    p = link[0] == '/' || slash == std::string::npos ? link : p.substr(0, slash + 1) + link;
   }
 }
 
@@ -309,7 +309,9 @@ PendingFile::PendingFile(std::string path) : state_(std::make_unique<State>()) {
   s.path = std::move(path);
   if (s.path.empty()) throw InputError("output path", "a file path", "an empty path");
   const std::string target = followLinks(s.path);
-  const auto folder = [&] { return InputError("output path", "a file path", quotedPath(s.path) + ", which is a folder"); };
+  const auto folder = [&] {
+    return InputError("output path", "a file path", quotedPath(s.path) + ", which is a folder");
+  };
   struct stat st {};
   if (::stat(target.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) throw folder();
   const std::size_t slash = target.find_last_of('/');
@@ -342,8 +344,9 @@ PendingFile::PendingFile(std::string path) : state_(std::make_unique<State>()) {
     const std::lock_guard lock(g_live_mutex);
     for (const State* other : g_live)
       if (!other->done && other->key == s.key)
-        throw InputError("output path", "a file that no other output of the command names",
-                         quotedPath(s.path) + (other->path == s.path ? " twice" : ", the same file as " + quotedPath(other->path)));
+        throw InputError(
+            "output path", "a file that no other output of the command names",
+            quotedPath(s.path) + (other->path == s.path ? " twice" : ", the same file as " + quotedPath(other->path)));
     g_live.push_back(&s);
   }
   if (!s.direct) {
