@@ -1,10 +1,14 @@
 // attnscope's entry point: a subcommand runs headless; no subcommand opens the window.
+#include <fcntl.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <exception>
 #include <new>
 #include <string>
 #include <vector>
 
+#include "attnscope/atomic_file.h"
 #include "attnscope/error.h"
 #include "attnscope/text_bounds.h"
 #include "cli/cli.h"
@@ -55,32 +59,49 @@ void printError(const std::string& message) {
   std::fwrite(line.data(), 1, line.size(), stderr);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
+// The command (or the window), then standard output closed and checked: exit 0 only when every byte is out.
+int runCommand(const std::vector<std::string>& args) {
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h" || args[0] == "help")) {
     printUsage(stdout);
     return 0;
   }
+  if (args.empty() || args[0].rfind("-", 0) == 0) return attnscope::runWindow(args);
+  for (const Command& c : kCommands) {
+    if (args[0] != c.name) continue;
+    // A command's outputs may not replace its inputs (compute in.json -o in.json); the window's Save may.
+    attnscope::refuseOutputsOverInputs();
+    attnscope::cli::checkEnvironment();  // a bad setting is refused before any work
+    attnscope::cli::Args parsed(c.name, std::vector<std::string>(args.begin() + 1, args.end()));
+    return c.run(parsed);
+  }
+  printError("command: expected one of compute, walkthrough, export, bench, analyze, model, tokenize, import, view, got " +
+             attnscope::quoteFragment(args[0]));
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // A standard descriptor closed by the caller (`>&-`) holds /dev/null opened the wrong way round, so that a
+  // file the command opens never becomes its standard output, and a write there still fails (EBADF).
+  for (int fd = 0; fd <= 2; ++fd)
+    if (::fcntl(fd, F_GETFD) == -1 && errno == EBADF) ::open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  int status = 2;
   try {
-    if (args.empty() || args[0].rfind("-", 0) == 0) return attnscope::runWindow(args);
-    for (const Command& c : kCommands) {
-      if (args[0] != c.name) continue;
-      attnscope::cli::checkEnvironment();  // a bad setting is refused before any work
-      attnscope::cli::Args parsed(c.name, std::vector<std::string>(args.begin() + 1, args.end()));
-      return c.run(parsed);
-    }
-    printError("command: expected one of compute, walkthrough, export, bench, analyze, model, tokenize, import, view, got " +
-               attnscope::quoteFragment(args[0]));
-    return 2;
+    status = runCommand(args);
   } catch (const std::bad_alloc&) {
     // Estimates refuse what would not fit the budget before it is asked for; this is what they did not foresee.
     printError("out of memory: the work needed more than the memory there is (a lower ATTNSCOPE_MEMORY_BUDGET makes "
                "the estimates refuse it in advance)");
-    return 2;
   } catch (const std::exception& e) {
     printError(e.what());
-    return 2;
   }
+  try {
+    attnscope::cli::closeStdout();
+  } catch (const std::exception& e) {
+    if (status == 0) printError(e.what());  // a command that failed has said so already, in one line
+    status = status == 0 ? 2 : status;
+  }
+  return status;
 }

@@ -4,13 +4,20 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "cli/cli_args.h"
 
 namespace attnscope::cli {
 
-// A command's JSON output: into `path` (written atomically) when given, else to standard output.
+// A command's JSON output: into `path` (written atomically) when given, else to standard output
+// (cli_stdout.cpp, as the two below).
 void writeOutput(const std::string& text, const std::optional<std::string>& path);
+// Bytes to standard output; a failed or short write throws InputError("standard output", ...).
+void writeStdout(std::string_view bytes);
+// Flushes and closes standard output, a command's last act: throws as writeStdout when a write failed, now or
+// before (a printf's error is only kept in the stream's flag).
+void closeStdout();
 
 int runCompute(Args& args);      // cli_compute.cpp
 int runWalkthrough(Args& args);  // cli_walkthrough.cpp

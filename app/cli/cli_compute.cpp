@@ -48,16 +48,9 @@ int runCompute(Args& args) {
     formatJsonTo(out, matrices, [&](std::string_view bytes) { file->write(bytes); });
     file->commit();
   } else {
-    formatJsonTo(out, matrices, [](std::string_view bytes) { std::fwrite(bytes.data(), 1, bytes.size(), stdout); });
+    formatJsonTo(out, matrices, writeStdout);
   }
   return 0;
-}
-
-void writeOutput(const std::string& text, const std::optional<std::string>& path) {
-  if (path)
-    writeFileAtomically(*path, text);
-  else
-    std::fwrite(text.data(), 1, text.size(), stdout);
 }
 
 }  // namespace attnscope::cli

@@ -1,6 +1,7 @@
 // attnscope import: the user's own trained attention layer (a PyTorch or Keras state dict saved as safetensors
 // or .npz) as a scene file, through the layout converters.
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,7 @@ int runImport(Args& args) {
   }
   const std::map<std::string, arrays::NamedArray> state_dict = arrays::readArrays(files[0]);
   checkMemoryBudget(files[0], "the imported scene and its JSON", arrays::userLayerImportBytes(state_dict, options.inputs));
+  checkPendingOutputs();  // --scene-out is not the state dict or --inputs just read
   const Scene scene = arrays::userLayerScene(state_dict, files[0], options);
   out.write(formatJson(sceneToJson(scene)));
   out.commit();

@@ -89,6 +89,7 @@ int runModel(Args& args) {
   PendingFile* rollout_file = rollout_out ? &files.emplace_back(*rollout_out) : nullptr;
 
   const model::Model checkpoint = model::loadModel(dirs[0]);
+  checkPendingOutputs();  // no output is a file of the checkpoint (tokenizer.json, say): refused before the forward
   const model::HeadLayout config = checkpoint.layout();
   if (layer >= config.n_layer)
     throw InputError("--layer", "1 to " + std::to_string(config.n_layer), std::to_string(layer + 1));

@@ -98,6 +98,7 @@ int runView(Args& args) {
   PendingFile* grid_file = grid_out ? &files_out.emplace_back(*grid_out) : nullptr;
 
   const arrays::AttentionTensor t = arrays::readAttentionTensor(files[0], tensor, std::move(tokens));
+  checkPendingOutputs();  // none of them is the file just read
   const model::HeadLayout& c = t.forward.layout;
   if (layer >= c.n_layer) throw InputError("--layer", "1 to " + std::to_string(c.n_layer), std::to_string(layer + 1));
   // What the analysis, its JSON and the figure will hold, refused under the memory budget before any is made
@@ -120,7 +121,7 @@ int runView(Args& args) {
   if (json_file) json_file->write(json);
   if (grid_file) grid_file->write(model::figureBytes(grid, grid_format));
   commitAll(files_out);
-  if (!json_file) std::fwrite(json.data(), 1, json.size(), stdout);
+  if (!json_file) writeStdout(json);
   // With the JSON on standard output, the file list goes to standard error so that stdout stays one document.
   for (const PendingFile& file : files_out)
     std::fprintf(json_file ? stdout : stderr, "wrote %s\n", printableLine(file.path(), 400).c_str());

@@ -13,6 +13,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "attnscope/atomic_file.h"
 #include "attnscope/error.h"
 #include "attnscope/json_file.h"
 #include "attnscope/text_bounds.h"
@@ -172,6 +173,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     ::close(fd);
     throw InputError(path, "a regular file", "something else");
   }
+  noteInputFile(fd, path);
   size_ = static_cast<std::size_t>(st.st_size);
   if (size_ < 8) {
     ::close(fd);
