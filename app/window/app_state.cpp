@@ -359,8 +359,7 @@ void AppState::takeGpuCheck() {
 void AppState::switchToCpuAfterFailedCheck(const CheckMismatch& mismatch, bool recompute_now) {
   backend_ = std::make_unique<CpuBackend>();
   software_gpu_ = false;
-  banner_ = "The GPU's result failed its check against the CPU (" + mismatch.text() +
-            "): switched to the CPU backend, which computed the maps shown";
+  banner_ = "Now on the CPU: the GPU's result failed its check (" + mismatch.text() + ")";
   failed_check_ = mismatch;
   if (recompute_now) recompute(-1);
 }

@@ -122,7 +122,9 @@ RowReference referenceRows(const Scene& scene, const std::vector<int>& rows, boo
   RowReference reference;
   reference.rows = rows;
   const Scene sub = rowsScene(scene, rows);
-  CpuBackend().computeInto(sub, reference.cpu,
+  // One thread: the rows are little work (~50 ms at n = 512, d_model 512, 8 heads), and OpenMP's barriers
+  // beside a busy GPU driver or UI (or another compute) cost more than they save (~400 ms on 2 loaded cores).
+  CpuBackend(1).computeInto(sub, reference.cpu,
                            {.keep_scores = keep_scores, .analysis = false, .maps = with_maps ? MapPolicy::Keep : MapPolicy::Drop});
   for (int h = 0; h < scene.numHeads(); ++h) reference.scales.push_back(scene.headScale(h));
   if (scene.w_o) reference.w_o_column_sum = scene.w_o->cwiseAbs().colwise().sum().maxCoeff();
@@ -167,8 +169,10 @@ std::optional<CheckMismatch> compareSampledRows(const Result& sampled, const Row
     compare.shape(head, "head output", got.output.rows(), got.output.cols(), n, want.output.cols());
     if (compare.shapesBad()) break;
     // A: the largest |scale| sum_d |q_rd| |k_jd| of each row, over every key (a bound on its scores' size).
-    const Eigen::VectorXf magnitude =
-        (want.q.cwiseAbs() * want.k().cwiseAbs().transpose()).rowwise().maxCoeff() * std::abs(reference.scales[h]);
+    const Matrix q_abs = want.q.cwiseAbs(), k_abs = want.k().cwiseAbs();
+    // (rows, n_k): Eigen's own loop, not the BLAS, whose threads' barriers cost ~200 ms here on 2 loaded cores
+    const Matrix products = q_abs.lazyProduct(k_abs.transpose());
+    const Eigen::VectorXf magnitude = products.rowwise().maxCoeff() * std::abs(reference.scales[h]);
     const double v_max = want.v().size() > 0 ? want.v().cwiseAbs().maxCoeff() : 0.0;
     for (Eigen::Index s = 0; s < n; ++s) {
       const int row = reference.rows[static_cast<std::size_t>(s)];
