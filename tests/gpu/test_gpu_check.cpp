@@ -35,6 +35,8 @@ std::unique_ptr<GpuBackend> faultyGpu(std::string& why) {
 
 }  // namespace
 
+// Largest error / tolerance seen on llvmpipe over 3 seeds: 0.00017 (worked example) to 0.041 (peaked
+// cross-attention 1100 x 1700): the check's tolerance leaves the GPU's right answers 25x room or more.
 TEST(GpuCheck, RightResultsPass) {
   ATTNSCOPE_REQUIRE_GPU(gpu);
   struct Case {
