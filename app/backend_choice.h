@@ -13,7 +13,13 @@ namespace attnscope::cli {
 
 // cpu: the Eigen reference. gpu: the OpenGL compute backend (an error when no GL 4.3 context can be made).
 // auto: the GPU when it starts, else the CPU with a warning appended to `warnings`.
+// The GPU's every result is checked against the CPU on sampled query rows (compute/sampled_check.h; the CPU's
+// rows computed on a worker thread while the GPU computes). A result that fails is recomputed on the CPU, with a
+// warning in its `warnings` naming the head, row and error; under auto every later result is the CPU's too.
 std::unique_ptr<Backend> makeBackend(const std::string& name, int threads, std::vector<std::string>& warnings);
+// The warnings of the failed checks so far of a backend made by makeBackend (empty for the CPU): for callers
+// that keep no Result of their own (a model's layers).
+std::vector<std::string> gpuCheckWarnings(const Backend& backend);
 
 // What `bench` times: prepare() does the one-off work (upload), run() one full recompute, finished.
 class BenchTarget {

@@ -51,6 +51,13 @@ void printUsage(std::FILE* to) {
                "[--frame-stats] [--script FILE]\n"
                "       (no subcommand: opens the window)\n");
   for (const Command& c : kCommands) std::fprintf(to, "       attnscope %s\n", c.usage);
+  std::fprintf(to,
+               "--backend: cpu (the reference), gpu (OpenGL 4.3 compute), auto (the GPU while it starts and its checks\n"
+               "       pass, else the CPU). Every GPU result is checked against the CPU on 34 sampled query rows of every\n"
+               "       head (%s); one that fails is recomputed on the CPU, with a warning naming the GPU's head, row and\n"
+               "       error in the JSON's warnings (the window: a banner, and the CPU from then on).\n",
+               "the CPU computes those rows: its K and V projections and 34 rows per head, about 5-8% of a\n"
+               "       llvmpipe compute at n = 512, less on longer scenes; bench reports check_ms");
 }
 
 // Every error leaves as one bounded, printable line (text_bounds.h), whatever input it quotes.

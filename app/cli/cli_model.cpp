@@ -115,6 +115,9 @@ int runModel(Args& args) {
   }
   const model::ForwardResult forward =
       model::modelForward(checkpoint, ids, {.keep_ln1 = scene_out.has_value(), .attention = attention.get()});
+  // A layer whose GPU result failed its run-time check was recomputed on the CPU: the forward goes on, said here.
+  if (attention)
+    for (const std::string& w : gpuCheckWarnings(*attention)) std::fprintf(stderr, "attnscope: warning: %s\n", w.c_str());
   // The rollout reads every layer's maps (recomputed, one at a time, when the forward kept none): only when
   // an output holds it, --rollout-out or the JSON --out.
   const Matrix rollout =

@@ -12,6 +12,7 @@
 #include "attnscope/scene/scene_json.h"
 #include "attnscope/settings.h"
 #include "attnscope/compute/similarity.h"
+#include "attnscope/compute/sampled_check.h"
 #include "attnscope/compute/tiles.h"
 #ifdef ATTNSCOPE_HAS_GPU
 #include "attnscope/gpu_backend.h"
@@ -176,6 +177,7 @@ bool AppState::save(const std::string& file) {
 
 void AppState::useBackend(const std::string& name) {
   if (name == backend_->name()) return;
+  failed_check_.reset();
   if (name == "gpu") {
 #ifdef ATTNSCOPE_HAS_GPU
     try {
@@ -253,6 +255,13 @@ void AppState::recompute(int only_head, const Scene* previous) {
               reply.banner = std::string("The GPU backend failed in the background, the CPU computed: ") + e.what();
               reply.result = Result{};
             }
+            // Checked here, on the worker, before anything shows it: a wrong GPU result is never drawn.
+            if (computed)
+              if (const auto mismatch = checkSampledRows(scene, reply.result, request.check_seed)) {
+                reply.gpu_check_failed = mismatch;
+                reply.result = Result{};
+                computed = false;
+              }
           }
           if (!computed) CpuBackend().computeInto(scene, reply.result, options);
           if (resultKeepsMaps(reply.result)) {  // a long scene's whole-map analyses are not run in the window
@@ -271,7 +280,7 @@ void AppState::recompute(int only_head, const Scene* previous) {
       });
     if (heads_from_overviews_) long_compute_cancel_ = std::make_shared<std::atomic<bool>>(false);
     worker_->request(ComputeRequest{shared_scene(), heads_from_overviews_ ? overview_revision_ : 0, backend_->name() == "gpu",
-                                    long_compute_cancel_});
+                                    long_compute_cancel_, ++check_seed_});
     result_pending_ = true;
     last_change_ = std::chrono::steady_clock::now();
     return;
@@ -299,6 +308,7 @@ void AppState::recompute(int only_head, const Scene* previous) {
     backend_->computeInto(scene_, result_, windowOptions(scene_, liveAnalysis(scene_)));
   }
   result_resident_ = backend_->name() == "gpu";
+  if (result_resident_) startGpuCheck();
   analysePerResult(same_shape ? only_head : -1);
   walk_.reset();
   analysis_pending_ = !live;
@@ -321,10 +331,49 @@ void AppState::recompute(int only_head, const Scene* previous) {
   }
 }
 
+void AppState::startGpuCheck() {
+  if (!check_worker_)
+    check_worker_ = std::make_unique<LatestWorker<CheckRequest, std::optional<CheckMismatch>>>(
+        [](const CheckRequest& request) -> std::optional<CheckMismatch> {
+          try {
+            return compareSampledRows(request.sampled, referenceRows(*request.scene, request.rows, request.with_maps,
+                                                                     request.keep_scores));
+          } catch (const std::exception& e) {  // the scene was validated: a throw here is the check's own failure
+            return CheckMismatch{-1, -1, std::string("the check itself failed: ") + e.what()};
+          }
+        });
+  CheckRequest request;
+  request.scene = std::make_shared<const Scene>(scene_);
+  request.rows = sampledQueryRows(scene_.nQ(), ++check_seed_);
+  request.sampled = sampledRowsOf(result_, request.rows);
+  request.with_maps = resultKeepsMaps(result_);
+  request.keep_scores = !result_.heads.empty() && result_.heads[0].scores.size() > 0;
+  check_worker_->request(std::move(request));
+}
+
+void AppState::takeGpuCheck() {
+  if (!check_worker_) return;
+  auto reply = check_worker_->take();
+  // A check of an older result still speaks for the GPU: a card that got one result wrong is not trusted.
+  if (reply && reply->second && backend_->name() == "gpu") switchToCpuAfterFailedCheck(*reply->second, true);
+}
+
+void AppState::switchToCpuAfterFailedCheck(const CheckMismatch& mismatch, bool recompute_now) {
+  backend_ = std::make_unique<CpuBackend>();
+  software_gpu_ = false;
+  banner_ = "Now on the CPU: the GPU's result failed its check (" + mismatch.text() + ")";
+  failed_check_ = mismatch;
+  if (recompute_now) recompute(-1);
+}
+
 void AppState::takeWorkerResult() {
   if (!worker_) return;
   auto reply = worker_->take();
   if (!reply) return;
+  // The worker's CPU already recomputed that result (taken below, when still current); later edits compute on
+  // the CPU.
+  if (reply->second.gpu_check_failed && backend_->name() == "gpu")
+    switchToCpuAfterFailedCheck(*reply->second.gpu_check_failed, false);
   // A reply for a request made before a synchronous compute describes a scene that is gone.
   if (!reply->second.superseded && reply->first > stale_through_ && reply->second.error.empty() &&
       sameShapes(reply->second.result, scene_)) {
@@ -349,6 +398,7 @@ void AppState::takeWorkerResult() {
 
 void AppState::tick() {
   landed_this_tick_ = false;
+  takeGpuCheck();
   takeWorkerResult();
   if (!analysis_pending_) return;
   const double idle_ms =

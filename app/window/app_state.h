@@ -15,6 +15,7 @@
 #include "attnscope/analysis/walkthrough.h"
 #include "attnscope/compute/backend.h"
 #include "attnscope/compute/result.h"
+#include "attnscope/compute/sampled_check.h"
 #include "attnscope/scene/scene.h"
 #include "window/heatmap_tiles.h"
 #include "window/latest_worker.h"
@@ -72,11 +73,16 @@ class AppState {
   std::string path;  // the path field (Ctrl+O / Ctrl+S)
 
   // Backend: "cpu" or "gpu". A GPU backend that fails to start or to compute falls back to the CPU and leaves
-  // a banner saying why.
+  // a banner saying why. So does one whose result fails its check against the CPU on sampled query rows
+  // (compute/sampled_check.h), run after every GPU compute on a worker thread (tick() takes its verdict; the
+  // background compute of a software renderer checks on its own worker): the banner names the head, the row and
+  // the error, and the CPU recomputes the scene.
   void useBackend(const std::string& name);
   const Backend& backend() const { return *backend_; }
   Backend& backend() { return *backend_; }
   const std::string& banner() const { return banner_; }
+  // The mismatch that switched the window from the GPU to the CPU (its banner says it); empty when none did.
+  const std::optional<CheckMismatch>& failedCheck() const { return failed_check_; }
   void clearBanner() { banner_.clear(); }
   double computeMs() const { return compute_ms_; }
   std::string window_renderer;  // the window's GL_RENDERER: what the GPU backend would run on
@@ -126,6 +132,21 @@ class AppState {
   void recompute(int only_head, const Scene* previous = nullptr);
   void runAnalysis();
   void takeWorkerResult();
+  // The GPU's check after a compute on the UI thread: result_'s sampled rows (copied now) against the CPU's on
+  // check_worker_; takeGpuCheck() switches to the CPU when they differ.
+  void startGpuCheck();
+  void takeGpuCheck();
+  // The banner, the CPU backend from now on, and (recompute_now) the scene recomputed by it.
+  void switchToCpuAfterFailedCheck(const CheckMismatch& mismatch, bool recompute_now);
+  struct CheckRequest {
+    std::shared_ptr<const Scene> scene;
+    std::vector<int> rows;
+    Result sampled;  // sampledRowsOf(result_, rows)
+    bool with_maps = true, keep_scores = true;
+  };
+  std::unique_ptr<LatestWorker<CheckRequest, std::optional<CheckMismatch>>> check_worker_;
+  std::optional<CheckMismatch> failed_check_;
+  std::uint64_t check_seed_ = 0;  // the sampled rows' seed: each check draws other rows
 
   struct ComputeRequest {
     std::shared_ptr<const Scene> scene;  // shared with the overviews' snapshot
@@ -135,6 +156,7 @@ class AppState {
     // seconds of P V would halve the new overviews' share of two cores). Null for a big scene's: a drag there
     // shows each result that lands.
     std::shared_ptr<std::atomic<bool>> cancel;
+    std::uint64_t check_seed = 0;  // a GPU result's check draws its sampled rows from it
   };
   struct ComputeReply {
     bool superseded = false;  // a newer edit came while it waited for the overviews, or cancelled it: no result
@@ -142,6 +164,7 @@ class AppState {
     double ms = 0;
     std::string error;  // not empty: the compute threw (a bug on a validated scene); the result is empty
     std::string banner;  // not empty: the GPU failed and the CPU computed the result (said in the banner)
+    std::optional<CheckMismatch> gpu_check_failed;  // the GPU's result failed its check: the window switches to the CPU
     std::vector<HeadTypeScores> head_types;
     std::vector<double> importance;
     std::shared_ptr<const Walkthrough> walk;

@@ -159,6 +159,8 @@ void drawWindowLayout(AppState& state, ViewState& view, HeatmapRenderer& rendere
     ImGui::AlignTextToFramePadding();
     ImGui::TextUnformatted(state.banner().c_str());
     probeItem("banner");
+    if (const auto& failed = state.failedCheck())  // which head and row the GPU's check caught, for the GUI tests
+      probeItem("banner.gpu_check.head" + std::to_string(failed->head) + ".row" + std::to_string(failed->row));
     ImGui::End();
     ImGui::PopStyleColor();
     y += bar_h;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -193,4 +194,34 @@ TEST(CliWalkthrough, AnEditedSceneHasNoPrintedComparison) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out.find("differs:"), std::string::npos);
   EXPECT_NE(r.out.find("No printed numbers to compare"), std::string::npos);
+}
+
+// The GPU's run-time check (compute --backend gpu): with ATTNSCOPE_GPU_FAULT=1 the GPU moves weight between keys
+// in every row of its last head; the check catches it, the CPU recomputes, the JSON says so in `warnings` and
+// holds the hand-worked numbers. Without the fault: no warning. Skipped (failed under ATTNSCOPE_REQUIRE_GPU=1)
+// where no GL 4.3 context can be made.
+TEST(CliCompute, GpuResultsAreCheckedAndAWrongOneReplacedByTheCpus) {
+  const std::string gpu = "EGL_PLATFORM=surfaceless '" + std::string(ATTNSCOPE_BINARY) + "' compute " + kExample + " --backend gpu";
+  const CommandRun plain = attnscope::test::run(gpu);
+  if (plain.status != 0) {
+    const char* required = std::getenv("ATTNSCOPE_REQUIRE_GPU");
+    if (required && std::string(required) == "1") GTEST_FAIL() << "ATTNSCOPE_REQUIRE_GPU=1 but: " << plain.err;
+    GTEST_SKIP() << "no GPU backend: " << plain.err;
+  }
+  const json right = json::parse(plain.out);
+  EXPECT_EQ(right["backend"], "gpu");
+  EXPECT_EQ(right["warnings"], json::array()) << "a run whose check passes adds no warning";
+
+  const CommandRun r = attnscope::test::run("ATTNSCOPE_GPU_FAULT=1 " + gpu);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json j = json::parse(r.out);
+  ASSERT_EQ(j["warnings"].size(), 1u) << j["warnings"];
+  const std::string warning = j["warnings"][0];
+  EXPECT_NE(warning.find("GPU"), std::string::npos) << warning;
+  EXPECT_NE(warning.find("head 1, query row "), std::string::npos) << warning;  // the last head (of 0, 1)
+  EXPECT_EQ(j["backend"], "cpu");  // who computed the numbers written
+  // Head 2's weights, the ones the fault moved, are the hand-worked ones again (t = 2 + e^a).
+  const double t = 2 + ea;
+  expectMatrix(j["heads"][1]["weights"], {{1 / t, ea / t, 1 / t}, {ea / t, 1 / t, 1 / t}, {1. / 3, 1. / 3, 1. / 3}},
+               "head 2 weights");
 }

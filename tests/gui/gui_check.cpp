@@ -87,11 +87,20 @@ int main(int argc, char** argv) {
     c.expect(c.img.w == want_w && c.img.h == want_h, "screenshot is " + std::to_string(want_w) + " x " +
                                                          std::to_string(want_h) + ": " + std::to_string(c.img.w) +
                                                          " x " + std::to_string(c.img.h));
-    if (argc == 4 && std::string(argv[3]) != "auto")
+    // gpu_fault starts on the GPU and must end on the CPU (asserted below)
+    if (argc == 4 && std::string(argv[3]) != "auto" && test != "gpu_fault")
       c.expect(c.layout.contains("status.backend." + std::string(argv[3])),
                std::string("computed on the ") + argv[3] + " backend");
     if (test == "worked_example") {
       c.expect(c.layout.contains("head1.map") && !c.layout.contains("head2.map"), "two heatmaps");
+      c.expectWorkedExample(2, false);
+    } else if (test == "gpu_fault") {
+      // The fault moved weight in every row of head 1 (the last): the check names head 1 and one of its rows,
+      // the CPU computed what is shown, and the maps are the hand-worked ones.
+      bool named = false;
+      for (int row = 0; row < 3; ++row) named = named || c.layout.contains("banner.gpu_check.head1.row" + std::to_string(row));
+      c.expect(c.layout.contains("banner") && named, "a banner naming head 1 and a row of it");
+      c.expect(c.layout.contains("status.backend.cpu"), "switched to the CPU backend");
       c.expectWorkedExample(2, false);
     } else if (test == "causal_mask") {
       c.expectWorkedExample(2, true);

@@ -71,6 +71,10 @@ fi
 if [[ "$script" == long_gpu ]]; then
   export ATTNSCOPE_GPU_AS_HARDWARE=1 ATTNSCOPE_MAPS_LIMIT=8M
 fi
+# The GPU's run-time check against a GPU made wrong on purpose (a test aid), on the hardware-GPU path.
+if [[ "$script" == gpu_fault ]]; then
+  export ATTNSCOPE_GPU_FAULT=1 ATTNSCOPE_GPU_AS_HARDWARE=1
+fi
 sed -e "s|@OUT@|$out|g" -e "s|@CKPT@|$out/ckpt|g" "$scripts/$script.txt" >"$out/script.txt"
 # Mesa's software renderer (llvmpipe) under Xvfb; no terminal or display needed beyond this one.
 env ${scale:+ATTNSCOPE_UI_SCALE=$scale} ${maps:+ATTNSCOPE_MODEL_MAPS=$maps} DISPLAY=":$display" LIBGL_ALWAYS_SOFTWARE=1 timeout 120 "$app" --backend "$backend" \

@@ -3,6 +3,7 @@
 #include "attnscope/gpu_backend.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <optional>
 
@@ -26,6 +27,11 @@ bool isSoftwareRenderer(const std::string& renderer) {
 }
 
 GpuBackend::Impl::Impl(const GpuOptions& opts) : options(opts) {
+  if (const char* fault_text = std::getenv("ATTNSCOPE_GPU_FAULT"); fault_text && *fault_text) {
+    const std::string value = fault_text;
+    if (value != "0" && value != "1") throw InputError("ATTNSCOPE_GPU_FAULT", "0 or 1 (a test aid)", value);
+    fault = value == "1";
+  }
   if (options.context == GlContextMode::OwnHeadless) egl = std::make_unique<gpu::EglContext>();
   const GLubyte* version_text = glGetString(GL_VERSION);
   if (!version_text) throw GpuUnavailable("no current OpenGL context to use");

@@ -143,6 +143,9 @@ struct GpuBackend::Impl {
   // Scores, softmax and weighted sum of heads [first, first + count) (their Q, K, V already projected).
   void attendHeads(int first, int count);
   void outputProjection() const;
+  // ATTNSCOPE_GPU_FAULT=1 (`fault`): the last head's weights (flash: its l) made wrong after attendHeads' softmax.
+  bool fault = false;
+  void injectFault();
   // Partials of the pairs (a, b), a <= b, that involve `head` (every pair when head < 0), then the matrices.
   void similarity(int head);
   // Every stage from the uploaded inputs (and the similarity when `analysis`).

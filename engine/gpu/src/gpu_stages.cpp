@@ -360,6 +360,7 @@ void GpuBackend::Impl::scoreHead(int head, const GlBuffer& out) const {
 void GpuBackend::Impl::attendHeads(int first, int count) {
   if (flash) {  // no maps: output and (m, l) by key blocks (flash/flash_stages.cpp)
     flashHeads(first, count);
+    if (fault && first + count == heads()) injectFault();
     return;
   }
   const unsigned begin = static_cast<unsigned>(first), end = static_cast<unsigned>(first + count);
@@ -377,6 +378,7 @@ void GpuBackend::Impl::attendHeads(int first, int count) {
       stats.bind(7);
       dispatch(1, groupsFor(n_q, scores_softmax.gemmTile()), h1 - h0);
     }
+    if (fault && h1 == static_cast<unsigned>(heads())) injectFault();  // before the weighted sum reads them
     const gpu::StageTimer::Scope timed = timer.scope("weighted sum");
     bindHeadsStage(weighted_sum, h0, group_first);
     weight_groups[g].bind(0);
@@ -386,6 +388,43 @@ void GpuBackend::Impl::attendHeads(int first, int count) {
     dispatch(groupsFor(widest_dv, weighted_sum.gemmTile()), groupsFor(n_q, weighted_sum.gemmTile()), h1 - h0);
   }
   for (unsigned i = begin; i < end; ++i) texture_stale[i] = 1;
+}
+
+// ATTNSCOPE_GPU_FAULT=1, a test aid: the last head's weights made wrong as a race would, so that the run-time
+// check (compute/sampled_check.h) has something to catch on a GPU that computes right. With maps: in every row
+// half the largest weight moves to the first other key of weight > 0 (an allowed one: masked weights are exactly
+// 0), the row's sum kept, before the weighted sum reads them. Flash (no maps): each row's l doubles, so every
+// weight a tile recomputes halves. A read, a change on the host and a write back: cost is no concern here.
+void GpuBackend::Impl::injectFault() {
+  const std::size_t head = static_cast<std::size_t>(heads() - 1);
+  const std::size_t n_q = static_cast<std::size_t>(shape.n_q), n_k = static_cast<std::size_t>(shape.n_k);
+  glMemoryBarrier(GL_BUFFER_UPDATE_BARRIER_BIT);
+  std::size_t offset = head * n_q * 2 * sizeof(float);
+  const GlBuffer* buffer = &stats;
+  std::vector<float> values(n_q * 2);
+  if (!flash) {
+    buffer = &weightsOf(static_cast<int>(head), offset);
+    values.resize(n_q * n_k);
+  }
+  buffer->download(values.data(), values.size() * sizeof(float), offset);
+  for (std::size_t r = 0; r < n_q; ++r) {
+    if (flash) {
+      values[2 * r + 1] *= 2.0f;
+      continue;
+    }
+    float* row = values.data() + r * n_k;
+    const std::size_t a = static_cast<std::size_t>(std::max_element(row, row + n_k) - row);
+    std::size_t b = 0;
+    while (b < n_k && (b == a || !(row[b] > 0.0f))) ++b;
+    if (b == n_k) continue;  // one allowed key (or none): nothing to move
+    const float moved = 0.5f * row[a];
+    row[a] -= moved;
+    row[b] += moved;
+  }
+  glBindBuffer(GL_COPY_WRITE_BUFFER, buffer->id());
+  glBufferSubData(GL_COPY_WRITE_BUFFER, static_cast<GLintptr>(offset),
+                  static_cast<GLsizeiptr>(values.size() * sizeof(float)), values.data());
+  gpu::checkGl("ATTNSCOPE_GPU_FAULT");
 }
 
 void GpuBackend::Impl::outputProjection() const {
