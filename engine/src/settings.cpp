@@ -33,6 +33,7 @@ const std::vector<Setting>& settingsTable() {
       {"ATTNSCOPE_TIMINGS", Kind::Flag},            // the Llama family's stage timings
       {"ATTNSCOPE_TILE_LOG", Kind::Flag},           // the window's tile log (a measuring aid)
       {"ATTNSCOPE_GPU_AS_HARDWARE", Kind::Flag},    // a test aid: llvmpipe taken as a hardware GPU
+      {"ATTNSCOPE_GPU_FAULT", Kind::Flag},          // a test aid: the GPU's last head made wrong (run-time check)
       {"ATTNSCOPE_MODEL_MAPS", Kind::Words, 0, 0, {"auto", "drop"}},  // a test aid: the window's forward keeps no maps
       {"ATTNSCOPE_FONT", Kind::Path},               // the figures' font
       {"ATTNSCOPE_SHADER_DIR", Kind::Path},         // shaders read from disk

@@ -12,6 +12,7 @@
 #include "attnscope/error.h"
 #include "attnscope/compute/similarity.h"
 #include "attnscope/compute/tiles.h"
+#include "attnscope/settings.h"
 #include "gpu_backend_impl.h"
 #include "gpu_memory.h"
 
@@ -27,11 +28,7 @@ bool isSoftwareRenderer(const std::string& renderer) {
 }
 
 GpuBackend::Impl::Impl(const GpuOptions& opts) : options(opts) {
-  if (const char* fault_text = std::getenv("ATTNSCOPE_GPU_FAULT"); fault_text && *fault_text) {
-    const std::string value = fault_text;
-    if (value != "0" && value != "1") throw InputError("ATTNSCOPE_GPU_FAULT", "0 or 1 (a test aid)", value);
-    fault = value == "1";
-  }
+  fault = flagSetting("ATTNSCOPE_GPU_FAULT");  // settings.cpp: "0" or "1", refused otherwise
   if (options.context == GlContextMode::OwnHeadless) egl = std::make_unique<gpu::EglContext>();
   const GLubyte* version_text = glGetString(GL_VERSION);
   if (!version_text) throw GpuUnavailable("no current OpenGL context to use");
