@@ -141,10 +141,7 @@ int runModel(Args& args) {
                                     " of " + std::to_string(config.n_layer) + ", text: \"" + elideLabel(*text, 200) +
                                     "\"";
     const int l = static_cast<int>(layer);
-    const Scene scene =
-        checkpoint.isGpt2()
-            ? model::layerScene(std::get<model::Gpt2Weights>(checkpoint.weights), forward, l, labels, description)
-            : model::llamaLayerScene(std::get<model::LlamaWeights>(checkpoint.weights), forward, l, labels, description);
+    const Scene scene = model::modelLayerScene(checkpoint, forward, l, labels, description);
     validateScene(scene);
     scene_file->write(formatJson(sceneToJson(scene)));
   }

@@ -1,5 +1,5 @@
-// libFuzzer target: config.json as loadGpt2Config and loadLlamaConfig read it (parseJsonText, then
-// gpt2ConfigFromJson and llamaConfigFromJson) on any bytes. Refusals are InputErrors of bounded length; anything else is a finding.
+// libFuzzer target: config.json as loadGpt2Config, loadLlamaConfig and GPT-NeoX's reader read it (parseJsonText,
+// then gpt2ConfigFromJson, neoxArchitectureFromJson and llamaConfigFromJson) on any bytes. Refusals are InputErrors of bounded length; anything else is a finding.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -7,6 +7,7 @@
 
 #include "attnscope/error.h"
 #include "attnscope/json_file.h"
+#include "attnscope/model/architecture.h"
 #include "attnscope/model/gpt2.h"
 #include "attnscope/model/llama.h"
 
@@ -16,6 +17,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const nlohmann::json j = attnscope::parseJsonText(text, "config.json");
     try {
       (void)attnscope::model::gpt2ConfigFromJson(j, "config.json");
+    } catch (const attnscope::InputError& e) {
+      if (std::strlen(e.what()) > 2000) __builtin_trap();
+    }
+    try {
+      (void)attnscope::model::neoxArchitectureFromJson(j, "config.json");
     } catch (const attnscope::InputError& e) {
       if (std::strlen(e.what()) > 2000) __builtin_trap();
     }

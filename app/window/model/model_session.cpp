@@ -44,9 +44,7 @@ ModelSession::Reply ModelSession::work(const Request& request, Progress& progres
     options.maps = MapPolicy::Keep;
     const model::Model& m = *reply.checkpoint;
     const int n = static_cast<int>(ids.size());
-    const std::size_t keep_bytes =
-        m.isGpt2() ? model::gpt2ForwardBytes(std::get<model::Gpt2Weights>(m.weights).config, n, options)
-                   : model::llamaForwardBytes(std::get<model::LlamaWeights>(m.weights).config, n, true, MapPolicy::Keep);
+    const std::size_t keep_bytes = model::modelForwardBytes(m, n, options);
     if (keep_bytes > defaultMemoryBudget()) options.maps = MapPolicy::Auto;
     // Test aid: ATTNSCOPE_MODEL_MAPS=drop keeps no maps whatever the budget, so that a small checkpoint's grid
     // and close view take the recompute path (tests/gui model_grid_ondemand) that only big inputs reach.
@@ -122,18 +120,12 @@ std::string ModelSession::title() const {
 
 int ModelSession::windowOf(int of_layer) const {
   if (!checkpoint()) return 0;
-  if (const auto* w = std::get_if<model::LlamaWeights>(&checkpoint_->weights))
-    return w->config.window[static_cast<std::size_t>(of_layer)];
-  return 0;
+  return checkpoint_->layout().windowOf(of_layer);
 }
 
 std::string ModelSession::describe() const {
   const model::HeadLayout l = checkpoint_->layout();
-  int head_dim = 0;
-  if (const auto* g = std::get_if<model::Gpt2Weights>(&checkpoint_->weights))
-    head_dim = g->config.n_embd / g->config.n_head;
-  else
-    head_dim = std::get<model::LlamaWeights>(checkpoint_->weights).config.head_dim;
+  const int head_dim = checkpoint_->architecture().head_dim;
   return std::to_string(l.n_layer) + " layers x " + std::to_string(l.n_head) + " heads, " +
          std::to_string(l.n_kv_head) + " KV heads, head_dim " + std::to_string(head_dim);
 }

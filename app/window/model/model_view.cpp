@@ -318,6 +318,7 @@ std::string familyName(const std::string& model_type) {
   if (model_type == "mistral") return "Mistral";
   if (model_type == "qwen2") return "Qwen2";
   if (model_type == "qwen3") return "Qwen3";
+  if (model_type == "gpt_neox") return "GPT-NeoX";
   return model_type;
 }
 
@@ -392,10 +393,7 @@ void openModelLayerAsScene(AppState& state, ViewState& view, int layer) {
   // A refusal (the engine's check, or validateScene's) is said in red where the model's errors are, once.
   const std::string what = "open " + familyName(ck.model_type) + " layer";
   try {
-    Scene scene = ck.isGpt2() ? model::layerScene(std::get<model::Gpt2Weights>(ck.weights), s.forward(), layer,
-                                                  s.labels(), description)
-                              : model::llamaLayerScene(std::get<model::LlamaWeights>(ck.weights), s.forward(), layer,
-                                                       s.labels(), description);
+    Scene scene = model::modelLayerScene(ck, s.forward(), layer, s.labels(), description);
     if (!state.replaceScene(what, std::move(scene))) {
       s.error = "layer " + std::to_string(layer + 1) + " as a scene: " + state.editError();
       s.cancelled = false;

@@ -1,12 +1,14 @@
-// Loading a checkpoint folder: config.json's model_type picks the family. GPT-2's: config.json checked, every
-// tensor the config implies found (with or without the "transformer." prefix) with GPT-2's Conv1D shapes, the
-// memory checked, then read as float32. The Llama family's: model/llama/.
+// Loading a checkpoint folder: config.json's model_type picks the family. GPT-2's: config.json checked and
+// described, its tensors read by the one loader (model/arch/loader.cpp) with or without the "transformer."
+// prefix in GPT-2's Conv1D shapes. The Llama family's config: model/llama/; GPT-NeoX's: model/arch/neox_config.cpp.
 #include <algorithm>
+#include <utility>
 #include <nlohmann/json.hpp>
 
 #include "attnscope/atomic_file.h"
 #include "attnscope/error.h"
 #include "attnscope/json_file.h"
+#include "attnscope/model/architecture.h"
 #include "attnscope/model/gpt2.h"
 #include "attnscope/model/model.h"
 #include "attnscope/model/safetensors.h"
@@ -26,7 +28,6 @@ int positiveInt(const nlohmann::json& j, const std::string& path, const char* ke
   return v.get<int>();
 }
 
-std::string sizeText(std::size_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
 
 }  // namespace
 
@@ -64,83 +65,51 @@ std::size_t gpt2WeightBytes(const Gpt2Config& c) {
               static_cast<std::size_t>(c.n_layer) * per_block + 2 * d);
 }
 
+Architecture describeGpt2(const Gpt2Config& c) {
+  Architecture a;
+  a.model_type = "gpt2";
+  a.n_layer = c.n_layer, a.n_head = c.n_head, a.n_kv_head = c.n_head, a.head_dim = c.n_head > 0 ? c.headDim() : 0;
+  a.hidden = c.n_embd, a.intermediate = 4 * c.n_embd, a.vocab_size = c.vocab_size, a.max_positions = c.n_positions;
+  a.max_positions_field = "n_positions";
+  a.norm = NormKind::LayerNorm;
+  a.norm_eps = c.layer_norm_epsilon;
+  a.norm_bias = true;
+  a.residual = Residual::Sequential;
+  a.learned_positions = true;
+  a.qkv = QkvStorage::FusedBlocks;
+  a.conv1d = true;
+  a.qkv_bias = a.o_bias = a.mlp_bias = true;
+  a.mlp = MlpKind::Plain;
+  a.activation = Activation::GeluTanh;
+  a.tie_word_embeddings = true;
+  return a;
+}
+
 Gpt2Weights loadGpt2Weights(const std::string& weights_path, const Gpt2Config& config, std::size_t budget_bytes) {
-  const SafetensorsFile file(weights_path);
-  const std::int64_t d = config.n_embd;
-  // name (without prefix) -> shape, in the order checked.
-  std::vector<std::pair<std::string, std::vector<std::int64_t>>> expected = {{"wte.weight", {config.vocab_size, d}},
-                                                                             {"wpe.weight", {config.n_positions, d}}};
-  for (int l = 0; l < config.n_layer; ++l) {
-    const std::string h = "h." + std::to_string(l) + ".";
-    const std::vector<std::pair<std::string, std::vector<std::int64_t>>> block = {
-        {h + "ln_1.weight", {d}},
-        {h + "ln_1.bias", {d}},
-        {h + "attn.c_attn.weight", {d, 3 * d}},
-        {h + "attn.c_attn.bias", {3 * d}},
-        {h + "attn.c_proj.weight", {d, d}},
-        {h + "attn.c_proj.bias", {d}},
-        {h + "ln_2.weight", {d}},
-        {h + "ln_2.bias", {d}},
-        {h + "mlp.c_fc.weight", {d, 4 * d}},
-        {h + "mlp.c_fc.bias", {4 * d}},
-        {h + "mlp.c_proj.weight", {4 * d, d}},
-        {h + "mlp.c_proj.bias", {d}}};
-    expected.insert(expected.end(), block.begin(), block.end());
-  }
-  expected.push_back({"ln_f.weight", {d}});
-  expected.push_back({"ln_f.bias", {d}});
-
-  // One prefix for the whole file: "transformer." (GPT2LMHeadModel) or none (GPT2Model).
-  const std::string prefix = file.has("transformer.wte.weight") ? "transformer." : "";
-  for (const auto& [name, shape] : expected) {
-    const std::string full = prefix + name;
-    const auto it = file.tensors().find(full);
-    if (it == file.tensors().end())
-      throw InputError(weights_path + ": tensor '" + full + "'", "present (config.json implies it)", "missing");
-    const TensorInfo& info = it->second;
-    if (info.dtype != DType::F32 && info.dtype != DType::F16 && info.dtype != DType::BF16)
-      throw InputError(weights_path + ": tensor '" + full + "' dtype", "F32, F16 or BF16", dtypeName(info.dtype));
-    if (info.shape != shape)
-      throw InputError(weights_path + ": tensor '" + full + "' shape", shapeText(shape) + " (from config.json)",
-                       shapeText(info.shape));
-  }
-  const std::size_t budget = budget_bytes ? budget_bytes : defaultMemoryBudget();
-  const std::size_t need = gpt2WeightBytes(config);
-  if (need > budget)
-    throw InputError(weights_path + ": weights", "at most " + sizeText(budget) + " as float32 (the memory budget)",
-                     sizeText(need));
-
-  const auto vec = [&](const std::string& name) -> RowVector {
-    const auto found = std::find_if(expected.begin(), expected.end(), [&](const auto& e) { return e.first == name; });
-    return file.readMatrix(prefix + name, found->second);
-  };
-  const auto mat = [&](const std::string& name) -> Matrix {
-    const auto found = std::find_if(expected.begin(), expected.end(), [&](const auto& e) { return e.first == name; });
-    return file.readMatrix(prefix + name, found->second);
-  };
+  // The one loader (tensors with or without "transformer.", Conv1D shapes), then moved into GPT-2's own names.
+  Weights loaded = loadWeights("", describeGpt2(config), budget_bytes, weights_path);
   Gpt2Weights w;
   w.config = config;
-  w.wte = mat("wte.weight");
-  w.wpe = mat("wpe.weight");
-  for (int l = 0; l < config.n_layer; ++l) {
-    const std::string h = "h." + std::to_string(l) + ".";
+  w.wte = std::move(loaded.embed);
+  w.wpe = std::move(loaded.pos_embed);
+  for (LayerWeights& L : loaded.layers) {
     Gpt2Block b;
-    b.ln_1_g = vec(h + "ln_1.weight");
-    b.ln_1_b = vec(h + "ln_1.bias");
-    b.c_attn_w = mat(h + "attn.c_attn.weight");
-    b.c_attn_b = vec(h + "attn.c_attn.bias");
-    b.c_proj_w = mat(h + "attn.c_proj.weight");
-    b.c_proj_b = vec(h + "attn.c_proj.bias");
-    b.ln_2_g = vec(h + "ln_2.weight");
-    b.ln_2_b = vec(h + "ln_2.bias");
-    b.fc_w = mat(h + "mlp.c_fc.weight");
-    b.fc_b = vec(h + "mlp.c_fc.bias");
-    b.mlp_proj_w = mat(h + "mlp.c_proj.weight");
-    b.mlp_proj_b = vec(h + "mlp.c_proj.bias");
+    b.ln_1_g = std::move(L.norm1_g);
+    b.ln_1_b = std::move(L.norm1_b);
+    b.c_attn_w = std::move(L.w_qkv);
+    b.c_attn_b = std::move(L.b_qkv);
+    b.c_proj_w = std::move(L.w_o);
+    b.c_proj_b = std::move(L.b_o);
+    b.ln_2_g = std::move(L.norm2_g);
+    b.ln_2_b = std::move(L.norm2_b);
+    b.fc_w = std::move(L.w_up);
+    b.fc_b = std::move(L.b_up);
+    b.mlp_proj_w = std::move(L.w_down);
+    b.mlp_proj_b = std::move(L.b_down);
     w.blocks.push_back(std::move(b));
   }
-  w.ln_f_g = vec("ln_f.weight");
-  w.ln_f_b = vec("ln_f.bias");
+  w.ln_f_g = std::move(loaded.final_g);
+  w.ln_f_b = std::move(loaded.final_b);
   return w;
 }
 
@@ -157,15 +126,18 @@ Checkpoint loadCheckpoint(const std::string& dir, std::size_t budget_bytes) {
   return c;
 }
 
-HeadLayout Model::layout() const {
-  if (const auto* g = std::get_if<Gpt2Weights>(&weights)) return g->config;
-  return std::get<LlamaWeights>(weights).config.layout();
+Architecture Model::architecture() const {
+  if (const auto* g = std::get_if<Gpt2Weights>(&weights)) return describeGpt2(g->config);
+  if (const auto* l = std::get_if<LlamaWeights>(&weights)) return l->arch;
+  return std::get<Weights>(weights).arch;
 }
 
-int Model::maxTokens() const {
-  if (const auto* g = std::get_if<Gpt2Weights>(&weights)) return g->config.n_positions;
-  return std::get<LlamaWeights>(weights).config.max_positions;
+HeadLayout Model::layout() const {
+  if (const auto* g = std::get_if<Gpt2Weights>(&weights)) return g->config;
+  return architecture().layout();
 }
+
+int Model::maxTokens() const { return architecture().max_positions; }
 
 Model loadModel(const std::string& dir, std::size_t budget_bytes) {
   const std::string base = dir.empty() || dir.back() == '/' ? dir : dir + "/";
@@ -181,15 +153,21 @@ Model loadModel(const std::string& dir, std::size_t budget_bytes) {
     m.weights = std::move(c.weights);
     return m;
   }
-  if (!j["model_type"].is_string() || !isLlamaFamily(j["model_type"].get<std::string>()))
-    throw InputError(config_path + ": model_type", "gpt2, llama, mistral, qwen2 or qwen3", describeJson(j["model_type"]));
-  const LlamaConfig config = llamaConfigFromJson(j, config_path);
-  m.model_type = config.model_type;
-  m.tokenizer = Tokenizer::loadTokenizerJson(dir);  // tokenizer.json (and tokenizer_config.json's BOS/EOS)
-  if (m.tokenizer.maxId() >= config.vocab_size)
-    throw InputError(base + "tokenizer.json", "ids below vocab_size (" + std::to_string(config.vocab_size) + ")",
+  const bool neox = j["model_type"] == "gpt_neox";
+  if (!j["model_type"].is_string() || !(neox || isLlamaFamily(j["model_type"].get<std::string>())))
+    throw InputError(config_path + ": model_type", "gpt2, llama, mistral, qwen2, qwen3 or gpt_neox",
+                     describeJson(j["model_type"]));
+  // The config first (every refusal of its fields before any other file is read), then tokenizer.json (and
+  // tokenizer_config.json's BOS/EOS), then the weights.
+  const LlamaConfig llama = neox ? LlamaConfig{} : llamaConfigFromJson(j, config_path);
+  const Architecture arch = neox ? neoxArchitectureFromJson(j, config_path) : describeLlama(llama);
+  m.model_type = arch.model_type;
+  m.tokenizer = Tokenizer::loadTokenizerJson(dir);
+  if (m.tokenizer.maxId() >= arch.vocab_size)
+    throw InputError(base + "tokenizer.json", "ids below vocab_size (" + std::to_string(arch.vocab_size) + ")",
                      "an id " + std::to_string(m.tokenizer.maxId()));
-  m.weights = loadLlamaWeights(dir, config, budget_bytes);
+  if (neox) m.weights = loadWeights(dir, arch, budget_bytes);
+  else m.weights = loadLlamaWeights(dir, llama, budget_bytes);
   return m;
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "attnscope/compute/rope.h"
+#include "attnscope/model/architecture.h"
 #include "attnscope/model/gpt2.h"
 #include "attnscope/scene/scene.h"
 #include "attnscope/types.h"
@@ -48,25 +49,13 @@ LlamaConfig llamaConfigFromJson(const nlohmann::json& j, const std::string& path
 LlamaConfig loadLlamaConfig(const std::string& path);
 bool isLlamaFamily(const std::string& model_type);
 
-// One decoder layer. Linear weights stay in PyTorch's (out, in) layout: y = x W^T + b.
-struct LlamaLayer {
-  RowVector input_norm;     // (hidden)
-  Matrix w_qkv;             // (q_dim + 2 kv_dim, hidden): q_proj, k_proj, v_proj stacked by rows
-  RowVector b_qkv;          // (q_dim + 2 kv_dim), empty without q/k/v bias
-  RowVector q_norm, k_norm; // (head_dim), Qwen3 only
-  Matrix w_o;               // (hidden, q_dim)
-  RowVector b_o;            // (hidden), empty without o bias
-  RowVector post_norm;      // (hidden)
-  Matrix w_gate_up;         // (2 intermediate, hidden): gate_proj, then up_proj
-  Matrix w_down;            // (hidden, intermediate)
+// The loaded weights (the described form, model/architecture.h) and the config they were read for.
+struct LlamaWeights : Weights {
+  LlamaConfig config;
 };
 
-struct LlamaWeights {
-  LlamaConfig config;
-  Matrix embed;  // (vocab_size, hidden)
-  std::vector<LlamaLayer> layers;
-  RowVector norm;  // (hidden)
-};
+// The config as the one forward's description: RMSNorm, RoPE on every dim, separate q/k/v, SwiGLU.
+Architecture describeLlama(const LlamaConfig& config);
 
 // float32 bytes the loaded weights take (lm_head is checked but not loaded: the maps do not need logits).
 std::size_t llamaWeightBytes(const LlamaConfig& config);
@@ -92,11 +81,11 @@ ForwardResult llamaForward(const LlamaWeights& weights, const std::vector<int>& 
                            bool keep_ln1 = false, const std::function<bool(int layers_done)>& progress = {},
                            MapPolicy maps = MapPolicy::Auto);
 
-// Layer `layer`'s attention as a scene (llama_scene.cpp) over forward.ln1[layer] (a forward with keep_ln1): each
-// query head's W_Q (hidden, head_dim) and b_Q; with fewer key/value heads than query heads, "kv_heads" holding
-// each K/V head's W_K, W_V and biases; rope (theta, dims = head_dim, the config's scaling); Qwen3's q_norm and
-// k_norm; W_O = o_proj^T with its bias; the causal mask, or the layer's sliding window as an explicit mask;
-// scale 1/sqrt(head_dim). Both backends compute the forward's maps from it.
+// Layer `layer`'s attention as a scene (the one builder, model/arch/layer_scene.cpp) over forward.ln1[layer] (a
+// forward with keep_ln1): each query head's W_Q (hidden, head_dim) and b_Q; with fewer key/value heads than query
+// heads, "kv_heads" holding each K/V head's W_K, W_V and biases; rope (theta, dims = head_dim, the config's
+// scaling); Qwen3's q_norm and k_norm; W_O = o_proj^T with its bias; the causal mask, or the layer's sliding window
+// as an explicit mask; scale 1/sqrt(head_dim). Both backends compute the forward's maps from it.
 Scene llamaLayerScene(const LlamaWeights& weights, const ForwardResult& forward, int layer,
                       const std::vector<std::string>& tokens, const std::string& description);
 

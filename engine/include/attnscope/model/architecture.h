@@ -1,0 +1,122 @@
+// One forward for every family: an Architecture (what config.json says, as data: norms, residual form, rotary,
+// mask per layer, MLP kind, biases) and a tensor-name map per family (model/arch/tensor_names.cpp) drive one
+// loader, one forward and one layer-scene builder (model/arch/). GPT-2, the Llama family (llama, mistral, qwen2,
+// qwen3) and GPT-NeoX / Pythia (gpt_neox) are described here; adding a family is a description, a name map and
+// only the maths that is truly new.
+#pragma once
+
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "attnscope/compute/rope.h"
+#include "attnscope/model/gpt2.h"
+#include "attnscope/scene/scene.h"
+#include "attnscope/types.h"
+
+namespace attnscope::model {
+
+enum class NormKind { LayerNorm, RmsNorm };  // (x - mean) / sd * g + b | x / rms * g
+enum class Residual {
+  Sequential,  // x += attn(norm1 x); x += mlp(norm2 x)
+  Parallel,    // x += attn(norm1 x) + mlp(norm2 x), both norms of the layer's input (GPT-NeoX's default)
+};
+enum class MlpKind { Plain, Gated };  // down(act(up x)) | down(act(gate x) * up x)
+enum class Activation { GeluTanh, GeluErf, Silu };
+// How a checkpoint stores Q, K and V. Loaded, they are always one (q_dim + 2 kv_dim)-row block: q heads, k heads,
+// v heads, head h at rows [h hd, (h+1) hd) of its part.
+enum class QkvStorage {
+  Separate,     // q_proj, k_proj, v_proj (Llama)
+  FusedBlocks,  // one tensor, q | k | v (GPT-2's c_attn, Conv1D (in, out))
+  FusedPerHead, // one tensor viewed as (heads, 3, head_dim): q, k, v of head h side by side (GPT-NeoX)
+};
+
+struct Architecture {
+  std::string model_type;                  // "gpt2", "llama", "mistral", "qwen2", "qwen3", "gpt_neox"
+  int n_layer = 0, n_head = 0, n_kv_head = 0, head_dim = 0;
+  int hidden = 0, intermediate = 0, vocab_size = 0, max_positions = 0;
+  std::string max_positions_field = "max_position_embeddings";  // the config field named when n is too long
+  NormKind norm = NormKind::RmsNorm;
+  double norm_eps = 1e-6;
+  bool norm_bias = false;         // LayerNorm's b
+  Residual residual = Residual::Sequential;
+  bool learned_positions = false; // x = embed[ids] + pos_embed[0..n) (GPT-2)
+  int rotary_dims = 0;            // 0: no RoPE; else the first rotary_dims of every q and k head rotate (even)
+  double rope_theta = 10000;
+  RopeScaling rope_scaling;
+  bool qk_norm = false;           // Qwen3: RMSNorm over each head's head_dim, before RoPE
+  QkvStorage qkv = QkvStorage::Separate;
+  bool conv1d = false;            // linear weights stored (in, out), y = x W (GPT-2); else (out, in), y = x W^T
+  bool qkv_bias = false, o_bias = false, mlp_bias = false;
+  MlpKind mlp = MlpKind::Gated;
+  Activation activation = Activation::Silu;
+  bool tie_word_embeddings = false;
+  // Per layer, the keys a query sees: 0 = every earlier key; W = the last W keys, itself included.
+  std::vector<int> window;
+
+  int qDim() const { return n_head * head_dim; }
+  int kvDim() const { return n_kv_head * head_dim; }
+  float scoreScale() const;  // 1 / sqrt(head_dim)
+  HeadLayout layout() const;
+};
+
+// One layer's weights as loaded. Linear weights keep the file's layout (Architecture::conv1d), so that a
+// checkpoint is read without a transpose; y = x W^T + b, or x W + b for conv1d.
+struct LayerWeights {
+  RowVector norm1_g, norm1_b;  // (hidden); _b empty without norm bias
+  Matrix w_qkv;                // (q_dim + 2 kv_dim, hidden) (transposed for conv1d): q heads, k heads, v heads
+  RowVector b_qkv;             // (q_dim + 2 kv_dim) or empty
+  RowVector q_norm, k_norm;    // (head_dim), qk_norm only
+  Matrix w_o;                  // (hidden, q_dim)
+  RowVector b_o;               // (hidden) or empty
+  RowVector norm2_g, norm2_b;  // (hidden)
+  Matrix w_up;                 // (intermediate, hidden), Gated: (2 intermediate, hidden), gate rows then up rows
+  RowVector b_up;              // (intermediate) or empty (a Gated MLP has none)
+  Matrix w_down;               // (hidden, intermediate)
+  RowVector b_down;            // (hidden) or empty
+};
+
+struct Weights {
+  Architecture arch;
+  Matrix embed;      // (vocab_size, hidden)
+  Matrix pos_embed;  // (max_positions, hidden), learned_positions only
+  std::vector<LayerWeights> layers;
+  RowVector final_g, final_b;  // (hidden); _b empty without norm bias
+};
+
+// GPT-2's and the Llama family's configs as descriptions (the loaders' checks stay in their config readers).
+Architecture describeGpt2(const Gpt2Config& config);
+
+// GPT-NeoX / Pythia's config.json (model_type gpt_neox) checked, one line per refusal naming `path` and the field:
+// hidden_size a multiple of num_attention_heads; rotary_pct (or partial_rotary_factor, or v5's rope_parameters)
+// in (0, 1] giving an even number of rotary dims; rotary_emb_base / rope_theta; use_parallel_residual;
+// layer_norm_eps; hidden_act gelu (erf), gelu_new / gelu_pytorch_tanh (tanh) or relu-free; attention_bias.
+Architecture neoxArchitectureFromJson(const nlohmann::json& j, const std::string& path);
+
+// float32 bytes a loaded checkpoint of `arch` takes: the sum of the tensors the name map reads.
+std::size_t weightBytes(const Architecture& arch);
+
+// Reads DIR/model.safetensors, or the shards DIR/model.safetensors.index.json names, through the family's name
+// map: every tensor present with its shape (naming the config fields it comes from), F32/F16/BF16, the memory
+// checked against `budget_bytes` (0 = defaultMemoryBudget()) before any is read. `weights_file` non-empty: that
+// one file instead of the folder's. Fused tensors are split as Architecture::qkv says.
+Weights loadWeights(const std::string& dir, const Architecture& arch, std::size_t budget_bytes = 0,
+                    const std::string& weights_file = "");
+
+// float32 bytes the forward keeps and its activations need for n tokens: the maps while `maps` keeps them, else
+// per layer Q, K once per kv head and m, l per query head; with keep_ln1 each layer's first norm's output.
+std::size_t forwardBytes(const Architecture& arch, int n, bool keep_ln1, MapPolicy maps);
+
+// The one forward (float32, Eigen with OpenBLAS, OpenMP over heads and rows): x = embed[ids] (+ pos_embed);
+// per layer the description's norms, attention (RoPE on the rotary dims, the layer's window) and MLP, combined
+// as its residual form says; then the final norm into ForwardResult::hidden.
+ForwardResult describedForward(const Weights& weights, const std::vector<int>& ids, const ForwardOptions& options = {},
+                               std::size_t budget_bytes = 0);
+
+// Layer `layer`'s attention as a scene over forward.ln1[layer]: each query head's W_Q and b_Q, K/V heads (shared
+// ones as kv_heads), RoPE on rotary_dims, q_norm / k_norm, W_O and b_O, the causal or sliding-window mask.
+Scene describedLayerScene(const Weights& weights, const ForwardResult& forward, int layer,
+                          const std::vector<std::string>& tokens, const std::string& description);
+
+}  // namespace attnscope::model

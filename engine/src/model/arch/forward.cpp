@@ -1,0 +1,283 @@
+// The one forward on the CPU (float32; Eigen with OpenBLAS for the products, OpenMP over heads and rows), driven
+// by an Architecture: GPT-2, the Llama family and GPT-NeoX differ only in what the description and the view say.
+// Every layer's per-head maps are kept, or past the maps limit only Q, K and the row statistics.
+#include <cmath>
+#include <numeric>
+#include <utility>
+
+#include "attnscope/error.h"
+#include "attnscope/model/architecture.h"
+#include "model/arch/model_view.h"
+#include "model/arch/stage_timings.h"
+#include "model/forward_shared.h"
+
+namespace attnscope::model {
+
+namespace {
+
+// LayerNorm (population variance, as torch.nn.LayerNorm): (x - mean) / sqrt(var + eps) * g (+ b); RMSNorm
+// (transformers' LlamaRMSNorm in float32): x / sqrt(mean(x^2) + eps) * g. Row by row; x, out: (n, d).
+void norm(NormKind kind, const Matrix& x, const RowVector& g, const RowVector* b, float eps, Matrix& out) {
+  out.resize(x.rows(), x.cols());
+  const long n = x.rows();
+  const float inv_d = 1.0f / static_cast<float>(x.cols());
+  const bool bias = b && b->size() > 0;
+#pragma omp parallel for schedule(static)
+  for (long i = 0; i < n; ++i) {
+    const auto row = x.row(i).array();
+    if (kind == NormKind::RmsNorm) {
+      const float inv = 1.0f / std::sqrt(x.row(i).squaredNorm() * inv_d + eps);
+      out.row(i).array() = row * inv * g.array();
+    } else {
+      const float mean = row.sum() * inv_d;
+      const float var = (row - mean).square().sum() * inv_d;
+      const float inv = 1.0f / std::sqrt(var + eps);
+      out.row(i).array() = (row - mean) * inv * g.array();
+    }
+    if (bias) out.row(i) += *b;
+  }
+}
+
+// Qwen3's q_norm / k_norm: RMSNorm over each head's head_dim columns, in place on `heads` heads from col0.
+void headRmsNorm(Matrix& x, int col0, int heads, int head_dim, const RowVector& g, float eps) {
+  const long n = x.rows();
+  const float inv_d = 1.0f / static_cast<float>(head_dim);
+#pragma omp parallel for schedule(static)
+  for (long i = 0; i < n; ++i)
+    for (int h = 0; h < heads; ++h) {
+      auto part = x.row(i).segment(col0 + h * head_dim, head_dim);
+      const float inv = 1.0f / std::sqrt(part.squaredNorm() * inv_d + eps);
+      part.array() = part.array() * inv * g.array();
+    }
+}
+
+// The activation in place on a row: GELU's tanh form 0.5 z (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3))), GELU's
+// erf form 0.5 z (1 + erf(z / sqrt 2)), or SiLU z / (1 + e^-z).
+template <typename Row>
+void activate(Activation a, Row&& r) {
+  switch (a) {
+    case Activation::GeluTanh: {
+      const float c = 0.7978845608028654f;  // sqrt(2 / pi)
+      r = 0.5f * r * (1.0f + (c * (r + 0.044715f * r.cube())).tanh());
+      return;
+    }
+    case Activation::GeluErf:
+      for (Eigen::Index j = 0; j < r.size(); ++j) r[j] = 0.5f * r[j] * (1.0f + std::erf(r[j] * 0.70710678118654752f));
+      return;
+    case Activation::Silu: r = r / (1.0f + (-r).exp()); return;
+  }
+}
+
+// Plain: act(up) in place on (n, I). Gated: act(gate) * up into `act` (n, I) from up = (n, 2I), gate then up.
+const Matrix& mlpActivation(const Architecture& a, Matrix& up, Matrix& act) {
+  const long n = up.rows();
+  if (a.mlp == MlpKind::Plain) {
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < n; ++i) activate(a.activation, up.row(i).array());
+    return up;
+  }
+  const int inter = a.intermediate;
+  act.resize(n, inter);
+#pragma omp parallel for schedule(static)
+  for (long i = 0; i < n; ++i) {
+    act.row(i) = up.row(i).head(inter);
+    activate(a.activation, act.row(i).array());
+    act.row(i).array() *= up.row(i).tail(inter).array();
+  }
+  return act;
+}
+
+// A backend's layer result without maps into the forward's stats: Q scaled as the tiles' scale-1 scene reads it,
+// K per head, m and l. A backend that keeps no row statistics cannot serve a forward past the maps limit.
+void keepBackendStats(Result& attended, float scale, const Backend& backend, int l, Result& stats) {
+  stats.heads.resize(attended.heads.size());
+  for (std::size_t head = 0; head < attended.heads.size(); ++head) {
+    HeadResult& from = attended.heads[head];
+    if (from.row_sum.size() != from.q.rows() || from.k().rows() != from.q.rows())
+      throw InputError("forward", "layer " + std::to_string(l + 1) + " attention on the " + backend.name() +
+                                      " backend: Q, K and row statistics (the maps are past the maps limit)",
+                       "a result without them");
+    HeadResult& to = stats.heads[head];
+    to.q = from.q * scale;
+    to.ownK() = from.k();
+    to.row_max = std::move(from.row_max);
+    to.row_sum = std::move(from.row_sum);
+  }
+}
+
+// Layer l's attention through `backend`, the layer given as a scene (its output includes W_O): into x.
+void attendOnBackend(const ModelView& v, int l, const Matrix& normed, Backend& backend, ForwardResult& r, Matrix& x) {
+  const Architecture& a = v.arch;
+  Result attended;
+  try {
+    attended = backend.compute(attentionSceneOf(v, l, normed),
+                               {.keep_scores = false, .analysis = false,
+                                .maps = r.keepsMaps() ? MapPolicy::Keep : MapPolicy::Drop});
+  } catch (const InputError& e) {  // name the layer: the backend only knows a scene
+    throw InputError("forward", "layer " + std::to_string(l + 1) + " attention on the " + backend.name() +
+                                    " backend: " + e.what());
+  }
+  if (r.keepsMaps())
+    for (int head = 0; head < a.n_head; ++head)
+      r.mutableMap(l * a.n_head + head) = attended.heads[static_cast<std::size_t>(head)].weights;
+  else
+    keepBackendStats(attended, a.scoreScale(), backend, l, r.stats[static_cast<std::size_t>(l)]);
+  x += attended.output;
+}
+
+// Layer l's attention on the CPU, fused: every query head against its kv head, its map into r (or its Q, K and row
+// statistics into r.stats[l]), the heads' outputs into concat (n, q_dim). qkv: (n, q + 2 kv), after RoPE, Q scaled.
+void attendLayer(const Architecture& a, int l, const Matrix& qkv, Matrix& concat, ForwardResult& r) {
+  const int hd = a.head_dim, q_dim = a.qDim(), kv_dim = a.kvDim(), group = a.n_head / a.n_kv_head;
+  const int window = a.window.empty() ? 0 : a.window[static_cast<std::size_t>(l)];
+  const bool kept = r.keepsMaps();
+  Result* stats = kept ? nullptr : &r.stats[static_cast<std::size_t>(l)];
+  if (stats) {  // K once per kv head, shared by its group's query heads
+    stats->heads.resize(static_cast<std::size_t>(a.n_head));
+    for (int h = 0; h < a.n_head; ++h) {
+      HeadResult& hr = stats->heads[static_cast<std::size_t>(h)];
+      if (h % group == 0) hr.ownK() = qkv.middleCols(q_dim + h / group * hd, hd);  // (n, hd), after RoPE
+      else hr.shareKeyValues(stats->heads[static_cast<std::size_t>(h - h % group)]);
+    }
+  }
+#pragma omp parallel for schedule(dynamic)
+  for (int h = 0; h < a.n_head; ++h) {
+    const int g = h / group;  // the kv head this query head reads
+    const auto q = qkv.middleCols(h * hd, hd), k = qkv.middleCols(q_dim + g * hd, hd),
+               v = qkv.middleCols(q_dim + kv_dim + g * hd, hd);
+    if (kept) {
+      attendHead(q, k, v, window, r.mutableMap(l * a.n_head + h), concat.middleCols(h * hd, hd));
+    } else {
+      HeadResult& hr = stats->heads[static_cast<std::size_t>(h)];
+      hr.q = q;  // (n, hd) after q_norm and RoPE, scaled
+      attendHeadStats(q, k, v, window, concat.middleCols(h * hd, hd), hr);
+    }
+  }
+}
+
+}  // namespace
+
+void linear(const Matrix& x, const Matrix& w, const RowVector* b, bool conv1d, Matrix& y) {
+  if (conv1d) y.noalias() = x * w;
+  else y.noalias() = x * w.transpose();
+  if (b && b->size()) y.rowwise() += *b;
+}
+
+void linearAdd(const Matrix& x, const Matrix& w, const RowVector* b, bool conv1d, Matrix& y) {
+  if (conv1d) y.noalias() += x * w;
+  else y.noalias() += x * w.transpose();
+  if (b && b->size()) y.rowwise() += *b;
+}
+
+std::size_t forwardBytes(const Architecture& a, int n, bool keep_ln1, MapPolicy policy) {
+  const std::size_t nn = static_cast<std::size_t>(n), layers = static_cast<std::size_t>(a.n_layer);
+  const std::size_t hidden = static_cast<std::size_t>(a.hidden), inter = static_cast<std::size_t>(a.intermediate);
+  const std::size_t q = static_cast<std::size_t>(a.qDim()), kv = static_cast<std::size_t>(a.kvDim());
+  // Kept: every map. Else per layer Q (n, q_dim), K once per kv head (n, kv_dim) and m, l per query head: O(n d).
+  const std::size_t maps = forwardKeepsMaps(a.n_layer, a.n_head, n, policy)
+                               ? layers * static_cast<std::size_t>(a.n_head) * nn * nn
+                               : layers * nn * (q + kv + 2 * static_cast<std::size_t>(a.n_head));
+  // x, the norm's output, the final hidden state, qkv, the heads' outputs, the MLP's (gated: gate_up and act; plain:
+  // up, activated in place), and a parallel residual's second norm output.
+  const std::size_t per_token = 3 * hidden + 2 * q + 2 * kv + (a.mlp == MlpKind::Gated ? 3 * inter : inter) +
+                                (a.residual == Residual::Parallel ? hidden : 0);
+  const std::size_t ln1 = keep_ln1 ? layers * nn * hidden : 0;
+  return 4 * (maps + nn * per_token + ln1);
+}
+
+void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult& r, const ForwardOptions& options,
+                 std::size_t budget_bytes) {
+  const Architecture& a = v.arch;
+  const int n = static_cast<int>(ids.size());
+  checkForwardInput(ids, a.max_positions, a.max_positions_field.c_str(), a.vocab_size,
+                    forwardBytes(a, n, options.keep_ln1, options.maps), budget_bytes);
+  StageTimings timings("forward");
+  // A result of the same size keeps its buffer: a forward on it touches no new pages.
+  r.layout = a.layout();
+  r.resize(n, a.n_layer * a.n_head, forwardKeepsMaps(a.n_layer, a.n_head, n, options.maps));
+  r.ln1.resize(options.keep_ln1 ? static_cast<std::size_t>(a.n_layer) : 0);
+  const bool kept = r.keepsMaps();
+  const int hd = a.head_dim, q_dim = a.qDim();
+  const float eps = static_cast<float>(a.norm_eps);
+  RopeTable rope;
+  if (a.rotary_dims > 0) {
+    std::vector<int> positions(static_cast<std::size_t>(n));
+    std::iota(positions.begin(), positions.end(), 0);
+    rope = RopeTable(positions, ropeInverseFrequencies(a.rope_theta, a.rotary_dims, a.rope_scaling));
+  }
+
+  Matrix x(n, a.hidden);  // (n, hidden) the residual stream
+  for (int i = 0; i < n; ++i) x.row(i) = v.embed->row(ids[static_cast<std::size_t>(i)]);
+  if (a.learned_positions) x += v.pos_embed->topRows(n);
+  checkStage(x, -1, v.stages.embedding.c_str());
+  Matrix normed(n, a.hidden), normed2, qkv(n, q_dim + 2 * a.kvDim()), concat(n, q_dim), up, act;
+  timings.mark("setup (maps, rope, embed)");
+  for (int l = 0; l < a.n_layer; ++l) {
+    const LayerView& L = v.layers[static_cast<std::size_t>(l)];
+    norm(a.norm, x, *L.norm1_g, L.norm1_b, eps, normed);
+    checkStage(normed, l, v.stages.norm1.c_str());
+    if (options.keep_ln1) r.ln1[static_cast<std::size_t>(l)] = normed;  // a layer scene's rows
+    if (a.residual == Residual::Parallel) {  // both norms read the layer's input
+      norm(a.norm, x, *L.norm2_g, L.norm2_b, eps, normed2);
+      checkStage(normed2, l, v.stages.norm2.c_str());
+    }
+    timings.mark("norms");
+    if (options.attention) {
+      attendOnBackend(v, l, normed, *options.attention, r, x);
+    } else {
+      linear(normed, *L.w_qkv, L.b_qkv, a.conv1d, qkv);  // (n, q + 2 kv): q heads, then k heads, then v heads
+      timings.mark("qkv projection");
+      if (a.qk_norm) {  // Qwen3: before RoPE
+        headRmsNorm(qkv, 0, a.n_head, hd, *L.q_norm, eps);
+        headRmsNorm(qkv, q_dim, a.n_kv_head, hd, *L.k_norm, eps);
+      }
+      if (a.rotary_dims > 0) {  // the first rotary_dims of every q and k head
+        for (int h = 0; h < a.n_head; ++h) rope.rotate(qkv, h * hd);
+        for (int g = 0; g < a.n_kv_head; ++g) rope.rotate(qkv, q_dim + g * hd);
+      }
+      // The scale goes onto Q once (n x q_dim multiplies) rather than onto each (n, n) product: Eigen evaluates
+      // `(q * k^T) * s` into a temporary and scales it, 3.5x slower than the plain product handed to BLAS.
+      qkv.leftCols(q_dim) *= a.scoreScale();
+      checkStage(qkv, l, v.stages.qkv.c_str());
+      timings.mark("q/k norm, rope, q scale, checks");
+      attendLayer(a, l, qkv, concat, r);
+      timings.mark("attention (scores, softmax, w v)");
+      linearAdd(concat, *L.w_o, L.b_o, a.conv1d, x);  // (n, hidden)
+      timings.mark("o projection");
+    }
+    // q k^T overflowing gives inf - inf = NaN in the softmax: caught in the maps (or in m and l, which a NaN score
+    // reaches), named by the first head.
+    for (int h = 0; h < a.n_head; ++h) {
+      const std::string stage = "attention scores and softmax of head " + std::to_string(h);
+      if (kept) checkStage(r.keptMap(l * a.n_head + h), l, stage.c_str());
+      else checkStage(r.stats[static_cast<std::size_t>(l)].heads[static_cast<std::size_t>(h)].row_sum, l, stage.c_str());
+    }
+    checkStage(x, l, v.stages.attention_out.c_str());
+    if (a.residual == Residual::Sequential) {
+      norm(a.norm, x, *L.norm2_g, L.norm2_b, eps, normed);
+      checkStage(normed, l, v.stages.norm2.c_str());
+    }
+    timings.mark("norms");
+    linear(a.residual == Residual::Parallel ? normed2 : normed, *L.w_up, L.b_up, a.conv1d, up);
+    timings.mark("mlp up projection");
+    const Matrix& activated = mlpActivation(a, up, act);
+    checkStage(activated, l, v.stages.mlp_up.c_str());
+    timings.mark("mlp activation");
+    linearAdd(activated, *L.w_down, L.b_down, a.conv1d, x);  // (n, hidden)
+    checkStage(x, l, v.stages.mlp_down.c_str());
+    timings.mark("mlp down projection");
+    if (options.progress && !options.progress(l + 1)) throw ForwardCancelled();
+  }
+  norm(a.norm, x, *v.final_g, v.final_b, eps, r.hidden);
+  checkStage(r.hidden, -1, v.stages.final_norm.c_str());
+  timings.mark("norms");
+}
+
+ForwardResult describedForward(const Weights& w, const std::vector<int>& ids, const ForwardOptions& options,
+                               std::size_t budget_bytes) {
+  ForwardResult r;
+  forwardInto(viewOf(w), ids, r, options, budget_bytes);
+  return r;
+}
+
+}  // namespace attnscope::model

@@ -1,0 +1,126 @@
+// The one layer-scene builder: any described family's layer as an ordinary scene (its input norm's rows, each
+// head's W_Q, W_K, W_V and biases split from the fused projection, shared K/V heads, RoPE on the rotary dims,
+// q_norm / k_norm, W_O and b_O, the causal or sliding-window mask), so that both backends give the forward's
+// maps; and the views a family's weights are read through.
+#include <algorithm>
+#include <optional>
+#include <string>
+
+#include "attnscope/error.h"
+#include "attnscope/model/architecture.h"
+#include "model/arch/model_view.h"
+#include "model/forward_shared.h"
+
+namespace attnscope::model {
+
+namespace {
+
+// Output rows [row0, row0 + count) of a projection as a scene's (d_model, count) W: the (out, in) matrix's rows
+// transposed, or the conv1d (in, out) matrix's columns.
+Matrix headWeight(const Matrix& w, bool conv1d, int row0, int count) {
+  if (conv1d) return w.middleCols(row0, count);
+  return w.middleRows(row0, count).transpose();
+}
+
+std::optional<RowVector> headBias(const RowVector* b, int row0, int count) {
+  if (!b || b->size() == 0) return std::nullopt;
+  return RowVector(b->segment(row0, count));
+}
+
+const RowVector* orNull(const RowVector& v) { return v.size() ? &v : nullptr; }
+
+}  // namespace
+
+Scene attentionSceneOf(const ModelView& v, int layer, const Matrix& x) {
+  const Architecture& a = v.arch;
+  const LayerView& L = v.layers[static_cast<std::size_t>(layer)];
+  const int hd = a.head_dim, q_dim = a.qDim(), kv_dim = a.kvDim(), group = a.n_head / a.n_kv_head;
+  const bool grouped = a.n_kv_head < a.n_head;  // classic heads when every query head has its own K/V
+  const Matrix& w = *L.w_qkv;
+  Scene s;
+  s.d_model = a.hidden;
+  s.query = x;  // (n, hidden)
+  for (Eigen::Index i = 0; i < x.rows(); ++i) s.query_tokens.push_back(std::to_string(i));
+  for (int g = 0; grouped && g < a.n_kv_head; ++g)
+    s.kv_heads.push_back({headWeight(w, a.conv1d, q_dim + g * hd, hd), headWeight(w, a.conv1d, q_dim + kv_dim + g * hd, hd),
+                          headBias(L.b_qkv, q_dim + g * hd, hd), headBias(L.b_qkv, q_dim + kv_dim + g * hd, hd)});
+  for (int h = 0; h < a.n_head; ++h) {
+    HeadParams p;
+    p.w_q = headWeight(w, a.conv1d, h * hd, hd);
+    p.b_q = headBias(L.b_qkv, h * hd, hd);
+    if (grouped) {
+      p.kv = h / group;
+    } else {
+      p.w_k = headWeight(w, a.conv1d, q_dim + h * hd, hd);
+      p.w_v = headWeight(w, a.conv1d, q_dim + kv_dim + h * hd, hd);
+      p.b_k = headBias(L.b_qkv, q_dim + h * hd, hd);
+      p.b_v = headBias(L.b_qkv, q_dim + kv_dim + h * hd, hd);
+    }
+    s.heads.push_back(std::move(p));
+  }
+  if (a.rotary_dims > 0) s.rope = SceneRope{a.rope_theta, a.rotary_dims, a.rope_scaling};
+  if (a.qk_norm) {
+    s.q_norm = SceneHeadNorm{*L.q_norm, a.norm_eps};
+    s.k_norm = SceneHeadNorm{*L.k_norm, a.norm_eps};
+  }
+  s.w_o = a.conv1d ? Matrix(*L.w_o) : Matrix(L.w_o->transpose());  // (q_dim, hidden): rows are the heads' outputs
+  if (L.b_o && L.b_o->size()) s.b_o = *L.b_o;
+  const int window = a.window.empty() ? 0 : a.window[static_cast<std::size_t>(layer)];
+  const int n = static_cast<int>(x.rows());
+  if (window == 0) {
+    s.mask = MaskKind::Causal;
+  } else {  // key j for query i when i - window < j <= i
+    s.mask = MaskKind::Explicit;
+    s.explicit_mask = MaskMatrix::Zero(n, n);
+    for (int i = 0; i < n; ++i)
+      for (int j = std::max(0, i - window + 1); j <= i; ++j) s.explicit_mask(i, j) = 1;
+  }
+  return s;
+}
+
+Scene layerSceneOf(const ModelView& v, const ForwardResult& forward, int layer, const std::vector<std::string>& tokens,
+                   const std::string& description) {
+  checkLayerSceneInput(forward, v.arch.n_layer, layer, tokens);
+  Scene s = attentionSceneOf(v, layer, forward.ln1[static_cast<std::size_t>(layer)]);
+  s.description = description;
+  s.query_tokens = tokens;
+  return s;
+}
+
+Scene describedLayerScene(const Weights& w, const ForwardResult& forward, int layer, const std::vector<std::string>& tokens,
+                          const std::string& description) {
+  return layerSceneOf(viewOf(w), forward, layer, tokens, description);
+}
+
+ModelView viewOf(const Weights& w) {
+  ModelView v;
+  v.arch = w.arch;
+  v.embed = &w.embed;
+  v.pos_embed = &w.pos_embed;
+  for (const LayerWeights& L : w.layers)
+    v.layers.push_back({.norm1_g = &L.norm1_g, .norm1_b = orNull(L.norm1_b), .norm2_g = &L.norm2_g,
+                        .norm2_b = orNull(L.norm2_b), .w_qkv = &L.w_qkv, .b_qkv = orNull(L.b_qkv),
+                        .q_norm = &L.q_norm, .k_norm = &L.k_norm, .w_o = &L.w_o, .b_o = orNull(L.b_o),
+                        .w_up = &L.w_up, .w_down = &L.w_down, .b_up = orNull(L.b_up), .b_down = orNull(L.b_down)});
+  v.final_g = &w.final_g;
+  v.final_b = orNull(w.final_b);
+  v.stages = stageNames(w.arch);
+  return v;
+}
+
+ModelView viewOf(const Gpt2Weights& w) {
+  ModelView v;
+  v.arch = describeGpt2(w.config);
+  v.embed = &w.wte;
+  v.pos_embed = &w.wpe;
+  for (const Gpt2Block& b : w.blocks)
+    v.layers.push_back({.norm1_g = &b.ln_1_g, .norm1_b = &b.ln_1_b, .norm2_g = &b.ln_2_g, .norm2_b = &b.ln_2_b,
+                        .w_qkv = &b.c_attn_w, .b_qkv = &b.c_attn_b, .w_o = &b.c_proj_w, .b_o = &b.c_proj_b,
+                        .w_up = &b.fc_w, .w_down = &b.mlp_proj_w, .b_up = &b.fc_b, .b_down = &b.mlp_proj_b});
+  v.final_g = &w.ln_f_g;
+  v.final_b = &w.ln_f_b;
+  v.stages = stageNames(v.arch);
+  return v;
+}
+
+}  // namespace attnscope::model

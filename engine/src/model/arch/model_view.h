@@ -1,0 +1,62 @@
+// What the one forward and the one layer-scene builder read: a family's weights seen through pointers, so that
+// GPT-2's own Gpt2Weights (which tests and the bench build in place) and the described Weights are one shape,
+// without a copy of any matrix. Empty vectors mean "none" (no bias, no norm bias).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "attnscope/model/architecture.h"
+#include "attnscope/model/gpt2.h"
+#include "attnscope/model/model.h"
+
+namespace attnscope::model {
+
+struct LayerView {
+  const RowVector *norm1_g = nullptr, *norm1_b = nullptr, *norm2_g = nullptr, *norm2_b = nullptr;
+  const Matrix* w_qkv = nullptr;  // (q + 2 kv, hidden), or (hidden, q + 2 kv) for conv1d
+  const RowVector* b_qkv = nullptr;
+  const RowVector *q_norm = nullptr, *k_norm = nullptr;
+  const Matrix* w_o = nullptr;
+  const RowVector* b_o = nullptr;
+  const Matrix *w_up = nullptr, *w_down = nullptr;
+  const RowVector *b_up = nullptr, *b_down = nullptr;
+};
+
+// Stage names for the overflow check's message, in the family's own words ("ln_1", "attention c_proj").
+struct StageNames {
+  std::string embedding, norm1, qkv, attention_out, norm2, mlp_up, mlp_down, final_norm;
+};
+
+struct ModelView {
+  Architecture arch;
+  const Matrix* embed = nullptr;
+  const Matrix* pos_embed = nullptr;  // learned_positions only
+  std::vector<LayerView> layers;
+  const RowVector *final_g = nullptr, *final_b = nullptr;
+  StageNames stages;
+};
+
+// The family's stage names (tensor_names.cpp, beside its tensor names).
+StageNames stageNames(const Architecture& arch);
+
+ModelView viewOf(const Weights& w);
+ModelView viewOf(const Gpt2Weights& w);
+ModelView viewOf(const Model& model);  // whichever family it holds
+
+// The forward over a view, into `result` (its map buffer reused when the size matches).
+void forwardInto(const ModelView& view, const std::vector<int>& ids, ForwardResult& result, const ForwardOptions& options,
+                 std::size_t budget_bytes);
+
+// Layer `layer`'s attention over the rows x (n, hidden) as a scene, tokens numbered (what a backend computes).
+Scene attentionSceneOf(const ModelView& view, int layer, const Matrix& x);
+// The same over forward.ln1[layer], checked, with labels and description.
+Scene layerSceneOf(const ModelView& view, const ForwardResult& forward, int layer, const std::vector<std::string>& tokens,
+                   const std::string& description);
+
+// y = x W^T (or x W for conv1d) + b. x: (n, in); y: (n, out).
+void linear(const Matrix& x, const Matrix& w, const RowVector* b, bool conv1d, Matrix& y);
+// y += x W^T (+ b).
+void linearAdd(const Matrix& x, const Matrix& w, const RowVector* b, bool conv1d, Matrix& y);
+
+}  // namespace attnscope::model

@@ -1,0 +1,133 @@
+// The name table per family: a checkpoint's tensor names, the config fields each shape comes from, and the
+// forward's stage names in the family's words. GPT-2 (GPT2LMHeadModel / GPT2Model), the Llama family
+// (LlamaForCausalLM and kin) and GPT-NeoX (GPTNeoXForCausalLM: embed_in, query_key_value, dense_h_to_4h, embed_out).
+#include "model/arch/tensor_names.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace attnscope::model {
+
+namespace {
+
+struct FamilyNames {
+  std::vector<std::string> prefixes;
+  const char *embed, *pos_embed, *final_norm, *layers;
+  const char *norm1, *norm2, *q, *k, *v, *qkv, *q_norm, *k_norm, *o, *gate, *up, *down;
+  const char* lm_head;  // the whole name, no prefix; null: always tied
+  // config field names, for messages
+  const char *f_hidden, *f_heads, *f_kv_heads, *f_inter, *f_vocab, *f_positions;
+  StageNames stages;
+};
+
+const FamilyNames kGpt2 = {
+    {"", "transformer."}, "wte", "wpe", "ln_f", "h.",
+    "ln_1", "ln_2", nullptr, nullptr, nullptr, "attn.c_attn", nullptr, nullptr, "attn.c_proj", nullptr, "mlp.c_fc",
+    "mlp.c_proj", nullptr,
+    "n_embd", "n_head", "n_head", "4 x n_embd", "vocab_size", "n_positions",
+    {"the embedding (wte + wpe)", "ln_1", "attention c_attn (q, k, v)", "attention c_proj + residual", "ln_2",
+     "mlp c_fc + gelu", "mlp c_proj + residual", "ln_f"}};
+
+const FamilyNames kLlama = {
+    {"model."}, "embed_tokens", nullptr, "norm", "layers.",
+    "input_layernorm", "post_attention_layernorm", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+    nullptr, "self_attn.q_norm", "self_attn.k_norm", "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj",
+    "mlp.down_proj", "lm_head.weight",
+    "hidden_size", "num_attention_heads", "num_key_value_heads", "intermediate_size", "vocab_size",
+    "max_position_embeddings",
+    {"the embedding (embed_tokens)", "input_layernorm", "attention q, k, v (after RoPE)", "attention o_proj + residual",
+     "post_attention_layernorm", "mlp gate/up + silu", "mlp down_proj + residual", "the final norm"}};
+
+const FamilyNames kNeox = {
+    {"gpt_neox.", ""}, "embed_in", nullptr, "final_layer_norm", "layers.",
+    "input_layernorm", "post_attention_layernorm", nullptr, nullptr, nullptr, "attention.query_key_value", nullptr,
+    nullptr, "attention.dense", nullptr, "mlp.dense_h_to_4h", "mlp.dense_4h_to_h", "embed_out.weight",
+    "hidden_size", "num_attention_heads", "num_attention_heads", "intermediate_size", "vocab_size",
+    "max_position_embeddings",
+    {"the embedding (embed_in)", "input_layernorm", "attention query_key_value (after RoPE)",
+     "attention dense + residual", "post_attention_layernorm", "mlp dense_h_to_4h + gelu",
+     "mlp dense_4h_to_h + residual", "final_layer_norm"}};
+
+const FamilyNames& namesOf(const Architecture& a) {
+  if (a.model_type == "gpt2") return kGpt2;
+  if (a.model_type == "gpt_neox") return kNeox;
+  if (a.model_type == "llama" || a.model_type == "mistral" || a.model_type == "qwen2" || a.model_type == "qwen3")
+    return kLlama;
+  throw std::logic_error("no tensor names for model_type " + a.model_type);  // every described family has some
+}
+
+}  // namespace
+
+float Architecture::scoreScale() const { return 1.0f / std::sqrt(static_cast<float>(head_dim)); }
+
+HeadLayout Architecture::layout() const {
+  HeadLayout l(n_layer, n_head, n_kv_head);
+  l.window = window;
+  return l;
+}
+
+std::vector<std::string> bodyPrefixes(const Architecture& a) { return namesOf(a).prefixes; }
+std::string embedName(const Architecture& a) { return std::string(namesOf(a).embed) + ".weight"; }
+StageNames stageNames(const Architecture& a) { return namesOf(a).stages; }
+
+std::vector<ExpectedTensor> expectedTensors(const Architecture& a, const std::string& prefix) {
+  const FamilyNames& f = namesOf(a);
+  const std::int64_t d = a.hidden, q = a.qDim(), kv = a.kvDim(), inter = a.intermediate, hd = a.head_dim;
+  const std::string hidden = f.f_hidden;
+  const std::string heads = std::string(f.f_heads) + " " + std::to_string(a.n_head) + " x head_dim " + std::to_string(hd);
+  const std::string kv_heads =
+      std::string(f.f_kv_heads) + " " + std::to_string(a.n_kv_head) + " x head_dim " + std::to_string(hd);
+  const std::string inter_why = f.f_inter;
+  // A linear layer's weight: (out, in), or (in, out) in GPT-2's Conv1D.
+  const auto lin = [&](std::int64_t out, std::int64_t in) {
+    return a.conv1d ? std::vector<std::int64_t>{in, out} : std::vector<std::int64_t>{out, in};
+  };
+  std::vector<ExpectedTensor> e = {{prefix + f.embed + ".weight", {a.vocab_size, d},
+                                    std::string(f.f_vocab) + " x " + hidden, Slot::Embed}};
+  if (a.learned_positions)
+    e.push_back({prefix + f.pos_embed + ".weight", {a.max_positions, d}, std::string(f.f_positions) + " x " + hidden,
+                 Slot::PosEmbed});
+  for (int l = 0; l < a.n_layer; ++l) {
+    const std::string p = prefix + f.layers + std::to_string(l) + ".";
+    const auto add = [&](const std::string& name, std::vector<std::int64_t> shape, const std::string& why, Slot slot) {
+      e.push_back({p + name, std::move(shape), why, slot, l});
+    };
+    add(std::string(f.norm1) + ".weight", {d}, hidden, Slot::Norm1G);
+    if (a.norm_bias) add(std::string(f.norm1) + ".bias", {d}, hidden, Slot::Norm1B);
+    if (a.qkv == QkvStorage::Separate) {
+      add(std::string(f.q) + ".weight", lin(q, d), heads + ", " + hidden, Slot::Q);
+      add(std::string(f.k) + ".weight", lin(kv, d), kv_heads + ", " + hidden, Slot::K);
+      add(std::string(f.v) + ".weight", lin(kv, d), kv_heads + ", " + hidden, Slot::V);
+      if (a.qkv_bias) {
+        add(std::string(f.q) + ".bias", {q}, heads, Slot::QB);
+        add(std::string(f.k) + ".bias", {kv}, kv_heads, Slot::KB);
+        add(std::string(f.v) + ".bias", {kv}, kv_heads, Slot::VB);
+      }
+    } else {
+      const std::string why = "3 x " + heads;
+      add(std::string(f.qkv) + ".weight", lin(q + 2 * kv, d), why + ", " + hidden, Slot::Qkv);
+      if (a.qkv_bias) add(std::string(f.qkv) + ".bias", {q + 2 * kv}, why, Slot::QkvB);
+    }
+    if (a.qk_norm) {
+      add(std::string(f.q_norm) + ".weight", {hd}, "head_dim", Slot::QNorm);
+      add(std::string(f.k_norm) + ".weight", {hd}, "head_dim", Slot::KNorm);
+    }
+    add(std::string(f.o) + ".weight", lin(d, q), hidden + ", " + heads, Slot::O);
+    if (a.o_bias) add(std::string(f.o) + ".bias", {d}, hidden, Slot::OB);
+    add(std::string(f.norm2) + ".weight", {d}, hidden, Slot::Norm2G);
+    if (a.norm_bias) add(std::string(f.norm2) + ".bias", {d}, hidden, Slot::Norm2B);
+    if (a.mlp == MlpKind::Gated) add(std::string(f.gate) + ".weight", lin(inter, d), inter_why + " x " + hidden, Slot::Gate);
+    add(std::string(f.up) + ".weight", lin(inter, d), inter_why + " x " + hidden, Slot::Up);
+    if (a.mlp_bias) add(std::string(f.up) + ".bias", {inter}, inter_why, Slot::UpB);
+    add(std::string(f.down) + ".weight", lin(d, inter), hidden + " x " + inter_why, Slot::Down);
+    if (a.mlp_bias) add(std::string(f.down) + ".bias", {d}, hidden, Slot::DownB);
+  }
+  e.push_back({prefix + f.final_norm + ".weight", {d}, hidden, Slot::FinalG});
+  if (a.norm_bias) e.push_back({prefix + f.final_norm + ".bias", {d}, hidden, Slot::FinalB});
+  if (f.lm_head && !a.tie_word_embeddings)
+    e.push_back({f.lm_head, {a.vocab_size, d}, std::string(f.f_vocab) + " x " + hidden + "; tie_word_embeddings false",
+                 Slot::LmHead});
+  return e;
+}
+
+}  // namespace attnscope::model

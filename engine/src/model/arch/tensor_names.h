@@ -1,0 +1,40 @@
+// Per family, the tensor names of a checkpoint and the config fields its shapes come from (as llama.cpp's
+// llama-arch.cpp keeps a name table per architecture): the loader reads through it, the forward names its stages
+// with it. Internal to model/arch/.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "attnscope/model/architecture.h"
+#include "model/arch/model_view.h"
+
+namespace attnscope::model {
+
+// Where a tensor goes once read.
+enum class Slot {
+  Embed, PosEmbed, FinalG, FinalB, Norm1G, Norm1B, Norm2G, Norm2B,
+  Q, K, V, QB, KB, VB, Qkv, QkvB, QNorm, KNorm, O, OB, Gate, Up, UpB, Down, DownB,
+  LmHead,  // checked (an untied checkpoint without it is broken), not read: maps need no logits
+};
+
+struct ExpectedTensor {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  std::string why;  // the config fields the shape comes from, for messages
+  Slot slot;
+  int layer = -1;   // -1: not a layer's
+};
+
+// Every tensor `arch` implies, named with `prefix` before the body's names (GPT-2's "transformer.", Llama's
+// "model.", GPT-NeoX's "gpt_neox."), in the order they are checked.
+std::vector<ExpectedTensor> expectedTensors(const Architecture& arch, const std::string& prefix);
+
+// The body prefixes a file of this family may use, the likeliest first; the loader takes the first whose
+// embedding it holds (else the first, so that the missing tensor is named as most files name it).
+std::vector<std::string> bodyPrefixes(const Architecture& arch);
+// The embedding's name without prefix ("wte.weight").
+std::string embedName(const Architecture& arch);
+
+}  // namespace attnscope::model
