@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "attnscope/error.h"
 #include "attnscope/model/tokenizer.h"
@@ -18,6 +19,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       (void)t.decode(ids);
       for (int id : ids) (void)t.label(id);
     }
+    // Runs that a heavy regex backtracks over, that a growing normalizer multiplies, that added tokens with a
+    // shared prefix nearly match: each is refused or done well within the fuzzer's -timeout.
+    static const std::string runs = [] {
+      std::string s;
+      for (int i = 0; i < 128; ++i) s += "ab";
+      return s + std::string(256, 'a') + std::string(128, ' ') + "x\n" + std::string(301, 'a') + "007";
+    }();
+    (void)t.decode(t.encode(runs, false));
   } catch (const attnscope::InputError&) {
   }
   return 0;

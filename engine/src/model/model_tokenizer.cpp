@@ -68,17 +68,8 @@ void splitAdded(const tok::Spec& spec, const tok::AddedMatcher& m, const std::st
   std::size_t start_offset = 0, pos = 0;
   const std::size_t n = sentence.size();
   while (!m.patterns.empty() && pos < n) {
-    std::size_t found = n, which = 0;
-    for (std::size_t i = pos; i < n && found == n; ++i) {
-      for (std::size_t k : m.by_first_byte[static_cast<unsigned char>(sentence[i])]) {
-        const std::string& p = m.patterns[k];
-        if (sentence.compare(i, p.size(), p) == 0) {
-          found = i, which = k;
-          break;  // longest first
-        }
-      }
-    }
-    if (found == n) break;
+    const auto [found, which] = m.find(sentence, pos);
+    if (found == std::string::npos) break;
     const tok::AddedToken& t = spec.added[m.token[which]];
     std::size_t start = found, stop = found + m.patterns[which].size();
     pos = stop;
@@ -124,6 +115,80 @@ void postProcess(const tok::PostProcessor& p, std::vector<int>& ids) {
 }
 
 }  // namespace
+
+namespace tok {
+
+void AddedMatcher::add(std::string pattern, std::size_t token_index) {
+  if (pattern.empty()) return;
+  patterns.push_back(std::move(pattern));
+  token.push_back(token_index);
+}
+
+std::uint32_t AddedMatcher::child(std::uint32_t state, unsigned char byte) const {
+  const auto& edges = states_[state].next;
+  const auto it =
+      std::lower_bound(edges.begin(), edges.end(), byte,
+                       [](const std::pair<unsigned char, std::uint32_t>& e, unsigned char b) { return e.first < b; });
+  return it != edges.end() && it->first == byte ? it->second : 0;
+}
+
+std::uint32_t AddedMatcher::step(std::uint32_t state, unsigned char byte) const {
+  for (;;) {
+    if (const std::uint32_t next = child(state, byte)) return next;
+    if (state == 0) return 0;
+    state = states_[state].fail;
+  }
+}
+
+void AddedMatcher::finish() {
+  states_.assign(1, State{});
+  for (std::size_t k = 0; k < patterns.size(); ++k) {
+    std::uint32_t s = 0;
+    for (const char c : patterns[k]) {
+      const auto byte = static_cast<unsigned char>(c);
+      std::uint32_t next = child(s, byte);
+      if (next == 0) {
+        next = static_cast<std::uint32_t>(states_.size());
+        State fresh;
+        fresh.depth = states_[s].depth + 1;
+        states_.push_back(std::move(fresh));
+        auto& edges = states_[s].next;
+        edges.insert(std::lower_bound(edges.begin(), edges.end(), std::make_pair(byte, std::uint32_t{0})),
+                     {byte, next});
+      }
+      s = next;
+    }
+    if (states_[s].pattern < 0) states_[s].pattern = static_cast<std::int64_t>(k);  // the first of equal ones
+  }
+  // Failure links breadth first (a state's link is shallower, so it is done before the state).
+  std::vector<std::uint32_t> queue{0};
+  for (std::size_t q = 0; q < queue.size(); ++q) {
+    const std::uint32_t s = queue[q];
+    State& here = states_[s];
+    here.longest = here.pattern >= 0 ? here.pattern : s == 0 ? -1 : states_[here.fail].longest;
+    for (const auto& [byte, next] : states_[s].next) {
+      states_[next].fail = s == 0 ? 0 : step(states_[s].fail, byte);
+      queue.push_back(next);
+    }
+  }
+}
+
+std::pair<std::size_t, std::size_t> AddedMatcher::find(const std::string& text, std::size_t from) const {
+  std::size_t best_begin = std::string::npos, best = 0;
+  std::uint32_t s = 0;
+  for (std::size_t j = from; j < text.size(); ++j) {
+    s = step(s, static_cast<unsigned char>(text[j]));
+    // Every match ending from here on starts at or after j + 1 - depth: past the best start, none can win.
+    if (best_begin != std::string::npos && j + 1 - states_[s].depth > best_begin) break;
+    const std::int64_t k = states_[s].longest;  // the earliest-starting match ending here
+    if (k < 0) continue;
+    const std::size_t begin = j + 1 - patterns[static_cast<std::size_t>(k)].size();
+    if (best_begin == std::string::npos || begin <= best_begin) best_begin = begin, best = static_cast<std::size_t>(k);
+  }
+  return {best_begin, best};
+}
+
+}  // namespace tok
 
 const std::vector<std::string>& byteToUnicode() {
   // bytes_to_unicode(): the printable bytes ! .. ~, ¡ .. ¬, ® .. ÿ stand for themselves; the other 68 bytes

@@ -87,9 +87,20 @@ std::vector<std::string> decodeChain(const Decoder& d, std::vector<std::string> 
         tokens[i] = out;
       }
       return tokens;
-    case Decoder::Kind::Replace:
-      for (std::string& t : tokens) t = d.pattern.replaceAll(t, d.content);
+    case Decoder::Kind::Replace: {
+      // Counted before anything is written: every match of every token becomes `content`.
+      std::size_t in = 0, out = 0;
+      std::vector<std::vector<Pattern::Piece>> pieces;
+      for (const std::string& t : tokens) {
+        in += t.size();
+        pieces.push_back(d.pattern.findMatches(t));
+        const std::size_t add = replacedSize(pieces.back(), d.content);
+        out = add > SIZE_MAX - out ? SIZE_MAX : out + add;
+      }
+      checkGrowth(d.where + " (Replace)", in, out);
+      for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = replacePieces(tokens[i], pieces[i], d.content);
       return tokens;
+    }
     case Decoder::Kind::ByteFallback: {
       std::vector<std::string> out;
       std::string pending;

@@ -122,6 +122,7 @@ PrependScheme prependScheme(const Node& n) {
 
 Normalizer normalizer(const Node& n) {
   Normalizer out;
+  out.where = n.file + ": " + n.path();
   const std::string type = n.type({"NFC", "NFKC", "NFD", "NFKD", "Prepend", "Replace", "Sequence"}, "a normalizer");
   if (type == "NFC") out.kind = Normalizer::Kind::NFC;
   if (type == "NFKC") out.kind = Normalizer::Kind::NFKC;
@@ -176,6 +177,7 @@ PreTokenizer preTokenizer(const Node& n) {
 
 Decoder decoder(const Node& n) {
   Decoder out;
+  out.where = n.file + ": " + n.path();
   const std::string type =
       n.type({"ByteLevel", "Metaspace", "Replace", "ByteFallback", "Fuse", "Strip", "Sequence"}, "a decoder");
   if (type == "ByteLevel") out.kind = Decoder::Kind::ByteLevel;
@@ -391,21 +393,6 @@ void applyConfig(const Node& config, Spec& spec) {
 }
 
 }  // namespace
-
-void AddedMatcher::add(std::string pattern, std::size_t token_index) {
-  if (pattern.empty()) return;
-  patterns.push_back(std::move(pattern));
-  token.push_back(token_index);
-}
-
-void AddedMatcher::finish() {
-  for (auto& list : by_first_byte) list.clear();
-  for (std::size_t k = 0; k < patterns.size(); ++k)
-    by_first_byte[static_cast<unsigned char>(patterns[k][0])].push_back(k);
-  for (auto& list : by_first_byte)
-    std::stable_sort(list.begin(), list.end(),
-                     [&](std::size_t a, std::size_t b) { return patterns[a].size() > patterns[b].size(); });
-}
 
 void finishSpec(Spec& spec) {
   for (std::size_t k = 0; k < spec.added.size(); ++k) {

@@ -4,6 +4,7 @@
 #include <unicode/unistr.h>
 
 #include "attnscope/error.h"
+#include "attnscope/scene/scene.h"
 #include "model/tokenizer_spec.h"
 
 namespace attnscope::model::tok {
@@ -88,33 +89,104 @@ std::string icuNormalize(const icu::Normalizer2* (*instance)(UErrorCode&), const
 
 }  // namespace
 
-std::string Pattern::replaceAll(const std::string& text, const std::string& content) const {
+std::size_t growthLimit(std::size_t origin) {
+  const std::size_t grown = origin > (SIZE_MAX - kNormalizedSlack) / kMaxNormalizedGrowth
+                                ? SIZE_MAX
+                                : origin * kMaxNormalizedGrowth + kNormalizedSlack;
+  return std::min(grown, defaultMemoryBudget() / 4);
+}
+
+void checkGrowth(const std::string& where, std::size_t origin, std::size_t bytes) {
+  const std::size_t limit = growthLimit(origin);
+  if (bytes <= limit) return;
+  throw InputError(where,
+                   "a component that keeps " + std::to_string(origin) + " bytes of text within " + byteString(limit) +
+                       " (" + std::to_string(kMaxNormalizedGrowth) + " times plus " + std::to_string(kNormalizedSlack) +
+                       " bytes, and a quarter of the memory budget)",
+                   "a text of " + byteString(bytes) + " after it");
+}
+
+std::size_t replacedSize(const std::vector<Pattern::Piece>& pieces, const std::string& content) {
+  std::size_t bytes = 0;
+  for (const Pattern::Piece& p : pieces) {
+    const std::size_t add = p.is_match ? content.size() : p.end - p.begin;
+    bytes = add > SIZE_MAX - bytes ? SIZE_MAX : bytes + add;
+  }
+  return bytes;
+}
+
+std::string replacePieces(const std::string& text, const std::vector<Pattern::Piece>& pieces,
+                          const std::string& content) {
   std::string out;
-  for (const Piece& p : findMatches(text)) out += p.is_match ? content : text.substr(p.begin, p.end - p.begin);
+  out.reserve(replacedSize(pieces, content));
+  for (const Pattern::Piece& p : pieces)
+    if (p.is_match)
+      out += content;
+    else
+      out.append(text, p.begin, p.end - p.begin);
   return out;
 }
 
-std::string normalize(const Normalizer& n, const std::string& text) {
+namespace {
+
+const char* kindName(Normalizer::Kind kind) {
+  switch (kind) {
+    case Normalizer::Kind::NFC:
+      return "NFC";
+    case Normalizer::Kind::NFKC:
+      return "NFKC";
+    case Normalizer::Kind::NFD:
+      return "NFD";
+    case Normalizer::Kind::NFKD:
+      return "NFKD";
+    case Normalizer::Kind::Prepend:
+      return "Prepend";
+    case Normalizer::Kind::Replace:
+      return "Replace";
+    case Normalizer::Kind::Sequence:
+      return "Sequence";
+  }
+  return "?";
+}
+
+// Each component's text checked against the size of the text the normalizer was given (`origin`).
+std::string normalizeWithin(const Normalizer& n, const std::string& text, std::size_t origin) {
+  const std::string where = n.where + " (" + kindName(n.kind) + ")";
   switch (n.kind) {
     case Normalizer::Kind::NFC:
-      return icuNormalize(&icu::Normalizer2::getNFCInstance, text);
     case Normalizer::Kind::NFKC:
-      return icuNormalize(&icu::Normalizer2::getNFKCInstance, text);
     case Normalizer::Kind::NFD:
-      return icuNormalize(&icu::Normalizer2::getNFDInstance, text);
-    case Normalizer::Kind::NFKD:
-      return icuNormalize(&icu::Normalizer2::getNFKDInstance, text);
-    case Normalizer::Kind::Prepend:
-      return text.empty() ? text : n.text + text;  // prepend.rs: nothing is prepended to an empty string
-    case Normalizer::Kind::Replace:
-      return n.pattern.replaceAll(text, n.text);
+    case Normalizer::Kind::NFKD: {
+      // ICU's expansions are bounded (18 characters for one at most), so the text is checked once written.
+      const auto instance = n.kind == Normalizer::Kind::NFC    ? &icu::Normalizer2::getNFCInstance
+                            : n.kind == Normalizer::Kind::NFKC ? &icu::Normalizer2::getNFKCInstance
+                            : n.kind == Normalizer::Kind::NFD  ? &icu::Normalizer2::getNFDInstance
+                                                               : &icu::Normalizer2::getNFKDInstance;
+      std::string out = icuNormalize(instance, text);
+      checkGrowth(where, origin, out.size());
+      return out;
+    }
+    case Normalizer::Kind::Prepend:  // prepend.rs: nothing is prepended to an empty string
+      if (text.empty()) return text;
+      checkGrowth(where, origin, text.size() + std::min(n.text.size(), SIZE_MAX - text.size()));
+      return n.text + text;
+    case Normalizer::Kind::Replace: {
+      // The size is counted from the matches before anything is written (matches x replacement may be huge).
+      const std::vector<Pattern::Piece> pieces = n.pattern.findMatches(text);
+      checkGrowth(where, origin, replacedSize(pieces, n.text));
+      return replacePieces(text, pieces, n.text);
+    }
     case Normalizer::Kind::Sequence: {
       std::string s = text;
-      for (const Normalizer& child : n.children) s = normalize(child, s);
+      for (const Normalizer& child : n.children) s = normalizeWithin(child, s, origin);
       return s;
     }
   }
   return text;
 }
+
+}  // namespace
+
+std::string normalize(const Normalizer& n, const std::string& text) { return normalizeWithin(n, text, text.size()); }
 
 }  // namespace attnscope::model::tok

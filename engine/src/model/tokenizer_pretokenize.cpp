@@ -4,6 +4,7 @@
 #include <unicode/uchar.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "attnscope/model/tokenizer.h"
 #include "model/tokenizer_spec.h"
@@ -130,8 +131,14 @@ std::vector<Pattern::Piece> Pattern::findMatches(const std::string& text) const 
   if (regex.valid()) {
     for (const auto& [s, e] : regex.findAll(text)) add(s, e);
   } else {
-    for (std::size_t at = text.find(literal); at != std::string::npos; at = text.find(literal, at + literal.size()))
-      add(at, at + literal.size());
+    // memmem (glibc's two-way search): linear, where std::string::find may take text x literal bytes.
+    for (std::size_t at = 0; at + literal.size() <= text.size();) {
+      const void* hit = memmem(text.data() + at, text.size() - at, literal.data(), literal.size());
+      if (!hit) break;
+      const auto s = static_cast<std::size_t>(static_cast<const char*>(hit) - text.data());
+      add(s, s + literal.size());
+      at = s + literal.size();
+    }
   }
   if (prev != text.size()) out.push_back({prev, text.size(), false});
   return out;

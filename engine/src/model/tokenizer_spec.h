@@ -40,13 +40,13 @@ struct Pattern {
     bool is_match;
   };
   std::vector<Piece> findMatches(const std::string& text) const;
-  std::string replaceAll(const std::string& text, const std::string& content) const;
 };
 
 struct Normalizer {
   enum class Kind { NFC, NFKC, NFD, NFKD, Prepend, Replace, Sequence } kind = Kind::Sequence;
-  std::string text;  // Prepend: what is prepended; Replace: the replacement
-  Pattern pattern;   // Replace
+  std::string text;   // Prepend: what is prepended; Replace: the replacement
+  Pattern pattern;    // Replace
+  std::string where;  // "tokenizer.json: normalizer.normalizers[1]", for a refusal
   std::vector<Normalizer> children;
 };
 
@@ -109,19 +109,37 @@ struct Decoder {
   PrependScheme prepend_scheme = PrependScheme::Always;
   Pattern pattern;  // Replace
   std::string content;
+  std::string where;             // "tokenizer.json: decoder.decoders[2]", for a refusal
   std::string strip_char = " ";  // Strip: one character, `start` and `stop` of them at most
   std::size_t start = 0, stop = 0;
   std::vector<Decoder> children;
 };
 
 // Added tokens found in text leftmost-longest, as the Aho-Corasick automaton of added_vocabulary.rs: at the
-// first position where any matches, the longest. `patterns[k]` is what added[token[k]] is matched as.
+// first position where any matches, the longest (the first added of equal ones). `patterns[k]` is what
+// added[token[k]] is matched as. An Aho-Corasick automaton over the patterns' bytes finds each match in time
+// linear in the bytes it scans: to the match's end, and past it only while a longer match may still start
+// there (model_tokenizer.cpp).
 struct AddedMatcher {
   std::vector<std::string> patterns;
   std::vector<std::size_t> token;
-  std::array<std::vector<std::size_t>, 256> by_first_byte;  // pattern indices, longest first
   void add(std::string pattern, std::size_t token_index);
-  void finish();
+  void finish();  // builds the automaton: after the last add
+  // The leftmost-longest match starting at or after `from`: {begin, pattern index}; begin == npos for none.
+  std::pair<std::size_t, std::size_t> find(const std::string& text, std::size_t from) const;
+
+ private:
+  // A trie node of the patterns' bytes: its edges (sorted by byte), its failure link (the node of the
+  // longest proper suffix of its string that is in the trie), its depth, and the longest pattern that is a
+  // suffix of its string (-1: none).
+  struct State {
+    std::vector<std::pair<unsigned char, std::uint32_t>> next;
+    std::uint32_t fail = 0, depth = 0;
+    std::int64_t pattern = -1, longest = -1;
+  };
+  std::vector<State> states_;
+  std::uint32_t child(std::uint32_t state, unsigned char byte) const;  // 0 (the root) where none
+  std::uint32_t step(std::uint32_t state, unsigned char byte) const;   // the goto function, through failures
 };
 
 struct Spec {
@@ -140,6 +158,21 @@ struct Spec {
 void finishSpec(Spec& spec);
 
 // [SECTION] the stages (one file each)
+// The most normalization may grow a text: NFKC writes U+FDFA (3 bytes) as 33, Llama's Replace writes a space
+// (1 byte) as '▁' (3); the slack covers a Prepend on a short text.
+constexpr std::size_t kMaxNormalizedGrowth = 32;
+constexpr std::size_t kNormalizedSlack = 4096;
+// What a text of `origin` bytes may grow to in normalization or decoding: kMaxNormalizedGrowth x origin +
+// kNormalizedSlack, and at most a quarter of the memory budget (the text, its pieces, copies downstream).
+std::size_t growthLimit(std::size_t origin);
+// InputError naming `where` ("tokenizer.json: decoder.decoders[0] (Replace)") past growthLimit(origin).
+void checkGrowth(const std::string& where, std::size_t origin, std::size_t bytes);
+// A Replace's text, its size counted from the pieces before anything is written.
+std::size_t replacedSize(const std::vector<Pattern::Piece>& pieces, const std::string& content);
+std::string replacePieces(const std::string& text, const std::vector<Pattern::Piece>& pieces,
+                          const std::string& content);
+// InputError naming n.where when the text would grow past growthLimit(its size), checked before each
+// component writes its text.
 std::string normalize(const Normalizer& n, const std::string& text);    // tokenizer_normalize.cpp
 void preTokenize(const PreTokenizer& p, std::vector<Piece>& pieces);    // tokenizer_pretokenize.cpp
 std::vector<std::string> splitByteLevelRegex(const std::string& text);  // GPT-2's regex, Isolated
