@@ -66,18 +66,10 @@ TEST_P(LlamaModel, MatchesNumPyReference) {
     EXPECT_TRUE(fs::file_size(out + "/grid.png") > 0 && fs::file_size(out + "/rollout.svg") > 0);
     const json j = json::parse(model_test::slurp(out + "/r.json"));
     EXPECT_EQ(j["token_ids"], expected["ids"]);  // BOS, then one token per byte (the reference's own tokenizer)
-    const std::size_t layers = expected["weights"].size(), heads = expected["weights"][0].size();
-    ASSERT_EQ(j["layers"].size(), layers);
-    double worst = 0;
-    for (std::size_t l = 0; l < layers; ++l) {
-      ASSERT_EQ(j["layers"][l]["heads"].size(), heads);
-      for (std::size_t h = 0; h < heads; ++h) {
+    const double worst = model_test::writtenMapsError(j, expected);
+    for (std::size_t l = 0; l < j["layers"].size(); ++l)
+      for (std::size_t h = 0; h < expected["kv_head"].size(); ++h)
         EXPECT_EQ(j["layers"][l]["kv_head"][h], expected["kv_head"][h].get<int>() + 1);  // counted from 1
-        worst = attnscope::test::worse(
-            worst, attnscope::test::maxError(attnscope::test::jsonMatrix(j["layers"][l]["heads"][h]),
-                                             attnscope::test::jsonMatrix(expected["weights"][l][h]), {}, "maps"));
-      }
-    }
     const double rollout = attnscope::test::expectClose(attnscope::test::jsonMatrix(j["rollout"]),
                                                         attnscope::test::jsonMatrix(expected["rollout"]), kRolloutTol,
                                                         "rollout");

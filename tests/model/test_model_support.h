@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -14,6 +15,7 @@
 #include <string>
 
 #include "command_support.h"
+#include "compare.h"
 
 namespace model_test {
 
@@ -30,6 +32,24 @@ inline void spit(const std::string& path, const std::string& bytes) {
 }
 
 inline std::string tempDir() { return attnscope::test::tempDir("attnscope_model"); }
+
+// The worst error of `model --out`'s maps (written["layers"][l]["heads"][h]) against NumPy's
+// expected["weights"][l][h], every layer's and head count asserted (a missing one fails, as an infinite error).
+inline double writtenMapsError(const nlohmann::json& written, const nlohmann::json& expected) {
+  const std::size_t layers = expected["weights"].size(), heads = expected["weights"][0].size();
+  EXPECT_EQ(written["layers"].size(), layers);
+  if (written["layers"].size() != layers) return INFINITY;
+  double worst = 0;
+  for (std::size_t l = 0; l < layers; ++l) {
+    EXPECT_EQ(written["layers"][l]["heads"].size(), heads) << "layer " << l;
+    if (written["layers"][l]["heads"].size() != heads) return INFINITY;
+    for (std::size_t h = 0; h < heads; ++h)
+      worst = attnscope::test::worse(
+          worst, attnscope::test::maxError(attnscope::test::jsonMatrix(written["layers"][l]["heads"][h]),
+                                           attnscope::test::jsonMatrix(expected["weights"][l][h]), {}, "maps"));
+  }
+  return worst;
+}
 
 // A tiny checkpoint in a new folder: gpt2_reference.py ARGS (e.g. "--dtype F16 --no-prefix").
 inline std::string tinyCheckpoint(const std::string& args = "") {

@@ -77,16 +77,7 @@ TEST_P(NeoxModel, MatchesNumPyReference) {
     ASSERT_EQ(r.status, 0) << r.err;
     const json j = json::parse(model_test::slurp(out + "/r.json"));
     EXPECT_EQ(j["token_ids"], expected["ids"]);
-    const std::size_t layers = expected["weights"].size(), heads = expected["weights"][0].size();
-    ASSERT_EQ(j["layers"].size(), layers);
-    double worst = 0;
-    for (std::size_t l = 0; l < layers; ++l) {
-      ASSERT_EQ(j["layers"][l]["heads"].size(), heads);
-      for (std::size_t h = 0; h < heads; ++h)
-        worst = attnscope::test::worse(
-            worst, attnscope::test::maxError(attnscope::test::jsonMatrix(j["layers"][l]["heads"][h]),
-                                             attnscope::test::jsonMatrix(expected["weights"][l][h]), {}, "maps"));
-    }
+    const double worst = model_test::writtenMapsError(j, expected);
     const double rollout = attnscope::test::expectClose(attnscope::test::jsonMatrix(j["rollout"]),
                                                         attnscope::test::jsonMatrix(expected["rollout"]), kRolloutTol,
                                                         "rollout");
