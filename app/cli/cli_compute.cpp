@@ -1,5 +1,5 @@
 // attnscope compute SCENE [--backend cpu|gpu|auto] [-o OUT.json]: every matrix of the Result as JSON
-// (format in the README), to stdout or written atomically to OUT.json.
+// (format in docs/formats.md), to stdout or written atomically to OUT.json.
 #include <cstdio>
 #include <string>
 #include <vector>

@@ -21,7 +21,7 @@ constexpr const char* kHelp =
     "usage: attnscope import FILE --layout torch-mha|fused-qkv-002|fused-qkv-003|keras-mha [--heads H]\n"
     "                        (--text T | --tokens A,B,...) [--inputs X.npy] [--mask none|causal] --scene-out S.json\n"
     "  FILE          a state dict as .safetensors or .npz (np.savez; not np.savez_compressed)\n"
-    "  --layout      which module saved it; the keys each reads are in the README (\"Your own layer\")\n"
+    "  --layout      which module saved it; the keys each reads are in docs/formats.md (\"Your own layer\")\n"
     "  --heads       the head count (needed by torch-mha and the fused layouts; keras-mha reads it)\n"
     "  --text        the tokens' names, split at spaces; or --tokens, split at commas; one per row of x\n"
     "  --inputs      the layer's input rows x (n, E) as .npy; default: the tensor \"x\" in FILE\n"

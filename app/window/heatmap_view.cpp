@@ -143,7 +143,7 @@ void HeatmapRenderer::sync(AppState& state) {
       if (landed.head >= heads) continue;
       TiledHead& t = tiled_heads_[static_cast<std::size_t>(landed.head)];
       upload(landed.overview ? t.overview : t.view, landed);
-      // Measurement aid (README, long scenes): when each overview lands, counted from the edit that started it.
+      // Measurement aid (docs/window.md, long scenes): when each overview lands, counted from the edit that started it.
       if (landed.overview && log)
         std::fprintf(stderr, "tiles: head %d overview after %.0f ms\n", landed.head + 1,
                      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tiles_reset_at_)

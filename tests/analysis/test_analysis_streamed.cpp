@@ -40,7 +40,7 @@ Scene streamedScene() {
 
 bool allowed(const Scene& s, int i, int j) { return j <= i && !s.key_padding[static_cast<std::size_t>(j)]; }
 
-// The six scores by their definitions (README, "Head-type scores") from double weights w (n, n): every row with
+// The six scores by their definitions (docs/cli.md, "Head-type scores") from double weights w (n, n): every row with
 // more than one allowed key; tokens compared as strings; the local window 2.
 std::vector<std::optional<double>> referenceScores(const Scene& s, const MatrixD& w) {
   const int n = static_cast<int>(w.rows());

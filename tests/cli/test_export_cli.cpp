@@ -17,7 +17,7 @@ using namespace attnscope::testing;
 
 namespace {
 
-// The scene of handScene() in the scene file format (README "Scene files"),
+// The scene of handScene() in the scene file format (docs/formats.md, "Scene files"),
 // written by hand.
 const char* kHandSceneJson = R"({
   "format": "attnscope-scene", "version": 1, "d_model": 2,

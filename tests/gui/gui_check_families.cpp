@@ -22,7 +22,7 @@ using Maps = std::vector<std::vector<std::vector<std::vector<double>>>>;  // (la
 const Rgb8 kFrame{230, 160, 60};                                          // model_view.cpp's kGroupFrame
 
 // Cells of `rect_id` (n x n, causal) not in the colour of `w` (isWeightColor: within 1e-5 of the weight, where
-// the engine's maps are within 3.2e-6 of NumPy's, README), or, above the diagonal (or, with a sliding window of
+// the engine's maps are within 3.2e-6 of NumPy's, docs/models.md), or, above the diagonal (or, with a sliding window of
 // `window` keys, at j <= i - window), not masked. fy: where in a cell to read (Checker::cell).
 int wrongCausalCells(const Checker& c, const std::string& rect_id, const std::vector<std::vector<double>>& w, int n,
                      int window = 0, float fy = 0.5f) {

@@ -302,15 +302,17 @@ TEST(SceneJson, ResultJsonWritesMaskedScoresAsNull) {
     EXPECT_TRUE(j["heads"][1].contains(key)) << key;
 }
 
-TEST(SceneJson, TheReadmeExampleIsAValidScene) {
-  // The README's ```json block documents every key; it must stay a scene this program reads.
-  std::ifstream in(ATTNSCOPE_SOURCE_DIR "/README.md");
+TEST(SceneJson, TheDocsExampleIsAValidScene) {
+  // The first ```json block of docs/formats.md ("Scene files") documents every key; it must stay a scene this
+  // program reads.
+  std::ifstream in(ATTNSCOPE_SOURCE_DIR "/docs/formats.md");
+  ASSERT_TRUE(in) << "docs/formats.md";
   const std::string readme((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const std::size_t start = readme.find("```json\n");
   ASSERT_NE(start, std::string::npos);
   const std::size_t end = readme.find("```", start + 8);
   const Scene s = sceneFromJson(json::parse(readme.substr(start + 8, end - start - 8)));
-  // Cross-attention with 2 keys, a causal mask and the second key padded, as the README describes.
+  // Cross-attention with 2 keys, a causal mask and the second key padded, as docs/formats.md describes.
   EXPECT_EQ(s.nQ(), 3);
   EXPECT_EQ(s.nK(), 2);
   EXPECT_EQ(s.mask, MaskKind::Causal);

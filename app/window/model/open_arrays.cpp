@@ -139,7 +139,7 @@ void drawOpenArraysForm(AppState& state, ViewState& view) {
       }
     }
   } else {
-    ImGui::TextUnformatted("Layout (the keys each reads are in the README)");
+    ImGui::TextUnformatted("Layout (the keys each reads: docs/formats.md)");
     const std::vector<std::string>& names = arrays::userLayoutNames();
     for (std::size_t i = 0; i < names.size(); ++i) {
       if (i > 0) ImGui::SameLine();

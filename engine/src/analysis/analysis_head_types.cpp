@@ -1,6 +1,6 @@
 // Head-type scores: how much of each query's attention a head puts on the previous token, the token itself,
 // the first token, a local window, the token after an earlier occurrence (induction), or earlier occurrences
-// (duplicate token). Definitions in analysis.h and the README. Every score is a sum over query rows, so a head
+// (duplicate token). Definitions in analysis.h and docs/cli.md. Every score is a sum over query rows, so a head
 // without its map streams through weightRows in blocks of rows.
 #include <algorithm>
 #include <cstdlib>

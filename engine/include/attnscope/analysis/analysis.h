@@ -84,7 +84,7 @@ AblationResult ablateHeads(const Scene& scene, const Result& result, const std::
 std::vector<double> headImportance(const Scene& scene, const Result& result, AblationMode mode);
 double oneHeadImportance(const Scene& scene, const Result& result, int head, AblationMode mode);
 
-// [SECTION] Head-type scores (analysis_head_types.cpp); definitions in the README ("Head-type scores")
+// [SECTION] Head-type scores (analysis_head_types.cpp); definitions in docs/cli.md ("Head-type scores")
 
 // Every score is a mean over a set of query rows of a weight mass in [0, 1], so it lies in [0, 1]. Rows whose
 // weights are all 0 (every key masked) are left out of every mean. A score whose set of rows is empty is

@@ -21,7 +21,7 @@ enum class UserLayout {
 };
 UserLayout parseUserLayout(const std::string& name);  // InputError("--layout", ...) on an unknown name
 const std::vector<std::string>& userLayoutNames();
-// The keys a layout reads (without "x"), for messages and the README.
+// The keys a layout reads (without "x"), for messages and docs/formats.md.
 std::vector<std::string> userLayoutKeys(UserLayout layout);
 
 struct UserLayerOptions {

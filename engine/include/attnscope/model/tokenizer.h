@@ -1,7 +1,7 @@
 // The tokenizers of the model families attnscope reads, run exactly as Hugging Face `tokenizers` runs them:
 // a tokenizer.json (normalizer, pre-tokenizer, BPE model, added tokens, post-processor, decoder), or GPT-2's
 // vocab.json + merges.txt (the same BPE behind GPT-2's ByteLevel pre-tokenizer). Regexes through Oniguruma,
-// Unicode normalisation through ICU. Components beyond those listed in README.md are refused, never guessed.
+// Unicode normalisation through ICU. Components beyond those listed in docs/models.md are refused, never guessed.
 #pragma once
 
 #include <memory>

@@ -1,5 +1,5 @@
 // Scene files (JSON, "format": "attnscope-scene", "version": 1), and the number formatting every JSON output shares.
-// The format is documented in the README.
+// The format is documented in docs/formats.md.
 #pragma once
 
 #include <functional>
