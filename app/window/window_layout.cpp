@@ -5,6 +5,7 @@
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
+#include "window/files/file_chooser.h"
 #include "window/files/pane_settings.h"
 #include "window/model/model_session.h"
 #include "window/model/model_view.h"
@@ -35,9 +36,11 @@ void fileBar(AppState& state, ViewState& view) {
   ImGui::InputTextWithHint("##path", "scene.json, or attention / layer .npy .npz .safetensors", &state.path);
   probeItem("file.path");
   ImGui::SameLine();
+  const bool browsed_open = browseButton("open.browse", state.path, ChooseWhat::OpenFile);  // then opened
+  ImGui::SameLine();
   const char* no_path = "Type a scene file's path first (path/to/scene.json)";
   // .npy, .npz, .safetensors: an attention tensor or the user's layer, through a form (open_arrays.h).
-  if (ImGui::Button("Open") || (ctrl && ImGui::IsKeyPressed(GLFW_KEY_O, false))) {
+  if (ImGui::Button("Open") || (ctrl && ImGui::IsKeyPressed(GLFW_KEY_O, false)) || browsed_open) {
     if (state.path.empty())
       state.refuse(no_path);
     else if (isArraysFile(state.path))
@@ -50,6 +53,9 @@ void fileBar(AppState& state, ViewState& view) {
   if (ImGui::Button("Save") || (ctrl && ImGui::IsKeyPressed(GLFW_KEY_S, false)))
     state.path.empty() ? state.refuse(no_path) : void(state.save(state.path));
   probeItem("file.save");
+  ImGui::SameLine();
+  // Save as: a name chosen in the browser, then saved there.
+  if (browseButton("save.browse", state.path, ChooseWhat::SaveFile, "Save as...")) state.save(state.path);
   ImGui::SameLine();
   ImGui::BeginDisabled(!state.canUndo());
   if (ImGui::Button("Undo")) state.undo();
@@ -77,8 +83,8 @@ float fileBarHeight(const AppState& state, float display_w) {
   const ImGuiStyle& style = ImGui::GetStyle();
   const float one_row = ImGui::GetFrameHeight() + 2 * style.WindowPadding.y;
   if (state.message().empty()) return one_row;
-  const float widgets = ImGui::CalcTextSize("Scene file * Open Save Undo").x + ImGui::GetFontSize() * 22 +
-                        10 * style.FramePadding.x + 6 * style.ItemSpacing.x;
+  const float widgets = ImGui::CalcTextSize("Scene file * Browse... Open Save Save as... Undo").x +
+                        ImGui::GetFontSize() * 22 + 14 * style.FramePadding.x + 8 * style.ItemSpacing.x;
   const float room = std::max(ImGui::GetFontSize() * 8, display_w - widgets - 2 * style.WindowPadding.x);
   const float text_h = ImGui::CalcTextSize(state.message().c_str(), nullptr, false, room).y;
   return std::max(one_row, text_h + 2 * style.WindowPadding.y + style.FramePadding.y);
@@ -366,6 +372,7 @@ void drawWindowLayout(AppState& state, ViewState& view, HeatmapRenderer& rendere
   probePaneFits("pane.status");
   ImGui::End();
   drawOpenArraysForm(state, view);  // a modal over every pane, while one is open
+  drawFileChooser();                // the in-window file browser, while one is open
 }
 
 }  // namespace attnscope::app

@@ -442,6 +442,8 @@ int main(int argc, char** argv) {
       checkOpenArrays(c, dir);
     } else if (test == "panes") {
       checkPanes(c, dir);
+    } else if (test == "browse") {
+      checkBrowse(c, dir);
     } else if (test == "hostile_fields") {
       expectHostileValuesRefused(c, dir);
     } else if (test == "clipping") {

@@ -1,6 +1,7 @@
 // The side panes (scripts/panes.txt, panes_again.txt; four runs of the window by run_gui_test.sh): dragged and
 // collapsed, remembered in $XDG_CONFIG_HOME/attnscope/panes.json across runs; a corrupt or unwritable file said
 // once and otherwise ignored.
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <string>
@@ -61,6 +62,61 @@ void checkPanes(Checker& c, const std::string& dir) {
   c.expect(near(Checker{Image{}, unwritable}.rect("pane.left.splitter")[0], grip0[0] + 100) &&
                unwritable.contains("pane.right.expand"),
            "the panes still move and collapse for this run");
+}
+
+}  // namespace gui
+
+namespace gui {
+
+// Paths and the in-window file browser (scripts/browse.txt): Save as into a folder typed in the browser, Open
+// through Up and a click, the Checkpoint tab's "no such folder" and config.json path, Export to a browsed name
+// (its maps decoded against NumPy's, tests/model/gpt2_reference.py's expected.json).
+void checkBrowse(Checker& c, const std::string& dir) {
+  const nlohmann::json save_browser = loadLayout(dir + "/layout_save_browser.json");
+  c.expect(note(save_browser, "chooser.folder") == dir + "/pick" && save_browser.contains("chooser.entry.sub"),
+           "the browser went to the typed folder and lists its folder 'sub': '" + note(save_browser, "chooser.folder") +
+               "'");
+  const nlohmann::json saved = loadLayout(dir + "/layout_saved.json");
+  std::ifstream scene_in(dir + "/pick/scene.json");
+  c.expect(nlohmann::json::parse(scene_in, nullptr, false).is_object() &&
+               note(saved, "file.message") == "Saved " + dir + "/pick/scene.json",
+           "Save as wrote pick/scene.json: '" + note(saved, "file.message") + "'");
+  const nlohmann::json browser = loadLayout(dir + "/layout_browser.json");
+  c.expect(note(browser, "chooser.folder") == dir + "/pick/sub" && !browser.contains("chooser.entry.scene.json"),
+           "Open's browser starts in the path's folder, pick/sub (empty)");
+  c.expect(loadLayout(dir + "/layout_picked.json").contains("chooser.entry.scene.json"), "Up lists pick's scene.json");
+  const nlohmann::json opened = loadLayout(dir + "/layout_opened.json");
+  c.expect(note(opened, "file.message") == "Opened " + dir + "/pick/scene.json" && !opened.contains("chooser.path"),
+           "the picked file opened, the browser closed: '" + note(opened, "file.message") + "'");
+
+  const nlohmann::json missing = loadLayout(dir + "/layout_missing.json");
+  c.expect(note(missing, "checkpoint.error") == "checkpoint folder: no such folder: " + dir + "/missing",
+           "a missing checkpoint folder is said by name: '" + note(missing, "checkpoint.error") + "'");
+
+  // The config.json path opened its folder: the fixture's 2 x 3 grid, named GPT-2.
+  c.expect(c.layout.contains("model.tile.1.2") && !c.layout.contains("model.tile.2.0") &&
+               note(c.layout, "status.subject").rfind("GPT-2: 2 layers x 3 heads, 11 tokens", 0) == 0,
+           "a config.json path opened its folder's 2 x 3 GPT-2: '" + note(c.layout, "status.subject") + "'");
+
+  // Export to the browsed name, with the grid on show: every layer's maps, against NumPy's float64 forward of
+  // the F16 weights. The float32 forward's error on this 2-layer fixture is of the order of model_grid's layer 1
+  // (1.9e-6); 5e-5 is the engine's own model tests' bound.
+  std::ifstream in(dir + "/ckpt/expected.json");
+  const nlohmann::json expected = nlohmann::json::parse(in);
+  const auto maps = expected["weights"].get<std::vector<std::vector<std::vector<std::vector<double>>>>>();
+  const long layers = static_cast<long>(maps.size()), heads = static_cast<long>(maps[0].size());
+  const long n = static_cast<long>(maps[0][0].size());
+  const Npy npy = loadNpy(dir + "/pick/browsed.npy");
+  c.expect(npy.shape == std::vector<long>{layers, heads, n, n}, "Export wrote pick/browsed.npy as (2, 3, 11, 11)");
+  if (npy.shape == std::vector<long>{layers, heads, n, n}) {
+    double worst = 0;
+    std::size_t k = 0;
+    for (const auto& layer : maps)
+      for (const auto& head : layer)
+        for (const auto& row : head)
+          for (double w : row) worst = std::max(worst, std::abs(npy.values[k++] - w));
+    c.expect(worst <= 5e-5, "browsed.npy: every weight within 5e-5 of NumPy's (worst " + std::to_string(worst) + ")");
+  }
 }
 
 }  // namespace gui

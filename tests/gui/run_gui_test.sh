@@ -63,6 +63,13 @@ if [[ "$script" == model_wide ]]; then
   /usr/bin/python3 "$scripts/../../model/llama_reference.py" "$out/ckpt" --family qwen3 --layers 28 --heads 16 \
     --kv-heads 8 --hidden 64 --text "The cat sat on the mat."
 fi
+# Paths and the file browser: a folder to browse, and a 2-layer x 3-head GPT-2 checkpoint (NumPy's maps of
+# "hello there cats!" in expected.json) opened through its config.json.
+if [[ "$script" == browse ]]; then
+  mkdir -p "$out/pick/sub"
+  /usr/bin/python3 "$scripts/../../model/gpt2_reference.py" "$out/ckpt" --dtype F16 --layers 2 --heads 3 --embd 24 \
+    --token-strings '["hello", "\u0120t", "he", "r", "e", "\u0120", "c", "a", "t", "s", "!"]'
+fi
 # Opening arrays files: an attention tensor as .npy and safetensors, a torch-mha layer as .npz, with NumPy's
 # weights for each (expected.json).
 if [[ "$script" == open_arrays ]]; then
