@@ -152,6 +152,17 @@ void checkOpenArrays(Checker& c, const std::string& dir) {
              static_cast<float>(npy[1][2][static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]);
   }
   c.expect(same, "map.csv is layer 2 head 3's (6, 6) weights, each NumPy's float32 exactly");
+  // The shown layer's heads as NPY: (3, 6, 6), each float32 weight written unchanged, so equal to NumPy's
+  // float32 array exactly.
+  c.expect(loadLayout(dir + "/layout_export_layer.json").contains("export.message"), "Export says it wrote layer.npy");
+  const Npy layer_npy = loadNpy(dir + "/layer.npy");
+  bool layer_same = layer_npy.shape == std::vector<long>{3, 6, 6};
+  for (std::size_t h = 0; layer_same && h < 3; ++h)
+    for (std::size_t i = 0; i < 6; ++i)
+      for (std::size_t j = 0; j < 6; ++j)
+        layer_same = layer_same && static_cast<float>(layer_npy.values[(h * 6 + i) * 6 + j]) ==
+                                       static_cast<float>(npy[1][h][i][j]);
+  c.expect(layer_same, "layer.npy is layer 2's (3, 6, 6) heads, each NumPy's float32 exactly");
   const nlohmann::json similarity = loadLayout(dir + "/layout_similarity.json");
   c.expect(note(similarity, "similarity.subject") == "att.npy, layer 2: its 3 heads' maps compared" &&
                similarity.contains("similarity.map"),
