@@ -5,6 +5,8 @@
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
+#include "window/files/file_chooser.h"
+#include "window/files/pane_settings.h"
 #include "window/model/model_session.h"
 #include "window/model/model_view.h"
 #include "window/model/open_arrays.h"
@@ -34,9 +36,11 @@ void fileBar(AppState& state, ViewState& view) {
   ImGui::InputTextWithHint("##path", "scene.json, or attention / layer .npy .npz .safetensors", &state.path);
   probeItem("file.path");
   ImGui::SameLine();
+  const bool browsed_open = browseButton("open.browse", state.path, ChooseWhat::OpenFile);  // then opened
+  ImGui::SameLine();
   const char* no_path = "Type a scene file's path first (path/to/scene.json)";
   // .npy, .npz, .safetensors: an attention tensor or the user's layer, through a form (open_arrays.h).
-  if (ImGui::Button("Open") || (ctrl && ImGui::IsKeyPressed(GLFW_KEY_O, false))) {
+  if (ImGui::Button("Open") || (ctrl && ImGui::IsKeyPressed(GLFW_KEY_O, false)) || browsed_open) {
     if (state.path.empty())
       state.refuse(no_path);
     else if (isArraysFile(state.path))
@@ -49,6 +53,9 @@ void fileBar(AppState& state, ViewState& view) {
   if (ImGui::Button("Save") || (ctrl && ImGui::IsKeyPressed(GLFW_KEY_S, false)))
     state.path.empty() ? state.refuse(no_path) : void(state.save(state.path));
   probeItem("file.save");
+  ImGui::SameLine();
+  // Save as: a name chosen in the browser, then saved there.
+  if (browseButton("save.browse", state.path, ChooseWhat::SaveFile, "Save as...")) state.save(state.path);
   ImGui::SameLine();
   ImGui::BeginDisabled(!state.canUndo());
   if (ImGui::Button("Undo")) state.undo();
@@ -67,6 +74,7 @@ void fileBar(AppState& state, ViewState& view) {
     ImGui::PopTextWrapPos();
     ImGui::PopStyleColor();
     probeItem("file.message");
+    probeNote("file.message", state.message());
   }
 }
 
@@ -75,8 +83,8 @@ float fileBarHeight(const AppState& state, float display_w) {
   const ImGuiStyle& style = ImGui::GetStyle();
   const float one_row = ImGui::GetFrameHeight() + 2 * style.WindowPadding.y;
   if (state.message().empty()) return one_row;
-  const float widgets = ImGui::CalcTextSize("Scene file * Open Save Undo").x + ImGui::GetFontSize() * 22 +
-                        10 * style.FramePadding.x + 6 * style.ItemSpacing.x;
+  const float widgets = ImGui::CalcTextSize("Scene file * Browse... Open Save Save as... Undo").x +
+                        ImGui::GetFontSize() * 22 + 14 * style.FramePadding.x + 8 * style.ItemSpacing.x;
   const float room = std::max(ImGui::GetFontSize() * 8, display_w - widgets - 2 * style.WindowPadding.x);
   const float text_h = ImGui::CalcTextSize(state.message().c_str(), nullptr, false, room).y;
   return std::max(one_row, text_h + 2 * style.WindowPadding.y + style.FramePadding.y);
@@ -134,14 +142,111 @@ float tabBarWidth(const char* const* labels, int count) {
   return w + static_cast<float>(count - 1) * style.ItemInnerSpacing.x + style.ScrollbarSize + 4;
 }
 
+// The side panes' settings (pane_settings.h): read at the first frame, saved when a drag ends or a pane is
+// collapsed or opened. A file that cannot be read or written is said once in the file bar.
+struct Panes {
+  bool loaded = false, problem_said = false;
+  std::string path;
+  PaneSettings settings;
+};
+
+Panes& panes() {
+  static Panes p;
+  return p;
+}
+
+void sayPaneProblem(AppState& state, const std::string& problem) {
+  if (problem.empty() || panes().problem_said) return;
+  panes().problem_said = true;
+  state.refuse(problem);
+}
+
+void loadPanesOnce(AppState& state) {
+  Panes& p = panes();
+  if (p.loaded) return;
+  p.loaded = true;
+  p.path = paneSettingsPath();
+  std::string problem;
+  p.settings = loadPaneSettings(p.path, problem);
+  sayPaneProblem(state, problem);
+}
+
+// A side pane's width in pixels: its remembered width (in font heights) or `fallback`, within [min_px, max_px];
+// 0 while collapsed.
+float paneWidth(float em, bool collapsed, float fallback, float min_px, float max_px) {
+  if (collapsed) return 0;
+  const float want = em > 0 ? em * ImGui::GetFontSize() : fallback;
+  return std::max(min_px, std::min(want, max_px));
+}
+
+// The strip between a side pane and the centre, `w` wide at `pos`: its arrow collapses or opens the pane
+// ("pane.<side>.collapse" / "pane.<side>.expand"), the rest drags the pane's edge ("pane.<side>.splitter").
+// `width_px`: the pane's width now; on a drag `em` follows it. True when the settings changed (to be saved).
+bool paneGrip(const std::string& side, ImVec2 pos, ImVec2 size, bool left, float width_px, float min_px, float max_px,
+              float& em, bool& collapsed) {
+  bool changed = false;
+  placeNext(pos, size);
+  ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(0, 0));
+  ImGui::PushStyleVar(ImGuiStyleVar_WindowBorderSize, 0.0f);
+  ImGui::Begin(
+      ("##grip_" + side).c_str(), nullptr,
+      kPanelFlags | ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
+  ImDrawList* list = ImGui::GetWindowDrawList();
+  const float w = size.x;
+  // The arrow: points the way the pane goes on a click.
+  ImGui::InvisibleButton("##toggle", ImVec2(w, w * 2));
+  const bool toggle_hovered = ImGui::IsItemHovered();
+  if (ImGui::IsItemClicked()) collapsed = !collapsed, changed = true;
+  probeItem("pane." + side + (collapsed ? ".expand" : ".collapse"));
+  if (toggle_hovered) ImGui::SetTooltip(collapsed ? "Show the pane" : "Hide the pane");
+  const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
+  const bool points_left = left != collapsed;
+  const float cx = (a.x + b.x) * 0.5f, cy = (a.y + b.y) * 0.5f, r = w * 0.3f;
+  const ImU32 arrow = ImGui::GetColorU32(toggle_hovered ? ImGuiCol_Text : ImGuiCol_TextDisabled);
+  if (points_left)
+    list->AddTriangleFilled(ImVec2(cx - r, cy), ImVec2(cx + r, cy - r * 1.5f), ImVec2(cx + r, cy + r * 1.5f), arrow);
+  else
+    list->AddTriangleFilled(ImVec2(cx + r, cy), ImVec2(cx - r, cy - r * 1.5f), ImVec2(cx - r, cy + r * 1.5f), arrow);
+  if (!collapsed) {
+    ImGui::InvisibleButton("##drag", ImVec2(w, std::max(1.0f, size.y - w * 2)));
+    probeItem("pane." + side + ".splitter");
+    const bool active = ImGui::IsItemActive();
+    if (active || ImGui::IsItemHovered()) {
+      ImGui::SetMouseCursor(ImGuiMouseCursor_ResizeEW);
+      list->AddRectFilled(ImGui::GetItemRectMin(), ImGui::GetItemRectMax(),
+                          ImGui::GetColorU32(active ? ImGuiCol_SeparatorActive : ImGuiCol_SeparatorHovered));
+    }
+    if (active && ImGui::GetIO().MouseDelta.x != 0) {
+      const float dx = ImGui::GetIO().MouseDelta.x * (left ? 1.0f : -1.0f);
+      em = std::max(min_px, std::min(width_px + dx, max_px)) / ImGui::GetFontSize();
+    }
+    if (ImGui::IsItemDeactivated()) changed = true;
+  }
+  ImGui::End();
+  ImGui::PopStyleVar(2);
+  return changed;
+}
+
 }  // namespace
 
 void drawWindowLayout(AppState& state, ViewState& view, HeatmapRenderer& renderer, double last_frame_ms) {
   const ImVec2 display = ImGui::GetIO().DisplaySize;
   const ImGuiStyle& style = ImGui::GetStyle();
   const float bar_h = ImGui::GetFrameHeight() + 2 * style.WindowPadding.y;
-  const float side_w = std::max(ImGui::GetFontSize() * 22, display.x * 0.28f);
-  const float analysis_w = std::max(side_w, tabBarWidth(kAnalysisTabs, 7));
+  loadPanesOnce(state);
+  PaneSettings& panes_now = panes().settings;
+  const float font = ImGui::GetFontSize();
+  const float grip_w = std::round(font * 0.75f);
+  // Defaults: each side pane 28% of the window (at least 22 font heights); the analysis pane at least as wide as
+  // its tab labels, which it never shortens. The centre keeps at least 12 font heights.
+  const float default_side = std::max(font * 22, display.x * 0.28f);
+  const float min_analysis = tabBarWidth(kAnalysisTabs, 7);
+  const float centre_min = font * 12 + 2 * grip_w;
+  const float analysis_max = std::max(min_analysis, display.x - centre_min - font * 14);
+  const float analysis_w = paneWidth(panes_now.right_em, panes_now.right_collapsed,
+                                     std::max(default_side, min_analysis), min_analysis, analysis_max);
+  const float side_max = std::max(font * 14, display.x - analysis_w - centre_min);
+  const float side_w = paneWidth(panes_now.left_em, panes_now.left_collapsed, default_side, font * 14, side_max);
   const float body_h = display.y - bar_h - fileBarHeight(state, display.x) - (state.banner().empty() ? 0 : bar_h);
   float y = 0;
 
@@ -166,32 +271,51 @@ void drawWindowLayout(AppState& state, ViewState& view, HeatmapRenderer& rendere
     y += bar_h;
   }
 
-  placeNext(ImVec2(0, y), ImVec2(side_w, body_h));
-  ImGui::Begin("Scene", nullptr, kPanelFlags);
-  if (ImGui::BeginTabBar("scene_tabs")) {
-    // edit_origin: an edit that fails is shown by the panel that made it, once.
-    if (tab("Model", "tab.model")) state.edit_origin = "model", drawModelPanel(state, view), ImGui::EndTabItem();
-    if (tab("Inputs", "tab.inputs")) state.edit_origin = "inputs", drawInputsPanel(state, view), ImGui::EndTabItem();
-    if (tab("Projections", "tab.projections")) {
-      state.edit_origin = "projections";
-      drawProjectionsPanel(state, view);
-      ImGui::EndTabItem();
-    }
-    ImGui::EndTabBar();
-  }
-  probePaneFits("pane.scene");
-  ImGui::End();
-
-  // The centre: the model's layers x heads once a checkpoint has run (until the user goes back to the scene or
-  // edits it: a preset, an editor, Open, Undo make the scene the subject), else the scene's heads. One window
-  // either way ("###centre"), titled after what it shows.
+  // The left pane follows the subject: the scene's editors, or the model's or tensor's card and navigator. The
+  // centre's subject is decided first (an edit since the last frame makes the scene the subject).
   if (state.sceneEdits() != view.seen_scene_edits) {
     view.seen_scene_edits = state.sceneEdits();
     if (view.model) view.model->shown = false;
   }
   if (view.model) view.model->poll();
+  bool save = paneGrip("left", ImVec2(side_w, y), ImVec2(grip_w, body_h), true, side_w, font * 14, side_max,
+                       panes_now.left_em, panes_now.left_collapsed);
+  save |= paneGrip("right", ImVec2(display.x - analysis_w - grip_w, y), ImVec2(grip_w, body_h), false, analysis_w,
+                   min_analysis, analysis_max, panes_now.right_em, panes_now.right_collapsed);
+  if (save) {
+    std::string problem;
+    if (!savePaneSettings(panes().path, panes_now, problem)) sayPaneProblem(state, problem);
+  }
+  const SubjectKind kind = subjectKind(view);
+  if (side_w > 0) {
+    placeNext(ImVec2(0, y), ImVec2(side_w, body_h));
+    const char* left_title = kind == SubjectKind::Scene    ? "Scene###left"
+                             : kind == SubjectKind::Tensor ? "Tensor###left"
+                                                           : "Model###left";
+    ImGui::Begin(left_title, nullptr, kPanelFlags);
+    probeNote("pane.left.title", std::string(left_title).substr(0, std::string(left_title).find("###")));
+    if (kind != SubjectKind::Scene) {
+      drawSubjectPane(state, view);
+    } else if (ImGui::BeginTabBar("scene_tabs")) {
+      // edit_origin: an edit that fails is shown by the panel that made it, once.
+      if (tab("Model", "tab.model")) state.edit_origin = "model", drawModelPanel(state, view), ImGui::EndTabItem();
+      if (tab("Inputs", "tab.inputs")) state.edit_origin = "inputs", drawInputsPanel(state, view), ImGui::EndTabItem();
+      if (tab("Projections", "tab.projections")) {
+        state.edit_origin = "projections";
+        drawProjectionsPanel(state, view);
+        ImGui::EndTabItem();
+      }
+      ImGui::EndTabBar();
+    }
+    probePaneFits("pane.scene");
+    ImGui::End();
+  }
+
+  // The centre: the model's layers x heads once a checkpoint has run (until the user goes back to the scene or
+  // edits it: a preset, an editor, Open, Undo make the scene the subject), else the scene's heads. One window
+  // either way ("###centre"), titled after what it shows.
   const bool model = modelShown(view);
-  placeNext(ImVec2(side_w, y), ImVec2(display.x - side_w - analysis_w, body_h));
+  placeNext(ImVec2(side_w + grip_w, y), ImVec2(display.x - side_w - analysis_w - 2 * grip_w, body_h));
   // Titled after the subject: "Model", "Heads", or "GPT-2 layer 3: heads" for a checkpoint's layer as the scene.
   const std::string scene_name = sceneName(state, view);
   const std::string centre_title =
@@ -208,37 +332,39 @@ void drawWindowLayout(AppState& state, ViewState& view, HeatmapRenderer& rendere
   probePaneFits("pane.heads");
   ImGui::End();
 
-  placeNext(ImVec2(display.x - analysis_w, y), ImVec2(analysis_w, body_h));
-  ImGui::Begin("Analysis", nullptr, kPanelFlags);
   view.walk_head = -1;
-  state.edit_origin = "analysis";
-  if (ImGui::BeginTabBar("analysis_tabs")) {
-    // "Steps" is the walkthrough of the worked example.
-    // The tabs that explain a scene say so while a model or tensor is on show (sceneOnlyNote).
-    if (tab(kAnalysisTabs[0], "tab.walkthrough")) {
-      state.edit_origin = "walkthrough";
-      if (!sceneOnlyNote(state, view, "Steps")) drawWalkthroughPanel(state, view);
-      ImGui::EndTabItem();
+  if (analysis_w > 0) {
+    placeNext(ImVec2(display.x - analysis_w, y), ImVec2(analysis_w, body_h));
+    ImGui::Begin("Analysis", nullptr, kPanelFlags);
+    state.edit_origin = "analysis";
+    if (ImGui::BeginTabBar("analysis_tabs")) {
+      // "Steps" is the walkthrough of the worked example.
+      // The tabs that explain a scene say so while a model or tensor is on show (sceneOnlyNote).
+      if (tab(kAnalysisTabs[0], "tab.walkthrough")) {
+        state.edit_origin = "walkthrough";
+        if (!sceneOnlyNote(state, view, "Steps")) drawWalkthroughPanel(state, view);
+        ImGui::EndTabItem();
+      }
+      if (tab(kAnalysisTabs[1], "tab.similarity")) drawSimilarityPanel(state, view), ImGui::EndTabItem();
+      if (tab(kAnalysisTabs[2], "tab.diff")) {
+        if (!sceneOnlyNote(state, view, "Diff")) drawDiffPanel(state, view);
+        ImGui::EndTabItem();
+      }
+      if (tab(kAnalysisTabs[3], "tab.breakdown")) {
+        if (!sceneOnlyNote(state, view, "Cell")) drawBreakdownPanel(state, view);
+        ImGui::EndTabItem();
+      }
+      if (tab(kAnalysisTabs[4], "tab.pitfalls")) {
+        if (!sceneOnlyNote(state, view, "Mistakes")) drawPitfallsPanel(state, view);
+        ImGui::EndTabItem();
+      }
+      if (tab(kAnalysisTabs[5], "tab.export")) drawExportPanel(state, view), ImGui::EndTabItem();
+      if (tab(kAnalysisTabs[6], "tab.checkpoint")) drawCheckpointPanel(state, view), ImGui::EndTabItem();
+      ImGui::EndTabBar();
     }
-    if (tab(kAnalysisTabs[1], "tab.similarity")) drawSimilarityPanel(state, view), ImGui::EndTabItem();
-    if (tab(kAnalysisTabs[2], "tab.diff")) {
-      if (!sceneOnlyNote(state, view, "Diff")) drawDiffPanel(state, view);
-      ImGui::EndTabItem();
-    }
-    if (tab(kAnalysisTabs[3], "tab.breakdown")) {
-      if (!sceneOnlyNote(state, view, "Cell")) drawBreakdownPanel(state, view);
-      ImGui::EndTabItem();
-    }
-    if (tab(kAnalysisTabs[4], "tab.pitfalls")) {
-      if (!sceneOnlyNote(state, view, "Mistakes")) drawPitfallsPanel(state, view);
-      ImGui::EndTabItem();
-    }
-    if (tab(kAnalysisTabs[5], "tab.export")) drawExportPanel(state, view), ImGui::EndTabItem();
-    if (tab(kAnalysisTabs[6], "tab.checkpoint")) drawCheckpointPanel(state, view), ImGui::EndTabItem();
-    ImGui::EndTabBar();
+    probePaneFits("pane.analysis");
+    ImGui::End();
   }
-  probePaneFits("pane.analysis");
-  ImGui::End();
 
   placeNext(ImVec2(0, display.y - bar_h), ImVec2(display.x, bar_h));
   ImGui::Begin("##status", nullptr, kPanelFlags | ImGuiWindowFlags_NoTitleBar);
@@ -246,6 +372,7 @@ void drawWindowLayout(AppState& state, ViewState& view, HeatmapRenderer& rendere
   probePaneFits("pane.status");
   ImGui::End();
   drawOpenArraysForm(state, view);  // a modal over every pane, while one is open
+  drawFileChooser();                // the in-window file browser, while one is open
 }
 
 }  // namespace attnscope::app

@@ -29,6 +29,7 @@
 #include "window/heatmap_view.h"
 #include "window/model/subject.h"
 #include "window/panels/panels.h"
+#include "window/files/file_chooser.h"
 #include "window/script_input.h"
 #include "window/ui_probe.h"
 #include "window/window_layout.h"
@@ -176,6 +177,7 @@ int runWindow(const std::vector<std::string>& args) {
   Scene scene = options.scene_path ? loadSceneFile(*options.scene_path) : app::initialScene();
   std::unique_ptr<app::ScriptInput> script;
   if (options.script_path) script = std::make_unique<app::ScriptInput>(*options.script_path);
+  app::allowDesktopChooser(!script);  // a desktop dialog would take the input a script drives
 
   // Before a window exists GLFW's errors go into the one-line message below; after, to stderr as they come.
   glfwSetErrorCallback(nullptr);

@@ -440,6 +440,10 @@ int main(int argc, char** argv) {
       checkLongZoom(c, dir, test == "long_zoom");
     } else if (test == "open_arrays") {
       checkOpenArrays(c, dir);
+    } else if (test == "panes") {
+      checkPanes(c, dir);
+    } else if (test == "browse") {
+      checkBrowse(c, dir);
     } else if (test == "hostile_fields") {
       expectHostileValuesRefused(c, dir);
     } else if (test == "clipping") {

@@ -205,5 +205,7 @@ void checkLongZoom(Checker& c, const std::string& dir, bool long_scene);  // gui
 void checkLongGrid(Checker& c);                          // gui_check_long.cpp
 void checkLongGpu(Checker& c, const std::string& dir);  // gui_check_long.cpp
 void checkOpenArrays(Checker& c, const std::string& dir);  // gui_check_arrays.cpp
+void checkPanes(Checker& c, const std::string& dir);       // gui_check_panes.cpp
+void checkBrowse(Checker& c, const std::string& dir);      // gui_check_panes.cpp
 
 }  // namespace gui

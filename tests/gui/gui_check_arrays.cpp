@@ -128,6 +128,17 @@ void checkOpenArrays(Checker& c, const std::string& dir) {
   c.expect(note(focus.layout, "status.subject") == "att.npy: 2 layers x 3 heads, 6 tokens  |  layer 2, head 3",
            "the status bar names the tensor and the map on show: '" + note(focus.layout, "status.subject") + "'");
   c.expect(note(focus.layout, "tensor.layer") == "2", "the tensor's layer stepper reads 2 with layer 2's map on show");
+  // The left pane follows the subject: the tensor's shape (the fixture's (2, 3, 6, 6)), its tokens, the same layer
+  // and head as the grid and the status bar.
+  c.expect(note(focus.layout, "pane.left.title") == "Tensor" && note(focus.layout, "subject.pane") == "tensor",
+           "the left pane is the tensor's: '" + note(focus.layout, "pane.left.title") + "'");
+  c.expect(note(focus.layout, "subject.tensor.shape") == "(2, 3, 6, 6)",
+           "the left pane says the tensor's shape: '" + note(focus.layout, "subject.tensor.shape") + "'");
+  c.expect(note(focus.layout, "subject.tokens") == "6" && note(focus.layout, "subject.layer") == "2" &&
+               note(focus.layout, "subject.head") == "3",
+           "the left pane lists 6 tokens and reads layer 2, head 3");
+  c.expect(!focus.layout.contains("tab.model") && focus.layout.contains("subject.editors_hidden"),
+           "the scene editors are hidden, with a word why");
 
   // Export with the tensor's map on show: that map, its format from the path (.csv). The CSV holds each float32
   // weight in the shortest text that reads back as it, so each equals NumPy's float32 array exactly.
@@ -141,6 +152,17 @@ void checkOpenArrays(Checker& c, const std::string& dir) {
              static_cast<float>(npy[1][2][static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]);
   }
   c.expect(same, "map.csv is layer 2 head 3's (6, 6) weights, each NumPy's float32 exactly");
+  // The shown layer's heads as NPY: (3, 6, 6), each float32 weight written unchanged, so equal to NumPy's
+  // float32 array exactly.
+  c.expect(loadLayout(dir + "/layout_export_layer.json").contains("export.message"), "Export says it wrote layer.npy");
+  const Npy layer_npy = loadNpy(dir + "/layer.npy");
+  bool layer_same = layer_npy.shape == std::vector<long>{3, 6, 6};
+  for (std::size_t h = 0; layer_same && h < 3; ++h)
+    for (std::size_t i = 0; i < 6; ++i)
+      for (std::size_t j = 0; j < 6; ++j)
+        layer_same = layer_same && static_cast<float>(layer_npy.values[(h * 6 + i) * 6 + j]) ==
+                                       static_cast<float>(npy[1][h][i][j]);
+  c.expect(layer_same, "layer.npy is layer 2's (3, 6, 6) heads, each NumPy's float32 exactly");
   const nlohmann::json similarity = loadLayout(dir + "/layout_similarity.json");
   c.expect(note(similarity, "similarity.subject") == "att.npy, layer 2: its 3 heads' maps compared" &&
                similarity.contains("similarity.map"),

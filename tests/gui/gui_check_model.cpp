@@ -86,6 +86,34 @@ void checkSubjectExports(Checker& c, const std::string& dir, const Maps& maps) {
   c.expect(note(focus, "status.subject") == "GPT-2: 12 layers x 12 heads, 11 tokens  |  layer 5, head 8",
            "the status bar: layer 5, head 8: '" + note(focus, "status.subject") + "'");
   c.expect(note(focus, "window.title") == "attnscope - GPT-2, layer 5, head 8", "the title bar: layer 5, head 8");
+  // The left pane: the model card of the fixture (gpt2_reference.py --layers 12 --heads 12 --embd 48: head_dim
+  // 48 / 12 = 4; GPT-2 has a KV head per head), the tokens, and its navigator on the same layer and head.
+  c.expect(note(focus, "pane.left.title") == "Model" && note(focus, "subject.pane") == "checkpoint",
+           "the left pane is the model's: '" + note(focus, "pane.left.title") + "'");
+  c.expect(note(focus, "subject.card.family") == "GPT-2" && note(focus, "subject.card.layers") == "12" &&
+               note(focus, "subject.card.heads") == "12" && note(focus, "subject.card.kv_heads") == "12" &&
+               note(focus, "subject.card.head_dim") == "4",
+           "the model card: GPT-2, 12 layers, 12 heads, 12 KV heads, head_dim 4");
+  c.expect(note(focus, "subject.tokens") == std::to_string(n), "the left pane lists the 11 tokens");
+  c.expect(note(focus, "subject.layer") == "5" && note(focus, "subject.head") == "8",
+           "the navigator reads layer 5, head 8 after the tile's click: '" + note(focus, "subject.layer") + "', '" +
+               note(focus, "subject.head") + "'");
+  c.expect(!focus.contains("tab.model") && focus.contains("subject.editors_hidden"),
+           "the scene editors are hidden, with a word why");
+  // The navigator stepped to layer 6, head 7: every control and name follows.
+  const nlohmann::json stepped = loadLayout(dir + "/layout_stepped.json");
+  c.expect(note(stepped, "subject.layer") == "6" && note(stepped, "subject.head") == "7",
+           "after the navigator's layer + and head -: layer 6, head 7 in the navigator");
+  c.expect(note(stepped, "status.subject") == "GPT-2: 12 layers x 12 heads, 11 tokens  |  layer 6, head 7" &&
+               note(stepped, "window.title") == "attnscope - GPT-2, layer 6, head 7",
+           "the status bar and title follow the navigator: '" + note(stepped, "status.subject") + "'");
+  c.expect(stepped.contains("model.map") && note(stepped, "similarity.subject") == "GPT-2, layer 6: its 12 heads' maps compared",
+           "the centre still shows one map, and Similarity follows to layer 6: '" +
+               note(stepped, "similarity.subject") + "'");
+  const nlohmann::json grid_again = loadLayout(dir + "/layout_navigator_grid.json");
+  c.expect(note(grid_again, "subject.head") == "grid" && grid_again.contains("model.tile.11.11") &&
+               note(grid_again, "status.subject") == "GPT-2: 12 layers x 12 heads, 11 tokens  |  layer 5",
+           "the navigator's grid button shows the grid again, every control on layer 5");
   c.expect(note(loadLayout(dir + "/layout_similarity_focus.json"), "similarity.subject") ==
                "GPT-2, layer 5: its 12 heads' maps compared",
            "Similarity follows to layer 5");
@@ -131,6 +159,8 @@ void checkSubjectExports(Checker& c, const std::string& dir, const Maps& maps) {
            "the status bar names the layer's scene: '" + note(scene, "status.subject") + "'");
   c.expect(note(scene, "window.title").rfind("attnscope - GPT-2 layer 5", 0) == 0,
            "the title bar too: '" + note(scene, "window.title") + "'");
+  c.expect(note(scene, "pane.left.title") == "Scene" && scene.contains("tab.model") && scene.contains("tab.inputs"),
+           "the left pane holds the scene's editors again");
 }
 
 }  // namespace

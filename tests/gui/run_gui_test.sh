@@ -15,6 +15,8 @@ if [[ "$name" == workarea ]]; then scale=2; fi
 maps="" check_name=$script
 if [[ "$name" == model_grid_ondemand ]]; then script=model_grid maps=drop check_name=$name; fi
 rm -rf "$out" && mkdir -p "$out"
+# The panes' widths are remembered in the user's config directory: each test has its own, empty at the start.
+export XDG_CONFIG_HOME="$out/config"
 
 # A free display number: no lock file and no socket. Xvfb itself refuses a taken one, so retry a few times.
 xvfb_pid=""
@@ -61,6 +63,13 @@ if [[ "$script" == model_wide ]]; then
   /usr/bin/python3 "$scripts/../../model/llama_reference.py" "$out/ckpt" --family qwen3 --layers 28 --heads 16 \
     --kv-heads 8 --hidden 64 --text "The cat sat on the mat."
 fi
+# Paths and the file browser: a folder to browse, and a 2-layer x 3-head GPT-2 checkpoint (NumPy's maps of
+# "hello there cats!" in expected.json) opened through its config.json.
+if [[ "$script" == browse ]]; then
+  mkdir -p "$out/pick/sub"
+  /usr/bin/python3 "$scripts/../../model/gpt2_reference.py" "$out/ckpt" --dtype F16 --layers 2 --heads 3 --embd 24 \
+    --token-strings '["hello", "\u0120t", "he", "r", "e", "\u0120", "c", "a", "t", "s", "!"]'
+fi
 # Opening arrays files: an attention tensor as .npy and safetensors, a torch-mha layer as .npz, with NumPy's
 # weights for each (expected.json).
 if [[ "$script" == open_arrays ]]; then
@@ -75,9 +84,24 @@ fi
 if [[ "$script" == gpu_fault ]]; then
   export ATTNSCOPE_GPU_FAULT=1 ATTNSCOPE_GPU_AS_HARDWARE=1
 fi
-sed -e "s|@OUT@|$out|g" -e "s|@CKPT@|$out/ckpt|g" "$scripts/$script.txt" >"$out/script.txt"
 # Mesa's software renderer (llvmpipe) under Xvfb; no terminal or display needed beyond this one.
-env ${scale:+ATTNSCOPE_UI_SCALE=$scale} ${maps:+ATTNSCOPE_MODEL_MAPS=$maps} DISPLAY=":$display" LIBGL_ALWAYS_SOFTWARE=1 timeout 120 "$app" --backend "$backend" \
-  --script "$out/script.txt" </dev/null
+run_window() {  # SCRIPT_FILE [RUN]: the window once, with @OUT@, @CKPT@ and @RUN@ filled in
+  sed -e "s|@OUT@|$out|g" -e "s|@CKPT@|$out/ckpt|g" -e "s|@RUN@|${2:-}|g" "$1" >"$out/script${2:+_$2}.txt"
+  env ${scale:+ATTNSCOPE_UI_SCALE=$scale} ${maps:+ATTNSCOPE_MODEL_MAPS=$maps} DISPLAY=":$display" LIBGL_ALWAYS_SOFTWARE=1 \
+    timeout 120 "$app" --backend "$backend" --script "$out/script${2:+_$2}.txt" </dev/null
+}
+if [[ "$script" == panes ]]; then
+  # Four runs of the window: the panes moved and saved; read back; a corrupt settings file; an unwritable one.
+  run_window "$scripts/panes.txt" first
+  cp "$XDG_CONFIG_HOME/attnscope/panes.json" "$out/panes_saved.json"
+  run_window "$scripts/panes_again.txt" again
+  printf '{"left_width_em": "wide", ' >"$XDG_CONFIG_HOME/attnscope/panes.json"
+  run_window "$scripts/panes_again.txt" corrupt
+  printf 'a file, not a folder' >"$out/config_file"
+  XDG_CONFIG_HOME="$out/config_file" run_window "$scripts/panes.txt" unwritable
+  cp "$out/again.png" "$out/window.png" && cp "$out/layout_again.json" "$out/layout.json"
+else
+  run_window "$scripts/$script.txt"
+fi
 # gui_check: the window's expected size (the screen's at scale 2 on a HiDPI screen, else 1280 x 800).
 GUI_WINDOW_SIZE=$screen "$check" "$check_name" "$out" "$backend"

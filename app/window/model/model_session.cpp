@@ -4,15 +4,45 @@
 #include <algorithm>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <variant>
 
 #include "attnscope/error.h"
+#include "attnscope/json_file.h"
 #include "attnscope/scene/scene.h"
 #include "attnscope/settings.h"
 #include "window/model/model_grid_renderer.h"
 #include "window/model/model_view.h"
 
 namespace attnscope::app {
+
+namespace {
+
+// config.json's torch_dtype (or dtype), for the model card; "" where it names none or cannot be read (loadModel
+// has read the file already: its errors were said then).
+std::string statedDtype(const std::string& dir) {
+  try {
+    const nlohmann::json config = readJsonFile(dir + "/config.json", std::size_t{1} << 20);
+    for (const char* field : {"torch_dtype", "dtype"})
+      if (config.contains(field) && config[field].is_string()) return config[field].get<std::string>();
+  } catch (const std::exception&) {
+  }
+  return "";
+}
+
+// The folder a typed checkpoint path names: the path itself, or the folder of a file in it (its config.json).
+// Empty with `error` set when there is no such folder.
+std::string checkpointFolder(const std::string& typed, std::string& error) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path path(typed);
+  if (fs::is_regular_file(path, ec)) return path.has_parent_path() ? path.parent_path().string() : ".";
+  if (fs::is_directory(path, ec)) return typed;
+  error = "checkpoint folder: no such folder: " + typed;
+  return "";
+}
+
+}  // namespace
 
 ModelSession::ModelSession() : progress_(std::make_shared<Progress>()) {}
 
@@ -56,6 +86,7 @@ ModelSession::Reply ModelSession::work(const Request& request, Progress& progres
     };
     reply.forward = model::modelForward(*reply.checkpoint, ids, options);
     for (int id : ids) reply.labels.push_back(reply.checkpoint->tokenizer.label(id));
+    reply.stored_dtype = statedDtype(request.dir);
   } catch (const model::ForwardCancelled&) {
     reply.cancelled = true;
     reply.error = "Cancelled; the model shown before is kept.";
@@ -72,6 +103,11 @@ void ModelSession::start() {
     cancelled = false;
     return;
   }
+  const std::string folder = checkpointFolder(dir, error);
+  if (folder.empty()) {
+    cancelled = false;
+    return;
+  }
   if (!worker_) {
     std::shared_ptr<Progress> progress = progress_;
     worker_ = std::make_unique<LatestWorker<Request, Reply>>(
@@ -79,10 +115,11 @@ void ModelSession::start() {
   }
   progress_->cancel = false;
   progress_->layers_done = 0;
-  progress_->layers_total = checkpoint_ && checkpoint_->dir == dir ? checkpoint_->layout().n_layer : 0;
+  const bool loaded = checkpoint_ && checkpoint_->dir == folder;
+  progress_->layers_total = loaded ? checkpoint_->layout().n_layer : 0;
   error.clear();
   cancelled = false;
-  worker_->request(Request{dir, text, checkpoint_ && checkpoint_->dir == dir ? checkpoint_ : nullptr});
+  worker_->request(Request{folder, text, loaded ? checkpoint_ : nullptr});
   running_ = true;
 }
 
@@ -149,6 +186,7 @@ bool ModelSession::poll() {
   forward_ = std::make_shared<const model::ForwardResult>(std::move(r.forward));
   labels_ = std::move(r.labels);
   ran_text_ = std::move(r.text);
+  stored_dtype_ = std::move(r.stored_dtype);
   analysis_layer_ = -1;  // the cached analysis was of the previous forward
   focus_head = -1;
   layer = std::min(layer, checkpoint_->layout().n_layer - 1);

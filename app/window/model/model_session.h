@@ -26,7 +26,9 @@ class ModelSession {
   std::string dir;                                // the checkpoint folder, as typed
   std::string text = "The cat sat on the mat.";  // as typed
 
-  // Starts loading `dir` (once per folder) and the forward over `text`, replacing one that has not started.
+  // Starts loading `dir` (once per folder) and the forward over `text`, replacing one that has not started. A
+  // path to a file in the folder (its config.json) opens the folder; a folder that is not there is refused in
+  // `error` ("no such folder: PATH") before anything is read.
   void start();
   // Asks the running forward to stop after its current layer; what was shown before stays.
   void cancel();
@@ -59,6 +61,8 @@ class ModelSession {
   int windowOf(int layer) const;
   // The checkpoint's shapes in words: "2 layers x 4 heads, 2 KV heads, head_dim 8".
   std::string describe() const;
+  // The weights' dtype as config.json states it ("bfloat16", from torch_dtype or dtype), else "".
+  const std::string& storedDtype() const { return stored_dtype_; }
   const std::vector<std::string>& labels() const { return labels_; }
   const std::string& ranText() const { return ran_text_; }
   unsigned revision() const { return revision_; }  // bumped when a forward lands
@@ -93,7 +97,7 @@ class ModelSession {
     std::shared_ptr<const model::Model> checkpoint;
     model::ForwardResult forward;
     std::vector<std::string> labels;
-    std::string text, error;
+    std::string text, error, stored_dtype;
     bool cancelled = false;
   };
   static Reply work(const Request& request, Progress& progress);
@@ -105,6 +109,7 @@ class ModelSession {
   std::shared_ptr<const model::ForwardResult> forward_ = std::make_shared<const model::ForwardResult>();
   std::vector<std::string> labels_;
   std::string ran_text_;
+  std::string stored_dtype_;
   unsigned revision_ = 0;
   std::string tensor_file_;                // "" unless a tensor is shown
   std::string tensor_name_;                 // the tensor chosen in it ("" for a .npy file)

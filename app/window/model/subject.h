@@ -28,5 +28,9 @@ std::string subjectTitle(const AppState& state, const ViewState& view);
 // saying so, and where the model's layer can open as a scene, a button that does. True then: the tab draws
 // nothing else. `tab`: its name, as in "Steps explains a scene".
 bool sceneOnlyNote(AppState& state, ViewState& view, const char* tab);
+// The left pane while a checkpoint run or a tensor is the subject (subject_pane.cpp): the model card (family,
+// layers, heads, KV heads, head_dim, dtype, memory) or the tensor's shape, the layer and head navigator, the
+// tokens, and why the scene editors are hidden.
+void drawSubjectPane(AppState& state, ViewState& view);
 
 }  // namespace attnscope::app

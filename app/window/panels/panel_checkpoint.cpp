@@ -13,6 +13,7 @@
 #include "window/model/model_session.h"
 #include "window/model/model_view.h"
 #include "window/panels/panels.h"
+#include "window/files/file_chooser.h"
 #include "window/ui_probe.h"
 
 namespace attnscope::app {
@@ -67,9 +68,12 @@ void drawCheckpointPanel(AppState& state, ViewState& view) {
     ImGui::Spacing();
   }
   sectionHeader("Checkpoint: GPT-2, Llama, Mistral, Qwen2, Qwen3");
-  ImGui::SetNextItemWidth(-1);
-  ImGui::InputTextWithHint("##checkpoint_dir", "folder: config.json, model.safetensors, tokenizer", &s.dir);
+  const ImGuiStyle& style = ImGui::GetStyle();
+  ImGui::SetNextItemWidth(-(ImGui::CalcTextSize("Browse...").x + 2 * style.FramePadding.x + style.ItemSpacing.x));
+  ImGui::InputTextWithHint("##checkpoint_dir", "folder (or its config.json): model.safetensors, tokenizer", &s.dir);
   probeItem("checkpoint.path");
+  ImGui::SameLine();
+  browseButton("checkpoint.browse", s.dir, ChooseWhat::Folder);
   ImGui::InputTextMultiline("##checkpoint_text", &s.text, ImVec2(-1, ImGui::GetTextLineHeight() * 3.5f));
   probeItem("checkpoint.text");
   if (ImGui::Button("Open model and run")) s.start();
@@ -81,6 +85,7 @@ void drawCheckpointPanel(AppState& state, ViewState& view) {
     else
       errorText(s.error);
     probeItem("checkpoint.error");
+    probeNote("checkpoint.error", s.error);
   }
   if (!s.checkpoint() || s.forward().n == 0) return;
 

@@ -21,6 +21,7 @@
 #include "window/model/model_session.h"
 #include "window/model/subject.h"
 #include "window/panels/panels.h"
+#include "window/files/file_chooser.h"
 #include "window/ui_probe.h"
 
 namespace attnscope::app {
@@ -192,9 +193,12 @@ void drawExportPanel(AppState& state, ViewState& view) {
     ImGui::Checkbox("cluster order with dendrogram", &view.cluster_order);
   }
   if (scene && view.export_format <= 1) ImGui::Checkbox("write each value in its cell", &view.export_annotate);
-  ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 4);
-  ImGui::InputText("path", &view.export_path);
+  const ImGuiStyle& style = ImGui::GetStyle();
+  ImGui::SetNextItemWidth(-(ImGui::CalcTextSize("Browse...").x + 2 * style.FramePadding.x + style.ItemSpacing.x));
+  ImGui::InputTextWithHint("##export_path", "map.png, .svg, .csv or .npy", &view.export_path);
   probeItem("export.path");
+  ImGui::SameLine();
+  browseButton("export.browse", view.export_path, ChooseWhat::SaveFile);
   // Until the user picks a format, it follows the path's extension: taken right after the path is typed, so that
   // a typed ".npy" never shows as disagreeing with the format for a frame.
   if (const std::optional<int> from_path = formatOfPath(view.export_path); from_path && !view.export_format_chosen)
