@@ -1,5 +1,6 @@
 // attnscope model: a checkpoint folder (GPT-2, Llama, Mistral, Qwen2, Qwen3) on the user's text: every layer's per-head maps and the rollout
 // as JSON/NPY, the layers x heads grid and the rollout as PNG/SVG, and one layer as a scene file.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -31,8 +32,9 @@ constexpr const char* kHelp =
     "  --text          the text to run (the checkpoint's tokenizer, BOS as it adds it; at most n_positions or\n"
     "                  max_position_embeddings tokens)\n"
     "  --repeated-random L\n"
-    "                  instead of a text: L token ids drawn from the vocabulary (seeded by --seed, default 0;\n"
-    "                  the same ids on every machine), then the same L again; induction heads show on it\n"
+    "                  instead of a text: L token ids drawn from the tokenizer's vocabulary (seeded by\n"
+    "                  --seed, default 0; the same ids on every machine), then the same L again; induction\n"
+    "                  heads show on it\n"
     "  --layer L       one layer, counted from 1 as everywhere in attnscope (layer 1 is the checkpoint's h.0;\n"
     "                  default: every layer)\n"
     "  --out           every map with the tokens as JSON ((layers, heads, n, n), each head's key/value head\n"
@@ -120,7 +122,10 @@ int runModel(Args& args) {
                                       " (its forward runs on the CPU; a layer's --scene-out computes on either backend)",
                      "gpu");
   const std::vector<int> ids =
-      repeated > 0 ? model::repeatedRandomTokens(checkpoint.architecture().vocab_size, static_cast<int>(repeated),
+      repeated > 0 ? model::repeatedRandomTokens(
+                         // ids the tokenizer names (a config's vocab_size may pad past them)
+                         std::min(checkpoint.architecture().vocab_size, checkpoint.tokenizer.vocabSize()),
+                         static_cast<int>(repeated),
                                                  static_cast<std::uint64_t>(seed), checkpoint.maxTokens())
                    : checkpoint.tokenizer.encodeAtMost(*text, static_cast<std::size_t>(checkpoint.maxTokens()));
   if (ids.empty()) throw InputError("--text", "at least one token", "an empty text");
