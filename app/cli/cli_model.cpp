@@ -1,5 +1,6 @@
 // attnscope model: a checkpoint folder (GPT-2, Llama, Mistral, Qwen2, Qwen3) on the user's text: every layer's per-head maps and the rollout
 // as JSON/NPY, the layers x heads grid and the rollout as PNG/SVG, and one layer as a scene file.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -7,6 +8,7 @@
 
 #include "attnscope/atomic_file.h"
 #include "attnscope/error.h"
+#include "attnscope/model/head_finding.h"
 #include "attnscope/model/model.h"
 #include "attnscope/model/model_export.h"
 #include "attnscope/scene/scene_json.h"
@@ -19,15 +21,20 @@ namespace attnscope::cli {
 namespace {
 
 constexpr const char* kHelp =
-    "usage: attnscope model DIR (--text TEXT | --text-file FILE) [--layer L] [--out OUT.json|OUT.npy]\n"
-    "                       [--scene-out LAYER.json] [--grid-out GRID.png|.svg] [--rollout-out ROLLOUT.png|.svg]\n"
-    "                       [--backend cpu|gpu|auto]\n"
+    "usage: attnscope model DIR (--text TEXT | --text-file FILE | --repeated-random L [--seed S]) [--layer L]\n"
+    "                       [--out OUT.json|OUT.npy] [--scene-out LAYER.json] [--grid-out GRID.png|.svg]\n"
+    "                       [--rollout-out ROLLOUT.png|.svg] [--analysis-out A.json [--dla-position P]\n"
+    "                       [--dla-target ID]] [--backend cpu|gpu|auto]\n"
     "  DIR             a checkpoint folder, its family from config.json's model_type: GPT-2 (config.json,\n"
     "                  model.safetensors, vocab.json, merges.txt), or llama, mistral, qwen2, qwen3 (config.json,\n"
     "                  model.safetensors or model.safetensors.index.json and its shards, tokenizer.json);\n"
     "                  weights in F32, F16 or BF16\n"
     "  --text          the text to run (the checkpoint's tokenizer, BOS as it adds it; at most n_positions or\n"
     "                  max_position_embeddings tokens)\n"
+    "  --repeated-random L\n"
+    "                  instead of a text: L token ids drawn from the tokenizer's vocabulary (seeded by\n"
+    "                  --seed, default 0; the same ids on every machine), then the same L again; induction\n"
+    "                  heads show on it\n"
     "  --layer L       one layer, counted from 1 as everywhere in attnscope (layer 1 is the checkpoint's h.0;\n"
     "                  default: every layer)\n"
     "  --out           every map with the tokens as JSON ((layers, heads, n, n), each head's key/value head\n"
@@ -38,6 +45,13 @@ constexpr const char* kHelp =
     "                  kv_heads, rope (with scaling), Qwen3's q_norm/k_norm and sliding window\n"
     "  --grid-out      the layers x heads grid of heatmaps (or layer L's heads) as PNG or SVG\n"
     "  --rollout-out   the attention rollout (Abnar and Zuidema, 2020) as PNG or SVG\n"
+    "  --analysis-out  finding heads across the model, as JSON: head_scores (each head-type score ->\n"
+    "                  [layer][head], null where undefined) and composition (q, k, v -> [layer][head][layer]\n"
+    "                  [head], Elhage et al. 2021, 0 unless the second layer is later) and dla (direct logit\n"
+    "                  attribution: each head's, MLP's and the embedding's share of one logit, the final norm's\n"
+    "                  scale frozen; position, target, logit, heads -> [layer][head], and the other parts)\n"
+    "  --dla-position  the token whose prediction is attributed, from 0 (default: the last)\n"
+    "  --dla-target    the token id whose logit is attributed (default: the top prediction there)\n"
     "  --backend       who computes each layer's attention: cpu (default; the forward's own fused loop), gpu\n"
     "                  (the GPU engine, each layer as a scene; GPT-2 only for now), or auto (the GPU when it\n"
     "                  starts, for GPT-2)\n";
@@ -67,12 +81,21 @@ int runModel(Args& args) {
   const std::optional<std::string> scene_out = args.take("--scene-out");
   const std::optional<std::string> grid_out = args.take("--grid-out");
   const std::optional<std::string> rollout_out = args.take("--rollout-out");
+  const std::optional<std::string> analysis_out = args.take("--analysis-out");
+  const long repeated = args.takeInt("--repeated-random", 0, 1, 1 << 20);
+  const long seed = args.takeInt("--seed", 0, 0, 2147483647);
+  const long dla_position = args.takeInt("--dla-position", -1, 0, 1 << 30);
+  const long dla_target = args.takeInt("--dla-target", -1, 0, 1 << 30);
+  if ((dla_position >= 0 || dla_target >= 0) && !analysis_out)
+    throw InputError(dla_position >= 0 ? "--dla-position" : "--dla-target", "--analysis-out to write it to", "none");
   const std::string backend_name = args.takeChoice("--backend", {"cpu", "gpu", "auto"}, "cpu");
   const std::vector<std::string> dirs = args.positionals(1);
   if (dirs.empty()) throw InputError("model", "a checkpoint folder: attnscope model DIR --text ...", "none");
   if (text && text_file) throw InputError("--text", "either --text or --text-file", "both");
+  if (repeated > 0 && (text || text_file))
+    throw InputError("--repeated-random", "either a text or --repeated-random", "both");
   if (text_file) text = readWholeFile(*text_file, "--text-file", kMaxTextFileBytes);
-  if (!text) throw InputError("--text", "the text to run", "nothing (see attnscope model --help)");
+  if (!text && repeated == 0) throw InputError("--text", "the text to run", "nothing (see attnscope model --help)");
   if (scene_out && layer < 0) throw InputError("--layer", "a layer for --scene-out", "nothing");
   // Formats checked before the model is loaded, so a typo costs nothing.
   if (out && extension(*out) != "json" && extension(*out) != "npy")
@@ -82,11 +105,12 @@ int runModel(Args& args) {
   // Every output either written or none: each path gets its temporary file now (a path that cannot be written
   // fails before any work), and all are renamed together at the end. An error on the way removes them all.
   std::vector<PendingFile> files;
-  files.reserve(4);
+  files.reserve(5);
   PendingFile* out_file = out ? &files.emplace_back(*out) : nullptr;
   PendingFile* scene_file = scene_out ? &files.emplace_back(*scene_out) : nullptr;
   PendingFile* grid_file = grid_out ? &files.emplace_back(*grid_out) : nullptr;
   PendingFile* rollout_file = rollout_out ? &files.emplace_back(*rollout_out) : nullptr;
+  PendingFile* analysis_file = analysis_out ? &files.emplace_back(*analysis_out) : nullptr;
 
   const model::Model checkpoint = model::loadModel(dirs[0]);
   checkPendingOutputs();  // no output is a file of the checkpoint (tokenizer.json, say): refused before the forward
@@ -97,8 +121,22 @@ int runModel(Args& args) {
     throw InputError("--backend", "cpu for model_type " + checkpoint.model_type +
                                       " (its forward runs on the CPU; a layer's --scene-out computes on either backend)",
                      "gpu");
-  const std::vector<int> ids = checkpoint.tokenizer.encodeAtMost(*text, static_cast<std::size_t>(checkpoint.maxTokens()));
+  const std::vector<int> ids =
+      repeated > 0 ? model::repeatedRandomTokens(
+                         // ids the tokenizer names (a config's vocab_size may pad past them)
+                         std::min(checkpoint.architecture().vocab_size, checkpoint.tokenizer.vocabSize()),
+                         static_cast<int>(repeated),
+                                                 static_cast<std::uint64_t>(seed), checkpoint.maxTokens())
+                   : checkpoint.tokenizer.encodeAtMost(*text, static_cast<std::size_t>(checkpoint.maxTokens()));
   if (ids.empty()) throw InputError("--text", "at least one token", "an empty text");
+  if (repeated > 0)  // what the outputs name as the text
+    text = "(" + std::to_string(repeated) + " random tokens, seed " + std::to_string(seed) + ", repeated)";
+  const int trace_position = analysis_out ? static_cast<int>(dla_position >= 0 ? dla_position : static_cast<long>(ids.size()) - 1) : -1;
+  if (trace_position >= static_cast<int>(ids.size()))
+    throw InputError("--dla-position", "a token from 0 to " + std::to_string(ids.size() - 1),
+                     std::to_string(trace_position));
+  if (analysis_out) checkMemoryBudget("composition", "the composition of every pair of heads",
+                                      model::compositionBytes(checkpoint));
   const bool npy = out && extension(*out) == "npy";
   if (out)
     checkOutputBudget("--out", model::modelResultBytes(config, static_cast<int>(ids.size()), static_cast<int>(layer),
@@ -114,7 +152,10 @@ int runModel(Args& args) {
     if (attention->name() == "cpu") attention.reset();
   }
   const model::ForwardResult forward =
-      model::modelForward(checkpoint, ids, {.keep_ln1 = scene_out.has_value(), .attention = attention.get()});
+      model::modelForward(checkpoint, ids,
+                          {.keep_ln1 = scene_out.has_value() || analysis_out.has_value(),
+                           .attention = attention.get(),
+                           .trace_position = trace_position});
   // A layer whose GPU result failed its run-time check was recomputed on the CPU: the forward goes on, said here.
   if (attention)
     for (const std::string& w : gpuCheckWarnings(*attention)) std::fprintf(stderr, "attnscope: warning: %s\n", w.c_str());
@@ -149,6 +190,18 @@ int runModel(Args& args) {
     grid_file->write(
         model::figureBytes(model::modelGridFigure(forward, config, labels, static_cast<int>(layer)), grid_format));
   if (rollout_file) rollout_file->write(model::figureBytes(model::rolloutFigure(rollout, labels), rollout_format));
+  if (analysis_file) {
+    nlohmann::ordered_json j;
+    j["model"] = checkpoint.dir;
+    j["model_type"] = checkpoint.model_type;
+    j["token_ids"] = ids;
+    j["local_window"] = kDefaultLocalWindow;
+    j["head_scores"] = model::headScoresJson(model::modelHeadScores(forward, ids));
+    j["composition"] = model::compositionJson(model::compositionScores(checkpoint));
+    j["dla"] = model::logitAttributionJson(
+        model::logitAttribution(checkpoint, forward, trace_position, static_cast<int>(dla_target)));
+    analysis_file->write(j.dump() + "\n");
+  }
   commitAll(files);
 
   // The token list elided: one line, whatever the text holds.

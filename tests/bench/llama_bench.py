@@ -22,10 +22,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from llama_reference import forward, tokenizer_json, write_safetensors  # noqa: E402
 
 
-def main():
-    binary = sys.argv[1]
-    work = sys.argv[2] if len(sys.argv) > 2 else "/tmp/attnscope_llama_bench"
-    n = int(sys.argv[3]) if len(sys.argv) > 3 else 1024
+def qwen3_shaped_checkpoint(work):
+    """Writes the random BF16 Qwen3-0.6B-shaped checkpoint into `work`; returns (config, weights as float32)."""
     L, H, KV, hd, d, inter, V = 28, 16, 8, 128, 1024, 3072, 300
     cfg = {"model_type": "qwen3", "hidden_size": d, "num_hidden_layers": L, "num_attention_heads": H,
            "num_key_value_heads": KV, "head_dim": hd, "intermediate_size": inter, "vocab_size": V,
@@ -57,6 +55,16 @@ def main():
         json.dump(cfg, f)
     with open(os.path.join(work, "tokenizer.json"), "w", encoding="utf-8") as f:
         json.dump(tokenizer_json(), f, ensure_ascii=False)
+    return cfg, w
+
+
+def main():
+    binary = sys.argv[1]
+    work = sys.argv[2] if len(sys.argv) > 2 else "/tmp/attnscope_llama_bench"
+    n = int(sys.argv[3]) if len(sys.argv) > 3 else 1024
+    cfg, w = qwen3_shaped_checkpoint(work)
+    L, H = cfg["num_hidden_layers"], cfg["num_attention_heads"]
+    f32 = np.float32
     text = ("attention " * 200)[: n - 1]  # n - 1 bytes: BOS and one token per byte
     with open(os.path.join(work, "text.txt"), "w") as f:
         f.write(text)

@@ -76,14 +76,18 @@ def gelu_tanh(x):
     return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
 
 
-def forward(w, cfg, ids, prefix):
-    """GPT-2 forward in float64: returns per-layer weights (L, H, n, n) and ln_f's output (n, d)."""
+def forward(w, cfg, ids, prefix, trace=None):
+    """GPT-2 forward in float64: returns per-layer weights (L, H, n, n) and ln_f's output (n, d). A dict `trace`
+    gets "x": the residual stream after the embedding and after each attention and MLP add, "heads": per layer
+    each head's output through its rows of c_proj (H, n, d), "attn_bias": per layer c_proj's bias."""
     p = prefix
     d, nh = cfg["n_embd"], cfg["n_head"]
     dh, eps, n = d // nh, cfg["layer_norm_epsilon"], len(ids)
     x = w[p + "wte.weight"][ids] + w[p + "wpe.weight"][:n]
     causal = np.tril(np.ones((n, n), dtype=bool))
     maps = np.zeros((cfg["n_layer"], nh, n, n))
+    if trace is not None:
+        trace.update(x=[x.copy()], heads=[], attn_bias=[])
     for layer in range(cfg["n_layer"]):
         h = f"{p}h.{layer}."
         a = layer_norm(x, w[h + "ln_1.weight"], w[h + "ln_1.bias"], eps)
@@ -99,9 +103,16 @@ def forward(w, cfg, ids, prefix):
             maps[layer, head] = att
             out[:, cols] = att @ v[:, cols]
         x = x + out @ w[h + "attn.c_proj.weight"] + w[h + "attn.c_proj.bias"]
+        if trace is not None:
+            proj = w[h + "attn.c_proj.weight"]
+            trace["heads"].append(np.stack([out[:, c * dh:(c + 1) * dh] @ proj[c * dh:(c + 1) * dh] for c in range(nh)]))
+            trace["attn_bias"].append(w[h + "attn.c_proj.bias"])
+            trace["x"].append(x.copy())
         m = layer_norm(x, w[h + "ln_2.weight"], w[h + "ln_2.bias"], eps)
         m = gelu_tanh(m @ w[h + "mlp.c_fc.weight"] + w[h + "mlp.c_fc.bias"])
         x = x + m @ w[h + "mlp.c_proj.weight"] + w[h + "mlp.c_proj.bias"]
+        if trace is not None:
+            trace["x"].append(x.copy())
     return maps, layer_norm(x, w[p + "ln_f.weight"], w[p + "ln_f.bias"], eps)
 
 

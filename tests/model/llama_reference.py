@@ -69,8 +69,10 @@ def windows(cfg):
     return [None] * L
 
 
-def forward(w, cfg, ids, dtype=np.float64):
-    """(maps (L, H, n, n), final normed hidden state (n, d)) in `dtype`. w: name -> array (PyTorch layouts)."""
+def forward(w, cfg, ids, dtype=np.float64, trace=None):
+    """(maps (L, H, n, n), final normed hidden state (n, d)) in `dtype`. w: name -> array (PyTorch layouts).
+    A dict `trace` gets "x": the residual stream after the embedding and after each attention and MLP add,
+    "heads": per layer each head's output through its columns of o_proj (H, n, d), "attn_bias": o_proj's bias."""
     t = cfg["model_type"]
     H, KV, d = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["hidden_size"]
     hd = cfg.get("head_dim") or d // H
@@ -84,6 +86,8 @@ def forward(w, cfg, ids, dtype=np.float64):
     o_bias = cfg.get("attention_bias") and t in ("llama", "qwen3")
     x = w["model.embed_tokens.weight"][ids]
     maps = []
+    if trace is not None:
+        trace.update(x=[x.copy()], heads=[], attn_bias=[])
     for layer, window in enumerate(windows(cfg)):
         p = f"model.layers.{layer}."
         h = rms_norm(x, w[p + "input_layernorm.weight"], eps)
@@ -115,9 +119,16 @@ def forward(w, cfg, ids, dtype=np.float64):
         if o_bias:
             out = out + w[p + "self_attn.o_proj.bias"]
         x = x + out
+        if trace is not None:
+            o = w[p + "self_attn.o_proj.weight"]  # (d, H hd)
+            trace["heads"].append(np.stack([(a @ v)[c] @ o[:, c * hd:(c + 1) * hd].T for c in range(H)]))
+            trace["attn_bias"].append(w[p + "self_attn.o_proj.bias"] if o_bias else np.zeros(d))
+            trace["x"].append(x.copy())
         h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
         gate = h @ w[p + "mlp.gate_proj.weight"].T
         x = x + ((gate / (1 + np.exp(-gate))) * (h @ w[p + "mlp.up_proj.weight"].T)) @ w[p + "mlp.down_proj.weight"].T
+        if trace is not None:
+            trace["x"].append(x.copy())
     return np.stack(maps), rms_norm(x, w["model.norm.weight"], eps)
 
 

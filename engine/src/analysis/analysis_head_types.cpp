@@ -103,7 +103,7 @@ struct HeadTypeSums {
 
 }  // namespace
 
-HeadTypeScores headTypeScores(const Scene& scene, const Matrix& weights, int local_window) {
+HeadTypeScores headTypeScores(const Scene& scene, const Eigen::Ref<const Matrix>& weights, int local_window) {
   // weights: (n_q, n_k)
   const int n_q = static_cast<int>(weights.rows()), n_k = static_cast<int>(weights.cols());
   const HeadTypeContext context(scene, n_q, n_k, local_window);

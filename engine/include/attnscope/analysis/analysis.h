@@ -101,7 +101,9 @@ struct HeadTypeScores {
 };
 constexpr int kDefaultLocalWindow = 2;
 
-HeadTypeScores headTypeScores(const Scene& scene, const Matrix& weights, int local_window = kDefaultLocalWindow);
+// weights: (n_q, n_k), a Matrix or a view of a kept map.
+HeadTypeScores headTypeScores(const Scene& scene, const Eigen::Ref<const Matrix>& weights,
+                              int local_window = kDefaultLocalWindow);
 std::vector<HeadTypeScores> allHeadTypeScores(const Scene& scene, const Result& result,
                                               int local_window = kDefaultLocalWindow);
 // The score names, in the order above: previous_token, current_token, first_token, local, induction,

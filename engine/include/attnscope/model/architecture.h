@@ -104,6 +104,10 @@ std::size_t weightBytes(const Architecture& arch);
 Weights loadWeights(const std::string& dir, const Architecture& arch, std::size_t budget_bytes = 0,
                     const std::string& weights_file = "");
 
+// The unembedding W_U (vocab_size, hidden) of an untied checkpoint (lm_head.weight, GPT-NeoX's embed_out.weight),
+// read on demand from DIR (the maps never need it); an empty matrix for a tied one, whose W_U is the embedding.
+Matrix loadUnembedding(const std::string& dir, const Architecture& arch, std::size_t budget_bytes = 0);
+
 // float32 bytes the forward keeps and its activations need for n tokens: the maps while `maps` keeps them, else
 // per layer Q, K once per kv head and m, l per query head; with keep_ln1 each layer's first norm's output.
 std::size_t forwardBytes(const Architecture& arch, int n, bool keep_ln1, MapPolicy maps);

@@ -80,6 +80,8 @@ struct ForwardOptions {
   // Whether the forward keeps every (n, n) map: Auto while layers x heads x n^2 floats fit mapsLimitBytes()
   // (compute/tiles.h, ATTNSCOPE_MAPS_LIMIT), else per layer only what tiles are recomputed from (O(n d)).
   MapPolicy maps = MapPolicy::Auto;
+  // >= 0: ForwardResult::trace keeps the residual stream at this token (direct logit attribution reads it).
+  int trace_position = -1;
 };
 
 // Thrown by the forward when ForwardOptions::progress returned false; the result is then incomplete.
@@ -143,6 +145,10 @@ struct ForwardResult {
   std::vector<Result> stats;
   std::vector<Matrix> ln1;  // per layer, (n, d): ln_1's output (empty unless keep_ln1)
   Matrix hidden;            // (n, d): ln_f's output
+  // (2 n_layer + 1, d) at ForwardOptions::trace_position, else empty: the residual stream after the embedding,
+  // then after each layer's attention is added (row 1 + 2 l) and after its MLP is added (row 2 + 2 l); the last
+  // row is the final norm's input.
+  Matrix trace;
 
   bool keepsMaps() const { return stats.empty(); }
   // Head `head` of `layer`'s (n, n) map by value: the kept one copied, or recomputed from the layer's stats (one

@@ -210,6 +210,12 @@ void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult&
   for (int i = 0; i < n; ++i) x.row(i) = v.embed->row(ids[static_cast<std::size_t>(i)]);
   if (a.learned_positions) x += v.pos_embed->topRows(n);
   checkStage(x, -1, v.stages.embedding.c_str());
+  // The residual stream at one token, for direct logit attribution: after the embedding, then after each
+  // layer's attention and MLP are added.
+  const int trace = options.trace_position;
+  if (trace >= n) throw InputError("position", "a token from 0 to " + std::to_string(n - 1), std::to_string(trace));
+  r.trace.resize(trace >= 0 ? 2 * a.n_layer + 1 : 0, a.hidden);
+  if (trace >= 0) r.trace.row(0) = x.row(trace);
   Matrix normed(n, a.hidden), normed2, qkv(n, q_dim + 2 * a.kvDim()), concat(n, q_dim), up, act;
   timings.mark("setup (maps, rope, embed)");
   for (int l = 0; l < a.n_layer; ++l) {
@@ -253,6 +259,7 @@ void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult&
       else checkStage(r.stats[static_cast<std::size_t>(l)].heads[static_cast<std::size_t>(h)].row_sum, l, stage.c_str());
     }
     checkStage(x, l, v.stages.attention_out.c_str());
+    if (trace >= 0) r.trace.row(1 + 2 * l) = x.row(trace);
     if (a.residual == Residual::Sequential) {
       norm(a.norm, x, *L.norm2_g, L.norm2_b, eps, normed);
       checkStage(normed, l, v.stages.norm2.c_str());
@@ -265,6 +272,7 @@ void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult&
     timings.mark("mlp activation");
     linearAdd(activated, *L.w_down, L.b_down, a.conv1d, x);  // (n, hidden)
     checkStage(x, l, v.stages.mlp_down.c_str());
+    if (trace >= 0) r.trace.row(2 + 2 * l) = x.row(trace);
     timings.mark("mlp down projection");
     if (options.progress && !options.progress(l + 1)) throw ForwardCancelled();
   }

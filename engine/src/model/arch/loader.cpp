@@ -206,4 +206,15 @@ Weights loadWeights(const std::string& dir, const Architecture& a, std::size_t b
   return w;
 }
 
+Matrix loadUnembedding(const std::string& dir, const Architecture& a, std::size_t budget_bytes) {
+  for (const ExpectedTensor& e : expectedTensors(a, ""))
+    if (e.slot == Slot::LmHead) {
+      checkMemoryBudget("unembedding", "the unembedding " + e.name + " " + shapeText(e.shape),
+                        elements(e.shape) * sizeof(float), budget_bytes);
+      TensorFiles files(dir, "");
+      return files.fileFor(e.name, e.why).readMatrix(e.name, e.shape);
+    }
+  return {};
+}
+
 }  // namespace attnscope::model
