@@ -50,7 +50,7 @@ TEST(GpuGemmaScene, EachLayerOfEachFamilyGivesTheForwardsMaps) {
       }
     }
     // float32 on the GPU against float64, and against the CPU forward's float32 (the CPU forward's own tolerance
-    // against NumPy, tests/model/test_gemma_model.cpp).
+    // against NumPy, tests/model/test_gemma_model.cpp). Seen on llvmpipe: vs NumPy to 3.4e-6, vs the forward 1.1e-6.
     EXPECT_LE(vs_numpy, 1e-5) << args;
     EXPECT_LE(vs_forward, 1e-5) << args;
     std::printf("[ %s ] layer scenes (GPU): vs NumPy %.2g, vs the forward %.2g\n", args, vs_numpy, vs_forward);
