@@ -29,6 +29,8 @@ constexpr const char* kHelp =
     "                  model.safetensors, vocab.json, merges.txt), or llama, mistral, qwen2, qwen3 (config.json,\n"
     "                  model.safetensors or model.safetensors.index.json and its shards, tokenizer.json);\n"
     "                  weights in F32, F16 or BF16\n"
+    "                  (gemma, gemma2, gemma3_text and gemma3 as the Llama family's files; Gemma 2's\n"
+    "                  soft-capped maps are always kept and its layers do not open as scenes)\n"
     "  --text          the text to run (the checkpoint's tokenizer, BOS as it adds it; at most n_positions or\n"
     "                  max_position_embeddings tokens)\n"
     "  --repeated-random L\n"

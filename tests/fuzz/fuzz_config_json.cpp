@@ -25,6 +25,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     } catch (const attnscope::InputError& e) {
       if (std::strlen(e.what()) > 2000) __builtin_trap();
     }
+    try {  // Gemma
+      (void)attnscope::model::gemmaArchitectureFromJson(j, "config.json");
+    } catch (const attnscope::InputError& e) {
+      if (std::strlen(e.what()) > 2000) __builtin_trap();
+    }
     (void)attnscope::model::llamaConfigFromJson(j, "config.json");
   } catch (const attnscope::InputError& e) {
     if (std::strlen(e.what()) > 2000) __builtin_trap();

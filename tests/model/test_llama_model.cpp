@@ -213,7 +213,7 @@ TEST(LlamaModelHostile, ConfigFields) {
        {"config.json: num_attention_heads", "a multiple of num_key_value_heads (3)", "got 4"}},
       {"gelu", [](json& j) { j["hidden_act"] = "gelu"; }, {"config.json: hidden_act", "silu"}},
       {"odd head_dim", [](json& j) { j["head_dim"] = 7; }, {"config.json: head_dim", "even"}},
-      {"unknown family", [](json& j) { j["model_type"] = "gemma"; }, {"config.json: model_type", "gemma"}},
+      {"unknown family", [](json& j) { j["model_type"] = "falcon"; }, {"config.json: model_type", "falcon"}},
       {"window", [](json& j) { j["model_type"] = "mistral"; j["sliding_window"] = 0; },
        {"config.json: sliding_window", "from 1"}},
       {"no hidden size", [](json& j) { j.erase("hidden_size"); }, {"config.json: hidden_size", "got nothing"}},

@@ -306,6 +306,9 @@ std::vector<int> kvHeadOfEachHead(const ViewState& view) {
 std::string layerSceneUnavailable(const ModelSession& s) {
   if (!s.tensorFile().empty())
     return "An attention tensor holds only the weights: there are no projections to open as a scene.";
+  if (s.checkpoint() && s.checkpoint()->architecture().attn_softcap > 0)  // Gemma 2
+    return "Gemma 2 soft-caps its attention scores (attn_logit_softcapping), which a scene cannot: its layers do not "
+           "open as scenes.";
   // Every family's layer becomes a scene from the layer inputs its forward kept (the session's forward keeps them).
   if (s.checkpoint() && s.forward().n > 0 && static_cast<int>(s.forward().ln1.size()) != s.layout().n_layer)
     return "This forward kept no layer inputs (keep_ln1), so its layers cannot open as scenes; run the model again.";
@@ -319,6 +322,9 @@ std::string familyName(const std::string& model_type) {
   if (model_type == "qwen2") return "Qwen2";
   if (model_type == "qwen3") return "Qwen3";
   if (model_type == "gpt_neox") return "GPT-NeoX";
+  if (model_type == "gemma") return "Gemma";              // Gemma
+  if (model_type == "gemma2") return "Gemma 2";           // Gemma
+  if (model_type == "gemma3_text") return "Gemma 3";      // Gemma
   return model_type;
 }
 

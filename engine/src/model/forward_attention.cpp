@@ -17,7 +17,7 @@
 namespace attnscope::model {
 
 void attendHead(const HeadColumns& q, const HeadColumns& k, const HeadColumns& v, int window,
-                Eigen::Map<Matrix> weights, HeadOutput out) {
+                Eigen::Map<Matrix> weights, HeadOutput out, float softcap) {
   constexpr long kRows = 128;  // query rows a block: big enough for BLAS, small enough to skip most masked keys
   const long n = q.rows();
   for (long r0 = 0; r0 < n; r0 += kRows) {
@@ -25,6 +25,7 @@ void attendHead(const HeadColumns& q, const HeadColumns& k, const HeadColumns& v
     const long k0 = window > 0 ? std::max(0L, r0 - window + 1) : 0;  // the block's first visible key
     auto scores = weights.block(r0, k0, rows, last - k0);            // (rows, last - k0)
     scores.noalias() = q.middleRows(r0, rows) * k.middleRows(k0, last - k0).transpose();
+    if (softcap > 0) scores = (scores.array() * (1.0f / softcap)).tanh() * softcap;  // masked cells reset below
     for (long i = r0; i < last; ++i) {
       const long lo = window > 0 ? std::max(0L, i - window + 1) : 0;  // keys [lo, i]
       auto row = weights.row(i);

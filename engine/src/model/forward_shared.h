@@ -20,9 +20,10 @@ using HeadOutput = Eigen::Ref<Matrix, 0, Eigen::OuterStride<>>;
 // One head's causal attention. q: (n, dh), already scaled; k, v: (n, dh). The weights go into `weights` (n, n),
 // keys after the query and before its window exactly 0; weights * v into `out` (n, dh). window: 0, every
 // earlier key; W, query i sees keys i - W < j <= i. Computed in blocks of query rows, each against only the keys
-// it can see, so the masked half of (n, n) costs no multiply.
+// it can see, so the masked half of (n, n) costs no multiply. softcap > 0: scores s -> tanh(s / softcap) softcap
+// before the mask (Gemma 2's attn_logit_softcapping).
 void attendHead(const HeadColumns& q, const HeadColumns& k, const HeadColumns& v, int window,
-                Eigen::Map<Matrix> weights, HeadOutput out);
+                Eigen::Map<Matrix> weights, HeadOutput out, float softcap = 0);
 // The same attention flash-style, writing no (n, n) map: key blocks of 256 against blocks of 128 query rows with
 // an online softmax (the running max m and sum l rescaled as each block raises m), blocks wholly masked (after the
 // query, before its window) never computed. weights * v into `out` (n, dh); m and l into stats.row_max/row_sum

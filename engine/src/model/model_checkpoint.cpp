@@ -154,19 +154,23 @@ Model loadModel(const std::string& dir, std::size_t budget_bytes) {
     return m;
   }
   const bool neox = j["model_type"] == "gpt_neox";
-  if (!j["model_type"].is_string() || !(neox || isLlamaFamily(j["model_type"].get<std::string>())))
-    throw InputError(config_path + ": model_type", "gpt2, llama, mistral, qwen2, qwen3 or gpt_neox",
+  const bool gemma = j["model_type"].is_string() && isGemmaFamily(j["model_type"].get<std::string>());  // Gemma
+  if (!j["model_type"].is_string() || !(neox || gemma || isLlamaFamily(j["model_type"].get<std::string>())))
+    throw InputError(config_path + ": model_type",
+                     "gpt2, llama, mistral, qwen2, qwen3, gpt_neox, gemma, gemma2, gemma3_text or gemma3",
                      describeJson(j["model_type"]));
   // The config first (every refusal of its fields before any other file is read), then tokenizer.json (and
   // tokenizer_config.json's BOS/EOS), then the weights.
-  const LlamaConfig llama = neox ? LlamaConfig{} : llamaConfigFromJson(j, config_path);
-  const Architecture arch = neox ? neoxArchitectureFromJson(j, config_path) : describeLlama(llama);
+  const LlamaConfig llama = neox || gemma ? LlamaConfig{} : llamaConfigFromJson(j, config_path);
+  const Architecture arch = neox    ? neoxArchitectureFromJson(j, config_path)
+                            : gemma ? gemmaArchitectureFromJson(j, config_path)  // Gemma
+                                    : describeLlama(llama);
   m.model_type = arch.model_type;
   m.tokenizer = Tokenizer::loadTokenizerJson(dir);
   if (m.tokenizer.maxId() >= arch.vocab_size)
     throw InputError(base + "tokenizer.json", "ids below vocab_size (" + std::to_string(arch.vocab_size) + ")",
                      "an id " + std::to_string(m.tokenizer.maxId()));
-  if (neox) m.weights = loadWeights(dir, arch, budget_bytes);
+  if (neox || gemma) m.weights = loadWeights(dir, arch, budget_bytes);
   else m.weights = loadLlamaWeights(dir, llama, budget_bytes);
   return m;
 }

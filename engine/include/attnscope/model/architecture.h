@@ -54,10 +54,18 @@ struct Architecture {
   bool tie_word_embeddings = false;
   // Per layer, the keys a query sees: 0 = every earlier key; W = the last W keys, itself included.
   std::vector<int> window;
+  // --- Gemma (gemma, gemma2, gemma3_text; gemma_config.cpp) ---
+  bool norm_plus_one = false;        // RMSNorm applied as x / rms * (1 + w): 1 is added to every norm's w when loaded
+  bool sandwich_norms = false;       // Gemma 2/3: the attention's and the MLP's outputs normed before the residual add
+  float embed_scale = 1.0f;          // x = embed[ids] * embed_scale (Gemma: sqrt(hidden) in the model's dtype)
+  double query_pre_attn_scalar = 0;  // > 0: scores scaled by query_pre_attn_scalar^-1/2, not head_dim^-1/2
+  double attn_softcap = 0;           // > 0: scores s -> tanh(s / c) c before the mask (Gemma 2)
+  double final_softcap = 0;          // > 0: the logits' soft cap (checked; the maps need no logits)
+  double rope_local_theta = 0;       // > 0: windowed layers rotate on this base, unscaled (Gemma 3)
 
   int qDim() const { return n_head * head_dim; }
   int kvDim() const { return n_kv_head * head_dim; }
-  float scoreScale() const;  // 1 / sqrt(head_dim)
+  float scoreScale() const;  // 1 / sqrt(head_dim), or 1 / sqrt(query_pre_attn_scalar)
   HeadLayout layout() const;
 };
 
@@ -71,6 +79,7 @@ struct LayerWeights {
   Matrix w_o;                  // (hidden, q_dim)
   RowVector b_o;               // (hidden) or empty
   RowVector norm2_g, norm2_b;  // (hidden)
+  RowVector post_attn_g, post_mlp_g;  // (hidden), sandwich_norms only (Gemma 2/3)
   Matrix w_up;                 // (intermediate, hidden), Gated: (2 intermediate, hidden), gate rows then up rows
   RowVector b_up;              // (intermediate) or empty (a Gated MLP has none)
   Matrix w_down;               // (hidden, intermediate)
@@ -93,6 +102,13 @@ Architecture describeGpt2(const Gpt2Config& config);
 // in (0, 1] giving an even number of rotary dims; rotary_emb_base / rope_theta; use_parallel_residual;
 // layer_norm_eps; hidden_act gelu (erf), gelu_new / gelu_pytorch_tanh (tanh) or relu-free; attention_bias.
 Architecture neoxArchitectureFromJson(const nlohmann::json& j, const std::string& path);
+
+// Gemma's config.json (model_type gemma, gemma2, gemma3_text, or gemma3 with its text_config), checked, one line
+// per refusal naming `path` and the field: head_dim, hidden_activation (GeGLU), query_pre_attn_scalar, the soft
+// caps, sliding_window with layer_types / sliding_window_pattern, rope_theta / rope_local_base_freq / rope_scaling
+// or v5's rope_parameters (per layer type for Gemma 3), torch_dtype for the embedding's scale.
+Architecture gemmaArchitectureFromJson(const nlohmann::json& j, const std::string& path);
+bool isGemmaFamily(const std::string& model_type);
 
 // float32 bytes a loaded checkpoint of `arch` takes: the sum of the tensors the name map reads.
 std::size_t weightBytes(const Architecture& arch);

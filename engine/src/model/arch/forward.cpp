@@ -87,6 +87,27 @@ const Matrix& mlpActivation(const Architecture& a, Matrix& up, Matrix& act) {
   return act;
 }
 
+// A branch's output (attention's or MLP's, (n, hidden)) into the residual stream: x += branch, or with Gemma 2/3's
+// sandwich norm x += norm(branch) (`post_g` the norm's weight, null without).
+void addBranch(const Architecture& a, const RowVector* post_g, const Matrix& branch, Matrix& normed, Matrix& x) {
+  if (!post_g) {
+    x += branch;
+    return;
+  }
+  norm(a.norm, branch, *post_g, nullptr, static_cast<float>(a.norm_eps), normed);
+  x += normed;
+}
+
+// Whether the forward keeps every map. Gemma 2's soft-capped scores cannot be recomputed by the tiles from Q, K, m
+// and l (they know no cap), so its maps are always kept (within the memory budget), and dropping them is refused.
+bool keepsMaps(const Architecture& a, int n, MapPolicy policy) {
+  if (a.attn_softcap <= 0) return forwardKeepsMaps(a.n_layer, a.n_head, n, policy);
+  if (policy == MapPolicy::Drop)
+    throw InputError("maps", "kept (attn_logit_softcapping: soft-capped maps cannot be recomputed from Q, K and row "
+                             "statistics)", "dropped");
+  return true;
+}
+
 // A backend's layer result without maps into the forward's stats: Q scaled as the tiles' scale-1 scene reads it,
 // K per head, m and l. A backend that keeps no row statistics cannot serve a forward past the maps limit.
 void keepBackendStats(Result& attended, float scale, const Backend& backend, int l, Result& stats) {
@@ -106,7 +127,8 @@ void keepBackendStats(Result& attended, float scale, const Backend& backend, int
 }
 
 // Layer l's attention through `backend`, the layer given as a scene (its output includes W_O): into x.
-void attendOnBackend(const ModelView& v, int l, const Matrix& normed, Backend& backend, ForwardResult& r, Matrix& x) {
+void attendOnBackend(const ModelView& v, int l, const Matrix& normed, Backend& backend, ForwardResult& r, Matrix& x,
+                     Matrix& scratch) {
   const Architecture& a = v.arch;
   Result attended;
   try {
@@ -122,12 +144,13 @@ void attendOnBackend(const ModelView& v, int l, const Matrix& normed, Backend& b
       r.mutableMap(l * a.n_head + head) = attended.heads[static_cast<std::size_t>(head)].weights;
   else
     keepBackendStats(attended, a.scoreScale(), backend, l, r.stats[static_cast<std::size_t>(l)]);
-  x += attended.output;
+  addBranch(a, v.layers[static_cast<std::size_t>(l)].post_attn_g, attended.output, scratch, x);
 }
 
 // Layer l's attention on the CPU, fused: every query head against its kv head, its map into r (or its Q, K and row
 // statistics into r.stats[l]), the heads' outputs into concat (n, q_dim). qkv: (n, q + 2 kv), after RoPE, Q scaled.
 void attendLayer(const Architecture& a, int l, const Matrix& qkv, Matrix& concat, ForwardResult& r) {
+  const float softcap = static_cast<float>(a.attn_softcap);  // Gemma 2; 0: none
   const int hd = a.head_dim, q_dim = a.qDim(), kv_dim = a.kvDim(), group = a.n_head / a.n_kv_head;
   const int window = a.window.empty() ? 0 : a.window[static_cast<std::size_t>(l)];
   const bool kept = r.keepsMaps();
@@ -146,7 +169,7 @@ void attendLayer(const Architecture& a, int l, const Matrix& qkv, Matrix& concat
     const auto q = qkv.middleCols(h * hd, hd), k = qkv.middleCols(q_dim + g * hd, hd),
                v = qkv.middleCols(q_dim + kv_dim + g * hd, hd);
     if (kept) {
-      attendHead(q, k, v, window, r.mutableMap(l * a.n_head + h), concat.middleCols(h * hd, hd));
+      attendHead(q, k, v, window, r.mutableMap(l * a.n_head + h), concat.middleCols(h * hd, hd), softcap);
     } else {
       HeadResult& hr = stats->heads[static_cast<std::size_t>(h)];
       hr.q = q;  // (n, hd) after q_norm and RoPE, scaled
@@ -174,13 +197,14 @@ std::size_t forwardBytes(const Architecture& a, int n, bool keep_ln1, MapPolicy 
   const std::size_t hidden = static_cast<std::size_t>(a.hidden), inter = static_cast<std::size_t>(a.intermediate);
   const std::size_t q = static_cast<std::size_t>(a.qDim()), kv = static_cast<std::size_t>(a.kvDim());
   // Kept: every map. Else per layer Q (n, q_dim), K once per kv head (n, kv_dim) and m, l per query head: O(n d).
-  const std::size_t maps = forwardKeepsMaps(a.n_layer, a.n_head, n, policy)
+  const std::size_t maps = keepsMaps(a, n, policy)
                                ? layers * static_cast<std::size_t>(a.n_head) * nn * nn
                                : layers * nn * (q + kv + 2 * static_cast<std::size_t>(a.n_head));
   // x, the norm's output, the final hidden state, qkv, the heads' outputs, the MLP's (gated: gate_up and act; plain:
   // up, activated in place), and a parallel residual's second norm output.
   const std::size_t per_token = 3 * hidden + 2 * q + 2 * kv + (a.mlp == MlpKind::Gated ? 3 * inter : inter) +
-                                (a.residual == Residual::Parallel ? hidden : 0);
+                                (a.residual == Residual::Parallel ? hidden : 0) +
+                                (a.sandwich_norms ? 2 * hidden : 0);  // Gemma 2/3: a branch's output and its norm
   const std::size_t ln1 = keep_ln1 ? layers * nn * hidden : 0;
   return 4 * (maps + nn * per_token + ln1);
 }
@@ -194,21 +218,24 @@ void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult&
   StageTimings timings("forward");
   // A result of the same size keeps its buffer: a forward on it touches no new pages.
   r.layout = a.layout();
-  r.resize(n, a.n_layer * a.n_head, forwardKeepsMaps(a.n_layer, a.n_head, n, options.maps));
+  r.resize(n, a.n_layer * a.n_head, keepsMaps(a, n, options.maps));
   r.ln1.resize(options.keep_ln1 ? static_cast<std::size_t>(a.n_layer) : 0);
   const bool kept = r.keepsMaps();
   const int hd = a.head_dim, q_dim = a.qDim();
   const float eps = static_cast<float>(a.norm_eps);
-  RopeTable rope;
+  RopeTable rope, rope_local;  // rope_local: Gemma 3's windowed layers, on their own base, unscaled
   if (a.rotary_dims > 0) {
     std::vector<int> positions(static_cast<std::size_t>(n));
     std::iota(positions.begin(), positions.end(), 0);
     rope = RopeTable(positions, ropeInverseFrequencies(a.rope_theta, a.rotary_dims, a.rope_scaling));
+    if (a.rope_local_theta > 0)
+      rope_local = RopeTable(positions, ropeInverseFrequencies(a.rope_local_theta, a.rotary_dims, RopeScaling{}));
   }
 
   Matrix x(n, a.hidden);  // (n, hidden) the residual stream
   for (int i = 0; i < n; ++i) x.row(i) = v.embed->row(ids[static_cast<std::size_t>(i)]);
   if (a.learned_positions) x += v.pos_embed->topRows(n);
+  if (a.embed_scale != 1.0f) x *= a.embed_scale;  // Gemma: sqrt(hidden) in the model's dtype
   checkStage(x, -1, v.stages.embedding.c_str());
   // The residual stream at one token, for direct logit attribution: after the embedding, then after each
   // layer's attention and MLP are added.
@@ -217,6 +244,7 @@ void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult&
   r.trace.resize(trace >= 0 ? 2 * a.n_layer + 1 : 0, a.hidden);
   if (trace >= 0) r.trace.row(0) = x.row(trace);
   Matrix normed(n, a.hidden), normed2, qkv(n, q_dim + 2 * a.kvDim()), concat(n, q_dim), up, act;
+  Matrix branch, branch_normed;  // (n, hidden): Gemma 2/3's attention and MLP outputs before their sandwich norms
   timings.mark("setup (maps, rope, embed)");
   for (int l = 0; l < a.n_layer; ++l) {
     const LayerView& L = v.layers[static_cast<std::size_t>(l)];
@@ -229,7 +257,7 @@ void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult&
     }
     timings.mark("norms");
     if (options.attention) {
-      attendOnBackend(v, l, normed, *options.attention, r, x);
+      attendOnBackend(v, l, normed, *options.attention, r, x, branch_normed);
     } else {
       linear(normed, *L.w_qkv, L.b_qkv, a.conv1d, qkv);  // (n, q + 2 kv): q heads, then k heads, then v heads
       timings.mark("qkv projection");
@@ -238,8 +266,10 @@ void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult&
         headRmsNorm(qkv, q_dim, a.n_kv_head, hd, *L.k_norm, eps);
       }
       if (a.rotary_dims > 0) {  // the first rotary_dims of every q and k head
-        for (int h = 0; h < a.n_head; ++h) rope.rotate(qkv, h * hd);
-        for (int g = 0; g < a.n_kv_head; ++g) rope.rotate(qkv, q_dim + g * hd);
+        const bool local = a.rope_local_theta > 0 && a.window[static_cast<std::size_t>(l)] > 0;
+        const RopeTable& table = local ? rope_local : rope;
+        for (int h = 0; h < a.n_head; ++h) table.rotate(qkv, h * hd);
+        for (int g = 0; g < a.n_kv_head; ++g) table.rotate(qkv, q_dim + g * hd);
       }
       // The scale goes onto Q once (n x q_dim multiplies) rather than onto each (n, n) product: Eigen evaluates
       // `(q * k^T) * s` into a temporary and scales it, 3.5x slower than the plain product handed to BLAS.
@@ -248,7 +278,12 @@ void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult&
       timings.mark("q/k norm, rope, q scale, checks");
       attendLayer(a, l, qkv, concat, r);
       timings.mark("attention (scores, softmax, w v)");
-      linearAdd(concat, *L.w_o, L.b_o, a.conv1d, x);  // (n, hidden)
+      if (L.post_attn_g) {  // Gemma 2/3: x += post_attention_layernorm(o_proj(heads))
+        linear(concat, *L.w_o, L.b_o, a.conv1d, branch);
+        addBranch(a, L.post_attn_g, branch, branch_normed, x);
+      } else {
+        linearAdd(concat, *L.w_o, L.b_o, a.conv1d, x);  // (n, hidden)
+      }
       timings.mark("o projection");
     }
     // q k^T overflowing gives inf - inf = NaN in the softmax: caught in the maps (or in m and l, which a NaN score
@@ -270,7 +305,12 @@ void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult&
     const Matrix& activated = mlpActivation(a, up, act);
     checkStage(activated, l, v.stages.mlp_up.c_str());
     timings.mark("mlp activation");
-    linearAdd(activated, *L.w_down, L.b_down, a.conv1d, x);  // (n, hidden)
+    if (L.post_mlp_g) {  // Gemma 2/3: x += post_feedforward_layernorm(down_proj(...))
+      linear(activated, *L.w_down, L.b_down, a.conv1d, branch);
+      addBranch(a, L.post_mlp_g, branch, branch_normed, x);
+    } else {
+      linearAdd(activated, *L.w_down, L.b_down, a.conv1d, x);  // (n, hidden)
+    }
     checkStage(x, l, v.stages.mlp_down.c_str());
     if (trace >= 0) r.trace.row(2 + 2 * l) = x.row(trace);
     timings.mark("mlp down projection");

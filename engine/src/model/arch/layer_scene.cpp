@@ -3,6 +3,7 @@
 // q_norm / k_norm, W_O and b_O, the causal or sliding-window mask), so that both backends give the forward's
 // maps; and the views a family's weights are read through.
 #include <algorithm>
+#include <cstdio>
 #include <optional>
 #include <string>
 
@@ -58,7 +59,16 @@ Scene attentionSceneOf(const ModelView& v, int layer, const Matrix& x) {
     }
     s.heads.push_back(std::move(p));
   }
+  if (a.attn_softcap > 0) {  // a scene's scores have no soft cap: its maps would not be the model's
+    char got[64];
+    std::snprintf(got, sizeof got, "attn_logit_softcapping %g", a.attn_softcap);
+    throw InputError("layer " + std::to_string(layer + 1) + " as a scene",
+                     "a layer whose scores are not soft-capped (scenes have no soft cap)", got);
+  }
+  if (a.query_pre_attn_scalar > 0) s.scale = a.scoreScale();  // Gemma 2/3
   if (a.rotary_dims > 0) s.rope = SceneRope{a.rope_theta, a.rotary_dims, a.rope_scaling};
+  const bool local = a.rope_local_theta > 0 && !a.window.empty() && a.window[static_cast<std::size_t>(layer)] > 0;
+  if (local) s.rope = SceneRope{a.rope_local_theta, a.rotary_dims};  // Gemma 3's local layers: own base, unscaled
   if (a.qk_norm) {
     s.q_norm = SceneHeadNorm{*L.q_norm, a.norm_eps};
     s.k_norm = SceneHeadNorm{*L.k_norm, a.norm_eps};
@@ -101,7 +111,8 @@ ModelView viewOf(const Weights& w) {
     v.layers.push_back({.norm1_g = &L.norm1_g, .norm1_b = orNull(L.norm1_b), .norm2_g = &L.norm2_g,
                         .norm2_b = orNull(L.norm2_b), .w_qkv = &L.w_qkv, .b_qkv = orNull(L.b_qkv),
                         .q_norm = &L.q_norm, .k_norm = &L.k_norm, .w_o = &L.w_o, .b_o = orNull(L.b_o),
-                        .w_up = &L.w_up, .w_down = &L.w_down, .b_up = orNull(L.b_up), .b_down = orNull(L.b_down)});
+                        .w_up = &L.w_up, .w_down = &L.w_down, .b_up = orNull(L.b_up), .b_down = orNull(L.b_down),
+                        .post_attn_g = orNull(L.post_attn_g), .post_mlp_g = orNull(L.post_mlp_g)});
   v.final_g = &w.final_g;
   v.final_b = orNull(w.final_b);
   v.stages = stageNames(w.arch);

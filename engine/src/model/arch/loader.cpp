@@ -199,8 +199,16 @@ Weights loadWeights(const std::string& dir, const Architecture& a, std::size_t b
       case Slot::UpB: L->b_up = read(); break;
       case Slot::Down: L->w_down = read(); break;
       case Slot::DownB: L->b_down = read(); break;
+      case Slot::PostAttnNorm: L->post_attn_g = read(); break;
+      case Slot::PostMlpNorm: L->post_mlp_g = read(); break;
       case Slot::LmHead: break;
     }
+  }
+  if (a.norm_plus_one) {  // Gemma: every RMSNorm is x / rms * (1 + w), 1 + w in float32 as Gemma's RMSNorm
+    for (LayerWeights& L : w.layers)
+      for (RowVector* g : {&L.norm1_g, &L.norm2_g, &L.q_norm, &L.k_norm, &L.post_attn_g, &L.post_mlp_g})
+        g->array() += 1.0f;
+    w.final_g.array() += 1.0f;
   }
   timings.mark("read + convert to float32");
   return w;

@@ -21,6 +21,7 @@ struct LayerView {
   const RowVector* b_o = nullptr;
   const Matrix *w_up = nullptr, *w_down = nullptr;
   const RowVector *b_up = nullptr, *b_down = nullptr;
+  const RowVector *post_attn_g = nullptr, *post_mlp_g = nullptr;  // Gemma 2/3's sandwich norms, else null
 };
 
 // Stage names for the overflow check's message, in the family's own words ("ln_1", "attention c_proj").

@@ -48,7 +48,34 @@ const FamilyNames kNeox = {
      "attention dense + residual", "post_attention_layernorm", "mlp dense_h_to_4h + gelu",
      "mlp dense_4h_to_h + residual", "final_layer_norm"}};
 
+// --- Gemma: GemmaForCausalLM as Llama's names; Gemma 2/3's pre_feedforward_layernorm is the MLP's input norm (their
+// post_attention_layernorm and post_feedforward_layernorm are the sandwich norms, expectedTensors' Gemma block).
+// gemma3's text model is language_model.model. (transformers < 4.52) or model.language_model. (later).
+const FamilyNames kGemma = {
+    {"model."}, "embed_tokens", nullptr, "norm", "layers.",
+    "input_layernorm", "post_attention_layernorm", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+    nullptr, "self_attn.q_norm", "self_attn.k_norm", "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj",
+    "mlp.down_proj", "lm_head.weight",
+    "hidden_size", "num_attention_heads", "num_key_value_heads", "intermediate_size", "vocab_size",
+    "max_position_embeddings",
+    {"the embedding (embed_tokens x sqrt(hidden_size))", "input_layernorm", "attention q, k, v (after RoPE)",
+     "attention o_proj + residual", "post_attention_layernorm", "mlp gate/up + gelu", "mlp down_proj + residual",
+     "the final norm"}};
+const FamilyNames kGemma2 = {
+    {"model.", "language_model.model.", "model.language_model."}, "embed_tokens", nullptr, "norm", "layers.",
+    "input_layernorm", "pre_feedforward_layernorm", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+    nullptr, "self_attn.q_norm", "self_attn.k_norm", "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj",
+    "mlp.down_proj", "lm_head.weight",
+    "hidden_size", "num_attention_heads", "num_key_value_heads", "intermediate_size", "vocab_size",
+    "max_position_embeddings",
+    {"the embedding (embed_tokens x sqrt(hidden_size))", "input_layernorm",
+     "attention q, k, v (after q_norm/k_norm and RoPE)", "attention o_proj + post_attention_layernorm + residual",
+     "pre_feedforward_layernorm", "mlp gate/up + gelu", "mlp down_proj + post_feedforward_layernorm + residual",
+     "the final norm"}};
+
 const FamilyNames& namesOf(const Architecture& a) {
+  if (a.model_type == "gemma") return kGemma;                                  // Gemma
+  if (a.model_type == "gemma2" || a.model_type == "gemma3_text") return kGemma2;  // Gemma
   if (a.model_type == "gpt2") return kGpt2;
   if (a.model_type == "gpt_neox") return kNeox;
   if (a.model_type == "llama" || a.model_type == "mistral" || a.model_type == "qwen2" || a.model_type == "qwen3")
@@ -58,7 +85,11 @@ const FamilyNames& namesOf(const Architecture& a) {
 
 }  // namespace
 
-float Architecture::scoreScale() const { return 1.0f / std::sqrt(static_cast<float>(head_dim)); }
+float Architecture::scoreScale() const {
+  // Gemma 2/3: query_pre_attn_scalar ** -0.5, a Python float, rounded once to float32.
+  if (query_pre_attn_scalar > 0) return static_cast<float>(1.0 / std::sqrt(query_pre_attn_scalar));
+  return 1.0f / std::sqrt(static_cast<float>(head_dim));
+}
 
 HeadLayout Architecture::layout() const {
   HeadLayout l(n_layer, n_head, n_kv_head);
@@ -114,6 +145,10 @@ std::vector<ExpectedTensor> expectedTensors(const Architecture& a, const std::st
     }
     add(std::string(f.o) + ".weight", lin(d, q), hidden + ", " + heads, Slot::O);
     if (a.o_bias) add(std::string(f.o) + ".bias", {d}, hidden, Slot::OB);
+    if (a.sandwich_norms) {  // Gemma 2/3: norms on the attention's and the MLP's outputs
+      add("post_attention_layernorm.weight", {d}, hidden, Slot::PostAttnNorm);
+      add("post_feedforward_layernorm.weight", {d}, hidden, Slot::PostMlpNorm);
+    }
     add(std::string(f.norm2) + ".weight", {d}, hidden, Slot::Norm2G);
     if (a.norm_bias) add(std::string(f.norm2) + ".bias", {d}, hidden, Slot::Norm2B);
     if (a.mlp == MlpKind::Gated) add(std::string(f.gate) + ".weight", lin(inter, d), inter_why + " x " + hidden, Slot::Gate);
