@@ -23,7 +23,8 @@ constexpr const char* kHelp =
     "                       [--scene-out LAYER.json] [--grid-out GRID.png|.svg] [--rollout-out ROLLOUT.png|.svg]\n"
     "                       [--backend cpu|gpu|auto]\n"
     "  DIR             a checkpoint folder, its family from config.json's model_type: GPT-2 (config.json,\n"
-    "                  model.safetensors, vocab.json, merges.txt), or llama, mistral, qwen2, qwen3 (config.json,\n"
+    "                  model.safetensors, vocab.json, merges.txt), or llama, mistral, qwen2, qwen3, gpt_neox,\n"
+    "                  phi3, olmo2, mixtral (config.json,\n"
     "                  model.safetensors or model.safetensors.index.json and its shards, tokenizer.json);\n"
     "                  weights in F32, F16 or BF16\n"
     "  --text          the text to run (the checkpoint's tokenizer, BOS as it adds it; at most n_positions or\n"
@@ -39,8 +40,8 @@ constexpr const char* kHelp =
     "  --grid-out      the layers x heads grid of heatmaps (or layer L's heads) as PNG or SVG\n"
     "  --rollout-out   the attention rollout (Abnar and Zuidema, 2020) as PNG or SVG\n"
     "  --backend       who computes each layer's attention: cpu (default; the forward's own fused loop), gpu\n"
-    "                  (the GPU engine, each layer as a scene; GPT-2 only for now), or auto (the GPU when it\n"
-    "                  starts, for GPT-2)\n";
+    "                  (the GPU engine, each layer as a scene, every family), or auto (the GPU when it\n"
+    "                  starts)\n";
 
 // A text file is refused past this before it is read: n_positions tokens (1024 for GPT-2) of the longest
 // token's bytes is far less, and encode() refuses by that exact bound once the tokenizer is loaded.
@@ -93,10 +94,6 @@ int runModel(Args& args) {
   const model::HeadLayout config = checkpoint.layout();
   if (layer >= config.n_layer)
     throw InputError("--layer", "1 to " + std::to_string(config.n_layer), std::to_string(layer + 1));
-  if (!checkpoint.isGpt2() && backend_name == "gpu")
-    throw InputError("--backend", "cpu for model_type " + checkpoint.model_type +
-                                      " (its forward runs on the CPU; a layer's --scene-out computes on either backend)",
-                     "gpu");
   const std::vector<int> ids = checkpoint.tokenizer.encodeAtMost(*text, static_cast<std::size_t>(checkpoint.maxTokens()));
   if (ids.empty()) throw InputError("--text", "at least one token", "an empty text");
   const bool npy = out && extension(*out) == "npy";
@@ -107,7 +104,7 @@ int runModel(Args& args) {
   for (int id : ids) labels.push_back(checkpoint.tokenizer.label(id));
   // The CPU's own fused loop is the forward's fastest CPU path; another backend gets each layer as a scene.
   std::unique_ptr<Backend> attention;
-  if (backend_name != "cpu" && checkpoint.isGpt2()) {
+  if (backend_name != "cpu") {
     std::vector<std::string> warnings;
     attention = makeBackend(backend_name, 0, warnings);
     for (const std::string& w : warnings) std::fprintf(stderr, "attnscope: warning: %s\n", w.c_str());

@@ -319,6 +319,9 @@ std::string familyName(const std::string& model_type) {
   if (model_type == "qwen2") return "Qwen2";
   if (model_type == "qwen3") return "Qwen3";
   if (model_type == "gpt_neox") return "GPT-NeoX";
+  if (model_type == "phi3") return "Phi-3";      // phimix
+  if (model_type == "olmo2") return "OLMo 2";    // phimix
+  if (model_type == "mixtral") return "Mixtral";  // phimix
   return model_type;
 }
 

@@ -153,14 +153,18 @@ Model loadModel(const std::string& dir, std::size_t budget_bytes) {
     m.weights = std::move(c.weights);
     return m;
   }
-  const bool neox = j["model_type"] == "gpt_neox";
+  // phimix: Phi-3, OLMo 2 and Mixtral are described (phimix_config.cpp) and loaded as GPT-NeoX is
+  const bool phimix = j["model_type"].is_string() && isPhimixFamily(j["model_type"].get<std::string>());
+  const bool neox = j["model_type"] == "gpt_neox" || phimix;
   if (!j["model_type"].is_string() || !(neox || isLlamaFamily(j["model_type"].get<std::string>())))
-    throw InputError(config_path + ": model_type", "gpt2, llama, mistral, qwen2, qwen3 or gpt_neox",
+    throw InputError(config_path + ": model_type", "gpt2, llama, mistral, qwen2, qwen3, gpt_neox, phi3, olmo2 or mixtral",
                      describeJson(j["model_type"]));
   // The config first (every refusal of its fields before any other file is read), then tokenizer.json (and
   // tokenizer_config.json's BOS/EOS), then the weights.
   const LlamaConfig llama = neox ? LlamaConfig{} : llamaConfigFromJson(j, config_path);
-  const Architecture arch = neox ? neoxArchitectureFromJson(j, config_path) : describeLlama(llama);
+  const Architecture arch = phimix ? phimixArchitectureFromJson(j, config_path)
+                            : neox ? neoxArchitectureFromJson(j, config_path)
+                                   : describeLlama(llama);
   m.model_type = arch.model_type;
   m.tokenizer = Tokenizer::loadTokenizerJson(dir);
   if (m.tokenizer.maxId() >= arch.vocab_size)
