@@ -17,7 +17,7 @@ Usage: phimix_reference.py OUT_DIR --family phi3|olmo2|mixtral [--dtype F32|F16|
        [--positions P] [--text TEXT] [--seed S] [--wrong per-head-qk|pre-norm] [--bad-qkv] [--bad-gate-up]
        [--drop-expert E]
 Writes OUT_DIR/{config.json, model.safetensors (with __metadata__), tokenizer.json} and expected.json:
-{"ids", "weights": [L][H][n][n], "hidden": [n][d], "rollout": [n][n]}. --wrong computes expected.json with a
+{"ids", "kv_head": [H], "weights": [L][H][n][n], "hidden": [n][d], "rollout": [n][n]}. --wrong computes expected.json with a
 deliberately wrong OLMo 2 forward (q_norm per head; or the norms before the sublayers), to show that the engine
 would fail a forward that got it wrong. --v5 writes rope_parameters instead of rope_theta / partial_rotary_factor.
 The --bad-* and --drop-expert flags write hostile checkpoints (no expected.json).
@@ -259,7 +259,8 @@ def main():
     # float32 router logits are within ~1e-5 of these: a closer call could route differently, so none is allowed.
     if gap < 1e-3:
         sys.exit(f"phimix_reference.py: a router choice {gap:.2g} from flipping; pick another --seed")
-    expected = {"ids": ids, "weights": maps.tolist(), "hidden": hidden.tolist(), "rollout": rollout(maps).tolist(),
+    expected = {"ids": ids, "kv_head": [h // (a.heads // a.kv_heads) for h in range(a.heads)],
+                "weights": maps.tolist(), "hidden": hidden.tolist(), "rollout": rollout(maps).tolist(),
                 "router_gap": None if gap == np.inf else gap}
     with open(os.path.join(a.out, "expected.json"), "w") as f:
         json.dump(expected, f)
