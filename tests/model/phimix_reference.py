@@ -17,8 +17,8 @@ Usage: phimix_reference.py OUT_DIR --family phi3|olmo2|mixtral [--dtype F32|F16|
        [--positions P] [--text TEXT] [--seed S] [--wrong per-head-qk|pre-norm] [--bad-qkv] [--bad-gate-up]
        [--drop-expert E]
 Writes OUT_DIR/{config.json, model.safetensors (with __metadata__), tokenizer.json} and expected.json:
-{"ids", "kv_head": [H], "weights": [L][H][n][n], "hidden": [n][d], "rollout": [n][n]}. --wrong computes expected.json with a
-deliberately wrong OLMo 2 forward (q_norm per head; or the norms before the sublayers), to show that the engine
+{"ids", "kv_head": [H], "weights": [L][H][n][n], "hidden": [n][d], "rollout": [n][n]}. --wrong computes
+expected.json with a deliberately wrong OLMo 2 forward (q_norm per head; or the norms before the sublayers), to show that the engine
 would fail a forward that got it wrong. --v5 writes rope_parameters instead of rope_theta / partial_rotary_factor.
 The --bad-* and --drop-expert flags write hostile checkpoints (no expected.json).
 """
@@ -157,7 +157,8 @@ def make_weights(a, rng):
     for layer in range(a.layers):
         p = f"model.layers.{layer}."
         # q and k larger than v so that the maps are far from uniform
-        q, k, v = rng.normal(0, 1.5 * s, (H * hd, d)), rng.normal(0, 1.5 * s, (K * hd, d)), rng.normal(0, s, (K * hd, d))
+        q = rng.normal(0, 1.5 * s, (H * hd, d))
+        k, v = rng.normal(0, 1.5 * s, (K * hd, d)), rng.normal(0, s, (K * hd, d))
         if a.family == "olmo2":
             w[p + "post_attention_layernorm.weight"] = g()
             w[p + "post_feedforward_layernorm.weight"] = g()
@@ -170,7 +171,8 @@ def make_weights(a, rng):
             qkv = np.concatenate([q, k, v])
             w[p + "self_attn.qkv_proj.weight"] = qkv[:-hd] if a.bad_qkv else qkv
         else:
-            w[p + "self_attn.q_proj.weight"], w[p + "self_attn.k_proj.weight"], w[p + "self_attn.v_proj.weight"] = q, k, v
+            for name, t in (("q_proj", q), ("k_proj", k), ("v_proj", v)):
+                w[p + "self_attn." + name + ".weight"] = t
         w[p + "self_attn.o_proj.weight"] = rng.normal(0, s, (d, H * hd))
         if a.family == "phi3":
             gu = rng.normal(0, s, (2 * I, d))

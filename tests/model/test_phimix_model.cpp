@@ -177,7 +177,8 @@ TEST(PhimixSwitches, Olmo2NormsMatter) {
   EXPECT_LE(worstMap(f, json::parse(model_test::slurp(dir + "/expected.json"))), kWeightTol);
   for (const char* wrong : {"per-head-qk", "pre-norm"}) {
     const json other =
-        json::parse(model_test::slurp(checkpoint(std::string("--family olmo2 --wrong ") + wrong + text) + "/expected.json"));
+        json::parse(model_test::slurp(checkpoint(std::string("--family olmo2 --wrong ") + wrong + text) +
+                                      "/expected.json"));
     const double moved = worstMap(f, other);
     EXPECT_GT(moved, 10 * kWeightTol) << wrong;
     std::printf("[ olmo2 ] vs a forward with %s: %.2g\n", wrong, moved);
@@ -312,8 +313,8 @@ TEST(PhimixBackends, GpuAgreesWithCpuOnEveryFamily) {
     for (int b = 0; b < 2; ++b) {
       const std::string out = model_test::tempDir() + "/r.json";
       const model_test::CommandRun r =
-          model_test::run("EGL_PLATFORM=surfaceless '" + std::string(ATTNSCOPE_BINARY) + "' model '" + dir + "' --text '" +
-                          text + "' --backend " + names[b] + " --out '" + out + "'");
+          model_test::run("EGL_PLATFORM=surfaceless '" + std::string(ATTNSCOPE_BINARY) + "' model '" + dir +
+                          "' --text '" + text + "' --backend " + names[b] + " --out '" + out + "'");
       if (b == 1 && r.status != 0 && r.err.find("GPU") != std::string::npos) {
         const char* required = std::getenv("ATTNSCOPE_REQUIRE_GPU");
         if (required && std::string(required) == "1") GTEST_FAIL() << "ATTNSCOPE_REQUIRE_GPU=1 but: " << r.err;

@@ -157,7 +157,8 @@ Model loadModel(const std::string& dir, std::size_t budget_bytes) {
   const bool phimix = j["model_type"].is_string() && isPhimixFamily(j["model_type"].get<std::string>());
   const bool neox = j["model_type"] == "gpt_neox" || phimix;
   if (!j["model_type"].is_string() || !(neox || isLlamaFamily(j["model_type"].get<std::string>())))
-    throw InputError(config_path + ": model_type", "gpt2, llama, mistral, qwen2, qwen3, gpt_neox, phi3, olmo2 or mixtral",
+    throw InputError(config_path + ": model_type",
+                     "gpt2, llama, mistral, qwen2, qwen3, gpt_neox, phi3, olmo2 or mixtral",
                      describeJson(j["model_type"]));
   // The config first (every refusal of its fields before any other file is read), then tokenizer.json (and
   // tokenizer_config.json's BOS/EOS), then the weights.

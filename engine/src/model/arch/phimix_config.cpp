@@ -85,7 +85,8 @@ Architecture phimixArchitectureFromJson(const nlohmann::json& j, const std::stri
     a.experts_per_tok = intField(j, path, "num_experts_per_tok", 1, a.n_experts, 2);
     if (a.experts_per_tok > a.n_experts)
       throw InputError(path + ": num_experts_per_tok",
-                       "1 to num_local_experts (" + std::to_string(a.n_experts) + ")", std::to_string(a.experts_per_tok));
+                       "1 to num_local_experts (" + std::to_string(a.n_experts) + ")",
+                       std::to_string(a.experts_per_tok));
   }
   return a;
 }

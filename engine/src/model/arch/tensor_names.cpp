@@ -154,7 +154,8 @@ std::vector<ExpectedTensor> expectedTensors(const Architecture& a, const std::st
       add("block_sparse_moe.gate.weight", {a.n_experts, d}, "num_local_experts x " + hidden, Slot::Router);
       for (int x = 0; x < a.n_experts; ++x) {
         const std::string ep = "block_sparse_moe.experts." + std::to_string(x) + ".";
-        const std::string why = "expert " + std::to_string(x) + " of num_local_experts " + std::to_string(a.n_experts) + ": ";
+        const std::string why =
+            "expert " + std::to_string(x) + " of num_local_experts " + std::to_string(a.n_experts) + ": ";
         e.push_back({p + ep + "w1.weight", {inter, d}, why + inter_why + " x " + hidden, Slot::ExpertGate, l, x});
         e.push_back({p + ep + "w2.weight", {d, inter}, why + hidden + " x " + inter_why, Slot::ExpertDown, l, x});
         e.push_back({p + ep + "w3.weight", {inter, d}, why + inter_why + " x " + hidden, Slot::ExpertUp, l, x});
