@@ -26,7 +26,8 @@ constexpr const char* kHelp =
     "                       [--rollout-out ROLLOUT.png|.svg] [--analysis-out A.json [--dla-position P]\n"
     "                       [--dla-target ID]] [--backend cpu|gpu|auto]\n"
     "  DIR             a checkpoint folder, its family from config.json's model_type: GPT-2 (config.json,\n"
-    "                  model.safetensors, vocab.json, merges.txt), or llama, mistral, qwen2, qwen3 (config.json,\n"
+    "                  model.safetensors, vocab.json, merges.txt), or llama, mistral, qwen2, qwen3, gpt_neox,\n"
+    "                  phi3, olmo2, mixtral (config.json,\n"
     "                  model.safetensors or model.safetensors.index.json and its shards, tokenizer.json);\n"
     "                  weights in F32, F16 or BF16\n"
     "                  (gemma, gemma2, gemma3_text and gemma3 as the Llama family's files; Gemma 2's\n"
@@ -55,8 +56,8 @@ constexpr const char* kHelp =
     "  --dla-position  the token whose prediction is attributed, from 0 (default: the last)\n"
     "  --dla-target    the token id whose logit is attributed (default: the top prediction there)\n"
     "  --backend       who computes each layer's attention: cpu (default; the forward's own fused loop), gpu\n"
-    "                  (the GPU engine, each layer as a scene; GPT-2 only for now), or auto (the GPU when it\n"
-    "                  starts, for GPT-2)\n";
+    "                  (the GPU engine, each layer as a scene, every family), or auto (the GPU when it\n"
+    "                  starts)\n";
 
 // A text file is refused past this before it is read: n_positions tokens (1024 for GPT-2) of the longest
 // token's bytes is far less, and encode() refuses by that exact bound once the tokenizer is loaded.
@@ -119,16 +120,11 @@ int runModel(Args& args) {
   const model::HeadLayout config = checkpoint.layout();
   if (layer >= config.n_layer)
     throw InputError("--layer", "1 to " + std::to_string(config.n_layer), std::to_string(layer + 1));
-  if (!checkpoint.isGpt2() && backend_name == "gpu")
-    throw InputError("--backend", "cpu for model_type " + checkpoint.model_type +
-                                      " (its forward runs on the CPU; a layer's --scene-out computes on either backend)",
-                     "gpu");
   const std::vector<int> ids =
       repeated > 0 ? model::repeatedRandomTokens(
                          // ids the tokenizer names (a config's vocab_size may pad past them)
                          std::min(checkpoint.architecture().vocab_size, checkpoint.tokenizer.vocabSize()),
-                         static_cast<int>(repeated),
-                                                 static_cast<std::uint64_t>(seed), checkpoint.maxTokens())
+                         static_cast<int>(repeated), static_cast<std::uint64_t>(seed), checkpoint.maxTokens())
                    : checkpoint.tokenizer.encodeAtMost(*text, static_cast<std::size_t>(checkpoint.maxTokens()));
   if (ids.empty()) throw InputError("--text", "at least one token", "an empty text");
   if (repeated > 0)  // what the outputs name as the text
@@ -147,7 +143,7 @@ int runModel(Args& args) {
   for (int id : ids) labels.push_back(checkpoint.tokenizer.label(id));
   // The CPU's own fused loop is the forward's fastest CPU path; another backend gets each layer as a scene.
   std::unique_ptr<Backend> attention;
-  if (backend_name != "cpu" && checkpoint.isGpt2()) {
+  if (backend_name != "cpu") {
     std::vector<std::string> warnings;
     attention = makeBackend(backend_name, 0, warnings);
     for (const std::string& w : warnings) std::fprintf(stderr, "attnscope: warning: %s\n", w.c_str());

@@ -1,5 +1,5 @@
 // libFuzzer target: config.json as loadGpt2Config, loadLlamaConfig and GPT-NeoX's reader read it (parseJsonText,
-// then gpt2ConfigFromJson, neoxArchitectureFromJson and llamaConfigFromJson) on any bytes. Refusals are InputErrors of bounded length; anything else is a finding.
+// then gpt2ConfigFromJson, neoxArchitectureFromJson, phimixArchitectureFromJson and llamaConfigFromJson) on any bytes. Refusals are InputErrors of bounded length; anything else is a finding.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -27,6 +27,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     try {  // Gemma
       (void)attnscope::model::gemmaArchitectureFromJson(j, "config.json");
+    } catch (const attnscope::InputError& e) {
+      if (std::strlen(e.what()) > 2000) __builtin_trap();
+    }
+    try {  // phimix: Phi-3, OLMo 2, Mixtral
+      (void)attnscope::model::phimixArchitectureFromJson(j, "config.json");
     } catch (const attnscope::InputError& e) {
       if (std::strlen(e.what()) > 2000) __builtin_trap();
     }

@@ -14,6 +14,11 @@ if [[ "$name" == workarea ]]; then scale=2; fi
 # grid's tiles recomputed from Q and K on the grid's worker, checked against the same NumPy maps.
 maps="" check_name=$script
 if [[ "$name" == model_grid_ondemand ]]; then script=model_grid maps=drop check_name=$name; fi
+# model_phi3, model_olmo2, model_mixtral: the Llama test's script and checks on that family's checkpoint (same
+# shape: 3 layers x 8 query heads in 4 KV groups), written with NumPy's maps by phimix_reference.py.
+if [[ "$name" == model_phi3 || "$name" == model_olmo2 || "$name" == model_mixtral ]]; then
+  script=model_llama check_name=model_llama phimix=${name#model_}
+fi
 rm -rf "$out" && mkdir -p "$out"
 # The panes' widths are remembered in the user's config directory: each test has its own, empty at the start.
 export XDG_CONFIG_HOME="$out/config"
@@ -48,7 +53,10 @@ if [[ "$script" == model_grid ]]; then
 fi
 # A Llama checkpoint with grouped-query heads (3 layers x 8 query heads, 2 per KV head) and NumPy's maps of the
 # Checkpoint panel's default text, which the script runs.
-if [[ "$script" == model_llama ]]; then
+if [[ -n "${phimix:-}" ]]; then
+  /usr/bin/python3 "$scripts/../../model/phimix_reference.py" "$out/ckpt" --family "$phimix" --layers 3 --heads 8 \
+    --kv-heads 4 --hidden 64 --text "The cat sat on the mat."
+elif [[ "$script" == model_llama ]]; then
   /usr/bin/python3 "$scripts/../../model/llama_reference.py" "$out/ckpt" --family llama --layers 3 --heads 8 \
     --kv-heads 4 --hidden 64 --text "The cat sat on the mat."
 fi

@@ -325,6 +325,9 @@ std::string familyName(const std::string& model_type) {
   if (model_type == "gemma") return "Gemma";              // Gemma
   if (model_type == "gemma2") return "Gemma 2";           // Gemma
   if (model_type == "gemma3_text") return "Gemma 3";      // Gemma
+  if (model_type == "phi3") return "Phi-3";      // phimix
+  if (model_type == "olmo2") return "OLMo 2";    // phimix
+  if (model_type == "mixtral") return "Mixtral";  // phimix
   return model_type;
 }
 

@@ -153,16 +153,21 @@ Model loadModel(const std::string& dir, std::size_t budget_bytes) {
     m.weights = std::move(c.weights);
     return m;
   }
-  const bool neox = j["model_type"] == "gpt_neox";
-  const bool gemma = j["model_type"].is_string() && isGemmaFamily(j["model_type"].get<std::string>());  // Gemma
-  if (!j["model_type"].is_string() || !(neox || gemma || isLlamaFamily(j["model_type"].get<std::string>())))
+  const std::string type = j["model_type"].is_string() ? j["model_type"].get<std::string>() : "";
+  // phimix: Phi-3, OLMo 2 and Mixtral are described (phimix_config.cpp) and loaded as GPT-NeoX is
+  const bool phimix = isPhimixFamily(type);
+  const bool gemma = isGemmaFamily(type);  // Gemma
+  const bool neox = type == "gpt_neox" || phimix;
+  if (!j["model_type"].is_string() || !(neox || gemma || isLlamaFamily(type)))
     throw InputError(config_path + ": model_type",
-                     "gpt2, llama, mistral, qwen2, qwen3, gpt_neox, gemma, gemma2, gemma3_text or gemma3",
+                     "gpt2, llama, mistral, qwen2, qwen3, gpt_neox, gemma, gemma2, gemma3_text, gemma3, phi3, olmo2 "
+                     "or mixtral",
                      describeJson(j["model_type"]));
   // The config first (every refusal of its fields before any other file is read), then tokenizer.json (and
   // tokenizer_config.json's BOS/EOS), then the weights.
   const LlamaConfig llama = neox || gemma ? LlamaConfig{} : llamaConfigFromJson(j, config_path);
-  const Architecture arch = neox    ? neoxArchitectureFromJson(j, config_path)
+  const Architecture arch = phimix  ? phimixArchitectureFromJson(j, config_path)
+                            : neox  ? neoxArchitectureFromJson(j, config_path)
                             : gemma ? gemmaArchitectureFromJson(j, config_path)  // Gemma
                                     : describeLlama(llama);
   m.model_type = arch.model_type;

@@ -46,6 +46,13 @@ struct Architecture {
   double rope_theta = 10000;
   RopeScaling rope_scaling;
   bool qk_norm = false;           // Qwen3: RMSNorm over each head's head_dim, before RoPE
+  // --- phimix (Phi-3, OLMo 2, Mixtral) ---
+  bool qk_norm_whole = false;     // OLMo 2: q_norm / k_norm over the whole projected q (q_dim) and k (kv_dim)
+  bool post_norms = false;        // OLMo 2: no pre norms; x += norm1(attn(x)); x += norm2(mlp(x))
+  bool fused_gate_up = false;     // Phi-3: one gate_up_proj (2 intermediate, hidden), gate rows then up rows
+  int n_experts = 0;              // Mixtral: >0 routes each token's MLP to experts_per_tok of n_experts
+  int experts_per_tok = 0;        //   (softmax router, top k, weights renormalised to sum 1)
+  // --- end phimix ---
   QkvStorage qkv = QkvStorage::Separate;
   bool conv1d = false;            // linear weights stored (in, out), y = x W (GPT-2); else (out, in), y = x W^T
   bool qkv_bias = false, o_bias = false, mlp_bias = false;
@@ -84,6 +91,10 @@ struct LayerWeights {
   RowVector b_up;              // (intermediate) or empty (a Gated MLP has none)
   Matrix w_down;               // (hidden, intermediate)
   RowVector b_down;            // (hidden) or empty
+  // --- phimix: Mixtral's routed MLP (w_up / w_down empty) ---
+  Matrix router;                     // (n_experts, hidden)
+  std::vector<Matrix> expert_up;     // per expert (2 intermediate, hidden): w1 (gate) rows, then w3 (up) rows
+  std::vector<Matrix> expert_down;   // per expert (hidden, intermediate): w2
 };
 
 struct Weights {
@@ -109,6 +120,12 @@ Architecture neoxArchitectureFromJson(const nlohmann::json& j, const std::string
 // or v5's rope_parameters (per layer type for Gemma 3), torch_dtype for the embedding's scale.
 Architecture gemmaArchitectureFromJson(const nlohmann::json& j, const std::string& path);
 bool isGemmaFamily(const std::string& model_type);
+// Phi-3 (phi3), OLMo 2 (olmo2) and Mixtral (mixtral) config.json checked (model/arch/phimix_config.cpp), one line
+// per refusal naming `path` and the field: the Llama family's fields, and Phi-3's partial_rotary_factor (an even
+// number of rotary dims), Mixtral's num_local_experts and num_experts_per_tok (1 to num_local_experts), OLMo 2
+// without attention biases.
+bool isPhimixFamily(const std::string& model_type);
+Architecture phimixArchitectureFromJson(const nlohmann::json& j, const std::string& path);
 
 // float32 bytes a loaded checkpoint of `arch` takes: the sum of the tensors the name map reads.
 std::size_t weightBytes(const Architecture& arch);

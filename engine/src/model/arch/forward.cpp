@@ -204,9 +204,10 @@ std::size_t forwardBytes(const Architecture& a, int n, bool keep_ln1, MapPolicy 
   // up, activated in place), and a parallel residual's second norm output.
   const std::size_t per_token = 3 * hidden + 2 * q + 2 * kv + (a.mlp == MlpKind::Gated ? 3 * inter : inter) +
                                 (a.residual == Residual::Parallel ? hidden : 0) +
-                                (a.sandwich_norms ? 2 * hidden : 0);  // Gemma 2/3: a branch's output and its norm
+                                (a.sandwich_norms ? 2 * hidden : 0) +  // Gemma 2/3: a branch's output and its norm
+                                (a.post_norms ? hidden : 0);  // phimix: OLMo 2's sublayer output before its norm
   const std::size_t ln1 = keep_ln1 ? layers * nn * hidden : 0;
-  return 4 * (maps + nn * per_token + ln1);
+  return 4 * (maps + nn * per_token + ln1) + (a.n_experts > 0 ? routedMlpBytes(a, n) : 0);  // phimix: Mixtral
 }
 
 void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult& r, const ForwardOptions& options,
@@ -245,10 +246,17 @@ void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult&
   if (trace >= 0) r.trace.row(0) = x.row(trace);
   Matrix normed(n, a.hidden), normed2, qkv(n, q_dim + 2 * a.kvDim()), concat(n, q_dim), up, act;
   Matrix branch, branch_normed;  // (n, hidden): Gemma 2/3's attention and MLP outputs before their sandwich norms
+  Matrix sub;  // phimix: OLMo 2's sublayer output, normed before the residual add
   timings.mark("setup (maps, rope, embed)");
   for (int l = 0; l < a.n_layer; ++l) {
     const LayerView& L = v.layers[static_cast<std::size_t>(l)];
-    norm(a.norm, x, *L.norm1_g, L.norm1_b, eps, normed);
+    // phimix: OLMo 2 has no pre norm: attention reads the layer's input, and x collects the attention output alone
+    if (a.post_norms) {
+      normed = x;
+      x.setZero();
+    } else {
+      norm(a.norm, x, *L.norm1_g, L.norm1_b, eps, normed);
+    }
     checkStage(normed, l, v.stages.norm1.c_str());
     if (options.keep_ln1) r.ln1[static_cast<std::size_t>(l)] = normed;  // a layer scene's rows
     if (a.residual == Residual::Parallel) {  // both norms read the layer's input
@@ -264,6 +272,10 @@ void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult&
       if (a.qk_norm) {  // Qwen3: before RoPE
         headRmsNorm(qkv, 0, a.n_head, hd, *L.q_norm, eps);
         headRmsNorm(qkv, q_dim, a.n_kv_head, hd, *L.k_norm, eps);
+      }
+      if (a.qk_norm_whole) {  // phimix: OLMo 2, over the whole q (q_dim) and k (kv_dim), before RoPE
+        headRmsNorm(qkv, 0, 1, q_dim, *L.q_norm, eps);
+        headRmsNorm(qkv, q_dim, 1, a.kvDim(), *L.k_norm, eps);
       }
       if (a.rotary_dims > 0) {  // the first rotary_dims of every q and k head
         const bool local = a.rope_local_theta > 0 && a.window[static_cast<std::size_t>(l)] > 0;
@@ -293,23 +305,39 @@ void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult&
       if (kept) checkStage(r.keptMap(l * a.n_head + h), l, stage.c_str());
       else checkStage(r.stats[static_cast<std::size_t>(l)].heads[static_cast<std::size_t>(h)].row_sum, l, stage.c_str());
     }
+    if (a.post_norms) {  // phimix: x = input + post_attention_layernorm(attention output)
+      norm(a.norm, x, *L.norm1_g, L.norm1_b, eps, sub);
+      x = normed + sub;
+    }
     checkStage(x, l, v.stages.attention_out.c_str());
     if (trace >= 0) r.trace.row(1 + 2 * l) = x.row(trace);
-    if (a.residual == Residual::Sequential) {
+    if (a.residual == Residual::Sequential && !a.post_norms) {
       norm(a.norm, x, *L.norm2_g, L.norm2_b, eps, normed);
       checkStage(normed, l, v.stages.norm2.c_str());
     }
     timings.mark("norms");
-    linear(a.residual == Residual::Parallel ? normed2 : normed, *L.w_up, L.b_up, a.conv1d, up);
-    timings.mark("mlp up projection");
-    const Matrix& activated = mlpActivation(a, up, act);
-    checkStage(activated, l, v.stages.mlp_up.c_str());
-    timings.mark("mlp activation");
-    if (L.post_mlp_g) {  // Gemma 2/3: x += post_feedforward_layernorm(down_proj(...))
-      linear(activated, *L.w_down, L.b_down, a.conv1d, branch);
-      addBranch(a, L.post_mlp_g, branch, branch_normed, x);
+    const Matrix& mlp_in = a.residual == Residual::Parallel ? normed2 : a.post_norms ? x : normed;
+    Matrix& mlp_out = a.post_norms ? sub : x;  // phimix: OLMo 2 norms the MLP's output before adding it
+    if (a.post_norms) sub.setZero(n, a.hidden);
+    if (a.n_experts > 0) {  // phimix: Mixtral's routed MLP
+      routedMlpAdd(a, L, mlp_in, mlp_out);
+      timings.mark("routed mlp");
     } else {
-      linearAdd(activated, *L.w_down, L.b_down, a.conv1d, x);  // (n, hidden)
+      linear(mlp_in, *L.w_up, L.b_up, a.conv1d, up);
+      timings.mark("mlp up projection");
+      const Matrix& activated = mlpActivation(a, up, act);
+      checkStage(activated, l, v.stages.mlp_up.c_str());
+      timings.mark("mlp activation");
+      if (L.post_mlp_g) {  // Gemma 2/3: x += post_feedforward_layernorm(down_proj(...))
+        linear(activated, *L.w_down, L.b_down, a.conv1d, branch);
+        addBranch(a, L.post_mlp_g, branch, branch_normed, x);
+      } else {
+        linearAdd(activated, *L.w_down, L.b_down, a.conv1d, mlp_out);  // (n, hidden)
+      }
+    }
+    if (a.post_norms) {  // x += post_feedforward_layernorm(mlp output)
+      norm(a.norm, sub, *L.norm2_g, L.norm2_b, eps, normed);
+      x += normed;
     }
     checkStage(x, l, v.stages.mlp_down.c_str());
     if (trace >= 0) r.trace.row(2 + 2 * l) = x.row(trace);

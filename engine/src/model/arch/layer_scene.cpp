@@ -30,6 +30,31 @@ std::optional<RowVector> headBias(const RowVector* b, int row0, int count) {
 
 const RowVector* orNull(const RowVector& v) { return v.size() ? &v : nullptr; }
 
+// phimix: OLMo 2's q_norm / k_norm over the whole projected q and k (no biases) in a scene. The norm divides row i
+// of q = x W_Q^T by one number, r_i = sqrt(mean(q_i^2) + eps), and multiplies by g: so q_i's norm is W_Q' (x_i / r_i)
+// with g folded into W_Q's rows. The scene's query rows become x_i / r_i (q's r_i), its key rows x_i / r'_i (k's),
+// its value rows x; every head's W_Q and W_K get their slice of g.
+void wholeQkNorm(const ModelView& v, int layer, const Matrix& x, Scene& s) {
+  const Architecture& a = v.arch;
+  const LayerView& L = v.layers[static_cast<std::size_t>(layer)];
+  const Matrix& w = *L.w_qkv;  // (q + 2 kv, hidden)
+  const auto rowScales = [&](int row0, int count) {  // (n) 1 / sqrt(mean((x W^T)^2) + eps) per row
+    const Matrix p = x * w.middleRows(row0, count).transpose();
+    return Eigen::VectorXf(
+        (p.rowwise().squaredNorm().array() / static_cast<float>(count) + static_cast<float>(a.norm_eps)).rsqrt());
+  };
+  const int hd = a.head_dim;
+  s.value = x;
+  s.query = rowScales(0, a.qDim()).asDiagonal() * x;
+  s.key = rowScales(a.qDim(), a.kvDim()).asDiagonal() * x;
+  for (int h = 0; h < s.numHeads(); ++h)
+    s.heads[static_cast<std::size_t>(h)].w_q.array().rowwise() *= L.q_norm->segment(h * hd, hd).array();
+  for (int g = 0; g < s.numKvHeads(); ++g) {  // a grouped scene's kv head g, or classic head g's own K
+    Matrix& wk = s.grouped() ? s.kv_heads[static_cast<std::size_t>(g)].w_k : s.heads[static_cast<std::size_t>(g)].w_k;
+    wk.array().rowwise() *= L.k_norm->segment(g * hd, hd).array();
+  }
+}
+
 }  // namespace
 
 Scene attentionSceneOf(const ModelView& v, int layer, const Matrix& x) {
@@ -73,6 +98,7 @@ Scene attentionSceneOf(const ModelView& v, int layer, const Matrix& x) {
     s.q_norm = SceneHeadNorm{*L.q_norm, a.norm_eps};
     s.k_norm = SceneHeadNorm{*L.k_norm, a.norm_eps};
   }
+  if (a.qk_norm_whole) wholeQkNorm(v, layer, x, s);  // phimix: OLMo 2
   s.w_o = a.conv1d ? Matrix(*L.w_o) : Matrix(L.w_o->transpose());  // (q_dim, hidden): rows are the heads' outputs
   if (L.b_o && L.b_o->size()) s.b_o = *L.b_o;
   const int window = a.window.empty() ? 0 : a.window[static_cast<std::size_t>(layer)];
@@ -112,7 +138,8 @@ ModelView viewOf(const Weights& w) {
                         .norm2_b = orNull(L.norm2_b), .w_qkv = &L.w_qkv, .b_qkv = orNull(L.b_qkv),
                         .q_norm = &L.q_norm, .k_norm = &L.k_norm, .w_o = &L.w_o, .b_o = orNull(L.b_o),
                         .w_up = &L.w_up, .w_down = &L.w_down, .b_up = orNull(L.b_up), .b_down = orNull(L.b_down),
-                        .post_attn_g = orNull(L.post_attn_g), .post_mlp_g = orNull(L.post_mlp_g)});
+                        .post_attn_g = orNull(L.post_attn_g), .post_mlp_g = orNull(L.post_mlp_g),
+                        .router = &L.router, .expert_up = &L.expert_up, .expert_down = &L.expert_down});
   v.final_g = &w.final_g;
   v.final_b = orNull(w.final_b);
   v.stages = stageNames(w.arch);

@@ -157,7 +157,12 @@ Weights loadWeights(const std::string& dir, const Architecture& a, std::size_t b
       L.w_qkv.resize(q + 2 * kv, a.hidden);
       if (a.qkv_bias) L.b_qkv.resize(q + 2 * kv);
     }
-    if (a.mlp == MlpKind::Gated) L.w_up.resize(2 * inter, a.hidden);
+    if (a.mlp == MlpKind::Gated && a.n_experts == 0) L.w_up.resize(2 * inter, a.hidden);
+    // phimix: Mixtral's experts, w1 and w3 into one (2 intermediate, hidden) matrix each, as a gated MLP's
+    if (a.n_experts > 0) {
+      L.expert_up.assign(static_cast<std::size_t>(a.n_experts), Matrix(2 * inter, a.hidden));
+      L.expert_down.resize(static_cast<std::size_t>(a.n_experts));
+    }
   }
   for (std::size_t i = 0; i < expected.size(); ++i) {
     const ExpectedTensor& e = expected[i];
@@ -201,6 +206,13 @@ Weights loadWeights(const std::string& dir, const Architecture& a, std::size_t b
       case Slot::DownB: L->b_down = read(); break;
       case Slot::PostAttnNorm: L->post_attn_g = read(); break;
       case Slot::PostMlpNorm: L->post_mlp_g = read(); break;
+      // --- phimix ---
+      case Slot::GateUp: into(L->w_up.data()); break;  // gate rows, then up rows, as stored
+      case Slot::Router: L->router = read(); break;
+      case Slot::ExpertGate: into(L->expert_up[static_cast<std::size_t>(e.expert)].data()); break;
+      case Slot::ExpertUp: into(L->expert_up[static_cast<std::size_t>(e.expert)].row(inter).data()); break;
+      case Slot::ExpertDown: L->expert_down[static_cast<std::size_t>(e.expert)] = read(); break;
+      // --- end phimix ---
       case Slot::LmHead: break;
     }
   }

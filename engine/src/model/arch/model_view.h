@@ -22,6 +22,9 @@ struct LayerView {
   const Matrix *w_up = nullptr, *w_down = nullptr;
   const RowVector *b_up = nullptr, *b_down = nullptr;
   const RowVector *post_attn_g = nullptr, *post_mlp_g = nullptr;  // Gemma 2/3's sandwich norms, else null
+  // phimix: Mixtral's router (n_experts, hidden) and experts (LayerWeights::expert_up / expert_down)
+  const Matrix* router = nullptr;
+  const std::vector<Matrix>*expert_up = nullptr, *expert_down = nullptr;
 };
 
 // Stage names for the overflow check's message, in the family's own words ("ln_1", "attention c_proj").
@@ -54,6 +57,12 @@ Scene attentionSceneOf(const ModelView& view, int layer, const Matrix& x);
 // The same over forward.ln1[layer], checked, with labels and description.
 Scene layerSceneOf(const ModelView& view, const ForwardResult& forward, int layer, const std::vector<std::string>& tokens,
                    const std::string& description);
+
+// phimix: Mixtral's routed MLP (routed_mlp.cpp): out += sum over each row's top experts_per_tok experts of its
+// renormalised softmax weight x w2(silu(w1 x) * w3 x). x, out: (n, hidden), distinct.
+void routedMlpAdd(const Architecture& arch, const LayerView& layer, const Matrix& x, Matrix& out);
+// Its float32 scratch bytes for n rows.
+std::size_t routedMlpBytes(const Architecture& arch, int n);
 
 // y = x W^T (or x W for conv1d) + b. x: (n, in); y: (n, out).
 void linear(const Matrix& x, const Matrix& w, const RowVector* b, bool conv1d, Matrix& y);

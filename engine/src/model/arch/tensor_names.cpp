@@ -73,9 +73,36 @@ const FamilyNames kGemma2 = {
      "pre_feedforward_layernorm", "mlp gate/up + gelu", "mlp down_proj + post_feedforward_layernorm + residual",
      "the final norm"}};
 
+// --- phimix: Phi-3 (fused qkv_proj and gate_up_proj), OLMo 2 (post norms), Mixtral (block_sparse_moe) ---
+FamilyNames withNames(FamilyNames f, const char* qkv, const char* up, const char* norm1, const char* norm2,
+                      StageNames stages) {
+  f.qkv = qkv, f.up = up, f.norm1 = norm1, f.norm2 = norm2, f.stages = std::move(stages);
+  return f;
+}
+const FamilyNames kPhi3 = withNames(
+    kLlama, "self_attn.qkv_proj", "mlp.gate_up_proj", "input_layernorm", "post_attention_layernorm",
+    {"the embedding (embed_tokens)", "input_layernorm", "attention qkv_proj (after RoPE)", "attention o_proj + residual",
+     "post_attention_layernorm", "mlp gate_up_proj + silu", "mlp down_proj + residual", "the final norm"});
+const FamilyNames kOlmo2 = withNames(
+    kLlama, nullptr, "mlp.up_proj", "post_attention_layernorm", "post_feedforward_layernorm",
+    {"the embedding (embed_tokens)", "the layer input", "attention q, k, v (q_norm, k_norm, after RoPE)",
+     "attention o_proj, post_attention_layernorm + residual", "the MLP input", "mlp gate/up + silu",
+     "mlp down_proj, post_feedforward_layernorm + residual", "the final norm"});
+const FamilyNames kMixtral = withNames(
+    kLlama, nullptr, "mlp.up_proj", "input_layernorm", "post_attention_layernorm",
+    {"the embedding (embed_tokens)", "input_layernorm", "attention q, k, v (after RoPE)", "attention o_proj + residual",
+     "post_attention_layernorm", "block_sparse_moe experts w1/w3 + silu", "block_sparse_moe w2, routed + residual",
+     "the final norm"});
+// --- end phimix ---
+
 const FamilyNames& namesOf(const Architecture& a) {
   if (a.model_type == "gemma") return kGemma;                                  // Gemma
   if (a.model_type == "gemma2" || a.model_type == "gemma3_text") return kGemma2;  // Gemma
+  // --- phimix ---
+  if (a.model_type == "phi3") return kPhi3;
+  if (a.model_type == "olmo2") return kOlmo2;
+  if (a.model_type == "mixtral") return kMixtral;
+  // --- end phimix ---
   if (a.model_type == "gpt2") return kGpt2;
   if (a.model_type == "gpt_neox") return kNeox;
   if (a.model_type == "llama" || a.model_type == "mistral" || a.model_type == "qwen2" || a.model_type == "qwen3")
@@ -135,13 +162,17 @@ std::vector<ExpectedTensor> expectedTensors(const Architecture& a, const std::st
         add(std::string(f.v) + ".bias", {kv}, kv_heads, Slot::VB);
       }
     } else {
-      const std::string why = "3 x " + heads;
+      const std::string why = q == kv ? "3 x " + heads : heads + " + 2 x " + kv_heads;
       add(std::string(f.qkv) + ".weight", lin(q + 2 * kv, d), why + ", " + hidden, Slot::Qkv);
       if (a.qkv_bias) add(std::string(f.qkv) + ".bias", {q + 2 * kv}, why, Slot::QkvB);
     }
     if (a.qk_norm) {
       add(std::string(f.q_norm) + ".weight", {hd}, "head_dim", Slot::QNorm);
       add(std::string(f.k_norm) + ".weight", {hd}, "head_dim", Slot::KNorm);
+    }
+    if (a.qk_norm_whole) {  // phimix: OLMo 2's norms over the whole projected q and k
+      add(std::string(f.q_norm) + ".weight", {q}, heads, Slot::QNorm);
+      add(std::string(f.k_norm) + ".weight", {kv}, kv_heads, Slot::KNorm);
     }
     add(std::string(f.o) + ".weight", lin(d, q), hidden + ", " + heads, Slot::O);
     if (a.o_bias) add(std::string(f.o) + ".bias", {d}, hidden, Slot::OB);
@@ -151,8 +182,25 @@ std::vector<ExpectedTensor> expectedTensors(const Architecture& a, const std::st
     }
     add(std::string(f.norm2) + ".weight", {d}, hidden, Slot::Norm2G);
     if (a.norm_bias) add(std::string(f.norm2) + ".bias", {d}, hidden, Slot::Norm2B);
-    if (a.mlp == MlpKind::Gated) add(std::string(f.gate) + ".weight", lin(inter, d), inter_why + " x " + hidden, Slot::Gate);
-    add(std::string(f.up) + ".weight", lin(inter, d), inter_why + " x " + hidden, Slot::Up);
+    // --- phimix: Phi-3's fused gate_up_proj; Mixtral's router and experts instead of one MLP ---
+    if (a.fused_gate_up) {
+      add(std::string(f.up) + ".weight", lin(2 * inter, d), "2 x " + inter_why + " x " + hidden, Slot::GateUp);
+    } else if (a.n_experts > 0) {
+      add("block_sparse_moe.gate.weight", {a.n_experts, d}, "num_local_experts x " + hidden, Slot::Router);
+      for (int x = 0; x < a.n_experts; ++x) {
+        const std::string ep = "block_sparse_moe.experts." + std::to_string(x) + ".";
+        const std::string why =
+            "expert " + std::to_string(x) + " of num_local_experts " + std::to_string(a.n_experts) + ": ";
+        e.push_back({p + ep + "w1.weight", {inter, d}, why + inter_why + " x " + hidden, Slot::ExpertGate, l, x});
+        e.push_back({p + ep + "w2.weight", {d, inter}, why + hidden + " x " + inter_why, Slot::ExpertDown, l, x});
+        e.push_back({p + ep + "w3.weight", {inter, d}, why + inter_why + " x " + hidden, Slot::ExpertUp, l, x});
+      }
+      continue;  // no plain MLP tensors
+    }
+    // --- end phimix ---
+    if (a.mlp == MlpKind::Gated && !a.fused_gate_up)
+      add(std::string(f.gate) + ".weight", lin(inter, d), inter_why + " x " + hidden, Slot::Gate);
+    if (!a.fused_gate_up) add(std::string(f.up) + ".weight", lin(inter, d), inter_why + " x " + hidden, Slot::Up);
     if (a.mlp_bias) add(std::string(f.up) + ".bias", {inter}, inter_why, Slot::UpB);
     add(std::string(f.down) + ".weight", lin(d, inter), hidden + " x " + inter_why, Slot::Down);
     if (a.mlp_bias) add(std::string(f.down) + ".bias", {d}, hidden, Slot::DownB);

@@ -17,6 +17,7 @@ enum class Slot {
   Embed, PosEmbed, FinalG, FinalB, Norm1G, Norm1B, Norm2G, Norm2B,
   Q, K, V, QB, KB, VB, Qkv, QkvB, QNorm, KNorm, O, OB, Gate, Up, UpB, Down, DownB,
   PostAttnNorm, PostMlpNorm,  // Gemma 2/3's sandwich norms
+  GateUp, Router, ExpertGate, ExpertUp, ExpertDown,  // phimix: Phi-3's gate_up_proj, Mixtral's router and experts
   LmHead,  // checked (an untied checkpoint without it is broken), not read: maps need no logits
 };
 
@@ -26,6 +27,7 @@ struct ExpectedTensor {
   std::string why;  // the config fields the shape comes from, for messages
   Slot slot;
   int layer = -1;   // -1: not a layer's
+  int expert = -1;  // Mixtral's expert index, for the Expert* slots
 };
 
 // Every tensor `arch` implies, named with `prefix` before the body's names (GPT-2's "transformer.", Llama's
