@@ -50,8 +50,9 @@ MatrixD outputFactor(const Matrix& w_o, bool conv1d, int h, int hd) {
 }
 
 // The layer's input-norm scale folded into W_Q, W_K, W_V (ones where the family has no input norm).
-Eigen::VectorXd inputScale(const LayerView& layer, int hidden) {
-  if (!layer.norm1_g || layer.norm1_g->size() != hidden) return Eigen::VectorXd::Ones(hidden);
+Eigen::VectorXd inputScale(const Architecture& a, const LayerView& layer, int hidden) {
+  // OLMo 2 has no input norm (its norm1 is the norm after attention, post_norms).
+  if (a.post_norms || !layer.norm1_g || layer.norm1_g->size() != hidden) return Eigen::VectorXd::Ones(hidden);
   return layer.norm1_g->transpose().cast<double>();
 }
 
@@ -66,7 +67,7 @@ HeadFactors headFactors(const ModelView& v, int layer, int h) {
   const Architecture& a = v.arch;
   const LayerView& L = v.layers[static_cast<std::size_t>(layer)];
   const int hd = a.head_dim, q_dim = a.qDim(), kv_dim = a.kvDim(), kv = a.layout().kvHead(h);
-  const Eigen::VectorXd g = inputScale(L, a.hidden);
+  const Eigen::VectorXd g = inputScale(a, L, a.hidden);
   const MatrixD q = inputFactor(*L.w_qkv, a.conv1d, h * hd, hd, g);                     // (d, hd)
   const MatrixD k = inputFactor(*L.w_qkv, a.conv1d, q_dim + kv * hd, hd, g);            // (d, hd)
   const MatrixD val = inputFactor(*L.w_qkv, a.conv1d, q_dim + kv_dim + kv * hd, hd, g);  // (d, hd)

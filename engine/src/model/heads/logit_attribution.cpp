@@ -88,7 +88,7 @@ LogitAttribution logitAttribution(const Model& model, const ForwardResult& forwa
     const Matrix& ln1 = forward.ln1[static_cast<std::size_t>(l)];  // (n, d)
     const VectorD before = forward.trace.row(2 * l).cast<double>(), after_attn = forward.trace.row(1 + 2 * l).cast<double>();
     const VectorD attention = after_attn - before;
-    VectorD heads_sum = VectorD::Zero(d);
+    std::vector<VectorD> outs(static_cast<std::size_t>(H));  // each head's z_h W_O^h (d)
     for (int h = 0; h < H; ++h) {
       const int kv = a.layout().kvHead(h);
       const VectorD w = weightRow(forward, l, h, position);  // (n)
@@ -99,11 +99,25 @@ LogitAttribution logitAttribution(const Model& model, const ForwardResult& forwa
       // Head h's part of W_O: its input columns h hd .. (h+1) hd; (hidden, q_dim), or (q_dim, hidden) for conv1d.
       const VectorD out = a.conv1d ? VectorD(z * L.w_o->middleRows(h * hd, hd).cast<double>())
                                    : VectorD(z * L.w_o->middleCols(h * hd, hd).transpose().cast<double>());
-      heads_sum += out;
-      r.heads[static_cast<std::size_t>(l)][static_cast<std::size_t>(h)] = part(out);
+      outs[static_cast<std::size_t>(h)] = out;
     }
     VectorD bias = VectorD::Zero(d);
     if (L.b_o && L.b_o->size()) bias = L.b_o->cast<double>();
+    // A norm between the attention output and the residual stream (Gemma 2/3's post_attention_layernorm, OLMo
+    // 2's): RMSNorm, linear once its scale over this position's whole output o = sum of heads + b_O is frozen.
+    const RowVector* post = L.post_attn_g ? L.post_attn_g : a.post_norms ? L.norm1_g : nullptr;
+    if (post) {
+      VectorD o = bias;
+      for (const VectorD& out : outs) o += out;
+      const VectorD scale = post->cast<double>() / std::sqrt(o.squaredNorm() / d + a.norm_eps);
+      for (VectorD& out : outs) out = out.cwiseProduct(scale);
+      bias = bias.cwiseProduct(scale);
+    }
+    VectorD heads_sum = VectorD::Zero(d);
+    for (int h = 0; h < H; ++h) {
+      heads_sum += outs[static_cast<std::size_t>(h)];
+      r.heads[static_cast<std::size_t>(l)][static_cast<std::size_t>(h)] = part(outs[static_cast<std::size_t>(h)]);
+    }
     r.attention_bias[static_cast<std::size_t>(l)] = part(bias);
     r.attention_rest[static_cast<std::size_t>(l)] = part(attention - heads_sum - bias);
     r.mlp[static_cast<std::size_t>(l)] = part(forward.trace.row(2 + 2 * l).cast<double>() - after_attn);
