@@ -148,7 +148,7 @@ int runModel(Args& args) {
   if (grid_file)
     grid_file->write(
         model::figureBytes(model::modelGridFigure(forward, config, labels, static_cast<int>(layer)), grid_format));
-  if (rollout_file) rollout_file->write(model::figureBytes(model::rolloutFigure(rollout, labels), rollout_format));
+  if (rollout_file) rollout_file->write(model::figureBytes(model::rolloutFigure(rollout, labels, checkpoint.layout().causal), rollout_format));
   commitAll(files);
 
   // The token list elided: one line, whatever the text holds.

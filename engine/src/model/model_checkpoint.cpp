@@ -153,20 +153,24 @@ Model loadModel(const std::string& dir, std::size_t budget_bytes) {
     m.weights = std::move(c.weights);
     return m;
   }
-  const bool neox = j["model_type"] == "gpt_neox";
-  if (!j["model_type"].is_string() || !(neox || isLlamaFamily(j["model_type"].get<std::string>())))
-    throw InputError(config_path + ": model_type", "gpt2, llama, mistral, qwen2, qwen3 or gpt_neox",
+  // [SECTION] encoders: BERT and RoBERTa, described (arch/bert_config.cpp) and loaded as a described family.
+  const bool encoder = j["model_type"] == "bert" || j["model_type"] == "roberta";
+  const bool neox = j["model_type"] == "gpt_neox", described = neox || encoder;  // loaded by arch/loader.cpp
+  if (!j["model_type"].is_string() || !(described || isLlamaFamily(j["model_type"].get<std::string>())))
+    throw InputError(config_path + ": model_type", "gpt2, llama, mistral, qwen2, qwen3, gpt_neox, bert or roberta",
                      describeJson(j["model_type"]));
   // The config first (every refusal of its fields before any other file is read), then tokenizer.json (and
   // tokenizer_config.json's BOS/EOS), then the weights.
-  const LlamaConfig llama = neox ? LlamaConfig{} : llamaConfigFromJson(j, config_path);
-  const Architecture arch = neox ? neoxArchitectureFromJson(j, config_path) : describeLlama(llama);
+  const LlamaConfig llama = described ? LlamaConfig{} : llamaConfigFromJson(j, config_path);
+  const Architecture arch = encoder ? encoderArchitectureFromJson(j, config_path)
+                            : neox  ? neoxArchitectureFromJson(j, config_path)
+                                    : describeLlama(llama);
   m.model_type = arch.model_type;
   m.tokenizer = Tokenizer::loadTokenizerJson(dir);
   if (m.tokenizer.maxId() >= arch.vocab_size)
     throw InputError(base + "tokenizer.json", "ids below vocab_size (" + std::to_string(arch.vocab_size) + ")",
                      "an id " + std::to_string(m.tokenizer.maxId()));
-  if (neox) m.weights = loadWeights(dir, arch, budget_bytes);
+  if (described) m.weights = loadWeights(dir, arch, budget_bytes);
   else m.weights = loadLlamaWeights(dir, llama, budget_bytes);
   return m;
 }

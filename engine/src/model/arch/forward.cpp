@@ -146,11 +146,11 @@ void attendLayer(const Architecture& a, int l, const Matrix& qkv, Matrix& concat
     const auto q = qkv.middleCols(h * hd, hd), k = qkv.middleCols(q_dim + g * hd, hd),
                v = qkv.middleCols(q_dim + kv_dim + g * hd, hd);
     if (kept) {
-      attendHead(q, k, v, window, r.mutableMap(l * a.n_head + h), concat.middleCols(h * hd, hd));
+      attendHead(q, k, v, window, a.causal, r.mutableMap(l * a.n_head + h), concat.middleCols(h * hd, hd));
     } else {
       HeadResult& hr = stats->heads[static_cast<std::size_t>(h)];
       hr.q = q;  // (n, hd) after q_norm and RoPE, scaled
-      attendHeadStats(q, k, v, window, concat.middleCols(h * hd, hd), hr);
+      attendHeadStats(q, k, v, window, a.causal, concat.middleCols(h * hd, hd), hr);
     }
   }
 }
@@ -208,13 +208,31 @@ void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult&
 
   Matrix x(n, a.hidden);  // (n, hidden) the residual stream
   for (int i = 0; i < n; ++i) x.row(i) = v.embed->row(ids[static_cast<std::size_t>(i)]);
-  if (a.learned_positions) x += v.pos_embed->topRows(n);
-  checkStage(x, -1, v.stages.embedding.c_str());
+  if (a.learned_positions && a.position_offset == 0) x += v.pos_embed->topRows(n);
   Matrix normed(n, a.hidden), normed2, qkv(n, q_dim + 2 * a.kvDim()), concat(n, q_dim), up, act;
+  // [SECTION] encoders: RoBERTa's position ids (create_position_ids_from_input_ids: padding tokens at padding_idx,
+  // the others from padding_idx + 1 counting only non-padding tokens), token type 0, the embedding's norm.
+  if (a.learned_positions && a.position_offset > 0) {
+    const int pad = a.position_offset - 1;
+    for (int i = 0, seen = 0; i < n; ++i) {
+      const bool is_pad = ids[static_cast<std::size_t>(i)] == pad;
+      x.row(i) += v.pos_embed->row(is_pad ? pad : a.position_offset + seen);
+      seen += is_pad ? 0 : 1;
+    }
+  }
+  if (a.type_vocab_size > 0) x.rowwise() += v.type_embed->row(0);
+  checkStage(x, -1, v.stages.embedding.c_str());
+  if (a.embed_norm) {
+    norm(a.norm, x, *v.embed_norm_g, v.embed_norm_b, eps, normed);
+    x.swap(normed);
+    checkStage(x, -1, "the embedding's LayerNorm");
+  }
+  const bool post = a.residual == Residual::PostNorm;
   timings.mark("setup (maps, rope, embed)");
   for (int l = 0; l < a.n_layer; ++l) {
     const LayerView& L = v.layers[static_cast<std::size_t>(l)];
-    norm(a.norm, x, *L.norm1_g, L.norm1_b, eps, normed);
+    if (post) normed = x;  // post-norm: attention reads the layer's input itself
+    else norm(a.norm, x, *L.norm1_g, L.norm1_b, eps, normed);
     checkStage(normed, l, v.stages.norm1.c_str());
     if (options.keep_ln1) r.ln1[static_cast<std::size_t>(l)] = normed;  // a layer scene's rows
     if (a.residual == Residual::Parallel) {  // both norms read the layer's input
@@ -256,19 +274,29 @@ void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult&
     if (a.residual == Residual::Sequential) {
       norm(a.norm, x, *L.norm2_g, L.norm2_b, eps, normed);
       checkStage(normed, l, v.stages.norm2.c_str());
+    } else if (post) {  // x = norm1(x + attn(x)), which the MLP reads and adds to
+      norm(a.norm, x, *L.norm1_g, L.norm1_b, eps, normed);
+      x.swap(normed);
+      checkStage(x, l, v.stages.norm1.c_str());
     }
     timings.mark("norms");
-    linear(a.residual == Residual::Parallel ? normed2 : normed, *L.w_up, L.b_up, a.conv1d, up);
+    linear(a.residual == Residual::Parallel ? normed2 : post ? x : normed, *L.w_up, L.b_up, a.conv1d, up);
     timings.mark("mlp up projection");
     const Matrix& activated = mlpActivation(a, up, act);
     checkStage(activated, l, v.stages.mlp_up.c_str());
     timings.mark("mlp activation");
     linearAdd(activated, *L.w_down, L.b_down, a.conv1d, x);  // (n, hidden)
     checkStage(x, l, v.stages.mlp_down.c_str());
+    if (post) {  // x = norm2(x + mlp(x))
+      norm(a.norm, x, *L.norm2_g, L.norm2_b, eps, normed);
+      x.swap(normed);
+      checkStage(x, l, v.stages.norm2.c_str());
+    }
     timings.mark("mlp down projection");
     if (options.progress && !options.progress(l + 1)) throw ForwardCancelled();
   }
-  norm(a.norm, x, *v.final_g, v.final_b, eps, r.hidden);
+  if (post) r.hidden = std::move(x);  // an encoder's last layer ends in its norm: no final one
+  else norm(a.norm, x, *v.final_g, v.final_b, eps, r.hidden);
   checkStage(r.hidden, -1, v.stages.final_norm.c_str());
   timings.mark("norms");
 }

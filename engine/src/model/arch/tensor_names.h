@@ -16,6 +16,7 @@ namespace attnscope::model {
 enum class Slot {
   Embed, PosEmbed, FinalG, FinalB, Norm1G, Norm1B, Norm2G, Norm2B,
   Q, K, V, QB, KB, VB, Qkv, QkvB, QNorm, KNorm, O, OB, Gate, Up, UpB, Down, DownB,
+  TypeEmbed, EmbedNormG, EmbedNormB,  // encoders' token_type_embeddings and embeddings.LayerNorm
   LmHead,  // checked (an untied checkpoint without it is broken), not read: maps need no logits
 };
 
