@@ -19,8 +19,8 @@ using HeadOutput = Eigen::Ref<Matrix, 0, Eigen::OuterStride<>>;
 
 // One head's attention. q: (n, dh), already scaled; k, v: (n, dh). The weights go into `weights` (n, n),
 // keys after the query (causal) and before its window exactly 0; weights * v into `out` (n, dh). window: 0, every
-// earlier key; W, query i sees keys i - W < j <= i. causal false (an encoder): every key, window 0. Computed in blocks of query rows, each against only the keys
-// it can see, so the masked half of (n, n) costs no multiply.
+// earlier key; W, query i sees keys i - W < j <= i. causal false (an encoder): every key, window 0. Computed in
+// blocks of query rows, each against only the keys it can see, so the masked half of (n, n) costs no multiply.
 void attendHead(const HeadColumns& q, const HeadColumns& k, const HeadColumns& v, int window, bool causal,
                 Eigen::Map<Matrix> weights, HeadOutput out);
 // The same attention flash-style, writing no (n, n) map: key blocks of 256 against blocks of 128 query rows with

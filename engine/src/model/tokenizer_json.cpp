@@ -190,7 +190,8 @@ Decoder decoder(const Node& n) {
   Decoder out;
   out.where = n.file + ": " + n.path();
   const std::string type =
-      n.type({"ByteLevel", "Metaspace", "Replace", "ByteFallback", "Fuse", "Strip", "WordPiece", "Sequence"}, "a decoder");
+      n.type({"ByteLevel", "Metaspace", "Replace", "ByteFallback", "Fuse", "Strip", "WordPiece", "Sequence"},
+             "a decoder");
   if (type == "ByteLevel") out.kind = Decoder::Kind::ByteLevel;
   if (type == "WordPiece") {
     out.kind = Decoder::Kind::WordPiece;

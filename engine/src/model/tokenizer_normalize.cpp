@@ -215,7 +215,8 @@ std::string bertNormalize(const Normalizer& n, const std::string& text) {
   if (n.lowercase) {
     std::string low;
     low.reserve(s.size());
-    for (std::size_t i = 0; i < s.size(); i += utf8Length(static_cast<unsigned char>(s[i]))) appendLower(codePointAt(s, i), low);
+    for (std::size_t i = 0; i < s.size(); i += utf8Length(static_cast<unsigned char>(s[i])))
+      appendLower(codePointAt(s, i), low);
     s.swap(low);
   }
   return s;

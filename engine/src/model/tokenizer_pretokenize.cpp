@@ -93,7 +93,8 @@ bool isChar(char32_t c, const std::string& ch) { return c == codePointAt(ch, 0);
 // BertPreTokenizer's classes: Rust's char::is_whitespace (White_Space); ASCII punctuation or Unicode P*.
 bool isWhiteSpace(char32_t c, const std::string&) { return u_isUWhiteSpace(static_cast<UChar32>(c)); }
 bool isBertPunctuation(char32_t c, const std::string&) {
-  if (c < 0x80) return (c >= '!' && c <= '/') || (c >= ':' && c <= '@') || (c >= '[' && c <= '`') || (c >= '{' && c <= '~');
+  if (c < 0x80)
+    return (c >= '!' && c <= '/') || (c >= ':' && c <= '@') || (c >= '[' && c <= '`') || (c >= '{' && c <= '~');
   return u_ispunct(static_cast<UChar32>(c));  // Pc, Pd, Ps, Pe, Pi, Pf, Po
 }
 

@@ -117,7 +117,8 @@ struct PostProcessor {
 struct Decoder {
   // WordPiece (decoders/wordpiece.rs): tokens after the first lose `content` (the prefix, "##") or gain a space;
   // with `cleanup`, " ." " ?" " !" " ," " ' " " n't" " 'm" " do not" " 's" " 've" " 're" are tidied.
-  enum class Kind { ByteLevel, Metaspace, Replace, ByteFallback, Fuse, Strip, WordPiece, Sequence } kind = Kind::Sequence;
+  enum class Kind { ByteLevel, Metaspace, Replace, ByteFallback, Fuse, Strip, WordPiece, Sequence };
+  Kind kind = Kind::Sequence;
   bool cleanup = true;  // WordPiece
   std::string replacement = "\u2581";  // Metaspace
   PrependScheme prepend_scheme = PrependScheme::Always;

@@ -16,7 +16,8 @@ Architecture encoderArchitectureFromJson(const nlohmann::json& j, const std::str
   if (!j.is_object()) throw InputError(path, "a JSON object", describeJson(j));
   const bool roberta = j.contains("model_type") && j["model_type"] == "roberta";
   if (!j.contains("model_type") || !(roberta || j["model_type"] == "bert"))
-    throw InputError(path + ": model_type", "bert or roberta", j.contains("model_type") ? describeJson(j["model_type"]) : "nothing");
+    throw InputError(path + ": model_type", "bert or roberta",
+                     j.contains("model_type") ? describeJson(j["model_type"]) : "nothing");
   Architecture a;
   a.model_type = roberta ? "roberta" : "bert";
   a.hidden = intField(j, path, "hidden_size", 1, 1 << 16);
@@ -32,7 +33,8 @@ Architecture encoderArchitectureFromJson(const nlohmann::json& j, const std::str
   const int positions = intField(j, path, "max_position_embeddings", 1, 1 << 24);
   a.max_positions_field = "max_position_embeddings";
   // relative_key / relative_key_query add a distance embedding to the scores: not this forward's maths.
-  const nlohmann::json kind = has(j, "position_embedding_type") ? j["position_embedding_type"] : nlohmann::json("absolute");
+  const nlohmann::json kind =
+      has(j, "position_embedding_type") ? j["position_embedding_type"] : nlohmann::json("absolute");
   if (kind != "absolute")
     throw InputError(path + ": position_embedding_type", "absolute (the only position kind attnscope implements)",
                      describeJson(kind));
@@ -44,7 +46,8 @@ Architecture encoderArchitectureFromJson(const nlohmann::json& j, const std::str
     const int pad = intField(j, path, "pad_token_id", 0, a.vocab_size - 1, 1);
     if (positions <= pad + 1)
       throw InputError(path + ": max_position_embeddings",
-                       "more than pad_token_id + 1 (" + std::to_string(pad + 1) + ": RoBERTa's positions start after it)",
+                       "more than pad_token_id + 1 (" + std::to_string(pad + 1) +
+                           ": RoBERTa's positions start after it)",
                        std::to_string(positions));
     a.position_offset = pad + 1;
     a.max_positions = positions - a.position_offset;
@@ -65,8 +68,8 @@ Architecture encoderArchitectureFromJson(const nlohmann::json& j, const std::str
   if (act == "gelu") a.activation = Activation::GeluErf;
   else if (act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast") a.activation = Activation::GeluTanh;
   else
-    throw InputError(path + ": hidden_act", "gelu, gelu_new, gelu_pytorch_tanh or gelu_fast (the GELUs attnscope implements)",
-                     describeJson(act));
+    throw InputError(path + ": hidden_act",
+                     "gelu, gelu_new, gelu_pytorch_tanh or gelu_fast (the GELUs attnscope implements)", describeJson(act));
   a.tie_word_embeddings = true;  // the MLM head is never read
   a.window.assign(static_cast<std::size_t>(a.n_layer), 0);
   return a;

@@ -1,7 +1,7 @@
 // The one layer-scene builder: any described family's layer as an ordinary scene (its input norm's rows, each
 // head's W_Q, W_K, W_V and biases split from the fused projection, shared K/V heads, RoPE on the rotary dims,
-// q_norm / k_norm, W_O and b_O, the causal, sliding-window or (encoders) no mask), so that both backends give the forward's
-// maps; and the views a family's weights are read through.
+// q_norm / k_norm, W_O and b_O, the causal, sliding-window or (encoders) no mask), so that both backends give the
+// forward's maps; and the views a family's weights are read through.
 #include <algorithm>
 #include <optional>
 #include <string>

@@ -49,7 +49,7 @@ const FamilyNames kNeox = {
      "attention dense + residual", "post_attention_layernorm", "mlp dense_h_to_4h + gelu",
      "mlp dense_4h_to_h + residual", "final_layer_norm"}};
 
-// [SECTION] encoders: BertModel / BertForMaskedLM ("bert." before the body) and RobertaModel / RobertaFor* ("roberta.").
+// [SECTION] encoders: BertModel / BertForMaskedLM ("bert." before the body), RobertaModel / RobertaFor* ("roberta.").
 // Post-norm: norm1 is the norm after attention (attention.output.LayerNorm), norm2 the one after the MLP; no final
 // norm. The embedding's norm and token types are named in expectedTensors. Pooler and MLM head: never read.
 #define ATTNSCOPE_ENCODER_NAMES(PREFIX)                                                                              \
@@ -109,8 +109,8 @@ std::vector<ExpectedTensor> expectedTensors(const Architecture& a, const std::st
     e.push_back({prefix + f.pos_embed + ".weight", {a.max_positions + a.position_offset, d},
                  std::string(f.f_positions) + " x " + hidden, Slot::PosEmbed});
   if (a.type_vocab_size > 0)  // encoders
-    e.push_back({prefix + "embeddings.token_type_embeddings.weight", {a.type_vocab_size, d}, "type_vocab_size x " + hidden,
-                 Slot::TypeEmbed});
+    e.push_back({prefix + "embeddings.token_type_embeddings.weight", {a.type_vocab_size, d},
+                 "type_vocab_size x " + hidden, Slot::TypeEmbed});
   if (a.embed_norm) {
     e.push_back({prefix + "embeddings.LayerNorm.weight", {d}, hidden, Slot::EmbedNormG});
     if (a.norm_bias) e.push_back({prefix + "embeddings.LayerNorm.bias", {d}, hidden, Slot::EmbedNormB});
