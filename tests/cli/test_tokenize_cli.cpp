@@ -145,14 +145,21 @@ TEST(TokenizeCli, HostileFiles) {
   j["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", json::array({{{"type", "Whitespace"}}})}};
   expectFileRefused(j.dump(), {"pre_tokenizer.pretokenizers[0].type: expected a pre-tokenizer type", "'Whitespace'"});
   j = smallTokenizer();
-  j["model"]["type"] = "WordPiece";
-  expectFileRefused(j.dump(), {"model.type: expected a model type, one of BPE, got 'WordPiece' (not supported)"});
+  j["model"]["type"] = "Unigram";
+  expectFileRefused(j.dump(),
+                    {"model.type: expected a model type, one of BPE, WordPiece, got 'Unigram' (not supported)"});
+  j = smallTokenizer();
+  j["model"]["type"] = "WordPiece";  // its unk_token (by default [UNK]) must be in the vocabulary
+  expectFileRefused(j.dump(), {"model.unk_token: expected tokens in model.vocab, got '[UNK]', which is not"});
   j = smallTokenizer();
   j["decoder"] = {{"type", "CTC"}};
   expectFileRefused(j.dump(), {"decoder.type: expected a decoder type", "'CTC'"});
   j = smallTokenizer();
-  j["post_processor"] = {{"type", "RobertaProcessing"}};
-  expectFileRefused(j.dump(), {"post_processor.type: expected a post-processor type", "'RobertaProcessing'"});
+  j["post_processor"] = {{"type", "Whatever"}};
+  expectFileRefused(j.dump(), {"post_processor.type: expected a post-processor type", "'Whatever'"});
+  j = smallTokenizer();
+  j["post_processor"] = {{"type", "RobertaProcessing"}};  // without its cls and sep
+  expectFileRefused(j.dump(), {"post_processor.cls: expected an array, got null"});
   j = smallTokenizer();
   j["post_processor"]["special_tokens"]["<s>"]["ids"] = {99};
   expectFileRefused(j.dump(), {"post_processor.special_tokens.<s>.ids[0]: expected an id with a token"});

@@ -426,6 +426,8 @@ int main(int argc, char** argv) {
       checkModelLlama(c, dir);
     } else if (test == "model_llama_scene") {
       checkModelLlamaScene(c, dir);
+    } else if (test == "model_bert") {
+      checkModelBert(c, dir);
     } else if (test == "groups_rope") {
       checkGroupsRope(c, dir);
     } else if (test == "panels") {

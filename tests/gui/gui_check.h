@@ -194,6 +194,7 @@ inline bool isWeightColor(Rgb8 got, double w) {
 // maps_dropped: the forward kept no maps (model_grid_ondemand): the same pixels, recomputed from Q and K.
 void checkModelGrid(Checker& c, const std::string& dir, bool maps_dropped);
 void checkModelLlama(Checker& c, const std::string& dir);
+void checkModelBert(Checker& c, const std::string& dir);  // an encoder's maps drawn full (gui_check_families.cpp)
 // gui_model_wide: a 28 x 16-head grid's labels, none overlapping, the first and last of each kind drawn.
 void checkModelWide(Checker& c);
 void checkModelLlamaScene(Checker& c, const std::string& dir);

@@ -23,15 +23,16 @@ const Rgb8 kFrame{230, 160, 60};                                          // mod
 
 // Cells of `rect_id` (n x n, causal) not in the colour of `w` (isWeightColor: within 1e-5 of the weight, where
 // the engine's maps are within 3.2e-6 of NumPy's, docs/models.md), or, above the diagonal (or, with a sliding window of
-// `window` keys, at j <= i - window), not masked. fy: where in a cell to read (Checker::cell).
+// `window` keys, at j <= i - window), not masked. fy: where in a cell to read (Checker::cell). causal false (an
+// encoder): every cell in the weight's colour, none masked.
 int wrongCausalCells(const Checker& c, const std::string& rect_id, const std::vector<std::vector<double>>& w, int n,
-                     int window = 0, float fy = 0.5f) {
+                     int window = 0, float fy = 0.5f, bool causal = true) {
   int wrong = 0;
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < n; ++j) {
       const Rgb8 got = c.cell(rect_id, i, j, n, n, fy);
       const double want = w[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
-      const bool masked = j > i || (window > 0 && j <= i - window);
+      const bool masked = (causal && j > i) || (window > 0 && j <= i - window);
       if (!(masked ? got == attnscope::kMaskedColor : isWeightColor(got, want)) && ++wrong <= 2)
         std::printf("      %s cell (%d,%d): weight %.4f drawn %s\n", rect_id.c_str(), i, j, want,
                     Checker::str(got).c_str());
@@ -112,6 +113,49 @@ double largestChange(const Grid& a, const Grid& b) {
 }
 
 }  // namespace
+
+// A BERT checkpoint from the Checkpoint tab (scripts/model_bert.txt): an encoder's tiles and its focused map drawn
+// full, every cell (the upper triangle included) in the colour of NumPy's float64 weight (bert_reference.py), none
+// in the masked grey; and the upper triangle really carries weight (so grey there would be a wrong picture).
+void checkModelBert(Checker& c, const std::string& dir) {
+  std::ifstream in(dir + "/ckpt/expected.json");
+  const nlohmann::json expected = nlohmann::json::parse(in);
+  const Maps maps = expected["weights"].get<Maps>();
+  const std::vector<int> ids = expected["ids"].get<std::vector<int>>();
+  const attnscope::model::Model ck = attnscope::model::loadModel(dir + "/ckpt");
+  c.expect(ck.tokenizer.encode("The cat sat on the mat.") == ids, "the panel's text gives the tokens NumPy ran");
+  const int layers = static_cast<int>(maps.size()), heads = static_cast<int>(maps[0].size());
+  const int n = static_cast<int>(ids.size());
+  c.expect(layers == 2 && heads == 4 && n == 16, "NumPy's maps: 2 layers x 4 heads, 16 tokens ([CLS] ... [SEP])");
+  double upper = INFINITY;  // the least mean weight a query puts on later keys, over every head (seen: 0.39)
+  for (const auto& layer : maps)
+    for (const auto& map : layer) {
+      double sum = 0;
+      for (int i = 0; i + 1 < n; ++i)
+        for (int j = i + 1; j < n; ++j) sum += map[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
+      upper = std::min(upper, sum / static_cast<double>(n - 1));
+    }
+  c.expect(upper > 0.1, "NumPy's maps put weight on later keys (least mean " + std::to_string(upper) + ")");
+  int wrong = 0, grey = 0;
+  for (int l = 0; l < layers; ++l)
+    for (int h = 0; h < heads; ++h) {
+      const std::string id = "model.tile." + std::to_string(l) + "." + std::to_string(h);
+      const auto& w = maps[static_cast<std::size_t>(l)][static_cast<std::size_t>(h)];
+      wrong += wrongCausalCells(c, id, w, n, 0, 0.5f, false);
+      for (int i = 0; i < n; ++i)
+        for (int j = i + 1; j < n; ++j) grey += c.cell(id, i, j, n, n) == attnscope::kMaskedColor;
+    }
+  const std::vector<float> tile = c.rect("model.tile.0.0");
+  c.expect(tile[2] - tile[0] >= static_cast<float>(n),
+           "tiles of " + std::to_string(static_cast<int>(tile[2] - tile[0])) + " px: no cell pooled");
+  c.expect(wrong == 0 && grey == 0, "grid: 8 tiles x 256 cells in colorAt(NumPy's weight), " + std::to_string(wrong) +
+                                        " wrong, " + std::to_string(grey) + " upper cells grey");
+  const Checker focus{loadPng(dir + "/focus.png"), loadLayout(dir + "/layout_focus.json")};
+  c.expect(focus.layout.contains("model.map"), "one map shown full-size");
+  if (focus.layout.contains("model.map"))
+    c.expect(wrongCausalCells(focus, "model.map", maps[1][2], n, 0, 0.5f, false) == 0,
+             "layer 2, head 3 full-size: every cell, the upper triangle too, in colorAt");
+}
 
 void checkModelLlama(Checker& c, const std::string& dir) {
   std::ifstream in(dir + "/ckpt/expected.json");

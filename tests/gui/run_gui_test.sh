@@ -66,6 +66,11 @@ if [[ "$script" == model_llama_scene ]]; then
   /usr/bin/python3 "$scripts/../../model/llama_reference.py" "$out/ckpt" --family qwen3 --layers 2 --heads 4 \
     --kv-heads 2 --hidden 32 --window 4 --text "The cat sat on the mat."
 fi
+# A BERT checkpoint (an encoder: no causal mask) and NumPy's maps of the panel's default text.
+if [[ "$script" == model_bert ]]; then
+  /usr/bin/python3 "$scripts/../../model/bert_reference.py" "$out/ckpt" --layers 2 --heads 4 --hidden 64 \
+    --text "The cat sat on the mat."
+fi
 # Many heads (a Qwen3 shape: 28 layers x 16 query heads in 8 KV groups), for the grid's labels.
 if [[ "$script" == model_wide ]]; then
   /usr/bin/python3 "$scripts/../../model/llama_reference.py" "$out/ckpt" --family qwen3 --layers 28 --heads 16 \

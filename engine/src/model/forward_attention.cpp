@@ -16,33 +16,34 @@
 
 namespace attnscope::model {
 
-void attendHead(const HeadColumns& q, const HeadColumns& k, const HeadColumns& v, int window,
+void attendHead(const HeadColumns& q, const HeadColumns& k, const HeadColumns& v, int window, bool causal,
                 Eigen::Map<Matrix> weights, HeadOutput out, float softcap) {
   constexpr long kRows = 128;  // query rows a block: big enough for BLAS, small enough to skip most masked keys
   const long n = q.rows();
   for (long r0 = 0; r0 < n; r0 += kRows) {
-    const long rows = std::min(kRows, n - r0), last = r0 + rows;  // queries [r0, last) see keys below `last`
+    const long rows = std::min(kRows, n - r0), last = r0 + rows;
+    const long k1 = causal ? last : n;  // causal: queries [r0, last) see keys below `last`; else every key
     const long k0 = window > 0 ? std::max(0L, r0 - window + 1) : 0;  // the block's first visible key
-    auto scores = weights.block(r0, k0, rows, last - k0);            // (rows, last - k0)
-    scores.noalias() = q.middleRows(r0, rows) * k.middleRows(k0, last - k0).transpose();
+    auto scores = weights.block(r0, k0, rows, k1 - k0);              // (rows, k1 - k0)
+    scores.noalias() = q.middleRows(r0, rows) * k.middleRows(k0, k1 - k0).transpose();
     if (softcap > 0) scores = (scores.array() * (1.0f / softcap)).tanh() * softcap;  // masked cells reset below
     for (long i = r0; i < last; ++i) {
-      const long lo = window > 0 ? std::max(0L, i - window + 1) : 0;  // keys [lo, i]
+      const long lo = window > 0 ? std::max(0L, i - window + 1) : 0, hi = causal ? i + 1 : n;  // keys [lo, hi)
       auto row = weights.row(i);
-      auto seen = row.segment(lo, i - lo + 1).array();
+      auto seen = row.segment(lo, hi - lo).array();
       float m = seen[0];  // a plain loop: Eigen's maxCoeff trips GCC 12's AVX-512 header warning (bug 105593)
-      for (long j = 1; j <= i - lo; ++j) m = seen[j] > m ? seen[j] : m;
+      for (long j = 1; j < hi - lo; ++j) m = seen[j] > m ? seen[j] : m;
       seen = (seen - m).exp();
       seen /= seen.sum();
       row.head(lo).setZero();
-      row.tail(n - i - 1).setZero();
+      row.tail(n - hi).setZero();
     }
-    out.middleRows(r0, rows).noalias() = weights.block(r0, k0, rows, last - k0) * v.middleRows(k0, last - k0);
+    out.middleRows(r0, rows).noalias() = weights.block(r0, k0, rows, k1 - k0) * v.middleRows(k0, k1 - k0);
   }
 }
 
-void attendHeadStats(const HeadColumns& q, const HeadColumns& k, const HeadColumns& v, int window, HeadOutput out,
-                     HeadResult& stats) {
+void attendHeadStats(const HeadColumns& q, const HeadColumns& k, const HeadColumns& v, int window, bool causal,
+                     HeadOutput out, HeadResult& stats) {
   constexpr long kRows = 128, kKeys = 256;  // a (128, 256) score block: 128 KiB, in cache, big enough for BLAS
   const long n = q.rows();
   stats.row_max.resize(n);
@@ -50,17 +51,19 @@ void attendHeadStats(const HeadColumns& q, const HeadColumns& k, const HeadColum
   Matrix s, acc;                 // (rows, keys) scores then exp(s - m); (rows, dh) the unnormalised output
   float m[kRows], l[kRows];      // the running row max and the sum of exp(s - m) so far
   for (long r0 = 0; r0 < n; r0 += kRows) {
-    const long rows = std::min(kRows, n - r0), last = r0 + rows;  // queries [r0, last) see keys below `last`
+    const long rows = std::min(kRows, n - r0), last = r0 + rows;
+    const long key_end = causal ? last : n;  // causal: queries [r0, last) see keys below `last`; else every key
     const long first = window > 0 ? std::max(0L, r0 - window + 1) : 0;  // the first key any of them sees
     acc.setZero(rows, v.cols());
     std::fill_n(m, rows, -FLT_MAX / 2);  // not -inf: exp(-inf - -inf) is NaN, exp(-FLT_MAX/2 - s) is 0
     std::fill_n(l, rows, 0.0f);
-    for (long k0 = first; k0 < last; k0 += kKeys) {  // key blocks wholly after every query are never computed
-      const long k1 = std::min(last, k0 + kKeys), kn = k1 - k0;
+    for (long k0 = first; k0 < key_end; k0 += kKeys) {  // key blocks wholly after every query are never computed
+      const long k1 = std::min(key_end, k0 + kKeys), kn = k1 - k0;
       s.noalias() = q.middleRows(r0, rows) * k.middleRows(k0, kn).transpose();  // (rows, kn), Q already scaled
       for (long r = 0; r < rows; ++r) {
         const long i = r0 + r;
-        const long lo = std::max(k0, window > 0 ? i - window + 1 : 0L), hi = std::min(k1, i + 1);  // keys [lo, hi)
+        const long lo = std::max(k0, window > 0 ? i - window + 1 : 0L);  // keys [lo, hi)
+        const long hi = std::min(k1, causal ? i + 1 : n);
         auto row = s.row(r);
         if (lo >= hi) {  // nothing this row sees in the block
           row.setZero();

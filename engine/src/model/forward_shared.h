@@ -1,4 +1,4 @@
-// What the GPT-2 and Llama-family forwards share: one head's causal attention (its map kept, or only its row
+// What the GPT-2 and Llama-family forwards share: one head's attention (its map kept, or only its row
 // statistics: forward_attention.cpp) and the check that names the first stage whose activations overflow float32.
 #pragma once
 
@@ -17,19 +17,19 @@ namespace attnscope::model {
 using HeadColumns = Eigen::Ref<const Matrix, 0, Eigen::OuterStride<>>;
 using HeadOutput = Eigen::Ref<Matrix, 0, Eigen::OuterStride<>>;
 
-// One head's causal attention. q: (n, dh), already scaled; k, v: (n, dh). The weights go into `weights` (n, n),
-// keys after the query and before its window exactly 0; weights * v into `out` (n, dh). window: 0, every
-// earlier key; W, query i sees keys i - W < j <= i. Computed in blocks of query rows, each against only the keys
-// it can see, so the masked half of (n, n) costs no multiply. softcap > 0: scores s -> tanh(s / softcap) softcap
-// before the mask (Gemma 2's attn_logit_softcapping).
-void attendHead(const HeadColumns& q, const HeadColumns& k, const HeadColumns& v, int window,
+// One head's attention. q: (n, dh), already scaled; k, v: (n, dh). The weights go into `weights` (n, n),
+// keys after the query (causal) and before its window exactly 0; weights * v into `out` (n, dh). window: 0, every
+// earlier key; W, query i sees keys i - W < j <= i. causal false (an encoder): every key, window 0. Computed in
+// blocks of query rows, each against only the keys it can see, so the masked half of (n, n) costs no multiply.
+// softcap > 0: scores s -> tanh(s / softcap) softcap before the mask (Gemma 2's attn_logit_softcapping).
+void attendHead(const HeadColumns& q, const HeadColumns& k, const HeadColumns& v, int window, bool causal,
                 Eigen::Map<Matrix> weights, HeadOutput out, float softcap = 0);
 // The same attention flash-style, writing no (n, n) map: key blocks of 256 against blocks of 128 query rows with
 // an online softmax (the running max m and sum l rescaled as each block raises m), blocks wholly masked (after the
 // query, before its window) never computed. weights * v into `out` (n, dh); m and l into stats.row_max/row_sum
 // (n), from which tiles recompute any weight.
-void attendHeadStats(const HeadColumns& q, const HeadColumns& k, const HeadColumns& v, int window, HeadOutput out,
-                     HeadResult& stats);
+void attendHeadStats(const HeadColumns& q, const HeadColumns& k, const HeadColumns& v, int window, bool causal,
+                     HeadOutput out, HeadResult& stats);
 
 // What a layer scene is built from, checked: 0 <= layer < n_layer, a forward run with keep_ln1 (one input per
 // layer), one token label per position.

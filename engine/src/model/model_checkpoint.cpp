@@ -157,25 +157,29 @@ Model loadModel(const std::string& dir, std::size_t budget_bytes) {
   // phimix: Phi-3, OLMo 2 and Mixtral are described (phimix_config.cpp) and loaded as GPT-NeoX is
   const bool phimix = isPhimixFamily(type);
   const bool gemma = isGemmaFamily(type);  // Gemma
+  // [SECTION] encoders: BERT and RoBERTa, described (arch/bert_config.cpp) and loaded as a described family.
+  const bool encoder = type == "bert" || type == "roberta";
   const bool neox = type == "gpt_neox" || phimix;
-  if (!j["model_type"].is_string() || !(neox || gemma || isLlamaFamily(type)))
+  const bool described = neox || gemma || encoder;  // loaded by arch/loader.cpp
+  if (!j["model_type"].is_string() || !(described || isLlamaFamily(type)))
     throw InputError(config_path + ": model_type",
-                     "gpt2, llama, mistral, qwen2, qwen3, gpt_neox, gemma, gemma2, gemma3_text, gemma3, phi3, olmo2 "
-                     "or mixtral",
+                     "gpt2, llama, mistral, qwen2, qwen3, gpt_neox, gemma, gemma2, gemma3_text, gemma3, phi3, olmo2, "
+                     "mixtral, bert or roberta",
                      describeJson(j["model_type"]));
   // The config first (every refusal of its fields before any other file is read), then tokenizer.json (and
   // tokenizer_config.json's BOS/EOS), then the weights.
-  const LlamaConfig llama = neox || gemma ? LlamaConfig{} : llamaConfigFromJson(j, config_path);
-  const Architecture arch = phimix  ? phimixArchitectureFromJson(j, config_path)
-                            : neox  ? neoxArchitectureFromJson(j, config_path)
-                            : gemma ? gemmaArchitectureFromJson(j, config_path)  // Gemma
-                                    : describeLlama(llama);
+  const LlamaConfig llama = described ? LlamaConfig{} : llamaConfigFromJson(j, config_path);
+  const Architecture arch = encoder   ? encoderArchitectureFromJson(j, config_path)
+                            : phimix  ? phimixArchitectureFromJson(j, config_path)
+                            : neox    ? neoxArchitectureFromJson(j, config_path)
+                            : gemma   ? gemmaArchitectureFromJson(j, config_path)  // Gemma
+                                      : describeLlama(llama);
   m.model_type = arch.model_type;
   m.tokenizer = Tokenizer::loadTokenizerJson(dir);
   if (m.tokenizer.maxId() >= arch.vocab_size)
     throw InputError(base + "tokenizer.json", "ids below vocab_size (" + std::to_string(arch.vocab_size) + ")",
                      "an id " + std::to_string(m.tokenizer.maxId()));
-  if (neox || gemma) m.weights = loadWeights(dir, arch, budget_bytes);
+  if (described) m.weights = loadWeights(dir, arch, budget_bytes);
   else m.weights = loadLlamaWeights(dir, llama, budget_bytes);
   return m;
 }

@@ -89,14 +89,16 @@ Figure modelGridFigure(const ForwardResult& forward, const HeadLayout& c, const 
   return f;
 }
 
-Figure rolloutFigure(const Matrix& rollout, const std::vector<std::string>& tokens) {
+Figure rolloutFigure(const Matrix& rollout, const std::vector<std::string>& tokens, bool causal) {
   Figure f;
   setWeightScale(f);
   f.title = "Attention rollout";
   f.scale_label = "rollout weight";
   HeatmapPanel p;
   p.values = rollout;
-  p.masked = maskOf(static_cast<int>(rollout.rows()), HeadLayout(), 0);  // causal
+  HeadLayout full;  // no window: a product of windowed maps reaches back further than one window
+  full.causal = causal;
+  p.masked = maskOf(static_cast<int>(rollout.rows()), full, 0);
   p.row_labels = p.col_labels = tokens;
   f.panels.push_back(std::move(p));
   return f;

@@ -30,6 +30,39 @@ std::uint64_t pairKey(int a, int b) {
 
 void BpeModel::tokenize(const std::string& word, std::vector<int>& out) const {
   if (word.empty()) return;
+  if (wordpiece) {  // wordpiece/mod.rs tokenize
+    std::size_t chars = 0;
+    for (std::size_t i = 0; i < word.size(); i += utf8Length(static_cast<unsigned char>(word[i]))) ++chars;
+    const std::size_t before = out.size();
+    const std::string& prefix = continuing_subword_prefix ? *continuing_subword_prefix : std::string();
+    std::string sub;
+    for (std::size_t start = 0; chars <= max_input_chars_per_word && start < word.size();) {
+      // The longest piece from `start` in the vocabulary: end steps back a character at a time (from the
+      // longest a token can be, which is where tokenizers' search would first find one).
+      std::size_t end = start;
+      for (std::size_t i = start; i < word.size() && i - start < longest_token;)
+        i += utf8Length(static_cast<unsigned char>(word[i])), end = i;
+      int found = -1;
+      while (end > start) {
+        sub.assign(start > 0 ? prefix : std::string());
+        sub.append(word, start, end - start);
+        if (const auto it = vocab.find(sub); it != vocab.end()) {
+          found = it->second;
+          break;
+        }
+        do --end;
+        while (end > start && (static_cast<unsigned char>(word[end]) & 0xC0) == 0x80);
+      }
+      if (found < 0) {  // a part no piece matches: the whole word is unk
+        out.resize(before);
+        break;
+      }
+      out.push_back(found);
+      start = end;
+    }
+    if (out.size() == before) out.push_back(*unk_id);  // the reader requires unk_token for WordPiece
+    return;
+  }
   if (ignore_merges) {
     if (const auto it = vocab.find(word); it != vocab.end()) {
       out.push_back(it->second);

@@ -45,6 +45,24 @@ bool validUtf8(const std::string& s) {
   }
 }
 
+// Every `from` in s replaced by `to`, left to right (Rust's str::replace).
+std::string replaceAll(const std::string& s, const std::string& from, const std::string& to) {
+  std::string out;
+  std::size_t at = 0;
+  for (std::size_t hit; (hit = s.find(from, at)) != std::string::npos; at = hit + from.size())
+    out.append(s, at, hit - at).append(to);
+  return out.append(s, at, std::string::npos);
+}
+
+// decoders/wordpiece.rs cleanup: the spaces before punctuation and English contractions taken back.
+std::string wordPieceCleanup(std::string s) {
+  static const char* const kPairs[][2] = {{" .", "."},     {" ?", "?"},     {" !", "!"},          {" ,", ","},
+                                          {" ' ", "'"},    {" n't", "n't"}, {" 'm", "'m"},        {" do not", " don't"},
+                                          {" 's", "'s"},   {" 've", "'ve"}, {" 're", "'re"}};
+  for (const auto& p : kPairs) s = replaceAll(s, p[0], p[1]);
+  return s;
+}
+
 }  // namespace
 
 std::vector<std::string> decodeChain(const Decoder& d, std::vector<std::string> tokens, bool alone) {
@@ -124,6 +142,13 @@ std::vector<std::string> decodeChain(const Decoder& d, std::vector<std::string> 
       flush();
       return out;
     }
+    case Decoder::Kind::WordPiece:  // a token after the first: its prefix taken off, or a space before it
+      for (std::size_t i = 0; i < tokens.size(); ++i) {
+        std::string& t = tokens[i];
+        if (i > 0) t = t.compare(0, d.content.size(), d.content) == 0 ? t.substr(d.content.size()) : " " + t;
+        if (d.cleanup) t = wordPieceCleanup(std::move(t));
+      }
+      return tokens;
     case Decoder::Kind::Fuse: {
       std::string all;
       for (const std::string& t : tokens) all += t;

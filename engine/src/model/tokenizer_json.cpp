@@ -123,7 +123,8 @@ PrependScheme prependScheme(const Node& n) {
 Normalizer normalizer(const Node& n) {
   Normalizer out;
   out.where = n.file + ": " + n.path();
-  const std::string type = n.type({"NFC", "NFKC", "NFD", "NFKD", "Prepend", "Replace", "Sequence"}, "a normalizer");
+  const std::string type =
+      n.type({"NFC", "NFKC", "NFD", "NFKD", "Prepend", "Replace", "BertNormalizer", "Sequence"}, "a normalizer");
   if (type == "NFC") out.kind = Normalizer::Kind::NFC;
   if (type == "NFKC") out.kind = Normalizer::Kind::NFKC;
   if (type == "NFD") out.kind = Normalizer::Kind::NFD;
@@ -131,6 +132,13 @@ Normalizer normalizer(const Node& n) {
   if (type == "Prepend") out.kind = Normalizer::Kind::Prepend, out.text = n.at("prepend").str();
   if (type == "Replace")
     out.kind = Normalizer::Kind::Replace, out.pattern = pattern(n.at("pattern")), out.text = n.at("content").str();
+  if (type == "BertNormalizer") {  // bert.rs's defaults; strip_accents null follows lowercase
+    out.kind = Normalizer::Kind::Bert;
+    out.clean_text = n.at("clean_text").boolean(true);
+    out.handle_chinese_chars = n.at("handle_chinese_chars").boolean(true);
+    out.lowercase = n.at("lowercase").boolean(true);
+    out.strip_accents = n.at("strip_accents").boolean(out.lowercase);
+  }
   if (type == "Sequence") {
     const Node list = n.at("normalizers");
     for (std::size_t i = 0; i < list.size(); ++i) out.children.push_back(normalizer(list.at(i)));
@@ -140,8 +148,11 @@ Normalizer normalizer(const Node& n) {
 
 PreTokenizer preTokenizer(const Node& n) {
   PreTokenizer out;
-  const std::string type = n.type({"ByteLevel", "Split", "Metaspace", "Digits", "Sequence"}, "a pre-tokenizer");
-  if (type == "ByteLevel") {
+  const std::string type =
+      n.type({"ByteLevel", "Split", "Metaspace", "Digits", "BertPreTokenizer", "Sequence"}, "a pre-tokenizer");
+  if (type == "BertPreTokenizer") {
+    out.kind = PreTokenizer::Kind::Bert;
+  } else if (type == "ByteLevel") {
     out.kind = PreTokenizer::Kind::ByteLevel;
     out.add_prefix_space = n.at("add_prefix_space").boolean(true);
     out.use_regex = n.at("use_regex").boolean(true);
@@ -179,8 +190,14 @@ Decoder decoder(const Node& n) {
   Decoder out;
   out.where = n.file + ": " + n.path();
   const std::string type =
-      n.type({"ByteLevel", "Metaspace", "Replace", "ByteFallback", "Fuse", "Strip", "Sequence"}, "a decoder");
+      n.type({"ByteLevel", "Metaspace", "Replace", "ByteFallback", "Fuse", "Strip", "WordPiece", "Sequence"},
+             "a decoder");
   if (type == "ByteLevel") out.kind = Decoder::Kind::ByteLevel;
+  if (type == "WordPiece") {
+    out.kind = Decoder::Kind::WordPiece;
+    out.content = n.at("prefix").null() ? "##" : n.at("prefix").str();
+    out.cleanup = n.at("cleanup").boolean(true);
+  }
   if (type == "ByteFallback") out.kind = Decoder::Kind::ByteFallback;
   if (type == "Fuse") out.kind = Decoder::Kind::Fuse;
   if (type == "Metaspace") {
@@ -203,22 +220,33 @@ Decoder decoder(const Node& n) {
   return out;
 }
 
+int knownId(const Node& id, const Spec& spec) {
+  const long long v = id.integer(0, kMaxId);
+  if (v >= static_cast<long long>(spec.id_to_token.size()) || spec.id_to_token[static_cast<std::size_t>(v)].empty())
+    id.fail("an id with a token (model.vocab or added_tokens)");
+  return static_cast<int>(v);
+}
+
 std::vector<int> knownIds(const Node& n, const Spec& spec) {
   std::vector<int> ids;
-  for (std::size_t i = 0; i < n.size(); ++i) {
-    const Node id = n.at(i);
-    const long long v = id.integer(0, kMaxId);
-    if (v >= static_cast<long long>(spec.id_to_token.size()) || spec.id_to_token[static_cast<std::size_t>(v)].empty())
-      id.fail("an id with a token (model.vocab or added_tokens)");
-    ids.push_back(static_cast<int>(v));
-  }
+  for (std::size_t i = 0; i < n.size(); ++i) ids.push_back(knownId(n.at(i), spec));
   return ids;
 }
 
 PostProcessor postProcessor(const Node& n, const Spec& spec) {
   PostProcessor out;
-  const std::string type = n.type({"TemplateProcessing", "ByteLevel", "Sequence"}, "a post-processor");
+  const std::string type =
+      n.type({"TemplateProcessing", "BertProcessing", "RobertaProcessing", "ByteLevel", "Sequence"}, "a post-processor");
   if (type == "ByteLevel") out.kind = PostProcessor::Kind::ByteLevel;
+  if (type == "BertProcessing" || type == "RobertaProcessing") {  // cls $A sep: {"cls": ["<s>", 0], "sep": [...]}
+    out.kind = PostProcessor::Kind::TemplateProcessing;  // the same one-sequence template
+    const auto special = [&](const char* key) {
+      const Node pair = n.at(key);
+      if (pair.size() != 2) pair.fail("[token, id]");
+      return PostProcessor::Item{false, {knownId(pair.at(1), spec)}};
+    };
+    out.single = {special("cls"), {true, {}}, special("sep")};
+  }
   if (type == "Sequence") {
     const Node list = n.at("processors");
     for (std::size_t i = 0; i < list.size(); ++i) out.children.push_back(postProcessor(list.at(i), spec));
@@ -250,7 +278,7 @@ PostProcessor postProcessor(const Node& n, const Spec& spec) {
 
 void bpeModel(const Node& n, TokenizerJson& parsed, Spec& spec) {
   if (n.j.is_object() && !n.has("type") && !n.has("merges")) n.fail("a BPE model");
-  if (n.has("type")) n.type({"BPE"}, "a model");
+  const bool wordpiece = n.has("type") && n.type({"BPE", "WordPiece"}, "a model") == "WordPiece";
   BpeModel& m = spec.model;
   const Node vocab = n.at("vocab");
   if (!parsed.vocab) {  // not read as a flat list: not an object (or not where the reader looks)
@@ -335,6 +363,14 @@ void bpeModel(const Node& n, TokenizerJson& parsed, Spec& spec) {
     dropout.fail("null or 0 (dropout makes encoding random)");
   const Node unk = n.at("unk_token");
   if (!unk.null()) m.unk_id = idOf(unk, unk.str());
+  if (wordpiece) {  // wordpiece/mod.rs: unk_token "[UNK]", "##", 100 characters by default
+    m.wordpiece = true;
+    if (unk.null()) m.unk_id = idOf(unk, "[UNK]");
+    if (optional_prefix.null()) m.continuing_subword_prefix = "##";
+    const Node max_chars = n.at("max_input_chars_per_word");
+    m.max_input_chars_per_word = max_chars.null() ? 100 : static_cast<std::size_t>(max_chars.integer(0, 1LL << 40));
+    for (const auto& entry : m.vocab) m.longest_token = std::max(m.longest_token, entry.first.size());
+  }
   m.byte_fallback = n.at("byte_fallback").boolean(false);
   m.fuse_unk = n.at("fuse_unk").boolean(false);
   m.ignore_merges = n.at("ignore_merges").boolean(false);

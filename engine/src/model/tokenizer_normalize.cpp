@@ -1,7 +1,9 @@
 // Normalizers (NFC, NFKC, NFD, NFKD through ICU's Normalizer2; Prepend; Replace; Sequence) and the UTF-8
 // helpers every tokenizer stage shares. Text is UTF-8 throughout; it is checked once, on the way in.
 #include <unicode/normalizer2.h>
+#include <unicode/uchar.h>
 #include <unicode/unistr.h>
+#include <unicode/ustring.h>
 
 #include "attnscope/error.h"
 #include "attnscope/scene/scene.h"
@@ -143,10 +145,81 @@ const char* kindName(Normalizer::Kind kind) {
       return "Prepend";
     case Normalizer::Kind::Replace:
       return "Replace";
+    case Normalizer::Kind::Bert:
+      return "BertNormalizer";
     case Normalizer::Kind::Sequence:
       return "Sequence";
   }
   return "?";
+}
+
+// normalizers/bert.rs's character classes, through ICU: control is `is_other` (Cc, Cf, Cn, Co, Cs) but tab, LF
+// and CR, which are white space (else Rust's char::is_whitespace, White_Space); the CJK ideograph blocks.
+bool isBertControl(char32_t c) {
+  if (c == '\t' || c == '\n' || c == '\r') return false;
+  const auto t = static_cast<UCharCategory>(u_charType(static_cast<UChar32>(c)));
+  return t == U_CONTROL_CHAR || t == U_FORMAT_CHAR || t == U_UNASSIGNED || t == U_PRIVATE_USE_CHAR || t == U_SURROGATE;
+}
+bool isChineseChar(char32_t c) {
+  return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x20000 && c <= 0x2A6DF) ||
+         (c >= 0x2A700 && c <= 0x2B73F) || (c >= 0x2B740 && c <= 0x2B81F) || (c >= 0x2B920 && c <= 0x2CEAF) ||
+         (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
+}
+
+// One character lowercased as Rust's char::to_lowercase: the full mapping (U+0130 -> i + U+0307), no context (a
+// final capital sigma is σ, as tokenizers lowercases character by character).
+void appendLower(char32_t c, std::string& out) {
+  if (c < 0x80) {
+    out += static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
+    return;
+  }
+  UChar in[2], low[8];
+  int32_t n = 0;
+  U16_APPEND_UNSAFE(in, n, static_cast<UChar32>(c));
+  UErrorCode status = U_ZERO_ERROR;
+  const int32_t len = u_strToLower(low, 8, in, n, "", &status);
+  if (U_FAILURE(status)) {  // no mapping ICU can write: the character as it is
+    out += utf8(c);
+    return;
+  }
+  for (int32_t i = 0; i < len;) {
+    UChar32 cp;
+    U16_NEXT(low, i, len, cp);
+    out += utf8(static_cast<char32_t>(cp));
+  }
+}
+
+// BertNormalizer (normalize_str): clean_text, handle_chinese_chars, strip_accents, lowercase, in that order.
+std::string bertNormalize(const Normalizer& n, const std::string& text) {
+  std::string s;
+  s.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); i += utf8Length(static_cast<unsigned char>(text[i]))) {
+    const char32_t c = codePointAt(text, i);
+    if (n.clean_text && (c == 0 || c == 0xFFFD || isBertControl(c))) continue;
+    if (n.clean_text && (c == '\t' || c == '\n' || c == '\r' || u_isUWhiteSpace(static_cast<UChar32>(c)))) {
+      s += ' ';
+    } else if (n.handle_chinese_chars && isChineseChar(c)) {
+      s += ' ' + utf8(c) + ' ';
+    } else {
+      s += utf8(c);
+    }
+  }
+  if (n.strip_accents) {  // NFD, then every non-spacing mark (Mn) dropped
+    const std::string nfd = icuNormalize(&icu::Normalizer2::getNFDInstance, s);
+    s.clear();
+    for (std::size_t i = 0; i < nfd.size(); i += utf8Length(static_cast<unsigned char>(nfd[i]))) {
+      const char32_t c = codePointAt(nfd, i);
+      if (u_charType(static_cast<UChar32>(c)) != U_NON_SPACING_MARK) s += utf8(c);
+    }
+  }
+  if (n.lowercase) {
+    std::string low;
+    low.reserve(s.size());
+    for (std::size_t i = 0; i < s.size(); i += utf8Length(static_cast<unsigned char>(s[i])))
+      appendLower(codePointAt(s, i), low);
+    s.swap(low);
+  }
+  return s;
 }
 
 // Each component's text checked against the size of the text the normalizer was given (`origin`).
@@ -175,6 +248,11 @@ std::string normalizeWithin(const Normalizer& n, const std::string& text, std::s
       const std::vector<Pattern::Piece> pieces = n.pattern.findMatches(text);
       checkGrowth(where, origin, replacedSize(pieces, n.text));
       return replacePieces(text, pieces, n.text);
+    }
+    case Normalizer::Kind::Bert: {  // at most 3 x (a CJK ideograph's spaces), ICU's NFD and lowercase bounded
+      std::string out = bertNormalize(n, text);
+      checkGrowth(where, origin, out.size());
+      return out;
     }
     case Normalizer::Kind::Sequence: {
       std::string s = text;

@@ -90,6 +90,13 @@ bool isNumeric(char32_t c, const std::string&) {  // Rust's char::is_numeric: Nd
   return t == U_DECIMAL_DIGIT_NUMBER || t == U_LETTER_NUMBER || t == U_OTHER_NUMBER;
 }
 bool isChar(char32_t c, const std::string& ch) { return c == codePointAt(ch, 0); }
+// BertPreTokenizer's classes: Rust's char::is_whitespace (White_Space); ASCII punctuation or Unicode P*.
+bool isWhiteSpace(char32_t c, const std::string&) { return u_isUWhiteSpace(static_cast<UChar32>(c)); }
+bool isBertPunctuation(char32_t c, const std::string&) {
+  if (c < 0x80)
+    return (c >= '!' && c <= '/') || (c >= ':' && c <= '@') || (c >= '[' && c <= '`') || (c >= '{' && c <= '~');
+  return u_ispunct(static_cast<UChar32>(c));  // Pc, Pd, Ps, Pe, Pi, Pf, Po
+}
 
 // Cuts every piece by `split` (a piece -> its spans); empty spans are dropped, as PreTokenizedString::split does.
 template <class SplitFn>
@@ -177,6 +184,14 @@ void preTokenize(const PreTokenizer& p, std::vector<Piece>& pieces) {
         if (p.invert)
           for (auto& piece : m) piece.is_match = !piece.is_match;
         return applyBehavior(m, p.behavior);
+      });
+      return;
+    case PreTokenizer::Kind::Bert:  // pre_tokenizers/bert.rs: white space removed, then punctuation isolated
+      splitPieces(pieces, [](const std::string& text) {
+        return applyBehavior(charMatches(text, isWhiteSpace, ""), SplitBehavior::Removed);
+      });
+      splitPieces(pieces, [](const std::string& text) {
+        return applyBehavior(charMatches(text, isBertPunctuation, ""), SplitBehavior::Isolated);
       });
       return;
     case PreTokenizer::Kind::Digits:

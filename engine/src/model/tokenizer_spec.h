@@ -43,7 +43,11 @@ struct Pattern {
 };
 
 struct Normalizer {
-  enum class Kind { NFC, NFKC, NFD, NFKD, Prepend, Replace, Sequence } kind = Kind::Sequence;
+  enum class Kind { NFC, NFKC, NFD, NFKD, Prepend, Replace, Bert, Sequence } kind = Kind::Sequence;
+  // BertNormalizer (normalizers/bert.rs), in its order: clean_text drops NUL, U+FFFD and control characters (Cc,
+  // Cf, Cn, Co, Cs but tab, LF, CR) and writes white space as ' '; handle_chinese_chars puts spaces around CJK
+  // ideographs; strip_accents (null in the file: as lowercase) NFD and drops Mn; lowercase, character by character.
+  bool clean_text = true, handle_chinese_chars = true, strip_accents = true, lowercase = true;
   std::string text;   // Prepend: what is prepended; Replace: the replacement
   Pattern pattern;    // Replace
   std::string where;  // "tokenizer.json: normalizer.normalizers[1]", for a refusal
@@ -54,7 +58,8 @@ enum class SplitBehavior { Removed, Isolated, MergedWithPrevious, MergedWithNext
 enum class PrependScheme { Always, First, Never };
 
 struct PreTokenizer {
-  enum class Kind { ByteLevel, Split, Metaspace, Digits, Sequence } kind = Kind::Sequence;
+  // Bert: BertPreTokenizer, split at white space (removed) and at punctuation (isolated, one character each).
+  enum class Kind { ByteLevel, Split, Metaspace, Digits, Bert, Sequence } kind = Kind::Sequence;
   bool add_prefix_space = false, use_regex = true;  // ByteLevel
   Pattern pattern;                                  // Split
   SplitBehavior behavior = SplitBehavior::Isolated;
@@ -81,6 +86,12 @@ struct BpeModel {
   bool byte_fallback = false, fuse_unk = false, ignore_merges = false;
   std::optional<std::string> continuing_subword_prefix, end_of_word_suffix;
   std::array<int, 256> byte_ids{};  // <0xHH> ids for byte_fallback, -1 where absent
+  // model.type WordPiece (wordpiece/mod.rs): a word of more than max_input_chars_per_word characters is unk;
+  // otherwise longest-match-first, pieces after the first with continuing_subword_prefix ("##"); a word with a
+  // part no piece matches is unk as a whole. The vocab and unk_id as BPE's; no merges.
+  bool wordpiece = false;
+  std::size_t max_input_chars_per_word = 100;
+  std::size_t longest_token = 0;  // bytes: no longer substring is looked up (a long word costs O(n x this))
 
   // One pre-tokenized word's ids, appended to `out` (model.rs tokenize: ignore_merges, merge_word, merge_all).
   void tokenize(const std::string& word, std::vector<int>& out) const;
@@ -104,7 +115,11 @@ struct PostProcessor {
 };
 
 struct Decoder {
-  enum class Kind { ByteLevel, Metaspace, Replace, ByteFallback, Fuse, Strip, Sequence } kind = Kind::Sequence;
+  // WordPiece (decoders/wordpiece.rs): tokens after the first lose `content` (the prefix, "##") or gain a space;
+  // with `cleanup`, " ." " ?" " !" " ," " ' " " n't" " 'm" " do not" " 's" " 've" " 're" are tidied.
+  enum class Kind { ByteLevel, Metaspace, Replace, ByteFallback, Fuse, Strip, WordPiece, Sequence };
+  Kind kind = Kind::Sequence;
+  bool cleanup = true;  // WordPiece
   std::string replacement = "\u2581";  // Metaspace
   PrependScheme prepend_scheme = PrependScheme::Always;
   Pattern pattern;  // Replace

@@ -21,6 +21,7 @@ enum class NormKind { LayerNorm, RmsNorm };  // (x - mean) / sd * g + b | x / rm
 enum class Residual {
   Sequential,  // x += attn(norm1 x); x += mlp(norm2 x)
   Parallel,    // x += attn(norm1 x) + mlp(norm2 x), both norms of the layer's input (GPT-NeoX's default)
+  PostNorm,    // x = norm1(x + attn(x)); x = norm2(x + mlp(x)); no final norm (BERT, RoBERTa)
 };
 enum class MlpKind { Plain, Gated };  // down(act(up x)) | down(act(gate x) * up x)
 enum class Activation { GeluTanh, GeluErf, Silu };
@@ -69,6 +70,13 @@ struct Architecture {
   double attn_softcap = 0;           // > 0: scores s -> tanh(s / c) c before the mask (Gemma 2)
   double final_softcap = 0;          // > 0: the logits' soft cap (checked; the maps need no logits)
   double rope_local_theta = 0;       // > 0: windowed layers rotate on this base, unscaled (Gemma 3)
+  // [SECTION] encoders (bert, roberta): every query sees every key (window all 0); x = embed_norm(embed[ids] +
+  // pos_embed[position ids] + type_embed[0]). RoBERTa counts positions from padding_idx + 1 and gives its padding
+  // tokens position padding_idx (position_offset = padding_idx + 1; pos_embed has max_positions + offset rows).
+  bool causal = true;
+  bool embed_norm = false;    // a norm (norm kind, bias) on the embedding sum
+  int type_vocab_size = 0;    // > 0: token_type_embeddings (type_vocab_size, hidden), every token of type 0
+  int position_offset = 0;    // RoBERTa: padding_idx + 1; 0 for every other family
 
   int qDim() const { return n_head * head_dim; }
   int kvDim() const { return n_kv_head * head_dim; }
@@ -100,9 +108,11 @@ struct LayerWeights {
 struct Weights {
   Architecture arch;
   Matrix embed;      // (vocab_size, hidden)
-  Matrix pos_embed;  // (max_positions, hidden), learned_positions only
+  Matrix pos_embed;  // (max_positions + position_offset, hidden), learned_positions only
+  Matrix type_embed;                   // (type_vocab_size, hidden), encoders only
+  RowVector embed_norm_g, embed_norm_b;  // (hidden), embed_norm only
   std::vector<LayerWeights> layers;
-  RowVector final_g, final_b;  // (hidden); _b empty without norm bias
+  RowVector final_g, final_b;  // (hidden); _b empty without norm bias; both empty for PostNorm (no final norm)
 };
 
 // GPT-2's and the Llama family's configs as descriptions (the loaders' checks stay in their config readers).
@@ -126,6 +136,10 @@ bool isGemmaFamily(const std::string& model_type);
 // without attention biases.
 bool isPhimixFamily(const std::string& model_type);
 Architecture phimixArchitectureFromJson(const nlohmann::json& j, const std::string& path);
+// BERT's and RoBERTa's config.json (model_type bert, roberta; arch/bert_config.cpp) checked, one line per refusal
+// naming `path` and the field: position_embedding_type absolute only, type_vocab_size >= 1, is_decoder false,
+// hidden_act gelu (erf) or a tanh GELU, layer_norm_eps; RoBERTa's pad_token_id leaving positions.
+Architecture encoderArchitectureFromJson(const nlohmann::json& j, const std::string& path);
 
 // float32 bytes a loaded checkpoint of `arch` takes: the sum of the tensors the name map reads.
 std::size_t weightBytes(const Architecture& arch);

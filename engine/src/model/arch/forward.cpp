@@ -169,11 +169,11 @@ void attendLayer(const Architecture& a, int l, const Matrix& qkv, Matrix& concat
     const auto q = qkv.middleCols(h * hd, hd), k = qkv.middleCols(q_dim + g * hd, hd),
                v = qkv.middleCols(q_dim + kv_dim + g * hd, hd);
     if (kept) {
-      attendHead(q, k, v, window, r.mutableMap(l * a.n_head + h), concat.middleCols(h * hd, hd), softcap);
+      attendHead(q, k, v, window, a.causal, r.mutableMap(l * a.n_head + h), concat.middleCols(h * hd, hd), softcap);
     } else {
       HeadResult& hr = stats->heads[static_cast<std::size_t>(h)];
       hr.q = q;  // (n, hd) after q_norm and RoPE, scaled
-      attendHeadStats(q, k, v, window, concat.middleCols(h * hd, hd), hr);
+      attendHeadStats(q, k, v, window, a.causal, concat.middleCols(h * hd, hd), hr);
     }
   }
 }
@@ -235,18 +235,35 @@ void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult&
 
   Matrix x(n, a.hidden);  // (n, hidden) the residual stream
   for (int i = 0; i < n; ++i) x.row(i) = v.embed->row(ids[static_cast<std::size_t>(i)]);
-  if (a.learned_positions) x += v.pos_embed->topRows(n);
+  if (a.learned_positions && a.position_offset == 0) x += v.pos_embed->topRows(n);
+  Matrix normed(n, a.hidden), normed2, qkv(n, q_dim + 2 * a.kvDim()), concat(n, q_dim), up, act;
+  // [SECTION] encoders: RoBERTa's position ids (create_position_ids_from_input_ids: padding tokens at padding_idx,
+  // the others from padding_idx + 1 counting only non-padding tokens), token type 0, the embedding's norm.
+  if (a.learned_positions && a.position_offset > 0) {
+    const int pad = a.position_offset - 1;
+    for (int i = 0, seen = 0; i < n; ++i) {
+      const bool is_pad = ids[static_cast<std::size_t>(i)] == pad;
+      x.row(i) += v.pos_embed->row(is_pad ? pad : a.position_offset + seen);
+      seen += is_pad ? 0 : 1;
+    }
+  }
+  if (a.type_vocab_size > 0) x.rowwise() += v.type_embed->row(0);
   if (a.embed_scale != 1.0f) x *= a.embed_scale;  // Gemma: sqrt(hidden) in the model's dtype
   checkStage(x, -1, v.stages.embedding.c_str());
+  if (a.embed_norm) {
+    norm(a.norm, x, *v.embed_norm_g, v.embed_norm_b, eps, normed);
+    x.swap(normed);
+    checkStage(x, -1, "the embedding's LayerNorm");
+  }
   // The residual stream at one token, for direct logit attribution: after the embedding, then after each
   // layer's attention and MLP are added.
   const int trace = options.trace_position;
   if (trace >= n) throw InputError("position", "a token from 0 to " + std::to_string(n - 1), std::to_string(trace));
   r.trace.resize(trace >= 0 ? 2 * a.n_layer + 1 : 0, a.hidden);
   if (trace >= 0) r.trace.row(0) = x.row(trace);
-  Matrix normed(n, a.hidden), normed2, qkv(n, q_dim + 2 * a.kvDim()), concat(n, q_dim), up, act;
   Matrix branch, branch_normed;  // (n, hidden): Gemma 2/3's attention and MLP outputs before their sandwich norms
   Matrix sub;  // phimix: OLMo 2's sublayer output, normed before the residual add
+  const bool post = a.residual == Residual::PostNorm;
   timings.mark("setup (maps, rope, embed)");
   for (int l = 0; l < a.n_layer; ++l) {
     const LayerView& L = v.layers[static_cast<std::size_t>(l)];
@@ -254,6 +271,8 @@ void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult&
     if (a.post_norms) {
       normed = x;
       x.setZero();
+    } else if (post) {
+      normed = x;  // post-norm: attention reads the layer's input itself
     } else {
       norm(a.norm, x, *L.norm1_g, L.norm1_b, eps, normed);
     }
@@ -314,9 +333,13 @@ void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult&
     if (a.residual == Residual::Sequential && !a.post_norms) {
       norm(a.norm, x, *L.norm2_g, L.norm2_b, eps, normed);
       checkStage(normed, l, v.stages.norm2.c_str());
+    } else if (post) {  // x = norm1(x + attn(x)), which the MLP reads and adds to
+      norm(a.norm, x, *L.norm1_g, L.norm1_b, eps, normed);
+      x.swap(normed);
+      checkStage(x, l, v.stages.norm1.c_str());
     }
     timings.mark("norms");
-    const Matrix& mlp_in = a.residual == Residual::Parallel ? normed2 : a.post_norms ? x : normed;
+    const Matrix& mlp_in = a.residual == Residual::Parallel ? normed2 : a.post_norms || post ? x : normed;
     Matrix& mlp_out = a.post_norms ? sub : x;  // phimix: OLMo 2 norms the MLP's output before adding it
     if (a.post_norms) sub.setZero(n, a.hidden);
     if (a.n_experts > 0) {  // phimix: Mixtral's routed MLP
@@ -340,11 +363,17 @@ void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult&
       x += normed;
     }
     checkStage(x, l, v.stages.mlp_down.c_str());
+    if (post) {  // x = norm2(x + mlp(x))
+      norm(a.norm, x, *L.norm2_g, L.norm2_b, eps, normed);
+      x.swap(normed);
+      checkStage(x, l, v.stages.norm2.c_str());
+    }
     if (trace >= 0) r.trace.row(2 + 2 * l) = x.row(trace);
     timings.mark("mlp down projection");
     if (options.progress && !options.progress(l + 1)) throw ForwardCancelled();
   }
-  norm(a.norm, x, *v.final_g, v.final_b, eps, r.hidden);
+  if (post) r.hidden = std::move(x);  // an encoder's last layer ends in its norm: no final one
+  else norm(a.norm, x, *v.final_g, v.final_b, eps, r.hidden);
   checkStage(r.hidden, -1, v.stages.final_norm.c_str());
   timings.mark("norms");
 }

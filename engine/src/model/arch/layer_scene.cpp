@@ -1,7 +1,7 @@
 // The one layer-scene builder: any described family's layer as an ordinary scene (its input norm's rows, each
 // head's W_Q, W_K, W_V and biases split from the fused projection, shared K/V heads, RoPE on the rotary dims,
-// q_norm / k_norm, W_O and b_O, the causal or sliding-window mask), so that both backends give the forward's
-// maps; and the views a family's weights are read through.
+// q_norm / k_norm, W_O and b_O, the causal, sliding-window or (encoders) no mask), so that both backends give the
+// forward's maps; and the views a family's weights are read through.
 #include <algorithm>
 #include <cstdio>
 #include <optional>
@@ -103,7 +103,9 @@ Scene attentionSceneOf(const ModelView& v, int layer, const Matrix& x) {
   if (L.b_o && L.b_o->size()) s.b_o = *L.b_o;
   const int window = a.window.empty() ? 0 : a.window[static_cast<std::size_t>(layer)];
   const int n = static_cast<int>(x.rows());
-  if (window == 0) {
+  if (!a.causal) {  // an encoder: every key
+    s.mask = MaskKind::None;
+  } else if (window == 0) {
     s.mask = MaskKind::Causal;
   } else {  // key j for query i when i - window < j <= i
     s.mask = MaskKind::Explicit;
@@ -133,6 +135,9 @@ ModelView viewOf(const Weights& w) {
   v.arch = w.arch;
   v.embed = &w.embed;
   v.pos_embed = &w.pos_embed;
+  v.type_embed = &w.type_embed;
+  v.embed_norm_g = &w.embed_norm_g;
+  v.embed_norm_b = orNull(w.embed_norm_b);
   for (const LayerWeights& L : w.layers)
     v.layers.push_back({.norm1_g = &L.norm1_g, .norm1_b = orNull(L.norm1_b), .norm2_g = &L.norm2_g,
                         .norm2_b = orNull(L.norm2_b), .w_qkv = &L.w_qkv, .b_qkv = orNull(L.b_qkv),

@@ -127,7 +127,16 @@ Weights loadWeights(const std::string& dir, const Architecture& a, std::size_t b
       prefix = p;
       break;
     }
-  const std::vector<ExpectedTensor> expected = expectedTensors(a, prefix);
+  std::vector<ExpectedTensor> expected = expectedTensors(a, prefix);
+  // Older BERT checkpoints name LayerNorm's weight and bias gamma and beta (transformers renames them on load).
+  for (ExpectedTensor& e : expected) {
+    const bool norm = e.slot == Slot::Norm1G || e.slot == Slot::Norm2G || e.slot == Slot::FinalG ||
+                      e.slot == Slot::EmbedNormG || e.slot == Slot::Norm1B || e.slot == Slot::Norm2B ||
+                      e.slot == Slot::FinalB || e.slot == Slot::EmbedNormB;
+    const std::size_t dot = e.name.rfind('.');
+    const std::string old_name = e.name.substr(0, dot) + (e.name.substr(dot) == ".weight" ? ".gamma" : ".beta");
+    if (norm && !files.has(e.name) && files.has(old_name)) e.name = old_name;
+  }
   std::vector<const SafetensorsFile*> where;
   for (const ExpectedTensor& e : expected) {
     const SafetensorsFile& file = files.fileFor(e.name, "config.json implies it");
@@ -213,6 +222,9 @@ Weights loadWeights(const std::string& dir, const Architecture& a, std::size_t b
       case Slot::ExpertUp: into(L->expert_up[static_cast<std::size_t>(e.expert)].row(inter).data()); break;
       case Slot::ExpertDown: L->expert_down[static_cast<std::size_t>(e.expert)] = read(); break;
       // --- end phimix ---
+      case Slot::TypeEmbed: w.type_embed = read(); break;
+      case Slot::EmbedNormG: w.embed_norm_g = read(); break;
+      case Slot::EmbedNormB: w.embed_norm_b = read(); break;
       case Slot::LmHead: break;
     }
   }

@@ -36,6 +36,8 @@ struct ModelView {
   Architecture arch;
   const Matrix* embed = nullptr;
   const Matrix* pos_embed = nullptr;  // learned_positions only
+  const Matrix* type_embed = nullptr;  // encoders: row 0 added to every token
+  const RowVector *embed_norm_g = nullptr, *embed_norm_b = nullptr;  // encoders: the embedding's norm
   std::vector<LayerView> layers;
   const RowVector *final_g = nullptr, *final_b = nullptr;
   StageNames stages;

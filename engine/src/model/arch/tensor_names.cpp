@@ -1,6 +1,7 @@
 // The name table per family: a checkpoint's tensor names, the config fields each shape comes from, and the
 // forward's stage names in the family's words. GPT-2 (GPT2LMHeadModel / GPT2Model), the Llama family
-// (LlamaForCausalLM and kin) and GPT-NeoX (GPTNeoXForCausalLM: embed_in, query_key_value, dense_h_to_4h, embed_out).
+// (LlamaForCausalLM and kin), GPT-NeoX (GPTNeoXForCausalLM: embed_in, query_key_value, dense_h_to_4h, embed_out)
+// and the encoders BERT and RoBERTa.
 #include "model/arch/tensor_names.h"
 
 #include <cmath>
@@ -94,6 +95,22 @@ const FamilyNames kMixtral = withNames(
      "post_attention_layernorm", "block_sparse_moe experts w1/w3 + silu", "block_sparse_moe w2, routed + residual",
      "the final norm"});
 // --- end phimix ---
+// [SECTION] encoders: BertModel / BertForMaskedLM ("bert." before the body), RobertaModel / RobertaFor* ("roberta.").
+// Post-norm: norm1 is the norm after attention (attention.output.LayerNorm), norm2 the one after the MLP; no final
+// norm. The embedding's norm and token types are named in expectedTensors. Pooler and MLM head: never read.
+#define ATTNSCOPE_ENCODER_NAMES(PREFIX)                                                                              \
+  {{PREFIX, ""}, "embeddings.word_embeddings", "embeddings.position_embeddings", nullptr, "encoder.layer.",          \
+   "attention.output.LayerNorm", "output.LayerNorm", "attention.self.query", "attention.self.key",                  \
+   "attention.self.value", nullptr, nullptr, nullptr, "attention.output.dense", nullptr, "intermediate.dense",       \
+   "output.dense", nullptr,                                                                                          \
+   "hidden_size", "num_attention_heads", "num_attention_heads", "intermediate_size", "vocab_size",                  \
+   "max_position_embeddings",                                                                                        \
+   {"the embedding (word + position + token type)", "the layer's input", "attention query, key, value",             \
+    "attention output.dense + residual", "attention.output.LayerNorm", "intermediate.dense + gelu",                 \
+    "output.dense + residual", "output.LayerNorm"}}
+const FamilyNames kBert = ATTNSCOPE_ENCODER_NAMES("bert.");
+const FamilyNames kRoberta = ATTNSCOPE_ENCODER_NAMES("roberta.");
+#undef ATTNSCOPE_ENCODER_NAMES
 
 const FamilyNames& namesOf(const Architecture& a) {
   if (a.model_type == "gemma") return kGemma;                                  // Gemma
@@ -104,6 +121,8 @@ const FamilyNames& namesOf(const Architecture& a) {
   if (a.model_type == "mixtral") return kMixtral;
   // --- end phimix ---
   if (a.model_type == "gpt2") return kGpt2;
+  if (a.model_type == "bert") return kBert;
+  if (a.model_type == "roberta") return kRoberta;
   if (a.model_type == "gpt_neox") return kNeox;
   if (a.model_type == "llama" || a.model_type == "mistral" || a.model_type == "qwen2" || a.model_type == "qwen3")
     return kLlama;
@@ -121,6 +140,7 @@ float Architecture::scoreScale() const {
 HeadLayout Architecture::layout() const {
   HeadLayout l(n_layer, n_head, n_kv_head);
   l.window = window;
+  l.causal = causal;  // an encoder's maps are full
   return l;
 }
 
@@ -143,8 +163,15 @@ std::vector<ExpectedTensor> expectedTensors(const Architecture& a, const std::st
   std::vector<ExpectedTensor> e = {{prefix + f.embed + ".weight", {a.vocab_size, d},
                                     std::string(f.f_vocab) + " x " + hidden, Slot::Embed}};
   if (a.learned_positions)
-    e.push_back({prefix + f.pos_embed + ".weight", {a.max_positions, d}, std::string(f.f_positions) + " x " + hidden,
-                 Slot::PosEmbed});
+    e.push_back({prefix + f.pos_embed + ".weight", {a.max_positions + a.position_offset, d},
+                 std::string(f.f_positions) + " x " + hidden, Slot::PosEmbed});
+  if (a.type_vocab_size > 0)  // encoders
+    e.push_back({prefix + "embeddings.token_type_embeddings.weight", {a.type_vocab_size, d},
+                 "type_vocab_size x " + hidden, Slot::TypeEmbed});
+  if (a.embed_norm) {
+    e.push_back({prefix + "embeddings.LayerNorm.weight", {d}, hidden, Slot::EmbedNormG});
+    if (a.norm_bias) e.push_back({prefix + "embeddings.LayerNorm.bias", {d}, hidden, Slot::EmbedNormB});
+  }
   for (int l = 0; l < a.n_layer; ++l) {
     const std::string p = prefix + f.layers + std::to_string(l) + ".";
     const auto add = [&](const std::string& name, std::vector<std::int64_t> shape, const std::string& why, Slot slot) {
@@ -205,8 +232,10 @@ std::vector<ExpectedTensor> expectedTensors(const Architecture& a, const std::st
     add(std::string(f.down) + ".weight", lin(d, inter), hidden + " x " + inter_why, Slot::Down);
     if (a.mlp_bias) add(std::string(f.down) + ".bias", {d}, hidden, Slot::DownB);
   }
-  e.push_back({prefix + f.final_norm + ".weight", {d}, hidden, Slot::FinalG});
-  if (a.norm_bias) e.push_back({prefix + f.final_norm + ".bias", {d}, hidden, Slot::FinalB});
+  if (f.final_norm) {  // encoders have none
+    e.push_back({prefix + f.final_norm + ".weight", {d}, hidden, Slot::FinalG});
+    if (a.norm_bias) e.push_back({prefix + f.final_norm + ".bias", {d}, hidden, Slot::FinalB});
+  }
   if (f.lm_head && !a.tie_word_embeddings)
     e.push_back({f.lm_head, {a.vocab_size, d}, std::string(f.f_vocab) + " x " + hidden + "; tie_word_embeddings false",
                  Slot::LmHead});

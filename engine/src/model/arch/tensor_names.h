@@ -18,6 +18,7 @@ enum class Slot {
   Q, K, V, QB, KB, VB, Qkv, QkvB, QNorm, KNorm, O, OB, Gate, Up, UpB, Down, DownB,
   PostAttnNorm, PostMlpNorm,  // Gemma 2/3's sandwich norms
   GateUp, Router, ExpertGate, ExpertUp, ExpertDown,  // phimix: Phi-3's gate_up_proj, Mixtral's router and experts
+  TypeEmbed, EmbedNormG, EmbedNormB,  // encoders' token_type_embeddings and embeddings.LayerNorm
   LmHead,  // checked (an untied checkpoint without it is broken), not read: maps need no logits
 };
 

@@ -51,8 +51,8 @@ MatrixD outputFactor(const Matrix& w_o, bool conv1d, int h, int hd) {
 
 // The layer's input-norm scale folded into W_Q, W_K, W_V (ones where the family has no input norm).
 Eigen::VectorXd inputScale(const Architecture& a, const LayerView& layer, int hidden) {
-  // OLMo 2 has no input norm (its norm1 is the norm after attention, post_norms).
-  if (a.post_norms || !layer.norm1_g || layer.norm1_g->size() != hidden) return Eigen::VectorXd::Ones(hidden);
+  // OLMo 2 and the post-norm encoders have no input norm (their norm1 is the norm after attention).
+  if (a.post_norms || a.residual == Residual::PostNorm || !layer.norm1_g || layer.norm1_g->size() != hidden) return Eigen::VectorXd::Ones(hidden);
   return layer.norm1_g->transpose().cast<double>();
 }
 

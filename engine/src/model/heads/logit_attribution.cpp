@@ -44,6 +44,9 @@ LogitAttribution logitAttribution(const Model& model, const ForwardResult& forwa
   const ModelView v = viewOf(model);
   const Architecture& a = v.arch;
   const int layers = a.n_layer, H = a.n_head, hd = a.head_dim, d = a.hidden;
+  if (a.residual == Residual::PostNorm)  // BERT, RoBERTa: norms between the parts, and no unembedding read
+    throw InputError("dla", "a decoder (an encoder's residual stream passes a norm after every sublayer)",
+                     a.model_type);
   if (position < 0 || position >= forward.n)
     throw InputError("--dla-position", "a token from 0 to " + std::to_string(forward.n - 1), std::to_string(position));
   if (forward.trace.rows() != 2 * layers + 1 || static_cast<int>(forward.ln1.size()) != layers)
