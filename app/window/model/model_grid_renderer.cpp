@@ -71,15 +71,15 @@ void ModelGridRenderer::resize(Target& target, int width, int height) {
   glBindTexture(GL_TEXTURE_2D, 0);
 }
 
-void ModelGridRenderer::syncGrid(const std::shared_ptr<const model::ForwardResult>& forward, int layers,
-                                 int heads, unsigned revision, int tile) {
-  tile = std::max(1, tile);
-  if (revision != grid_revision_ || tile != tile_ || layers != layers_ || heads != heads_) {
-    grid_revision_ = revision, tile_ = tile, layers_ = layers, heads_ = heads;
+void ModelGridRenderer::syncGrid(const std::shared_ptr<const model::ForwardResult>& forward, int layers, int heads,
+                                 unsigned revision, int tile_w, int tile_h) {
+  tile_w = std::max(1, tile_w), tile_h = std::max(1, tile_h);
+  if (revision != grid_revision_ || tile_w != tile_w_ || tile_h != tile_h_ || layers != layers_ || heads != heads_) {
+    grid_revision_ = revision, tile_w_ = tile_w, tile_h_ = tile_h, layers_ = layers, heads_ = heads;
     auto job = std::make_shared<GridTilesJob>();
     job->forward = forward;
     job->layers = layers, job->heads = heads;
-    job->blocks = std::min(forward->n, tile);  // never more texels than pixels
+    job->blocks = std::min(forward->n, std::max(tile_w, tile_h));  // never more texels than pixels on a side
     grid_worker_.start(job);
     grid_job_ = job;
     grid_shown_layers_ = 0;
@@ -90,8 +90,8 @@ void ModelGridRenderer::syncGrid(const std::shared_ptr<const model::ForwardResul
                    texture == grid_weights_ ? GL_FLOAT : GL_UNSIGNED_BYTE, nullptr);
     }
     glBindTexture(GL_TEXTURE_2D, 0);
-    const bool same_size = grid_.texture && grid_.width == heads * tile && grid_.height == layers * tile;
-    resize(grid_, heads * tile, layers * tile);
+    const bool same_size = grid_.texture && grid_.width == heads * tile_w && grid_.height == layers * tile_h;
+    resize(grid_, heads * tile_w, layers * tile_h);
     if (!same_size) {  // fresh texels are undefined: a neutral grey until each layer lands
       GLint previous_framebuffer = 0;
       GLfloat previous_clear[4] = {};
@@ -130,7 +130,7 @@ void ModelGridRenderer::showLandedLayers() {
   const float b = static_cast<float>(blocks);
   for (int l = first; l < done; ++l)
     for (int h = 0; h < heads_; ++h)
-      render(grid_, grid_weights_, grid_mask_, h * tile_, (layers_ - 1 - l) * tile_, tile_, tile_,
+      render(grid_, grid_weights_, grid_mask_, h * tile_w_, (layers_ - 1 - l) * tile_h_, tile_w_, tile_h_,
              CellView{static_cast<float>(h) * b, static_cast<float>(l) * b, static_cast<float>(h + 1) * b,
                       static_cast<float>(l + 1) * b});
   grid_shown_layers_ = done;
@@ -140,10 +140,13 @@ void ModelGridRenderer::showLandedLayers() {
 }
 
 void ModelGridRenderer::drawTile(ImDrawList* list, int layer, int head, ImVec2 p0) const {
-  const float w = static_cast<float>(grid_.width), h = static_cast<float>(grid_.height), t = static_cast<float>(tile_);
-  const float u0 = static_cast<float>(head) * t / w, u1 = static_cast<float>(head + 1) * t / w;
-  const float v_top = static_cast<float>(layers_ - layer) * t / h, v_bottom = static_cast<float>(layers_ - 1 - layer) * t / h;
-  list->AddImage(imguiTexture(grid_.texture), p0, ImVec2(p0.x + t, p0.y + t), ImVec2(u0, v_top), ImVec2(u1, v_bottom));
+  const float w = static_cast<float>(grid_.width), h = static_cast<float>(grid_.height);
+  const float tw = static_cast<float>(tile_w_), th = static_cast<float>(tile_h_);
+  const float u0 = static_cast<float>(head) * tw / w, u1 = static_cast<float>(head + 1) * tw / w;
+  const float v_top = static_cast<float>(layers_ - layer) * th / h,
+              v_bottom = static_cast<float>(layers_ - 1 - layer) * th / h;
+  list->AddImage(imguiTexture(grid_.texture), p0, ImVec2(p0.x + tw, p0.y + th), ImVec2(u0, v_top),
+                 ImVec2(u1, v_bottom));
 }
 
 ModelGridRenderer::MapReply ModelGridRenderer::fetchMap(const MapRequest& request) {

@@ -25,17 +25,18 @@ class ModelGridRenderer {
   ModelGridRenderer(const ModelGridRenderer&) = delete;
   ModelGridRenderer& operator=(const ModelGridRenderer&) = delete;
 
-  // Once a frame. A new `revision` or `tile` starts pooling every map (layer * heads + head) of `forward` to
-  // tiles of `tile` pixels on the grid's worker (never on this thread); each layer that has landed since the
-  // last call is uploaded and rendered. Until then a layer's tiles keep what they showed (the same size), or a
-  // neutral grey. Weights 0..1 span the colour map.
-  void syncGrid(const std::shared_ptr<const model::ForwardResult>& forward, int layers, int heads,
-                unsigned revision, int tile);
+  // Once a frame. A new `revision` or tile size starts pooling every map (layer * heads + head) of `forward` to
+  // blocks on the grid's worker (never on this thread): square blocks, as many as the tile's longer side has
+  // pixels (at most n), drawn into tiles of tile_w x tile_h pixels (the grid fills its pane, so tiles need not
+  // be square). Each layer that has landed since the last call is uploaded and rendered. Until then a layer's
+  // tiles keep what they showed (the same size), or a neutral grey. Weights 0..1 span the colour map.
+  void syncGrid(const std::shared_ptr<const model::ForwardResult>& forward, int layers, int heads, unsigned revision,
+                int tile_w, int tile_h);
   // Layers of the last syncGrid's forward on show (from the top); pending while fewer than all.
   int gridLayersShown() const { return grid_shown_layers_; }
   // Pending: the grid of `revision` not synced yet, or fewer layers on show than all.
   bool gridPending(unsigned revision) const { return revision != grid_revision_ || grid_shown_layers_ < layers_; }
-  // Adds tile (layer, head) of the last syncGrid at p0 (tile x tile pixels).
+  // Adds tile (layer, head) of the last syncGrid at p0 (tile_w x tile_h pixels).
   void drawTile(ImDrawList* list, int layer, int head, ImVec2 p0) const;
   // Adds map `index` over [p0, p1) (whole pixels) showing the cells `view`; rendered again only when the map,
   // the view or the size changed. A new map or forward is fetched on a background thread (without kept maps it
@@ -61,7 +62,7 @@ class ModelGridRenderer {
   unsigned program_ = 0, vao_ = 0, colormap_ = 0;
   unsigned grid_weights_ = 0, grid_mask_ = 0;  // atlas: heads * blocks wide, layers * blocks tall
   Target grid_;
-  int layers_ = 0, heads_ = 0, tile_ = 0;
+  int layers_ = 0, heads_ = 0, tile_w_ = 0, tile_h_ = 0;
   unsigned grid_revision_ = ~0u;
   std::shared_ptr<GridTilesJob> grid_job_;  // the atlas being computed for grid_revision_ and tile_ (null once shown)
   int grid_shown_layers_ = 0;               // its layers uploaded and rendered

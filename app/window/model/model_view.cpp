@@ -105,9 +105,10 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
   const std::vector<int> kv = kvHeadOfEachHead(view);
   const int kv_heads = kv.empty() ? 0 : kv.back() + 1;
   const bool grouped = kv_heads < c.n_head;
-  // Grouped heads: a wider gap between KV groups and between layers, so that each group's frame stands apart.
-  const float group_gap = grouped ? std::floor(line * 0.5f) : 0;
   const float thick = std::max(1.0f, std::floor(line / 14));  // the frame's width: 1 px at scale 1 (line 15-16)
+  // Grouped heads: between KV groups and between layers a gap (with `gap`) just wide enough for two frames (each
+  // `thick` and a pixel clear of its tiles) and a pixel between them: the tiles take the rest of the pane.
+  const float group_gap = grouped ? 2 * (1 + thick) + 1 - gap : 0;
 
   // Opening a layer as the scene: a stepper and a button on one line.
   int layer_shown = s.layer + 1;  // layers counted from 1 in the window
@@ -123,13 +124,22 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
   }
 
   const ImVec2 avail = ImGui::GetContentRegionAvail();
+  // The room the grid has (strip, header and tiles), for the tests of how much of it the grid fills.
+  probeRect("model.area", ImGui::GetCursorScreenPos(),
+            ImVec2(ImGui::GetCursorScreenPos().x + avail.x, ImGui::GetCursorScreenPos().y + avail.y));
   const float strip_h = line * 1.3f + 2, header_h = (grouped ? 2 * line + 4 : line) + 2;
-  const float fit =
-      std::min((avail.x - label_w - group_gap * static_cast<float>(kv_heads)) / static_cast<float>(c.n_head),
-               (avail.y - strip_h - header_h) / static_cast<float>(c.n_layer) - group_gap);
-  const int tile = static_cast<int>(std::clamp(std::floor(fit - gap), 4.0f, 256.0f));
-  const float step = static_cast<float>(tile) + gap, row_step = step + group_gap;
-  s.renderer->syncGrid(s.sharedForward(), c.n_layer, c.n_head, s.revision(), tile);
+  // Tiles fill the pane both ways (a 28 x 16 grid in a tall pane gets wide tiles, not 11 px squares beside an
+  // empty band), their sides at most 2:1 so that a map still reads as a map.
+  const float frame_out = grouped ? 1 + thick : 0;  // the last group's frame, outside its tiles
+  const float fit_w = std::floor((avail.x - label_w - frame_out - group_gap * static_cast<float>(kv_heads - 1)) /
+                                     static_cast<float>(c.n_head) -
+                                 gap);
+  const float fit_h =
+      std::floor((avail.y - strip_h - header_h - group_gap * 0.5f) / static_cast<float>(c.n_layer) - gap - group_gap);
+  const int tile_w = static_cast<int>(std::clamp(std::min(fit_w, 2 * fit_h), 4.0f, 256.0f));
+  const int tile_h = static_cast<int>(std::clamp(std::min(fit_h, 2 * fit_w), 4.0f, 256.0f));
+  const float step = static_cast<float>(tile_w) + gap, row_step = static_cast<float>(tile_h) + gap + group_gap;
+  s.renderer->syncGrid(s.sharedForward(), c.n_layer, c.n_head, s.revision(), tile_w, tile_h);
   const int layers_shown = s.renderer->gridLayersShown();
   // Column x of head h (from the grid's left edge) and the grid's width.
   auto column = [&](int h) {
@@ -153,7 +163,7 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
     for (int g = 0; g < kv_heads; ++g) {
       const int first = first_of(g);
       const int last = static_cast<int>(kv.rend() - std::find(kv.rbegin(), kv.rend(), g)) - 1;
-      const float x0 = header.x + column(first), x1 = header.x + column(last) + static_cast<float>(tile);
+      const float x0 = header.x + column(first), x1 = header.x + column(last) + static_cast<float>(tile_w);
       if (std::find(kv_labelled.begin(), kv_labelled.end(), g) != kv_labelled.end())
         drawProbedText(list, "model.kvtext." + std::to_string(g), ImVec2(x0, header.y), kGroupFrame,
                        ("KV " + std::to_string(g + 1)).c_str());
@@ -170,7 +180,8 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
   const ImVec2 origin(std::floor(ImGui::GetCursorScreenPos().x),
                       std::floor(ImGui::GetCursorScreenPos().y + group_gap * 0.5f));
   const ImVec2 mouse = ImGui::GetIO().MousePos;
-  const float t = static_cast<float>(tile), cell = t / static_cast<float>(n);
+  const float tw = static_cast<float>(tile_w), th = static_cast<float>(tile_h);
+  const float cell_x = tw / static_cast<float>(n), cell_y = th / static_cast<float>(n);  // pixels per cell
   const std::vector<int> layer_labelled = labelledPositions(
       0, c.n_layer - 1, row_step, line, [&](int l) { return origin.y + static_cast<float>(l) * row_step; });
   for (int l = 0; l < c.n_layer; ++l) {
@@ -181,22 +192,25 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
       drawProbedText(list, "model.layerlabel." + std::to_string(l), ImVec2(origin.x, y), label_color,
                      ("L" + std::to_string(l + 1)).c_str());
     for (int h = 0; h < c.n_head; ++h) {
-      const ImVec2 p0(origin.x + column(h), y), p1(p0.x + t, p0.y + t);
+      const ImVec2 p0(origin.x + column(h), y), p1(p0.x + tw, p0.y + th);
       s.renderer->drawTile(list, l, h, p0);
       if (l >= layers_shown)  // not computed yet: dimmed (the previous picture, or grey)
         list->AddRectFilled(p0, p1, IM_COL32(20, 20, 24, 160));
       probeRect("model.tile." + std::to_string(l) + "." + std::to_string(h), p0, p1);
       if (token >= 0) {  // the hovered token's row and column, at least a pixel wide
-        const float a = std::floor(static_cast<float>(token) * cell),
-                    b = std::max(a + 1, std::floor((token + 1) * cell));
-        list->AddRect(ImVec2(p0.x, p0.y + a), ImVec2(p1.x, p0.y + b), kRowHighlight);
-        list->AddRect(ImVec2(p0.x + a, p0.y), ImVec2(p0.x + b, p1.y), kColumnHighlight);
+        const float ay = std::floor(static_cast<float>(token) * cell_y),
+                    by = std::max(ay + 1, std::floor(static_cast<float>(token + 1) * cell_y));
+        const float ax = std::floor(static_cast<float>(token) * cell_x),
+                    bx = std::max(ax + 1, std::floor(static_cast<float>(token + 1) * cell_x));
+        list->AddRect(ImVec2(p0.x, p0.y + ay), ImVec2(p1.x, p0.y + by), kRowHighlight);
+        list->AddRect(ImVec2(p0.x + ax, p0.y), ImVec2(p0.x + bx, p1.y), kColumnHighlight);
       }
       if (ImGui::IsWindowHovered() && mouse.x >= p0.x && mouse.x < p1.x && mouse.y >= p0.y && mouse.y < p1.y) {
         list->AddRect(ImVec2(p0.x - 1, p0.y - 1), ImVec2(p1.x + 1, p1.y + 1), IM_COL32_WHITE);
-        const int i = std::min(n - 1, static_cast<int>((mouse.y - p0.y) / cell));
-        const int j = std::min(n - 1, static_cast<int>((mouse.x - p0.x) / cell));
-        cellTooltip(s, kv, l, h, i, j, n > tile ? (n + tile - 1) / tile : 1);
+        const int i = std::min(n - 1, static_cast<int>((mouse.y - p0.y) / cell_y));
+        const int j = std::min(n - 1, static_cast<int>((mouse.x - p0.x) / cell_x));
+        const int blocks = std::min(n, std::max(tile_w, tile_h));  // as the renderer pools
+        cellTooltip(s, kv, l, h, i, j, (n + blocks - 1) / blocks);
         if (ImGui::IsMouseClicked(ImGuiMouseButton_Left)) {
           s.layer = l, s.focus_head = h;
           view.model_zoom = CellView{0, 0, static_cast<float>(n), static_cast<float>(n)};
@@ -211,7 +225,7 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
         int end = h + 1;
         while (end < c.n_head && kv[static_cast<std::size_t>(end)] == kv[static_cast<std::size_t>(h)]) ++end;
         const float out = 1 + thick;
-        const ImVec2 f0(origin.x + column(h) - out, y - out), f1(origin.x + column(end - 1) + t + out, y + t + out);
+        const ImVec2 f0(origin.x + column(h) - out, y - out), f1(origin.x + column(end - 1) + tw + out, y + th + out);
         for (int k = 0; k < static_cast<int>(thick); ++k) {  // ImGui draws a 1-px rect on the pixels just inside
           const float in = static_cast<float>(k);
           list->AddRect(ImVec2(f0.x + in, f0.y + in), ImVec2(f1.x - in, f1.y - in), kGroupFrame);

@@ -81,6 +81,42 @@ void drawColorBar(ImDrawList* list, ImVec2 p0, ImVec2 p1, float top) {
 
 // [SECTION] one heatmap with its labels
 
+// The widest query label a tile may give room to (at most 4096 measured, evenly spaced: a long scene would
+// measure 32k every frame), plus its margin.
+float widestQueryLabel(const Scene& scene) {
+  float label_w = 0;
+  const std::size_t label_step = std::max<std::size_t>(1, scene.query_tokens.size() / 4096);
+  for (std::size_t t = 0; t < scene.query_tokens.size(); t += label_step)
+    label_w = std::max(label_w, ImGui::CalcTextSize(axisLabel(scene.query_tokens[t]).c_str()).x);
+  return label_w + 6;
+}
+
+// How a tile of (width, height) pixels holds its map: the query labels' width (0: no labels), square cells of
+// `cell` pixels, the key labels turned upright or not. One rule for drawTile and for the grid choosing its columns.
+struct TileGeometry {
+  float label_w = 0, cell = 0, height = 0;  // height: title, map and key labels
+  bool labels = false, turned = false;
+};
+
+TileGeometry tileGeometry(const Scene& scene, float widest_query, float width, float height, const CellView& cells) {
+  const float line = ImGui::GetTextLineHeight();
+  TileGeometry g;
+  // Small tiles (many heads) give all their room to the map; the tooltip still names the tokens.
+  g.labels = width >= 7 * line && height >= 6 * line;
+  g.label_w = g.labels ? std::min(widest_query, width * 0.3f) : 0;
+  const float n_cols = cells.col1 - cells.col0, n_rows = cells.row1 - cells.row0;
+  const float avail_w = width - g.label_w;
+  float key_h = g.labels ? 1.2f * line : 0.1f * line;
+  g.cell = mapCell(avail_w, height - 1.2f * line - key_h, n_cols, n_rows);
+  g.turned = g.labels && keyLabelsTurned(scene, g.cell);
+  if (g.turned) {
+    key_h = keyLabelHeight(scene, true);
+    g.cell = mapCell(avail_w, height - 1.2f * line - key_h, n_cols, n_rows);
+  }
+  g.height = 1.2f * line + std::floor(g.cell * n_rows) + key_h;
+  return g;
+}
+
 struct TileResult {
   bool clicked = false;
   ImVec2 map_min, map_max;
@@ -88,8 +124,11 @@ struct TileResult {
 
 // Draws head `head` into [p0, p1): title, key labels below, query labels left, the map itself; hover shows the
 // cell under the mouse. Labels are thinned so that they never overlap (every k-th token).
+// `tag` (the grid's "KV 3" on a group's last tile in a row), when not empty, is drawn at the title line's right
+// end in `tag_color`, the title shortened to leave it room.
 TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer, int head, ImVec2 p0, ImVec2 p1,
-                    const CellView& cells, bool zoomable) {
+                    const CellView& cells, bool zoomable, float widest_query, const std::string& tag = "",
+                    ImU32 tag_color = 0) {
   const Scene& scene = state.headsScene();
   const bool weights_known = !state.weightsPending();  // result() describes `scene`: exact weights may be shown
   const std::vector<std::string>& q_tokens = scene.query_tokens;
@@ -109,15 +148,18 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
   const std::vector<HeadTypeScores>& types = weights_known ? state.headTypes() : kNoTypes;
   const char* label =
       head < static_cast<int>(types.size()) ? headTypeText(headTypeLabel(types[static_cast<std::size_t>(head)])) : "";
+  const float tag_w = tag.empty() ? 0.0f : ImGui::CalcTextSize(tag.c_str()).x + line * 0.5f;
   const float mute_w = ImGui::CalcTextSize("unmute").x + 2 * ImGui::GetStyle().FramePadding.x;
   if (all_stats.empty())
     std::snprintf(title, sizeof title, "Head %d", head + 1);
   else
     std::snprintf(title, sizeof title, "Head %d %s  entropy %.2f", head + 1, label, entropy);
-  if (ImGui::CalcTextSize(title).x + mute_w + line > p1.x - p0.x)
+  if (ImGui::CalcTextSize(title).x + mute_w + tag_w + line > p1.x - p0.x)
     std::snprintf(title, sizeof title, "Head %d %s", head + 1, label);
-  if (ImGui::CalcTextSize(title).x + mute_w + line > p1.x - p0.x)
+  if (ImGui::CalcTextSize(title).x + mute_w + tag_w + line > p1.x - p0.x)
     std::snprintf(title, sizeof title, "Head %d", head + 1);
+  if (ImGui::CalcTextSize(title).x + mute_w + tag_w + line > p1.x - p0.x)  // narrow tiles (16 heads and more)
+    std::snprintf(title, sizeof title, "H%d", head + 1);
   list->AddText(p0, text_color, title);
   const bool muted = isMuted(view, head);
   const ImVec2 after_title = ImGui::GetCursorScreenPos();
@@ -127,31 +169,22 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
   probeItem("head" + std::to_string(head) + ".mute");
   ImGui::PopID();
   ImGui::SetCursorScreenPos(after_title);
+  // The tag where it fits beside the title and the button (else the frame alone shows the group, the tooltip
+  // names it).
+  if (!tag.empty() && ImGui::CalcTextSize(title).x + mute_w + tag_w + line * 0.5f <= p1.x - p0.x)
+    drawProbedText(list, "head" + std::to_string(head) + ".tag", ImVec2(p1.x - tag_w + line * 0.5f, p0.y), tag_color,
+                   tag.c_str());
   const char* hint = "rows: queries, columns: keys";
-  if (ImGui::CalcTextSize(title).x + mute_w + ImGui::CalcTextSize(hint).x + 3 * line < p1.x - p0.x)
+  if (tag.empty() && ImGui::CalcTextSize(title).x + mute_w + ImGui::CalcTextSize(hint).x + 3 * line < p1.x - p0.x)
     list->AddText(ImVec2(p1.x - ImGui::CalcTextSize(hint).x - line, p0.y), ImGui::GetColorU32(ImGuiCol_TextDisabled),
                   hint);
 
-  // The widest query label (at most 4096 measured, evenly spaced: a long scene would measure 32k every frame).
-  float label_w = 0;
-  const std::size_t label_step = std::max<std::size_t>(1, q_tokens.size() / 4096);
-  for (std::size_t t = 0; t < q_tokens.size(); t += label_step)
-    label_w = std::max(label_w, ImGui::CalcTextSize(axisLabel(q_tokens[t]).c_str()).x);
-  label_w = std::min(label_w + 6, (p1.x - p0.x) * 0.3f);
-  // Small tiles (many heads) give all their room to the map; the tooltip still names the tokens.
-  const bool labels = p1.x - p0.x >= 7 * line && p1.y - p0.y >= 6 * line;
-  if (!labels) label_w = 0;
   // The map: square cells where the space allows, at most the tile; below it the key labels, turned upright
   // when they would otherwise have to be thinned.
   const float n_cols = cells.col1 - cells.col0, n_rows = cells.row1 - cells.row0;
-  const float avail_w = p1.x - p0.x - label_w;
-  float avail_h = p1.y - p0.y - (labels ? 1.2f + 1.2f : 1.3f) * line;
-  float cell = mapCell(avail_w, avail_h, n_cols, n_rows);
-  const bool turned = labels && keyLabelsTurned(scene, cell);
-  if (turned) {
-    avail_h = p1.y - p0.y - 1.2f * line - keyLabelHeight(scene, true);
-    cell = mapCell(avail_w, avail_h, n_cols, n_rows);
-  }
+  const TileGeometry g = tileGeometry(scene, widest_query, p1.x - p0.x, p1.y - p0.y, cells);
+  const float label_w = g.label_w, cell = g.cell;
+  const bool labels = g.labels, turned = g.turned;
   const ImVec2 m0(std::floor(p0.x + label_w), std::floor(p0.y + 1.2f * line));  // whole pixels: one texel each
   const ImVec2 m1(std::floor(m0.x + cell * n_cols), std::floor(m0.y + cell * n_rows));
   out.map_min = m0;
@@ -235,7 +268,10 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
                       m0.y + (static_cast<float>(i) - cells.row0) * cell);
       list->AddRect(c0, ImVec2(c0.x + cell, c0.y + cell), IM_COL32(255, 255, 255, 255), 0, 0, 2.0f);
       ImGui::BeginTooltip();
-      ImGui::Text("Head %d", head + 1);
+      if (scene.grouped())
+        ImGui::Text("Head %d (KV head %d)", head + 1, scene.kvOf(head) + 1);
+      else
+        ImGui::Text("Head %d", head + 1);
       // Heads count from 1, positions from 0 (as the exports' CSV and NPY), always with the token beside them.
       ImGui::Text("query  %s  (position %d)", q_tokens[static_cast<std::size_t>(i)].c_str(), i);
       ImGui::Text("key    %s  (position %d)", k_tokens[static_cast<std::size_t>(j)].c_str(), j);
@@ -407,56 +443,78 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
     // The hovered query row, else the clicked one, feeds the row profile under the map.
     view.profile_query = view.breakdown_head == view.focus_head ? view.breakdown_query : -1;
     const float profile_h = rowProfileHeight();
-    drawTile(state, view, renderer, view.focus_head, origin,
-             ImVec2(origin.x + area.x, origin.y + area.y - profile_h), view.zoom, true);
+    drawTile(state, view, renderer, view.focus_head, origin, ImVec2(origin.x + area.x, origin.y + area.y - profile_h),
+             view.zoom, true, widestQueryLabel(scene));
     // The cells in view, in cells not pixels, for the scripted tests (gui_long_zoom checks them by colour).
     probeRect("heads.zoom_cells", ImVec2(view.zoom.col0, view.zoom.row0), ImVec2(view.zoom.col1, view.zoom.row1));
     drawRowProfile(state, view, view.focus_head, ImVec2(origin.x, origin.y + area.y - profile_h + 4), area.x);
   } else if (pair) {
     const float w = (area.x - gap) / 2;
-    drawTile(state, view, renderer, view.compare_a, origin, ImVec2(origin.x + w, origin.y + area.y), whole, false);
+    drawTile(state, view, renderer, view.compare_a, origin, ImVec2(origin.x + w, origin.y + area.y), whole, false,
+             widestQueryLabel(scene));
     const ImVec2 second(origin.x + w + gap, origin.y);
-    drawTile(state, view, renderer, view.compare_b, second, ImVec2(second.x + w, origin.y + area.y), whole, false);
+    drawTile(state, view, renderer, view.compare_b, second, ImVec2(second.x + w, origin.y + area.y), whole, false,
+             widestQueryLabel(scene));
   } else {
-    // Columns chosen so that tiles come out as square as the area allows.
-    int cols = 1;
-    float best = 0;
-    for (int c = 1; c <= heads; ++c) {
-      const int rows = (heads + c - 1) / c;
-      const float side = std::min(area.x / c, area.y / rows);
-      if (side > best) best = side, cols = c;
-    }
-    const int rows = (heads + cols - 1) / cols;
-    const float tile_w = area.x / cols, tile_h = area.y / rows;
     std::vector<int> order = headOrder(state, view);  // of the result's scene: a long edit may have other heads
     if (static_cast<int>(order.size()) != heads) {
       order.resize(static_cast<std::size_t>(heads));
       for (int h = 0; h < heads; ++h) order[static_cast<std::size_t>(h)] = h;
     }
+    const auto kv_at = [&](int slot) { return scene.kvOf(order[static_cast<std::size_t>(slot)]); };
+    // The columns that give the largest maps (each tile's title and labels counted, as drawTile lays them out);
+    // with grouped heads only those that start every row with a new KV group, so that no group is split
+    // across two rows (one row of every head always qualifies).
+    const float widest_query = widestQueryLabel(scene);
+    int cols = heads;
+    float best = -1;
+    for (int c = 1; c <= heads; ++c) {
+      bool whole_groups = true;
+      for (int slot = c; slot < heads && scene.grouped(); slot += c)
+        whole_groups = whole_groups && kv_at(slot) != kv_at(slot - 1);
+      if (!whole_groups) continue;
+      const int rows = (heads + c - 1) / c;
+      const TileGeometry g = tileGeometry(scene, widest_query, area.x / static_cast<float>(c) - gap,
+                                          area.y / static_cast<float>(rows) - gap * 0.5f, whole);
+      const float score = g.cell * (g.labels ? 1.1f : 1.0f);  // tokens beside the map: worth a tenth of its side
+      if (score > best) best = score, cols = c;
+    }
+    const int rows = (heads + cols - 1) / cols;
+    const float tile_w = area.x / static_cast<float>(cols);
+    // Rows as tall as their maps need, stacked without a band between them (the map is square-celled, so when
+    // the width limits it the height to spare goes below the grid, in one place).
+    const float room_h = area.y / static_cast<float>(rows);
+    const float tile_h =
+        std::min(room_h, tileGeometry(scene, widest_query, tile_w - gap, room_h - gap * 0.5f, whole).height + gap);
+    const ImU32 frame = IM_COL32(240, 200, 80, 255);
     for (int slot = 0; slot < heads; ++slot) {
       const int h = order[static_cast<std::size_t>(slot)];
-      const ImVec2 t0(origin.x + (slot % cols) * tile_w, origin.y + (slot / cols) * tile_h);
+      const ImVec2 t0(origin.x + static_cast<float>(slot % cols) * tile_w,
+                      origin.y + static_cast<float>(slot / cols) * tile_h);
       const ImVec2 t1(t0.x + tile_w - gap, t0.y + tile_h - gap * 0.5f);
-      if (drawTile(state, view, renderer, h, t0, t1, whole, false).clicked) {
+      // A KV group's last head in its row carries the group's name in its title line.
+      const bool run_ends = slot + 1 == heads || (slot + 1) % cols == 0 || kv_at(slot + 1) != kv_at(slot);
+      const std::string tag = scene.grouped() && run_ends ? "KV " + std::to_string(kv_at(slot) + 1) : "";
+      if (drawTile(state, view, renderer, h, t0, t1, whole, false, widest_query, tag, frame).clicked) {
         view.focus_head = h;
         view.zoom = whole;
       }
     }
-    // Grouped-query heads: each run of one key/value head's query heads along a row of tiles inside one frame,
-    // labelled with that KV head (the heads of a group sit side by side unless clustering reorders them).
+    probeRect("heads.area", origin, ImVec2(origin.x + area.x, origin.y + area.y));
+    // Grouped-query heads: each run of one key/value head's query heads along a row of tiles inside one frame
+    // (the heads of a group sit side by side unless clustering reorders them).
     if (scene.grouped()) {
       ImDrawList* list = ImGui::GetWindowDrawList();
-      const ImU32 frame = IM_COL32(240, 200, 80, 255);
       for (int slot = 0; slot < heads;) {
-        const int kv = scene.kvOf(order[static_cast<std::size_t>(slot)]);
+        const int kv = kv_at(slot);
         int end = slot + 1;
-        while (end < heads && end % cols != 0 && scene.kvOf(order[static_cast<std::size_t>(end)]) == kv) ++end;
-        const ImVec2 f0(origin.x + (slot % cols) * tile_w - gap * 0.4f, origin.y + (slot / cols) * tile_h - gap * 0.4f);
-        const ImVec2 f1(origin.x + ((end - 1) % cols + 1) * tile_w - gap * 0.6f, f0.y + tile_h - gap * 0.1f);
+        while (end < heads && end % cols != 0 && kv_at(end) == kv) ++end;
+        const ImVec2 f0(origin.x + static_cast<float>(slot % cols) * tile_w - gap * 0.4f,
+                        origin.y + static_cast<float>(slot / cols) * tile_h - gap * 0.4f);
+        const ImVec2 f1(origin.x + static_cast<float>((end - 1) % cols + 1) * tile_w - gap * 0.6f,
+                        f0.y + tile_h - gap * 0.1f);
         list->AddRect(f0, f1, frame, 0, 0, 2.0f);
-        char label[24];
-        std::snprintf(label, sizeof label, "KV %d", kv + 1);
-        list->AddText(ImVec2(f1.x - ImGui::CalcTextSize(label).x - 4, f1.y - ImGui::GetTextLineHeight() - 2), frame, label);
+        probeRect("heads.kvframe." + std::to_string(slot), f0, f1);
         slot = end;
       }
     }
