@@ -423,6 +423,8 @@ int main(int argc, char** argv) {
     } else if (test == "model_wide") {
       checkModelWide(c);
       checkModelGridFills(c);
+    } else if (test == "row_contrast") {
+      checkRowContrast(c);
     } else if (test == "heads_wide") {
       checkHeadsWide(c);
     } else if (test == "model_llama") {

@@ -200,6 +200,8 @@ void checkModelWide(Checker& c);
 // group on one row, the maps filling theirs (gui_check_maps.cpp).
 void checkModelGridFills(Checker& c);
 void checkHeadsWide(Checker& c);
+// gui_row_contrast: the worked example's maps under the "row max" contrast, each row over its own max.
+void checkRowContrast(Checker& c);
 void checkModelLlamaScene(Checker& c, const std::string& dir);
 void checkGroupsRope(Checker& c, const std::string& dir);
 void checkPanels(Checker& c, const std::string& dir);

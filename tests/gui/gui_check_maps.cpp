@@ -1,6 +1,7 @@
 // Room for the maps (issue 30): the model grid and the heads grid filling the centre pane at 1280 x 800 and at
 // ATTNSCOPE_UI_SCALE=2, grouped heads laid out by KV group. Read from the probe's rectangles (ui_probe.h).
 #include <algorithm>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,30 @@ void checkHeadsWide(Checker& c) {
   std::string clipped;
   for (const auto& id : c.layout.value("clipped", nlohmann::json::array())) clipped += " " + id.get<std::string>();
   c.expect(clipped.empty(), "nothing clipped or overlapping:" + clipped);
+}
+
+void checkRowContrast(Checker& c) {
+  // Each row of the worked example's weights (softmax of Q K^T / sqrt(2), in double from the printed matrices)
+  // over its own largest weight: the row's peak at the colour map's top, the rest at w / max. The window divides
+  // float32 weights (relative error ~1e-7), so a ratio within 1e-5 of a boundary between entries may show either.
+  for (int h = 0; h < 2; ++h) {
+    const Grid w = expectedWeights(h, false);
+    for (int i = 0; i < 3; ++i) {
+      const double top =
+          *std::max_element(w[static_cast<std::size_t>(i)].begin(), w[static_cast<std::size_t>(i)].end());
+      for (int j = 0; j < 3; ++j) {
+        const double r = w[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] / top;
+        const Rgb8 got = c.cell("head" + std::to_string(h) + ".map", i, j, 3, 3, Checker::kAboveText);
+        char what[160];
+        std::snprintf(what, sizeof what, "row max: head %d cell (%d,%d): %.4f / row max %.4f = %.4f, drawn %s", h + 1,
+                      i, j, w[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)], top, r,
+                      Checker::str(got).c_str());
+        c.expect(got == attnscope::colorAt(ColorMap::Viridis, static_cast<float>(r - 1e-5)) ||
+                     got == attnscope::colorAt(ColorMap::Viridis, static_cast<float>(r + 1e-5)),
+                 what);
+      }
+    }
+  }
 }
 
 }  // namespace gui

@@ -48,6 +48,20 @@ void cellTooltip(const ModelSession& s, const std::vector<int>& kv, int layer, i
   ImGui::EndTooltip();
 }
 
+// The colour bar beside the grid or the map, over [p0, p0 + (w, h)): the contrast's scale from the bottom up to
+// `top` (PerHead: each tile's own max, said under the bar).
+void modelColorBar(ImVec2 p0, float w, float h, float top, const MapContrast& contrast) {
+  const float line = ImGui::GetTextLineHeight();
+  const ImVec2 b0(std::floor(p0.x + line * 0.4f), std::floor(p0.y + line * 0.5f));
+  const ImVec2 b1(b0.x + std::floor(w * 0.3f), std::floor(b0.y + std::min(h - 3 * line, 300.0f)));
+  if (b1.y - b0.y < 2 * line) return;
+  drawColorBar(ImGui::GetWindowDrawList(), b0, b1, top, contrast);
+  probeRect("model.colorbar", b0, b1);
+  if (contrast.scale == ColorScale::PerHead)
+    ImGui::GetWindowDrawList()->AddText(ImVec2(b0.x, b1.y + line * 0.3f), ImGui::GetColorU32(ImGuiCol_TextDisabled),
+                                        "x map\nmax");
+}
+
 // The tokens in a strip of equal cells over [x0, x0 + width); returns the hovered token or -1.
 int tokenStrip(const std::vector<std::string>& labels, float x0, float width) {
   ImDrawList* list = ImGui::GetWindowDrawList();
@@ -123,7 +137,12 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
     probeItem("model.grid_pending");
   }
 
-  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  drawContrastControl(view);
+  ImVec2 avail = ImGui::GetContentRegionAvail();
+  const float bar_w = std::floor(ImGui::GetFontSize() * 3.5f);  // the colour bar's strip, right of the grid
+  const ImVec2 bar_at(ImGui::GetCursorScreenPos().x + avail.x - bar_w, ImGui::GetCursorScreenPos().y);
+  avail.x -= bar_w;
+  modelColorBar(bar_at, bar_w, avail.y, s.renderer->gridTop() > 0 ? s.renderer->gridTop() : 1.0f, view.contrast);
   // The room the grid has (strip, header and tiles), for the tests of how much of it the grid fills.
   probeRect("model.area", ImGui::GetCursorScreenPos(),
             ImVec2(ImGui::GetCursorScreenPos().x + avail.x, ImGui::GetCursorScreenPos().y + avail.y));
@@ -139,7 +158,7 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
   const int tile_w = static_cast<int>(std::clamp(std::min(fit_w, 2 * fit_h), 4.0f, 256.0f));
   const int tile_h = static_cast<int>(std::clamp(std::min(fit_h, 2 * fit_w), 4.0f, 256.0f));
   const float step = static_cast<float>(tile_w) + gap, row_step = static_cast<float>(tile_h) + gap + group_gap;
-  s.renderer->syncGrid(s.sharedForward(), c.n_layer, c.n_head, s.revision(), tile_w, tile_h);
+  s.renderer->syncGrid(s.sharedForward(), c.n_layer, c.n_head, s.revision(), tile_w, tile_h, view.contrast);
   const int layers_shown = s.renderer->gridLayersShown();
   // Column x of head h (from the grid's left edge) and the grid's width.
   auto column = [&](int h) {
@@ -266,7 +285,10 @@ void focusView(AppState& state, ViewState& view, ModelSession& s) {
   z.col0 = std::clamp(z.col0, 0.0f, all - zw), z.row0 = std::clamp(z.row0, 0.0f, all - zh);
   z.col1 = z.col0 + zw, z.row1 = z.row0 + zh;
   const float line = ImGui::GetTextLineHeight();
-  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  drawContrastControl(view);
+  ImVec2 avail = ImGui::GetContentRegionAvail();
+  const float bar_w = std::floor(ImGui::GetFontSize() * 3.5f);  // the colour bar's strip, right of the map
+  avail.x -= bar_w;
   const float label_w = std::min(queryLabelWidth(labels), 8 * line);
   float cell = std::min((avail.x - label_w) / zw, (avail.y - 1.2f * line) / zh);
   const bool turned = keyLabelsTurned(labels, cell);
@@ -275,8 +297,9 @@ void focusView(AppState& state, ViewState& view, ModelSession& s) {
   const ImVec2 m0(std::floor(c0.x + label_w), std::floor(c0.y));
   const ImVec2 m1(std::floor(m0.x + cell * zw), std::floor(m0.y + cell * zh));
   ImDrawList* list = ImGui::GetWindowDrawList();
-  s.renderer->drawMap(list, s.sharedForward(), l * c.n_head + h, s.revision(), m0, m1, z);
+  s.renderer->drawMap(list, s.sharedForward(), l * c.n_head + h, s.revision(), m0, m1, z, view.contrast);
   probeRect("model.map", m0, m1);
+  modelColorBar(ImVec2(m1.x + line * 0.5f, m0.y), bar_w, m1.y - m0.y + line * 2, s.renderer->mapTop(), view.contrast);
   drawAxisLabels(labels, labels, z, m0, m1, cell, label_w, turned);
 
   ImGui::SetCursorScreenPos(m0);

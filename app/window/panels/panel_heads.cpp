@@ -30,8 +30,9 @@ float scaleTop(const AppState& state, const ViewState& view, int head) {
   const std::vector<HeadStats>& stats = state.result().stats;
   // A long scene: no statistics in the window (nor, while its result computes, a result of its heads).
   if (state.weightsPending() || stats.size() != state.result().heads.size()) return 1.0f;
-  switch (view.color_scale) {
+  switch (view.contrast.scale) {
     case ColorScale::Fixed:
+    case ColorScale::RowMax:  // each weight over its row's max: the shader divides, the range stays 0..1
       return 1.0f;
     case ColorScale::Shared: {
       float top = 0;
@@ -62,8 +63,11 @@ void toggleMuted(ViewState& view, int head) {
     view.muted_heads.insert(it, head);
 }
 
-// A vertical colour bar from 0 (bottom) to `top`, one band per colour-map entry.
-void drawColorBar(ImDrawList* list, ImVec2 p0, ImVec2 p1, float top) {
+}  // namespace
+
+// A vertical colour bar from 0 (bottom) to `top`, one band per colour-map entry, labelled in the contrast's
+// terms: its top ("1.00", a max, "row max") and its bottom (0, or top / 1000 on the log scale).
+void drawColorBar(ImDrawList* list, ImVec2 p0, ImVec2 p1, float top, const MapContrast& contrast) {
   const auto& table = colorMapTable(ColorMap::Viridis);
   const float h = p1.y - p0.y;
   for (int i = 0; i < kColorMapSize; ++i) {
@@ -73,11 +77,54 @@ void drawColorBar(ImDrawList* list, ImVec2 p0, ImVec2 p1, float top) {
                         toImU32(table[static_cast<std::size_t>(i)]));
   }
   list->AddRect(p0, p1, IM_COL32(120, 120, 120, 255));
-  char text[32];
-  std::snprintf(text, sizeof text, "%.2f", top);
-  list->AddText(ImVec2(p1.x + 4, p0.y - 2), ImGui::GetColorU32(ImGuiCol_Text), text);
-  list->AddText(ImVec2(p1.x + 4, p1.y - ImGui::GetFontSize()), ImGui::GetColorU32(ImGuiCol_Text), "0");
+  char text[32], bottom[32];
+  const bool rows = contrast.scale == ColorScale::RowMax;
+  if (rows)
+    std::snprintf(text, sizeof text, "row\nmax");
+  else
+    std::snprintf(text, sizeof text, "%.2f", top);
+  if (contrast.log && rows)
+    std::snprintf(bottom, sizeof bottom, "max\n/1000");
+  else if (contrast.log)
+    std::snprintf(bottom, sizeof bottom, "%.0e", static_cast<double>(top) / 1000);
+  else
+    std::snprintf(bottom, sizeof bottom, "0");
+  const ImU32 color = ImGui::GetColorU32(ImGuiCol_Text);
+  list->AddText(ImVec2(p1.x + 4, p0.y - 2), color, text);
+  list->AddText(ImVec2(p1.x + 4, p1.y - ImGui::CalcTextSize(bottom).y), color, bottom);
+  if (contrast.log)  // the decades between: 1/10 and 1/100 of the top, a third and two thirds up
+    for (int k = 1; k <= 2; ++k) {
+      const float y = p0.y + (p1.y - p0.y) * static_cast<float>(k) / 3.0f;
+      list->AddLine(ImVec2(p1.x, y), ImVec2(p1.x + 3, y), color);
+      list->AddText(ImVec2(p1.x + 4, y - ImGui::GetFontSize() * 0.5f), ImGui::GetColorU32(ImGuiCol_TextDisabled),
+                    k == 1 ? "/10" : "/100");
+    }
 }
+
+// The contrast control: the scale's top (0 to 1, a max, each row's max) and the log scale, on one row where it
+// fits. The same ViewState::contrast colours the heads, the model grid and the full-size map.
+void drawContrastControl(ViewState& view) {
+  ImGui::TextUnformatted("Colour scale");
+  int scale = static_cast<int>(view.contrast.scale);
+  const char* names[] = {"0 to 1", "shared max", "per-head max", "row max"};
+  for (int i = 0; i < 4; ++i) {
+    const float w = ImGui::CalcTextSize(names[i]).x + ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x;
+    const float row_end = ImGui::GetItemRectMax().x - ImGui::GetWindowPos().x + ImGui::GetStyle().ItemSpacing.x;
+    if (row_end + w <= ImGui::GetWindowContentRegionMax().x) ImGui::SameLine();
+    if (ImGui::RadioButton(names[i], scale == i)) view.contrast.scale = static_cast<ColorScale>(i);
+    probeItem(std::string("heads.scale.") + std::to_string(i));
+    if (i == 3 && ImGui::IsItemHovered())
+      ImGui::SetTooltip("Each query row over its own largest weight: where each token looks, whatever its spread.");
+  }
+  const float log_w = ImGui::CalcTextSize("log").x + ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x;
+  const float row_end = ImGui::GetItemRectMax().x - ImGui::GetWindowPos().x + ImGui::GetStyle().ItemSpacing.x;
+  if (row_end + log_w <= ImGui::GetWindowContentRegionMax().x) ImGui::SameLine();
+  ImGui::Checkbox("log", &view.contrast.log);
+  probeItem("heads.scale.log");
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("A log scale over 3 decades: from the top down to a thousandth of it.");
+}
+
+namespace {
 
 // [SECTION] one heatmap with its labels
 
@@ -189,7 +236,7 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
   const ImVec2 m1(std::floor(m0.x + cell * n_cols), std::floor(m0.y + cell * n_rows));
   out.map_min = m0;
   out.map_max = m1;
-  renderer.draw(list, head, m0, m1, cells, 0.0f, scaleTop(state, view, head));
+  renderer.draw(list, head, m0, m1, cells, 0.0f, scaleTop(state, view, head), view.contrast);
   if (isMuted(view, head)) list->AddRectFilled(m0, m1, IM_COL32(0, 0, 0, kMutedDim));
   if (head == view.walk_head)  // the walkthrough's current step is about this head
     list->AddRect(ImVec2(m0.x - 3, m0.y - 3), ImVec2(m1.x + 3, m1.y + 3), IM_COL32(90, 170, 255, 255), 0, 0, 2.0f);
@@ -210,9 +257,16 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
     const int i0 = std::max(0, static_cast<int>(cells.row0)), i1 = std::min(scene.nQ(), static_cast<int>(std::ceil(cells.row1)));
     const int j0 = std::max(0, static_cast<int>(cells.col0)), j1 = std::min(scene.nK(), static_cast<int>(std::ceil(cells.col1)));
     const Tile shown = weightTile(scene, state.result(), TileRequest{head, i0, i1, j0, j1});
-    const float top = scaleTop(state, view, head);
     list->PushClipRect(m0, m1, true);
-    for (int i = i0; i < i1; ++i)
+    for (int i = i0; i < i1; ++i) {
+      // The top this row's colours are drawn against (its own max under the row scale, as the shader).
+      float top = scaleTop(state, view, head);
+      if (view.contrast.scale == ColorScale::RowMax) {
+        top = 0;
+        const Tile row = weightTile(scene, state.result(), TileRequest{head, i, i + 1, 0, scene.nK()});
+        for (int j = 0; j < scene.nK(); ++j)
+          if (!row.masked(0, j)) top = std::max(top, row.values(0, j));
+      }
       for (int j = j0; j < j1; ++j) {
         char text[16];
         const bool allowed = !shown.masked(i - i0, j - j0);
@@ -221,13 +275,14 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
           std::snprintf(text, sizeof text, "%.3f", weight);
         else
           std::snprintf(text, sizeof text, "masked");
-        const Rgb8 c = allowed ? colorAt(ColorMap::Viridis, weight / top) : kMaskedColor;
+        const Rgb8 c = allowed ? colorAt(ColorMap::Viridis, contrastT(view.contrast, weight, top)) : kMaskedColor;
         const bool dark = 0.299f * c.r + 0.587f * c.g + 0.114f * c.b < 140;
         const ImVec2 size = ImGui::CalcTextSize(text);
         list->AddText(ImVec2(m0.x + (static_cast<float>(j) + 0.5f - cells.col0) * cell - size.x * 0.5f,
                              m0.y + (static_cast<float>(i) + 0.5f - cells.row0) * cell - size.y * 0.5f),
                       dark ? IM_COL32(255, 255, 255, 230) : IM_COL32(20, 20, 20, 230), text);
       }
+    }
     list->PopClipRect();
   }
 
@@ -388,15 +443,7 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
   if (view.focus_head >= heads) view.focus_head = -1;
   if (view.compare_a >= heads || view.compare_b >= heads) view.compare_a = view.compare_b = -1;
 
-  ImGui::TextUnformatted("Colour scale");
-  ImGui::SameLine();
-  int scale = static_cast<int>(view.color_scale);
-  const char* names[] = {"0 to 1", "shared max", "per-head max"};
-  for (int i = 0; i < 3; ++i) {
-    ImGui::SameLine();
-    if (ImGui::RadioButton(names[i], scale == i)) view.color_scale = static_cast<ColorScale>(i);
-    probeItem(std::string("heads.scale.") + std::to_string(i));
-  }
+  drawContrastControl(view);
   if (state.resultPending()) {  // a big scene recomputes off the UI thread: the maps show the previous result
     ImGui::SameLine();
     ImGui::TextColored(ImVec4(1.0f, 0.75f, 0.3f, 1.0f), "updating...");
@@ -524,8 +571,8 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
   const float top = scaleTop(state, view, std::max(0, view.focus_head));
   const ImVec2 b0(origin.x + area.x + gap, origin.y + ImGui::GetTextLineHeight() * 1.2f);
   drawColorBar(ImGui::GetWindowDrawList(), b0, ImVec2(b0.x + bar_w * 0.35f, b0.y + std::min(area.y * 0.6f, 300.0f)),
-               view.color_scale == ColorScale::PerHead && view.focus_head < 0 ? 1.0f : top);
-  if (view.color_scale == ColorScale::PerHead && view.focus_head < 0)
+               view.contrast.scale == ColorScale::PerHead && view.focus_head < 0 ? 1.0f : top, view.contrast);
+  if (view.contrast.scale == ColorScale::PerHead && view.focus_head < 0)
     ImGui::GetWindowDrawList()->AddText(ImVec2(b0.x, b0.y + std::min(area.y * 0.6f, 300.0f) + 20),
                                         ImGui::GetColorU32(ImGuiCol_TextDisabled), "x head\nmax");
 }
