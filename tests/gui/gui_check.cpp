@@ -423,6 +423,7 @@ int main(int argc, char** argv) {
     } else if (test == "model_wide") {
       checkModelWide(c);
       checkModelGridFills(c);
+      checkTokenStrip(c, 24);
     } else if (test == "row_contrast") {
       checkRowContrast(c);
     } else if (test == "heads_wide") {

@@ -199,6 +199,7 @@ void checkModelWide(Checker& c);
 // gui_model_wide (and _x2): the grid filling its room; gui_heads_wide (and _x2): 16 heads in 4 KV groups, each
 // group on one row, the maps filling theirs (gui_check_maps.cpp).
 void checkModelGridFills(Checker& c);
+void checkTokenStrip(Checker& c, int tokens);
 void checkHeadsWide(Checker& c);
 // gui_row_contrast: the worked example's maps under the "row max" contrast, each row over its own max.
 void checkRowContrast(Checker& c);

@@ -38,6 +38,18 @@ void checkModelGridFills(Checker& c) {
                " px (at least 20 wide, sides at most 2:1, all alike)");
 }
 
+void checkTokenStrip(Checker& c, int tokens) {
+  // Labels over the strip, not "..." nor an empty bar: the first token (the sink row) and the last always, none
+  // overlapping another (the probe's check, in "clipped"), at least a third of the tokens named.
+  int labelled = 0;
+  for (int t = 0; t < tokens; ++t) labelled += c.layout.contains("model.tokentext." + std::to_string(t));
+  c.expect(c.layout.contains("model.tokentext.0") &&
+               c.layout.contains("model.tokentext." + std::to_string(tokens - 1)) && 3 * labelled >= tokens,
+           std::to_string(labelled) + " of " + std::to_string(tokens) +
+               " tokens labelled over the strip, the first and "
+               "the last among them");
+}
+
 void checkHeadsWide(Checker& c) {
   // A random scene of 16 query heads in 4 KV groups (scripts/heads_wide.txt): kv head of head h is h / 4.
   constexpr int kHeads = 16, kGroup = 4;

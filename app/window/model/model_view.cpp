@@ -73,20 +73,41 @@ int tokenStrip(const std::vector<std::string>& labels, float x0, float width) {
   int hovered = -1;
   if (ImGui::IsWindowHovered() && mouse.y >= y0 && mouse.y < y0 + h && mouse.x >= x0 && mouse.x < x0 + width)
     hovered = std::min(n - 1, static_cast<int>((mouse.x - x0) / w));
+  // Each token a cell, in two alternating shades so that narrow cells stay apart.
   for (int t = 0; t < n; ++t) {
     const float a = x0 + static_cast<float>(t) * w, b = a + w;
     const bool on = t == hovered;
     probeRect("model.token." + std::to_string(t), ImVec2(a, y0), ImVec2(b, y0 + h));
-    list->AddRectFilled(ImVec2(a, y0), ImVec2(std::max(a + 1, b - 1), y0 + h),
-                        on ? IM_COL32(90, 90, 120, 255) : IM_COL32(45, 45, 55, 255));
-    // A label too wide for its cell ("<|begin_of_text|>" among 24 tokens) becomes "…": the cell never looks
-    // empty, and hovering it names the token.
-    std::string label = axisLabel(labels[static_cast<std::size_t>(t)]);
-    if (ImGui::CalcTextSize(label.c_str()).x + 4 > w) label = "\u2026";
-    const float tw = ImGui::CalcTextSize(label.c_str()).x;
-    if (tw + 4 <= w)
-      list->AddText(ImVec2(a + (w - tw) * 0.5f, y0 + line * 0.15f), ImGui::GetColorU32(ImGuiCol_Text), label.c_str());
+    list->AddRectFilled(
+        ImVec2(a, y0), ImVec2(std::max(a + 1, b - 1), y0 + h),
+        on ? IM_COL32(90, 90, 120, 255) : (t % 2 ? IM_COL32(38, 38, 48, 255) : IM_COL32(52, 52, 64, 255)));
   }
+  // The labels, each centred on its cell (kept inside the strip), never shortened to "...": from the left, each
+  // that clears the last one drawn (a cell too narrow for its token lends its neighbours' room), the last token
+  // always (those it would overlap give way). Hovering any cell names its token.
+  const float pad = line * 0.4f;
+  std::vector<std::pair<int, float>> shown;  // (token, label's left x)
+  const auto text_w = [&](int t) {
+    return ImGui::CalcTextSize(axisLabel(labels[static_cast<std::size_t>(t)]).c_str()).x;
+  };
+  const auto left_of = [&](int t) {
+    return std::clamp(x0 + (static_cast<float>(t) + 0.5f) * w - text_w(t) * 0.5f, x0, x0 + width - text_w(t));
+  };
+  for (int t = 0; t < n; ++t) {
+    const float x = left_of(t);
+    if (shown.empty() || x >= shown.back().second + text_w(shown.back().first) + pad) shown.emplace_back(t, x);
+  }
+  if (n > 0 && shown.back().first != n - 1) {
+    const float x = left_of(n - 1);
+    while (!shown.empty() && shown.size() > 1 && shown.back().second + text_w(shown.back().first) + pad > x)
+      shown.pop_back();
+    shown.emplace_back(n - 1, x);
+  }
+  list->PushClipRect(ImVec2(x0, y0), ImVec2(x0 + width, y0 + h), true);
+  for (const auto& [t, x] : shown)
+    drawProbedText(list, "model.tokentext." + std::to_string(t), ImVec2(x, y0 + line * 0.15f),
+                   ImGui::GetColorU32(ImGuiCol_Text), axisLabel(labels[static_cast<std::size_t>(t)]).c_str());
+  list->PopClipRect();
   probeRect("model.strip", ImVec2(x0, y0), ImVec2(x0 + width, y0 + h));
   ImGui::Dummy(ImVec2(width, h + 2));
   if (hovered >= 0) {
@@ -146,7 +167,9 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
   // The room the grid has (strip, header and tiles), for the tests of how much of it the grid fills.
   probeRect("model.area", ImGui::GetCursorScreenPos(),
             ImVec2(ImGui::GetCursorScreenPos().x + avail.x, ImGui::GetCursorScreenPos().y + avail.y));
-  const float strip_h = line * 1.3f + 2, header_h = (grouped ? 2 * line + 4 : line) + 2;
+  // The strip and the header below it, each an item followed by the style's spacing.
+  const float spacing = ImGui::GetStyle().ItemSpacing.y;
+  const float strip_h = line * 1.3f + 2 + spacing, header_h = (grouped ? 2 * line + 4 : line) + 2 + spacing;
   // Tiles fill the pane both ways (a 28 x 16 grid in a tall pane gets wide tiles, not 11 px squares beside an
   // empty band), their sides at most 2:1 so that a map still reads as a map.
   const float frame_out = grouped ? 1 + thick : 0;  // the last group's frame, outside its tiles
