@@ -208,7 +208,7 @@ void checkGroupsRope(Checker& c, const std::string& dir);
 void checkPanels(Checker& c, const std::string& dir);
 void checkRowProfile(Checker& c);  // gui_check_panels.cpp
 void checkLongZoom(Checker& c, const std::string& dir, bool long_scene);  // gui_check_long.cpp
-// gui_long_grid: eight heads of a 32768-token scene, each map inside its own place in the 2-column grid.
+// gui_long_grid: eight heads of a 32768-token scene, each map inside its own place in the grid.
 void checkLongGrid(Checker& c);                          // gui_check_long.cpp
 void checkLongGpu(Checker& c, const std::string& dir);  // gui_check_long.cpp
 void checkOpenArrays(Checker& c, const std::string& dir);  // gui_check_arrays.cpp
