@@ -5,7 +5,17 @@
 
 #include <epoxy/gl.h>
 
+#include "window/heatmap_view.h"
+
 namespace attnscope::app {
+
+// The heatmap shader's contrast uniforms (shaders/heatmap.frag): row normalisation over the texel columns
+// [row_x0, row_x1) of the weights texture (one map's columns), and the log scale. `program` is in use.
+inline void setContrastUniforms(GLuint program, const MapContrast& contrast, int row_x0, int row_x1) {
+  glUniform1i(glGetUniformLocation(program, "u_row_norm"), contrast.scale == ColorScale::RowMax ? 1 : 0);
+  glUniform1i(glGetUniformLocation(program, "u_log"), contrast.log ? 1 : 0);
+  glUniform2i(glGetUniformLocation(program, "u_row_span"), row_x0, row_x1);
+}
 
 // `program` is in use with its other uniforms set; the caller's framebuffer and viewport are restored after.
 inline void drawHeatmapQuad(GLuint program, GLuint weights, GLuint mask, GLuint colormap, GLint framebuffer,

@@ -369,7 +369,8 @@ void HeatmapRenderer::fillGpuOverviews() {
   }
 }
 
-void HeatmapRenderer::draw(ImDrawList* list, int head, ImVec2 p0, ImVec2 p1, const CellView& view, float lo, float hi) {
+void HeatmapRenderer::draw(ImDrawList* list, int head, ImVec2 p0, ImVec2 p1, const CellView& view, float lo, float hi,
+                           const MapContrast& contrast) {
   Rendered& r = rendered_[static_cast<std::size_t>(head)];
   const int width = std::max(1, static_cast<int>(p1.x - p0.x)), height = std::max(1, static_cast<int>(p1.y - p0.y));
   const std::size_t at = static_cast<std::size_t>(head);
@@ -390,9 +391,10 @@ void HeatmapRenderer::draw(ImDrawList* list, int head, ImVec2 p0, ImVec2 p1, con
   if (view_pending_) probeRect("heads.view_pending", p0, p1), view_pending_ = false;
   const bool same_view = r.view.col0 == texel_view.col0 && r.view.row0 == texel_view.row0 &&
                          r.view.col1 == texel_view.col1 && r.view.row1 == texel_view.row1;
-  if (r.width != width || r.height != height || !same_view || r.lo != lo || r.hi != hi || r.source != weights ||
-      r.mask != mask || r.source_revision != source_revision || r.mask_revision != mask_revision) {
-    r.width = width, r.height = height, r.view = texel_view, r.lo = lo, r.hi = hi;
+  if (r.width != width || r.height != height || !same_view || r.lo != lo || r.hi != hi || r.contrast != contrast ||
+      r.source != weights || r.mask != mask || r.source_revision != source_revision ||
+      r.mask_revision != mask_revision) {
+    r.width = width, r.height = height, r.view = texel_view, r.lo = lo, r.hi = hi, r.contrast = contrast;
     r.source = weights, r.mask = mask, r.source_revision = source_revision, r.mask_revision = mask_revision;
     render(r, texel_view, lo, hi);
   }
@@ -433,6 +435,9 @@ void HeatmapRenderer::render(Rendered& target, const CellView& view, float lo, f
   glUniform2f(glGetUniformLocation(program_, "u_range"), lo, hi);
   glUniform3f(glGetUniformLocation(program_, "u_masked_color"), kMaskedColor.r / 255.0f, kMaskedColor.g / 255.0f,
               kMaskedColor.b / 255.0f);
+  // A row's max over the whole source texture's row (a head's map, or its overview; a zoomed view tile holds
+  // the columns in view only, so there the max is of those).
+  setContrastUniforms(program_, target.contrast, 0, 1 << 30);
   drawHeatmapQuad(program_, target.source, target.mask, colormap_, previous_framebuffer, previous_viewport);
 }
 

@@ -9,7 +9,9 @@
 
 #include <imgui.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,6 +24,26 @@ class GpuBackend;
 }
 
 namespace attnscope::app {
+
+// How weights become colours, one setting for every map view (heads grid, model grid, full-size map: the
+// ViewState's `contrast`): each weight over a top (1; the largest weight of the heads shown; of its own map; of
+// its own row, the allowed cells only), then t = weight / top linearly, or on a log scale over 3 decades
+// (t = 1 + log10(weight / top) / 3, 1e-3 and below at the colour map's start). t picks the colour as colorAt.
+enum class ColorScale { Fixed, Shared, PerHead, RowMax };
+struct MapContrast {
+  ColorScale scale = ColorScale::Fixed;
+  bool log = false;
+  bool operator==(const MapContrast& o) const { return scale == o.scale && log == o.log; }
+  bool operator!=(const MapContrast& o) const { return !(*this == o); }
+};
+// t in [0, 1] of `weight` under `contrast`, its top already chosen (a row's max for RowMax), as the shader: for
+// what the CPU draws over a map (a cell's text colour) and the colour bar.
+inline float contrastT(const MapContrast& contrast, float weight, float top) {
+  float t = top > 0 ? weight / top : 0.0f;
+  t = t < 0 ? 0 : (t > 1 ? 1 : t);
+  if (contrast.log) t = t > 0 ? std::max(0.0f, 1.0f + std::log10(t) / 3.0f) : 0.0f;
+  return t;
+}
 
 // The part of a heatmap in view, in cells: columns [col0, col1), rows [row0, row1) (fractional when zoomed).
 struct CellView {
@@ -39,10 +61,12 @@ class HeatmapRenderer {
   // flash path fills the next band of an overview (state's backend writes it).
   void sync(AppState& state);
   // Adds head `head`'s heatmap over the screen rectangle [p0, p1) (whole pixels); weights from `lo` to `hi` span
-  // the colour map. The map is rendered by the heatmap shader into a texture of exactly that many pixels (level
+  // the colour map (with `contrast.scale` RowMax each weight is first divided by its row's max; `contrast.log`:
+  // a log scale). The map is rendered by the heatmap shader into a texture of exactly that many pixels (level
   // of detail: never larger than what can be shown), and only when the weights, the view or the size changed;
   // every other frame just draws that texture.
-  void draw(ImDrawList* list, int head, ImVec2 p0, ImVec2 p1, const CellView& view, float lo, float hi);
+  void draw(ImDrawList* list, int head, ImVec2 p0, ImVec2 p1, const CellView& view, float lo, float hi,
+            const MapContrast& contrast);
   // Long scenes: overview progress ("overviews 3/8") or "" when every head's overview is in; `stale` is true while
   // some map on show predates the result.
   std::string progress(const AppState& state, bool& stale) const;
@@ -58,6 +82,7 @@ class HeatmapRenderer {
     int width = 0, height = 0;
     CellView view;
     float lo = 0, hi = 0;
+    MapContrast contrast;
     unsigned source = 0, mask = 0, source_revision = ~0u, mask_revision = ~0u;
   };
   // A head drawn from tiles: its overview and its last view tile, each an R32F weights texture with an R8 mask
@@ -74,7 +99,7 @@ class HeatmapRenderer {
     TileRequest asked{-1};  // the view last requested (head -1: none)
     unsigned asked_revision = ~0u;
   };
-  void render(Rendered& target, const CellView& texel_view, float lo, float hi);
+  void render(Rendered& target, const CellView& texel_view, float lo, float hi);  // with target.contrast
   unsigned weightsTexture(const AppState& state, int head) const;
   void upload(TiledHead::Texture& texture, const HeatmapTileSource::Landed& landed);
   // GPU path: starts filling `fill` with `request` (fresh texture storage, no rows yet).

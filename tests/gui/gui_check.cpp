@@ -422,6 +422,12 @@ int main(int argc, char** argv) {
       checkModelGrid(c, dir, test == "model_grid_ondemand");
     } else if (test == "model_wide") {
       checkModelWide(c);
+      checkModelGridFills(c);
+      checkTokenStrip(c, 24);
+    } else if (test == "row_contrast") {
+      checkRowContrast(c);
+    } else if (test == "heads_wide") {
+      checkHeadsWide(c);
     } else if (test == "model_llama") {
       checkModelLlama(c, dir);
     } else if (test == "model_llama_scene") {

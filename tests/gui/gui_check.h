@@ -197,12 +197,19 @@ void checkModelLlama(Checker& c, const std::string& dir);
 void checkModelBert(Checker& c, const std::string& dir);  // an encoder's maps drawn full (gui_check_families.cpp)
 // gui_model_wide: a 28 x 16-head grid's labels, none overlapping, the first and last of each kind drawn.
 void checkModelWide(Checker& c);
+// gui_model_wide (and _x2): the grid filling its room; gui_heads_wide (and _x2): 16 heads in 4 KV groups, each
+// group on one row, the maps filling theirs (gui_check_maps.cpp).
+void checkModelGridFills(Checker& c);
+void checkTokenStrip(Checker& c, int tokens);
+void checkHeadsWide(Checker& c);
+// gui_row_contrast: the worked example's maps under the "row max" contrast, each row over its own max.
+void checkRowContrast(Checker& c);
 void checkModelLlamaScene(Checker& c, const std::string& dir);
 void checkGroupsRope(Checker& c, const std::string& dir);
 void checkPanels(Checker& c, const std::string& dir);
 void checkRowProfile(Checker& c);  // gui_check_panels.cpp
 void checkLongZoom(Checker& c, const std::string& dir, bool long_scene);  // gui_check_long.cpp
-// gui_long_grid: eight heads of a 32768-token scene, each map inside its own place in the 2-column grid.
+// gui_long_grid: eight heads of a 32768-token scene, each map inside its own place in the grid.
 void checkLongGrid(Checker& c);                          // gui_check_long.cpp
 void checkLongGpu(Checker& c, const std::string& dir);  // gui_check_long.cpp
 void checkOpenArrays(Checker& c, const std::string& dir);  // gui_check_arrays.cpp

@@ -207,10 +207,10 @@ void checkModelGrid(Checker& c, const std::string& dir, bool maps_dropped) {
   int unmarked = 0;
   for (const std::string tile : {"model.tile.0.0", "model.tile.5.6", "model.tile.11.11"}) {
     const std::vector<float> r = strip.rect(tile);
-    const float cell = (r[2] - r[0]) / static_cast<float>(n);
-    const int band = static_cast<int>(std::floor(2 * cell));
-    const Rgb8 row = strip.img.at(static_cast<int>(r[2]) - 3, static_cast<int>(r[1]) + band);
-    const Rgb8 col = strip.img.at(static_cast<int>(r[0]) + band, static_cast<int>(r[3]) - 3);
+    // Tiles fill the pane, so they need not be square: a cell's width and height apart.
+    const float cell_x = (r[2] - r[0]) / static_cast<float>(n), cell_y = (r[3] - r[1]) / static_cast<float>(n);
+    const Rgb8 row = strip.img.at(static_cast<int>(r[2]) - 3, static_cast<int>(r[1] + std::floor(2 * cell_y)));
+    const Rgb8 col = strip.img.at(static_cast<int>(r[0] + std::floor(2 * cell_x)), static_cast<int>(r[3]) - 3);
     if (!(row == Rgb8{255, 60, 60}) || !(col == Rgb8{255, 255, 255})) {
       ++unmarked;
       std::printf("      %s: row line %s, column line %s\n", tile.c_str(), Checker::str(row).c_str(),

@@ -71,15 +71,16 @@ void ModelGridRenderer::resize(Target& target, int width, int height) {
   glBindTexture(GL_TEXTURE_2D, 0);
 }
 
-void ModelGridRenderer::syncGrid(const std::shared_ptr<const model::ForwardResult>& forward, int layers,
-                                 int heads, unsigned revision, int tile) {
-  tile = std::max(1, tile);
-  if (revision != grid_revision_ || tile != tile_ || layers != layers_ || heads != heads_) {
-    grid_revision_ = revision, tile_ = tile, layers_ = layers, heads_ = heads;
+void ModelGridRenderer::syncGrid(const std::shared_ptr<const model::ForwardResult>& forward, int layers, int heads,
+                                 unsigned revision, int tile_w, int tile_h, const MapContrast& contrast) {
+  tile_w = std::max(1, tile_w), tile_h = std::max(1, tile_h);
+  if (revision != grid_revision_ || tile_w != tile_w_ || tile_h != tile_h_ || layers != layers_ || heads != heads_) {
+    grid_revision_ = revision, tile_w_ = tile_w, tile_h_ = tile_h, layers_ = layers, heads_ = heads;
+    tile_max_.assign(static_cast<std::size_t>(layers) * static_cast<std::size_t>(heads), 0.0f);
     auto job = std::make_shared<GridTilesJob>();
     job->forward = forward;
     job->layers = layers, job->heads = heads;
-    job->blocks = std::min(forward->n, tile);  // never more texels than pixels
+    job->blocks = std::min(forward->n, std::max(tile_w, tile_h));  // never more texels than pixels on a side
     grid_worker_.start(job);
     grid_job_ = job;
     grid_shown_layers_ = 0;
@@ -90,8 +91,8 @@ void ModelGridRenderer::syncGrid(const std::shared_ptr<const model::ForwardResul
                    texture == grid_weights_ ? GL_FLOAT : GL_UNSIGNED_BYTE, nullptr);
     }
     glBindTexture(GL_TEXTURE_2D, 0);
-    const bool same_size = grid_.texture && grid_.width == heads * tile && grid_.height == layers * tile;
-    resize(grid_, heads * tile, layers * tile);
+    const bool same_size = grid_.texture && grid_.width == heads * tile_w && grid_.height == layers * tile_h;
+    resize(grid_, heads * tile_w, layers * tile_h);
     if (!same_size) {  // fresh texels are undefined: a neutral grey until each layer lands
       GLint previous_framebuffer = 0;
       GLfloat previous_clear[4] = {};
@@ -106,7 +107,44 @@ void ModelGridRenderer::syncGrid(const std::shared_ptr<const model::ForwardResul
       glBindFramebuffer(GL_FRAMEBUFFER, static_cast<GLuint>(previous_framebuffer));
     }
   }
+  const bool contrast_changed = contrast != contrast_;
+  contrast_ = contrast;
   showLandedLayers();
+  // A new contrast, or (Shared) a new largest weight among the landed layers: every landed tile again.
+  if (contrast_changed || gridTop() != grid_top_) {
+    grid_top_ = gridTop();
+    for (int l = 0; l < grid_shown_layers_; ++l)
+      for (int h = 0; h < heads_; ++h) renderGridTile(l, h);
+  }
+}
+
+float ModelGridRenderer::gridTop() const {
+  if (contrast_.scale == ColorScale::Shared) {
+    float top = 0;
+    for (int k = 0; k < grid_shown_layers_ * heads_; ++k) top = std::max(top, tile_max_[static_cast<std::size_t>(k)]);
+    return top > 0 ? top : 1.0f;
+  }
+  return contrast_.scale == ColorScale::PerHead ? 0.0f : 1.0f;
+}
+
+float ModelGridRenderer::mapTop() const {
+  const bool own = map_contrast_.scale == ColorScale::Shared || map_contrast_.scale == ColorScale::PerHead;
+  return own && map_max_ > 0 ? map_max_ : 1.0f;
+}
+
+void ModelGridRenderer::renderGridTile(int l, int h) {
+  const int b = grid_blocks_;
+  const float fb = static_cast<float>(b);
+  float top = gridTop();
+  if (contrast_.scale == ColorScale::PerHead) {
+    const float own = tile_max_[static_cast<std::size_t>(l * heads_ + h)];
+    top = own > 0 ? own : 1.0f;
+  }
+  // GL rows run upwards: layer 1 goes at the top of the target.
+  render(grid_, grid_weights_, grid_mask_, h * tile_w_, (layers_ - 1 - l) * tile_h_, tile_w_, tile_h_,
+         CellView{static_cast<float>(h) * fb, static_cast<float>(l) * fb, static_cast<float>(h + 1) * fb,
+                  static_cast<float>(l + 1) * fb},
+         top, h * b, (h + 1) * b);
 }
 
 void ModelGridRenderer::showLandedLayers() {
@@ -126,24 +164,35 @@ void ModelGridRenderer::showLandedLayers() {
                   GL_UNSIGNED_BYTE, job.allowed.data() + row0 * width);
   glBindTexture(GL_TEXTURE_2D, 0);
   glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
-  // GL rows run upwards: layer 1 goes at the top of the target.
-  const float b = static_cast<float>(blocks);
+  grid_blocks_ = blocks;
   for (int l = first; l < done; ++l)
-    for (int h = 0; h < heads_; ++h)
-      render(grid_, grid_weights_, grid_mask_, h * tile_, (layers_ - 1 - l) * tile_, tile_, tile_,
-             CellView{static_cast<float>(h) * b, static_cast<float>(l) * b, static_cast<float>(h + 1) * b,
-                      static_cast<float>(l + 1) * b});
+    for (int h = 0; h < heads_; ++h) {
+      float top = 0;  // the tile's largest allowed block (max-pooled: its map's largest allowed weight)
+      for (int p = 0; p < blocks; ++p)
+        for (int q = 0; q < blocks; ++q) {
+          const std::size_t at =
+              static_cast<std::size_t>(l * blocks + p) * width + static_cast<std::size_t>(h * blocks + q);
+          if (job.allowed[at]) top = std::max(top, job.values[at]);
+        }
+      tile_max_[static_cast<std::size_t>(l * heads_ + h)] = top;
+    }
   grid_shown_layers_ = done;
+  grid_top_ = gridTop();
+  for (int l = first; l < done; ++l)
+    for (int h = 0; h < heads_; ++h) renderGridTile(l, h);
   // All on show: the worker is done with the job, so its atlas and its hold on the forward (which a newer
   // forward may have replaced in the session) can go.
   if (done == layers_) grid_job_.reset();
 }
 
 void ModelGridRenderer::drawTile(ImDrawList* list, int layer, int head, ImVec2 p0) const {
-  const float w = static_cast<float>(grid_.width), h = static_cast<float>(grid_.height), t = static_cast<float>(tile_);
-  const float u0 = static_cast<float>(head) * t / w, u1 = static_cast<float>(head + 1) * t / w;
-  const float v_top = static_cast<float>(layers_ - layer) * t / h, v_bottom = static_cast<float>(layers_ - 1 - layer) * t / h;
-  list->AddImage(imguiTexture(grid_.texture), p0, ImVec2(p0.x + t, p0.y + t), ImVec2(u0, v_top), ImVec2(u1, v_bottom));
+  const float w = static_cast<float>(grid_.width), h = static_cast<float>(grid_.height);
+  const float tw = static_cast<float>(tile_w_), th = static_cast<float>(tile_h_);
+  const float u0 = static_cast<float>(head) * tw / w, u1 = static_cast<float>(head + 1) * tw / w;
+  const float v_top = static_cast<float>(layers_ - layer) * th / h,
+              v_bottom = static_cast<float>(layers_ - 1 - layer) * th / h;
+  list->AddImage(imguiTexture(grid_.texture), p0, ImVec2(p0.x + tw, p0.y + th), ImVec2(u0, v_top),
+                 ImVec2(u1, v_bottom));
 }
 
 ModelGridRenderer::MapReply ModelGridRenderer::fetchMap(const MapRequest& request) {
@@ -159,8 +208,9 @@ ModelGridRenderer::MapReply ModelGridRenderer::fetchMap(const MapRequest& reques
   return reply;
 }
 
-void ModelGridRenderer::drawMap(ImDrawList* list, const std::shared_ptr<const model::ForwardResult>& forward,
-                                int index, unsigned revision, ImVec2 p0, ImVec2 p1, const CellView& view) {
+void ModelGridRenderer::drawMap(ImDrawList* list, const std::shared_ptr<const model::ForwardResult>& forward, int index,
+                                unsigned revision, ImVec2 p0, ImVec2 p1, const CellView& view,
+                                const MapContrast& contrast) {
   const int n = forward->n;
   if (index != map_index_ || revision != map_revision_) {
     map_index_ = index, map_revision_ = revision;
@@ -177,6 +227,9 @@ void ModelGridRenderer::drawMap(ImDrawList* list, const std::shared_ptr<const mo
     glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
     map_pending_ = false;
     map_stale_ = true;  // render again below
+    map_max_ = 0;
+    for (std::size_t k = 0; k < r.allowed.size(); ++k)
+      if (r.allowed[k]) map_max_ = std::max(map_max_, r.weights.data()[k]);
   }
   if (map_pending_) {
     list->AddRectFilled(p0, p1, IM_COL32(64, 64, 71, 255));
@@ -185,11 +238,12 @@ void ModelGridRenderer::drawMap(ImDrawList* list, const std::shared_ptr<const mo
   const int width = std::max(1, static_cast<int>(p1.x - p0.x)), height = std::max(1, static_cast<int>(p1.y - p0.y));
   const bool same_view = map_view_.col0 == view.col0 && map_view_.row0 == view.row0 && map_view_.col1 == view.col1 &&
                          map_view_.row1 == view.row1;
-  if (map_stale_ || map_.width != width || map_.height != height || !same_view) {
+  if (map_stale_ || map_.width != width || map_.height != height || !same_view || contrast != map_contrast_) {
     map_stale_ = false;
     resize(map_, width, height);
     map_view_ = view;
-    render(map_, map_weights_, map_mask_, 0, 0, width, height, view);
+    map_contrast_ = contrast;
+    render(map_, map_weights_, map_mask_, 0, 0, width, height, view, mapTop(), 0, n);
   }
   list->AddImage(imguiTexture(map_.texture), p0,
                  ImVec2(p0.x + static_cast<float>(width), p0.y + static_cast<float>(height)), ImVec2(0, 1),
@@ -197,7 +251,7 @@ void ModelGridRenderer::drawMap(ImDrawList* list, const std::shared_ptr<const mo
 }
 
 void ModelGridRenderer::render(const Target& target, unsigned weights, unsigned mask, int x, int y, int w, int h,
-                               const CellView& view) {
+                               const CellView& view, float top, int row_x0, int row_x1) {
   GLint previous_framebuffer = 0, previous_viewport[4] = {};
   glGetIntegerv(GL_DRAW_FRAMEBUFFER_BINDING, &previous_framebuffer);
   glGetIntegerv(GL_VIEWPORT, previous_viewport);
@@ -212,7 +266,8 @@ void ModelGridRenderer::render(const Target& target, unsigned weights, unsigned 
   glUniform4f(glGetUniformLocation(program_, "u_rect"), 0, 0, fw, fh);
   glUniform2f(glGetUniformLocation(program_, "u_display"), fw, fh);
   glUniform4f(glGetUniformLocation(program_, "u_view"), view.col0, view.row0, view.col1, view.row1);
-  glUniform2f(glGetUniformLocation(program_, "u_range"), 0.0f, 1.0f);
+  glUniform2f(glGetUniformLocation(program_, "u_range"), 0.0f, top);
+  setContrastUniforms(program_, &target == &map_ ? map_contrast_ : contrast_, row_x0, row_x1);
   glUniform3f(glGetUniformLocation(program_, "u_masked_color"), kMaskedColor.r / 255.0f, kMaskedColor.g / 255.0f,
               kMaskedColor.b / 255.0f);
   drawHeatmapQuad(program_, weights, mask, colormap_, previous_framebuffer, previous_viewport);

@@ -48,6 +48,20 @@ void cellTooltip(const ModelSession& s, const std::vector<int>& kv, int layer, i
   ImGui::EndTooltip();
 }
 
+// The colour bar beside the grid or the map, over [p0, p0 + (w, h)): the contrast's scale from the bottom up to
+// `top` (PerHead: each tile's own max, said under the bar).
+void modelColorBar(ImVec2 p0, float w, float h, float top, const MapContrast& contrast) {
+  const float line = ImGui::GetTextLineHeight();
+  const ImVec2 b0(std::floor(p0.x + line * 0.4f), std::floor(p0.y + line * 0.5f));
+  const ImVec2 b1(b0.x + std::floor(w * 0.3f), std::floor(b0.y + std::min(h - 3 * line, 300.0f)));
+  if (b1.y - b0.y < 2 * line) return;
+  drawColorBar(ImGui::GetWindowDrawList(), b0, b1, top, contrast);
+  probeRect("model.colorbar", b0, b1);
+  if (contrast.scale == ColorScale::PerHead)
+    ImGui::GetWindowDrawList()->AddText(ImVec2(b0.x, b1.y + line * 0.3f), ImGui::GetColorU32(ImGuiCol_TextDisabled),
+                                        "x map\nmax");
+}
+
 // The tokens in a strip of equal cells over [x0, x0 + width); returns the hovered token or -1.
 int tokenStrip(const std::vector<std::string>& labels, float x0, float width) {
   ImDrawList* list = ImGui::GetWindowDrawList();
@@ -59,20 +73,41 @@ int tokenStrip(const std::vector<std::string>& labels, float x0, float width) {
   int hovered = -1;
   if (ImGui::IsWindowHovered() && mouse.y >= y0 && mouse.y < y0 + h && mouse.x >= x0 && mouse.x < x0 + width)
     hovered = std::min(n - 1, static_cast<int>((mouse.x - x0) / w));
+  // Each token a cell, in two alternating shades so that narrow cells stay apart.
   for (int t = 0; t < n; ++t) {
     const float a = x0 + static_cast<float>(t) * w, b = a + w;
     const bool on = t == hovered;
     probeRect("model.token." + std::to_string(t), ImVec2(a, y0), ImVec2(b, y0 + h));
-    list->AddRectFilled(ImVec2(a, y0), ImVec2(std::max(a + 1, b - 1), y0 + h),
-                        on ? IM_COL32(90, 90, 120, 255) : IM_COL32(45, 45, 55, 255));
-    // A label too wide for its cell ("<|begin_of_text|>" among 24 tokens) becomes "…": the cell never looks
-    // empty, and hovering it names the token.
-    std::string label = axisLabel(labels[static_cast<std::size_t>(t)]);
-    if (ImGui::CalcTextSize(label.c_str()).x + 4 > w) label = "\u2026";
-    const float tw = ImGui::CalcTextSize(label.c_str()).x;
-    if (tw + 4 <= w)
-      list->AddText(ImVec2(a + (w - tw) * 0.5f, y0 + line * 0.15f), ImGui::GetColorU32(ImGuiCol_Text), label.c_str());
+    list->AddRectFilled(
+        ImVec2(a, y0), ImVec2(std::max(a + 1, b - 1), y0 + h),
+        on ? IM_COL32(90, 90, 120, 255) : (t % 2 ? IM_COL32(38, 38, 48, 255) : IM_COL32(52, 52, 64, 255)));
   }
+  // The labels, each centred on its cell (kept inside the strip), never shortened to "...": from the left, each
+  // that clears the last one drawn (a cell too narrow for its token lends its neighbours' room), the last token
+  // always (those it would overlap give way). Hovering any cell names its token.
+  const float pad = line * 0.4f;
+  std::vector<std::pair<int, float>> shown;  // (token, label's left x)
+  const auto text_w = [&](int t) {
+    return ImGui::CalcTextSize(axisLabel(labels[static_cast<std::size_t>(t)]).c_str()).x;
+  };
+  const auto left_of = [&](int t) {
+    return std::clamp(x0 + (static_cast<float>(t) + 0.5f) * w - text_w(t) * 0.5f, x0, x0 + width - text_w(t));
+  };
+  for (int t = 0; t < n; ++t) {
+    const float x = left_of(t);
+    if (shown.empty() || x >= shown.back().second + text_w(shown.back().first) + pad) shown.emplace_back(t, x);
+  }
+  if (n > 0 && shown.back().first != n - 1) {
+    const float x = left_of(n - 1);
+    while (!shown.empty() && shown.size() > 1 && shown.back().second + text_w(shown.back().first) + pad > x)
+      shown.pop_back();
+    shown.emplace_back(n - 1, x);
+  }
+  list->PushClipRect(ImVec2(x0, y0), ImVec2(x0 + width, y0 + h), true);
+  for (const auto& [t, x] : shown)
+    drawProbedText(list, "model.tokentext." + std::to_string(t), ImVec2(x, y0 + line * 0.15f),
+                   ImGui::GetColorU32(ImGuiCol_Text), axisLabel(labels[static_cast<std::size_t>(t)]).c_str());
+  list->PopClipRect();
   probeRect("model.strip", ImVec2(x0, y0), ImVec2(x0 + width, y0 + h));
   ImGui::Dummy(ImVec2(width, h + 2));
   if (hovered >= 0) {
@@ -105,9 +140,10 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
   const std::vector<int> kv = kvHeadOfEachHead(view);
   const int kv_heads = kv.empty() ? 0 : kv.back() + 1;
   const bool grouped = kv_heads < c.n_head;
-  // Grouped heads: a wider gap between KV groups and between layers, so that each group's frame stands apart.
-  const float group_gap = grouped ? std::floor(line * 0.5f) : 0;
   const float thick = std::max(1.0f, std::floor(line / 14));  // the frame's width: 1 px at scale 1 (line 15-16)
+  // Grouped heads: between KV groups and between layers a gap (with `gap`) just wide enough for two frames (each
+  // `thick` and a pixel clear of its tiles) and a pixel between them: the tiles take the rest of the pane.
+  const float group_gap = grouped ? 2 * (1 + thick) + 1 - gap : 0;
 
   // Opening a layer as the scene: a stepper and a button on one line.
   int layer_shown = s.layer + 1;  // layers counted from 1 in the window
@@ -122,14 +158,30 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
     probeItem("model.grid_pending");
   }
 
-  const ImVec2 avail = ImGui::GetContentRegionAvail();
-  const float strip_h = line * 1.3f + 2, header_h = (grouped ? 2 * line + 4 : line) + 2;
-  const float fit =
-      std::min((avail.x - label_w - group_gap * static_cast<float>(kv_heads)) / static_cast<float>(c.n_head),
-               (avail.y - strip_h - header_h) / static_cast<float>(c.n_layer) - group_gap);
-  const int tile = static_cast<int>(std::clamp(std::floor(fit - gap), 4.0f, 256.0f));
-  const float step = static_cast<float>(tile) + gap, row_step = step + group_gap;
-  s.renderer->syncGrid(s.sharedForward(), c.n_layer, c.n_head, s.revision(), tile);
+  drawContrastControl(view);
+  ImVec2 avail = ImGui::GetContentRegionAvail();
+  const float bar_w = std::floor(ImGui::GetFontSize() * 3.5f);  // the colour bar's strip, right of the grid
+  const ImVec2 bar_at(ImGui::GetCursorScreenPos().x + avail.x - bar_w, ImGui::GetCursorScreenPos().y);
+  avail.x -= bar_w;
+  modelColorBar(bar_at, bar_w, avail.y, s.renderer->gridTop() > 0 ? s.renderer->gridTop() : 1.0f, view.contrast);
+  // The room the grid has (strip, header and tiles), for the tests of how much of it the grid fills.
+  probeRect("model.area", ImGui::GetCursorScreenPos(),
+            ImVec2(ImGui::GetCursorScreenPos().x + avail.x, ImGui::GetCursorScreenPos().y + avail.y));
+  // The strip and the header below it, each an item followed by the style's spacing.
+  const float spacing = ImGui::GetStyle().ItemSpacing.y;
+  const float strip_h = line * 1.3f + 2 + spacing, header_h = (grouped ? 2 * line + 4 : line) + 2 + spacing;
+  // Tiles fill the pane both ways (a 28 x 16 grid in a tall pane gets wide tiles, not 11 px squares beside an
+  // empty band), their sides at most 2:1 so that a map still reads as a map.
+  const float frame_out = grouped ? 1 + thick : 0;  // the last group's frame, outside its tiles
+  const float fit_w = std::floor((avail.x - label_w - frame_out - group_gap * static_cast<float>(kv_heads - 1)) /
+                                     static_cast<float>(c.n_head) -
+                                 gap);
+  const float fit_h =
+      std::floor((avail.y - strip_h - header_h - group_gap * 0.5f) / static_cast<float>(c.n_layer) - gap - group_gap);
+  const int tile_w = static_cast<int>(std::clamp(std::min(fit_w, 2 * fit_h), 4.0f, 256.0f));
+  const int tile_h = static_cast<int>(std::clamp(std::min(fit_h, 2 * fit_w), 4.0f, 256.0f));
+  const float step = static_cast<float>(tile_w) + gap, row_step = static_cast<float>(tile_h) + gap + group_gap;
+  s.renderer->syncGrid(s.sharedForward(), c.n_layer, c.n_head, s.revision(), tile_w, tile_h, view.contrast);
   const int layers_shown = s.renderer->gridLayersShown();
   // Column x of head h (from the grid's left edge) and the grid's width.
   auto column = [&](int h) {
@@ -153,7 +205,7 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
     for (int g = 0; g < kv_heads; ++g) {
       const int first = first_of(g);
       const int last = static_cast<int>(kv.rend() - std::find(kv.rbegin(), kv.rend(), g)) - 1;
-      const float x0 = header.x + column(first), x1 = header.x + column(last) + static_cast<float>(tile);
+      const float x0 = header.x + column(first), x1 = header.x + column(last) + static_cast<float>(tile_w);
       if (std::find(kv_labelled.begin(), kv_labelled.end(), g) != kv_labelled.end())
         drawProbedText(list, "model.kvtext." + std::to_string(g), ImVec2(x0, header.y), kGroupFrame,
                        ("KV " + std::to_string(g + 1)).c_str());
@@ -170,7 +222,8 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
   const ImVec2 origin(std::floor(ImGui::GetCursorScreenPos().x),
                       std::floor(ImGui::GetCursorScreenPos().y + group_gap * 0.5f));
   const ImVec2 mouse = ImGui::GetIO().MousePos;
-  const float t = static_cast<float>(tile), cell = t / static_cast<float>(n);
+  const float tw = static_cast<float>(tile_w), th = static_cast<float>(tile_h);
+  const float cell_x = tw / static_cast<float>(n), cell_y = th / static_cast<float>(n);  // pixels per cell
   const std::vector<int> layer_labelled = labelledPositions(
       0, c.n_layer - 1, row_step, line, [&](int l) { return origin.y + static_cast<float>(l) * row_step; });
   for (int l = 0; l < c.n_layer; ++l) {
@@ -181,22 +234,25 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
       drawProbedText(list, "model.layerlabel." + std::to_string(l), ImVec2(origin.x, y), label_color,
                      ("L" + std::to_string(l + 1)).c_str());
     for (int h = 0; h < c.n_head; ++h) {
-      const ImVec2 p0(origin.x + column(h), y), p1(p0.x + t, p0.y + t);
+      const ImVec2 p0(origin.x + column(h), y), p1(p0.x + tw, p0.y + th);
       s.renderer->drawTile(list, l, h, p0);
       if (l >= layers_shown)  // not computed yet: dimmed (the previous picture, or grey)
         list->AddRectFilled(p0, p1, IM_COL32(20, 20, 24, 160));
       probeRect("model.tile." + std::to_string(l) + "." + std::to_string(h), p0, p1);
       if (token >= 0) {  // the hovered token's row and column, at least a pixel wide
-        const float a = std::floor(static_cast<float>(token) * cell),
-                    b = std::max(a + 1, std::floor((token + 1) * cell));
-        list->AddRect(ImVec2(p0.x, p0.y + a), ImVec2(p1.x, p0.y + b), kRowHighlight);
-        list->AddRect(ImVec2(p0.x + a, p0.y), ImVec2(p0.x + b, p1.y), kColumnHighlight);
+        const float ay = std::floor(static_cast<float>(token) * cell_y),
+                    by = std::max(ay + 1, std::floor(static_cast<float>(token + 1) * cell_y));
+        const float ax = std::floor(static_cast<float>(token) * cell_x),
+                    bx = std::max(ax + 1, std::floor(static_cast<float>(token + 1) * cell_x));
+        list->AddRect(ImVec2(p0.x, p0.y + ay), ImVec2(p1.x, p0.y + by), kRowHighlight);
+        list->AddRect(ImVec2(p0.x + ax, p0.y), ImVec2(p0.x + bx, p1.y), kColumnHighlight);
       }
       if (ImGui::IsWindowHovered() && mouse.x >= p0.x && mouse.x < p1.x && mouse.y >= p0.y && mouse.y < p1.y) {
         list->AddRect(ImVec2(p0.x - 1, p0.y - 1), ImVec2(p1.x + 1, p1.y + 1), IM_COL32_WHITE);
-        const int i = std::min(n - 1, static_cast<int>((mouse.y - p0.y) / cell));
-        const int j = std::min(n - 1, static_cast<int>((mouse.x - p0.x) / cell));
-        cellTooltip(s, kv, l, h, i, j, n > tile ? (n + tile - 1) / tile : 1);
+        const int i = std::min(n - 1, static_cast<int>((mouse.y - p0.y) / cell_y));
+        const int j = std::min(n - 1, static_cast<int>((mouse.x - p0.x) / cell_x));
+        const int blocks = std::min(n, std::max(tile_w, tile_h));  // as the renderer pools
+        cellTooltip(s, kv, l, h, i, j, (n + blocks - 1) / blocks);
         if (ImGui::IsMouseClicked(ImGuiMouseButton_Left)) {
           s.layer = l, s.focus_head = h;
           view.model_zoom = CellView{0, 0, static_cast<float>(n), static_cast<float>(n)};
@@ -211,7 +267,7 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
         int end = h + 1;
         while (end < c.n_head && kv[static_cast<std::size_t>(end)] == kv[static_cast<std::size_t>(h)]) ++end;
         const float out = 1 + thick;
-        const ImVec2 f0(origin.x + column(h) - out, y - out), f1(origin.x + column(end - 1) + t + out, y + t + out);
+        const ImVec2 f0(origin.x + column(h) - out, y - out), f1(origin.x + column(end - 1) + tw + out, y + th + out);
         for (int k = 0; k < static_cast<int>(thick); ++k) {  // ImGui draws a 1-px rect on the pixels just inside
           const float in = static_cast<float>(k);
           list->AddRect(ImVec2(f0.x + in, f0.y + in), ImVec2(f1.x - in, f1.y - in), kGroupFrame);
@@ -252,7 +308,10 @@ void focusView(AppState& state, ViewState& view, ModelSession& s) {
   z.col0 = std::clamp(z.col0, 0.0f, all - zw), z.row0 = std::clamp(z.row0, 0.0f, all - zh);
   z.col1 = z.col0 + zw, z.row1 = z.row0 + zh;
   const float line = ImGui::GetTextLineHeight();
-  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  drawContrastControl(view);
+  ImVec2 avail = ImGui::GetContentRegionAvail();
+  const float bar_w = std::floor(ImGui::GetFontSize() * 3.5f);  // the colour bar's strip, right of the map
+  avail.x -= bar_w;
   const float label_w = std::min(queryLabelWidth(labels), 8 * line);
   float cell = std::min((avail.x - label_w) / zw, (avail.y - 1.2f * line) / zh);
   const bool turned = keyLabelsTurned(labels, cell);
@@ -261,8 +320,9 @@ void focusView(AppState& state, ViewState& view, ModelSession& s) {
   const ImVec2 m0(std::floor(c0.x + label_w), std::floor(c0.y));
   const ImVec2 m1(std::floor(m0.x + cell * zw), std::floor(m0.y + cell * zh));
   ImDrawList* list = ImGui::GetWindowDrawList();
-  s.renderer->drawMap(list, s.sharedForward(), l * c.n_head + h, s.revision(), m0, m1, z);
+  s.renderer->drawMap(list, s.sharedForward(), l * c.n_head + h, s.revision(), m0, m1, z, view.contrast);
   probeRect("model.map", m0, m1);
+  modelColorBar(ImVec2(m1.x + line * 0.5f, m0.y), bar_w, m1.y - m0.y + line * 2, s.renderer->mapTop(), view.contrast);
   drawAxisLabels(labels, labels, z, m0, m1, cell, label_w, turned);
 
   ImGui::SetCursorScreenPos(m0);

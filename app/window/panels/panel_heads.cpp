@@ -30,8 +30,9 @@ float scaleTop(const AppState& state, const ViewState& view, int head) {
   const std::vector<HeadStats>& stats = state.result().stats;
   // A long scene: no statistics in the window (nor, while its result computes, a result of its heads).
   if (state.weightsPending() || stats.size() != state.result().heads.size()) return 1.0f;
-  switch (view.color_scale) {
+  switch (view.contrast.scale) {
     case ColorScale::Fixed:
+    case ColorScale::RowMax:  // each weight over its row's max: the shader divides, the range stays 0..1
       return 1.0f;
     case ColorScale::Shared: {
       float top = 0;
@@ -62,8 +63,11 @@ void toggleMuted(ViewState& view, int head) {
     view.muted_heads.insert(it, head);
 }
 
-// A vertical colour bar from 0 (bottom) to `top`, one band per colour-map entry.
-void drawColorBar(ImDrawList* list, ImVec2 p0, ImVec2 p1, float top) {
+}  // namespace
+
+// A vertical colour bar from 0 (bottom) to `top`, one band per colour-map entry, labelled in the contrast's
+// terms: its top ("1.00", a max, "row max") and its bottom (0, or top / 1000 on the log scale).
+void drawColorBar(ImDrawList* list, ImVec2 p0, ImVec2 p1, float top, const MapContrast& contrast) {
   const auto& table = colorMapTable(ColorMap::Viridis);
   const float h = p1.y - p0.y;
   for (int i = 0; i < kColorMapSize; ++i) {
@@ -73,13 +77,92 @@ void drawColorBar(ImDrawList* list, ImVec2 p0, ImVec2 p1, float top) {
                         toImU32(table[static_cast<std::size_t>(i)]));
   }
   list->AddRect(p0, p1, IM_COL32(120, 120, 120, 255));
-  char text[32];
-  std::snprintf(text, sizeof text, "%.2f", top);
-  list->AddText(ImVec2(p1.x + 4, p0.y - 2), ImGui::GetColorU32(ImGuiCol_Text), text);
-  list->AddText(ImVec2(p1.x + 4, p1.y - ImGui::GetFontSize()), ImGui::GetColorU32(ImGuiCol_Text), "0");
+  char text[32], bottom[32];
+  const bool rows = contrast.scale == ColorScale::RowMax;
+  if (rows)
+    std::snprintf(text, sizeof text, "row\nmax");
+  else
+    std::snprintf(text, sizeof text, "%.2f", top);
+  if (contrast.log && rows)
+    std::snprintf(bottom, sizeof bottom, "max\n/1000");
+  else if (contrast.log)
+    std::snprintf(bottom, sizeof bottom, "%.0e", static_cast<double>(top) / 1000);
+  else
+    std::snprintf(bottom, sizeof bottom, "0");
+  const ImU32 color = ImGui::GetColorU32(ImGuiCol_Text);
+  list->AddText(ImVec2(p1.x + 4, p0.y - 2), color, text);
+  list->AddText(ImVec2(p1.x + 4, p1.y - ImGui::CalcTextSize(bottom).y), color, bottom);
+  if (contrast.log)  // the decades between: 1/10 and 1/100 of the top, a third and two thirds up
+    for (int k = 1; k <= 2; ++k) {
+      const float y = p0.y + (p1.y - p0.y) * static_cast<float>(k) / 3.0f;
+      list->AddLine(ImVec2(p1.x, y), ImVec2(p1.x + 3, y), color);
+      list->AddText(ImVec2(p1.x + 4, y - ImGui::GetFontSize() * 0.5f), ImGui::GetColorU32(ImGuiCol_TextDisabled),
+                    k == 1 ? "/10" : "/100");
+    }
 }
 
+// The contrast control: the scale's top (0 to 1, a max, each row's max) and the log scale, on one row where it
+// fits. The same ViewState::contrast colours the heads, the model grid and the full-size map.
+void drawContrastControl(ViewState& view) {
+  ImGui::TextUnformatted("Colour scale");
+  int scale = static_cast<int>(view.contrast.scale);
+  const char* names[] = {"0 to 1", "shared max", "per-head max", "row max"};
+  for (int i = 0; i < 4; ++i) {
+    const float w = ImGui::CalcTextSize(names[i]).x + ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x;
+    const float row_end = ImGui::GetItemRectMax().x - ImGui::GetWindowPos().x + ImGui::GetStyle().ItemSpacing.x;
+    if (row_end + w <= ImGui::GetWindowContentRegionMax().x) ImGui::SameLine();
+    if (ImGui::RadioButton(names[i], scale == i)) view.contrast.scale = static_cast<ColorScale>(i);
+    probeItem(std::string("heads.scale.") + std::to_string(i));
+    if (i == 3 && ImGui::IsItemHovered())
+      ImGui::SetTooltip("Each query row over its own largest weight: where each token looks, whatever its spread.");
+  }
+  const float log_w = ImGui::CalcTextSize("log").x + ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x;
+  const float row_end = ImGui::GetItemRectMax().x - ImGui::GetWindowPos().x + ImGui::GetStyle().ItemSpacing.x;
+  if (row_end + log_w <= ImGui::GetWindowContentRegionMax().x) ImGui::SameLine();
+  ImGui::Checkbox("log", &view.contrast.log);
+  probeItem("heads.scale.log");
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("A log scale over 3 decades: from the top down to a thousandth of it.");
+}
+
+namespace {
+
 // [SECTION] one heatmap with its labels
+
+// The widest query label a tile may give room to (at most 4096 measured, evenly spaced: a long scene would
+// measure 32k every frame), plus its margin.
+float widestQueryLabel(const Scene& scene) {
+  float label_w = 0;
+  const std::size_t label_step = std::max<std::size_t>(1, scene.query_tokens.size() / 4096);
+  for (std::size_t t = 0; t < scene.query_tokens.size(); t += label_step)
+    label_w = std::max(label_w, ImGui::CalcTextSize(axisLabel(scene.query_tokens[t]).c_str()).x);
+  return label_w + 6;
+}
+
+// How a tile of (width, height) pixels holds its map: the query labels' width (0: no labels), square cells of
+// `cell` pixels, the key labels turned upright or not. One rule for drawTile and for the grid choosing its columns.
+struct TileGeometry {
+  float label_w = 0, cell = 0, height = 0;  // height: title, map and key labels
+  bool labels = false, turned = false;
+};
+
+TileGeometry tileGeometry(const Scene& scene, float widest_query, float width, float height, const CellView& cells) {
+  const float line = ImGui::GetTextLineHeight();
+  TileGeometry g;
+  // Small tiles (many heads) give all their room to the map; the tooltip still names the tokens.
+  g.labels = width >= 7 * line && height >= 6 * line;
+  g.label_w = g.labels ? std::min(widest_query, width * 0.3f) : 0;
+  const float n_cols = cells.col1 - cells.col0, n_rows = cells.row1 - cells.row0;
+  const float avail_w = width - g.label_w;
+  float key_h = g.labels ? 1.2f * line : 0.1f * line;
+  g.cell = mapCell(avail_w, height - 1.2f * line - key_h, n_cols, n_rows);
+  g.turned = g.labels && keyLabelsTurned(scene, g.cell);
+  if (g.turned) {
+    key_h = keyLabelHeight(scene, true);
+    g.cell = mapCell(avail_w, height - 1.2f * line - key_h, n_cols, n_rows);
+  }
+  g.height = 1.2f * line + std::floor(g.cell * n_rows) + key_h;
+  return g;
+}
 
 struct TileResult {
   bool clicked = false;
@@ -88,8 +171,11 @@ struct TileResult {
 
 // Draws head `head` into [p0, p1): title, key labels below, query labels left, the map itself; hover shows the
 // cell under the mouse. Labels are thinned so that they never overlap (every k-th token).
+// `tag` (the grid's "KV 3" on a group's last tile in a row), when not empty, is drawn at the title line's right
+// end in `tag_color`, the title shortened to leave it room.
 TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer, int head, ImVec2 p0, ImVec2 p1,
-                    const CellView& cells, bool zoomable) {
+                    const CellView& cells, bool zoomable, float widest_query, const std::string& tag = "",
+                    ImU32 tag_color = 0) {
   const Scene& scene = state.headsScene();
   const bool weights_known = !state.weightsPending();  // result() describes `scene`: exact weights may be shown
   const std::vector<std::string>& q_tokens = scene.query_tokens;
@@ -109,15 +195,18 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
   const std::vector<HeadTypeScores>& types = weights_known ? state.headTypes() : kNoTypes;
   const char* label =
       head < static_cast<int>(types.size()) ? headTypeText(headTypeLabel(types[static_cast<std::size_t>(head)])) : "";
+  const float tag_w = tag.empty() ? 0.0f : ImGui::CalcTextSize(tag.c_str()).x + line * 0.5f;
   const float mute_w = ImGui::CalcTextSize("unmute").x + 2 * ImGui::GetStyle().FramePadding.x;
   if (all_stats.empty())
     std::snprintf(title, sizeof title, "Head %d", head + 1);
   else
     std::snprintf(title, sizeof title, "Head %d %s  entropy %.2f", head + 1, label, entropy);
-  if (ImGui::CalcTextSize(title).x + mute_w + line > p1.x - p0.x)
+  if (ImGui::CalcTextSize(title).x + mute_w + tag_w + line > p1.x - p0.x)
     std::snprintf(title, sizeof title, "Head %d %s", head + 1, label);
-  if (ImGui::CalcTextSize(title).x + mute_w + line > p1.x - p0.x)
+  if (ImGui::CalcTextSize(title).x + mute_w + tag_w + line > p1.x - p0.x)
     std::snprintf(title, sizeof title, "Head %d", head + 1);
+  if (ImGui::CalcTextSize(title).x + mute_w + tag_w + line > p1.x - p0.x)  // narrow tiles (16 heads and more)
+    std::snprintf(title, sizeof title, "H%d", head + 1);
   list->AddText(p0, text_color, title);
   const bool muted = isMuted(view, head);
   const ImVec2 after_title = ImGui::GetCursorScreenPos();
@@ -127,36 +216,27 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
   probeItem("head" + std::to_string(head) + ".mute");
   ImGui::PopID();
   ImGui::SetCursorScreenPos(after_title);
+  // The tag where it fits beside the title and the button (else the frame alone shows the group, the tooltip
+  // names it).
+  if (!tag.empty() && ImGui::CalcTextSize(title).x + mute_w + tag_w + line * 0.5f <= p1.x - p0.x)
+    drawProbedText(list, "head" + std::to_string(head) + ".tag", ImVec2(p1.x - tag_w + line * 0.5f, p0.y), tag_color,
+                   tag.c_str());
   const char* hint = "rows: queries, columns: keys";
-  if (ImGui::CalcTextSize(title).x + mute_w + ImGui::CalcTextSize(hint).x + 3 * line < p1.x - p0.x)
+  if (tag.empty() && ImGui::CalcTextSize(title).x + mute_w + ImGui::CalcTextSize(hint).x + 3 * line < p1.x - p0.x)
     list->AddText(ImVec2(p1.x - ImGui::CalcTextSize(hint).x - line, p0.y), ImGui::GetColorU32(ImGuiCol_TextDisabled),
                   hint);
 
-  // The widest query label (at most 4096 measured, evenly spaced: a long scene would measure 32k every frame).
-  float label_w = 0;
-  const std::size_t label_step = std::max<std::size_t>(1, q_tokens.size() / 4096);
-  for (std::size_t t = 0; t < q_tokens.size(); t += label_step)
-    label_w = std::max(label_w, ImGui::CalcTextSize(axisLabel(q_tokens[t]).c_str()).x);
-  label_w = std::min(label_w + 6, (p1.x - p0.x) * 0.3f);
-  // Small tiles (many heads) give all their room to the map; the tooltip still names the tokens.
-  const bool labels = p1.x - p0.x >= 7 * line && p1.y - p0.y >= 6 * line;
-  if (!labels) label_w = 0;
   // The map: square cells where the space allows, at most the tile; below it the key labels, turned upright
   // when they would otherwise have to be thinned.
   const float n_cols = cells.col1 - cells.col0, n_rows = cells.row1 - cells.row0;
-  const float avail_w = p1.x - p0.x - label_w;
-  float avail_h = p1.y - p0.y - (labels ? 1.2f + 1.2f : 1.3f) * line;
-  float cell = mapCell(avail_w, avail_h, n_cols, n_rows);
-  const bool turned = labels && keyLabelsTurned(scene, cell);
-  if (turned) {
-    avail_h = p1.y - p0.y - 1.2f * line - keyLabelHeight(scene, true);
-    cell = mapCell(avail_w, avail_h, n_cols, n_rows);
-  }
+  const TileGeometry g = tileGeometry(scene, widest_query, p1.x - p0.x, p1.y - p0.y, cells);
+  const float label_w = g.label_w, cell = g.cell;
+  const bool labels = g.labels, turned = g.turned;
   const ImVec2 m0(std::floor(p0.x + label_w), std::floor(p0.y + 1.2f * line));  // whole pixels: one texel each
   const ImVec2 m1(std::floor(m0.x + cell * n_cols), std::floor(m0.y + cell * n_rows));
   out.map_min = m0;
   out.map_max = m1;
-  renderer.draw(list, head, m0, m1, cells, 0.0f, scaleTop(state, view, head));
+  renderer.draw(list, head, m0, m1, cells, 0.0f, scaleTop(state, view, head), view.contrast);
   if (isMuted(view, head)) list->AddRectFilled(m0, m1, IM_COL32(0, 0, 0, kMutedDim));
   if (head == view.walk_head)  // the walkthrough's current step is about this head
     list->AddRect(ImVec2(m0.x - 3, m0.y - 3), ImVec2(m1.x + 3, m1.y + 3), IM_COL32(90, 170, 255, 255), 0, 0, 2.0f);
@@ -177,9 +257,16 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
     const int i0 = std::max(0, static_cast<int>(cells.row0)), i1 = std::min(scene.nQ(), static_cast<int>(std::ceil(cells.row1)));
     const int j0 = std::max(0, static_cast<int>(cells.col0)), j1 = std::min(scene.nK(), static_cast<int>(std::ceil(cells.col1)));
     const Tile shown = weightTile(scene, state.result(), TileRequest{head, i0, i1, j0, j1});
-    const float top = scaleTop(state, view, head);
     list->PushClipRect(m0, m1, true);
-    for (int i = i0; i < i1; ++i)
+    for (int i = i0; i < i1; ++i) {
+      // The top this row's colours are drawn against (its own max under the row scale, as the shader).
+      float top = scaleTop(state, view, head);
+      if (view.contrast.scale == ColorScale::RowMax) {
+        top = 0;
+        const Tile row = weightTile(scene, state.result(), TileRequest{head, i, i + 1, 0, scene.nK()});
+        for (int j = 0; j < scene.nK(); ++j)
+          if (!row.masked(0, j)) top = std::max(top, row.values(0, j));
+      }
       for (int j = j0; j < j1; ++j) {
         char text[16];
         const bool allowed = !shown.masked(i - i0, j - j0);
@@ -188,13 +275,14 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
           std::snprintf(text, sizeof text, "%.3f", weight);
         else
           std::snprintf(text, sizeof text, "masked");
-        const Rgb8 c = allowed ? colorAt(ColorMap::Viridis, weight / top) : kMaskedColor;
+        const Rgb8 c = allowed ? colorAt(ColorMap::Viridis, contrastT(view.contrast, weight, top)) : kMaskedColor;
         const bool dark = 0.299f * c.r + 0.587f * c.g + 0.114f * c.b < 140;
         const ImVec2 size = ImGui::CalcTextSize(text);
         list->AddText(ImVec2(m0.x + (static_cast<float>(j) + 0.5f - cells.col0) * cell - size.x * 0.5f,
                              m0.y + (static_cast<float>(i) + 0.5f - cells.row0) * cell - size.y * 0.5f),
                       dark ? IM_COL32(255, 255, 255, 230) : IM_COL32(20, 20, 20, 230), text);
       }
+    }
     list->PopClipRect();
   }
 
@@ -235,7 +323,10 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
                       m0.y + (static_cast<float>(i) - cells.row0) * cell);
       list->AddRect(c0, ImVec2(c0.x + cell, c0.y + cell), IM_COL32(255, 255, 255, 255), 0, 0, 2.0f);
       ImGui::BeginTooltip();
-      ImGui::Text("Head %d", head + 1);
+      if (scene.grouped())
+        ImGui::Text("Head %d (KV head %d)", head + 1, scene.kvOf(head) + 1);
+      else
+        ImGui::Text("Head %d", head + 1);
       // Heads count from 1, positions from 0 (as the exports' CSV and NPY), always with the token beside them.
       ImGui::Text("query  %s  (position %d)", q_tokens[static_cast<std::size_t>(i)].c_str(), i);
       ImGui::Text("key    %s  (position %d)", k_tokens[static_cast<std::size_t>(j)].c_str(), j);
@@ -352,15 +443,7 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
   if (view.focus_head >= heads) view.focus_head = -1;
   if (view.compare_a >= heads || view.compare_b >= heads) view.compare_a = view.compare_b = -1;
 
-  ImGui::TextUnformatted("Colour scale");
-  ImGui::SameLine();
-  int scale = static_cast<int>(view.color_scale);
-  const char* names[] = {"0 to 1", "shared max", "per-head max"};
-  for (int i = 0; i < 3; ++i) {
-    ImGui::SameLine();
-    if (ImGui::RadioButton(names[i], scale == i)) view.color_scale = static_cast<ColorScale>(i);
-    probeItem(std::string("heads.scale.") + std::to_string(i));
-  }
+  drawContrastControl(view);
   if (state.resultPending()) {  // a big scene recomputes off the UI thread: the maps show the previous result
     ImGui::SameLine();
     ImGui::TextColored(ImVec4(1.0f, 0.75f, 0.3f, 1.0f), "updating...");
@@ -407,56 +490,78 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
     // The hovered query row, else the clicked one, feeds the row profile under the map.
     view.profile_query = view.breakdown_head == view.focus_head ? view.breakdown_query : -1;
     const float profile_h = rowProfileHeight();
-    drawTile(state, view, renderer, view.focus_head, origin,
-             ImVec2(origin.x + area.x, origin.y + area.y - profile_h), view.zoom, true);
+    drawTile(state, view, renderer, view.focus_head, origin, ImVec2(origin.x + area.x, origin.y + area.y - profile_h),
+             view.zoom, true, widestQueryLabel(scene));
     // The cells in view, in cells not pixels, for the scripted tests (gui_long_zoom checks them by colour).
     probeRect("heads.zoom_cells", ImVec2(view.zoom.col0, view.zoom.row0), ImVec2(view.zoom.col1, view.zoom.row1));
     drawRowProfile(state, view, view.focus_head, ImVec2(origin.x, origin.y + area.y - profile_h + 4), area.x);
   } else if (pair) {
     const float w = (area.x - gap) / 2;
-    drawTile(state, view, renderer, view.compare_a, origin, ImVec2(origin.x + w, origin.y + area.y), whole, false);
+    drawTile(state, view, renderer, view.compare_a, origin, ImVec2(origin.x + w, origin.y + area.y), whole, false,
+             widestQueryLabel(scene));
     const ImVec2 second(origin.x + w + gap, origin.y);
-    drawTile(state, view, renderer, view.compare_b, second, ImVec2(second.x + w, origin.y + area.y), whole, false);
+    drawTile(state, view, renderer, view.compare_b, second, ImVec2(second.x + w, origin.y + area.y), whole, false,
+             widestQueryLabel(scene));
   } else {
-    // Columns chosen so that tiles come out as square as the area allows.
-    int cols = 1;
-    float best = 0;
-    for (int c = 1; c <= heads; ++c) {
-      const int rows = (heads + c - 1) / c;
-      const float side = std::min(area.x / c, area.y / rows);
-      if (side > best) best = side, cols = c;
-    }
-    const int rows = (heads + cols - 1) / cols;
-    const float tile_w = area.x / cols, tile_h = area.y / rows;
     std::vector<int> order = headOrder(state, view);  // of the result's scene: a long edit may have other heads
     if (static_cast<int>(order.size()) != heads) {
       order.resize(static_cast<std::size_t>(heads));
       for (int h = 0; h < heads; ++h) order[static_cast<std::size_t>(h)] = h;
     }
+    const auto kv_at = [&](int slot) { return scene.kvOf(order[static_cast<std::size_t>(slot)]); };
+    // The columns that give the largest maps (each tile's title and labels counted, as drawTile lays them out);
+    // with grouped heads only those that start every row with a new KV group, so that no group is split
+    // across two rows (one row of every head always qualifies).
+    const float widest_query = widestQueryLabel(scene);
+    int cols = heads;
+    float best = -1;
+    for (int c = 1; c <= heads; ++c) {
+      bool whole_groups = true;
+      for (int slot = c; slot < heads && scene.grouped(); slot += c)
+        whole_groups = whole_groups && kv_at(slot) != kv_at(slot - 1);
+      if (!whole_groups) continue;
+      const int rows = (heads + c - 1) / c;
+      const TileGeometry g = tileGeometry(scene, widest_query, area.x / static_cast<float>(c) - gap,
+                                          area.y / static_cast<float>(rows) - gap * 0.5f, whole);
+      const float score = g.cell * (g.labels ? 1.1f : 1.0f);  // tokens beside the map: worth a tenth of its side
+      if (score > best) best = score, cols = c;
+    }
+    const int rows = (heads + cols - 1) / cols;
+    const float tile_w = area.x / static_cast<float>(cols);
+    // Rows as tall as their maps need, stacked without a band between them (the map is square-celled, so when
+    // the width limits it the height to spare goes below the grid, in one place).
+    const float room_h = area.y / static_cast<float>(rows);
+    const float tile_h =
+        std::min(room_h, tileGeometry(scene, widest_query, tile_w - gap, room_h - gap * 0.5f, whole).height + gap);
+    const ImU32 frame = IM_COL32(240, 200, 80, 255);
     for (int slot = 0; slot < heads; ++slot) {
       const int h = order[static_cast<std::size_t>(slot)];
-      const ImVec2 t0(origin.x + (slot % cols) * tile_w, origin.y + (slot / cols) * tile_h);
+      const ImVec2 t0(origin.x + static_cast<float>(slot % cols) * tile_w,
+                      origin.y + static_cast<float>(slot / cols) * tile_h);
       const ImVec2 t1(t0.x + tile_w - gap, t0.y + tile_h - gap * 0.5f);
-      if (drawTile(state, view, renderer, h, t0, t1, whole, false).clicked) {
+      // A KV group's last head in its row carries the group's name in its title line.
+      const bool run_ends = slot + 1 == heads || (slot + 1) % cols == 0 || kv_at(slot + 1) != kv_at(slot);
+      const std::string tag = scene.grouped() && run_ends ? "KV " + std::to_string(kv_at(slot) + 1) : "";
+      if (drawTile(state, view, renderer, h, t0, t1, whole, false, widest_query, tag, frame).clicked) {
         view.focus_head = h;
         view.zoom = whole;
       }
     }
-    // Grouped-query heads: each run of one key/value head's query heads along a row of tiles inside one frame,
-    // labelled with that KV head (the heads of a group sit side by side unless clustering reorders them).
+    probeRect("heads.area", origin, ImVec2(origin.x + area.x, origin.y + area.y));
+    // Grouped-query heads: each run of one key/value head's query heads along a row of tiles inside one frame
+    // (the heads of a group sit side by side unless clustering reorders them).
     if (scene.grouped()) {
       ImDrawList* list = ImGui::GetWindowDrawList();
-      const ImU32 frame = IM_COL32(240, 200, 80, 255);
       for (int slot = 0; slot < heads;) {
-        const int kv = scene.kvOf(order[static_cast<std::size_t>(slot)]);
+        const int kv = kv_at(slot);
         int end = slot + 1;
-        while (end < heads && end % cols != 0 && scene.kvOf(order[static_cast<std::size_t>(end)]) == kv) ++end;
-        const ImVec2 f0(origin.x + (slot % cols) * tile_w - gap * 0.4f, origin.y + (slot / cols) * tile_h - gap * 0.4f);
-        const ImVec2 f1(origin.x + ((end - 1) % cols + 1) * tile_w - gap * 0.6f, f0.y + tile_h - gap * 0.1f);
+        while (end < heads && end % cols != 0 && kv_at(end) == kv) ++end;
+        const ImVec2 f0(origin.x + static_cast<float>(slot % cols) * tile_w - gap * 0.4f,
+                        origin.y + static_cast<float>(slot / cols) * tile_h - gap * 0.4f);
+        const ImVec2 f1(origin.x + static_cast<float>((end - 1) % cols + 1) * tile_w - gap * 0.6f,
+                        f0.y + tile_h - gap * 0.1f);
         list->AddRect(f0, f1, frame, 0, 0, 2.0f);
-        char label[24];
-        std::snprintf(label, sizeof label, "KV %d", kv + 1);
-        list->AddText(ImVec2(f1.x - ImGui::CalcTextSize(label).x - 4, f1.y - ImGui::GetTextLineHeight() - 2), frame, label);
+        probeRect("heads.kvframe." + std::to_string(slot), f0, f1);
         slot = end;
       }
     }
@@ -466,8 +571,8 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
   const float top = scaleTop(state, view, std::max(0, view.focus_head));
   const ImVec2 b0(origin.x + area.x + gap, origin.y + ImGui::GetTextLineHeight() * 1.2f);
   drawColorBar(ImGui::GetWindowDrawList(), b0, ImVec2(b0.x + bar_w * 0.35f, b0.y + std::min(area.y * 0.6f, 300.0f)),
-               view.color_scale == ColorScale::PerHead && view.focus_head < 0 ? 1.0f : top);
-  if (view.color_scale == ColorScale::PerHead && view.focus_head < 0)
+               view.contrast.scale == ColorScale::PerHead && view.focus_head < 0 ? 1.0f : top, view.contrast);
+  if (view.contrast.scale == ColorScale::PerHead && view.focus_head < 0)
     ImGui::GetWindowDrawList()->AddText(ImVec2(b0.x, b0.y + std::min(area.y * 0.6f, 300.0f) + 20),
                                         ImGui::GetColorU32(ImGuiCol_TextDisabled), "x head\nmax");
 }

@@ -19,13 +19,11 @@ namespace attnscope::app {
 class ModelSession;  // window/model/model_session.h: the opened checkpoint and its forward
 struct OpenArraysForm;  // window/model/open_arrays.h: the Open form for .npy, .npz and .safetensors files
 
-enum class ColorScale { Fixed, Shared, PerHead };  // 0..1; 0..max over all heads; 0..max of each head
-
 struct ViewState {
   int focus_head = -1;                 // >= 0: the heads panel shows this head enlarged
   int compare_a = -1, compare_b = -1;  // >= 0: the heads panel shows these two side by side (from similarity)
   CellView zoom;                       // the enlarged head's visible cells
-  ColorScale color_scale = ColorScale::Fixed;
+  MapContrast contrast;  // every map's colours (heatmap_view.h): the heads, the model grid, the full map, exports
   int metric = 0;  // similarity: 0 cosine, 1 Jensen-Shannon
   int walk_step = 0;
   int walk_head = -1;      // the head the shown walkthrough step is about (-1: none or tab hidden)
@@ -177,6 +175,10 @@ void drawMapAxes(const std::vector<std::string>& queries, const std::vector<std:
 float mapAxesHeight(const std::vector<std::string>& keys, float cell);
 // The side of a cell of an (n_rows, n_cols) map fitted into (avail_w, avail_h) pixels: square cells, the whole
 // map at least a pixel (a long scene's cells are far below one).
+// The colour bar beside a map (from 0 or top / 1000 at the bottom to `top`) and the contrast control above the
+// maps (panel_heads.cpp): one ViewState::contrast for the heads, the model grid and the full-size map.
+void drawColorBar(ImDrawList* list, ImVec2 p0, ImVec2 p1, float top, const MapContrast& contrast);
+void drawContrastControl(ViewState& view);
 float mapCell(float avail_w, float avail_h, float n_cols, float n_rows);
 // A section title with a rule under it.
 void sectionHeader(const char* title);

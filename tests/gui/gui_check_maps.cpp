@@ -1,0 +1,117 @@
+// Room for the maps (issue 30): the model grid and the heads grid filling the centre pane at 1280 x 800 and at
+// ATTNSCOPE_UI_SCALE=2, grouped heads laid out by KV group. Read from the probe's rectangles (ui_probe.h).
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "gui_check.h"
+
+namespace gui {
+
+namespace {
+
+std::string box(const std::vector<float>& r) {
+  return "[" + std::to_string(static_cast<int>(r[0])) + "," + std::to_string(static_cast<int>(r[1])) + " .. " +
+         std::to_string(static_cast<int>(r[2])) + "," + std::to_string(static_cast<int>(r[3])) + "]";
+}
+
+bool within(const std::vector<float>& inner, const std::vector<float>& outer) {
+  return inner[0] >= outer[0] && inner[1] >= outer[1] && inner[2] <= outer[2] && inner[3] <= outer[3];
+}
+
+}  // namespace
+
+void checkModelGridFills(Checker& c) {
+  // model.area: what the pane leaves the grid (token strip, header, tiles); model.grid: the tiles and their
+  // layer labels. Before: 11 px tiles with 180 of 470 px empty beside them (38%). Now at most 5% of the width
+  // and of the height left over (a pixel a head and a layer of rounding: 16 of 465 px, 28 of 640 at scale 1).
+  const std::vector<float> area = c.rect("model.area"), grid = c.rect("model.grid");
+  const float empty_w = (area[2] - grid[2]) / (area[2] - area[0]), empty_h = (area[3] - grid[3]) / (area[3] - area[1]);
+  c.expect(within(grid, area) && empty_w <= 0.05f && empty_h <= 0.05f,
+           "the grid " + box(grid) + " fills its room " + box(area) + ": " + std::to_string(empty_w * 100) +
+               "% of the width and " + std::to_string(empty_h * 100) + "% of the height empty");
+  const std::vector<float> tile = c.rect("model.tile.0.0"), last = c.rect("model.tile.27.15");
+  const float w = tile[2] - tile[0], h = tile[3] - tile[1];
+  c.expect(w >= 20 && h >= 10 && w <= 2 * h && h <= 2 * w && last[2] - last[0] == w && last[3] - last[1] == h,
+           "tiles of " + std::to_string(static_cast<int>(w)) + " x " + std::to_string(static_cast<int>(h)) +
+               " px (at least 20 wide, sides at most 2:1, all alike)");
+}
+
+void checkTokenStrip(Checker& c, int tokens) {
+  // Labels over the strip, not "..." nor an empty bar: the first token (the sink row) and the last always, none
+  // overlapping another (the probe's check, in "clipped"), at least a third of the tokens named.
+  int labelled = 0;
+  for (int t = 0; t < tokens; ++t) labelled += c.layout.contains("model.tokentext." + std::to_string(t));
+  c.expect(c.layout.contains("model.tokentext.0") &&
+               c.layout.contains("model.tokentext." + std::to_string(tokens - 1)) && 3 * labelled >= tokens,
+           std::to_string(labelled) + " of " + std::to_string(tokens) +
+               " tokens labelled over the strip, the first and "
+               "the last among them");
+}
+
+void checkHeadsWide(Checker& c) {
+  // A random scene of 16 query heads in 4 KV groups (scripts/heads_wide.txt): kv head of head h is h / 4.
+  constexpr int kHeads = 16, kGroup = 4;
+  std::vector<std::vector<float>> maps;
+  for (int h = 0; h < kHeads; ++h) maps.push_back(c.rect("head" + std::to_string(h) + ".map"));
+  c.expect(!c.layout.contains("head16.map"), "16 heads drawn");
+  // Each KV group in one frame on one row: the frames hold exactly a group's 4 heads, their maps' tops level.
+  int frames = 0, bad = 0;
+  for (const auto& [id, rect] : c.layout.items()) {
+    if (id.rfind("heads.kvframe.", 0) != 0) continue;
+    ++frames;
+    const std::vector<float> f = rect.get<std::vector<float>>();
+    std::vector<int> in;
+    for (int h = 0; h < kHeads; ++h)
+      if (within(maps[static_cast<std::size_t>(h)], f)) in.push_back(h);
+    bool ok = in.size() == kGroup && in.front() % kGroup == 0 && in.back() == in.front() + kGroup - 1;
+    for (int h : in) ok = ok && maps[static_cast<std::size_t>(h)][1] == maps[static_cast<std::size_t>(in[0])][1];
+    if (!ok && ++bad <= 2) std::printf("      %s %s holds %zu heads\n", id.c_str(), box(f).c_str(), in.size());
+  }
+  c.expect(frames == kHeads / kGroup && bad == 0, std::to_string(frames) +
+                                                      " KV frames, each one whole group on one "
+                                                      "row (" +
+                                                      std::to_string(bad) + " not)");
+  // The maps fill the pane's room in the direction that limits them (square cells: the other keeps the rest):
+  // their bounding box at least 90% of the room's width or of its height. Before: 60 px maps in 130 px tiles.
+  const std::vector<float> area = c.rect("heads.area");
+  std::vector<float> all = maps[0];
+  for (const auto& m : maps)
+    all = {std::min(all[0], m[0]), std::min(all[1], m[1]), std::max(all[2], m[2]), std::max(all[3], m[3])};
+  const float fill = std::max((all[2] - all[0]) / (area[2] - area[0]), (all[3] - all[1]) / (area[3] - area[1]));
+  c.expect(within(all, area) && fill >= 0.9f,
+           "the maps " + box(all) + " fill their room " + box(area) + " to " + std::to_string(fill * 100) + "%");
+  const float side = maps[0][2] - maps[0][0];
+  c.expect(side >= 0.2f * (area[2] - area[0]),
+           "maps " + std::to_string(static_cast<int>(side)) + " px wide, at least a fifth of the room (4 columns)");
+  std::string clipped;
+  for (const auto& id : c.layout.value("clipped", nlohmann::json::array())) clipped += " " + id.get<std::string>();
+  c.expect(clipped.empty(), "nothing clipped or overlapping:" + clipped);
+}
+
+void checkRowContrast(Checker& c) {
+  // Each row of the worked example's weights (softmax of Q K^T / sqrt(2), in double from the printed matrices)
+  // over its own largest weight: the row's peak at the colour map's top, the rest at w / max. The window divides
+  // float32 weights (relative error ~1e-7), so a ratio within 1e-5 of a boundary between entries may show either.
+  for (int h = 0; h < 2; ++h) {
+    const Grid w = expectedWeights(h, false);
+    for (int i = 0; i < 3; ++i) {
+      const double top =
+          *std::max_element(w[static_cast<std::size_t>(i)].begin(), w[static_cast<std::size_t>(i)].end());
+      for (int j = 0; j < 3; ++j) {
+        const double r = w[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] / top;
+        const Rgb8 got = c.cell("head" + std::to_string(h) + ".map", i, j, 3, 3, Checker::kAboveText);
+        char what[160];
+        std::snprintf(what, sizeof what, "row max: head %d cell (%d,%d): %.4f / row max %.4f = %.4f, drawn %s", h + 1,
+                      i, j, w[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)], top, r,
+                      Checker::str(got).c_str());
+        c.expect(got == attnscope::colorAt(ColorMap::Viridis, static_cast<float>(r - 1e-5)) ||
+                     got == attnscope::colorAt(ColorMap::Viridis, static_cast<float>(r + 1e-5)),
+                 what);
+      }
+    }
+  }
+}
+
+}  // namespace gui
