@@ -67,7 +67,12 @@ void drawCheckpointPanel(AppState& state, ViewState& view) {
     drawGridFigureExport(s);
     ImGui::Spacing();
   }
-  sectionHeader("Checkpoint: GPT-2, Llama, Mistral, Qwen2, Qwen3");
+  sectionHeader("Checkpoint");
+  // Every family the loader reads (docs/models.md's table), wrapped to the pane.
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+  ImGui::TextWrapped("GPT-2, Llama, Mistral, Qwen2, Qwen3, Pythia (GPT-NeoX), Gemma 1-3, Phi-3, OLMo 2, Mixtral, "
+                     "BERT, RoBERTa");
+  ImGui::PopStyleColor();
   const ImGuiStyle& style = ImGui::GetStyle();
   ImGui::SetNextItemWidth(-(ImGui::CalcTextSize("Browse...").x + 2 * style.FramePadding.x + style.ItemSpacing.x));
   ImGui::InputTextWithHint("##checkpoint_dir", "folder (or its config.json): model.safetensors, tokenizer", &s.dir);
