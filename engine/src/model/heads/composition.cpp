@@ -3,15 +3,16 @@
 // (r x d) factors of each product's Gram matrix, never a d x d product per pair.
 //
 // For a writer A and a reader matrix M (d x d): ||W_OV^A M||_F^2 = tr(M^T G_A M) = <G_A, M M^T>_F with
-// G_A = W_OV^A^T W_OV^A. Each Gram is F^T F for a factor F (r x d), r = min(d, head_dim):
+// G_A = W_OV^A^T W_OV^A. Each Gram is F^T F for a factor F (head_dim x d):
 //   writer  W_OV = V O            G   = O^T V^T V O          F = R(V) O
 //   Q       M = W_QK = Q K^T      M M^T = Q K^T K Q^T        F = R(K) Q^T
 //   K       M = W_QK^T = K Q^T    M M^T = K Q^T Q K^T        F = R(Q) K^T
 //   V       M = W_OV^B = V O      M M^T = V O O^T V^T        F = R(O^T) V^T
-// with R(X) the (r x cols) factor of X^T X (QR's R). The inner products of all pairs are one matrix product of
+// with R(X) the (cols x cols) factor of X^T X (its Cholesky factor). The inner products of all pairs are one matrix product of
 // the flattened Grams, taken in slabs of rows of the symmetric d x d Grams (only columns c >= r, off-diagonal
 // entries counted twice), so the memory is the factors plus one slab per head.
-#include <Eigen/QR>
+#include <Eigen/Cholesky>
+#include <Eigen/Eigenvalues>
 #include <algorithm>
 #include <cmath>
 
@@ -26,13 +27,17 @@ namespace attnscope::model {
 namespace {
 
 using MatrixD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-constexpr int kSlabRows = 16;  // rows of each d x d Gram per pass: 4 Grams x heads x 16 x d doubles
+constexpr int kSlabRows = 32;  // rows of each d x d Gram per pass: 4 Grams x heads x 32 x d doubles
 
-// F with F^T F = X^T X: the R of a thin QR (cols x cols) when X has at least as many rows, else X itself.
+// F (cols x cols) with F^T F = X^T X: the Gram's Cholesky factor (X^T X = U^T U, one BLAS product and a cols^3 / 3
+// factorisation), or, for a singular Gram (zero weights, d < head_dim), its
+// eigen decomposition's sqrt(lambda) V^T.
 MatrixD gramFactor(const MatrixD& x) {
-  if (x.rows() < x.cols()) return x;
-  Eigen::HouseholderQR<MatrixD> qr(x);
-  return qr.matrixQR().topRows(x.cols()).triangularView<Eigen::Upper>();
+  const MatrixD gram = x.transpose() * x;
+  const Eigen::LLT<MatrixD> llt(gram);
+  if (llt.info() == Eigen::Success) return llt.matrixU();
+  const Eigen::SelfAdjointEigenSolver<MatrixD> eigen(gram);
+  return eigen.eigenvalues().cwiseMax(0.0).cwiseSqrt().asDiagonal() * eigen.eigenvectors().transpose();
 }
 
 // Output rows [row0, row0 + count) of a projection in row-vector form (d x count), each input row d scaled by
@@ -86,7 +91,7 @@ HeadFactors headFactors(const ModelView& v, int layer, int h) {
 std::size_t compositionBytes(const Model& model) {
   const Architecture a = model.architecture();
   const std::size_t heads = static_cast<std::size_t>(a.n_layer) * a.n_head, d = static_cast<std::size_t>(a.hidden);
-  const std::size_t r = std::min<std::size_t>(d, static_cast<std::size_t>(a.head_dim));
+  const std::size_t r = static_cast<std::size_t>(a.head_dim);
   // The factors, one slab of each Gram per head, and the three (heads x heads) score matrices.
   return sizeof(double) * (heads * kKinds * r * d + heads * kKinds * kSlabRows * d + 3 * heads * heads);
 }
@@ -100,7 +105,7 @@ Composition compositionScores(const Model& model, std::size_t budget_bytes) {
   std::vector<HeadFactors> factors(static_cast<std::size_t>(heads));
 #pragma omp parallel for schedule(dynamic, 1)
   for (int i = 0; i < heads; ++i) factors[static_cast<std::size_t>(i)] = headFactors(v, i / per_layer, i % per_layer);
-  timings.mark("factors (QR, r x d)");
+  timings.mark("factors (Cholesky, r x d)");
 
   // inner[kind - 1](A, B) = <G_A, H_B>, accumulated over slabs of Gram rows [r0, r1), columns [r0, d).
   MatrixD inner[3];
