@@ -32,29 +32,10 @@ namespace {
 // weights (in [0, 1]). The bars: 1e-5 maps, 1e-6 rollout, 5e-5 hidden. Seen: printed by each case.
 constexpr double kWeightTol = 1e-5, kRolloutTol = 1e-6, kHiddenTol = 5e-5;
 
-std::string checkpoint(const std::string& args) {
-  const std::string dir = model_test::tempDir() + "/ckpt";
-  const model_test::CommandRun r = model_test::run(std::string(model_test::kPython) + " '" + ATTNSCOPE_SOURCE_DIR +
-                                                   "/tests/model/bert_reference.py' '" + dir + "' " + args);
-  if (r.status != 0) throw std::runtime_error("bert_reference.py failed: " + r.err);
-  return dir;
-}
+std::string checkpoint(const std::string& args) { return model_test::referenceCheckpoint("bert_reference.py", args); }
 
-std::vector<int> idsOf(const json& expected) {
-  std::vector<int> ids;
-  for (const json& id : expected["ids"]) ids.push_back(id.get<int>());
-  return ids;
-}
-
-double worstMap(const model::ForwardResult& f, const json& expected) {
-  double worst = 0;
-  for (std::size_t l = 0; l < expected["weights"].size(); ++l)
-    for (std::size_t h = 0; h < expected["weights"][l].size(); ++h)
-      worst = attnscope::test::worse(
-          worst, attnscope::test::maxError(f.map(static_cast<int>(l), static_cast<int>(h)),
-                                           attnscope::test::jsonMatrix(expected["weights"][l][h]), {}, "maps"));
-  return worst;
-}
+using model_test::idsOf;
+using model_test::worstMap;
 
 // Over every head of every layer, the least mean weight a query puts on the keys after it: zero under a causal
 // mask. NumPy's maps of the cases here give 0.43 to 0.45 (one query alone may put as little as 1e-5 there).

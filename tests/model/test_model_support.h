@@ -13,7 +13,9 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
+#include "attnscope/model/gpt2.h"
 #include "command_support.h"
 #include "compare.h"
 
@@ -58,6 +60,34 @@ inline std::string tinyCheckpoint(const std::string& args = "") {
       run(std::string(kPython) + " '" + ATTNSCOPE_SOURCE_DIR + "/tests/model/gpt2_reference.py' '" + dir + "' " + args);
   if (r.status != 0) throw std::runtime_error("gpt2_reference.py failed: " + r.err);
   return dir;
+}
+
+// A tiny checkpoint in a new folder, written by tests/model/SCRIPT (a family's *_reference.py, which also writes
+// its NumPy forward's numbers into expected.json) with ARGS.
+inline std::string referenceCheckpoint(const std::string& script, const std::string& args) {
+  const std::string dir = tempDir() + "/ckpt";
+  const CommandRun r = run(std::string(kPython) + " '" + ATTNSCOPE_SOURCE_DIR + "/tests/model/" + script + "' '" + dir +
+                           "' " + args);
+  if (r.status != 0) throw std::runtime_error(script + " failed: " + r.err);
+  return dir;
+}
+
+// expected.json's token ids.
+inline std::vector<int> idsOf(const nlohmann::json& expected) {
+  std::vector<int> ids;
+  for (const nlohmann::json& id : expected["ids"]) ids.push_back(id.get<int>());
+  return ids;
+}
+
+// The largest |engine - NumPy| over every map of a forward against expected.json's weights [layer][head].
+inline double worstMap(const attnscope::model::ForwardResult& f, const nlohmann::json& expected) {
+  double worst = 0;
+  for (std::size_t l = 0; l < expected["weights"].size(); ++l)
+    for (std::size_t h = 0; h < expected["weights"][l].size(); ++h)
+      worst = attnscope::test::worse(
+          worst, attnscope::test::maxError(f.map(static_cast<int>(l), static_cast<int>(h)),
+                                           attnscope::test::jsonMatrix(expected["weights"][l][h]), {}, "maps"));
+  return worst;
 }
 
 }  // namespace model_test

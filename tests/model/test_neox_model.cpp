@@ -28,30 +28,10 @@ namespace {
 // each case (maps to 7.3e-7, rollout 1.0e-7, hidden 2.2e-6, layer scenes 7.0e-7).
 constexpr double kWeightTol = 1e-5, kRolloutTol = 1e-6, kHiddenTol = 5e-5;
 
-std::string checkpoint(const std::string& args) {
-  const std::string dir = model_test::tempDir() + "/ckpt";
-  const model_test::CommandRun r = model_test::run(std::string(model_test::kPython) + " '" + ATTNSCOPE_SOURCE_DIR +
-                                                   "/tests/model/neox_reference.py' '" + dir + "' " + args);
-  if (r.status != 0) throw std::runtime_error("neox_reference.py failed: " + r.err);
-  return dir;
-}
+std::string checkpoint(const std::string& args) { return model_test::referenceCheckpoint("neox_reference.py", args); }
 
-std::vector<int> idsOf(const json& expected) {
-  std::vector<int> ids;
-  for (const json& id : expected["ids"]) ids.push_back(id.get<int>());
-  return ids;
-}
-
-// The largest |engine - NumPy| over every map of a forward.
-double worstMap(const model::ForwardResult& f, const json& expected) {
-  double worst = 0;
-  for (std::size_t l = 0; l < expected["weights"].size(); ++l)
-    for (std::size_t h = 0; h < expected["weights"][l].size(); ++h)
-      worst = attnscope::test::worse(
-          worst, attnscope::test::maxError(f.map(static_cast<int>(l), static_cast<int>(h)),
-                                           attnscope::test::jsonMatrix(expected["weights"][l][h]), {}, "maps"));
-  return worst;
-}
+using model_test::idsOf;
+using model_test::worstMap;
 
 const std::string kShort = "Hello there, attention heads!";  // BOS + 29 byte tokens
 const std::string kLong =  // 150 bytes: past attendHead's 128-row block

@@ -33,30 +33,10 @@ namespace {
 // 1.1e-6, the forward through the CPU backend's scenes 9.8e-7: every bar 8x to 40x above the worst seen.
 constexpr double kWeightTol = 1e-5, kRolloutTol = 1e-6, kHiddenTol = 5e-5;
 
-std::string checkpoint(const std::string& args) {
-  const std::string dir = model_test::tempDir() + "/ckpt";
-  const model_test::CommandRun r = model_test::run(std::string(model_test::kPython) + " '" + ATTNSCOPE_SOURCE_DIR +
-                                                   "/tests/model/phimix_reference.py' '" + dir + "' " + args);
-  if (r.status != 0) throw std::runtime_error("phimix_reference.py failed: " + r.err);
-  return dir;
-}
+std::string checkpoint(const std::string& args) { return model_test::referenceCheckpoint("phimix_reference.py", args); }
 
-std::vector<int> idsOf(const json& expected) {
-  std::vector<int> ids;
-  for (const json& id : expected["ids"]) ids.push_back(id.get<int>());
-  return ids;
-}
-
-// The largest |engine - NumPy| over every map of a forward.
-double worstMap(const model::ForwardResult& f, const json& expected) {
-  double worst = 0;
-  for (std::size_t l = 0; l < expected["weights"].size(); ++l)
-    for (std::size_t h = 0; h < expected["weights"][l].size(); ++h)
-      worst = attnscope::test::worse(
-          worst, attnscope::test::maxError(f.map(static_cast<int>(l), static_cast<int>(h)),
-                                           attnscope::test::jsonMatrix(expected["weights"][l][h]), {}, "maps"));
-  return worst;
-}
+using model_test::idsOf;
+using model_test::worstMap;
 
 const std::string kShort = "Hello there, attention heads!";  // BOS + 29 byte tokens
 const std::string kLong =  // 146 tokens: past attendHead's 128-row block, and past the windows below
