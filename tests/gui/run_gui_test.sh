@@ -19,6 +19,8 @@ if [[ "$name" == model_grid_ondemand ]]; then script=model_grid maps=drop check_
 if [[ "$name" == model_phi3 || "$name" == model_olmo2 || "$name" == model_mixtral ]]; then
   script=model_llama check_name=model_llama phimix=${name#model_}
 fi
+# model_gemma: the same on a Gemma checkpoint ((1 + w) norms, scaled embeddings, GeGLU), gemma_reference.py's maps.
+if [[ "$name" == model_gemma ]]; then script=model_llama check_name=model_llama gemma=1; fi
 rm -rf "$out" && mkdir -p "$out"
 # The panes' widths are remembered in the user's config directory: each test has its own, empty at the start.
 export XDG_CONFIG_HOME="$out/config"
@@ -56,6 +58,9 @@ fi
 if [[ -n "${phimix:-}" ]]; then
   /usr/bin/python3 "$scripts/../../model/phimix_reference.py" "$out/ckpt" --family "$phimix" --layers 3 --heads 8 \
     --kv-heads 4 --hidden 64 --text "The cat sat on the mat."
+elif [[ -n "${gemma:-}" ]]; then
+  /usr/bin/python3 "$scripts/../../model/gemma_reference.py" "$out/ckpt" --family gemma --layers 3 --heads 8 \
+    --kv-heads 4 --hidden 64 --head-dim 8 --text "The cat sat on the mat."
 elif [[ "$script" == model_llama ]]; then
   /usr/bin/python3 "$scripts/../../model/llama_reference.py" "$out/ckpt" --family llama --layers 3 --heads 8 \
     --kv-heads 4 --hidden 64 --text "The cat sat on the mat."

@@ -263,7 +263,8 @@ def main():
            "local_theta": a.local_theta if a.family.startswith("gemma3") else None}
     ids = [256] + list(a.text.encode("utf-8"))  # BOS, then one token per byte
     maps, hidden = forward(w, ref, ids)
-    expected = {"ids": ids, "weights": maps.tolist(), "hidden": hidden.tolist(), "rollout": rollout(maps).tolist()}
+    expected = {"ids": ids, "kv_head": [h // (a.heads // a.kv_heads) for h in range(a.heads)],
+                "weights": maps.tolist(), "hidden": hidden.tolist(), "rollout": rollout(maps).tolist()}
     with open(os.path.join(a.out, "expected.json"), "w") as f:
         json.dump(expected, f)
 
