@@ -133,7 +133,7 @@ std::string contrastHelp(int column) {
   return option("--contrast") + "how a figure colours weights (PNG, SVG; CSV, NPY and JSON stay raw weights):\n" +
          indent + "fixed (0 to 1, the default), shared (0 to the largest weight drawn), head (each map\n" + indent +
          "over its own largest weight) or row (each query row over its largest unmasked weight)\n" +
-         option("--log") + "with --contrast: colours on a log scale over 3 decades of the top\n";
+         option("--log") + "colours on a log scale over 3 decades of the top (alone: of 1; or with --contrast)\n";
 }
 
 MapContrast takeContrast(Args& args) {
