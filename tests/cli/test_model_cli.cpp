@@ -285,6 +285,54 @@ TEST(ModelCli, GridOutInRowMaxLogContrast) {
   }
 }
 
+// --rollout-out --contrast row: each rollout row over its own largest unmasked value (row 0 is [1]: a per-map
+// top would be 1 and change nothing, the rows' are below it), each SVG cell's fill against NumPy's rollout:
+// within kRolloutTol, so r = v / top within e = kRolloutTol (1 + r) / top; any colour-map entry over
+// [r - e, r + e] is accepted.
+TEST(ModelCli, RolloutOutInRowMaxContrast) {
+  const std::string dir = freshCheckpoint(), out = model_test::tempDir() + "/rollout.svg";
+  const model_test::CommandRun r =
+      attnscope("model '" + dir + "' --text 'hello there' --rollout-out '" + out + "' --contrast row");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const attnscope::Matrix rollout = attnscope::test::jsonMatrix(numpyHelloThere()["rollout"]).cast<float>();
+  const attnscope::Figure figure = model::rolloutFigure(rollout, {"hello", "\u2423t", "he", "r", "e"}, true,
+                                                        {attnscope::ColorScale::RowMax, false});
+  EXPECT_EQ(figure.scale_label, "weight / row's max");
+  const attnscope::FigureLayout layout = attnscope::layoutFigure(figure);
+  const std::string svg = model_test::slurp(out);
+  int wrong = 0, below_one = 0;
+  for (int i = 0; i < 5; ++i) {
+    double top = 0;
+    for (int k = 0; k <= i; ++k) top = std::max(top, static_cast<double>(rollout(i, k)));
+    below_one += top < 0.99;
+    for (int k = 0; k < 5; ++k) {
+      const attnscope::PixelRect c = attnscope::cellRect(figure, layout, 0, i, k);
+      const std::string at = "<rect x=\"" + std::to_string(c.x) + "\" y=\"" + std::to_string(c.y) + "\" width=\"" +
+                             std::to_string(c.w) + "\" height=\"" + std::to_string(c.h) + "\" fill=\"#";
+      const std::size_t p = svg.find(at);
+      if (p == std::string::npos) {
+        ++wrong;
+        continue;
+      }
+      const std::string hex = svg.substr(p + at.size(), 6);
+      const auto byte = [&](int b) { return static_cast<std::uint8_t>(std::stoi(hex.substr(2 * b, 2), nullptr, 16)); };
+      const attnscope::Rgb8 got{byte(0), byte(1), byte(2)};
+      if (k > i) {
+        wrong += !(got == attnscope::kMaskedColor);
+        continue;
+      }
+      const double ratio = rollout(i, k) / top, e = kRolloutTol * (1 + ratio) / top;
+      bool ok = false;
+      for (int entry = attnscope::colorMapIndex(static_cast<float>(ratio - e));
+           entry <= attnscope::colorMapIndex(static_cast<float>(ratio + e)); ++entry)
+        ok = ok || got == attnscope::colorMapTable(attnscope::ColorMap::Viridis)[static_cast<std::size_t>(entry)];
+      wrong += !ok;
+    }
+  }
+  EXPECT_EQ(wrong, 0) << "rollout cells not at NumPy's rollout over its row's max, or masked";
+  EXPECT_GE(below_one, 3) << "rows whose max is below 1, where the contrast shows";
+}
+
 TEST(ModelCli, HostileSafetensors) {
   {  // truncated: the last tensors' bytes are gone
     const std::string dir = freshCheckpoint();
