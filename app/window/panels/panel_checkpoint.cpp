@@ -49,6 +49,10 @@ void drawGridFigureExport(ModelSession& s, const MapContrast& contrast) {
     }
   }
   probeItem("checkpoint.figure.export");
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+  textWrappedAtSpaces("colours: " + contrastName(contrast) + " (the maps' colour scale)");
+  ImGui::PopStyleColor();
+  probeItem("checkpoint.figure.contrast");
   if (!s.figure_error.empty()) {
     errorText(s.figure_error);
     probeItem("checkpoint.figure.error");

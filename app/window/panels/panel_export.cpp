@@ -131,7 +131,7 @@ void contrastLine(const MapContrast& contrast, ExportFormat format, bool weights
   if (format == ExportFormat::Csv || format == ExportFormat::Npy)
     line = "numbers: the raw weights (the colour scale is for PNG and SVG)";
   else if (weights)
-    line = "colours: " + contrastName(contrast) + " (the Heads tab's colour scale)";
+    line = "colours: " + contrastName(contrast) + " (the maps' colour scale)";
   else
     return;  // similarity and B - A have scales of their own, on the figure's bar
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
