@@ -426,6 +426,8 @@ int main(int argc, char** argv) {
       checkTokenStrip(c, 24);
     } else if (test == "row_contrast") {
       checkRowContrast(c);
+    } else if (test == "export_row_contrast") {
+      checkExportRowContrast(c, dir);
     } else if (test == "heads_wide") {
       checkHeadsWide(c);
     } else if (test == "model_llama") {
