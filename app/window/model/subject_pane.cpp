@@ -74,6 +74,7 @@ void tokenList(const ModelSession& s) {
     textWrappedAtSpaces(s.ranText());
     ImGui::PopStyleColor();
     probeItem("subject.text");
+    probeNote("subject.text", s.ranText());
   }
   const float right = ImGui::GetWindowContentRegionMax().x + ImGui::GetWindowPos().x;
   const int shown = std::min(static_cast<int>(labels.size()), kListedTokens);
@@ -143,6 +144,8 @@ void drawSubjectPane(AppState& state, ViewState& view) {
     if (ImGui::Button(open.c_str())) openModelLayerAsScene(state, view, s.layer);
     probeItem("subject.open_layer");
   }
+  ImGui::Spacing();
+  drawHeadScoresMap(view, s);
   ImGui::Spacing();
   tokenList(s);
   ImGui::Spacing();
