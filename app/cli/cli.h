@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "attnscope/export/contrast.h"
 #include "cli/cli_args.h"
 
 namespace attnscope::cli {
@@ -18,6 +19,12 @@ void writeStdout(std::string_view bytes);
 // Flushes and closes standard output, a command's last act: throws as writeStdout when a write failed, now or
 // before (a printf's error is only kept in the stream's flag).
 void closeStdout();
+
+// --contrast fixed|shared|head|row (default fixed) and --log: how a figure colours weights (contrast.h), as the
+// window's colour scale; a bad value is an InputError naming --contrast (cli_export.cpp).
+MapContrast takeContrast(Args& args);
+// The two options' lines for a command's --help, their text starting at `column` as the command's others.
+std::string contrastHelp(int column);
 
 int runCompute(Args& args);      // cli_compute.cpp
 int runWalkthrough(Args& args);  // cli_walkthrough.cpp

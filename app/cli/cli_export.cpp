@@ -1,6 +1,7 @@
 // attnscope export: loads a scene, computes it, and writes one head, all heads
 // or the head similarity as a PNG or SVG figure, a CSV table or a NPY array.
 // Heads are numbered from 1 on the command line.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -21,6 +22,7 @@ constexpr const char* kHelp =
     "png|svg|csv|npy --out PATH\n"
     "                        [--annotate] [--metric cosine|js] [--backend "
     "cpu|gpu|auto] [--rows A:B] [--cols C:D]\n"
+    "                        [--contrast fixed|shared|head|row] [--log]\n"
     "  --what head:N     one head's attention weights; heads are numbered from "
     "1 (head:1 is the first)\n"
     "         heads      every head: a grid of heatmaps with one colour bar, "
@@ -48,6 +50,17 @@ constexpr const char* kHelp =
     "  --cols C:D        with head:N, only key positions C to D-1; a window past "
     "2048 positions a side is drawn\n"
     "                    max-pooled in PNG and SVG, exact in CSV and NPY\n";
+
+// How weights become colours, a figure's: each weight over a top, the window's colour scale.
+MapContrast parseContrast(const std::string& scale, bool log) {
+  MapContrast c;
+  c.log = log;
+  c.scale = scale == "shared" ? ColorScale::Shared
+            : scale == "head" ? ColorScale::PerHead
+            : scale == "row"  ? ColorScale::RowMax
+                              : ColorScale::Fixed;
+  return c;
+}
 
 ExportFormat parseFormat(const std::string& name) {
   if (name == "png") return ExportFormat::Png;
@@ -112,9 +125,27 @@ void parseWindow(const std::string& field, const std::string& text, int& first, 
 
 }  // namespace
 
+std::string contrastHelp(int column) {
+  const auto option = [column](const std::string& name) {
+    return "  " + name + std::string(static_cast<std::size_t>(std::max(1, column - 2 - static_cast<int>(name.size()))), ' ');
+  };
+  const std::string indent(static_cast<std::size_t>(column), ' ');
+  return option("--contrast") + "how a figure colours weights (PNG, SVG; CSV, NPY and JSON stay raw weights):\n" +
+         indent + "fixed (0 to 1, the default), shared (0 to the largest weight drawn), head (each map\n" + indent +
+         "over its own largest weight) or row (each query row over its largest unmasked weight)\n" +
+         option("--log") + "colours on a log scale over 3 decades of the top (alone: of 1; or with --contrast)\n";
+}
+
+MapContrast takeContrast(Args& args) {
+  const std::string scale = args.takeChoice("--contrast", {"fixed", "shared", "head", "row"}, "fixed");
+  return parseContrast(scale, args.takeFlag("--log"));
+}
+
 int runExport(Args& args) {
   if (args.takeFlag("--help") || args.takeFlag("-h")) {
     std::fputs(kHelp, stdout);
+    std::fputs(contrastHelp(20).c_str(), stdout);
+    std::fputs("                    (head:N and heads; similarity and diff keep their own scales)\n", stdout);
     return 0;
   }
   const std::optional<std::string> what = args.take("--what");
@@ -126,6 +157,7 @@ int runExport(Args& args) {
   request.format = chooseFormat(args, *out);
   request.annotate = args.takeFlag("--annotate");
   request.dendrogram = args.takeFlag("--dendrogram");
+  request.contrast = takeContrast(args);
   const std::optional<std::string> against = args.take("--against");
   request.metric = args.takeChoice("--metric", {"cosine", "js"}, "cosine") == "js" ? SimilarityMetric::JensenShannon
                                                                                    : SimilarityMetric::Cosine;
@@ -148,6 +180,10 @@ int runExport(Args& args) {
   checkExportWindow(scene, request);  // before the compute: a bad window costs nothing
   if (request.dendrogram && request.what != ExportWhat::Similarity)
     throw InputError("--dendrogram", "only with --what similarity", "--what " + *what);
+  const bool weights = request.what == ExportWhat::Head || request.what == ExportWhat::Heads;
+  if (request.contrast != MapContrast{} && !weights)
+    throw InputError(request.contrast.scale != ColorScale::Fixed ? "--contrast" : "--log",
+                     "only with --what head:N or heads (a figure of weights)", "--what " + *what);
   std::vector<std::string> warnings;
   std::unique_ptr<Backend> backend = makeBackend(backend_name, 0, warnings);
   Result baseline;

@@ -24,7 +24,8 @@ constexpr const char* kHelp =
     "usage: attnscope model DIR (--text TEXT | --text-file FILE | --repeated-random L [--seed S]) [--layer L]\n"
     "                       [--out OUT.json|OUT.npy] [--scene-out LAYER.json] [--grid-out GRID.png|.svg]\n"
     "                       [--rollout-out ROLLOUT.png|.svg] [--analysis-out A.json [--dla-position P]\n"
-    "                       [--dla-target ID]] [--backend cpu|gpu|auto]\n"
+    "                       [--dla-target ID]] [--backend cpu|gpu|auto] [--contrast fixed|shared|head|row]\n"
+    "                       [--log]\n"
     "  DIR             a checkpoint folder, its family from config.json's model_type: GPT-2 (config.json,\n"
     "                  model.safetensors, vocab.json, merges.txt), or llama, mistral, qwen2, qwen3, gpt_neox,\n"
     "                  phi3, olmo2, mixtral (config.json,\n"
@@ -73,6 +74,8 @@ std::string extension(const std::string& path) {
 int runModel(Args& args) {
   if (args.takeFlag("--help") || args.takeFlag("-h")) {
     std::fputs(kHelp, stdout);
+    std::fputs(contrastHelp(18).c_str(), stdout);
+    std::fputs("                  (--grid-out and --rollout-out)\n", stdout);
     return 0;
   }
   std::optional<std::string> text = args.take("--text");
@@ -92,8 +95,12 @@ int runModel(Args& args) {
   if ((dla_position >= 0 || dla_target >= 0) && !analysis_out)
     throw InputError(dla_position >= 0 ? "--dla-position" : "--dla-target", "--analysis-out to write it to", "none");
   const std::string backend_name = args.takeChoice("--backend", {"cpu", "gpu", "auto"}, "cpu");
+  const MapContrast contrast = takeContrast(args);
   const std::vector<std::string> dirs = args.positionals(1);
   if (dirs.empty()) throw InputError("model", "a checkpoint folder: attnscope model DIR --text ...", "none");
+  if (contrast != MapContrast{} && !grid_out && !rollout_out)
+    throw InputError(contrast.scale != ColorScale::Fixed ? "--contrast" : "--log", "--grid-out or --rollout-out to colour",
+                     "neither");
   if (text && text_file) throw InputError("--text", "either --text or --text-file", "both");
   if (repeated > 0 && (text || text_file))
     throw InputError("--repeated-random", "either a text or --repeated-random", "both");
@@ -186,10 +193,10 @@ int runModel(Args& args) {
   }
   if (grid_file)
     grid_file->write(
-        model::figureBytes(model::modelGridFigure(forward, config, labels, static_cast<int>(layer)), grid_format));
+        model::figureBytes(model::modelGridFigure(forward, config, labels, static_cast<int>(layer), contrast), grid_format));
   if (rollout_file)
     rollout_file->write(
-        model::figureBytes(model::rolloutFigure(rollout, labels, checkpoint.layout().causal), rollout_format));
+        model::figureBytes(model::rolloutFigure(rollout, labels, checkpoint.layout().causal, contrast), rollout_format));
   if (analysis_file) {
     nlohmann::ordered_json j;
     j["model"] = checkpoint.dir;

@@ -22,7 +22,7 @@ using nlohmann::ordered_json;
 
 constexpr const char* kHelp =
     "usage: attnscope view FILE --tokens TOKENS [--tensor NAME] [--window W] [-o OUT.json]\n"
-    "                      [--grid-out GRID.png|.svg] [--layer L]\n"
+    "                      [--grid-out GRID.png|.svg] [--layer L] [--contrast fixed|shared|head|row] [--log]\n"
     "  FILE        a (layers, heads, n, n) or (heads, n, n) float array of attention weights: .npy, .npz or\n"
     "              .safetensors (--tensor NAME when the file holds several)\n"
     "  --tokens    a JSON list (inline, starting with '[') or a file: a JSON list or one token a line\n"
@@ -79,6 +79,8 @@ ordered_json tensorAnalysis(const arrays::AttentionTensor& t, int window) {
 int runView(Args& args) {
   if (args.takeFlag("--help") || args.takeFlag("-h")) {
     std::fputs(kHelp, stdout);
+    std::fputs(contrastHelp(14).c_str(), stdout);
+    std::fputs("              (--grid-out)\n", stdout);
     return 0;
   }
   const std::optional<std::string> tokens_arg = args.take("--tokens");
@@ -87,9 +89,12 @@ int runView(Args& args) {
   const std::optional<std::string> grid_out = args.take("--grid-out");
   const long layer = args.takeInt("--layer", 0, 1, 1000) - 1;
   const int window = static_cast<int>(args.takeInt("--window", kDefaultLocalWindow, 0, 1 << 20));
+  const MapContrast contrast = takeContrast(args);
   const std::vector<std::string> files = args.positionals(1);
   if (files.empty()) throw InputError("view", "an attention tensor file: attnscope view FILE --tokens TOKENS", "none");
   if (!tokens_arg) throw InputError("--tokens", "a JSON list or a file of tokens", "none");
+  if (contrast != MapContrast{} && !grid_out)
+    throw InputError(contrast.scale != ColorScale::Fixed ? "--contrast" : "--log", "--grid-out to colour", "none");
   const ExportFormat grid_format = grid_out ? model::figureFormat("--grid-out", *grid_out) : ExportFormat::Png;
   std::vector<std::string> tokens = arrays::tokensFromArgument(*tokens_arg);
   std::vector<PendingFile> files_out;
@@ -114,7 +119,7 @@ int runView(Args& args) {
     const std::int64_t panels = static_cast<std::int64_t>(c.n_head) * (layer >= 0 ? 1 : c.n_layer);
     estimate += model::gridFigureBytes(panels, t.forward.n, token_bytes);
     checkMemoryBudget(*grid_out, what + " and the figure", estimate);
-    grid = model::modelGridFigure(t.forward, c, t.tokens, static_cast<int>(layer));
+    grid = model::modelGridFigure(t.forward, c, t.tokens, static_cast<int>(layer), contrast);
     checkMemoryBudget(*grid_out, what + " and the figure's image", estimate + model::figureImageBytes(grid));
   }
   const std::string json = formatJson(tensorAnalysis(t, window));

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "attnscope/export/contrast.h"
 #include "window/app_state.h"
 #include "window/heatmap_tiles.h"
 
@@ -25,25 +26,8 @@ class GpuBackend;
 
 namespace attnscope::app {
 
-// How weights become colours, one setting for every map view (heads grid, model grid, full-size map: the
-// ViewState's `contrast`): each weight over a top (1; the largest weight of the heads shown; of its own map; of
-// its own row, the allowed cells only), then t = weight / top linearly, or on a log scale over 3 decades
-// (t = 1 + log10(weight / top) / 3, 1e-3 and below at the colour map's start). t picks the colour as colorAt.
-enum class ColorScale { Fixed, Shared, PerHead, RowMax };
-struct MapContrast {
-  ColorScale scale = ColorScale::Fixed;
-  bool log = false;
-  bool operator==(const MapContrast& o) const { return scale == o.scale && log == o.log; }
-  bool operator!=(const MapContrast& o) const { return !(*this == o); }
-};
-// t in [0, 1] of `weight` under `contrast`, its top already chosen (a row's max for RowMax), as the shader: for
-// what the CPU draws over a map (a cell's text colour) and the colour bar.
-inline float contrastT(const MapContrast& contrast, float weight, float top) {
-  float t = top > 0 ? weight / top : 0.0f;
-  t = t < 0 ? 0 : (t > 1 ? 1 : t);
-  if (contrast.log) t = t > 0 ? std::max(0.0f, 1.0f + std::log10(t) / 3.0f) : 0.0f;
-  return t;
-}
+// How weights become colours (MapContrast, contrastT: attnscope/export/contrast.h, shared with the exports): one
+// setting for every map view (heads grid, model grid, full-size map: the ViewState's `contrast`).
 
 // The part of a heatmap in view, in cells: columns [col0, col1), rows [row0, row1) (fractional when zoomed).
 struct CellView {

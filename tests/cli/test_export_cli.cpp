@@ -68,6 +68,53 @@ TEST_F(ExportCli, HeadTwoPngHasTheHandWorkedColours) {
     }
 }
 
+// --contrast row: each cell over its row's largest weight. Head 2's rows [1], [1/2, 1/2], [3/7, 1/7, 3/7]
+// become [1], [1, 1], [1, 1/3, 1]; head 1's uniform rows all 1. Colours at 1/3: t * 256 = 85.33, far from an
+// entry's edge, so the float32 weights give the same entry as the exact ratio.
+TEST_F(ExportCli, ContrastRowColoursEachRowOverItsMax) {
+  const std::string out = dir_.file("rows.png");
+  const attnscope::test::CommandRun r = run(scene_path_ + " --what heads --contrast row --out " + out);
+  ASSERT_EQ(r.status, 0) << r.err;
+  ExportRequest req;
+  req.what = ExportWhat::Heads;
+  req.contrast = {ColorScale::RowMax, false};
+  const Figure fig = makeFigure(handScene(), CpuBackend(1).compute(handScene()), req);
+  const FigureLayout layout = layoutFigure(fig);
+  const Image img = decodePng(slurp(out));
+  ASSERT_EQ(img.width, layout.width);
+  ASSERT_EQ(img.height, layout.height);
+  for (int h = 0; h < 2; ++h)
+    for (int i = 0; i < 3; ++i) {
+      const double row_max = *std::max_element(kHandWeights[h][i], kHandWeights[h][i] + 3);
+      for (int j = 0; j < 3; ++j) {
+        const PixelRect c = cellRect(fig, layout, h, i, j);
+        const Rgb8 want =
+            j > i ? kMaskedColor : colorAt(ColorMap::Viridis, static_cast<float>(kHandWeights[h][i][j] / row_max));
+        EXPECT_EQ(img.at(c.x + c.w / 2, c.y + c.h / 2), want) << h << ": " << i << "," << j;
+      }
+    }
+  // Not the 0..1 colours: head 2's (1, 1) is weight 1/2, drawn as 1 (#fde725) here.
+  const PixelRect c = cellRect(fig, layout, 1, 1, 1);
+  EXPECT_EQ(img.at(c.x + c.w / 2, c.y + c.h / 2), (Rgb8{0xFD, 0xE7, 0x25}));
+}
+
+TEST_F(ExportCli, BadContrastIsOneLineAndStatusTwo) {
+  const std::string out = dir_.file("x.png");
+  attnscope::test::CommandRun r = run(scene_path_ + " --what heads --contrast nope --out " + out);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "attnscope: --contrast: expected one of fixed|shared|head|row, got 'nope'\n");
+  r = run(scene_path_ + " --what similarity --contrast row --out " + out);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err,
+            "attnscope: --contrast: expected only with --what head:N or heads (a figure of weights), got --what "
+            "similarity\n");
+  r = run(scene_path_ + " --what diff --against " + scene_path_ + " --log --out " + out);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("attnscope: --log: "), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(dir_.entries(), std::vector<std::string>{"hand.json"});
+}
+
 TEST_F(ExportCli, HeadsNpyAndFormatFromTheExtension) {
   const std::string out = dir_.file("weights.npy");
   const attnscope::test::CommandRun r = run(scene_path_ + " --what heads -o " + out);

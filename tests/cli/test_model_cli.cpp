@@ -4,6 +4,7 @@
 // vocab or merges): exit 2, one line naming the file and the field, no output file.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -224,6 +225,112 @@ TEST(ModelCli, UsageErrors) {
   EXPECT_NE(long_text.err.find("text: expected at most 40 tokens, got more (counted to 41, then stopped)"),
             std::string::npos)
       << long_text.err;
+}
+
+// --grid-out --contrast row --log: layer 2's heads, each cell at t = 1 + log10(w / its row's max) / 3 of NumPy's
+// weights (causal: the row's max over keys 0..i), masked above the diagonal. The binary's float32 maps are within
+// kWeightTol of NumPy's, so the ratio r = w / top is within e = kWeightTol (1 + r) / top, and t within
+// e / (r ln 10 * 3): any colour-map entry over that range of t is accepted.
+TEST(ModelCli, GridOutInRowMaxLogContrast) {
+  const std::string dir = freshCheckpoint(), out = model_test::tempDir() + "/rows.png";
+  const model_test::CommandRun r =
+      attnscope("model '" + dir + "' --text 'hello there' --layer 2 --grid-out '" + out + "' --contrast row --log");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json& numpy = numpyHelloThere();
+  model::ForwardResult numpy_maps;
+  numpy_maps.resize(5, 12);
+  for (int m = 0; m < 12; ++m)
+    numpy_maps.mutableMap(m) = attnscope::test::jsonMatrix(numpy["weights"][m / 4][m % 4]).cast<float>();
+  model::Gpt2Config config;
+  config.n_layer = 3;
+  config.n_head = 4;
+  const attnscope::Figure figure = model::modelGridFigure(numpy_maps, config, {"hello", "\u2423t", "he", "r", "e"}, 1,
+                                                          {attnscope::ColorScale::RowMax, true});
+  EXPECT_EQ(figure.scale_label, "weight / row's max, log scale");
+  const attnscope::FigureLayout layout = attnscope::layoutFigure(figure);
+  const attnscope::testing::Image img = attnscope::testing::decodePng(model_test::slurp(out));
+  ASSERT_EQ(img.width, layout.width);
+  ASSERT_EQ(img.height, layout.height);
+  int wrong = 0;
+  for (int h = 0; h < 4; ++h) {
+    const Eigen::MatrixXd w = attnscope::test::jsonMatrix(numpy["weights"][1][h]);
+    for (int i = 0; i < 5; ++i) {
+      const double top = w.row(i).head(i + 1).maxCoeff();
+      for (int k = 0; k < 5; ++k) {
+        const attnscope::PixelRect cell = attnscope::cellRect(figure, layout, h, i, k);
+        const attnscope::Rgb8 got = img.at(cell.x + cell.w / 2, cell.y + cell.h / 2);
+        if (k > i) {
+          wrong += !(got == attnscope::kMaskedColor);
+          continue;
+        }
+        const double ratio = w(i, k) / top, e = kWeightTol * (1 + ratio) / top;
+        const auto t = [](double x) { return x <= 0 ? 0.0 : std::max(0.0, 1 + std::log10(x) / 3); };
+        const int lo = attnscope::colorMapIndex(static_cast<float>(t(ratio - e) - 1e-6));
+        const int hi = attnscope::colorMapIndex(static_cast<float>(t(ratio + e) + 1e-6));
+        bool ok = false;
+        for (int entry = lo; entry <= hi; ++entry)
+          ok = ok || got == attnscope::colorMapTable(attnscope::ColorMap::Viridis)[static_cast<std::size_t>(entry)];
+        wrong += !ok;
+      }
+    }
+  }
+  EXPECT_EQ(wrong, 0) << "grid cells not at log10(NumPy's weight / its row's max) or masked";
+  // A contrast without a figure to colour, and a bad one: one line, exit 2, no file.
+  for (const std::string& bad : {std::string("--out '") + out + ".json' --contrast row", "--grid-out '" + out + "2.png' --contrast nope"}) {
+    const model_test::CommandRun b = attnscope("model '" + dir + "' --text hi " + bad);
+    EXPECT_EQ(b.status, 2) << bad;
+    EXPECT_EQ(lineCount(b.err), 1) << b.err;
+    EXPECT_NE(b.err.find("attnscope: --contrast: expected "), std::string::npos) << b.err;
+    EXPECT_FALSE(fs::exists(out + ".json") || fs::exists(out + "2.png"));
+  }
+}
+
+// --rollout-out --contrast row: each rollout row over its own largest unmasked value (row 0 is [1]: a per-map
+// top would be 1 and change nothing, the rows' are below it), each SVG cell's fill against NumPy's rollout:
+// within kRolloutTol, so r = v / top within e = kRolloutTol (1 + r) / top; any colour-map entry over
+// [r - e, r + e] is accepted.
+TEST(ModelCli, RolloutOutInRowMaxContrast) {
+  const std::string dir = freshCheckpoint(), out = model_test::tempDir() + "/rollout.svg";
+  const model_test::CommandRun r =
+      attnscope("model '" + dir + "' --text 'hello there' --rollout-out '" + out + "' --contrast row");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const attnscope::Matrix rollout = attnscope::test::jsonMatrix(numpyHelloThere()["rollout"]).cast<float>();
+  const attnscope::Figure figure = model::rolloutFigure(rollout, {"hello", "\u2423t", "he", "r", "e"}, true,
+                                                        {attnscope::ColorScale::RowMax, false});
+  EXPECT_EQ(figure.scale_label, "weight / row's max");
+  const attnscope::FigureLayout layout = attnscope::layoutFigure(figure);
+  const std::string svg = model_test::slurp(out);
+  int wrong = 0, below_one = 0;
+  for (int i = 0; i < 5; ++i) {
+    double top = 0;
+    for (int k = 0; k <= i; ++k) top = std::max(top, static_cast<double>(rollout(i, k)));
+    below_one += top < 0.99;
+    for (int k = 0; k < 5; ++k) {
+      const attnscope::PixelRect c = attnscope::cellRect(figure, layout, 0, i, k);
+      const std::string at = "<rect x=\"" + std::to_string(c.x) + "\" y=\"" + std::to_string(c.y) + "\" width=\"" +
+                             std::to_string(c.w) + "\" height=\"" + std::to_string(c.h) + "\" fill=\"#";
+      const std::size_t p = svg.find(at);
+      if (p == std::string::npos) {
+        ++wrong;
+        continue;
+      }
+      const std::string hex = svg.substr(p + at.size(), 6);
+      const auto byte = [&](int b) { return static_cast<std::uint8_t>(std::stoi(hex.substr(2 * b, 2), nullptr, 16)); };
+      const attnscope::Rgb8 got{byte(0), byte(1), byte(2)};
+      if (k > i) {
+        wrong += !(got == attnscope::kMaskedColor);
+        continue;
+      }
+      const double ratio = rollout(i, k) / top, e = kRolloutTol * (1 + ratio) / top;
+      bool ok = false;
+      for (int entry = attnscope::colorMapIndex(static_cast<float>(ratio - e));
+           entry <= attnscope::colorMapIndex(static_cast<float>(ratio + e)); ++entry)
+        ok = ok || got == attnscope::colorMapTable(attnscope::ColorMap::Viridis)[static_cast<std::size_t>(entry)];
+      wrong += !ok;
+    }
+  }
+  EXPECT_EQ(wrong, 0) << "rollout cells not at NumPy's rollout over its row's max, or masked";
+  EXPECT_GE(below_one, 3) << "rows whose max is below 1, where the contrast shows";
 }
 
 TEST(ModelCli, HostileSafetensors) {

@@ -1,16 +1,20 @@
 // `attnscope view` end to end: a (2, 3, n, n) tensor saved by NumPy (.npy, .npz) and by the test's own
 // safetensors writer reads back equal to the array; hand-made maps get the head-type scores they are made to
-// have; a saved tensor is not causal and is told from a state dict by content; hostile tensors exit 2 with one line.
+// have; a saved tensor is not causal and is told from a state dict by content; the grid figure in a contrast;
+// hostile tensors exit 2 with one line.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "attnscope/arrays/attention_tensor.h"
 #include "attnscope/arrays/user_layer.h"
 #include "attnscope/model/model_export.h"
 #include "cli/import_view_support.h"
+#include "export/test_export_support.h"
 
 using namespace attnscope;
 using attnscope::test::TestTensor;
@@ -129,6 +133,45 @@ TEST(ViewCli, SavedTensorsAreNotCausalAndAreToldFromLayersByContent) {
   EXPECT_EQ(arrays::tokensFromArgument(dir + "/tokens.txt"), (std::vector<std::string>{"x y", "z"}));
   EXPECT_EQ(arrays::splitTokenText("  The  cat sat "), (std::vector<std::string>{"The", "cat", "sat"}));
   EXPECT_EQ(arrays::splitTokenText("a,b c", ','), (std::vector<std::string>{"a", "b c"}));
+}
+
+// --grid-out --contrast row: the made tensor's rows hold 0.75 and 0.25 (row max 0.75), so its cells are drawn at
+// 1 (viridis' last entry), 1/3 (entry floor(256 / 3) = 85) and 0 (its first), exactly: 0.25 / 0.75 in float32
+// is 1/3 within 3e-8, far from an entry's edge (85.33). Nothing is masked in a saved tensor.
+TEST(ViewCli, GridOutInRowMaxContrast) {
+  const std::string dir = test::tempDir("view_contrast");
+  test::writeSafetensors(dir + "/a.safetensors", {{"attentions", madeTensor()}});
+  std::ofstream(dir + "/tokens.txt") << "the\ncat\nsat\non\nit\n";
+  const std::string base = "view '" + dir + "/a.safetensors' --tokens '" + dir + "/tokens.txt' -o '" + dir + "/o.json'";
+  const test::CommandRun r = test::runAttnscope(base + " --grid-out '" + dir + "/g.png' --contrast row");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const arrays::AttentionTensor t = arrays::readAttentionTensor(dir + "/a.safetensors", std::nullopt, kTokens);
+  const Figure f = model::modelGridFigure(t.forward, t.forward.layout, t.tokens, -1, {ColorScale::RowMax, false});
+  const FigureLayout layout = layoutFigure(f);
+  const attnscope::testing::Image img = attnscope::testing::decodePng(test::slurp(dir + "/g.png"));
+  ASSERT_EQ(img.width, layout.width);
+  ASSERT_EQ(img.height, layout.height);
+  const auto& viridis = colorMapTable(ColorMap::Viridis);
+  int wrong = 0;
+  for (int l = 0; l < kLayers; ++l)
+    for (int h = 0; h < kHeads; ++h)
+      for (int i = 0; i < kN; ++i)
+        for (int j = 0; j < kN; ++j) {
+          const float w = madeWeight(l, h, i, j);
+          const Rgb8 want = w == 0.75f ? viridis[255] : w == 0.25f ? viridis[85] : viridis[0];
+          const PixelRect c = cellRect(f, layout, l * kHeads + h, i, j);
+          wrong += !(img.at(c.x + c.w / 2, c.y + c.h / 2) == want);
+        }
+  EXPECT_EQ(wrong, 0) << "cells not at 1, 1/3 or 0 of the row's max";
+  // --contrast without --grid-out, and a bad value: one line, exit 2, no output.
+  for (const std::string& bad : {std::string(" --contrast row"), " --grid-out '" + dir + "/h.png' --contrast rows"}) {
+    const test::CommandRun b = test::runAttnscope("view '" + dir + "/a.safetensors' --tokens '" + dir + "/tokens.txt' -o '" +
+                                                  dir + "/bad.json'" + bad);
+    EXPECT_EQ(b.status, 2) << bad;
+    EXPECT_EQ(std::count(b.err.begin(), b.err.end(), '\n'), 1) << b.err;
+    EXPECT_EQ(b.err.rfind("attnscope: --contrast: expected ", 0), 0u) << b.err;
+    EXPECT_FALSE(std::filesystem::exists(dir + "/bad.json") || std::filesystem::exists(dir + "/h.png"));
+  }
 }
 
 TEST(ViewCli, HostileTensorsExitTwoWithOneLine) {

@@ -426,6 +426,8 @@ int main(int argc, char** argv) {
       checkTokenStrip(c, 96);  // the typed text's 95 characters and <s>
     } else if (test == "row_contrast") {
       checkRowContrast(c);
+    } else if (test == "export_row_contrast") {
+      checkExportRowContrast(c, dir);
     } else if (test == "heads_wide") {
       checkHeadsWide(c);
     } else if (test == "model_llama") {

@@ -204,6 +204,8 @@ void checkTokenStrip(Checker& c, int tokens);
 void checkHeadsWide(Checker& c);
 // gui_row_contrast: the worked example's maps under the "row max" contrast, each row over its own max.
 void checkRowContrast(Checker& c);
+// gui_export_row_contrast: the Export tab's PNG of all heads in "row max" colours, and the line that says so.
+void checkExportRowContrast(Checker& c, const std::string& dir);
 void checkModelLlamaScene(Checker& c, const std::string& dir);
 void checkGroupsRope(Checker& c, const std::string& dir);
 void checkPanels(Checker& c, const std::string& dir);

@@ -1,10 +1,15 @@
 // Room for the maps (issue 30): the model grid and the heads grid filling the centre pane at 1280 x 800 and at
-// ATTNSCOPE_UI_SCALE=2, grouped heads laid out by KV group. Read from the probe's rectangles (ui_probe.h).
+// ATTNSCOPE_UI_SCALE=2, grouped heads laid out by KV group. Read from the probe's rectangles (ui_probe.h). And
+// the contrast: the maps (row max) and the Export tab's PNG in the same colours.
 #include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "attnscope/compute/cpu_backend.h"
+#include "attnscope/export/export.h"
+#include "attnscope/export/export_layout.h"
+#include "attnscope/scene/scene_json.h"
 #include "gui_check.h"
 
 namespace gui {
@@ -108,6 +113,43 @@ void checkRowContrast(Checker& c) {
         std::snprintf(what, sizeof what, "row max: head %d cell (%d,%d): %.4f / row max %.4f = %.4f, drawn %s", h + 1,
                       i, j, w[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)], top, r,
                       Checker::str(got).c_str());
+        c.expect(got == attnscope::colorAt(ColorMap::Viridis, static_cast<float>(r - 1e-5)) ||
+                     got == attnscope::colorAt(ColorMap::Viridis, static_cast<float>(r + 1e-5)),
+                 what);
+      }
+    }
+  }
+}
+
+void checkExportRowContrast(Checker& c, const std::string& dir) {
+  // Where each cell lies is the exporter's layout of the same figure (tested in test_export_contrast.cpp); its
+  // colour must be the worked example's weight over its row's max, worked out here in double (the engine's
+  // float32 ratio: either entry within 1e-5 of a boundary, as above).
+  const Image exported = loadPng(dir + "/exported_rows.png");
+  const attnscope::Scene scene = attnscope::workedExampleScene();
+  attnscope::ExportRequest request;
+  request.what = attnscope::ExportWhat::Heads;
+  request.contrast = {attnscope::ColorScale::RowMax, false};
+  const attnscope::Figure figure = attnscope::makeFigure(scene, attnscope::CpuBackend(1).compute(scene), request);
+  const attnscope::FigureLayout layout = attnscope::layoutFigure(figure);
+  c.expect(exported.w == layout.width && exported.h == layout.height,
+           "export wrote a " + std::to_string(exported.w) + " x " + std::to_string(exported.h) + " PNG, laid out " +
+               std::to_string(layout.width) + " x " + std::to_string(layout.height));
+  c.expect(c.layout.contains("export.contrast") && c.layout.contains("export.message"),
+           "the Export tab says the colours under its button, and that it wrote the file");
+  if (exported.w != layout.width || exported.h != layout.height) return;
+  for (int h = 0; h < 2; ++h) {
+    const Grid w = expectedWeights(h, false);
+    for (int i = 0; i < 3; ++i) {
+      const auto& row = w[static_cast<std::size_t>(i)];
+      const double top = *std::max_element(row.begin(), row.end());
+      for (int j = 0; j < 3; ++j) {
+        const double r = row[static_cast<std::size_t>(j)] / top;
+        const attnscope::PixelRect cell = attnscope::cellRect(figure, layout, h, i, j);
+        const Rgb8 got = exported.at(cell.x + cell.w / 2, cell.y + cell.h / 2);
+        char what[160];
+        std::snprintf(what, sizeof what, "exported row max: head %d cell (%d,%d): %.4f / %.4f = %.4f, drawn %s", h + 1,
+                      i, j, row[static_cast<std::size_t>(j)], top, r, Checker::str(got).c_str());
         c.expect(got == attnscope::colorAt(ColorMap::Viridis, static_cast<float>(r - 1e-5)) ||
                      got == attnscope::colorAt(ColorMap::Viridis, static_cast<float>(r + 1e-5)),
                  what);

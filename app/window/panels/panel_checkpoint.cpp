@@ -23,8 +23,9 @@ namespace attnscope::app {
 namespace {
 
 // The shown model's or tensor's layers x heads grid as the figure `view --grid-out` / `model --grid-out` write
-// (model::modelGridFigure): every layer, or the layer on show; .png or .svg from the path.
-void drawGridFigureExport(ModelSession& s) {
+// (model::modelGridFigure): every layer, or the layer on show; .png or .svg from the path; in the window's
+// colours (`contrast`, ViewState's).
+void drawGridFigureExport(ModelSession& s, const MapContrast& contrast) {
   sectionHeader("Grid figure");
   ImGui::SetNextItemWidth(-1);
   ImGui::InputTextWithHint("##figure_path", "grid.png or grid.svg", &s.figure_path);
@@ -41,14 +42,19 @@ void drawGridFigureExport(ModelSession& s) {
     try {
       const ExportFormat format = model::figureFormat("figure path", s.figure_path);
       const int layer = s.figure_all_layers ? -1 : shown_layer;
-      writeFileAtomically(s.figure_path, model::figureBytes(model::modelGridFigure(s.forward(), s.layout(),
-                                                                                   s.labels(), layer), format));
+      writeFileAtomically(s.figure_path, model::figureBytes(
+                                              model::modelGridFigure(s.forward(), s.layout(), s.labels(), layer, contrast),
+                                              format));
       s.figure_note = "Wrote " + s.figure_path;
     } catch (const std::exception& e) {
       s.figure_error = e.what();
     }
   }
   probeItem("checkpoint.figure.export");
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+  textWrappedAtSpaces("colours: " + contrastName(contrast) + " (the maps' colour scale)");
+  ImGui::PopStyleColor();
+  probeItem("checkpoint.figure.contrast");
   if (!s.figure_error.empty()) {
     errorText(s.figure_error);
     probeItem("checkpoint.figure.error");
@@ -66,7 +72,7 @@ void drawCheckpointPanel(AppState& state, ViewState& view) {
   if (!s.tensorFile().empty() && s.forward().n > 0) {  // an opened tensor: its analysis first, then the checkpoint
     drawTensorAnalysis(s);
     ImGui::Spacing();
-    drawGridFigureExport(s);
+    drawGridFigureExport(s, view.contrast);
     ImGui::Spacing();
   }
   sectionHeader("Checkpoint");
@@ -144,7 +150,7 @@ void drawCheckpointPanel(AppState& state, ViewState& view) {
     probeItem("checkpoint.open_layer.why_not");
   }
   ImGui::Spacing();
-  drawGridFigureExport(s);
+  drawGridFigureExport(s, view.contrast);
 }
 
 }  // namespace attnscope::app

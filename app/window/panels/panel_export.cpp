@@ -102,24 +102,42 @@ std::pair<Scene, Result> layerMaps(const ModelSession& s, int layer) {
 int modelWhatOnShow(const ModelSession& s) { return s.focused() ? 0 : 2; }
 
 // The bytes of a model's or tensor's export: `what` as ViewState::model_export_what, of the session's layer (and
-// focused head), in `format`.
-std::string modelExportBytes(const ModelSession& s, int what, ExportFormat format, const std::string& path) {
+// focused head), in `format`; figures of weights in the window's colours (`contrast`).
+std::string modelExportBytes(const ModelSession& s, int what, ExportFormat format, const std::string& path,
+                             const MapContrast& contrast) {
   const bool figure = format == ExportFormat::Png || format == ExportFormat::Svg;
   if (what == 2) {  // every layer: the grid figure, or (layers, heads, n, n) as NPY
     if (format == ExportFormat::Csv)
       throw InputError("path", "a .png, .svg or .npy path for every layer's maps (CSV holds one layer's)", path);
-    return figure ? model::figureBytes(model::modelGridFigure(s.forward(), s.layout(), s.labels()), format)
+    return figure ? model::figureBytes(model::modelGridFigure(s.forward(), s.layout(), s.labels(), -1, contrast), format)
                   : model::modelResultNpy(s.forward(), s.layout());
   }
   if (what == 1 && figure)  // the layer's heads as `model --grid-out` draws one layer
-    return model::figureBytes(model::modelGridFigure(s.forward(), s.layout(), s.labels(), s.layer), format);
+    return model::figureBytes(model::modelGridFigure(s.forward(), s.layout(), s.labels(), s.layer, contrast), format);
   const auto [scene, result] = layerMaps(s, s.layer);
   ExportRequest request;
   request.what = what == 0 ? ExportWhat::Head : what == 1 ? ExportWhat::Heads : ExportWhat::Similarity;
   request.head = std::max(0, s.focus_head);
   request.format = format;
   request.metric = SimilarityMetric::Cosine;
+  if (what != 3) request.contrast = contrast;
   return exportBytes(scene, result, request);
+}
+
+// What the export's colours will be, under the button: the window's colour scale for a figure of weights, and
+// that CSV and NPY hold the raw weights whatever it is. `weights`: the choice is a map or maps of weights.
+void contrastLine(const MapContrast& contrast, ExportFormat format, bool weights) {
+  std::string line;
+  if (format == ExportFormat::Csv || format == ExportFormat::Npy)
+    line = "numbers: the raw weights (the colour scale is for PNG and SVG)";
+  else if (weights)
+    line = "colours: " + contrastName(contrast) + " (the maps' colour scale)";
+  else
+    return;  // similarity and B - A have scales of their own, on the figure's bar
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+  textWrappedAtSpaces(line);
+  ImGui::PopStyleColor();
+  probeItem("export.contrast");
 }
 
 // The "What" choices for a checkpoint run or a tensor, named after the session's layer and focused head.
@@ -218,7 +236,7 @@ void drawExportPanel(AppState& state, ViewState& view) {
     const int model_what = view.model_export_what < 0 ? modelWhatOnShow(s) : view.model_export_what;
     try {
       const auto format = static_cast<ExportFormat>(view.export_format);
-      writeFileAtomically(view.export_path, modelExportBytes(s, model_what, format, view.export_path));
+      writeFileAtomically(view.export_path, modelExportBytes(s, model_what, format, view.export_path, view.contrast));
       view.export_message = "Wrote " + view.export_path + " (" + s.title() + ")";
       view.export_failed = false;
     } catch (const std::exception& e) {
@@ -235,6 +253,7 @@ void drawExportPanel(AppState& state, ViewState& view) {
     request.path = view.export_path;
     request.dendrogram = view.export_what == 2 && view.cluster_order;
     if (view.export_what == 3) request.baseline = &view.diff_a;
+    if (view.export_what <= 1) request.contrast = view.contrast;  // a head or all heads: weights
     try {
       exportResult(state.scene(), state.result(), request);
       view.export_message = "Wrote " + view.export_path;
@@ -246,6 +265,13 @@ void drawExportPanel(AppState& state, ViewState& view) {
   }
   ImGui::EndDisabled();
   probeItem("export.button");
+  {
+    const int shown_what = scene                             ? view.export_what
+                           : view.model_export_what < 0 ? modelWhatOnShow(*view.model)
+                                                          : view.model_export_what;
+    contrastLine(view.contrast, static_cast<ExportFormat>(view.export_format),
+                 scene ? shown_what <= 1 : shown_what <= 2);
+  }
   if (view.export_failed) {
     errorText(view.export_message);
     probeItem("export.error");

@@ -112,6 +112,93 @@ void setWeightScale(Figure& f) {
   f.ticks = {0.0f, 0.2f, 0.4f, 0.6f, 0.8f, 1.0f};
 }
 
+namespace {
+
+// "%.3g": a top that is no round number (0.429), and the log scale's decades of it.
+std::string significant(float v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", static_cast<double>(v));
+  return buf;
+}
+
+// The largest unmasked value of panel `p`'s row `row` (every row when row < 0); 0 when none is above 0.
+float largestUnmasked(const HeatmapPanel& p, int row) {
+  const bool has_mask = p.masked.size() > 0;
+  float top = 0;
+  const Eigen::Index r0 = row < 0 ? 0 : row, r1 = row < 0 ? p.values.rows() : row + 1;
+  for (Eigen::Index i = r0; i < r1; ++i)
+    for (Eigen::Index j = 0; j < p.values.cols(); ++j)
+      if (!(has_mask && p.masked(i, j)) && p.values(i, j) > top) top = p.values(i, j);  // NaN never wins
+  return top;
+}
+
+}  // namespace
+
+void setContrast(Figure& f, const MapContrast& contrast, const std::string& label, const std::string& map_word) {
+  f.contrast = contrast;
+  f.scale_label = label;
+  f.vmin = 0;
+  f.vmax = 1;
+  f.tick_labels.clear();
+  if (contrast.scale == ColorScale::Shared) {
+    float top = 0;
+    for (const HeatmapPanel& p : f.panels) top = std::max(top, largestUnmasked(p, -1));
+    if (top > 0) f.vmax = top;
+  }
+  if (contrast.scale == ColorScale::PerHead) f.scale_label = "weight / " + map_word + "'s max";
+  if (contrast.scale == ColorScale::RowMax) f.scale_label = "weight / row's max";
+  const float top = f.vmax;
+  if (contrast.log) {
+    // Three decades under the top, a third of the bar each.
+    f.ticks = {top / 1000, top / 100, top / 10, top};
+    if (top == 1.0f)
+      f.tick_labels = {"0.001", "0.01", "0.1", "1"};
+    else
+      for (float t : f.ticks) f.tick_labels.push_back(significant(t));
+    f.scale_label += ", log scale";
+  } else if (contrast.scale == ColorScale::Shared && top != 1.0f) {
+    // 0 and round steps (1, 2 or 5 x 10^k, three to five of them) up to the top, which is the last tick: a step
+    // closer than 15% of the bar to it is left out, so that their labels never meet.
+    const double raw = top / 4.0, magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+    double step = 10 * magnitude;
+    for (double m : {1.0, 2.0, 5.0})
+      if (m * magnitude >= raw) {
+        step = m * magnitude;
+        break;
+      }
+    const int decimals = std::max(0, -static_cast<int>(std::floor(std::log10(step))));
+    f.ticks.clear();
+    for (int k = 0; k * step <= 0.85 * top; ++k) {
+      f.ticks.push_back(static_cast<float>(k * step));
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.*f", decimals, k * step);
+      f.tick_labels.push_back(buf);
+    }
+    f.ticks.push_back(top);
+    f.tick_labels.push_back(significant(top));
+  } else {
+    f.ticks = {0.0f, 0.2f, 0.4f, 0.6f, 0.8f, 1.0f};
+  }
+}
+
+std::vector<float> contrastTops(const Figure& f, int panel) {
+  const HeatmapPanel& p = f.panels[static_cast<std::size_t>(panel)];
+  const auto rows = static_cast<int>(p.values.rows());
+  switch (f.contrast.scale) {
+    case ColorScale::PerHead:
+      return std::vector<float>(static_cast<std::size_t>(rows), largestUnmasked(p, -1));
+    case ColorScale::RowMax: {
+      std::vector<float> tops(static_cast<std::size_t>(rows));
+      for (int i = 0; i < rows; ++i) tops[static_cast<std::size_t>(i)] = largestUnmasked(p, i);
+      return tops;
+    }
+    case ColorScale::Fixed:
+    case ColorScale::Shared:
+      break;
+  }
+  return std::vector<float>(static_cast<std::size_t>(rows), f.vmax);
+}
+
 Figure makeFigure(const Scene& scene, const Result& result, const ExportRequest& request) {
   checkResult(scene, result);
   Figure f;
@@ -160,7 +247,7 @@ Figure makeFigure(const Scene& scene, const Result& result, const ExportRequest&
     return f;
   }
   setWeightScale(f);
-  f.scale_label = "attention weight";
+  f.scale_label = "attention weight";  // the diff's own below; the weights' set again by setContrast
   const ExportWindow window = exportWindow(scene, request);
   if (request.what == ExportWhat::Diff) {
     const MaskMatrix allowed = allowedMask(scene);
@@ -199,6 +286,7 @@ Figure makeFigure(const Scene& scene, const Result& result, const ExportRequest&
                  std::to_string(window.col0) + "-" + std::to_string(window.col1 - 1);
     f.title += pooledNote(f.panels.back());
     f.panels.back().title.clear();
+    setContrast(f, request.contrast);
     return f;
   }
   for (int i = 0; i < h; ++i) f.panels.push_back(weightPanel(scene, result, i, window, pooledMapSide(h)));
@@ -206,12 +294,21 @@ Figure makeFigure(const Scene& scene, const Result& result, const ExportRequest&
             : h == 2 ? "Attention weights, both heads"
                      : "Attention weights, all " + std::to_string(h) + " heads";
   f.title += pooledNote(f.panels.back());
+  setContrast(f, request.contrast);
   return f;
 }
 
-Rgb8 cellColor(const Figure& figure, float value, bool masked) {
+Rgb8 cellColor(const Figure& figure, float value, bool masked, float top) {
   if (masked) return kMaskedColor;
-  return colorAt(figure.map, colorMapParameter(value, figure.vmin, figure.vmax));
+  if (figure.contrast == MapContrast{}) return colorAt(figure.map, colorMapParameter(value, figure.vmin, figure.vmax));
+  return colorAt(figure.map, contrastT(figure.contrast, value, top));
+}
+
+Rgb8 cellColor(const Figure& figure, float value, bool masked) { return cellColor(figure, value, masked, figure.vmax); }
+
+float colorBarParameter(const Figure& figure, float value) {
+  if (figure.contrast.log) return contrastT(figure.contrast, value, figure.vmax);
+  return colorMapParameter(value, figure.vmin, figure.vmax);
 }
 
 }  // namespace attnscope

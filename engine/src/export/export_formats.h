@@ -39,7 +39,8 @@ const Result& baselineOf(const ExportRequest& request);
 void checkHeadIndex(const Scene& scene, int head);
 
 // Panel `panel`'s heatmap at w x h pixels: each pixel is the colour of the mean of the unmasked cells it
-// covers (kMaskedColor when all are masked); with whole-pixel cells that is exactly each cell's colour.
+// covers (kMaskedColor when all are masked), each cell over its top under the figure's contrast
+// (contrastTops, log after the mean); with whole-pixel cells that is exactly each cell's cellColor.
 Canvas rasterizeMap(const Figure& figure, int panel, int w, int h);
 std::string encodePng(const Canvas& canvas);
 // The NPY 1.0 header of a little-endian float32 C-order array of `shape` (the data starts at a multiple of 64).

@@ -236,12 +236,13 @@ FigureLayout layoutWithBudget(const Figure& fig, const Font& font, int budget) {
                            TextAnchor::Middle, false, kText});
     }
     if (!L.annotations_shown) continue;
+    const std::vector<float> tops = contrastTops(fig, p);
     for (int i = 0; i < rows; ++i) {
       for (int j = 0; j < cols; ++j) {
         const bool masked = panel.masked.size() > 0 && panel.masked(i, j);
         if (masked) continue;  // as seaborn: masked cells carry no number
         const float v = panel.values(i, j);
-        const Rgb8 under = cellColor(fig, v, false);
+        const Rgb8 under = cellColor(fig, v, false, tops[static_cast<std::size_t>(i)]);
         L.texts.push_back({formatNumber(v, 2), annot_size, map.x + (j + 0.5) * s.cell_w,
                            map.y + (i + 0.5) * s.cell_h + kDigitHalf * annot_size, TextAnchor::Middle, false,
                            luminance(under) > 0.408 ? kText : kLightText});
@@ -268,10 +269,11 @@ FigureLayout layoutWithBudget(const Figure& fig, const Font& font, int budget) {
                 static_cast<int>(maps_bottom - maps_top)};
   const PixelRect& bar = L.colorbar;
   double tick_w = 0;
-  for (float t : fig.ticks) {
-    const int y = bar.y + static_cast<int>(std::lround((1.0 - colorMapParameter(t, fig.vmin, fig.vmax)) * (bar.h - 1)));
+  for (std::size_t k = 0; k < fig.ticks.size(); ++k) {
+    const float t = fig.ticks[k];
+    const int y = bar.y + static_cast<int>(std::lround((1.0 - colorBarParameter(fig, t)) * (bar.h - 1)));
     L.lines.push_back({bar.x + bar.w, y, bar.x + bar.w + 3, y, kFrame});
-    const std::string text = formatNumber(t, fig.tick_decimals);
+    const std::string text = k < fig.tick_labels.size() ? fig.tick_labels[k] : formatNumber(t, fig.tick_decimals);
     tick_w = std::max(tick_w, font.textWidth(text, kTickSize));
     L.texts.push_back(
         {text, kTickSize, bar.x + bar.w + 7.0, y + kDigitHalf * kTickSize, TextAnchor::Start, false, kText});

@@ -20,11 +20,15 @@ void appendBytes(void* context, void* data, int size) {
 }  // namespace
 
 // Pixel p along an axis of n cells shows the cells pooledRange(p, pixels, n): the pooling every long map's
-// tiles use too (compute/tiles.h).
+// tiles use too (compute/tiles.h). Under a contrast each cell is first put over its top (contrastTops), then
+// pooled: a pixel of several cells is the mean of their normalised weights, one of one cell exactly its
+// cellColor.
 Canvas rasterizeMap(const Figure& figure, int panel, int w, int h) {
   const HeatmapPanel& p = figure.panels[static_cast<std::size_t>(panel)];
   const int rows = static_cast<int>(p.values.rows()), cols = static_cast<int>(p.values.cols());
   const bool has_mask = p.masked.size() > 0;
+  const bool plain = figure.contrast == MapContrast{};  // the vmin..vmax scale, as every figure but weights'
+  const std::vector<float> tops = contrastTops(figure, panel);
   Canvas c(w, h, kMaskedColor);
   std::vector<std::pair<int, int>> col_ranges(static_cast<std::size_t>(w));
   for (int x = 0; x < w; ++x) col_ranges[static_cast<std::size_t>(x)] = pooledRange(x, w, cols);
@@ -35,13 +39,22 @@ Canvas rasterizeMap(const Figure& figure, int panel, int w, int h) {
       double sum = 0;
       int count = 0;
       for (int i = r0; i < r1; ++i) {
+        // A row whose top is 0 (nothing above 0) adds 0s: its cells are at the colour map's start.
+        const double top = plain ? 1.0 : static_cast<double>(tops[static_cast<std::size_t>(i)]);
         for (int j = c0; j < c1; ++j) {
           if (has_mask && p.masked(i, j)) continue;
-          sum += p.values(i, j);
+          if (plain)
+            sum += p.values(i, j);
+          else if (top > 0)
+            sum += p.values(i, j) / top;
           ++count;
         }
       }
-      const Rgb8 color = count == 0 ? kMaskedColor : cellColor(figure, static_cast<float>(sum / count), false);
+      Rgb8 color = kMaskedColor;
+      if (count > 0) {
+        const auto mean = static_cast<float>(sum / count);
+        color = plain ? cellColor(figure, mean, false) : colorAt(figure.map, contrastT(figure.contrast, mean, 1.0f));
+      }
       std::uint8_t* px = &c.rgb[(static_cast<std::size_t>(y) * w + x) * 3];
       px[0] = color.r;
       px[1] = color.g;

@@ -96,11 +96,13 @@ std::string svgBytes(const Figure& figure, const FigureLayout& layout) {
     const HeatmapPanel& panel = figure.panels[p];
     const bool whole_cells = m.w >= panel.values.cols() && m.h >= panel.values.rows();
     if (cells <= kMaxVectorCells && whole_cells) {
+      const std::vector<float> tops = contrastTops(figure, static_cast<int>(p));
       for (Eigen::Index i = 0; i < panel.values.rows(); ++i) {
         for (Eigen::Index j = 0; j < panel.values.cols(); ++j) {
           const PixelRect r = cellRect(figure, layout, static_cast<int>(p), static_cast<int>(i), static_cast<int>(j));
           const bool masked = panel.masked.size() > 0 && panel.masked(i, j);
-          out += rect(r.x, r.y, r.w, r.h, cellColor(figure, panel.values(i, j), masked));
+          out += rect(r.x, r.y, r.w, r.h,
+                      cellColor(figure, panel.values(i, j), masked, tops[static_cast<std::size_t>(i)]));
         }
       }
     } else {

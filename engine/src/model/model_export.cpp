@@ -62,11 +62,10 @@ void poolPanels(const ForwardResult& forward, int first_layer, Figure& f) {
 }  // namespace
 
 Figure modelGridFigure(const ForwardResult& forward, const HeadLayout& c, const std::vector<std::string>& tokens,
-                       int layer) {
+                       int layer, const MapContrast& contrast) {
   checkLayer(c, layer);
   Figure f;
   setWeightScale(f);
-  f.scale_label = "attention weight";
   f.grid_columns = c.n_head;
   const int first = layer < 0 ? 0 : layer, last = layer < 0 ? c.n_layer : layer + 1;
   for (int l = first; l < last; ++l) {
@@ -82,18 +81,24 @@ Figure modelGridFigure(const ForwardResult& forward, const HeadLayout& c, const 
       f.panels.push_back(std::move(p));
     }
   }
-  if (!forward.keepsMaps()) poolPanels(forward, first, f);
+  // The colour bar's labels before the pooling's placement (its width counts in the image's), and its shared
+  // top again once the pooled values are in.
+  setContrast(f, contrast);
+  if (!forward.keepsMaps()) {
+    poolPanels(forward, first, f);
+    setContrast(f, contrast);
+  }
   f.title = layer < 0
                 ? "Attention weights, " + std::to_string(c.n_layer) + " layers x " + std::to_string(c.n_head) + " heads"
                 : "Attention weights, layer " + std::to_string(layer + 1);
   return f;
 }
 
-Figure rolloutFigure(const Matrix& rollout, const std::vector<std::string>& tokens, bool causal) {
+Figure rolloutFigure(const Matrix& rollout, const std::vector<std::string>& tokens, bool causal,
+                     const MapContrast& contrast) {
   Figure f;
   setWeightScale(f);
   f.title = "Attention rollout";
-  f.scale_label = "rollout weight";
   HeatmapPanel p;
   p.values = rollout;
   HeadLayout full;  // no window: a product of windowed maps reaches back further than one window
@@ -101,6 +106,7 @@ Figure rolloutFigure(const Matrix& rollout, const std::vector<std::string>& toke
   p.masked = maskOf(static_cast<int>(rollout.rows()), full, 0);
   p.row_labels = p.col_labels = tokens;
   f.panels.push_back(std::move(p));
+  setContrast(f, contrast, "rollout weight", "map");
   return f;
 }
 

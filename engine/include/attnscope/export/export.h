@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "attnscope/compute/result.h"
+#include "attnscope/export/contrast.h"
 #include "attnscope/scene/scene.h"
 
 namespace attnscope {
@@ -26,6 +27,9 @@ struct ExportRequest {
   // drawn beside the matrix (PNG, SVG); CSV and NPY keep head order.
   bool dendrogram = false;
   const Result* baseline = nullptr;  // Diff: snapshot A (same head count and shapes as the result, B)
+  // Head and Heads figures (PNG, SVG): how weights become colours (contrast.h, setContrast in export_layout.h).
+  // Similarity and diff figures keep their own scales; CSV and NPY are the raw weights whatever it is.
+  MapContrast contrast;
   // Head: a window of the map, query rows [row0, row1) x keys [col0, col1), 0-based, half-open; -1 = to the
   // end. CSV and NPY hold exactly those cells; a figure draws them (max-pooled when long, see makeFigure).
   int row0 = 0, row1 = -1, col0 = 0, col1 = -1;

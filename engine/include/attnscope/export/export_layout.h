@@ -7,6 +7,7 @@
 
 #include "attnscope/analysis/analysis.h"
 #include "attnscope/export/colormap.h"
+#include "attnscope/export/contrast.h"
 #include "attnscope/export/export.h"
 #include "attnscope/types.h"
 
@@ -31,9 +32,14 @@ struct Figure {
   std::string col_axis;     // "Key"
   std::string scale_label;  // the colour bar's label, "attention weight"
   ColorMap map = ColorMap::Viridis;
-  float vmin = 0, vmax = 1;  // one fixed scale for every panel
+  float vmin = 0, vmax = 1;  // the colour bar's scale; for weights under a contrast, see setContrast
   std::vector<float> ticks;  // colour bar ticks, values on the scale
   int tick_decimals = 1;
+  std::vector<std::string> tick_labels;  // one per tick when set (log and shared-max scales), else formatted
+  // Weights figures only (a scene's heads, a model's grid, the rollout): how each cell's weight becomes a
+  // colour (contrast.h), set by setContrast. The default (Fixed, linear) is the plain vmin..vmax scale, which
+  // every other figure (similarity, B - A) keeps.
+  MapContrast contrast;
   bool annotate = false;  // write each cell's value (2 decimals) in the cell when it fits
   int grid_columns = 0;   // panels per row of the grid; 0 = about square (ceil(sqrt(panels)))
   std::vector<HeatmapPanel> panels;
@@ -46,9 +52,22 @@ struct Figure {
 // How attention weights are drawn (every weights figure, a scene's or a model's): rows "Query", columns "Key",
 // viridis on 0..1, ticks every 0.2. The colour bar's label is the caller's.
 void setWeightScale(Figure& figure);
+// A weights figure's contrast, once its panels are filled (setWeightScale's before): figure.contrast, and the
+// colour bar that says what it shows. Fixed: `label` on 0..1. Shared: vmax = the largest unmasked value of
+// every panel (the top each weight is divided by; 1 when none is above 0), the bar 0..vmax, `label`, with vmax
+// its top tick. PerHead / RowMax: the bar 0..1, labelled "weight / <map_word>'s max" / "weight / row's max".
+// Log: ticks at 0.001, 0.01, 0.1 and 1 of the top (vmax), ", log scale" after the label. `map_word`: what one
+// panel is ("head"; "map" for the rollout). Called again (panels refilled) it sets the same from scratch.
+void setContrast(Figure& figure, const MapContrast& contrast, const std::string& label = "attention weight",
+                 const std::string& map_word = "head");
+// The top each unmasked value of panel `panel`'s row `row` is divided by under figure.contrast: figure.vmax for
+// Fixed and Shared; the panel's largest unmasked value for PerHead; the row's for RowMax. A pooled panel's
+// values are its blocks (a max per block for a scene's long map, a mean per pixel for a model grid's), so its
+// tops are those of the blocks drawn. One per row of the panel.
+std::vector<float> contrastTops(const Figure& figure, int panel);
 
-// The figure for a request (what, head, metric, annotate; format and path are not read). Heads are named from
-// 1 ("Head 1" is request.head == 0). Weights use viridis on 0..1; cosine similarity the diverging map on -1..1;
+// The figure for a request (what, head, metric, annotate, contrast; format and path are not read). Heads are
+// named from 1 ("Head 1" is request.head == 0). Weights use viridis under request.contrast (setContrast); cosine similarity the diverging map on -1..1;
 // Jensen-Shannon viridis on 0..ln 2; a diff (B - A) the diverging map on -m..m, m the largest |B - A| (1 when
 // nothing changed), each head titled with its largest change and where. Masked cells are those allowedMask(scene)
 // forbids.
@@ -93,7 +112,8 @@ constexpr int kMaxImageSide = 4096;
 // Cells are square and whole pixels: min(budget / n, max(48, 256 / n)) for n = max(n_q, n_k), so 48 px
 // (more for a few tokens, about 256 px a side) down to 1 px; the budget is 1024 px for one map (n itself up to
 // 2048 for longer sequences) and 2560 / grid columns per head in a grid. Past the budget the map keeps it and
-// each pixel shows the mean of the unmasked cells it covers (masked only when all are). Token labels need
+// each pixel shows the mean of the unmasked cells it covers (masked only when all are; under a contrast, the
+// mean of the cells each over its top, contrastTops). Token labels need
 // cells of 10 px (else positions are shown), annotations cells wide enough for their text (else none). The
 // maps shrink until no side exceeds kMaxImageSide. Needs the font (throws InputError when it is missing).
 FigureLayout layoutFigure(const Figure& figure);
@@ -105,7 +125,13 @@ int pooledMapSide(int panels);
 // edges are floor(col * map.w / cols); when w and h are >= 1 every pixel inside is the cell's colour.
 PixelRect cellRect(const Figure& figure, const FigureLayout& layout, int panel, int row, int col);
 
-// The colour a value is drawn in: kMaskedColor when masked, else colorAt(map, (v - vmin) / (vmax - vmin)).
+// The colour a value is drawn in: kMaskedColor when masked; under the default contrast colorAt(map, (v - vmin) /
+// (vmax - vmin)); else colorAt(map, contrastT(figure.contrast, v, top)), `top` the value's (contrastTops).
+Rgb8 cellColor(const Figure& figure, float value, bool masked, float top);
+// With the top of Fixed and Shared (figure.vmax).
 Rgb8 cellColor(const Figure& figure, float value, bool masked);
+// Where value `v` sits on the colour bar, 0 (bottom) to 1 (top): on the log scale contrastT(v, vmax), else
+// (v - vmin) / (vmax - vmin), clamped.
+float colorBarParameter(const Figure& figure, float value);
 
 }  // namespace attnscope
