@@ -331,15 +331,17 @@ void checkModelWide(Checker& c, const std::string& dir) {
   // shows one line scrolled sideways; and the model ran on the text as typed, spaces and all.
   const Checker text{loadPng(dir + "/text.png"), loadLayout(dir + "/layout_text.json")};
   const std::vector<float> box = text.rect("checkpoint.text");
-  const float line = (box[3] - box[1] - 6) / 3.5f;  // 3.5 lines tall, within a frame padding of about 3 px
+  // 3.5 lines tall, within a frame padding of about 3 px. The second line holds "on." (about 19 light pixels);
+  // unwrapped, nothing (the cursor, if drawn, ends the first).
+  const float line = (box[3] - box[1] - 6) / 3.5f;
   int lit = 0;
   for (int y = static_cast<int>(box[1] + 3 + line + 2); y < static_cast<int>(box[1] + 3 + 2 * line - 2); ++y)
     for (int x = static_cast<int>(box[0]) + 2; x < static_cast<int>(box[2]) - 2; ++x) {
       const Rgb8 p = text.img.at(x, y);
       lit += p.r > 150 && p.g > 150 && p.b > 150;
     }
-  c.expect(lit > 40, "the text box's second line holds text: " + std::to_string(lit) + " light pixels");
-  const std::string typed = "The cat sat on the mat. The cat sat on the mat. The cat sat on the mat. The cat sat on the mat.";
+  c.expect(lit > 12, "the text box's second line holds text: " + std::to_string(lit) + " light pixels");
+  const std::string typed = "The cat sat on the mat. The cat sat on the mat. The cat sat on.";
   c.expect(note(c.layout, "subject.text") == typed, "the model ran on the text as typed: '" +
                                                          note(c.layout, "subject.text") + "'");
 
@@ -361,7 +363,7 @@ void checkModelWide(Checker& c, const std::string& dir) {
         std::printf("      %s at x %.0f..%.0f, the pane %.0f..%d\n", id.c_str(), r[0], r[2], pane_left, sim.img.w);
       }
     }
-  c.expect(columns >= 7 && outside == 0, std::to_string(columns) + " statistics columns and the matrix, " +
+  c.expect(columns >= 5 && outside == 0, std::to_string(columns) + " statistics columns and the matrix, " +
                                               std::to_string(outside) + " outside the pane");
   const std::vector<float> m = sim.rect("similarity.map");
   const float cell = (m[2] - m[0]) / 16;
@@ -374,10 +376,10 @@ void checkModelWide(Checker& c, const std::string& dir) {
   const std::string values = note(sim.layout, "similarity.values");
   c.expect(values == "in the cells" || values == "on hover", "values: " + values);
 
-  // The Checkpoint tab's repeated random tokens: 50 ids twice, the run named by them.
+  // The Checkpoint tab's repeated random tokens: 30 ids twice, the run named by them.
   const nlohmann::json repeated = loadLayout(dir + "/layout_repeated.json");
-  c.expect(note(repeated, "subject.text") == "(50 random tokens, seed 0, repeated)" &&
-               note(repeated, "subject.tokens") == "100",
+  c.expect(note(repeated, "subject.text") == "(30 random tokens, seed 0, repeated)" &&
+               note(repeated, "subject.tokens") == "60",
            "repeated random tokens: '" + note(repeated, "subject.text") + "', " + note(repeated, "subject.tokens") +
                " tokens");
 }

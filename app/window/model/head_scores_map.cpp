@@ -134,13 +134,15 @@ void drawHeadScoresMap(ViewState& view, ModelSession& s) {
                         " score on this text: no token repeats. Try repeated random tokens.");
     return;
   }
+  const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
   ImGui::TextDisabled("strongest:");
   for (int k = 0; k < std::min(kListed, static_cast<int>(ranked.size())); ++k) {
     const int l = ranked[static_cast<std::size_t>(k)].second / heads, h = ranked[static_cast<std::size_t>(k)].second % heads;
     const std::string text = formatted("layer %d, head %d: %.3f", l + 1, h + 1, ranked[static_cast<std::size_t>(k)].first);
-    ImGui::SameLine();
-    if (k > 0 && ImGui::GetContentRegionAvail().x < ImGui::CalcTextSize(text.c_str()).x + ImGui::GetStyle().FramePadding.x * 2)
-      ImGui::NewLine();
+    // On the line while it fits, else on the next (decided before SameLine: a SameLine then NewLine would leave
+    // the cursor's reach past the pane's edge).
+    const float w = ImGui::CalcTextSize(text.c_str()).x + ImGui::GetStyle().FramePadding.x * 2;
+    if (ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x + w <= right) ImGui::SameLine();
     if (ImGui::SmallButton(text.c_str())) openHead(view, s, l, h);
     probeItem("findheads.top." + std::to_string(k));
   }

@@ -43,27 +43,28 @@ void drawDendrogram(ImDrawList* list, const Clustering& c, float x0, float x1, f
 }
 
 // One column of the statistics table: its title (two short lines at most, so that no title needs a hover to be
-// read), what it means (its header's hover) and its group: the head column in both, the type, statistics and
-// importance in one, the six head-type scores in the other.
+// read), what it means (its header's hover) and its group: the head column in every group; the scores by
+// position; the scores by token, with the type label; the statistics and importance.
 struct StatColumn {
   const char* title;
   const char* meaning;
-  int group;  // -1 both, 0 statistics, 1 head-type scores
+  int group;  // -1 every group, 0 position scores, 1 token scores and type, 2 statistics
 };
 constexpr StatColumn kStatColumns[] = {
     {"head", "head, counted from 1", -1},
-    {"type", "the head-type label: the highest score when at least 0.5; mixed when none is", 0},
-    {"entropy", "mean entropy of a query row's weights (nats)", 0},
-    {"max\nweight", "largest weight", 0},
-    {"mean\ndistance", "mean |query - key| distance, weighted", 0},
-    {"previous\ntoken", "previous-token score: mean weight on key i - 1", 1},
-    {"current\ntoken", "current-token score: mean weight on key i", 1},
-    {"first\ntoken", "first-token score: mean weight on key 0", 1},
-    {"local", "local score: mean weight within the window around i", 1},
+    {"type", "the head-type label: the highest score when at least 0.5; mixed when none is", 1},
+    {"entropy", "mean entropy of a query row's weights (nats)", 2},
+    {"max\nweight", "largest weight", 2},
+    {"mean\ndistance", "mean |query - key| distance, weighted", 2},
+    {"previous\ntoken", "previous-token score: mean weight on key i - 1", 0},
+    {"current\ntoken", "current-token score: mean weight on key i", 0},
+    {"first\ntoken", "first-token score: mean weight on key 0", 0},
+    {"local", "local score: mean weight within the window around i", 0},
     {"induction", "induction score: weight on the token after an earlier copy of the query's token", 1},
     {"duplicate\ntoken", "duplicate-token score: weight on earlier copies of the query's token", 1},
-    {"importance", "output change (L2) with this head zero-ablated", 0},
+    {"importance", "output change (L2) with this head zero-ablated", 2},
 };
+constexpr const char* kGroupNames[] = {"position scores", "token scores", "statistics"};
 constexpr int kImportanceColumn = 11;
 
 // Per head (one entry each): statistics, head-type scores, and the importance where there is one (a scene's; a
@@ -97,8 +98,10 @@ void statsTable(ViewState& view, const std::vector<HeadStats>& stats, const std:
   const ImGuiStyle& style = ImGui::GetStyle();
   const float number_w = ImGui::CalcTextSize("0.000").x;
   auto contentWidth = [&](int c) {
-    // A title's widest line, and room for the sort arrow beside it; the values below.
-    const float title = ImGui::CalcTextSize(kStatColumns[c].title).x + 0.8f * ImGui::GetFontSize();
+    // A title's widest line, and room for the sort arrow beside it (as ImGui's TableHeader reserves it); the
+    // values below.
+    const float title = ImGui::CalcTextSize(kStatColumns[c].title).x +
+                        (c == 1 ? 0.0f : std::floor(0.65f * ImGui::GetFontSize() + style.FramePadding.x));
     const float values = c == 0 ? ImGui::CalcTextSize("00").x : c == 1 ? ImGui::CalcTextSize("duplicate-token").x : number_w;
     return std::max(title, values);
   };
@@ -115,14 +118,14 @@ void statsTable(ViewState& view, const std::vector<HeadStats>& stats, const std:
   const float avail = ImGui::GetContentRegionAvail().x;
   int group = -1;  // every column
   if (tableWidth(-1) > avail) {
+    ImGui::AlignTextToFramePadding();
     ImGui::TextUnformatted("Columns:");
-    ImGui::SameLine();
-    ImGui::RadioButton("head-type scores", &view.stats_columns, 1);
-    probeItem("similarity.columns.scores");
-    ImGui::SameLine();
-    ImGui::RadioButton("statistics", &view.stats_columns, 0);
-    probeItem("similarity.columns.statistics");
-    group = view.stats_columns;
+    for (int g = 0; g < 3; ++g) {
+      ImGui::SameLine();
+      ImGui::RadioButton(kGroupNames[g], &view.stats_columns, g);
+      probeItem(std::string("similarity.columns.") + std::to_string(g));
+    }
+    group = std::clamp(view.stats_columns, 0, 2);
   }
   const bool fits = tableWidth(group) <= avail;
   std::vector<int> columns;
@@ -137,8 +140,8 @@ void statsTable(ViewState& view, const std::vector<HeadStats>& stats, const std:
   const float table_h = std::min(std::max(ImGui::GetContentRegionAvail().y, header_h + 5 * row_h),
                                  header_h + static_cast<float>(h) * row_h + style.ScrollbarSize + 4);
   // One table per group, so that each keeps its own sort.
-  if (!ImGui::BeginTable(group == 0 ? "stats.statistics" : group == 1 ? "stats.scores" : "stats", static_cast<int>(columns.size()),
-                         flags, ImVec2(0, table_h)))
+  const std::string table_id = group < 0 ? std::string("stats") : std::string("stats.") + kGroupNames[group];
+  if (!ImGui::BeginTable(table_id.c_str(), static_cast<int>(columns.size()), flags, ImVec2(0, table_h)))
     return;
   ImGui::TableSetupScrollFreeze(1, 1);
   for (int c : columns) {

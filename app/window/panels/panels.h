@@ -25,8 +25,9 @@ struct ViewState {
   CellView zoom;                       // the enlarged head's visible cells
   MapContrast contrast;  // every map's colours (heatmap_view.h): the heads, the model grid, the full map, exports
   int metric = 0;  // similarity: 0 cosine, 1 Jensen-Shannon
-  // The statistics table's columns when all of them do not fit the pane: 0 the statistics, 1 the head-type scores.
-  int stats_columns = 1;
+  // The statistics table's columns when all of them do not fit the pane: 0 the scores by position, 1 the scores
+  // by token (and the type), 2 the statistics (and importance).
+  int stats_columns = 0;
   int find_score = 0;  // the subject pane's "Find heads" map: an index into headTypeScoreNames()
   int walk_step = 0;
   int walk_head = -1;      // the head the shown walkthrough step is about (-1: none or tab hidden)
