@@ -48,8 +48,11 @@ void probeFit(const std::string& id, bool fits) {
 
 void probePaneFits(const std::string& pane) {
   const ImGuiWindow* window = ImGui::GetCurrentWindow();
-  if (!window->ScrollbarX && window->DC.CursorMaxPos.x > window->WorkRect.Max.x + kSlack)
+  if (!window->ScrollbarX && window->DC.CursorMaxPos.x > window->WorkRect.Max.x + kSlack) {
     g_clipped_current.insert(pane);
+    g_notes_current[pane + ".overflow"] =
+        std::to_string(window->DC.CursorMaxPos.x) + " > " + std::to_string(window->WorkRect.Max.x);
+  }
 }
 
 void probeText(const std::string& id, ImVec2 min, ImVec2 max) {

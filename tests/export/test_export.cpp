@@ -181,7 +181,7 @@ TEST(ExportPng, AllHeadsShareOneScaleInAGrid) {
   EXPECT_EQ(fig.panels[1].title, "Head 2");  // heads are named from 1
 }
 
-TEST(ExportPng, SimilarityUsesTheDivergingMapOnMinusOneToOne) {
+TEST(ExportPng, CosineSimilarityUsesViridisOnZeroToOne) {
   const Scene s = handScene();
   const Result r = handResult();
   const ExportRequest req = request(ExportWhat::Similarity, ExportFormat::Png);
@@ -189,10 +189,12 @@ TEST(ExportPng, SimilarityUsesTheDivergingMapOnMinusOneToOne) {
   const FigureLayout layout = layoutFigure(fig);
   const Image img = decodePng(exportBytes(s, r, req));
   EXPECT_EQ(fig.title, "Head similarity (cosine)");
-  // Diagonal: cosine 1 -> the darkest red, ColorBrewer's #67001f.
-  EXPECT_EQ(centre(img, cellRect(fig, layout, 0, 0, 0)), (Rgb8{0x67, 0x00, 0x1F}));
-  const float t = static_cast<float>((handCosine() + 1) / 2);
-  EXPECT_EQ(centre(img, cellRect(fig, layout, 0, 0, 1)), colorAt(ColorMap::Diverging, t));
+  EXPECT_EQ(fig.map, ColorMap::Viridis);
+  EXPECT_EQ(fig.vmin, 0.0f);
+  EXPECT_EQ(fig.vmax, 1.0f);
+  // Diagonal: cosine 1 -> viridis' last entry, #fde725.
+  EXPECT_EQ(centre(img, cellRect(fig, layout, 0, 0, 0)), (Rgb8{0xFD, 0xE7, 0x25}));
+  EXPECT_EQ(centre(img, cellRect(fig, layout, 0, 0, 1)), colorAt(ColorMap::Viridis, static_cast<float>(handCosine())));
 }
 
 TEST(ExportPng, JensenShannonUsesViridisOnZeroToLn2) {

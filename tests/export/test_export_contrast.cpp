@@ -317,7 +317,7 @@ TEST(ExportContrast, NumbersStayRawAndSimilarityKeepsItsScale) {
   sim.what = ExportWhat::Similarity;
   Result with_analysis = CpuBackend(1).compute(s, {.analysis = true});
   const Figure fig = makeFigure(s, with_analysis, sim);
-  EXPECT_EQ(fig.contrast, MapContrast{});
-  EXPECT_EQ(fig.vmin, -1);
+  EXPECT_EQ(fig.contrast, MapContrast{});  // cosine keeps its own 0..1 scale
+  EXPECT_EQ(fig.vmin, 0);
   EXPECT_EQ(fig.vmax, 1);
 }

@@ -196,7 +196,7 @@ void checkModelGrid(Checker& c, const std::string& dir, bool maps_dropped);
 void checkModelLlama(Checker& c, const std::string& dir);
 void checkModelBert(Checker& c, const std::string& dir);  // an encoder's maps drawn full (gui_check_families.cpp)
 // gui_model_wide: a 28 x 16-head grid's labels, none overlapping, the first and last of each kind drawn.
-void checkModelWide(Checker& c);
+void checkModelWide(Checker& c, const std::string& dir);
 // gui_model_wide (and _x2): the grid filling its room; gui_heads_wide (and _x2): 16 heads in 4 KV groups, each
 // group on one row, the maps filling theirs (gui_check_maps.cpp).
 void checkModelGridFills(Checker& c);

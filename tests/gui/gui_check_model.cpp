@@ -163,6 +163,50 @@ void checkSubjectExports(Checker& c, const std::string& dir, const Maps& maps) {
            "the left pane holds the scene's editors again");
 }
 
+// The subject pane's "Find heads" map (previous-token, the default score): each of the 144 cells in
+// viridis(score), the score worked out here from NumPy's maps (mean over queries i >= 1 of w[i][i - 1]); and the
+// strongest head listed, clicked, opens NumPy's argmax head full-size.
+void checkFindHeads(Checker& c, const std::string& dir, const Maps& maps) {
+  const Checker shot{loadPng(dir + "/findheads.png"), loadLayout(dir + "/layout_findheads.json")};
+  const int layers = static_cast<int>(maps.size()), heads = static_cast<int>(maps[0].size());
+  const int n = static_cast<int>(maps[0][0].size());
+  std::vector<std::vector<double>> score(static_cast<std::size_t>(layers), std::vector<double>(static_cast<std::size_t>(heads)));
+  int best_l = 0, best_h = 0;
+  double best = -1, second = -1;
+  for (int l = 0; l < layers; ++l)
+    for (int h = 0; h < heads; ++h) {
+      const auto& w = maps[static_cast<std::size_t>(l)][static_cast<std::size_t>(h)];
+      double sum = 0;
+      for (int i = 1; i < n; ++i) sum += w[static_cast<std::size_t>(i)][static_cast<std::size_t>(i - 1)];
+      const double v = sum / (n - 1);
+      score[static_cast<std::size_t>(l)][static_cast<std::size_t>(h)] = v;
+      if (v > best) second = best, best = v, best_l = l, best_h = h;
+      else if (v > second) second = v;
+    }
+  c.expect(shot.layout.contains("findheads.map"), "the Find heads map is drawn in the subject pane");
+  if (!shot.layout.contains("findheads.map")) return;
+  const std::vector<float> m = shot.rect("findheads.map");
+  c.expect(m[3] < static_cast<float>(shot.img.h) - 20, "the map lies inside the window, not scrolled off");
+  const float cw = (m[2] - m[0]) / static_cast<float>(heads), ch = (m[3] - m[1]) / static_cast<float>(layers);
+  int wrong = 0;
+  for (int l = 0; l < layers; ++l)
+    for (int h = 0; h < heads; ++h) {
+      const double v = score[static_cast<std::size_t>(l)][static_cast<std::size_t>(h)];
+      const Rgb8 got = shot.img.at(static_cast<int>(m[0] + (h + 0.4f) * cw), static_cast<int>(m[1] + (l + 0.4f) * ch));
+      // The engine's float32 maps are within 1e-6 of NumPy's, their mean too: a colour step away at most.
+      if (!(got == attnscope::colorAt(ColorMap::Viridis, static_cast<float>(v - 1e-5))) &&
+          !(got == attnscope::colorAt(ColorMap::Viridis, static_cast<float>(v + 1e-5))) && ++wrong <= 3)
+        std::printf("      layer %d head %d: score %.5f drawn %s\n", l + 1, h + 1, v, Checker::str(got).c_str());
+    }
+  c.expect(wrong == 0, "Find heads: 144 cells in viridis(NumPy's previous-token score), " + std::to_string(wrong) +
+                           " wrong");
+  const nlohmann::json opened = loadLayout(dir + "/layout_findheads_open.json");
+  const std::string status = note(opened, "status.subject");
+  const std::string want = "layer " + std::to_string(best_l + 1) + ", head " + std::to_string(best_h + 1);
+  c.expect(best - second < 1e-4 || (opened.contains("model.map") && status.find(want) != std::string::npos),
+           "the strongest head clicked opens NumPy's argmax, " + want + ": '" + status + "'");
+}
+
 }  // namespace
 
 void checkModelGrid(Checker& c, const std::string& dir, bool maps_dropped) {
@@ -253,9 +297,10 @@ void checkModelGrid(Checker& c, const std::string& dir, bool maps_dropped) {
   c.expect(loadLayout(dir + "/layout_back_map.json").contains("model.map"), "and back: the map last shown");
   c.expect(loadLayout(dir + "/layout_back.json").contains("model.tile.11.11"), "and its grid");
   checkSubjectExports(c, dir, maps);
+  checkFindHeads(c, dir, maps);
 }
 
-void checkModelWide(Checker& c) {
+void checkModelWide(Checker& c, const std::string& dir) {
   c.expect(c.layout.contains("model.tile.27.15") && !c.layout.contains("model.grid_pending"), "the 28 x 16 grid drawn");
   // The labels' rectangles, by kind; no two overlap by more than half a pixel both ways.
   std::vector<std::pair<std::string, std::vector<float>>> labels;
@@ -278,6 +323,65 @@ void checkModelWide(Checker& c) {
   std::string clipped;
   for (const auto& id : c.layout.value("clipped", nlohmann::json::array())) clipped += " " + id.get<std::string>();
   c.expect(clipped.empty(), "nothing clipped or overlapping by the probe's own check:" + clipped);
+  const std::vector<float> header = c.rect("model.header"), button = c.rect("model.to_scene");
+  c.expect(header[2] <= button[0] || header[3] <= button[1],
+           "the header's text ends before the button beside it (or the button is on the next line)");
+
+  // The text box wraps: its second line holds text (light pixels on the dark field), where an unwrapped box
+  // shows one line scrolled sideways; and the model ran on the text as typed, spaces and all.
+  const Checker text{loadPng(dir + "/text.png"), loadLayout(dir + "/layout_text.json")};
+  const std::vector<float> box = text.rect("checkpoint.text");
+  // 3.5 lines tall, within a frame padding of about 3 px. The second line holds "on." (about 19 light pixels);
+  // unwrapped, nothing (the cursor, if drawn, ends the first).
+  const float line = (box[3] - box[1] - 6) / 3.5f;
+  int lit = 0;
+  for (int y = static_cast<int>(box[1] + 3 + line + 2); y < static_cast<int>(box[1] + 3 + 2 * line - 2); ++y)
+    for (int x = static_cast<int>(box[0]) + 2; x < static_cast<int>(box[2]) - 2; ++x) {
+      const Rgb8 p = text.img.at(x, y);
+      lit += p.r > 150 && p.g > 150 && p.b > 150;
+    }
+  c.expect(lit > 12, "the text box's second line holds text: " + std::to_string(lit) + " light pixels");
+  const std::string typed = "The cat sat on the mat. The cat sat on the mat. The cat sat on.";
+  c.expect(note(c.layout, "subject.text") == typed, "the model ran on the text as typed: '" +
+                                                         note(c.layout, "subject.text") + "'");
+
+  // Similarity of layer 1's 16 heads: the matrix and every column of the statistics table inside the right pane,
+  // each value in its cell or none (hover), head labels apart; the diagonal (a map against itself, cosine 1)
+  // in viridis' top colour.
+  const Checker sim{loadPng(dir + "/similarity.png"), loadLayout(dir + "/layout_similarity.json")};
+  std::string sim_clipped;
+  for (const auto& id : sim.layout.value("clipped", nlohmann::json::array())) sim_clipped += " " + id.get<std::string>();
+  c.expect(sim_clipped.empty(), "similarity: nothing clipped or overlapping:" + sim_clipped);
+  const float pane_left = sim.rect("pane.right.splitter")[2];
+  int outside = 0, columns = 0;
+  for (const auto& [id, rect] : sim.layout.items())
+    if (id.rfind("similarity.column.", 0) == 0 || id == "similarity.map" || id == "similarity.table") {
+      const std::vector<float> r = rect.get<std::vector<float>>();
+      columns += id.rfind("similarity.column.", 0) == 0;
+      if (r[0] < pane_left || r[2] > static_cast<float>(sim.img.w) - 1) {
+        ++outside;
+        std::printf("      %s at x %.0f..%.0f, the pane %.0f..%d\n", id.c_str(), r[0], r[2], pane_left, sim.img.w);
+      }
+    }
+  c.expect(columns >= 5 && outside == 0, std::to_string(columns) + " statistics columns and the matrix, " +
+                                              std::to_string(outside) + " outside the pane");
+  const std::vector<float> m = sim.rect("similarity.map");
+  const float cell = (m[2] - m[0]) / 16;
+  int off_diagonal = 0;
+  for (int a = 0; a < 16; ++a) {
+    const Rgb8 got = sim.img.at(static_cast<int>(m[0] + (a + 0.2f) * cell), static_cast<int>(m[1] + (a + 0.2f) * cell));
+    off_diagonal += !(got == attnscope::colorAt(ColorMap::Viridis, 1.0f));
+  }
+  c.expect(off_diagonal == 0, "the 16 diagonal cells in viridis' top colour: " + std::to_string(off_diagonal) + " not");
+  const std::string values = note(sim.layout, "similarity.values");
+  c.expect(values == "in the cells" || values == "on hover", "values: " + values);
+
+  // The Checkpoint tab's repeated random tokens: 30 ids twice, the run named by them.
+  const nlohmann::json repeated = loadLayout(dir + "/layout_repeated.json");
+  c.expect(note(repeated, "subject.text") == "(30 random tokens, seed 0, repeated)" &&
+               note(repeated, "subject.tokens") == "60",
+           "repeated random tokens: '" + note(repeated, "subject.text") + "', " + note(repeated, "subject.tokens") +
+               " tokens");
 }
 
 }  // namespace gui

@@ -70,8 +70,8 @@ void checkPanels(Checker& c, const std::string& dir) {
     c.expect(drawn > 0, file + ": " + probe + " drawn (" + std::to_string(drawn) + " lit pixels)");
   }
 
-  // Similarity: cosine of the two heads' maps on the diverging map over -1..1, read near each cell's top-left
-  // corner (its value is written across the middle). The diagonal is 1 by definition.
+  // Similarity: cosine of the two heads' maps on viridis over 0..1, read near each cell's top-left corner (its
+  // value is written across the middle). The diagonal is 1 by definition.
   const Checker sim{loadPng(dir + "/similarity.png"), loadLayout(dir + "/layout_similarity.json")};
   const Grid w[2] = {expectedWeights(0, false), expectedWeights(1, false)};
   const std::vector<float> s = sim.rect("similarity.map");
@@ -81,7 +81,7 @@ void checkPanels(Checker& c, const std::string& dir) {
       const double cos = a == b ? 1.0 : cosine(w[a], w[b]);
       const Rgb8 got = sim.img.at(static_cast<int>(s[0] + (b + 0.15f) * side), static_cast<int>(s[1] + (a + 0.15f) * side));
       const auto at = [](double v) {
-        return attnscope::colorAt(ColorMap::Diverging, static_cast<float>((v + 1) / 2));
+        return attnscope::colorAt(ColorMap::Viridis, static_cast<float>(v));
       };
       c.expect(got == at(cos - 2e-5) || got == at(cos + 2e-5),
                "similarity of heads " + std::to_string(a + 1) + " and " + std::to_string(b + 1) + ": cosine " +

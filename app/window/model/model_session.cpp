@@ -5,10 +5,12 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <map>
 #include <variant>
 
 #include "attnscope/error.h"
 #include "attnscope/json_file.h"
+#include "attnscope/model/head_finding.h"
 #include "attnscope/scene/scene.h"
 #include "attnscope/settings.h"
 #include "window/model/model_grid_renderer.h"
@@ -59,8 +61,16 @@ ModelSession::Reply ModelSession::work(const Request& request, Progress& progres
     if (!reply.checkpoint)
       reply.checkpoint = std::make_shared<const model::Model>(model::loadModel(request.dir));
     // BOS as the tokenizer adds it (Llama's does); refused beyond the positions the model has.
-    const std::vector<int> ids = reply.checkpoint->tokenizer.encodeAtMost(
-        request.text, static_cast<std::size_t>(reply.checkpoint->maxTokens()));
+    const model::Model& ck = *reply.checkpoint;
+    // As the CLI's --repeated-random: ids the tokenizer names (a config's vocab_size may pad past them).
+    const std::vector<int> ids =
+        request.repeated > 0
+            ? model::repeatedRandomTokens(std::min(ck.architecture().vocab_size, ck.tokenizer.vocabSize()),
+                                          request.repeated, static_cast<std::uint64_t>(request.seed), ck.maxTokens())
+            : ck.tokenizer.encodeAtMost(request.text, static_cast<std::size_t>(ck.maxTokens()));
+    if (request.repeated > 0)
+      reply.text = "(" + std::to_string(request.repeated) + " random tokens, seed " + std::to_string(request.seed) +
+                   ", repeated)";
     if (ids.empty()) throw InputError("text", "at least one token", "an empty text");
     progress.layers_total = reply.checkpoint->layout().n_layer;
     model::ForwardOptions options;
@@ -86,6 +96,7 @@ ModelSession::Reply ModelSession::work(const Request& request, Progress& progres
     };
     reply.forward = model::modelForward(*reply.checkpoint, ids, options);
     for (int id : ids) reply.labels.push_back(reply.checkpoint->tokenizer.label(id));
+    reply.ids = ids;
     reply.stored_dtype = statedDtype(request.dir);
   } catch (const model::ForwardCancelled&) {
     reply.cancelled = true;
@@ -96,7 +107,7 @@ ModelSession::Reply ModelSession::work(const Request& request, Progress& progres
   return reply;
 }
 
-void ModelSession::start() {
+void ModelSession::start(int repeated) {
   if (dir.empty()) {
     error = "checkpoint folder: type the folder's path first (config.json, model.safetensors, and vocab.json + "
             "merges.txt or tokenizer.json)";
@@ -119,7 +130,7 @@ void ModelSession::start() {
   progress_->layers_total = loaded ? checkpoint_->layout().n_layer : 0;
   error.clear();
   cancelled = false;
-  worker_->request(Request{folder, text, loaded ? checkpoint_ : nullptr});
+  worker_->request(Request{folder, text, repeated, repeated_seed, loaded ? checkpoint_ : nullptr});
   running_ = true;
 }
 
@@ -127,6 +138,11 @@ void ModelSession::showTensor(arrays::AttentionTensor tensor, const std::string&
   if (running_) cancel();  // its reply, when it comes, is dropped below
   forward_ = std::make_shared<const model::ForwardResult>(std::move(tensor.forward));
   labels_ = std::move(tensor.tokens);
+  // A tensor has labels, not ids: the same label is the same token (as `view` scores a tensor's heads).
+  ids_.clear();
+  std::map<std::string, int> distinct;
+  for (const std::string& label : labels_)
+    ids_.push_back(distinct.emplace(label, static_cast<int>(distinct.size())).first->second);
   tensor_name_ = tensor.tensor_name;
   tensor_file_ = path;
   ran_text_.clear();
@@ -144,6 +160,24 @@ const arrays::TensorLayerAnalysis& ModelSession::tensorAnalysis(int of_layer) {
     analysis_layer_ = of_layer;
   }
   return analysis_;
+}
+
+const ModelSession::HeadScores* ModelSession::headScores() {
+  if (forward_->n == 0) return nullptr;
+  if (!scores_worker_)
+    scores_worker_ = std::make_unique<LatestWorker<ScoresRequest, ScoresReply>>([](const ScoresRequest& r) {
+      return ScoresReply{model::modelHeadScores(*r.forward, r.ids), r.revision};
+    });
+  if (auto reply = scores_worker_->take(); reply && reply->second.revision == revision_ + 1) {
+    scores_ = std::move(reply->second.scores);
+    scores_revision_ = revision_ + 1;
+  }
+  if (scores_revision_ == revision_ + 1) return &scores_;
+  if (scores_asked_ != revision_ + 1) {
+    scores_worker_->request(ScoresRequest{forward_, ids_, revision_ + 1});
+    scores_asked_ = revision_ + 1;
+  }
+  return nullptr;
 }
 
 std::string ModelSession::title() const {
@@ -185,6 +219,7 @@ bool ModelSession::poll() {
   checkpoint_ = std::move(r.checkpoint);
   forward_ = std::make_shared<const model::ForwardResult>(std::move(r.forward));
   labels_ = std::move(r.labels);
+  ids_ = std::move(r.ids);
   ran_text_ = std::move(r.text);
   stored_dtype_ = std::move(r.stored_dtype);
   analysis_layer_ = -1;  // the cached analysis was of the previous forward

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "attnscope/analysis/analysis.h"
 #include "attnscope/arrays/attention_tensor.h"
 #include "attnscope/model/model.h"
 #include "window/latest_worker.h"
@@ -29,7 +30,10 @@ class ModelSession {
   // Starts loading `dir` (once per folder) and the forward over `text`, replacing one that has not started. A
   // path to a file in the folder (its config.json) opens the folder; a folder that is not there is refused in
   // `error` ("no such folder: PATH") before anything is read.
-  void start();
+  // `repeated` > 0: instead of the text, that many random token ids and the same again (head_finding.h's
+  // repeatedRandomTokens, seeded by `repeated_seed`), the text on which induction heads show.
+  void start(int repeated = 0);
+  int repeated_length = 50, repeated_seed = 0;  // the Checkpoint tab's repeated-random-tokens fields
   // Asks the running forward to stop after its current layer; what was shown before stays.
   void cancel();
   // Once a frame: takes a finished forward (or its error). True when a new forward landed this frame.
@@ -64,6 +68,12 @@ class ModelSession {
   // The weights' dtype as config.json states it ("bfloat16", from torch_dtype or dtype), else "".
   const std::string& storedDtype() const { return stored_dtype_; }
   const std::vector<std::string>& labels() const { return labels_; }
+  // The tokens as ids (a tensor's: one id per distinct label), for the scores that compare tokens.
+  const std::vector<int>& ids() const { return ids_; }
+  // Every layer's and head's head-type scores ([layer][head], head_finding.h's modelHeadScores), computed off the
+  // UI thread once per forward or tensor: null until they land (asking starts the work).
+  using HeadScores = std::vector<std::vector<HeadTypeScores>>;
+  const HeadScores* headScores();
   const std::string& ranText() const { return ran_text_; }
   unsigned revision() const { return revision_; }  // bumped when a forward lands
   // Why the last start failed (or that it was cancelled); empty when it ran. `cancelled`: the note is no error.
@@ -91,12 +101,14 @@ class ModelSession {
   };
   struct Request {
     std::string dir, text;
+    int repeated = 0, seed = 0;  // > 0: repeated random tokens instead of the text
     std::shared_ptr<const model::Model> checkpoint;  // the folder's, when already loaded
   };
   struct Reply {
     std::shared_ptr<const model::Model> checkpoint;
     model::ForwardResult forward;
     std::vector<std::string> labels;
+    std::vector<int> ids;
     std::string text, error, stored_dtype;
     bool cancelled = false;
   };
@@ -111,6 +123,19 @@ class ModelSession {
   std::string ran_text_;
   std::string stored_dtype_;
   unsigned revision_ = 0;
+  std::vector<int> ids_;
+  struct ScoresRequest {
+    std::shared_ptr<const model::ForwardResult> forward;
+    std::vector<int> ids;
+    unsigned revision = 0;
+  };
+  struct ScoresReply {
+    HeadScores scores;
+    unsigned revision = 0;
+  };
+  std::unique_ptr<LatestWorker<ScoresRequest, ScoresReply>> scores_worker_;
+  unsigned scores_asked_ = 0, scores_revision_ = 0;  // revision_ + 1 of the forward asked for / landed (0: none)
+  HeadScores scores_;
   std::string tensor_file_;                // "" unless a tensor is shown
   std::string tensor_name_;                 // the tensor chosen in it ("" for a .npy file)
   int analysis_layer_ = -1;                 // the layer analysis_ describes

@@ -419,12 +419,24 @@ void drawModelView(AppState& state, ViewState& view) {
                   c.n_kv_head, s.forward().n);
     else
       ImGui::Text("%s: %d layers x %d heads, %d tokens", s.title().c_str(), c.n_layer, c.n_head, s.forward().n);
-    const char* back = "Scene's heads";
-    ImGui::SameLine(std::max(
-        ImGui::GetCursorPosX(),
-        ImGui::GetWindowContentRegionMax().x - ImGui::CalcTextSize(back).x - 2 * ImGui::GetStyle().FramePadding.x));
-    if (ImGui::Button(back)) s.shown = false;
+    probeText("model.header", ImGui::GetItemRectMin(), ImGui::GetItemRectMax());
+    // The button names the subject it switches to (the scene is kept while the model is on show): at the line's
+    // end when it fits beside the header, else on a line of its own, never over the header's text.
+    const std::string name = sceneName(state, view);
+    const Scene& scene = state.scene();
+    const std::string to_scene =
+        (name == "scene" ? std::string("Show the scene") : "Show " + name) + " (" + std::to_string(scene.nQ()) +
+        " tokens, " + std::to_string(scene.numHeads()) + (scene.numHeads() == 1 ? " head)" : " heads)");
+    const float button_w = ImGui::CalcTextSize(to_scene.c_str()).x + 2 * ImGui::GetStyle().FramePadding.x;
+    const float right = ImGui::GetWindowContentRegionMax().x - button_w;
+    ImGui::SameLine();
+    if (ImGui::GetCursorPosX() + ImGui::GetStyle().ItemSpacing.x <= right)
+      ImGui::SameLine(right);
+    else
+      ImGui::NewLine();
+    if (ImGui::Button(to_scene.c_str())) s.shown = false;
     probeItem("model.to_scene");
+    probeText("model.to_scene.label", ImGui::GetItemRectMin(), ImGui::GetItemRectMax());
   }
   drawModelProgress(view, "model");
   if (!s.error.empty() && !s.running()) {

@@ -32,5 +32,9 @@ bool sceneOnlyNote(AppState& state, ViewState& view, const char* tab);
 // layers, heads, KV heads, head_dim, dtype, memory) or the tensor's shape, the layer and head navigator, the
 // tokens, and why the scene editors are hidden.
 void drawSubjectPane(AppState& state, ViewState& view);
+// The subject pane's "Find heads" section (head_scores_map.cpp): a head-type score chosen by the user for every
+// layer and head as a layers x heads map and the strongest heads listed; a click opens that head's map.
+class ModelSession;
+void drawHeadScoresMap(ViewState& view, ModelSession& s);
 
 }  // namespace attnscope::app

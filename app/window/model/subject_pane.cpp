@@ -74,19 +74,19 @@ void tokenList(const ModelSession& s) {
     textWrappedAtSpaces(s.ranText());
     ImGui::PopStyleColor();
     probeItem("subject.text");
+    probeNote("subject.text", s.ranText());
   }
   const float right = ImGui::GetWindowContentRegionMax().x + ImGui::GetWindowPos().x;
   const int shown = std::min(static_cast<int>(labels.size()), kListedTokens);
   for (int i = 0; i < shown; ++i) {
     const std::string chip = std::to_string(i) + " " + axisLabel(labels[static_cast<std::size_t>(i)]);
     const float w = ImGui::CalcTextSize(chip.c_str()).x;
-    if (i > 0) {
-      ImGui::SameLine();
-      if (ImGui::GetCursorScreenPos().x + w > right) ImGui::NewLine();
-    }
+    // Beside the last chip while it fits (decided before SameLine, which would otherwise leave the cursor's reach
+    // past the pane's edge), else on the next line.
+    if (i > 0 && ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x + w <= right) ImGui::SameLine();
     ImGui::TextUnformatted(chip.c_str());
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("token %d: '%s'", i, labels[static_cast<std::size_t>(i)].c_str());
-    if (i == 0) probeItem("subject.token.0");
+    probeItem("subject.token." + std::to_string(i));
   }
   if (shown < static_cast<int>(labels.size()))
     ImGui::TextDisabled("... and %d more (the strip over the grid names each)",
@@ -143,6 +143,8 @@ void drawSubjectPane(AppState& state, ViewState& view) {
     if (ImGui::Button(open.c_str())) openModelLayerAsScene(state, view, s.layer);
     probeItem("subject.open_layer");
   }
+  ImGui::Spacing();
+  drawHeadScoresMap(view, s);
   ImGui::Spacing();
   tokenList(s);
   ImGui::Spacing();

@@ -5,6 +5,8 @@
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
+#include <algorithm>
+
 #include <memory>
 #include <string>
 
@@ -85,10 +87,28 @@ void drawCheckpointPanel(AppState& state, ViewState& view) {
   probeItem("checkpoint.path");
   ImGui::SameLine();
   browseButton("checkpoint.browse", s.dir, ChooseWhat::Folder);
-  ImGui::InputTextMultiline("##checkpoint_text", &s.text, ImVec2(-1, ImGui::GetTextLineHeight() * 3.5f));
+  wrappedTextInput("##checkpoint_text", s.text, ImVec2(-1, ImGui::GetTextLineHeight() * 3.5f));
   probeItem("checkpoint.text");
   if (ImGui::Button("Open model and run")) s.start();
   probeItem("checkpoint.run");
+  // Instead of the text: L random tokens twice, where induction heads show (the subject pane's Find heads).
+  ImGui::SameLine();
+  if (ImGui::Button("Run on repeated random tokens")) s.start(s.repeated_length);
+  probeItem("checkpoint.repeated");
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextDisabled("random tokens: L");
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(ImGui::CalcTextSize("00000").x + 2 * style.FramePadding.x);
+  ImGui::InputInt("##repeated_length", &s.repeated_length, 0);
+  s.repeated_length = std::clamp(s.repeated_length, 1, 1 << 16);
+  probeItem("checkpoint.repeated_length");
+  ImGui::SameLine();
+  ImGui::TextDisabled("seed");
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(ImGui::CalcTextSize("0000000000").x + 2 * style.FramePadding.x);
+  ImGui::InputInt("##repeated_seed", &s.repeated_seed, 0);
+  s.repeated_seed = std::max(s.repeated_seed, 0);
+  probeItem("checkpoint.repeated_seed");
   drawModelProgress(view, "checkpoint");
   if (!s.error.empty() && !s.running()) {
     if (s.cancelled)

@@ -25,6 +25,10 @@ struct ViewState {
   CellView zoom;                       // the enlarged head's visible cells
   MapContrast contrast;  // every map's colours (heatmap_view.h): the heads, the model grid, the full map, exports
   int metric = 0;  // similarity: 0 cosine, 1 Jensen-Shannon
+  // The statistics table's columns when all of them do not fit the pane: 0 the scores by position, 1 the scores
+  // by token (and the type), 2 the statistics (and importance).
+  int stats_columns = 0;
+  int find_score = 0;  // the subject pane's "Find heads" map: an index into headTypeScoreNames()
   int walk_step = 0;
   int walk_head = -1;      // the head the shown walkthrough step is about (-1: none or tab hidden)
   int seed = 1;                 // the presets' seed, as typed (0 .. 2^31 - 1)
@@ -131,6 +135,9 @@ void errorText(const std::string& message);
 // Text wrapped at the pane's right edge between words only: ImGui's own wrapping also breaks after '.', which
 // split numbers ("0.<newline>066430"). '\n' starts a new line.
 void textWrappedAtSpaces(const std::string& text);
+// A multi-line text box over `text` that wraps at spaces (wrapped_text_input.cpp); `size` as ImGui's (x <= 0:
+// the available width less -x). True when the text changed this frame.
+bool wrappedTextInput(const char* id, std::string& text, ImVec2 size);
 // printf into a string (up to 1023 characters), for textWrappedAtSpaces.
 std::string formatted(const char* format, ...) __attribute__((format(printf, 1, 2)));
 // Cells drawn one rectangle each (the diff and mistakes panels): past this many the panels point to the CLI.

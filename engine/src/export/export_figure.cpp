@@ -228,11 +228,13 @@ Figure makeFigure(const Scene& scene, const Result& result, const ExportRequest&
     f.row_axis = f.col_axis = "Head";
     if (cosine) {
       f.title = "Head similarity (cosine)";
+      // Weight maps are non-negative, so their cosine lies in 0..1: a sequential scale uses all of it (the
+      // diverging -1..1 map left half its bar unused and every cell the same red).
       f.scale_label = "cosine similarity of weight maps";
-      f.map = ColorMap::Diverging;
-      f.vmin = -1;
+      f.map = ColorMap::Viridis;
+      f.vmin = 0;
       f.vmax = 1;
-      f.ticks = {-1.0f, -0.5f, 0.0f, 0.5f, 1.0f};
+      f.ticks = {0.0f, 0.2f, 0.4f, 0.6f, 0.8f, 1.0f};
     } else {
       // Jensen-Shannon divergence in nats is bounded by ln 2; 0 = identical rows.
       f.title = "Head similarity (Jensen-Shannon divergence)";
