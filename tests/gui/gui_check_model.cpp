@@ -207,6 +207,52 @@ void checkFindHeads(Checker& c, const std::string& dir, const Maps& maps) {
            "the strongest head clicked opens NumPy's argmax, " + want + ": '" + status + "'");
 }
 
+// The token view of token 5 (clicked in the strip), in the layer on show (read from the status bar): from it,
+// each chip in viridis(mean over heads of NumPy's w[5][j] / the largest such), keys after 5 grey (causal); to it,
+// the same of w[i][5], queries before 5 grey.
+void checkTokenView(Checker& c, const std::string& dir, const Maps& maps) {
+  const int heads = static_cast<int>(maps[0].size()), n = static_cast<int>(maps[0][0].size()), token = 5;
+  for (const bool to_it : {false, true}) {
+    const std::string name = to_it ? "tokenview_to" : "tokenview";
+    const Checker shot{loadPng(dir + "/" + name + ".png"), loadLayout(dir + "/layout_" + name + ".json")};
+    const std::string status = note(shot.layout, "status.subject");
+    const std::size_t at = status.rfind("layer ");
+    c.expect(at != std::string::npos && note(shot.layout, "tokenview.token") == "5",
+             name + ": token 5 picked, the layer named: '" + status + "'");
+    if (at == std::string::npos) continue;
+    const int layer = std::stoi(status.substr(at + 6)) - 1;
+    std::vector<double> mean(static_cast<std::size_t>(n), 0.0);
+    double top = 0;
+    for (int k = 0; k < n; ++k) {
+      for (int h = 0; h < heads; ++h) {
+        const auto& w = maps[static_cast<std::size_t>(layer)][static_cast<std::size_t>(h)];
+        mean[static_cast<std::size_t>(k)] += to_it ? w[static_cast<std::size_t>(k)][token] : w[token][static_cast<std::size_t>(k)];
+      }
+      mean[static_cast<std::size_t>(k)] /= heads;
+      if (to_it ? k >= token : k <= token) top = std::max(top, mean[static_cast<std::size_t>(k)]);
+    }
+    int wrong = 0, missing = 0;
+    for (int k = 0; k < n; ++k) {
+      const std::string chip = "tokenview.chip." + std::to_string(k);
+      if (!shot.layout.contains(chip)) {
+        ++missing;
+        continue;
+      }
+      const std::vector<float> r = shot.rect(chip);
+      const Rgb8 got = shot.img.at(static_cast<int>(r[0]) + 1, static_cast<int>(r[1]) + 1);
+      const bool hidden = to_it ? k < token : k > token;
+      const double t = mean[static_cast<std::size_t>(k)] / top;
+      // float32 maps within 1e-6 of NumPy's: t within 1e-5, a colour step away at most.
+      const bool ok = hidden ? got == attnscope::kMaskedColor
+                             : got == attnscope::colorAt(ColorMap::Viridis, static_cast<float>(t - 1e-5)) ||
+                                   got == attnscope::colorAt(ColorMap::Viridis, static_cast<float>(t + 1e-5));
+      if (!ok && ++wrong <= 3) std::printf("      %s chip %d: t %.5f drawn %s\n", name.c_str(), k, t, Checker::str(got).c_str());
+    }
+    c.expect(missing == 0 && wrong == 0, name + ": " + std::to_string(n) + " chips in NumPy's colours, " +
+                                             std::to_string(wrong) + " wrong, " + std::to_string(missing) + " missing");
+  }
+}
+
 }  // namespace
 
 void checkModelGrid(Checker& c, const std::string& dir, bool maps_dropped) {
@@ -298,6 +344,7 @@ void checkModelGrid(Checker& c, const std::string& dir, bool maps_dropped) {
   c.expect(loadLayout(dir + "/layout_back.json").contains("model.tile.11.11"), "and its grid");
   checkSubjectExports(c, dir, maps);
   checkFindHeads(c, dir, maps);
+  checkTokenView(c, dir, maps);
 }
 
 void checkModelWide(Checker& c, const std::string& dir) {

@@ -114,6 +114,7 @@ int tokenStrip(const std::vector<std::string>& labels, float x0, float width) {
     ImGui::BeginTooltip();
     ImGui::Text("%s  (position %d)", labels[static_cast<std::size_t>(hovered)].c_str(), hovered);
     ImGui::TextDisabled("red: the row it reads from; white: the column of those that read it");
+    ImGui::TextDisabled("click: its attention as text in the left pane's token view");
     ImGui::EndTooltip();
   }
   return hovered;
@@ -191,6 +192,7 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
 
   const ImVec2 start = ImGui::GetCursorScreenPos();
   const int token = tokenStrip(s.labels(), start.x + label_w, grid_w - label_w - gap);
+  if (token >= 0 && ImGui::IsMouseClicked(ImGuiMouseButton_Left)) view.model_token = token;  // the token view's
   ImDrawList* list = ImGui::GetWindowDrawList();
   const ImVec2 header = ImGui::GetCursorScreenPos();
   // Labels thinned so that none overlaps another (labelledPositions): the first and the last always.

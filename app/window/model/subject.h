@@ -36,5 +36,8 @@ void drawSubjectPane(AppState& state, ViewState& view);
 // layer and head as a layers x heads map and the strongest heads listed; a click opens that head's map.
 class ModelSession;
 void drawHeadScoresMap(ViewState& view, ModelSession& s);
+// The subject pane's "Token view" (token_view.cpp): the picked token's attention in the shown layer as coloured
+// text, from it or to it, one head or the layer's mean.
+void drawTokenView(ViewState& view, ModelSession& s);
 
 }  // namespace attnscope::app

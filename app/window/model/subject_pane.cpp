@@ -65,8 +65,9 @@ void tensorCard(const ModelSession& s) {
   probeNote("subject.tensor.shape", shape);
 }
 
-// The tokens as "0 The  1 cat ...", wrapped at the pane's edge; a hover names one.
-void tokenList(const ModelSession& s) {
+// The tokens as "0 The  1 cat ...", wrapped at the pane's edge; a hover names one, a click picks it for the token
+// view.
+void tokenList(ViewState& view, const ModelSession& s) {
   const std::vector<std::string>& labels = s.labels();
   sectionHeader(formatted("Tokens (%zu)", labels.size()).c_str());
   if (!s.ranText().empty()) {
@@ -85,8 +86,10 @@ void tokenList(const ModelSession& s) {
     // past the pane's edge), else on the next line.
     if (i > 0 && ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x + w <= right) ImGui::SameLine();
     ImGui::TextUnformatted(chip.c_str());
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("token %d: '%s'", i, labels[static_cast<std::size_t>(i)].c_str());
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("token %d: '%s'\nclick: its attention in the token view", i,
+                                                    labels[static_cast<std::size_t>(i)].c_str());
     probeItem("subject.token." + std::to_string(i));
+    if (ImGui::IsItemClicked()) view.model_token = i;  // the token view's token
   }
   if (shown < static_cast<int>(labels.size()))
     ImGui::TextDisabled("... and %d more (the strip over the grid names each)",
@@ -146,7 +149,9 @@ void drawSubjectPane(AppState& state, ViewState& view) {
   ImGui::Spacing();
   drawHeadScoresMap(view, s);
   ImGui::Spacing();
-  tokenList(s);
+  drawTokenView(view, s);
+  ImGui::Spacing();
+  tokenList(view, s);
   ImGui::Spacing();
   // The scene editors have nothing to edit here: say why rather than edit the hidden worked example.
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));

@@ -1,0 +1,124 @@
+// The token view (as BertViz and CircuitsVis show it): one token of the subject, picked by a click in the token
+// strip or the token list, and its attention in the shown layer as coloured text over the whole sequence: from
+// it (its query row: where it reads) or to it (its key column: who reads it), for one head or the mean of the
+// layer's heads. Each token's background is viridis(weight / the largest shown); keys a causal query cannot
+// see are grey; a hover gives the numbers.
+#include <imgui.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "attnscope/compute/tiles.h"
+#include "attnscope/export/colormap.h"
+#include "window/model/model_session.h"
+#include "window/model/subject.h"
+#include "window/ui_probe.h"
+
+namespace attnscope::app {
+
+namespace {
+
+// The weights of `token` in `layer` for `head` (or every head's mean where head < 0): its row (from it) or its
+// column (to it), (n), with `masked` set where no head may attend (a key after a causal query). One row or one
+// column tile per head, so a forward without kept maps recomputes O(n d) per head, not a map.
+std::vector<double> tokenWeights(const ModelSession& s, int layer, int head, int token, bool to_it,
+                                 std::vector<char>& masked) {
+  const model::ForwardResult& f = s.forward();
+  const int n = f.n, heads = f.layout.n_head;
+  std::vector<double> sum(static_cast<std::size_t>(n), 0.0);
+  masked.assign(static_cast<std::size_t>(n), 1);
+  const int first = head < 0 ? 0 : head, last = head < 0 ? heads : head + 1;
+  for (int h = first; h < last; ++h) {
+    TileRequest r;
+    r.head = h;
+    if (to_it) {
+      r.col0 = token, r.col1 = token + 1;
+    } else {
+      r.row0 = token, r.row1 = token + 1;
+    }
+    const Tile tile = f.tile(layer, r);
+    for (int k = 0; k < n; ++k) {
+      const int i = to_it ? k : 0, j = to_it ? 0 : k;
+      sum[static_cast<std::size_t>(k)] += tile.values(i, j);
+      if (tile.masked.size() == 0 || !tile.masked(i, j)) masked[static_cast<std::size_t>(k)] = 0;
+    }
+  }
+  for (double& v : sum) v /= static_cast<double>(last - first);
+  return sum;
+}
+
+}  // namespace
+
+void drawTokenView(ViewState& view, ModelSession& s) {
+  sectionHeader("Token view");
+  const model::ForwardResult& f = s.forward();
+  const std::vector<std::string>& labels = s.labels();
+  const int n = f.n;
+  if (view.model_token < 0 || view.model_token >= n) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    textWrappedAtSpaces("Click a token (in the strip over the grid, or below) to see its attention as text.");
+    ImGui::PopStyleColor();
+    return;
+  }
+  const int token = view.model_token, heads = f.layout.n_head;
+  view.token_head = std::clamp(view.token_head, -1, heads - 1);
+  textWrappedAtSpaces(formatted("token %d '%s', layer %d", token, axisLabel(labels[static_cast<std::size_t>(token)]).c_str(),
+                                s.layer + 1));
+  probeNote("tokenview.token", std::to_string(token));
+  ImGui::RadioButton("from it (where it reads)", &view.token_to_it, 0);
+  probeItem("tokenview.from");
+  ImGui::SameLine();
+  ImGui::RadioButton("to it (who reads it)", &view.token_to_it, 1);
+  probeItem("tokenview.to");
+  const std::string shown_head =
+      view.token_head < 0 ? "mean of the layer's " + std::to_string(heads) + " heads" : "head " + std::to_string(view.token_head + 1);
+  ImGui::SetNextItemWidth(std::min(ImGui::GetContentRegionAvail().x, 16 * ImGui::GetFontSize()));
+  if (ImGui::BeginCombo("##token_head", shown_head.c_str())) {
+    if (ImGui::Selectable("mean of the layer's heads", view.token_head < 0)) view.token_head = -1;
+    for (int h = 0; h < heads; ++h)
+      if (ImGui::Selectable(("head " + std::to_string(h + 1)).c_str(), h == view.token_head)) view.token_head = h;
+    ImGui::EndCombo();
+  }
+  probeItem("tokenview.head");
+
+  std::vector<char> masked;
+  const std::vector<double> w = tokenWeights(s, s.layer, view.token_head, token, view.token_to_it == 1, masked);
+  double top = 0;
+  for (int k = 0; k < n; ++k)
+    if (!masked[static_cast<std::size_t>(k)]) top = std::max(top, w[static_cast<std::size_t>(k)]);
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+  textWrappedAtSpaces(formatted("colour: weight / the largest shown (%.3f); grey: masked (a causal query sees no later key)", top));
+  ImGui::PopStyleColor();
+  ImDrawList* list = ImGui::GetWindowDrawList();
+  const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+  const float pad = 3;
+  for (int k = 0; k < n; ++k) {
+    const std::string text = axisLabel(labels[static_cast<std::size_t>(k)]);
+    const ImVec2 size = ImGui::CalcTextSize(text.c_str());
+    const ImVec2 chip(size.x + 2 * pad, size.y + 2);
+    // Beside the last chip while it fits, else on the next line (decided before SameLine).
+    if (k > 0 && ImGui::GetItemRectMax().x + 2 + chip.x <= right) ImGui::SameLine(0, 2);
+    const ImVec2 p = ImGui::GetCursorScreenPos();
+    const bool hidden = masked[static_cast<std::size_t>(k)] != 0;
+    const float t = top > 0 ? static_cast<float>(w[static_cast<std::size_t>(k)] / top) : 0.0f;
+    const Rgb8 c = hidden ? kMaskedColor : colorAt(ColorMap::Viridis, colorMapParameter(t, 0.0f, 1.0f));
+    list->AddRectFilled(p, ImVec2(p.x + chip.x, p.y + chip.y), IM_COL32(c.r, c.g, c.b, 255));
+    const bool dark = 0.299f * c.r + 0.587f * c.g + 0.114f * c.b < 140;
+    list->AddText(ImVec2(p.x + pad, p.y + 1), dark ? IM_COL32(255, 255, 255, 255) : IM_COL32(0, 0, 0, 255), text.c_str());
+    if (k == token) list->AddRect(ImVec2(p.x - 1, p.y - 1), ImVec2(p.x + chip.x + 1, p.y + chip.y + 1), IM_COL32(255, 60, 60, 255));
+    ImGui::InvisibleButton(("##tv" + std::to_string(k)).c_str(), chip);
+    probeItem("tokenview.chip." + std::to_string(k));
+    if (ImGui::IsItemHovered()) {
+      if (hidden)
+        ImGui::SetTooltip("token %d '%s': not visible (a causal query sees no later key)", k, labels[static_cast<std::size_t>(k)].c_str());
+      else
+        ImGui::SetTooltip("token %d '%s'\nweight %.4f (%s)\n%s", k, labels[static_cast<std::size_t>(k)].c_str(),
+                          w[static_cast<std::size_t>(k)], shown_head.c_str(),
+                          view.token_to_it ? "how much it reads the picked token" : "how much the picked token reads it");
+    }
+    if (ImGui::IsItemClicked()) view.model_token = k;
+  }
+}
+
+}  // namespace attnscope::app
