@@ -20,6 +20,11 @@ namespace attnscope::model {
 // are recomputed in blocks from its stats (O(n d) per layer, one block of rows at a time).
 std::vector<std::vector<HeadTypeScores>> modelHeadScores(const ForwardResult& forward, const std::vector<int>& ids,
                                                           int local_window = kDefaultLocalWindow);
+// The same with the tokens compared as text (a saved tensor's, `attnscope view --analysis-out`): query i and key j
+// hold the same token when tokens[i] == tokens[j]. A tensor's layout is not causal: no row has a single key.
+std::vector<std::vector<HeadTypeScores>> modelHeadScores(const ForwardResult& forward,
+                                                          const std::vector<std::string>& tokens,
+                                                          int local_window = kDefaultLocalWindow);
 
 // Composition scores between every head A of layer la and every head B of a later layer lb > la, in row-vector
 // form (x W): W_OV^A = V_A O_A (d x d), V_A = diag(g_la) W_V of A's KV head (d x head_dim), O_A = A's rows of W_O
