@@ -11,7 +11,7 @@
 // with R(X) the (cols x cols) factor of X^T X (its Cholesky factor; R(K) and R(V) once per KV head). The inner
 // products of all pairs are matrix products of the flattened Grams, taken in slabs of rows of the symmetric d x d
 // Grams (only columns c >= r, off-diagonal entries counted twice), so the memory is the factors plus one slab per
-// head. Costs for L layers of H heads: factors ~6 L H r^2 d, Gram slabs 2 L H r d^2, pair products
+// head. Costs for L layers of H heads: factors ~7 L H r^2 d, Gram slabs 2 L H r d^2, pair products
 // 3 (L H)^2 d^2 / 4 multiply-adds; in double (float32's rounding of sums of d^2 / 2 terms would not bound a
 // score's error usefully).
 #include <Eigen/Cholesky>
