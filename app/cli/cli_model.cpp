@@ -22,7 +22,8 @@ namespace {
 
 constexpr const char* kHelp =
     "usage: attnscope model DIR (--text TEXT | --text-file FILE | --repeated-random L [--seed S]) [--layer L]\n"
-    "                       [--out OUT.json|OUT.npy] [--scene-out LAYER.json] [--grid-out GRID.png|.svg]\n"
+    "                       [--out OUT.json|OUT.npy [--weighting weight|value-norm]] [--scene-out LAYER.json]\n"
+    "                       [--grid-out GRID.png|.svg]\n"
     "                       [--rollout-out ROLLOUT.png|.svg] [--analysis-out A.json [--dla-position P]\n"
     "                       [--dla-target ID]] [--backend cpu|gpu|auto] [--contrast fixed|shared|head|row]\n"
     "                       [--log]\n"
@@ -44,6 +45,9 @@ constexpr const char* kHelp =
     "  --out           every map with the tokens as JSON ((layers, heads, n, n), each head's key/value head\n"
     "                  and the rollout), or NPY\n"
     "                  float32 (layers, heads, n, n), (heads, n, n) with --layer\n"
+    "  --weighting     what --out's maps hold: weight (default: alpha_ij), or value-norm (Kobayashi et al.\n"
+    "                  2020: alpha_ij times ||(x_j W_V + b_V) W_O^h||, the norm of what head h writes for key j\n"
+    "                  before any norm after attention; the JSON's rollout stays the weights')\n"
     "  --scene-out     layer L as an attnscope scene (needs --layer; every family): the layer's normed input\n"
     "                  rows (ln_1 / input_layernorm), the heads' projections; Llama-family layers add their\n"
     "                  kv_heads, rope (with scaling), Qwen3's q_norm/k_norm and sliding window\n"
@@ -96,6 +100,8 @@ int runModel(Args& args) {
     throw InputError(dla_position >= 0 ? "--dla-position" : "--dla-target", "--analysis-out to write it to", "none");
   const std::string backend_name = args.takeChoice("--backend", {"cpu", "gpu", "auto"}, "cpu");
   const MapContrast contrast = takeContrast(args);
+  const bool value_norm = args.takeChoice("--weighting", {"weight", "value-norm"}, "weight") == "value-norm";
+  if (value_norm && !out) throw InputError("--weighting", "--out to write the weighted maps to", "none");
   const std::vector<std::string> dirs = args.positionals(1);
   if (dirs.empty()) throw InputError("model", "a checkpoint folder: attnscope model DIR --text ...", "none");
   if (contrast != MapContrast{} && !grid_out && !rollout_out)
@@ -158,7 +164,7 @@ int runModel(Args& args) {
   }
   const model::ForwardResult forward =
       model::modelForward(checkpoint, ids,
-                          {.keep_ln1 = scene_out.has_value() || analysis_out.has_value(),
+                          {.keep_ln1 = scene_out.has_value() || analysis_out.has_value() || value_norm,
                            .attention = attention.get(),
                            .trace_position = trace_position});
   // A layer whose GPU result failed its run-time check was recomputed on the CPU: the forward goes on, said here.
@@ -169,15 +175,21 @@ int runModel(Args& args) {
   const Matrix rollout =
       rollout_out || (out && !npy) ? model::attentionRollout(forward, config) : Matrix();
 
+  // Value-norm weighting: every layer's (heads, n) norms, O(layers heads n) floats beside the maps.
+  model::KeyScales value_norms;
+  if (value_norm)
+    for (int l = 0; l < config.n_layer; ++l)
+      value_norms.push_back(layer < 0 || l == layer ? model::valueNorms(checkpoint, forward, l) : Matrix());
+  const model::KeyScales* scales = value_norm ? &value_norms : nullptr;
   // Each output streams into its temporary file; the maps never become text in memory.
   if (out_file) {
     const auto sink = [&](std::string_view bytes) { out_file->write(bytes); };
     if (npy) {
-      model::writeModelResultNpy(forward, config, static_cast<int>(layer), sink);
+      model::writeModelResultNpy(forward, config, static_cast<int>(layer), sink, scales);
     } else {
       JsonMatrices matrices;
       const nlohmann::ordered_json j =
-          model::modelResultJson(checkpoint, *text, ids, forward, rollout, static_cast<int>(layer), &matrices);
+          model::modelResultJson(checkpoint, *text, ids, forward, rollout, static_cast<int>(layer), &matrices, scales);
       formatJsonTo(j, matrices, sink);
     }
   }

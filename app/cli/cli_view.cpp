@@ -9,6 +9,7 @@
 #include "attnscope/atomic_file.h"
 #include "attnscope/error.h"
 #include "attnscope/json_file.h"
+#include "attnscope/model/head_finding.h"
 #include "attnscope/model/model_export.h"
 #include "attnscope/scene/scene_json.h"
 #include "attnscope/text_bounds.h"
@@ -23,13 +24,17 @@ using nlohmann::ordered_json;
 constexpr const char* kHelp =
     "usage: attnscope view FILE --tokens TOKENS [--tensor NAME] [--window W] [-o OUT.json]\n"
     "                      [--grid-out GRID.png|.svg] [--layer L] [--contrast fixed|shared|head|row] [--log]\n"
+    "                      [--analysis-out A.json]\n"
     "  FILE        a (layers, heads, n, n) or (heads, n, n) float array of attention weights: .npy, .npz or\n"
     "              .safetensors (--tensor NAME when the file holds several)\n"
     "  --tokens    a JSON list (inline, starting with '[') or a file: a JSON list or one token a line\n"
     "  -o, --out   every head's type scores, statistics, and each layer's head similarity (JSON; default:\n"
     "              standard output)\n"
     "  --grid-out  the layers x heads grid of heatmaps (or layer L's heads, with --layer) as PNG or SVG\n"
-    "  --window    the local score's window (default 2)\n";
+    "  --window    the local score's window (default 2)\n"
+    "  --analysis-out\n"
+    "              finding heads across the tensor, as `attnscope model --analysis-out` writes it: head_scores\n"
+    "              (each head-type score -> [layer][head], null where undefined), tokens compared as text\n";
 
 ordered_json optionalJson(const std::optional<double>& x) { return x ? ordered_json(*x) : ordered_json(nullptr); }
 
@@ -87,6 +92,7 @@ int runView(Args& args) {
   const std::optional<std::string> tensor = args.take("--tensor");
   const std::optional<std::string> out = args.take("--out", "-o");
   const std::optional<std::string> grid_out = args.take("--grid-out");
+  const std::optional<std::string> analysis_out = args.take("--analysis-out");
   const long layer = args.takeInt("--layer", 0, 1, 1000) - 1;
   const int window = static_cast<int>(args.takeInt("--window", kDefaultLocalWindow, 0, 1 << 20));
   const MapContrast contrast = takeContrast(args);
@@ -98,9 +104,10 @@ int runView(Args& args) {
   const ExportFormat grid_format = grid_out ? model::figureFormat("--grid-out", *grid_out) : ExportFormat::Png;
   std::vector<std::string> tokens = arrays::tokensFromArgument(*tokens_arg);
   std::vector<PendingFile> files_out;
-  files_out.reserve(2);
+  files_out.reserve(3);
   PendingFile* json_file = out ? &files_out.emplace_back(*out) : nullptr;
   PendingFile* grid_file = grid_out ? &files_out.emplace_back(*grid_out) : nullptr;
+  PendingFile* analysis_file = analysis_out ? &files_out.emplace_back(*analysis_out) : nullptr;
 
   const arrays::AttentionTensor t = arrays::readAttentionTensor(files[0], tensor, std::move(tokens));
   checkPendingOutputs();  // none of them is the file just read
@@ -125,6 +132,14 @@ int runView(Args& args) {
   const std::string json = formatJson(tensorAnalysis(t, window));
   if (json_file) json_file->write(json);
   if (grid_file) grid_file->write(model::figureBytes(grid, grid_format));
+  if (analysis_file) {  // the model command's head_scores, from the tensor's maps (O(layers heads) numbers)
+    ordered_json a;
+    a["tensor"] = t.tensor_name;
+    a["tokens"] = t.tokens;
+    a["local_window"] = window;
+    a["head_scores"] = model::headScoresJson(model::modelHeadScores(t.forward, t.tokens, window));
+    analysis_file->write(a.dump() + "\n");
+  }
   commitAll(files_out);
   if (!json_file) writeStdout(json);
   // With the JSON on standard output, the file list goes to standard error so that stdout stays one document.

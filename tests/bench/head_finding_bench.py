@@ -5,7 +5,9 @@ of all 448 heads, composition of all 448 x 448 pairs in q, k and v, and direct l
 same run without --analysis-out, each a few times, with ATTNSCOPE_TIMINGS's per-stage seconds. Prints one JSON
 line. Not a ctest: the build machine is shared, so numbers are printed only.
 
-Usage: tests/bench/head_finding_bench.py BUILD/app/attnscope [WORK_DIR] [N] [REPEAT]   (/usr/bin/python3)
+Usage: tests/bench/head_finding_bench.py BUILD/app/attnscope [WORK_DIR] [N] [REPEAT] [BASELINE]   (/usr/bin/python3)
+BASELINE: another attnscope binary (an older build) whose --analysis-out run alternates with this one's, so that
+the machine's load falls on both alike; its stages are printed with a "baseline_" prefix.
 """
 import json
 import os
@@ -32,17 +34,24 @@ def main():
     work = sys.argv[2] if len(sys.argv) > 2 else "/tmp/attnscope_head_finding_bench"
     n = int(sys.argv[3]) if len(sys.argv) > 3 else 1024
     repeat = int(sys.argv[4]) if len(sys.argv) > 4 else 3
+    baseline = sys.argv[5] if len(sys.argv) > 5 else None
     if not os.path.exists(os.path.join(work, "config.json")):
         qwen3_shaped_checkpoint(work)
     env = dict(os.environ, ATTNSCOPE_TIMINGS="1")
     base = [binary, "model", work, "--repeated-random", str(n // 2)]
     plain, full, stages = [], [], {}
+    stage = r"timings: +(composition|head scores|forward|factors|gram slabs|pair products)[^\d]* ([\d.]+) s"
     for _ in range(repeat):  # alternated, so the machine's load falls on both alike
         plain.append(timed(base, env)[0])
         s, err = timed(base + ["--analysis-out", os.path.join(work, "analysis.json")], env)
         full.append(s)
-        for what, secs in re.findall(r"timings: (composition|head scores|forward) ([\d.]+) s", err):
+        for what, secs in re.findall(stage, err):
             stages.setdefault(what, []).append(float(secs))
+        if baseline:
+            s, err = timed([baseline] + base[1:] + ["--analysis-out", os.path.join(work, "baseline.json")], env)
+            stages.setdefault("baseline with analysis", []).append(s)
+            for what, secs in re.findall(stage, err):
+                stages.setdefault("baseline " + what, []).append(float(secs))
     print(json.dumps({"n": n, "runs": repeat, "model_run_median_s": round(statistics.median(plain), 2),
                       "with_analysis_median_s": round(statistics.median(full), 2),
                       "analysis_median_s": round(statistics.median(full) - statistics.median(plain), 2),

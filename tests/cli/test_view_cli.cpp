@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "attnscope/arrays/attention_tensor.h"
@@ -208,4 +209,56 @@ TEST(ViewCli, HostileTensorsExitTwoWithOneLine) {
   const test::CommandRun cut = test::runAttnscope("view '" + dir + "/cut.npy' " + tokens);
   EXPECT_EQ(cut.status, 2);
   EXPECT_NE(cut.err.find("cut.npy: expected 16 data bytes for shape (1, 2, 2), got 13 (truncated)"), std::string::npos) << cut.err;
+}
+
+// `view --analysis-out`: the model command's head_scores from a saved tensor's maps. A (2, 2, 4, 4) .npy on the
+// tokens a b a b, each map made to be one kind of head, every score worked by hand from the definitions (README
+// "Head-type scores"; a saved tensor is not causal, so row 0 counts where it has the key a score reads):
+//   L1 H1 previous token (row 0 on key 0): previous 3/3 = 1, current 1/4 (row 0), first 2/4, local 1,
+//         induction 2/2 = 1 (rows 2 and 3 read keys 1 and 2, the tokens after the earlier a and b), duplicate 0;
+//   L1 H2 uniform 1/4: previous, current, first, induction, duplicate 1/4; local (3 + 4 + 4 + 3) / 4 / 4 = 7/8;
+//   L2 H1 identity: previous 0, current 1, first 1/4 (row 0), local 1, induction 0, duplicate 0;
+//   L2 H2 first token: previous 1/3 (row 1 only), current 1/4, first 1, local 3/4 (row 3's key 0 is 3 away),
+//         induction 0, duplicate 1/2 (row 2 on the earlier a, row 3 not on the earlier b).
+// On four distinct tokens induction and duplicate-token are undefined: null.
+TEST(ViewCli, AnalysisOutScoresHandMadeHeads) {
+  ATTNSCOPE_REQUIRE_PYTHON_MODULE("numpy");
+  const std::string dir = test::tempDir("view_analysis");
+  const test::CommandRun py = test::run(
+      "/usr/bin/python3 -c \"import numpy as np, sys\n"
+      "w = np.zeros((2, 2, 4, 4), np.float32)\n"
+      "for i in range(4):\n"
+      "  w[0, 0, i, max(i - 1, 0)] = 1; w[0, 1, i, :] = 0.25; w[1, 0, i, i] = 1; w[1, 1, i, 0] = 1\n"
+      "np.save(sys.argv[1] + '/t.npy', w)\" '" + dir + "'");
+  ASSERT_EQ(py.status, 0) << py.err;
+  const test::CommandRun r = test::runAttnscope("view '" + dir + "/t.npy' --tokens '[\"a\", \"b\", \"a\", \"b\"]' -o '" +
+                                                dir + "/v.json' --analysis-out '" + dir + "/a.json'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json a = nlohmann::json::parse(test::slurp(dir + "/a.json"));
+  EXPECT_EQ(a["local_window"], 2);
+  const std::map<std::string, std::vector<std::vector<double>>> want = {
+      {"previous_token", {{1, 0.25}, {0, 1.0 / 3}}}, {"current_token", {{0.25, 0.25}, {1, 0.25}}},
+      {"first_token", {{0.5, 0.25}, {0.25, 1}}},     {"local", {{1, 0.875}, {1, 0.75}}},
+      {"induction", {{1, 0.25}, {0, 0}}},            {"duplicate_token", {{0, 0.25}, {0, 0.5}}}};
+  ASSERT_EQ(a["head_scores"].size(), want.size());
+  for (const auto& [name, layers] : want)
+    for (std::size_t l = 0; l < 2; ++l)
+      for (std::size_t h = 0; h < 2; ++h) {
+        ASSERT_TRUE(a["head_scores"][name][l][h].is_number()) << name << " " << l << " " << h;
+        // Sums and means of exactly representable weights in double: only 1/3's last bit can differ.
+        EXPECT_NEAR(a["head_scores"][name][l][h].get<double>(), layers[l][h], 1e-15) << name << " " << l << " " << h;
+      }
+  // The same numbers as view's own per-head analysis (-o): one definition.
+  const nlohmann::json v = nlohmann::json::parse(test::slurp(dir + "/v.json"));
+  for (const nlohmann::json& head : v["heads"])
+    EXPECT_EQ(head["induction"], a["head_scores"]["induction"][head["layer"].get<int>() - 1][head["head"].get<int>() - 1]);
+
+  const test::CommandRun distinct = test::runAttnscope("view '" + dir + "/t.npy' --tokens '[\"w\", \"x\", \"y\", \"z\"]' "
+                                                       "-o '" + dir + "/dv.json' --analysis-out '" + dir + "/d.json'");
+  ASSERT_EQ(distinct.status, 0) << distinct.err;
+  const nlohmann::json d = nlohmann::json::parse(test::slurp(dir + "/d.json"));
+  for (const char* name : {"induction", "duplicate_token"})
+    for (std::size_t l = 0; l < 2; ++l)
+      for (std::size_t h = 0; h < 2; ++h) EXPECT_TRUE(d["head_scores"][name][l][h].is_null()) << name;
+  EXPECT_DOUBLE_EQ(d["head_scores"]["previous_token"][0][0].get<double>(), 1.0);
 }

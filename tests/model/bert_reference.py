@@ -31,6 +31,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpt2_reference import layer_norm, rollout, write_safetensors  # noqa: E402  (shared helpers)
+from llama_reference import head_value_norms  # noqa: E402  (shared helper)
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 WORDS = ["hello", "there", "attention", "head", "encoder", "the", "every", "key", "sees", "query"]
@@ -115,7 +116,7 @@ def position_ids(ids, cfg):
     return np.cumsum(mask) * mask + pad
 
 
-def forward(w, cfg, ids, p):
+def forward(w, cfg, ids, p, value_norms=None):
     """(maps (L, H, n, n), the last layer's output (n, d)) in float64. w: name -> array (PyTorch layouts); p the
     body's prefix ("bert.", "roberta." or "")."""
     H, d = cfg["num_attention_heads"], cfg["hidden_size"]
@@ -147,6 +148,8 @@ def forward(w, cfg, ids, p):
         s = np.exp(s - s.max(axis=-1, keepdims=True))
         a = s / s.sum(axis=-1, keepdims=True)
         maps.append(a)
+        if value_norms is not None:  # before the output LayerNorm: what each head writes into the dense sum
+            value_norms.append(head_value_norms(v, w[q_ + "attention.output.dense.weight"]))
         context = (a @ v).transpose(1, 0, 2).reshape(n, d)
         x = norm(lin(context, q_ + "attention.output.dense") + x, q_ + "attention.output.LayerNorm")
         h = gelu(lin(x, q_ + "intermediate.dense"), cfg["hidden_act"])
@@ -235,8 +238,10 @@ def main():
     if a.bad_query:
         return
     ids = [int(i) for i in a.ids.split(",")] if a.ids else wordpiece_ids(a.text, vocab)
-    maps, hidden = forward(held, cfg, ids, prefix)
-    expected = {"ids": ids, "weights": maps.tolist(), "hidden": hidden.tolist(), "rollout": rollout(maps).tolist()}
+    value_norms = []
+    maps, hidden = forward(held, cfg, ids, prefix, value_norms)
+    expected = {"ids": ids, "weights": maps.tolist(), "hidden": hidden.tolist(), "rollout": rollout(maps).tolist(),
+                "value_norms": np.stack(value_norms).tolist()}
     with open(os.path.join(a.out, "expected.json"), "w") as f:
         json.dump(expected, f)
 

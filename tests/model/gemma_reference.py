@@ -39,7 +39,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpt2_reference import rollout, write_safetensors  # noqa: E402  (shared helpers)
-from llama_reference import tokenizer_json  # noqa: E402  (byte-level BPE, BOS 256)
+from llama_reference import head_value_norms, tokenizer_json  # noqa: E402  (byte-level BPE, BOS 256; shared)
 
 V = 300
 
@@ -65,7 +65,7 @@ def in_dtype(x, torch_dtype):
     return round(m * 2 ** bits) / 2 ** bits * 2 ** e
 
 
-def forward(w, c, ids):
+def forward(w, c, ids, value_norms=None):
     """(maps (L, H, n, n), final norm output (n, d)) in float64. w: name -> array (PyTorch layouts), names without
     the body prefix; c: the reference's switches."""
     H, K, hd, eps = c["heads"], c["kv_heads"], c["head_dim"], 1e-6
@@ -109,6 +109,8 @@ def forward(w, c, ids):
         s = np.exp(s - s.max(axis=-1, keepdims=True))
         a = s / s.sum(axis=-1, keepdims=True)
         maps.append(a)
+        if value_norms is not None:  # before the sandwich norm: what each head writes into o_proj's sum
+            value_norms.append(head_value_norms(v, w[p + "self_attn.o_proj.weight"]))
         o = (a @ v).transpose(1, 0, 2).reshape(n, H * hd) @ w[p + "self_attn.o_proj.weight"].T
         if p + "self_attn.o_proj.bias" in w:
             o = o + w[p + "self_attn.o_proj.bias"]
@@ -262,9 +264,11 @@ def main():
            "sliding": sliding_layers(a), "rope_theta": a.rope_theta, "linear_factor": a.linear_scaling or 1.0,
            "local_theta": a.local_theta if a.family.startswith("gemma3") else None}
     ids = [256] + list(a.text.encode("utf-8"))  # BOS, then one token per byte
-    maps, hidden = forward(w, ref, ids)
+    value_norms = []
+    maps, hidden = forward(w, ref, ids, value_norms)
     expected = {"ids": ids, "kv_head": [h // (a.heads // a.kv_heads) for h in range(a.heads)],
-                "weights": maps.tolist(), "hidden": hidden.tolist(), "rollout": rollout(maps).tolist()}
+                "weights": maps.tolist(), "hidden": hidden.tolist(), "rollout": rollout(maps).tolist(),
+                "value_norms": np.stack(value_norms).tolist()}
     with open(os.path.join(a.out, "expected.json"), "w") as f:
         json.dump(expected, f)
 

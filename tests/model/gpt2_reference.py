@@ -76,10 +76,11 @@ def gelu_tanh(x):
     return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
 
 
-def forward(w, cfg, ids, prefix, trace=None):
+def forward(w, cfg, ids, prefix, trace=None, value_norms=None):
     """GPT-2 forward in float64: returns per-layer weights (L, H, n, n) and ln_f's output (n, d). A dict `trace`
     gets "x": the residual stream after the embedding and after each attention and MLP add, "heads": per layer
-    each head's output through its rows of c_proj (H, n, d), "attn_bias": per layer c_proj's bias."""
+    each head's output through its rows of c_proj (H, n, d), "attn_bias": per layer c_proj's bias. A list
+    `value_norms` gets per layer (H, n): ||v_j W_O^h||, what head h writes for key j (Kobayashi et al. 2020)."""
     p = prefix
     d, nh = cfg["n_embd"], cfg["n_head"]
     dh, eps, n = d // nh, cfg["layer_norm_epsilon"], len(ids)
@@ -103,6 +104,10 @@ def forward(w, cfg, ids, prefix, trace=None):
             maps[layer, head] = att
             out[:, cols] = att @ v[:, cols]
         x = x + out @ w[h + "attn.c_proj.weight"] + w[h + "attn.c_proj.bias"]
+        if value_norms is not None:
+            o = w[h + "attn.c_proj.weight"]  # (d, d): head c's rows c dh .. (c + 1) dh
+            value_norms.append(np.stack([np.linalg.norm(v[:, c * dh:(c + 1) * dh] @ o[c * dh:(c + 1) * dh], axis=1)
+                                         for c in range(nh)]))
         if trace is not None:
             proj = w[h + "attn.c_proj.weight"]
             trace["heads"].append(np.stack([out[:, c * dh:(c + 1) * dh] @ proj[c * dh:(c + 1) * dh] for c in range(nh)]))
@@ -190,8 +195,10 @@ def main():
     ids = [int(i) for i in rng.integers(0, len(vocab), args.tokens)]
     if args.token_strings is not None:
         ids = [vocab[t] for t in json.loads(args.token_strings)]
-    maps, hidden = forward(weights, cfg, ids, prefix)
-    expected = {"ids": ids, "weights": maps.tolist(), "hidden": hidden.tolist(), "rollout": rollout(maps).tolist()}
+    value_norms = []
+    maps, hidden = forward(weights, cfg, ids, prefix, value_norms=value_norms)
+    expected = {"ids": ids, "weights": maps.tolist(), "hidden": hidden.tolist(), "rollout": rollout(maps).tolist(),
+                "value_norms": np.stack(value_norms).tolist()}
     with open(os.path.join(args.out, "expected.json"), "w") as f:
         json.dump(expected, f)
 

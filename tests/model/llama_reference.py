@@ -69,10 +69,19 @@ def windows(cfg):
     return [None] * L
 
 
-def forward(w, cfg, ids, dtype=np.float64, trace=None):
+def head_value_norms(v, o):
+    """Value-norm weighting's norms (Kobayashi et al. 2020): v (H, n, hd) each query head's values (its KV head's),
+    o the output projection's (d, H hd) weight (PyTorch layout). (H, n): ||v_j W_O^h||, what head h writes for key j."""
+    hd = v.shape[-1]
+    return np.stack([np.linalg.norm(v[c] @ o[:, c * hd:(c + 1) * hd].T, axis=1) for c in range(v.shape[0])])
+
+
+def forward(w, cfg, ids, dtype=np.float64, trace=None, value_norms=None):
     """(maps (L, H, n, n), final normed hidden state (n, d)) in `dtype`. w: name -> array (PyTorch layouts).
     A dict `trace` gets "x": the residual stream after the embedding and after each attention and MLP add,
-    "heads": per layer each head's output through its columns of o_proj (H, n, d), "attn_bias": o_proj's bias."""
+    "heads": per layer each head's output through its columns of o_proj (H, n, d), "attn_bias": o_proj's bias.
+    A list `value_norms` gets per layer (H, n): ||v_j W_O^h||, what head h writes for key j (Kobayashi et al. 2020;
+    v_j from its KV head)."""
     t = cfg["model_type"]
     H, KV, d = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["hidden_size"]
     hd = cfg.get("head_dim") or d // H
@@ -114,6 +123,8 @@ def forward(w, cfg, ids, dtype=np.float64, trace=None):
         s = np.exp(s - s.max(axis=-1, keepdims=True))
         a = s / s.sum(axis=-1, keepdims=True)
         maps.append(a)
+        if value_norms is not None:
+            value_norms.append(head_value_norms(v, w[p + "self_attn.o_proj.weight"]))
         out = (a @ v).transpose(1, 0, 2).reshape(n, H * hd)
         out = out @ w[p + "self_attn.o_proj.weight"].T
         if o_bias:
@@ -261,10 +272,12 @@ def main():
     with open(os.path.join(args.out, "tokenizer.json"), "w", encoding="utf-8") as f:
         json.dump(tokenizer_json(), f, ensure_ascii=False)
     ids = [256] + list(args.text.encode("utf-8"))  # BOS, then one token per byte
-    maps, hidden = forward(held, cfg, ids)
+    value_norms = []
+    maps, hidden = forward(held, cfg, ids, value_norms=value_norms)
     group = args.heads // args.kv_heads
     expected = {"ids": ids, "kv_head": [h // group for h in range(args.heads)], "weights": maps.tolist(),
-                "hidden": hidden.tolist(), "rollout": rollout(maps).tolist()}
+                "hidden": hidden.tolist(), "rollout": rollout(maps).tolist(),
+                "value_norms": np.stack(value_norms).tolist()}
     with open(os.path.join(args.out, "expected.json"), "w") as f:
         json.dump(expected, f)
 

@@ -27,7 +27,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpt2_reference import layer_norm, quantise, rollout  # noqa: E402  (shared helpers)
-from llama_reference import tokenizer_json  # noqa: E402  (byte-level BPE, BOS 256)
+from llama_reference import head_value_norms, tokenizer_json  # noqa: E402  (byte-level BPE, BOS 256; shared)
 
 
 def gelu(x, act):
@@ -41,7 +41,7 @@ def rotate_half(x):
     return np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
 
 
-def forward(w, cfg, ids):
+def forward(w, cfg, ids, value_norms=None):
     """(maps (L, H, n, n), final_layer_norm output (n, d)) in float64. w: name -> array (PyTorch layouts)."""
     H, d = cfg["num_attention_heads"], cfg["hidden_size"]
     hd = d // H
@@ -77,6 +77,8 @@ def forward(w, cfg, ids):
         s = np.exp(s - s.max(axis=-1, keepdims=True))
         a = s / s.sum(axis=-1, keepdims=True)
         maps.append(a)
+        if value_norms is not None:
+            value_norms.append(head_value_norms(v, w[p + "attention.dense.weight"]))
         attn = lin((a @ v).transpose(1, 0, 2).reshape(n, d), p + "attention.dense")
 
         def mlp(t):
@@ -207,8 +209,10 @@ def main():
     ref = {"rotary": a.rotary_pct, "base": a.rotary_base, "parallel": not a.sequential, "act": a.act,
            "layer_norm_eps": cfg["layer_norm_eps"], "num_attention_heads": a.heads, "hidden_size": a.hidden,
            "num_hidden_layers": a.layers}
-    maps, hidden = forward(held, ref, ids)
-    expected = {"ids": ids, "weights": maps.tolist(), "hidden": hidden.tolist(), "rollout": rollout(maps).tolist()}
+    value_norms = []
+    maps, hidden = forward(held, ref, ids, value_norms)
+    expected = {"ids": ids, "weights": maps.tolist(), "hidden": hidden.tolist(), "rollout": rollout(maps).tolist(),
+                "value_norms": np.stack(value_norms).tolist()}
     with open(os.path.join(a.out, "expected.json"), "w") as f:
         json.dump(expected, f)
 

@@ -31,7 +31,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpt2_reference import rollout, write_safetensors  # noqa: E402  (shared helpers; __metadata__ written)
-from llama_reference import tokenizer_json  # noqa: E402  (byte-level BPE, BOS 256)
+from llama_reference import head_value_norms, tokenizer_json  # noqa: E402  (byte-level BPE, BOS 256; shared)
 
 EPS = 1e-5
 V = 300
@@ -78,7 +78,7 @@ def attention(q, k, v, H, K, hd, rot, theta, window):
     return a, (a @ vh).transpose(1, 0, 2).reshape(n, H * hd)
 
 
-def forward(w, c, ids):
+def forward(w, c, ids, value_norms=None):
     """(maps (L, H, n, n), the final norm's output (n, d), the smallest router gap) in float64."""
     H, K, d, I = c["heads"], c["kv_heads"], c["hidden"], c["inter"]
     hd = d // H
@@ -109,6 +109,9 @@ def forward(w, c, ids):
                 q, k, v = h @ W("self_attn.q_proj").T, h @ W("self_attn.k_proj").T, h @ W("self_attn.v_proj").T
         a, heads = attention(q, k, v, H, K, hd, rot, c["theta"], c["window"])
         maps.append(a)
+        if value_norms is not None:  # OLMo 2: before its post_attention_layernorm
+            vh = np.repeat(v.reshape(len(ids), K, hd).transpose(1, 0, 2), H // K, axis=0)  # (H, n, hd)
+            value_norms.append(head_value_norms(vh, W("self_attn.o_proj")))
         attn = heads @ W("self_attn.o_proj").T
         if fam == "olmo2":
             if c["wrong"] == "pre-norm":
@@ -257,13 +260,14 @@ def main():
     c = {"family": a.family, "heads": a.heads, "kv_heads": a.kv_heads, "hidden": a.hidden, "inter": a.inter,
          "layers": a.layers, "rotary": a.rotary if a.family == "phi3" else 1.0, "theta": a.theta, "window": a.window,
          "experts": a.experts, "topk": a.topk, "wrong": a.wrong}
-    maps, hidden, gap = forward(held, c, ids)
+    value_norms = []
+    maps, hidden, gap = forward(held, c, ids, value_norms)
     # float32 router logits are within ~1e-5 of these: a closer call could route differently, so none is allowed.
     if gap < 1e-3:
         sys.exit(f"phimix_reference.py: a router choice {gap:.2g} from flipping; pick another --seed")
     expected = {"ids": ids, "kv_head": [h // (a.heads // a.kv_heads) for h in range(a.heads)],
                 "weights": maps.tolist(), "hidden": hidden.tolist(), "rollout": rollout(maps).tolist(),
-                "router_gap": None if gap == np.inf else gap}
+                "router_gap": None if gap == np.inf else gap, "value_norms": np.stack(value_norms).tolist()}
     with open(os.path.join(a.out, "expected.json"), "w") as f:
         json.dump(expected, f)
 

@@ -139,9 +139,15 @@ std::string figureBytes(const Figure& figure, ExportFormat format) {
   return format == ExportFormat::Png ? pngBytes(figure, layout) : svgBytes(figure, layout);
 }
 
+Matrix weightedMap(const ForwardResult& forward, int layer, int head, const KeyScales* scales) {
+  Matrix m = forward.map(layer, head);
+  if (scales) m.array().rowwise() *= (*scales)[static_cast<std::size_t>(layer)].row(head).array();
+  return m;
+}
+
 nlohmann::ordered_json modelResultJson(const Model& model, const std::string& text, const std::vector<int>& ids,
                                        const ForwardResult& forward, const Matrix& rollout, int layer,
-                                       JsonMatrices* streamed) {
+                                       JsonMatrices* streamed, const KeyScales* scales) {
   const HeadLayout c = model.layout();
   checkLayer(c, layer);
   nlohmann::ordered_json j;
@@ -157,14 +163,15 @@ nlohmann::ordered_json modelResultJson(const Model& model, const std::string& te
   j["n_layer"] = c.n_layer;
   j["n_head"] = c.n_head;
   j["n_kv_head"] = c.n_kv_head;
+  j["weighting"] = scales ? "value-norm" : "weight";
   nlohmann::ordered_json layers = nlohmann::ordered_json::array();
   for (int l = layer < 0 ? 0 : layer; l < (layer < 0 ? c.n_layer : layer + 1); ++l) {
     nlohmann::ordered_json heads = nlohmann::ordered_json::array(), kv_heads = nlohmann::ordered_json::array();
     for (int h = 0; h < c.n_head; ++h) {
       const int n = forward.n;  // streamed: a kept map in place, or recomputed as the text reaches it
-      if (!streamed) heads.push_back(matrixToJson(forward.map(l, h)));
-      else if (forward.keepsMaps()) heads.push_back(streamed->add(forward.keptMap(l * c.n_head + h)));
-      else heads.push_back(streamed->addMade(n, n, [&forward, l, h] { return forward.map(l, h); }));
+      if (!streamed) heads.push_back(matrixToJson(weightedMap(forward, l, h, scales)));
+      else if (forward.keepsMaps() && !scales) heads.push_back(streamed->add(forward.keptMap(l * c.n_head + h)));
+      else heads.push_back(streamed->addMade(n, n, [&forward, l, h, scales] { return weightedMap(forward, l, h, scales); }));
       kv_heads.push_back(c.kvHead(h) + 1);  // counted from 1, as layers and heads are named
     }
     // counted from 1; heads[0] is head 1, which reads key/value head kv_head[0]
@@ -182,7 +189,7 @@ std::string modelResultNpy(const ForwardResult& forward, const HeadLayout& c, in
 }
 
 void writeModelResultNpy(const ForwardResult& forward, const HeadLayout& c, int layer,
-                         const std::function<void(std::string_view)>& sink) {
+                         const std::function<void(std::string_view)>& sink, const KeyScales* scales) {
   checkLayer(c, layer);
   const long n = forward.n;
   const int first = layer < 0 ? 0 : layer, count = layer < 0 ? c.n_layer : 1;
@@ -191,7 +198,7 @@ void writeModelResultNpy(const ForwardResult& forward, const HeadLayout& c, int 
   sink(npyHeader(shape));
   for (int l = first; l < first + count; ++l)
     for (int h = 0; h < c.n_head; ++h) {
-      const Matrix m = forward.map(l, h);  // (n, n) row-major: C order, little-endian as the header says
+      const Matrix m = weightedMap(forward, l, h, scales);  // (n, n) row-major: C order, little-endian as the header says
       sink(std::string_view(reinterpret_cast<const char*>(m.data()), static_cast<std::size_t>(m.size()) * sizeof(float)));
     }
 }

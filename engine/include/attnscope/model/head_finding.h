@@ -20,6 +20,11 @@ namespace attnscope::model {
 // are recomputed in blocks from its stats (O(n d) per layer, one block of rows at a time).
 std::vector<std::vector<HeadTypeScores>> modelHeadScores(const ForwardResult& forward, const std::vector<int>& ids,
                                                           int local_window = kDefaultLocalWindow);
+// The same with the tokens compared as text (a saved tensor's, `attnscope view --analysis-out`): query i and key j
+// hold the same token when tokens[i] == tokens[j]. A tensor's layout is not causal: no row has a single key.
+std::vector<std::vector<HeadTypeScores>> modelHeadScores(const ForwardResult& forward,
+                                                          const std::vector<std::string>& tokens,
+                                                          int local_window = kDefaultLocalWindow);
 
 // Composition scores between every head A of layer la and every head B of a later layer lb > la, in row-vector
 // form (x W): W_OV^A = V_A O_A (d x d), V_A = diag(g_la) W_V of A's KV head (d x head_dim), O_A = A's rows of W_O
@@ -71,6 +76,18 @@ struct LogitAttribution {
 LogitAttribution logitAttribution(const Model& model, const ForwardResult& forward, int position, int target = -1,
                                   std::size_t budget_bytes = 0);
 nlohmann::ordered_json logitAttributionJson(const LogitAttribution& dla);
+
+// Value-norm weighting (Kobayashi et al. 2020, "Attention is not only a weight"): for head h of `layer` and key j,
+// ||f_h(x_j)|| with f_h(x) = (x W_V + b_V) W_O^h, the vector head h adds to the residual stream for key j (times
+// its weight) before any norm after the sublayer. x_j is the layer's attention input, forward.ln1[layer]: the
+// input norm's output, or the layer's input itself where there is none (OLMo 2, the post-norm encoders); v_j
+// from head h's KV head (grouped-query attention), W_O^h head h's rows of W_O; b_O belongs to no head and is left
+// out. Gemma 2/3's and OLMo 2's norm after attention scales the heads' sum at each query position, not a key's
+// vector, so it is not part of the norm. The weighted map of head h is alpha_ij * norm(h, j).
+// (n_head, n), float32: V in float32 as the forward computes it, ||v W_O^h||^2 = v (W_O^h W_O^h^T) v^T in double
+// (O(n d head_dim) for V per KV head, O(n head_dim^2) per head). Needs a forward with keep_ln1 (InputError
+// "forward.ln1" otherwise); one layer at a time, as a window showing one layer would call it.
+Matrix valueNorms(const Model& model, const ForwardResult& forward, int layer);
 
 // `length` ids drawn uniformly from [0, vocab_size) by a seeded generator (the same ids for the same seed on
 // every machine), then the same `length` ids again: on the second half an induction head attends to the token

@@ -35,18 +35,27 @@ std::string figureBytes(const Figure& figure, ExportFormat format);
 // Png or Svg from the path's extension; InputError(field, "a path ending in .png or .svg", the path) otherwise.
 ExportFormat figureFormat(const std::string& field, const std::string& path);
 
+// Per layer (n_head, n) factors on each map's columns: head h's map of layer l becomes w_ij * scales[l](h, j)
+// (value-norm weighting: valueNorms, model/head_finding.h). Null: the weights as they are.
+using KeyScales = std::vector<Matrix>;
+// Head `head` of `layer`'s map, each column j times (*scales)[layer](head, j) when scales is given.
+Matrix weightedMap(const ForwardResult& forward, int layer, int head, const KeyScales* scales);
+
 // {"format": "attnscope-model-result", "version": 1, "checkpoint", "model_type", "text", "token_ids", "tokens",
 //  "n_layer", "n_head", "n_kv_head", "layers": [{"layer": L, "kv_head": [per head, from 1], "heads": [(n, n) per
 //  head]}], "rollout": (n, n)}.
+// With `scales`, "weighting": "value-norm" and the maps weighted (weightedMap; the rollout stays the weights'),
+// else "weighting": "weight".
 // layer >= 0: only that layer in "layers". `streamed`: the maps and the rollout go there as placeholders
 // (formatJsonTo writes them; forward and rollout must outlive it) instead of into the tree.
 nlohmann::ordered_json modelResultJson(const Model& model, const std::string& text, const std::vector<int>& ids,
                                        const ForwardResult& forward, const Matrix& rollout, int layer = -1,
-                                       JsonMatrices* streamed = nullptr);
+                                       JsonMatrices* streamed = nullptr, const KeyScales* scales = nullptr);
 // NPY float32: (layers, heads, n, n), or (heads, n, n) for one layer; whole, or handed to `sink` a map at a time.
+// With `scales`, the maps weighted (weightedMap).
 std::string modelResultNpy(const ForwardResult& forward, const HeadLayout& layout, int layer = -1);
 void writeModelResultNpy(const ForwardResult& forward, const HeadLayout& layout, int layer,
-                         const std::function<void(std::string_view)>& sink);
+                         const std::function<void(std::string_view)>& sink, const KeyScales* scales = nullptr);
 // At most the bytes of that output (JSON, or NPY when `npy`) for n tokens, from the shapes alone: checked
 // against the budget before the forward runs. text_bytes: the text's length.
 std::size_t modelResultBytes(const HeadLayout& layout, int n, int layer, bool npy, std::size_t text_bytes);

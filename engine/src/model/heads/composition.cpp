@@ -8,9 +8,12 @@
 //   Q       M = W_QK = Q K^T      M M^T = Q K^T K Q^T        F = R(K) Q^T
 //   K       M = W_QK^T = K Q^T    M M^T = K Q^T Q K^T        F = R(Q) K^T
 //   V       M = W_OV^B = V O      M M^T = V O O^T V^T        F = R(O^T) V^T
-// with R(X) the (cols x cols) factor of X^T X (its Cholesky factor). The inner products of all pairs are one matrix product of
-// the flattened Grams, taken in slabs of rows of the symmetric d x d Grams (only columns c >= r, off-diagonal
-// entries counted twice), so the memory is the factors plus one slab per head.
+// with R(X) the (cols x cols) factor of X^T X (its Cholesky factor; R(K) and R(V) once per KV head). The inner
+// products of all pairs are matrix products of the flattened Grams, taken in slabs of rows of the symmetric d x d
+// Grams (only columns c >= r, off-diagonal entries counted twice), so the memory is the factors plus one slab per
+// head. Costs for L layers of H heads: factors ~7 L H r^2 d, Gram slabs 2 L H r d^2, pair products
+// 3 (L H)^2 d^2 / 4 multiply-adds; in double (float32's rounding of sums of d^2 / 2 terms would not bound a
+// score's error usefully).
 #include <Eigen/Cholesky>
 #include <Eigen/Eigenvalues>
 #include <algorithm>
@@ -27,12 +30,15 @@ namespace attnscope::model {
 namespace {
 
 using MatrixD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-constexpr int kSlabRows = 32;  // rows of each d x d Gram per pass: 4 Grams x heads x 32 x d doubles
+constexpr int kSlabRows = 32;    // rows of each d x d Gram per pass: 4 Grams x heads x 32 x d doubles
+constexpr int kChunkLayers = 4;  // writer layers per pair product: 4 x heads a layer rows, few wasted pairs
 
-// F (cols x cols) with F^T F = X^T X: the Gram's Cholesky factor (X^T X = U^T U, one BLAS product and a cols^3 / 3
-// factorisation), or, for a singular Gram (zero weights, d < head_dim), its
-// eigen decomposition's sqrt(lambda) V^T.
-MatrixD gramFactor(const MatrixD& x) {
+// R (cols x cols) with R^T R = X^T X: the Gram's Cholesky factor (X^T X = U^T U, one BLAS product and a cols^3 / 3
+// factorisation), or, for a singular Gram (zero weights, d < head_dim), its eigen decomposition's
+// sqrt(lambda) V^T. (Multiplying by U as a triangular matrix halves the multiplications but, through Eigen's
+// BLAS wrapper, ran 20% slower than the plain product on the build VM.)
+template <typename X>
+MatrixD gramFactor(const X& x) {
   const MatrixD gram = x.transpose() * x;
   const Eigen::LLT<MatrixD> llt(gram);
   if (llt.info() == Eigen::Success) return llt.matrixU();
@@ -63,26 +69,58 @@ Eigen::VectorXd inputScale(const Architecture& a, const LayerView& layer, int hi
 
 enum Kind { kWriter, kReaderQ, kReaderK, kReaderV, kKinds };
 
+// Doubles in one anonymous mapping of huge pages (MapBuffer): the factors are 4 x heads x r x d doubles (1.8 GiB
+// for a Qwen3-0.6B shape) and the slabs half a GiB, whose first touch in 4 KiB pages costs seconds of page faults
+// on the build VM.
+class DoubleBuffer {
+ public:
+  explicit DoubleBuffer(std::size_t doubles) : floats_(2 * doubles) {}
+  double* data() const { return reinterpret_cast<double*>(floats_.data()); }  // page-aligned
+
+ private:
+  MapBuffer floats_;
+};
+
 struct HeadFactors {
-  MatrixD f[kKinds];  // (r, d) each
+  double* f[kKinds] = {};     // (r, d) each, row-major, in the factors' buffer
   double norm2[kKinds] = {};  // ||F||_F^2: the squared Frobenius norm of W_OV (writer) or M (readers)
 };
 
-HeadFactors headFactors(const ModelView& v, int layer, int h) {
+// What the query heads of one KV head share (grouped-query attention): its W_K and W_V columns in row-vector
+// form (d, hd), input scale folded in, and their Gram factors R(K), R(V) (hd, hd).
+struct KvFactors {
+  MatrixD k, val, r_k, r_val;
+};
+
+KvFactors kvFactors(const ModelView& v, int layer, int kv) {
   const Architecture& a = v.arch;
   const LayerView& L = v.layers[static_cast<std::size_t>(layer)];
-  const int hd = a.head_dim, q_dim = a.qDim(), kv_dim = a.kvDim(), kv = a.layout().kvHead(h);
+  const int hd = a.head_dim, q_dim = a.qDim(), kv_dim = a.kvDim();
   const Eigen::VectorXd g = inputScale(a, L, a.hidden);
-  const MatrixD q = inputFactor(*L.w_qkv, a.conv1d, h * hd, hd, g);                     // (d, hd)
-  const MatrixD k = inputFactor(*L.w_qkv, a.conv1d, q_dim + kv * hd, hd, g);            // (d, hd)
-  const MatrixD val = inputFactor(*L.w_qkv, a.conv1d, q_dim + kv_dim + kv * hd, hd, g);  // (d, hd)
-  const MatrixD o = outputFactor(*L.w_o, a.conv1d, h, hd);                              // (hd, d)
+  KvFactors f;
+  f.k = inputFactor(*L.w_qkv, a.conv1d, q_dim + kv * hd, hd, g);
+  f.val = inputFactor(*L.w_qkv, a.conv1d, q_dim + kv_dim + kv * hd, hd, g);
+  f.r_k = gramFactor(f.k);
+  f.r_val = gramFactor(f.val);
+  return f;
+}
+
+// Head h's four factors into `out` (kKinds x r x d doubles).
+HeadFactors headFactors(const ModelView& v, int layer, int h, const KvFactors& kv, double* out) {
+  const Architecture& a = v.arch;
+  const LayerView& L = v.layers[static_cast<std::size_t>(layer)];
+  const int hd = a.head_dim;
+  const MatrixD q = inputFactor(*L.w_qkv, a.conv1d, h * hd, hd, inputScale(a, L, a.hidden));  // (d, hd)
+  const MatrixD o = outputFactor(*L.w_o, a.conv1d, h, hd);                                    // (hd, d)
   HeadFactors f;
-  f.f[kWriter] = gramFactor(val) * o;
-  f.f[kReaderQ] = gramFactor(k) * q.transpose();
-  f.f[kReaderK] = gramFactor(q) * k.transpose();
-  f.f[kReaderV] = gramFactor(o.transpose()) * val.transpose();
-  for (int kind = 0; kind < kKinds; ++kind) f.norm2[kind] = f.f[kind].squaredNorm();
+  const Eigen::Index d = a.hidden;
+  for (int kind = 0; kind < kKinds; ++kind) f.f[kind] = out + static_cast<std::ptrdiff_t>(kind) * hd * d;
+  const auto factor = [&](int kind) { return Eigen::Map<MatrixD>(f.f[kind], hd, d); };
+  factor(kWriter).noalias() = kv.r_val * o;
+  factor(kReaderQ).noalias() = kv.r_k * q.transpose();
+  factor(kReaderK).noalias() = gramFactor(q) * kv.k.transpose();
+  factor(kReaderV).noalias() = gramFactor(o.transpose()) * kv.val.transpose();
+  for (int kind = 0; kind < kKinds; ++kind) f.norm2[kind] = factor(kind).squaredNorm();
   return f;
 }
 
@@ -92,8 +130,11 @@ std::size_t compositionBytes(const Model& model) {
   const Architecture a = model.architecture();
   const std::size_t heads = static_cast<std::size_t>(a.n_layer) * a.n_head, d = static_cast<std::size_t>(a.hidden);
   const std::size_t r = static_cast<std::size_t>(a.head_dim);
-  // The factors, one slab of each Gram per head, and the three (heads x heads) score matrices.
-  return sizeof(double) * (heads * kKinds * r * d + heads * kKinds * kSlabRows * d + 3 * heads * heads);
+  const std::size_t kv_heads = static_cast<std::size_t>(a.n_layer) * a.n_kv_head;
+  // The factors (each KV head's shared ones too), one slab of each Gram per head, and the (heads x 3 heads)
+  // inner products.
+  return sizeof(double) * (heads * kKinds * r * d + kv_heads * 2 * (r * d + r * r) +
+                           heads * kKinds * kSlabRows * d + 3 * heads * heads);
 }
 
 Composition compositionScores(const Model& model, std::size_t budget_bytes) {
@@ -102,38 +143,57 @@ Composition compositionScores(const Model& model, std::size_t budget_bytes) {
   const ModelView v = viewOf(model);
   const Architecture& a = v.arch;
   const int layers = a.n_layer, per_layer = a.n_head, heads = layers * per_layer, d = a.hidden;
+  // Each KV head's factors once for its group's query heads, then each query head's.
+  const int per_layer_kv = a.n_kv_head, group = per_layer / per_layer_kv;
+  std::vector<KvFactors> shared(static_cast<std::size_t>(layers * per_layer_kv));
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int i = 0; i < layers * per_layer_kv; ++i)
+    shared[static_cast<std::size_t>(i)] = kvFactors(v, i / per_layer_kv, i % per_layer_kv);
+  const std::size_t per_head = static_cast<std::size_t>(kKinds) * a.head_dim * d;
+  const DoubleBuffer factor_buffer(static_cast<std::size_t>(heads) * per_head);
   std::vector<HeadFactors> factors(static_cast<std::size_t>(heads));
 #pragma omp parallel for schedule(dynamic, 1)
-  for (int i = 0; i < heads; ++i) factors[static_cast<std::size_t>(i)] = headFactors(v, i / per_layer, i % per_layer);
+  for (int i = 0; i < heads; ++i) {
+    const int layer = i / per_layer, h = i % per_layer;
+    factors[static_cast<std::size_t>(i)] =
+        headFactors(v, layer, h, shared[static_cast<std::size_t>(layer * per_layer_kv + h / group)],
+                    factor_buffer.data() + static_cast<std::size_t>(i) * per_head);
+  }
+  shared.clear();
   timings.mark("factors (Cholesky, r x d)");
 
-  // inner[kind - 1](A, B) = <G_A, H_B>, accumulated over slabs of Gram rows [r0, r1), columns [r0, d).
-  MatrixD inner[3];
-  for (MatrixD& m : inner) m = MatrixD::Zero(heads, heads);
-  MatrixD slab[kKinds];
+  // inner(A, 3 B + m) = <G_A, H_B> for reader mode m (q, k, v), accumulated over slabs of Gram rows [r0, r0 + rows),
+  // columns [r0, d). Each slab row holds the diagonal block (rows x rows) and then the block right of it (rows x
+  // (cols - rows)), row-major; the writer's second block is made twice over (the Grams are symmetric: it stands
+  // for the block below the diagonal too). The readers' rows are head-major (3 B + m), so the readers of every
+  // layer from one on are one block of rows, and each pass is a few large products.
+  MatrixD inner = MatrixD::Zero(heads, 3 * heads);
+  const std::size_t slab_max = static_cast<std::size_t>(std::min(kSlabRows, d)) * static_cast<std::size_t>(d);
+  const DoubleBuffer writer_buffer(static_cast<std::size_t>(heads) * slab_max),
+      reader_buffer(static_cast<std::size_t>(3 * heads) * slab_max);
   for (int r0 = 0; r0 < d; r0 += kSlabRows) {
-    const int rows = std::min(kSlabRows, d - r0), cols = d - r0;
-    for (MatrixD& s : slab) s.resize(heads, static_cast<Eigen::Index>(rows) * cols);
+    const int rows = std::min(kSlabRows, d - r0), cols = d - r0, rest = cols - rows;
+    const Eigen::Index slab = static_cast<Eigen::Index>(rows) * cols;
+    Eigen::Map<MatrixD> writers(writer_buffer.data(), heads, slab), readers(reader_buffer.data(), 3 * heads, slab);
 #pragma omp parallel for schedule(dynamic, 1)
     for (int i = 0; i < heads * kKinds; ++i) {
       const int head = i / kKinds, kind = i % kKinds;
-      const MatrixD& f = factors[static_cast<std::size_t>(head)].f[kind];
-      // Gram rows [r0, r0 + rows), columns [r0, d): (rows, cols), row-major into the head's slab row.
-      MatrixD g = f.middleCols(r0, rows).transpose() * f.middleCols(r0, cols);
-      if (kind == kWriter)  // the symmetric sum: entries below the diagonal dropped, above it counted twice
-        for (int r = 0; r < rows; ++r) {
-          g.row(r).head(r).setZero();
-          g.row(r).tail(cols - r - 1) *= 2.0;
-        }
-      slab[kind].row(head) = Eigen::Map<const Eigen::RowVectorXd>(g.data(), g.size());
+      const Eigen::Map<const MatrixD> f(factors[static_cast<std::size_t>(head)].f[kind], a.head_dim, d);
+      double* out = kind == kWriter ? writers.row(head).data() : readers.row(3 * head + kind - kReaderQ).data();
+      const auto left = f.middleCols(r0, rows);
+      Eigen::Map<MatrixD>(out, rows, rows).noalias() = left.transpose() * left;
+      Eigen::Map<MatrixD> right(out + static_cast<std::ptrdiff_t>(rows) * rows, rows, rest);
+      if (kind == kWriter) right.noalias() = 2.0 * left.transpose() * f.middleCols(r0 + rows, rest);
+      else right.noalias() = left.transpose() * f.middleCols(r0 + rows, rest);
     }
     timings.mark("gram slabs");
-    // Only later layers read: writer layer la against reader layers > la.
-    for (int la = 0; la + 1 < layers; ++la) {
-      const int a0 = la * per_layer, b0 = (la + 1) * per_layer, nb = heads - b0;
-      for (int m = 0; m < 3; ++m)
-        inner[m].block(a0, b0, per_layer, nb).noalias() +=
-            slab[kWriter].middleRows(a0, per_layer) * slab[kReaderQ + m].middleRows(b0, nb).transpose();
+    // Writers in chunks of kChunkLayers layers against the readers of every layer after the chunk's first: the
+    // few pairs inside a chunk whose reader is not later are computed and never read.
+    for (int la = 0; la + 1 < layers; la += kChunkLayers) {
+      const int a0 = la * per_layer, na = std::min(kChunkLayers, layers - 1 - la) * per_layer;
+      const int b0 = (la + 1) * per_layer, nb = heads - b0;
+      inner.block(a0, 3 * b0, na, 3 * nb).noalias() +=
+          writers.middleRows(a0, na) * readers.middleRows(3 * b0, 3 * nb).transpose();
     }
     timings.mark("pair products");
   }
@@ -148,10 +208,11 @@ Composition compositionScores(const Model& model, std::size_t budget_bytes) {
       for (int B = (A / per_layer + 1) * per_layer; B < heads; ++B) {
         const double wa = factors[static_cast<std::size_t>(A)].norm2[kWriter];
         const double mb = factors[static_cast<std::size_t>(B)].norm2[kReaderQ + m];
+        const double ab = inner(A, 3 * B + m);
         // <G_A, H_B> >= 0 (both positive semi-definite); rounding may leave it a hair below.
         const double denom = wa * mb;
         (*out[m])[static_cast<std::size_t>(A) * heads + B] =
-            denom > 0 ? std::sqrt(std::max(0.0, inner[m](A, B)) / denom) : 0.0;
+            denom > 0 ? std::sqrt(std::max(0.0, ab) / denom) : 0.0;
       }
   }
   return c;

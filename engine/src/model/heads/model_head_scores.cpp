@@ -12,13 +12,20 @@ namespace attnscope::model {
 
 std::vector<std::vector<HeadTypeScores>> modelHeadScores(const ForwardResult& forward, const std::vector<int>& ids,
                                                           int local_window) {
-  StageTimings timings("head scores");
-  const HeadLayout& layout = forward.layout;
   if (static_cast<int>(ids.size()) != forward.n)
     throw InputError("ids", std::to_string(forward.n) + " token ids (the forward's)", std::to_string(ids.size()));
   std::vector<std::string> tokens;  // ids as the scores' token identity: equal ids, equal tokens
   tokens.reserve(ids.size());
   for (int id : ids) tokens.push_back(std::to_string(id));
+  return modelHeadScores(forward, tokens, local_window);
+}
+
+std::vector<std::vector<HeadTypeScores>> modelHeadScores(const ForwardResult& forward,
+                                                          const std::vector<std::string>& tokens, int local_window) {
+  StageTimings timings("head scores");
+  const HeadLayout& layout = forward.layout;
+  if (static_cast<int>(tokens.size()) != forward.n)
+    throw InputError("tokens", std::to_string(forward.n) + " tokens (the maps' side)", std::to_string(tokens.size()));
   std::vector<std::vector<HeadTypeScores>> scores(static_cast<std::size_t>(layout.n_layer));
   for (int l = 0; l < layout.n_layer; ++l) {
     Scene scene = forward.tileScene(l);
