@@ -253,6 +253,33 @@ void checkTokenView(Checker& c, const std::string& dir, const Maps& maps) {
   }
 }
 
+// The rollout view: each of the n x n cells in viridis(NumPy's rollout) on the 0..1 scale, a later key grey.
+void checkRolloutView(Checker& c, const std::string& dir) {
+  std::ifstream in(dir + "/ckpt/expected.json");
+  const nlohmann::json expected = nlohmann::json::parse(in);
+  const std::vector<std::vector<double>> r = expected["rollout"].get<std::vector<std::vector<double>>>();
+  const Checker shot{loadPng(dir + "/rollout.png"), loadLayout(dir + "/layout_rollout.json")};
+  c.expect(shot.layout.contains("model.rollout.map") && !shot.layout.contains("model.tile.0.0"),
+           "the rollout shown in place of the grid");
+  if (!shot.layout.contains("model.rollout.map")) return;
+  const int n = static_cast<int>(r.size());
+  const std::vector<float> m = shot.rect("model.rollout.map");
+  const float cw = (m[2] - m[0]) / static_cast<float>(n), ch = (m[3] - m[1]) / static_cast<float>(n);
+  int wrong = 0;
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      const Rgb8 got = shot.img.at(static_cast<int>(m[0] + (j + 0.5f) * cw), static_cast<int>(m[1] + (i + 0.5f) * ch));
+      const double v = r[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
+      // float32 maps through 12 layer products: within 1e-5 of NumPy's float64 rollout, a colour step at most.
+      const bool ok = j > i ? got == attnscope::kMaskedColor
+                            : got == attnscope::colorAt(ColorMap::Viridis, static_cast<float>(v - 1e-5)) ||
+                                  got == attnscope::colorAt(ColorMap::Viridis, static_cast<float>(v + 1e-5));
+      if (!ok && ++wrong <= 3) std::printf("      rollout (%d, %d): %.5f drawn %s\n", i, j, v, Checker::str(got).c_str());
+    }
+  c.expect(wrong == 0, "rollout: " + std::to_string(n * n) + " cells in viridis(NumPy's rollout) or grey, " +
+                           std::to_string(wrong) + " wrong");
+}
+
 }  // namespace
 
 void checkModelGrid(Checker& c, const std::string& dir, bool maps_dropped) {
@@ -345,6 +372,7 @@ void checkModelGrid(Checker& c, const std::string& dir, bool maps_dropped) {
   checkSubjectExports(c, dir, maps);
   checkFindHeads(c, dir, maps);
   checkTokenView(c, dir, maps);
+  checkRolloutView(c, dir);
 }
 
 void checkModelWide(Checker& c, const std::string& dir) {

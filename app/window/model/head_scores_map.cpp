@@ -24,6 +24,7 @@ void openHead(ViewState& view, ModelSession& s, int layer, int head) {
   s.layer = layer;
   s.focus_head = head;
   s.shown = true;
+  view.model_rollout = 0;  // the heads, not the rollout
   view.model_zoom = CellView{0, 0, static_cast<float>(s.forward().n), static_cast<float>(s.forward().n)};
 }
 

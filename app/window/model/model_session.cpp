@@ -180,6 +180,24 @@ const ModelSession::HeadScores* ModelSession::headScores() {
   return nullptr;
 }
 
+const Matrix* ModelSession::rollout() {
+  if (forward_->n == 0) return nullptr;
+  if (!rollout_worker_)
+    rollout_worker_ = std::make_unique<LatestWorker<ScoresRequest, RolloutReply>>([](const ScoresRequest& r) {
+      return RolloutReply{model::attentionRollout(*r.forward, r.forward->layout), r.revision};
+    });
+  if (auto reply = rollout_worker_->take(); reply && reply->second.revision == revision_ + 1) {
+    rollout_ = std::move(reply->second.rollout);
+    rollout_revision_ = revision_ + 1;
+  }
+  if (rollout_revision_ == revision_ + 1) return &rollout_;
+  if (rollout_asked_ != revision_ + 1) {
+    rollout_worker_->request(ScoresRequest{forward_, {}, revision_ + 1});
+    rollout_asked_ = revision_ + 1;
+  }
+  return nullptr;
+}
+
 std::string ModelSession::title() const {
   if (!tensor_file_.empty()) {
     const std::size_t slash = tensor_file_.find_last_of('/');

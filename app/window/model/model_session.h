@@ -74,6 +74,9 @@ class ModelSession {
   // UI thread once per forward or tensor: null until they land (asking starts the work).
   using HeadScores = std::vector<std::vector<HeadTypeScores>>;
   const HeadScores* headScores();
+  // The attention rollout of the run (gpt2.h's attentionRollout, (n, n)), computed off the UI thread once per
+  // forward or tensor (L products of n x n matrices: seconds at 1024 tokens): null until it lands.
+  const Matrix* rollout();
   const std::string& ranText() const { return ran_text_; }
   unsigned revision() const { return revision_; }  // bumped when a forward lands
   // Why the last start failed (or that it was cancelled); empty when it ran. `cancelled`: the note is no error.
@@ -136,6 +139,13 @@ class ModelSession {
   std::unique_ptr<LatestWorker<ScoresRequest, ScoresReply>> scores_worker_;
   unsigned scores_asked_ = 0, scores_revision_ = 0;  // revision_ + 1 of the forward asked for / landed (0: none)
   HeadScores scores_;
+  struct RolloutReply {
+    Matrix rollout;
+    unsigned revision = 0;
+  };
+  std::unique_ptr<LatestWorker<ScoresRequest, RolloutReply>> rollout_worker_;
+  unsigned rollout_asked_ = 0, rollout_revision_ = 0;  // as scores_asked_, scores_revision_
+  Matrix rollout_;
   std::string tensor_file_;                // "" unless a tensor is shown
   std::string tensor_name_;                 // the tensor chosen in it ("" for a .npy file)
   int analysis_layer_ = -1;                 // the layer analysis_ describes

@@ -132,6 +132,14 @@ void openLayerButton(AppState& state, ViewState& view, const std::string& label,
     ImGui::SetTooltip("%s", why_not.c_str());
 }
 
+// The switch to the run's rollout view, on the line of the grid's (or the map's) buttons.
+void rolloutToggle(ViewState& view) {
+  bool on = view.model_rollout == 1;
+  if (ImGui::Checkbox("rollout", &on)) view.model_rollout = on ? 1 : 0;
+  probeItem("model.view.rollout");
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("the attention rollout of every layer, in place of the heads");
+}
+
 void gridView(AppState& state, ViewState& view, ModelSession& s) {
   const model::HeadLayout& c = s.layout();
   const model::ForwardResult& f = s.forward();
@@ -151,6 +159,8 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
   if (stepperInt("layer", "model.layer", layer_shown, 1, c.n_layer)) s.layer = layer_shown - 1;
   ImGui::SameLine();
   openLayerButton(state, view, "Open layer " + std::to_string(s.layer + 1) + " as scene", s.layer, "model.open_layer");
+  ImGui::SameLine();
+  rolloutToggle(view);
   // The grid's tiles still computing on its worker (scripts wait: until no model.grid_pending): as of last
   // frame's syncGrid (this frame's comes below, once the tile size is known), or a new forward.
   if (s.renderer->gridPending(s.revision())) {
@@ -290,6 +300,8 @@ void focusView(AppState& state, ViewState& view, ModelSession& s) {
   probeItem("model.back_to_grid");
   ImGui::SameLine();
   openLayerButton(state, view, "Open layer " + std::to_string(l + 1) + " as scene", l, "model.focus.open_layer");
+  ImGui::SameLine();
+  rolloutToggle(view);
   if (!s.focused()) return;
   const std::vector<int> kv = kvHeadOfEachHead(view);
   if (c.n_kv_head < c.n_head)
@@ -449,6 +461,11 @@ void drawModelView(AppState& state, ViewState& view) {
   }
   if (!s.shown || s.forward().n == 0) return;
   if (!s.renderer) s.renderer = std::make_unique<ModelGridRenderer>();
+  // The run's views: its heads (the grid, or one map full-size) or its rollout (rollout_view.cpp).
+  if (view.model_rollout == 1) {
+    drawRolloutView(view, s);
+    return;
+  }
   if (s.focused())
     focusView(state, view, s);
   else

@@ -39,5 +39,7 @@ void drawHeadScoresMap(ViewState& view, ModelSession& s);
 // The subject pane's "Token view" (token_view.cpp): the picked token's attention in the shown layer as coloured
 // text, from it or to it, one head or the layer's mean.
 void drawTokenView(ViewState& view, ModelSession& s);
+// The centre's rollout view of a run (rollout_view.cpp): the attention rollout as one map in the window's contrast.
+void drawRolloutView(ViewState& view, ModelSession& s);
 
 }  // namespace attnscope::app

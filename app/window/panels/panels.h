@@ -30,6 +30,7 @@ struct ViewState {
   int stats_columns = 0;
   // The token view (token_view.cpp): the token picked (-1 none), its row (0) or column (1), one head or -1 the mean.
   int model_token = -1, token_to_it = 0, token_head = -1;
+  int model_rollout = 0;  // the centre's view of a run: 0 its heads (the grid or one map), 1 its rollout
   int find_score = 0;  // the subject pane's "Find heads" map: an index into headTypeScoreNames()
   int walk_step = 0;
   int walk_head = -1;      // the head the shown walkthrough step is about (-1: none or tab hidden)
