@@ -461,7 +461,7 @@ void drawModelView(AppState& state, ViewState& view) {
   }
   if (!s.shown || s.forward().n == 0) return;
   if (!s.renderer) s.renderer = std::make_unique<ModelGridRenderer>();
-  // The run's views: its heads (the grid, or one map full-size) or its rollout (rollout_view.cpp).
+  // The run's views: its heads (the grid, or one map full-size) or its rollout (runviews/rollout_view.cpp).
   if (view.model_rollout == 1) {
     drawRolloutView(view, s);
     return;

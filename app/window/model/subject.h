@@ -32,14 +32,14 @@ bool sceneOnlyNote(AppState& state, ViewState& view, const char* tab);
 // layers, heads, KV heads, head_dim, dtype, memory) or the tensor's shape, the layer and head navigator, the
 // tokens, and why the scene editors are hidden.
 void drawSubjectPane(AppState& state, ViewState& view);
-// The subject pane's "Find heads" section (head_scores_map.cpp): a head-type score chosen by the user for every
-// layer and head as a layers x heads map and the strongest heads listed; a click opens that head's map.
+// The views of a run that find and read heads (app/window/runviews/): the subject pane's "Find heads" (a
+// head-type score for every layer and head as a layers x heads map, the strongest listed, a click opens that
+// head's map) and "Token view" (the picked token's attention in the shown layer as coloured text, from it or to
+// it, one head or the layer's mean), and the centre's rollout view (the attention rollout as one map in the
+// window's contrast).
 class ModelSession;
 void drawHeadScoresMap(ViewState& view, ModelSession& s);
-// The subject pane's "Token view" (token_view.cpp): the picked token's attention in the shown layer as coloured
-// text, from it or to it, one head or the layer's mean.
 void drawTokenView(ViewState& view, ModelSession& s);
-// The centre's rollout view of a run (rollout_view.cpp): the attention rollout as one map in the window's contrast.
 void drawRolloutView(ViewState& view, ModelSession& s);
 
 }  // namespace attnscope::app

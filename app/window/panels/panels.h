@@ -28,7 +28,7 @@ struct ViewState {
   // The statistics table's columns when all of them do not fit the pane: 0 the scores by position, 1 the scores
   // by token (and the type), 2 the statistics (and importance).
   int stats_columns = 0;
-  // The token view (token_view.cpp): the token picked (-1 none), its row (0) or column (1), one head or -1 the mean.
+  // The token view (runviews/token_view.cpp): the token picked (-1 none), its row (0) or column (1), one head or -1 the mean.
   int model_token = -1, token_to_it = 0, token_head = -1;
   int model_rollout = 0;  // the centre's view of a run: 0 its heads (the grid or one map), 1 its rollout
   int find_score = 0;  // the subject pane's "Find heads" map: an index into headTypeScoreNames()
