@@ -46,7 +46,14 @@ std::string checkpointFolder(const std::string& typed, std::string& error) {
 
 }  // namespace
 
-ModelSession::ModelSession() : progress_(std::make_shared<Progress>()) {}
+ModelSession::ModelSession()
+    : progress_(std::make_shared<Progress>()),
+      scores_([](const model::ForwardResult& f, const std::vector<int>& ids) {
+        return model::modelHeadScores(f, ids);
+      }),
+      rollout_([](const model::ForwardResult& f, const std::vector<int>&) {
+        return model::attentionRollout(f, f.layout);
+      }) {}
 
 ModelSession::~ModelSession() {
   progress_->cancel = true;
@@ -163,39 +170,11 @@ const arrays::TensorLayerAnalysis& ModelSession::tensorAnalysis(int of_layer) {
 }
 
 const ModelSession::HeadScores* ModelSession::headScores() {
-  if (forward_->n == 0) return nullptr;
-  if (!scores_worker_)
-    scores_worker_ = std::make_unique<LatestWorker<ScoresRequest, ScoresReply>>([](const ScoresRequest& r) {
-      return ScoresReply{model::modelHeadScores(*r.forward, r.ids), r.revision};
-    });
-  if (auto reply = scores_worker_->take(); reply && reply->second.revision == revision_ + 1) {
-    scores_ = std::move(reply->second.scores);
-    scores_revision_ = revision_ + 1;
-  }
-  if (scores_revision_ == revision_ + 1) return &scores_;
-  if (scores_asked_ != revision_ + 1) {
-    scores_worker_->request(ScoresRequest{forward_, ids_, revision_ + 1});
-    scores_asked_ = revision_ + 1;
-  }
-  return nullptr;
+  return forward_->n == 0 ? nullptr : scores_.get(forward_, ids_, revision_);
 }
 
 const Matrix* ModelSession::rollout() {
-  if (forward_->n == 0) return nullptr;
-  if (!rollout_worker_)
-    rollout_worker_ = std::make_unique<LatestWorker<ScoresRequest, RolloutReply>>([](const ScoresRequest& r) {
-      return RolloutReply{model::attentionRollout(*r.forward, r.forward->layout), r.revision};
-    });
-  if (auto reply = rollout_worker_->take(); reply && reply->second.revision == revision_ + 1) {
-    rollout_ = std::move(reply->second.rollout);
-    rollout_revision_ = revision_ + 1;
-  }
-  if (rollout_revision_ == revision_ + 1) return &rollout_;
-  if (rollout_asked_ != revision_ + 1) {
-    rollout_worker_->request(ScoresRequest{forward_, {}, revision_ + 1});
-    rollout_asked_ = revision_ + 1;
-  }
-  return nullptr;
+  return forward_->n == 0 ? nullptr : rollout_.get(forward_, ids_, revision_);
 }
 
 std::string ModelSession::title() const {

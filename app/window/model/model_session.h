@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -127,25 +128,48 @@ class ModelSession {
   std::string stored_dtype_;
   unsigned revision_ = 0;
   std::vector<int> ids_;
-  struct ScoresRequest {
-    std::shared_ptr<const model::ForwardResult> forward;
-    std::vector<int> ids;
-    unsigned revision = 0;
+  // A value derived from the forward (and its ids) off the UI thread, once per forward: get() returns it once it
+  // has landed for `revision`, else asks for it (once) and returns null.
+  template <typename T>
+  class PerForward {
+   public:
+    using Compute = std::function<T(const model::ForwardResult&, const std::vector<int>&)>;
+    explicit PerForward(Compute compute) : compute_(std::move(compute)) {}
+    const T* get(const std::shared_ptr<const model::ForwardResult>& forward, const std::vector<int>& ids,
+                 unsigned revision) {
+      if (!worker_)
+        worker_ = std::make_unique<LatestWorker<Request, Reply>>([compute = compute_](const Request& r) {
+          return Reply{compute(*r.forward, r.ids), r.revision};
+        });
+      if (auto reply = worker_->take(); reply && reply->second.revision == revision + 1) {
+        value_ = std::move(reply->second.value);
+        landed_ = revision + 1;
+      }
+      if (landed_ == revision + 1) return &value_;
+      if (asked_ != revision + 1) {
+        worker_->request(Request{forward, ids, revision + 1});
+        asked_ = revision + 1;
+      }
+      return nullptr;
+    }
+
+   private:
+    struct Request {
+      std::shared_ptr<const model::ForwardResult> forward;
+      std::vector<int> ids;
+      unsigned revision = 0;
+    };
+    struct Reply {
+      T value;
+      unsigned revision = 0;
+    };
+    Compute compute_;
+    std::unique_ptr<LatestWorker<Request, Reply>> worker_;
+    unsigned asked_ = 0, landed_ = 0;  // revision + 1 of the forward asked for / landed (0: none)
+    T value_;
   };
-  struct ScoresReply {
-    HeadScores scores;
-    unsigned revision = 0;
-  };
-  std::unique_ptr<LatestWorker<ScoresRequest, ScoresReply>> scores_worker_;
-  unsigned scores_asked_ = 0, scores_revision_ = 0;  // revision_ + 1 of the forward asked for / landed (0: none)
-  HeadScores scores_;
-  struct RolloutReply {
-    Matrix rollout;
-    unsigned revision = 0;
-  };
-  std::unique_ptr<LatestWorker<ScoresRequest, RolloutReply>> rollout_worker_;
-  unsigned rollout_asked_ = 0, rollout_revision_ = 0;  // as scores_asked_, scores_revision_
-  Matrix rollout_;
+  PerForward<HeadScores> scores_;
+  PerForward<Matrix> rollout_;
   std::string tensor_file_;                // "" unless a tensor is shown
   std::string tensor_name_;                 // the tensor chosen in it ("" for a .npy file)
   int analysis_layer_ = -1;                 // the layer analysis_ describes

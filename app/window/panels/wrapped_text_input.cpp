@@ -42,9 +42,9 @@ std::vector<char> wrapPoints(const std::string& text, float width) {
   if (text.size() > kMaxWrapped || width <= 0) return soft;
   const ImFont* font = ImGui::GetFont();
   const float scale = ImGui::GetFontSize() / font->FontSize;
-  float x = 0;              // the line's width so far
-  std::size_t space = 0;    // the last space of the line, + 1 (0: none yet)
-  float after_space = 0;    // the line's width after that space
+  float x = 0;            // the line's width so far
+  std::size_t space = 0;  // the last space of the line, + 1 (0: none yet)
+  float after_space = 0;  // the line's width after that space
   for (std::size_t i = 0; i < text.size();) {
     unsigned int c = 0;
     const int bytes = ImTextCharFromUtf8(&c, text.c_str() + i, text.c_str() + text.size());

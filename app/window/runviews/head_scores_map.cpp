@@ -75,8 +75,8 @@ void drawHeadScoresMap(ViewState& view, ModelSession& s) {
                ColorMap::Viridis, 0.0f, 1.0f);
   ImGui::Dummy(ImVec2(1, 1.9f * line));
   const float label_w = ImGui::CalcTextSize("L00").x + 0.4f * font;
-  const float cell_w =
-      std::clamp(std::floor((ImGui::GetContentRegionAvail().x - label_w - 2) / static_cast<float>(heads)), 3.0f, 2 * font);
+  const float cell_w = std::clamp(
+      std::floor((ImGui::GetContentRegionAvail().x - label_w - 2) / static_cast<float>(heads)), 3.0f, 2 * font);
   const float cell_h = std::clamp(cell_w, 3.0f, line);
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   const ImVec2 p0(origin.x + label_w, origin.y + line + 2);
@@ -91,15 +91,17 @@ void drawHeadScoresMap(ViewState& view, ModelSession& s) {
   const int layer_step = std::max(1, static_cast<int>(std::ceil(line / cell_h)));
   for (int l : labelled(layers, layer_step)) {
     const std::string text = "L" + std::to_string(l + 1);
-    drawProbedText(list, "findheads.layerlabel." + std::to_string(l),
-                   ImVec2(p0.x - ImGui::CalcTextSize(text.c_str()).x - 0.2f * font, p0.y + (l + 0.5f) * cell_h - line * 0.5f),
-                   label_color, text.c_str());
+    drawProbedText(
+        list, "findheads.layerlabel." + std::to_string(l),
+        ImVec2(p0.x - ImGui::CalcTextSize(text.c_str()).x - 0.2f * font, p0.y + (l + 0.5f) * cell_h - line * 0.5f),
+        label_color, text.c_str());
   }
   const float gap = cell_w >= 6 ? 1.0f : 0.0f;
   for (int l = 0; l < layers; ++l)
     for (int h = 0; h < heads; ++h) {
       const std::optional<double> v = score(l, h);
-      const Rgb8 c = v ? colorAt(ColorMap::Viridis, colorMapParameter(static_cast<float>(*v), 0.0f, 1.0f)) : kMaskedColor;
+      const Rgb8 c =
+          v ? colorAt(ColorMap::Viridis, colorMapParameter(static_cast<float>(*v), 0.0f, 1.0f)) : kMaskedColor;
       const ImVec2 c0(p0.x + h * cell_w, p0.y + l * cell_h);
       list->AddRectFilled(c0, ImVec2(c0.x + cell_w - gap, c0.y + cell_h - gap), IM_COL32(c.r, c.g, c.b, 255));
     }
@@ -138,8 +140,10 @@ void drawHeadScoresMap(ViewState& view, ModelSession& s) {
   const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
   ImGui::TextDisabled("strongest:");
   for (int k = 0; k < std::min(kListed, static_cast<int>(ranked.size())); ++k) {
-    const int l = ranked[static_cast<std::size_t>(k)].second / heads, h = ranked[static_cast<std::size_t>(k)].second % heads;
-    const std::string text = formatted("layer %d, head %d: %.3f", l + 1, h + 1, ranked[static_cast<std::size_t>(k)].first);
+    const int l = ranked[static_cast<std::size_t>(k)].second / heads,
+              h = ranked[static_cast<std::size_t>(k)].second % heads;
+    const std::string text =
+        formatted("layer %d, head %d: %.3f", l + 1, h + 1, ranked[static_cast<std::size_t>(k)].first);
     // On the line while it fits, else on the next (decided before SameLine: a SameLine then NewLine would leave
     // the cursor's reach past the pane's edge).
     const float w = ImGui::CalcTextSize(text.c_str()).x + ImGui::GetStyle().FramePadding.x * 2;

@@ -17,14 +17,34 @@ namespace attnscope::app {
 
 namespace {
 constexpr int kMaxBlocks = 256;  // drawn blocks a side at most
+
+// The (n, n) rollout `r` as (blocks, blocks): each block the mean of the allowed cells it covers (a causal
+// query's later keys are not), masked where it covers none.
+void poolRollout(const Matrix& r, bool causal, int blocks, Matrix& shown, MaskMatrix& masked) {
+  const int n = static_cast<int>(r.rows());
+  for (int by = 0; by < blocks; ++by) {
+    const auto [i0, i1] = pooledRange(by, blocks, n);
+    for (int bx = 0; bx < blocks; ++bx) {
+      const auto [j0, j1] = pooledRange(bx, blocks, n);
+      double sum = 0;
+      int count = 0;
+      for (int i = i0; i < i1; ++i)
+        for (int j = j0; j < std::min(j1, causal ? i + 1 : j1); ++j) sum += r(i, j), ++count;
+      shown(by, bx) = count > 0 ? static_cast<float>(sum / count) : 0.0f;
+      masked(by, bx) = count == 0;
+    }
+  }
+}
+
 }  // namespace
 
 void drawRolloutView(ViewState& view, ModelSession& s) {
   if (ImGui::Button("Back to the heads")) view.model_rollout = 0;
   probeItem("model.view.heads");
-  textWrappedAtSpaces("Attention rollout (Abnar and Zuidema, 2020): per layer the mean of its heads, half and half "
-                      "with the residual's identity, multiplied through every layer: how much each token's last "
-                      "representation draws on each input token.");
+  textWrappedAtSpaces(
+      "Attention rollout (Abnar and Zuidema, 2020): per layer the mean of its heads, half and half "
+      "with the residual's identity, multiplied through every layer: how much each token's last "
+      "representation draws on each input token.");
   const Matrix* r = s.rollout();
   if (!r) {
     ImGui::TextDisabled("computing the rollout...");
@@ -35,21 +55,22 @@ void drawRolloutView(ViewState& view, ModelSession& s) {
   const int n = static_cast<int>(r->rows());
   const bool causal = s.forward().layout.causal;
   const int blocks = std::min(n, kMaxBlocks);
-  // The blocks' values (means of the cells each covers, the allowed ones only) and which are masked.
-  Matrix shown(blocks, blocks);
-  MaskMatrix masked(blocks, blocks);
-  for (int by = 0; by < blocks; ++by) {
-    const auto [i0, i1] = pooledRange(by, blocks, n);
-    for (int bx = 0; bx < blocks; ++bx) {
-      const auto [j0, j1] = pooledRange(bx, blocks, n);
-      double sum = 0;
-      int count = 0;
-      for (int i = i0; i < i1; ++i)
-        for (int j = j0; j < std::min(j1, causal ? i + 1 : j1); ++j) sum += (*r)(i, j), ++count;
-      shown(by, bx) = count > 0 ? static_cast<float>(sum / count) : 0.0f;
-      masked(by, bx) = count == 0;
-    }
+  // The blocks' values (means of the cells each covers, the allowed ones only) and which are masked: pooled
+  // once per rollout (O(n^2)), not every frame.
+  struct Pooled {
+    unsigned revision = 0;
+    Matrix shown;
+    MaskMatrix masked;
+  };
+  static Pooled pooled;
+  if (pooled.revision != s.revision() + 1 || pooled.shown.rows() != blocks) {
+    pooled.shown.resize(blocks, blocks);
+    pooled.masked.resize(blocks, blocks);
+    pooled.revision = s.revision() + 1;
+    poolRollout(*r, causal, blocks, pooled.shown, pooled.masked);
   }
+  const Matrix& shown = pooled.shown;
+  const MaskMatrix& masked = pooled.masked;
   // Each drawn value over its top: 1, the map's max (shared or per-head: one map), or its row's max.
   float map_top = 0;
   for (int by = 0; by < blocks; ++by)
@@ -69,14 +90,15 @@ void drawRolloutView(ViewState& view, ModelSession& s) {
                       : view.contrast.scale == ColorScale::RowMax ? row_top
                                                                   : map_top;
     for (int bx = 0; bx < blocks; ++bx) {
-      const Rgb8 c = masked(by, bx) ? kMaskedColor
-                                    : colorAt(ColorMap::Viridis, contrastT(view.contrast, shown(by, bx), top));
+      const Rgb8 c =
+          masked(by, bx) ? kMaskedColor : colorAt(ColorMap::Viridis, contrastT(view.contrast, shown(by, bx), top));
       const ImVec2 a(std::floor(p0.x + bx * cell), std::floor(p0.y + by * cell));
       const ImVec2 b(std::floor(p0.x + (bx + 1) * cell), std::floor(p0.y + (by + 1) * cell));
       list->AddRectFilled(a, b, IM_COL32(c.r, c.g, c.b, 255));
     }
   }
-  drawColorBar(list, ImVec2(p0.x + side + line * 0.6f, p0.y), ImVec2(p0.x + side + line * 0.6f + bar_w * 0.3f, p0.y + std::min(side, 300.0f)),
+  drawColorBar(list, ImVec2(p0.x + side + line * 0.6f, p0.y),
+               ImVec2(p0.x + side + line * 0.6f + bar_w * 0.3f, p0.y + std::min(side, 300.0f)),
                view.contrast.scale == ColorScale::Fixed || view.contrast.scale == ColorScale::RowMax ? 1.0f : map_top,
                view.contrast);
   ImGui::InvisibleButton("model.rollout.map", ImVec2(side, side));

@@ -63,16 +63,16 @@ void drawTokenView(ViewState& view, ModelSession& s) {
   }
   const int token = view.model_token, heads = f.layout.n_head;
   view.token_head = std::clamp(view.token_head, -1, heads - 1);
-  textWrappedAtSpaces(formatted("token %d '%s', layer %d", token, axisLabel(labels[static_cast<std::size_t>(token)]).c_str(),
-                                s.layer + 1));
+  textWrappedAtSpaces(formatted("token %d '%s', layer %d", token,
+                                axisLabel(labels[static_cast<std::size_t>(token)]).c_str(), s.layer + 1));
   probeNote("tokenview.token", std::to_string(token));
   ImGui::RadioButton("from it (where it reads)", &view.token_to_it, 0);
   probeItem("tokenview.from");
   ImGui::SameLine();
   ImGui::RadioButton("to it (who reads it)", &view.token_to_it, 1);
   probeItem("tokenview.to");
-  const std::string shown_head =
-      view.token_head < 0 ? "mean of the layer's " + std::to_string(heads) + " heads" : "head " + std::to_string(view.token_head + 1);
+  const std::string shown_head = view.token_head < 0 ? "mean of the layer's " + std::to_string(heads) + " heads"
+                                                     : "head " + std::to_string(view.token_head + 1);
   ImGui::SetNextItemWidth(std::min(ImGui::GetContentRegionAvail().x, 16 * ImGui::GetFontSize()));
   if (ImGui::BeginCombo("##token_head", shown_head.c_str())) {
     if (ImGui::Selectable("mean of the layer's heads", view.token_head < 0)) view.token_head = -1;
@@ -82,13 +82,29 @@ void drawTokenView(ViewState& view, ModelSession& s) {
   }
   probeItem("tokenview.head");
 
-  std::vector<char> masked;
-  const std::vector<double> w = tokenWeights(s, s.layer, view.token_head, token, view.token_to_it == 1, masked);
+  // Recomputed only when what it shows changes: a forward without kept maps pays O(n d) per head for the tiles,
+  // which a frame loop must not repeat.
+  struct Shown {
+    unsigned revision = 0;
+    int layer = -1, head = -2, token = -1, to_it = -1;
+    std::vector<double> w;
+    std::vector<char> masked;
+  };
+  static Shown cache;
+  if (cache.revision != s.revision() + 1 || cache.layer != s.layer || cache.head != view.token_head ||
+      cache.token != token || cache.to_it != view.token_to_it) {
+    cache.w = tokenWeights(s, s.layer, view.token_head, token, view.token_to_it == 1, cache.masked);
+    cache.revision = s.revision() + 1, cache.layer = s.layer, cache.head = view.token_head, cache.token = token;
+    cache.to_it = view.token_to_it;
+  }
+  const std::vector<double>& w = cache.w;
+  const std::vector<char>& masked = cache.masked;
   double top = 0;
   for (int k = 0; k < n; ++k)
     if (!masked[static_cast<std::size_t>(k)]) top = std::max(top, w[static_cast<std::size_t>(k)]);
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-  textWrappedAtSpaces(formatted("colour: weight / the largest shown (%.3f); grey: masked (a causal query sees no later key)", top));
+  textWrappedAtSpaces(
+      formatted("colour: weight / the largest shown (%.3f); grey: masked (a causal query sees no later key)", top));
   ImGui::PopStyleColor();
   ImDrawList* list = ImGui::GetWindowDrawList();
   const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
@@ -105,17 +121,21 @@ void drawTokenView(ViewState& view, ModelSession& s) {
     const Rgb8 c = hidden ? kMaskedColor : colorAt(ColorMap::Viridis, colorMapParameter(t, 0.0f, 1.0f));
     list->AddRectFilled(p, ImVec2(p.x + chip.x, p.y + chip.y), IM_COL32(c.r, c.g, c.b, 255));
     const bool dark = 0.299f * c.r + 0.587f * c.g + 0.114f * c.b < 140;
-    list->AddText(ImVec2(p.x + pad, p.y + 1), dark ? IM_COL32(255, 255, 255, 255) : IM_COL32(0, 0, 0, 255), text.c_str());
-    if (k == token) list->AddRect(ImVec2(p.x - 1, p.y - 1), ImVec2(p.x + chip.x + 1, p.y + chip.y + 1), IM_COL32(255, 60, 60, 255));
+    list->AddText(ImVec2(p.x + pad, p.y + 1), dark ? IM_COL32(255, 255, 255, 255) : IM_COL32(0, 0, 0, 255),
+                  text.c_str());
+    if (k == token)
+      list->AddRect(ImVec2(p.x - 1, p.y - 1), ImVec2(p.x + chip.x + 1, p.y + chip.y + 1), IM_COL32(255, 60, 60, 255));
     ImGui::InvisibleButton(("##tv" + std::to_string(k)).c_str(), chip);
     probeItem("tokenview.chip." + std::to_string(k));
     if (ImGui::IsItemHovered()) {
       if (hidden)
-        ImGui::SetTooltip("token %d '%s': not visible (a causal query sees no later key)", k, labels[static_cast<std::size_t>(k)].c_str());
+        ImGui::SetTooltip("token %d '%s': not visible (a causal query sees no later key)", k,
+                          labels[static_cast<std::size_t>(k)].c_str());
       else
-        ImGui::SetTooltip("token %d '%s'\nweight %.4f (%s)\n%s", k, labels[static_cast<std::size_t>(k)].c_str(),
-                          w[static_cast<std::size_t>(k)], shown_head.c_str(),
-                          view.token_to_it ? "how much it reads the picked token" : "how much the picked token reads it");
+        ImGui::SetTooltip(
+            "token %d '%s'\nweight %.4f (%s)\n%s", k, labels[static_cast<std::size_t>(k)].c_str(),
+            w[static_cast<std::size_t>(k)], shown_head.c_str(),
+            view.token_to_it ? "how much it reads the picked token" : "how much the picked token reads it");
     }
     if (ImGui::IsItemClicked()) view.model_token = k;
   }
