@@ -38,8 +38,9 @@ def softmax_rows(s, ok):
     return np.divide(e, tot, out=np.zeros_like(e), where=tot > 0)
 
 
-def entropy_rows(w):
-    rows = [r for r in w if r.sum() > 0]
+def entropy_rows(w, ok):
+    # rows with one allowed key (weight 1 by construction) are left out, as the heads' statistics do
+    rows = [r for r, a in zip(w, ok) if r.sum() > 0 and a.sum() > 1]
     return float(np.mean([-(r[r > 0] * np.log(r[r > 0])).sum() for r in rows])) if rows else 0.0
 
 
@@ -53,10 +54,10 @@ for h in heads:
     S = scale * (Q @ K.T)
     if pitfall == "softmax_query_axis":
         W = softmax_rows(S.T, allowed.T).T
-        entropy.append(entropy_rows(W.T))
+        entropy.append(entropy_rows(W.T, allowed.T))
     else:
         W = softmax_rows(S, allowed)
-        entropy.append(entropy_rows(W))
+        entropy.append(entropy_rows(W, allowed))
     weights.append(W.tolist())
     outs.append(W @ V)
 

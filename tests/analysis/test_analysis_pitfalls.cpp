@@ -140,6 +140,24 @@ TEST(Pitfalls, HandFormulas) {
   EXPECT_NEAR(ignored.weights[3](0, 3), 0.25, 1e-7);
 }
 
+// One entropy per head everywhere: the worked example under a causal mask, head 1. Row x1 has one allowed key
+// (weight 1 by construction) and is left out, as in the heads' statistics. By hand (NumPy float64 agrees):
+// row x2 = softmax([1, 0] / sqrt 2) = [0.66976, 0.33024], entropy 0.6343474; row x3 = [0.248255, 0.248255,
+// 0.503490], entropy 1.0372774; mean 0.8358124 (0.5572083 if x1's 0 were counted). Head 2's x3 row is uniform
+// (ln 3): mean 0.8664798. Mask ignored, head 1's rows weigh 3 keys each: 1.0533630 twice and 1.0372774, mean
+// 1.0480011.
+TEST(Pitfalls, EntropyIsTheStatisticsEntropy) {
+  Scene scene = workedExampleScene();
+  scene.mask = MaskKind::Causal;
+  const Result causal = CpuBackend(1).compute(scene);
+  const PitfallResult r = applyPitfall(scene, causal, Pitfall::ScaleFullWidth);
+  // float32 weights (relative error ~6e-8) through w ln w: under 1e-7 per row; the hand values are rounded to 5e-8.
+  EXPECT_NEAR(r.correct_entropy[0], 0.8358124, 1e-6);
+  EXPECT_NEAR(causal.stats[0].entropy, 0.8358124, 1e-6);
+  EXPECT_NEAR(r.correct_entropy[1], 0.8664798, 1e-6);
+  EXPECT_NEAR(applyPitfall(scene, causal, Pitfall::MaskIgnored).entropy[0], 1.0480011, 1e-6);
+}
+
 TEST(Pitfalls, NamesAndErrors) {
   EXPECT_EQ(pitfallList().size(), 6u);
   for (const PitfallInfo& p : pitfallList()) {

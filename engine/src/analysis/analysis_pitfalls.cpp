@@ -13,24 +13,24 @@ namespace {
 using MatrixD = Eigen::MatrixXd;
 
 const std::vector<PitfallInfo> kPitfalls = {
-    {Pitfall::ScaleFullWidth, "scale_full_width",
+    {Pitfall::ScaleFullWidth, "scale_full_width", "Scaled by the width of all heads",
      "004 (Keras tutorial): MultiHeadAttention.call passes self.d_k, the full Dense(d_k) width of all heads, to "
      "DotProductAttention, which divides by sqrt(d_k); a reader's comment points it out",
      "scores scaled by 1/sqrt(sum of d_k over the heads) instead of 1/sqrt(d_k of the head): the softmax flattens"},
-    {Pitfall::ScaleDModel, "scale_d_model",
+    {Pitfall::ScaleDModel, "scale_d_model", "Scaled by d_model, not d_k",
      "004's readers' comments (scaling by the model width instead of the per-head depth); the issue's variant",
      "scores scaled by 1/sqrt(d_model) instead of 1/sqrt(d_k of the head)"},
-    {Pitfall::NoScale, "no_scale",
+    {Pitfall::NoScale, "no_scale", "Scores not scaled",
      "002 (blog post): 'For simplicity, let's ignore the scaling factor 1/sqrt(d_h) for now'",
      "scores not scaled at all: the softmax sharpens as d_k grows"},
-    {Pitfall::MaskIgnored, "mask_ignored",
+    {Pitfall::MaskIgnored, "mask_ignored", "Mask ignored",
      "001 (course section): MultiHeadAttention.forward(self, X, mask=None) documents the mask and never uses it",
      "the scene's mask (causal, explicit, key padding) is accepted and ignored: every key is attended"},
-    {Pitfall::SoftmaxQueryAxis, "softmax_query_axis",
+    {Pitfall::SoftmaxQueryAxis, "softmax_query_axis", "Softmax over the queries",
      "none of the five texts makes it (000 and 001 write axis=-1, 002 and 003 dim=-1 explicitly); a common "
      "mistake when the axis is left out or given as 0",
      "softmax over the query axis (each key's column sums to 1) instead of the key axis (each query's row)"},
-    {Pitfall::ReshapeDkForDv, "reshape_dk_for_dv",
+    {Pitfall::ReshapeDkForDv, "reshape_dk_for_dv", "Reshaped with d_k, not d_v",
      "004 (Keras tutorial): reshape_tensor reverts the heads with reshape(x, (batch, seq, self.d_k)) where the "
      "heads' outputs are d_v wide",
      "the heads' outputs (n, h, d_v) reshaped to rows of the full d_k instead of the full d_v before W_O"},
@@ -52,11 +52,15 @@ MatrixD maskedRowSoftmax(const MatrixD& scores, const MaskMatrix* allowed) {
   return w;
 }
 
-double rowEntropyMean(const MatrixD& w) {  // rows are the distributions
+// Rows are the distributions; `allowed` (same shape, empty: every cell) says which cells a row may weigh. A row
+// with one allowed key has weight 1 there by construction and is left out, as the heads' statistics do
+// (singleKeyRows), so that one head has one entropy everywhere.
+double rowEntropyMean(const MatrixD& w, const MaskMatrix* allowed) {
   double total = 0;
   int rows = 0;
   for (Eigen::Index i = 0; i < w.rows(); ++i) {
     if (w.row(i).sum() <= 0) continue;
+    if (w.cols() == 1 || (allowed && allowed->row(i).cast<int>().sum() == 1)) continue;
     double e = 0;
     for (Eigen::Index j = 0; j < w.cols(); ++j)
       if (w(i, j) > 0) e -= w(i, j) * std::log(w(i, j));
@@ -115,7 +119,9 @@ Pitfall parsePitfall(const std::string& name) {
   throw InputError("pitfall", "one of " + listed, "'" + name + "'");
 }
 
-double meanRowEntropy(const Matrix& weights) { return rowEntropyMean(weights.cast<double>()); }
+double meanRowEntropy(const Matrix& weights, const MaskMatrix* allowed) {
+  return rowEntropyMean(weights.cast<double>(), allowed);
+}
 
 PitfallResult applyPitfall(const Scene& scene, const Result& correct, Pitfall pitfall) {
   // The mistaken maps are whole (n_q, n_k) matrices, so the correct ones must be kept (MapPolicy::Keep).
@@ -155,8 +161,10 @@ PitfallResult applyPitfall(const Scene& scene, const Result& correct, Pitfall pi
     r.weights.push_back(w.cast<float>());
     r.weight_diff.push_back((w - hr.weights.cast<double>()).cast<float>());
     r.max_abs_weight_diff.push_back((w - hr.weights.cast<double>()).cwiseAbs().maxCoeff());
-    r.entropy.push_back(pitfall == Pitfall::SoftmaxQueryAxis ? rowEntropyMean(w.transpose()) : rowEntropyMean(w));
-    r.correct_entropy.push_back(meanRowEntropy(hr.weights));
+    const MaskMatrix allowed_t = mask ? MaskMatrix(mask->transpose()) : MaskMatrix();
+    r.entropy.push_back(pitfall == Pitfall::SoftmaxQueryAxis ? rowEntropyMean(w.transpose(), mask ? &allowed_t : nullptr)
+                                                             : rowEntropyMean(w, mask));
+    r.correct_entropy.push_back(meanRowEntropy(hr.weights, scene.hasMask() ? &allowed : nullptr));
     head_outputs.push_back(MatrixD(w * hr.v().cast<double>()));
   }
   if (!r.note.empty()) {

@@ -166,6 +166,7 @@ enum class Pitfall {
 struct PitfallInfo {
   Pitfall pitfall;
   const char* name;    // the CLI's --pitfall value
+  const char* title;   // the mistake in a few words, for a reader ("Mask ignored")
   const char* source;  // which seed text, and where
   const char* what;    // one line on the mistaken computation
 };
@@ -178,8 +179,8 @@ struct PitfallResult {
   std::vector<Matrix> weights;              // per head (n_q, n_k): the mistaken weights
   std::vector<Matrix> weight_diff;          // per head (n_q, n_k): mistaken - correct
   std::vector<double> max_abs_weight_diff;  // per head
-  std::vector<double> entropy;              // per head: mean entropy (nats) of the mistaken distributions
-  std::vector<double> correct_entropy;      // per head: the same for the correct weights
+  std::vector<double> entropy;              // per head: mean row entropy (nats) of the mistaken distributions
+  std::vector<double> correct_entropy;      // per head: the same for the correct weights (= HeadStats::entropy)
   std::optional<Matrix> output;             // (n_q, d_model): the mistaken layer output, when it can be computed
   std::optional<Matrix> output_diff;        // mistaken - correct output
   double max_abs_output_diff = 0;
@@ -191,7 +192,8 @@ struct PitfallResult {
 // over the distributions that are not all zero.
 PitfallResult applyPitfall(const Scene& scene, const Result& correct, Pitfall pitfall);
 
-// Mean over the non-zero rows of -sum_j w log w (nats), in double; 0 when every row is zero.
-double meanRowEntropy(const Matrix& weights);
+// Mean over the non-zero rows of -sum_j w log w (nats), in double, leaving out rows with one allowed key in
+// `allowed` (null: every key allowed) as HeadStats::entropy does; 0 when no row is left.
+double meanRowEntropy(const Matrix& weights, const MaskMatrix* allowed = nullptr);
 
 }  // namespace attnscope
