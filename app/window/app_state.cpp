@@ -113,11 +113,13 @@ bool AppState::edit(const std::string& what, const std::function<void(Scene&)>& 
   }
   edit_error_.clear();
   std::swap(scene_, next);  // `next` is now the scene before the edit
-  dirty_ = true;
+  const std::uint64_t before = scene_id_;
+  scene_id_ = next_id_++;
+  redo_.clear();
   ++scene_edits_;
   recompute(only_head, &next);
   if (!continuing || undo_.empty()) {
-    undo_.push_back(std::move(next));
+    undo_.push_back(Snapshot{std::move(next), before});
     if (undo_.size() > kUndoDepth) undo_.pop_front();
   }
   return true;
@@ -129,13 +131,27 @@ bool AppState::replaceScene(const std::string& what, Scene scene) {
 
 bool AppState::undo() {
   if (undo_.empty()) return false;
-  Scene previous = std::move(scene_);
-  scene_ = std::move(undo_.back());
+  Snapshot previous{std::move(scene_), scene_id_};
+  scene_ = std::move(undo_.back().scene);
+  scene_id_ = undo_.back().id;
   undo_.pop_back();
-  dirty_ = true;
   ++scene_edits_;
   edit_error_.clear();
-  recompute(-1, &previous);
+  recompute(-1, &previous.scene);
+  redo_.push_back(std::move(previous));
+  return true;
+}
+
+bool AppState::redo() {
+  if (redo_.empty()) return false;
+  Snapshot previous{std::move(scene_), scene_id_};
+  scene_ = std::move(redo_.back().scene);
+  scene_id_ = redo_.back().id;
+  redo_.pop_back();
+  ++scene_edits_;
+  edit_error_.clear();
+  recompute(-1, &previous.scene);
+  undo_.push_back(std::move(previous));
   return true;
 }
 
@@ -143,13 +159,13 @@ bool AppState::open(const std::string& file) {
   message_is_error_ = true;
   try {
     Scene loaded = loadSceneFile(file);
-    const bool had_unsaved_edits = dirty_;
+    const bool had_unsaved_edits = dirty();
     if (!replaceScene("open", std::move(loaded))) {
       message_ = "Could not open " + file + ": " + edit_error_;
       edit_error_.clear();  // said here, next to the path, not again in a panel
       return false;
     }
-    dirty_ = false;
+    saved_id_ = scene_id_;
     message_is_error_ = false;
     message_ = "Opened " + file;
     // Opening is an edit like any other: the scene it replaced is on the undo stack.
@@ -164,7 +180,7 @@ bool AppState::open(const std::string& file) {
 bool AppState::save(const std::string& file) {
   try {
     saveSceneFile(scene_, file);
-    dirty_ = false;
+    saved_id_ = scene_id_;
     message_is_error_ = false;
     message_ = "Saved " + file;
     return true;

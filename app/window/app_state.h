@@ -49,8 +49,12 @@ class AppState {
             bool continuing = false);
   // Replaces the whole scene (a preset, an opened file); undoable like any edit.
   bool replaceScene(const std::string& what, Scene scene);
+  // Undo and redo: each applied edit clears what could be redone. The unsaved mark follows the scene: undoing
+  // (or redoing) back to the scene last saved or opened clears it.
   bool undo();
+  bool redo();
   bool canUndo() const { return !undo_.empty(); }
+  bool canRedo() const { return !redo_.empty(); }
   // Bumped by every applied edit, replacement and undo of the scene (not by a result landing): the window makes
   // the scene its subject again when it moves (subject.h).
   unsigned sceneEdits() const { return scene_edits_; }
@@ -69,7 +73,7 @@ class AppState {
   void refuse(const std::string& why) { message_ = why, message_is_error_ = true; }
   // A plain message in the file bar (what an Open of another kind of file did).
   void inform(const std::string& what) { message_ = what, message_is_error_ = false; }
-  bool dirty() const { return dirty_; }
+  bool dirty() const { return scene_id_ != saved_id_; }
   std::string path;  // the path field (Ctrl+O / Ctrl+S)
 
   // Backend: "cpu" or "gpu". A GPU backend that fails to start or to compute falls back to the CPU and leaves
@@ -193,9 +197,16 @@ class AppState {
   std::shared_ptr<const Walkthrough> walk_;  // for result_; null: not built since it changed
   bool landed_this_tick_ = false;
   std::unique_ptr<Backend> backend_;
-  std::deque<Scene> undo_;  // oldest first, at most kUndoDepth
+  // A scene on the undo or redo stack with the id it had: every applied edit gives the scene a new id, so the
+  // unsaved mark is "the id differs from the one saved" (a continued drag included).
+  struct Snapshot {
+    Scene scene;
+    std::uint64_t id = 0;
+  };
+  std::deque<Snapshot> undo_;  // oldest first, at most kUndoDepth
+  std::vector<Snapshot> redo_;  // the last undone on top
+  std::uint64_t scene_id_ = 0, next_id_ = 1, saved_id_ = 0;
   std::string edit_error_, edit_error_source_, message_, banner_;
-  bool dirty_ = false;
   bool message_is_error_ = false;
   double compute_ms_ = 0;
   bool analysis_pending_ = false;

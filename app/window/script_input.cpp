@@ -1,6 +1,7 @@
 // Scripted input through ImGui's input state, one step per frame.
 #include "window/script_input.h"
 
+#include <algorithm>
 #include <GLFW/glfw3.h>
 
 #include <cstdio>
@@ -181,7 +182,8 @@ void ScriptInput::apply(ImGuiIO& io, const AppState& state) {
     io.MouseDown[0] = phase_ >= 1 && phase_ <= steps + 1;
     if (++phase_ > steps + 2) next();
   } else if (command == "key") {
-    io.KeyCtrl = words.size() > 2 && words[2] == "ctrl";
+    io.KeyCtrl = std::find(words.begin() + 2, words.end(), "ctrl") != words.end();
+    io.KeyShift = std::find(words.begin() + 2, words.end(), "shift") != words.end();
     io.KeysDown[glfwKey(words.at(1))] = phase_ == 0;
     if (++phase_ > 1) next();
   } else if (command == "text") {

@@ -9,7 +9,7 @@
 //   click TARGET [ctrl]    move, press, release the left button (with Ctrl held: type into a drag field)
 //   wheel TARGET STEPS     mouse wheel over the target
 //   drag TARGET DX DY N    press on the target, move by (DX, DY) pixels over N frames, release
-//   key NAME [ctrl]        press and release a key: Left Right Up Down Enter Escape Tab Backspace A..Z
+//   key NAME [ctrl] [shift] press and release a key: Left Right Up Down Enter Escape Tab Backspace A..Z
 //   text STRING            type the characters
 //   until [no] NAME [N]    render frames until the probe NAME is (or with `no`, is not) on screen, at most N
 //                          (default 6000; past them the script fails): work that ends when it ends (a forward,

@@ -1,4 +1,5 @@
-// The window's layout, the file bar (open, save, undo, with Ctrl+O, Ctrl+S, Ctrl+Z) and the status bar.
+// The window's layout, the file bar (open, save, undo, redo, with Ctrl+O, Ctrl+S, Ctrl+Z, Ctrl+Shift+Z or Ctrl+Y)
+// and the status bar.
 #include "window/window_layout.h"
 
 #include <GLFW/glfw3.h>
@@ -60,8 +61,19 @@ void fileBar(AppState& state, ViewState& view) {
   ImGui::BeginDisabled(!state.canUndo());
   if (ImGui::Button("Undo")) state.undo();
   ImGui::EndDisabled();
-  if (ctrl && ImGui::IsKeyPressed(GLFW_KEY_Z, false) && !io.WantTextInput) state.undo();
+  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) ImGui::SetTooltip("Undo the last edit (Ctrl+Z)");
   probeItem("file.undo");
+  ImGui::SameLine();
+  ImGui::BeginDisabled(!state.canRedo());
+  if (ImGui::Button("Redo")) state.redo();
+  ImGui::EndDisabled();
+  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+    ImGui::SetTooltip("Redo the last undone edit (Ctrl+Shift+Z or Ctrl+Y)");
+  probeItem("file.redo");
+  if (ctrl && !io.WantTextInput) {
+    if (ImGui::IsKeyPressed(GLFW_KEY_Z, false)) io.KeyShift ? state.redo() : state.undo();
+    if (ImGui::IsKeyPressed(GLFW_KEY_Y, false)) state.redo();
+  }
   // The message gets the rest of the bar, wrapped inside it (fileBarHeight makes room for its lines).
   if (!state.message().empty()) {
     ImGui::SameLine();
@@ -83,8 +95,8 @@ float fileBarHeight(const AppState& state, float display_w) {
   const ImGuiStyle& style = ImGui::GetStyle();
   const float one_row = ImGui::GetFrameHeight() + 2 * style.WindowPadding.y;
   if (state.message().empty()) return one_row;
-  const float widgets = ImGui::CalcTextSize("Scene file * Browse... Open Save Save as... Undo").x +
-                        ImGui::GetFontSize() * 22 + 14 * style.FramePadding.x + 8 * style.ItemSpacing.x;
+  const float widgets = ImGui::CalcTextSize("Scene file * Browse... Open Save Save as... Undo Redo").x +
+                        ImGui::GetFontSize() * 22 + 16 * style.FramePadding.x + 9 * style.ItemSpacing.x;
   const float room = std::max(ImGui::GetFontSize() * 8, display_w - widgets - 2 * style.WindowPadding.x);
   const float text_h = ImGui::CalcTextSize(state.message().c_str(), nullptr, false, room).y;
   return std::max(one_row, text_h + 2 * style.WindowPadding.y + style.FramePadding.y);

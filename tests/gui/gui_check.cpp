@@ -440,8 +440,10 @@ int main(int argc, char** argv) {
       checkGroupsRope(c, dir);
     } else if (test == "panels") {
       checkPanels(c, dir);
+    } else if (test == "lesson") {
+      checkLesson(c, dir);
     } else if (test == "row_profile") {
-      checkRowProfile(c);
+      checkRowProfile(c, dir);
     } else if (test == "long_gpu") {
       checkLongGpu(c, dir);
     } else if (test == "long_grid") {

@@ -209,7 +209,8 @@ void checkExportRowContrast(Checker& c, const std::string& dir);
 void checkModelLlamaScene(Checker& c, const std::string& dir);
 void checkGroupsRope(Checker& c, const std::string& dir);
 void checkPanels(Checker& c, const std::string& dir);
-void checkRowProfile(Checker& c);  // gui_check_panels.cpp
+void checkRowProfile(Checker& c, const std::string& dir);  // gui_check_panels.cpp
+void checkLesson(Checker& c, const std::string& dir);  // gui_check_lesson.cpp: issue 33's lesson
 void checkLongZoom(Checker& c, const std::string& dir, bool long_scene);  // gui_check_long.cpp
 // gui_long_grid: eight heads of a 32768-token scene, each map inside its own place in the grid.
 void checkLongGrid(Checker& c);                          // gui_check_long.cpp

@@ -107,6 +107,8 @@ void checkPanels(Checker& c, const std::string& dir) {
     orange = orange || cell.img.at(static_cast<int>(m[0] + (m[2] - m[0]) / 6), static_cast<int>(m[1] + ch) + dy) ==
                            Rgb8{255, 160, 40};
   c.expect(orange, "the explained cell's top edge is outlined in orange");
+  c.expect(cell.layout.contains("head1.map") && !cell.layout.contains("heads.back"),
+           "the click picked the cell and kept the grid (head 2 still shown, nothing enlarged)");
 
   // Mistakes, first pitfall (scale_full_width): scores scaled by 1/sqrt(sum of d_k) = 1/sqrt(4) = 0.5 instead of
   // 1/sqrt(2); the mistaken weights of both heads in their colours, tokens beside them.
@@ -126,11 +128,11 @@ void checkPanels(Checker& c, const std::string& dir) {
   expectQueryLabels(c, mistakes, "pitfall.diff0", "mistakes' difference");
 }
 
-// gui_row_profile: head 1 of the worked example enlarged by a click on query x2 (position 1). Its row is
+// gui_row_profile: head 1 of the worked example, query x2 (position 1) clicked, then enlarged. Its row is
 // expectedWeights(0)[1] = (0.401, 0.198, 0.401): each key's bar is drawn (plot height - 2) * w / max(w) tall in
 // colorAt(w / max(w)) (a bar per pixel column, three keys over the plot's width). Heights within 2 px (the bar's
 // top is the float32 weight rounded to a pixel; seen 0 to 1 px off).
-void checkRowProfile(Checker& c) {
+void checkRowProfile(Checker& c, const std::string& dir) {
   if (!c.layout.contains("profile.plot") || !c.layout.contains("profile.top")) {
     c.expect(false, "the row profile and its top keys are drawn (profile.plot, profile.top probed)");
     return;
@@ -157,6 +159,27 @@ void checkRowProfile(Checker& c) {
            "the plot's key labels (to " + std::to_string(plot[3] + line) + ") and top keys (to " +
                std::to_string(top[3]) + ") end above the status bar (" + std::to_string(status[1]) + ")");
   c.expect(c.layout["clipped"].empty(), "nothing clipped: " + c.layout["clipped"].dump());
+  // Between neighbouring bars, a gap of the plot's background (30, 30, 34) on the bars' lowest row.
+  for (int j = 1; j < 3; ++j) {
+    const int edge = static_cast<int>(plot[0]) + 1 + j * pixels / 3;
+    bool gap = false;
+    for (int x = edge - 2; x <= edge + 1; ++x) gap = gap || c.img.at(x, bottom) == Rgb8{30, 30, 34};
+    c.expect(gap, "a gap between the bars of keys " + std::to_string(j - 1) + " and " + std::to_string(j));
+  }
+  // Every key labelled under its bar, by its token, the label's middle within its bar's third of the plot
+  // (the overlap of any two is "clipped", asserted empty above).
+  const char* tokens[] = {"x1", "x2", "x3"};
+  for (int j = 0; j < 3; ++j) {
+    const std::string id = "profile.key." + std::to_string(j);
+    const bool drawn = c.layout.contains(id);
+    const std::vector<float> r = drawn ? c.rect(id) : std::vector<float>{0, 0, 0, 0};
+    const float middle = (r[0] + r[2]) / 2, third = (plot[2] - plot[0]) / 3;
+    c.expect(drawn && middle > plot[0] + j * third && middle < plot[0] + (j + 1) * third && r[1] >= plot[3] - 1,
+             std::string("key ") + std::to_string(j) + " labelled under its bar (" + tokens[j] + ")");
+  }
+  const nlohmann::json clicked = loadLayout(dir + "/layout_clicked.json");
+  c.expect(clicked.contains("head0.map") && clicked.contains("head1.map") && !clicked.contains("profile.plot"),
+           "a click on a cell kept the grid: both heads shown until the enlarge button");
 }
 
 }  // namespace gui

@@ -8,6 +8,7 @@
 #include "attnscope/compute/tiles.h"
 #include "attnscope/export/colormap.h"
 #include "attnscope/text_bounds.h"
+#include "window/lesson/lesson.h"
 #include "window/panels/panels.h"
 #include "window/ui_probe.h"
 
@@ -166,6 +167,7 @@ TileGeometry tileGeometry(const Scene& scene, float widest_query, float width, f
 
 struct TileResult {
   bool clicked = false;
+  bool enlarge = false;  // the title's "enlarge" button
   ImVec2 map_min, map_max;
 };
 
@@ -182,47 +184,43 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
   const std::vector<std::string>& k_tokens = scene.keyTokens();
   ImDrawList* list = ImGui::GetWindowDrawList();
   const float line = ImGui::GetTextLineHeight();
-  const ImU32 text_color = ImGui::GetColorU32(ImGuiCol_Text);
   TileResult out;
 
-  // Title: "Head 3", its head-type label, its entropy and the axis hint when the tile is wide enough for them;
-  // then the mute toggle.
-  char title[96];
+  // Title: "Head 3", its head-type label as a chip, its mean row entropy where the tile is wide enough
+  // (lesson/head_title.cpp); then the mute toggle.
   static const std::vector<HeadStats> kNoStats;
   const std::vector<HeadStats>& all_stats = weights_known ? state.result().stats : kNoStats;
-  const float entropy = head < static_cast<int>(all_stats.size()) ? all_stats[static_cast<std::size_t>(head)].entropy : 0;
+  const float* entropy = head < static_cast<int>(all_stats.size()) ? &all_stats[static_cast<std::size_t>(head)].entropy : nullptr;
   static const std::vector<HeadTypeScores> kNoTypes;
   const std::vector<HeadTypeScores>& types = weights_known ? state.headTypes() : kNoTypes;
   const char* label =
       head < static_cast<int>(types.size()) ? headTypeText(headTypeLabel(types[static_cast<std::size_t>(head)])) : "";
   const float tag_w = tag.empty() ? 0.0f : ImGui::CalcTextSize(tag.c_str()).x + line * 0.5f;
-  const float mute_w = ImGui::CalcTextSize("unmute").x + 2 * ImGui::GetStyle().FramePadding.x;
-  if (all_stats.empty())
-    std::snprintf(title, sizeof title, "Head %d", head + 1);
-  else
-    std::snprintf(title, sizeof title, "Head %d %s  entropy %.2f", head + 1, label, entropy);
-  if (ImGui::CalcTextSize(title).x + mute_w + tag_w + line > p1.x - p0.x)
-    std::snprintf(title, sizeof title, "Head %d %s", head + 1, label);
-  if (ImGui::CalcTextSize(title).x + mute_w + tag_w + line > p1.x - p0.x)
-    std::snprintf(title, sizeof title, "Head %d", head + 1);
-  if (ImGui::CalcTextSize(title).x + mute_w + tag_w + line > p1.x - p0.x)  // narrow tiles (16 heads and more)
-    std::snprintf(title, sizeof title, "H%d", head + 1);
-  list->AddText(p0, text_color, title);
+  // The buttons: mute, and in the grid an enlarge button (lesson/head_title.cpp): a click on a cell only picks it
+  // for the Cell tab, the grid stays.
+  const float mute_only_w = ImGui::CalcTextSize(isMuted(view, head) ? "unmute" : "mute").x + 2 * ImGui::GetStyle().FramePadding.x;
+  const bool enlargeable = !zoomable && view.compare_a < 0;  // a tile of the grid
+  const float mute_w = mute_only_w + (enlargeable ? enlargeButtonWidth() + ImGui::GetStyle().ItemSpacing.x : 0.0f);
+  const float title_end = drawHeadTitle(list, head, label, entropy, p0, p1.x - mute_w - tag_w - 0.5f * line);
   const bool muted = isMuted(view, head);
   const ImVec2 after_title = ImGui::GetCursorScreenPos();
-  ImGui::SetCursorScreenPos(ImVec2(p0.x + ImGui::CalcTextSize(title).x + line * 0.5f, p0.y - 1));
+  ImGui::SetCursorScreenPos(ImVec2(title_end + line * 0.5f, p0.y - 1));
   ImGui::PushID(head);
   if (ImGui::SmallButton(muted ? "unmute" : "mute")) toggleMuted(view, head);
   probeItem("head" + std::to_string(head) + ".mute");
+  if (enlargeable) {
+    ImGui::SameLine();
+    out.enlarge = enlargeButton(head);
+  }
   ImGui::PopID();
   ImGui::SetCursorScreenPos(after_title);
   // The tag where it fits beside the title and the button (else the frame alone shows the group, the tooltip
   // names it).
-  if (!tag.empty() && ImGui::CalcTextSize(title).x + mute_w + tag_w + line * 0.5f <= p1.x - p0.x)
+  if (!tag.empty() && title_end - p0.x + mute_w + tag_w + line * 0.5f <= p1.x - p0.x)
     drawProbedText(list, "head" + std::to_string(head) + ".tag", ImVec2(p1.x - tag_w + line * 0.5f, p0.y), tag_color,
                    tag.c_str());
   const char* hint = "rows: queries, columns: keys";
-  if (tag.empty() && ImGui::CalcTextSize(title).x + mute_w + ImGui::CalcTextSize(hint).x + 3 * line < p1.x - p0.x)
+  if (tag.empty() && title_end - p0.x + mute_w + ImGui::CalcTextSize(hint).x + 3 * line < p1.x - p0.x)
     list->AddText(ImVec2(p1.x - ImGui::CalcTextSize(hint).x - line, p0.y), ImGui::GetColorU32(ImGuiCol_TextDisabled),
                   hint);
 
@@ -542,7 +540,7 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
       // A KV group's last head in its row carries the group's name in its title line.
       const bool run_ends = slot + 1 == heads || (slot + 1) % cols == 0 || kv_at(slot + 1) != kv_at(slot);
       const std::string tag = scene.grouped() && run_ends ? "KV " + std::to_string(kv_at(slot) + 1) : "";
-      if (drawTile(state, view, renderer, h, t0, t1, whole, false, widest_query, tag, frame).clicked) {
+      if (drawTile(state, view, renderer, h, t0, t1, whole, false, widest_query, tag, frame).enlarge) {
         view.focus_head = h;
         view.zoom = whole;
       }

@@ -8,6 +8,7 @@
 #include "attnscope/analysis/analysis.h"
 #include "attnscope/export/colormap.h"
 #include "attnscope/error.h"
+#include "window/lesson/lesson.h"
 #include "window/panels/panels.h"
 #include "window/ui_probe.h"
 
@@ -15,10 +16,21 @@ namespace attnscope::app {
 
 void drawPitfallsPanel(AppState& state, ViewState& view) {
   const std::vector<PitfallInfo>& list = pitfallList();
+  // Each mistake in words; its code name (the CLI's --pitfall value) after it, greyed and smaller, where it fits.
   for (std::size_t p = 0; p < list.size(); ++p) {
-    if (p % 2 == 1) ImGui::SameLine(ImGui::GetContentRegionAvail().x * 0.5f);
-    ImGui::RadioButton(list[p].name, &view.pitfall, static_cast<int>(p));
+    ImGui::RadioButton(list[p].title, &view.pitfall, static_cast<int>(p));
     probeItem(std::string("pitfall.") + list[p].name);
+    const float code_scale = 0.85f;
+    const float code_w = ImGui::CalcTextSize(list[p].name).x * code_scale;
+    if (ImGui::GetContentRegionAvail().x - (ImGui::GetItemRectMax().x - ImGui::GetCursorScreenPos().x) >
+        code_w + 2 * ImGui::GetStyle().ItemSpacing.x) {
+      ImGui::SameLine();
+      ImGui::SetWindowFontScale(code_scale);
+      ImGui::AlignTextToFramePadding();
+      ImGui::TextDisabled("%s", list[p].name);
+      probeItem(std::string("pitfall.") + list[p].name + ".code");
+      ImGui::SetWindowFontScale(1.0f);
+    }
   }
   const PitfallInfo& info =
       list[static_cast<std::size_t>(std::clamp(view.pitfall, 0, static_cast<int>(list.size()) - 1))];
@@ -66,10 +78,15 @@ void drawPitfallsPanel(AppState& state, ViewState& view) {
   const float axes_h = mapAxesHeight(scene.keyTokens(), cell);
   for (std::size_t h = 0; h < r.weights.size(); ++h) {
     // Wrapped between words only: ImGui's own wrapping split "0.0516" after its point.
-    textWrappedAtSpaces(formatted(
-        "Head %zu: entropy %.3f (correct %.3f); largest change %.3g. Left: the mistaken weights; "
-        "right: mistaken - correct.",
-        h + 1, r.entropy[h], r.correct_entropy[h], r.max_abs_weight_diff[h]));
+    // The entropy in the heads' and the statistics' words and rounding (lesson.h): the same head, one number.
+    const std::string entropy = formatted("Head %zu: %s %s %s (correct %s)", h + 1, kEntropyName,
+                                          entropyValue(r.entropy[h]).c_str(), kEntropyUnit,
+                                          entropyValue(r.correct_entropy[h]).c_str());
+    textWrappedAtSpaces(entropy);
+    probeNote("pitfall.entropy" + std::to_string(h), entropy);
+    textWrappedAtSpaces(formatted("Largest change of a weight %.3g. Left: the mistaken weights; right: mistaken - "
+                                  "correct.",
+                                  r.max_abs_weight_diff[h]));
     const ImVec2 c0 = ImGui::GetCursorScreenPos();
     const ImVec2 p0(std::floor(c0.x + label_w), std::floor(c0.y));
     // The mistaken weights keep the scene's mask shown as masked only where the mistake keeps it.

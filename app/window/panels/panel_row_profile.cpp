@@ -63,28 +63,59 @@ void drawRowProfile(const AppState& state, ViewState& view, int head, ImVec2 p0,
     const float lo = std::log10(kLogFloor), hi = std::log10(std::max(top, kLogFloor * 10));
     return (std::log10(std::max(w, kLogFloor)) - lo) / (hi - lo);
   };
-  // One bar per pixel column: the largest weight of the keys it covers.
-  const int pixels = std::max(1, static_cast<int>(g1.x - g0.x) - 2);
-  for (int x = 0; x < pixels; ++x) {
-    const int j0 = static_cast<int>(static_cast<long long>(x) * n_k / pixels);
-    const int j1 = std::max(j0 + 1, static_cast<int>(static_cast<long long>(x + 1) * n_k / pixels));
-    float w = 0;
-    for (int j = j0; j < std::min(j1, n_k); ++j) w = std::max(w, row(0, j));
+  // Few keys (3 px each at least): one bar per key with a gap between neighbours, so two keys never read as one
+  // block. Many: one bar per pixel column, the largest weight of the keys it covers.
+  const float plot_w = g1.x - g0.x - 2;
+  const float key_w = plot_w / static_cast<float>(n_k);
+  const auto bar = [&](float x0, float x1, float w) {
     const float h = std::clamp(height_of(w), 0.0f, 1.0f) * (g1.y - g0.y - 2);
-    if (h < 0.5f) continue;
+    if (h < 0.5f) return;
     const Rgb8 c = colorAt(ColorMap::Viridis, w / top);
-    list->AddRectFilled(ImVec2(g0.x + 1 + static_cast<float>(x), g1.y - 1 - h),
-                        ImVec2(g0.x + 2 + static_cast<float>(x), g1.y - 1), IM_COL32(c.r, c.g, c.b, 255));
+    list->AddRectFilled(ImVec2(x0, g1.y - 1 - h), ImVec2(x1, g1.y - 1), IM_COL32(c.r, c.g, c.b, 255));
+  };
+  if (key_w >= 3) {
+    const float gap = std::clamp(std::floor(0.15f * key_w), 1.0f, 6.0f);
+    for (int j = 0; j < n_k; ++j) {
+      const float x0 = std::floor(g0.x + 1 + static_cast<float>(j) * key_w);
+      const float x1 = std::floor(g0.x + 1 + static_cast<float>(j + 1) * key_w);
+      bar(x0 + std::floor(gap / 2), x1 - std::ceil(gap / 2), row(0, j));
+    }
+  } else {
+    const int pixels = std::max(1, static_cast<int>(plot_w));
+    for (int x = 0; x < pixels; ++x) {
+      const int j0 = static_cast<int>(static_cast<long long>(x) * n_k / pixels);
+      const int j1 = std::max(j0 + 1, static_cast<int>(static_cast<long long>(x + 1) * n_k / pixels));
+      float w = 0;
+      for (int j = j0; j < std::min(j1, n_k); ++j) w = std::max(w, row(0, j));
+      bar(g0.x + 1 + static_cast<float>(x), g0.x + 2 + static_cast<float>(x), w);
+    }
   }
-  // The scale above the plot (drawn inside it, it hid the tallest bar), the key positions below it.
+  // The scale above the plot (drawn inside it, it hid the tallest bar); below it, each key under its bar: its
+  // token where every token fits its bar, else its position, every k-th (1, 2, 5, 10, 20, ...) so that no two
+  // labels touch.
   char scale[64];
   std::snprintf(scale, sizeof scale, view.profile_log ? "bar top: weight %.3g (log scale, from 1e-8)" : "bar top: weight %.3g",
                 top);
   const ImU32 dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
   list->AddText(ImVec2(g0.x, p0.y + line * 1.3f), dim, scale);
-  list->AddText(ImVec2(g0.x + 2, g1.y + 1), dim, "key 0");
-  const std::string last = "key " + std::to_string(n_k - 1);
-  list->AddText(ImVec2(g1.x - ImGui::CalcTextSize(last.c_str()).x, g1.y + 1), dim, last.c_str());
+  const float label_gap = ImGui::GetFontSize() * 0.5f;
+  float widest_token = 0;
+  for (int j = 0; j < n_k && j < 256; ++j)
+    widest_token = std::max(widest_token, ImGui::CalcTextSize(axisLabel(scene.keyTokens()[static_cast<std::size_t>(j)]).c_str()).x);
+  const bool tokens = n_k <= 256 && widest_token + label_gap <= key_w;
+  int stride = 1;
+  const float number_w = ImGui::CalcTextSize(std::to_string(n_k - 1).c_str()).x + label_gap;
+  for (int k = 0; !tokens && number_w > static_cast<float>(stride) * key_w; ++k)
+    stride = k % 3 == 1 ? stride / 2 * 5 : stride * 2;  // 1, 2, 5, 10, 20, 50, ...
+  float last_end = -1e9f;
+  for (int j = 0; j < n_k; j += stride) {
+    const std::string text = tokens ? axisLabel(scene.keyTokens()[static_cast<std::size_t>(j)]) : std::to_string(j);
+    const float w = ImGui::CalcTextSize(text.c_str()).x;
+    const float x = std::clamp(g0.x + 1 + (static_cast<float>(j) + 0.5f) * key_w - w / 2, g0.x, g1.x - w);
+    if (x < last_end + label_gap / 2) continue;  // the clamp at either end may pull one close: left out
+    drawProbedText(list, "profile.key." + std::to_string(j), ImVec2(x, g1.y + 1), dim, text.c_str());
+    last_end = x + w;
+  }
   if (ImGui::IsMouseHoveringRect(g0, g1)) {
     const int j = std::clamp(static_cast<int>((ImGui::GetIO().MousePos.x - g0.x) / (g1.x - g0.x) * n_k), 0, n_k - 1);
     ImGui::SetTooltip("key %d \"%s\"  weight %.4g", j, axisLabel(scene.keyTokens()[static_cast<std::size_t>(j)]).c_str(),

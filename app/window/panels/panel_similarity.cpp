@@ -12,6 +12,7 @@
 #include "attnscope/export/colormap.h"
 #include "window/model/model_session.h"
 #include "window/model/subject.h"
+#include "window/lesson/lesson.h"
 #include "window/panels/panels.h"
 #include "window/ui_probe.h"
 
@@ -53,7 +54,7 @@ struct StatColumn {
 constexpr StatColumn kStatColumns[] = {
     {"head", "head, counted from 1", -1},
     {"type", "the head-type label: the highest score when at least 0.5; mixed when none is", 1},
-    {"entropy", "mean entropy of a query row's weights (nats)", 2},
+    {"row entropy\n(nats)", kEntropyMeaning, 2},
     {"max\nweight", "largest weight", 2},
     {"mean\ndistance", "mean |query - key| distance, weighted", 2},
     {"previous\ntoken", "previous-token score: mean weight on key i - 1", 0},
@@ -179,6 +180,10 @@ void statsTable(ViewState& view, const std::vector<HeadStats>& stats, const std:
         ImGui::TextUnformatted(headTypeCell(headTypeLabel(types[static_cast<std::size_t>(a)])));
       else if (c >= 5 && c < kImportanceColumn && v < 0)
         ImGui::TextDisabled("-");  // no query row has such a key (no repeated token, say)
+      else if (c == 2) {  // in the heads' titles' rounding (lesson.h)
+        ImGui::TextUnformatted(entropyValue(v).c_str());
+        probeNote("similarity.entropy." + std::to_string(a), entropyValue(v));
+      }
       else
         ImGui::Text("%.3f", v);
     }

@@ -1,0 +1,45 @@
+// What the worked example's lesson needs in more than one panel: one wording and one rounding for a head's
+// entropy, a head's title with its type set apart, a matrix's numbers labelled by token and dimension, and the
+// cells an edit changed (marked for a moment after it, before/after on hover).
+#pragma once
+
+#include <imgui.h>
+
+#include <string>
+#include <vector>
+
+#include "attnscope/analysis/walkthrough.h"
+
+namespace attnscope::app {
+
+// A head's entropy (HeadStats::entropy, PitfallResult's): the mean over query rows (rows with one allowed key
+// left out) of -sum_j w ln w, in nats. Every place shows it through these: 3 decimals, the same words.
+inline constexpr const char* kEntropyName = "mean row entropy";
+inline constexpr const char* kEntropyUnit = "nats";
+inline constexpr const char* kEntropyMeaning =
+    "mean row entropy: -sum of w ln w over a query row's weights, averaged over the query rows (a row with one "
+    "allowed key has weight 1 there by construction and is left out), in nats";
+std::string entropyValue(double entropy);  // "0.836"
+
+// A head's title line in [p0.x, max_x): "Head 2", its type as a chip (own colour, a gap each side) and its mean
+// row entropy, each dropped in turn (entropy, then the chip) where they do not fit; "H2" on narrow tiles. Each
+// piece is probed (probeText "head<h>.title", ".type", ".entropy": overlap is recorded as clipped) and the
+// entropy's text noted. Returns the x where the title ends (the mute button goes there).
+float drawHeadTitle(ImDrawList* list, int head, const char* type, const float* entropy, ImVec2 p0, float max_x);
+
+// A small button with an "expand" icon (four corner marks) that enlarges head `head`: a tooltip says so; probed
+// "head<h>.enlarge". A line wide, so that the title keeps its room.
+bool enlargeButton(int head);
+float enlargeButtonWidth();
+
+// What a walkthrough matrix's rows and columns are: the tokens where the engine names them (StepMatrix's
+// row_labels, col_labels), else the dimensions by the matrix's name: "dim 1".. of d_model (X, W_* rows, the
+// output), "q1".. / "k1".. / "v1".. of a head's query, key and value spaces, "c1".. of the concatenation, "b" a
+// bias's one row. Long tokens are shortened. `head_step`: the step is about one head (its "output" is weights V,
+// d_v wide; the layer's is d_model wide).
+struct AxisNames {
+  std::vector<std::string> rows, cols;
+};
+AxisNames walkAxisNames(const StepMatrix& m, bool head_step);
+
+}  // namespace attnscope::app

@@ -1,0 +1,56 @@
+// Names for a walkthrough matrix's rows and columns (lesson.h): tokens, or dimensions by the matrix's name.
+#include <string>
+
+#include "window/lesson/lesson.h"
+
+namespace attnscope::app {
+
+namespace {
+
+std::vector<std::string> numbered(const std::string& prefix, Eigen::Index count) {
+  std::vector<std::string> names;
+  for (Eigen::Index k = 0; k < count; ++k) names.push_back(prefix + std::to_string(k + 1));
+  return names;
+}
+
+// A token as a short label: at most 8 characters, an ellipsis marking the cut.
+std::vector<std::string> shortened(const std::vector<std::string>& tokens) {
+  std::vector<std::string> names;
+  for (const std::string& t : tokens) names.push_back(t.size() <= 8 ? t : t.substr(0, 7) + "~");
+  return names;
+}
+
+// The space a matrix's columns live in, by its name: "Q", "W_Q", "b_Q", "Q rotated" are a head's query space.
+std::string columnSpace(const std::string& name, bool head_step) {
+  if (name == "output" && head_step) return "v";  // a head's output: weights V
+  const auto is = [&](const char* letter) {
+    return name == letter || name == std::string("W_") + letter || name == std::string("b_") + letter ||
+           name.rfind(std::string(letter) + " ", 0) == 0;
+  };
+  if (is("Q")) return "q";
+  if (is("K")) return "k";
+  if (is("V")) return "v";
+  if (name == "concat") return "c";
+  return "dim ";  // X, X_key, X_value, W_O, b_O, the layer's output (a head's output is named "output" too: below)
+}
+
+}  // namespace
+
+AxisNames walkAxisNames(const StepMatrix& m, bool head_step) {
+  AxisNames names;
+  const Eigen::Index rows = m.computed.rows(), cols = m.computed.cols();
+  names.rows = m.row_labels.size() == static_cast<std::size_t>(rows) ? shortened(m.row_labels) : std::vector<std::string>{};
+  names.cols = m.col_labels.size() == static_cast<std::size_t>(cols) ? shortened(m.col_labels) : std::vector<std::string>{};
+  if (names.cols.empty()) names.cols = numbered(columnSpace(m.name, head_step), cols);
+  if (names.rows.empty()) {
+    if (m.name.rfind("b_", 0) == 0)
+      names.rows = {"b"};
+    else if (m.name == "W_O")
+      names.rows = numbered("c", rows);
+    else  // W_Q, W_K, W_V: one row per input dimension
+      names.rows = numbered("dim ", rows);
+  }
+  return names;
+}
+
+}  // namespace attnscope::app
