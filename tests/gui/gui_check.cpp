@@ -442,6 +442,8 @@ int main(int argc, char** argv) {
       checkPanels(c, dir);
     } else if (test == "lesson") {
       checkLesson(c, dir);
+    } else if (test == "lesson_walk") {
+      checkLessonWalk(c, dir);
     } else if (test == "row_profile") {
       checkRowProfile(c, dir);
     } else if (test == "long_gpu") {

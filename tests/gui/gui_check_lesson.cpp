@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string>
 
+#include "attnscope/scene/scene_json.h"
 #include "gui_check.h"
 
 namespace gui {
@@ -108,6 +109,74 @@ void checkLesson(Checker& c, const std::string& dir) {
            "unsaved after Ctrl+Shift+Z, Ctrl+Y and the Redo button; not after the Undo button");
   c.expect(c.layout.contains("file.redo") && c.layout.contains("file.undo"), "Redo beside Undo in the file bar");
   c.expectWorkedExample(2, true);  // the Redo button brought the causal mask back
+}
+
+// gui_lesson_walk (scripts/lesson_walk.txt): the walkthrough's tables named and masked as the maps; an edit's
+// changed cells marked, their weight before it on hover; the banner's sentence.
+void checkLessonWalk(Checker& c, const std::string& dir) {
+  // Head 1's weights step under the causal mask: rows and columns by token, masked cells "masked".
+  const Checker weights{loadPng(dir + "/weights.png"), loadLayout(dir + "/layout_weights.json")};
+  const char* tokens[] = {"x1", "x2", "x3"};
+  for (int k = 0; k < 3; ++k) {
+    const std::string k_s = std::to_string(k);
+    c.expect(note(weights.layout, "walk.weights.row." + k_s) == tokens[k] &&
+                 note(weights.layout, "walk.weights.col." + k_s) == tokens[k],
+             std::string("weights' row and column ") + k_s + " named " + tokens[k]);
+  }
+  for (const auto& [i, j] : {std::pair{0, 1}, std::pair{0, 2}, std::pair{1, 2}}) {
+    const std::string at = std::to_string(i) + "." + std::to_string(j);
+    c.expect(note(weights.layout, "walk.weights." + at) == "masked", "weights table cell " + at + " says masked");
+  }
+  // The step's thumbnail: masked cells in the maps' grey, the others in their weight's colour.
+  const Grid w = expectedWeights(0, true);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) {
+      const Rgb8 got = weights.cell("walk.heatmap", i, j, 3, 3);
+      const bool ok = j > i ? got == attnscope::kMaskedColor : isWeightColor(got, w[i][j]);
+      c.expect(ok, "thumbnail cell (" + std::to_string(i) + "," + std::to_string(j) + ") " +
+                       (j > i ? "masked grey" : "weight " + fixed3(w[i][j])) + ": drawn " + Checker::str(got));
+    }
+  // The banner names the one number the text misprints here: head 2's V = X W2_V, row x3, column v2. The text
+  // prints [0, 0] for that row (seed 001); X's row x3 = [1, 1, 0, 0] times the scene's W2_V (the seed's input).
+  const attnscope::Scene worked = attnscope::workedExampleScene();
+  double v = 0;
+  for (int d = 0; d < 4; ++d) v += kX[2][static_cast<std::size_t>(d)] * worked.heads[1].w_v(d, 1);
+  const std::string banner = note(weights.layout, "walk.disagreements");
+  const std::string want = "Head 2's V at row x3, column v2 does not match the text: 0.00 printed, " + fixed3(v) + " computed.";
+  c.expect(banner == want, "the banner says which number disagrees: '" + banner + "', expected '" + want + "'");
+  c.expect(has(note(weights.layout, "walk.dropped.weights"), "no longer apply"), "the dropped comparison in plain English");
+  c.expect(clippedOf(weights.layout).empty(), "weights step: nothing clipped or overlapping:" + clippedOf(weights.layout));
+  // W_Q's step: rows by X's dimensions, columns by the head's query dimensions.
+  const nlohmann::json wq = loadLayout(dir + "/layout_wq.json");
+  c.expect(note(wq, "walk.W_Q.row.0") == "dim 1" && note(wq, "walk.W_Q.row.3") == "dim 4" &&
+               note(wq, "walk.W_Q.col.0") == "q1" && note(wq, "walk.W_Q.col.1") == "q2",
+           "W_Q's rows named dim 1..4 and columns q1, q2: " + note(wq, "walk.W_Q.row.0") + ", " +
+               note(wq, "walk.W_Q.col.1"));
+
+  // X[3][3] 0 -> 1 (mask undone first): head 2's rows x2 and x3 change (by hand: K2's row x3 becomes [0, 1], so
+  // q2 = [0, 1] now scores 1 against it and x3's query [1, 0] scores 1 against x2), row x1 and head 1 do not.
+  Grid x = kX;
+  x[2][2] = 1;
+  const Checker edited{loadPng(dir + "/edited.png"), loadLayout(dir + "/layout_edited.json")};
+  for (int h = 0; h < 2; ++h) {
+    const Grid a = expectedWeights(h, false), b = expectedWeights(h, false, x);
+    const std::vector<float> r = edited.rect("head" + std::to_string(h) + ".map");
+    const float cell = (r[2] - r[0]) / 3;
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j) {
+        const bool changed = std::fabs(b[i][j] - a[i][j]) >= 5e-4;
+        // The outline's left side, 3 px in from the cell's edge, a fifth of the way down (above the cell's text).
+        const Rgb8 got = edited.img.at(static_cast<int>(r[0] + j * cell + 3), static_cast<int>(r[1] + (i + 0.2f) * cell));
+        const bool amber = got.r > 200 && got.g > 150 && got.b < 110;
+        c.expect(changed ? amber : isWeightColor(got, b[i][j]),
+                 "head " + std::to_string(h + 1) + " cell (" + std::to_string(i) + "," + std::to_string(j) + ") " +
+                     (changed ? "changed, outlined amber" : "unchanged, not outlined") + ": " + Checker::str(got));
+      }
+  }
+  const nlohmann::json hover = loadLayout(dir + "/layout_hover.json");
+  c.expect(note(hover, "hover.before") == "before the last edit: 0.3333",
+           "hover on head 2's (x3, x2) says its weight before the edit, 1/3: '" + note(hover, "hover.before") + "'");
+  c.expect(has(note(c.layout, "walk.dropped.Q"), "no longer apply"), "head 2's Q step: the printed Q2 said to no longer apply");
 }
 
 }  // namespace gui

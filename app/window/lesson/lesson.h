@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "attnscope/analysis/walkthrough.h"
+#include "window/app_state.h"
+#include "window/heatmap_view.h"
 
 namespace attnscope::app {
 
@@ -32,6 +34,18 @@ float drawHeadTitle(ImDrawList* list, int head, const char* type, const float* e
 bool enlargeButton(int head);
 float enlargeButtonWidth();
 
+// The cells the last edit changed (change_marks.cpp): trackChanges, once a frame before the maps are drawn,
+// compares the weights shown before the edit with its result once that lands (small scenes). Each changed cell
+// is outlined for a moment (changeMarkAlpha fades 1 -> 0 over 3 s) and its weight before the edit stays
+// available for the hover (weightBeforeEdit: NaN where the cell did not change) until the next edit.
+void trackChanges(const AppState& state);
+float changeMarkAlpha();
+float weightBeforeEdit(int head, int row, int col);
+// Outlines head `head`'s changed cells among `cells` on its map [m0, m1) (cells `cell` px wide), fading.
+void drawChangeMarks(ImDrawList* list, int head, ImVec2 m0, ImVec2 m1, const CellView& cells, float cell);
+// In a cell's tooltip: "before the last edit: 0.3333" where the last edit changed that cell.
+void changeTooltipLine(int head, int row, int col);
+
 // What a walkthrough matrix's rows and columns are: the tokens where the engine names them (StepMatrix's
 // row_labels, col_labels), else the dimensions by the matrix's name: "dim 1".. of d_model (X, W_* rows, the
 // output), "q1".. / "k1".. / "v1".. of a head's query, key and value spaces, "c1".. of the concatenation, "b" a
@@ -41,5 +55,8 @@ struct AxisNames {
   std::vector<std::string> rows, cols;
 };
 AxisNames walkAxisNames(const StepMatrix& m, bool head_step);
+// Each number the text prints that the computation does not reproduce, in a sentence: "Head 2's weight for
+// x1 -> x3 does not match the text: 0.41 printed, 0.380 computed." (in the walkthrough's order).
+std::vector<std::string> disagreementSentences(const Walkthrough& walk);
 
 }  // namespace attnscope::app

@@ -239,6 +239,7 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
   if (head == view.walk_head)  // the walkthrough's current step is about this head
     list->AddRect(ImVec2(m0.x - 3, m0.y - 3), ImVec2(m1.x + 3, m1.y + 3), IM_COL32(90, 170, 255, 255), 0, 0, 2.0f);
   probeRect("head" + std::to_string(head) + ".map", m0, m1);
+  if (weights_known) drawChangeMarks(list, head, m0, m1, cells, cell);  // what the last edit changed, fading
   if (head == view.breakdown_head && view.breakdown_query < scene.nQ() && view.breakdown_key < scene.nK()) {
     // The cell the Cell tab explains, outlined in orange (hover outlines in white).
     const ImVec2 c0(m0.x + (static_cast<float>(view.breakdown_key) - cells.col0) * cell,
@@ -338,6 +339,7 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
       ImGui::Text("weight %.4f", hr.hasMap() ? hr.weights(i, j)
                                              : weightTile(scene, state.result(), TileRequest{head, i, i + 1, j, j + 1})
                                                    .values(0, 0));
+      changeTooltipLine(head, i, j);
       if (hr.scores.size() == 0)
         ImGui::TextDisabled("score not kept");
       else if (std::isinf(hr.scores(i, j)))
@@ -436,6 +438,7 @@ void clampZoom(CellView& z, const Scene& scene) {
 
 void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer) {
   renderer.sync(state);  // after the editors on the left have applied this frame's edits
+  trackChanges(state);
   const Scene& scene = state.headsScene();
   const int heads = scene.numHeads();
   if (view.focus_head >= heads) view.focus_head = -1;

@@ -12,6 +12,7 @@
 
 #include "attnscope/export/colormap.h"
 #include "attnscope/analysis/walkthrough.h"
+#include "window/lesson/lesson.h"
 #include "window/panels/panels.h"
 #include "window/ui_probe.h"
 
@@ -23,13 +24,38 @@ const ImVec4 kDisagree(1.0f, 0.42f, 0.38f, 1.0f);
 const ImVec4 kEdited(0.95f, 0.78f, 0.35f, 1.0f);  // amber: not wrong, just no longer comparable
 
 // A matrix as a grid of numbers drawn straight into the draw list (an ImGui table per matrix cost several ms a
-// frame on llvmpipe). `disagreements` marks cells in red with both numbers on hover; `dim` greys the numbers.
-void numberGrid(const Matrix& m, const std::vector<Disagreement>& disagreements, bool dim, const char* format) {
+// frame on llvmpipe), its rows and columns named (tokens, dimensions: lesson.h) in grey left of and above it.
+// `disagreements` marks cells in red with both numbers on hover; `dim` greys the numbers; `masked` (null: none)
+// writes "masked" in grey where a key is masked, as the heads' maps do. `probe` names the labels
+// ("<probe>.row.<i>", "<probe>.col.<j>").
+void numberGrid(const Matrix& m, const std::vector<Disagreement>& disagreements, bool dim, const char* format,
+                const AxisNames& names, const std::string& probe, const MaskMatrix* masked = nullptr) {
   const Eigen::Index rows = std::min<Eigen::Index>(m.rows(), 16), cols = std::min<Eigen::Index>(m.cols(), 16);
-  const float cell_w = ImGui::CalcTextSize("-0.000").x + ImGui::GetFontSize() * 0.6f;
+  const float pad = ImGui::GetFontSize() * 0.3f;
+  float cell_w = std::max(ImGui::CalcTextSize("-0.000").x, masked ? ImGui::CalcTextSize("masked").x : 0.0f);
+  for (Eigen::Index j = 0; j < cols; ++j)
+    cell_w = std::max(cell_w, ImGui::CalcTextSize(names.cols[static_cast<std::size_t>(j)].c_str()).x);
+  cell_w += 2 * pad;
+  float label_w = 0;
+  for (Eigen::Index i = 0; i < rows; ++i)
+    label_w = std::max(label_w, ImGui::CalcTextSize(names.rows[static_cast<std::size_t>(i)].c_str()).x);
+  label_w += 2 * pad;
   const float cell_h = ImGui::GetTextLineHeightWithSpacing();
-  const ImVec2 p0 = ImGui::GetCursorScreenPos();
+  const ImVec2 top = ImGui::GetCursorScreenPos();
+  const ImVec2 p0(top.x + label_w, top.y + cell_h);  // the numbers' top left, under the column names
   ImDrawList* list = ImGui::GetWindowDrawList();
+  const ImU32 grey = ImGui::GetColorU32(ImGuiCol_TextDisabled);
+  for (Eigen::Index j = 0; j < cols; ++j) {
+    const char* name = names.cols[static_cast<std::size_t>(j)].c_str();
+    drawProbedText(list, probe + ".col." + std::to_string(j),
+                   ImVec2(p0.x + cell_w * (j + 1) - ImGui::CalcTextSize(name).x - pad, top.y), grey, name);
+    probeNote(probe + ".col." + std::to_string(j), name);
+  }
+  for (Eigen::Index i = 0; i < rows; ++i) {
+    drawProbedText(list, probe + ".row." + std::to_string(i), ImVec2(top.x, p0.y + cell_h * i + 1), grey,
+                   names.rows[static_cast<std::size_t>(i)].c_str());
+    probeNote(probe + ".row." + std::to_string(i), names.rows[static_cast<std::size_t>(i)]);
+  }
   list->AddRectFilled(p0, ImVec2(p0.x + cell_w * cols, p0.y + cell_h * rows), IM_COL32(255, 255, 255, 14));
   const ImVec2 mouse = ImGui::GetIO().MousePos;
   for (Eigen::Index i = 0; i < rows; ++i)
@@ -37,33 +63,38 @@ void numberGrid(const Matrix& m, const std::vector<Disagreement>& disagreements,
       const Disagreement* wrong = nullptr;
       for (const Disagreement& d : disagreements)
         if (d.row == i && d.col == j) wrong = &d;
+      const bool is_masked = masked && i < masked->rows() && j < masked->cols() && (*masked)(i, j);
       char text[24];
-      if (std::isinf(m(i, j)))
+      if (is_masked)
+        std::snprintf(text, sizeof text, "masked");
+      else if (std::isinf(m(i, j)))
         std::snprintf(text, sizeof text, "-inf");
       else
         std::snprintf(text, sizeof text, format, m(i, j));
+      if (is_masked && i < 8 && j < 8) probeNote(probe + "." + std::to_string(i) + "." + std::to_string(j), text);
       const ImVec2 c0(p0.x + cell_w * j, p0.y + cell_h * i);
-      const ImU32 color =
-          wrong ? ImGui::GetColorU32(kDisagree) : ImGui::GetColorU32(dim ? ImGuiCol_TextDisabled : ImGuiCol_Text);
-      list->AddText(ImVec2(c0.x + cell_w - ImGui::CalcTextSize(text).x - ImGui::GetFontSize() * 0.3f, c0.y + 1), color,
-                    text);
+      const ImU32 color = wrong ? ImGui::GetColorU32(kDisagree)
+                                : (dim || is_masked ? grey : ImGui::GetColorU32(ImGuiCol_Text));
+      list->AddText(ImVec2(c0.x + cell_w - ImGui::CalcTextSize(text).x - pad, c0.y + 1), color, text);
       if (wrong && ImGui::IsWindowHovered() && mouse.x >= c0.x && mouse.x < c0.x + cell_w && mouse.y >= c0.y &&
           mouse.y < c0.y + cell_h)
         ImGui::SetTooltip("printed %.3f, computed %.4f, difference %+.4f", wrong->printed, wrong->computed,
                           wrong->difference());
     }
-  ImGui::Dummy(ImVec2(cell_w * cols, cell_h * rows));
+  ImGui::Dummy(ImVec2(label_w + cell_w * cols, cell_h * (rows + 1)));
 }
 
-// Weights as a small heatmap of ImGui rectangles (a few cells: no texture needed).
-void smallHeatmap(const Matrix& m) {
+// Weights as a small heatmap of ImGui rectangles (a few cells: no texture needed); masked cells in the heads'
+// maps' grey (kMaskedColor), not as weight 0.
+void smallHeatmap(const Matrix& m, const MaskMatrix* masked) {
   const float cell = ImGui::GetFontSize() * 1.2f;
   const ImVec2 p0 = ImGui::GetCursorScreenPos();
   ImDrawList* list = ImGui::GetWindowDrawList();
   const Eigen::Index rows = std::min<Eigen::Index>(m.rows(), 32), cols = std::min<Eigen::Index>(m.cols(), 32);
   for (Eigen::Index i = 0; i < rows; ++i)
     for (Eigen::Index j = 0; j < cols; ++j) {
-      const Rgb8 c = colorAt(ColorMap::Viridis, m(i, j));
+      const bool is_masked = masked && i < masked->rows() && j < masked->cols() && (*masked)(i, j);
+      const Rgb8 c = is_masked ? kMaskedColor : colorAt(ColorMap::Viridis, m(i, j));
       const ImVec2 c0(p0.x + j * cell, p0.y + i * cell);
       list->AddRectFilled(c0, ImVec2(c0.x + cell - 1, c0.y + cell - 1), IM_COL32(c.r, c.g, c.b, 255));
     }
@@ -125,11 +156,18 @@ void drawWalkthroughPanel(AppState& state, ViewState& view) {
   view.walk_step = std::clamp(view.walk_step, 0, count - 1);
   ImGui::SameLine();
   ImGui::Text("step %d of %d", view.walk_step + 1, count);
-  const int disagreements = walk.disagreementCount();
-  if (disagreements > 0) {
+  // Which printed numbers disagree, each in a sentence (the first three; the rest counted), not just how many.
+  const std::vector<std::string> sentences = disagreementSentences(walk);
+  if (!sentences.empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, kDisagree);
-    ImGui::TextWrapped("%d number%s printed in the text disagree%s with the computation (red; hover for both)",
-                       disagreements, disagreements == 1 ? "" : "s", disagreements == 1 ? "s" : "");
+    std::string said;
+    for (std::size_t k = 0; k < sentences.size() && k < 3; ++k) said += (k ? " " : "") + sentences[k];
+    if (sentences.size() > 3)
+      said += formatted(" %zu more number%s disagree%s (red in their steps; hover for both).", sentences.size() - 3,
+                        sentences.size() == 4 ? "" : "s", sentences.size() == 4 ? "s" : "");
+    textWrappedAtSpaces(said);
+    probeNote("walk.disagreements", said);
+    probeItem("walk.disagreements");
     ImGui::PopStyleColor();
   }
 
@@ -141,8 +179,15 @@ void drawWalkthroughPanel(AppState& state, ViewState& view) {
   probeItem("walk.step" + std::to_string(view.walk_step));  // which step is shown, for the GUI test
   if (!step.note.empty()) textWrappedAtSpaces(step.note);
   showEditError(state, "walkthrough");
+  // The scene's masked cells (n_q, n_k), for the scores', weights' and thumbnail's "masked" (as on the maps).
+  const Scene& scene = state.scene();
+  const MaskMatrix masked =
+      scene.hasMask() ? MaskMatrix((allowedMask(scene).array() == 0).cast<std::uint8_t>()) : MaskMatrix();
   for (const StepMatrix& sm : step.matrices) {
     const std::optional<SceneInput> input = sceneInput(step, sm.name);
+    const AxisNames names = walkAxisNames(sm, step.head >= 0);
+    const bool by_key = sm.name == "weights" && masked.rows() == sm.computed.rows() && masked.cols() == sm.computed.cols();
+    const MaskMatrix* mask = by_key ? &masked : nullptr;
     sectionHeader(sm.name.c_str());
     if (input) {
       // An input of the scene: edited in place through the one edit path, so every step follows it.
@@ -152,18 +197,18 @@ void drawWalkthroughPanel(AppState& state, ViewState& view) {
       Matrix edited;
       bool continuing = false;
       const std::string probe = "walk." + sm.name;
-      if (matrixTable(probe.c_str(), sm.computed, edited, continuing, probe.c_str()))
+      if (matrixTable(probe.c_str(), sm.computed, edited, continuing, probe.c_str(), &names.rows, &names.cols))
         state.edit(
             "walkthrough " + sm.name, [&](Scene& s) { input->set(s, edited); }, input->head, continuing);
     } else if (sm.printed) {
       ImGui::BeginGroup();
       ImGui::TextDisabled("computed");
-      numberGrid(sm.computed, sm.disagreements, false, "%.3f");
+      numberGrid(sm.computed, sm.disagreements, false, "%.3f", names, "walk." + sm.name, mask);
       ImGui::EndGroup();
       ImGui::SameLine(0, ImGui::GetFontSize() * 1.5f);
       ImGui::BeginGroup();
       ImGui::TextDisabled("printed in the text");
-      numberGrid(*sm.printed, {}, true, "%.2f");
+      numberGrid(*sm.printed, {}, true, "%.2f", names, "walk." + sm.name + ".printed", mask);
       ImGui::EndGroup();
       if (!sm.disagreements.empty())
       {
@@ -173,19 +218,19 @@ void drawWalkthroughPanel(AppState& state, ViewState& view) {
         ImGui::PopStyleColor();
       }
     } else {
-      numberGrid(sm.computed, {}, false, "%.3f");
+      numberGrid(sm.computed, {}, false, "%.3f", names, "walk." + sm.name, mask);
     }
     if (sm.printed_dropped) {
       ImGui::PushStyleColor(ImGuiCol_Text, kEdited);
-      ImGui::TextWrapped(
-          "Edited: the text's printed %s no longer applies (the scene differs from the worked "
-          "example where %s depends on it).",
-          sm.name.c_str(), sm.name.c_str());
+      textWrappedAtSpaces(formatted("The text's printed values of %s no longer apply: you edited an input of %s, "
+                                    "so only the computed values are shown (Undo brings the worked example back).",
+                                    sm.name.c_str(), sm.name.c_str()));
+      probeNote("walk.dropped." + sm.name, formatted("The text's printed values of %s no longer apply", sm.name.c_str()));
       ImGui::PopStyleColor();
       probeItem("walk.dropped." + sm.name);
     }
     if (sm.name == "weights") {
-      smallHeatmap(sm.computed);
+      smallHeatmap(sm.computed, mask);
       probeItem("walk.heatmap");
     }
   }

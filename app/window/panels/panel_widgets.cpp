@@ -30,8 +30,11 @@ bool continuesGesture(bool changed) {
   return continuing;
 }
 
-bool matrixTable(const char* id, const Matrix& m, Matrix& out, bool& continuing, const char* probe) {
+bool matrixTable(const char* id, const Matrix& m, Matrix& out, bool& continuing, const char* probe,
+                 const std::vector<std::string>* row_names, const std::vector<std::string>* col_names) {
   if (m.size() == 0) return false;
+  if (row_names && row_names->size() != static_cast<std::size_t>(m.rows())) row_names = nullptr;
+  if (col_names && col_names->size() < static_cast<std::size_t>(std::min<Eigen::Index>(m.cols(), 63))) col_names = nullptr;
   const float width = ImGui::GetFontSize() * 3.6f;
   bool changed = false;
   const int cols = static_cast<int>(std::min<Eigen::Index>(m.cols(), 63));
@@ -40,13 +43,28 @@ bool matrixTable(const char* id, const Matrix& m, Matrix& out, bool& continuing,
   const ImGuiStyle& style = ImGui::GetStyle();
   const int shown_rows = static_cast<int>(std::min<Eigen::Index>(m.rows(), kShownRows));
   float height = static_cast<float>(shown_rows) * (ImGui::GetFrameHeight() + 2 * style.CellPadding.y) + 2;
-  const float content_w = ImGui::CalcTextSize("0000").x + static_cast<float>(cols + 1) * 2 * style.CellPadding.x +
+  if (col_names) height += ImGui::GetTextLineHeight() + 2 * style.CellPadding.y;
+  float row_label_w = ImGui::CalcTextSize("0000").x;
+  if (row_names)
+    for (const std::string& name : *row_names) row_label_w = std::max(row_label_w, ImGui::CalcTextSize(name.c_str()).x);
+  const float content_w = row_label_w + static_cast<float>(cols + 1) * 2 * style.CellPadding.x +
                           static_cast<float>(cols) * width;
   if (content_w > ImGui::GetContentRegionAvail().x) height += style.ScrollbarSize;
   ImGuiTableFlags flags =
       ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_ScrollX | ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV;
   if (m.rows() > kShownRows) flags |= ImGuiTableFlags_ScrollY;
   if (!ImGui::BeginTable(id, cols + 1, flags, ImVec2(0, height))) return false;
+  if (col_names) {  // what each column is (a dimension), above it
+    ImGui::TableNextRow(ImGuiTableRowFlags_Headers);
+    for (int j = 0; j < cols; ++j) {
+      ImGui::TableSetColumnIndex(j + 1);
+      ImGui::TextDisabled("%s", (*col_names)[static_cast<std::size_t>(j)].c_str());
+      if (probe && j < kProbedCells) {
+        probeItem(std::string(probe) + ".col." + std::to_string(j));
+        probeNote(std::string(probe) + ".col." + std::to_string(j), (*col_names)[static_cast<std::size_t>(j)]);
+      }
+    }
+  }
   // Only the rows on screen are submitted: a few thousand drag widgets a frame would stall a big scene.
   ImGuiListClipper clipper;
   clipper.Begin(static_cast<int>(m.rows()));
@@ -54,7 +72,15 @@ bool matrixTable(const char* id, const Matrix& m, Matrix& out, bool& continuing,
     for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
       ImGui::TableNextRow();
       ImGui::TableNextColumn();
-      ImGui::TextDisabled("%d", i);
+      if (row_names) {  // what each row is (a token, a dimension)
+        ImGui::TextDisabled("%s", (*row_names)[static_cast<std::size_t>(i)].c_str());
+        if (probe && i < kProbedCells) {
+          probeItem(std::string(probe) + ".row." + std::to_string(i));
+          probeNote(std::string(probe) + ".row." + std::to_string(i), (*row_names)[static_cast<std::size_t>(i)]);
+        }
+      } else {
+        ImGui::TextDisabled("%d", i);
+      }
       for (int j = 0; j < cols; ++j) {
         ImGui::TableNextColumn();
         float value = m(i, j);

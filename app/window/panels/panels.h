@@ -114,7 +114,11 @@ bool continuesGesture(bool changed);
 // An editable matrix table; returns true and the edited copy in `out` when the user changed a cell this frame;
 // `continuing` as continuesGesture(). `probe` names the cells of the first 8 rows and columns for the scripted
 // mode: "<probe>.<row>.<col>", 0-based. Drag a cell, or Ctrl+click / double-click it to type a value.
-bool matrixTable(const char* id, const Matrix& m, Matrix& out, bool& continuing, const char* probe = nullptr);
+// `row_names`, `col_names` (one per row, column): shown left of the rows and above the columns instead of the
+// row index ("<probe>.row.<i>", "<probe>.col.<j>" probed).
+bool matrixTable(const char* id, const Matrix& m, Matrix& out, bool& continuing, const char* probe = nullptr,
+                 const std::vector<std::string>* row_names = nullptr,
+                 const std::vector<std::string>* col_names = nullptr);
 // "- [value] +" with named probes "<probe>.minus", "<probe>.plus"; true when the value changed. The typed value
 // is an intField (committed on focus loss, refused visibly outside min..max).
 bool stepperInt(const char* label, const std::string& probe, int& value, int min, int max);
