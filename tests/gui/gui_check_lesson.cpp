@@ -81,8 +81,8 @@ void checkLesson(Checker& c, const std::string& dir) {
   const nlohmann::json mistakes = loadLayout(dir + "/layout_mistakes.json");
   for (int h = 0; h < 2; ++h) {
     const std::string text = note(mistakes, "pitfall.entropy" + std::to_string(h));
-    const std::string want = "mean row entropy " + fixed3(causalEntropy(h, 0.5)) + " nats (correct " +
-                             fixed3(h == 0 ? e1 : e2) + ")";
+    const std::string want =
+        "mean row entropy " + fixed3(causalEntropy(h, 0.5)) + " nats (correct " + fixed3(h == 0 ? e1 : e2) + ")";
     c.expect(has(text, want), "Mistakes tab, head " + std::to_string(h + 1) + ": '" + want + "' in '" + text + "'");
   }
   for (const char* name : {"scale_full_width", "mask_ignored", "reshape_dk_for_dv"}) {
@@ -98,12 +98,13 @@ void checkLesson(Checker& c, const std::string& dir) {
   // Undo and redo: the unsaved mark ('*' in the window's title) goes when every edit is undone.
   const auto unsaved = [](const nlohmann::json& layout) { return has(note(layout, "window.title"), "*"); };
   const Checker undone{loadPng(dir + "/undone.png"), loadLayout(dir + "/layout_undone.json")};
-  c.expect(!unsaved(undone.layout), "Ctrl+Z back to the opened scene: no unsaved mark ('" +
-                                        note(undone.layout, "window.title") + "')");
+  c.expect(!unsaved(undone.layout),
+           "Ctrl+Z back to the opened scene: no unsaved mark ('" + note(undone.layout, "window.title") + "')");
   Checker undone_pixels = undone;
   undone_pixels.expectWorkedExample(2, false);
   c.failures += undone_pixels.failures;
-  const nlohmann::json redone = loadLayout(dir + "/layout_redone.json"), redone_y = loadLayout(dir + "/layout_redone_y.json");
+  const nlohmann::json redone = loadLayout(dir + "/layout_redone.json"),
+                       redone_y = loadLayout(dir + "/layout_redone_y.json");
   const nlohmann::json undone_button = loadLayout(dir + "/layout_undone_button.json");
   c.expect(unsaved(redone) && unsaved(redone_y) && !unsaved(undone_button) && unsaved(c.layout),
            "unsaved after Ctrl+Shift+Z, Ctrl+Y and the Redo button; not after the Undo button");
@@ -142,10 +143,13 @@ void checkLessonWalk(Checker& c, const std::string& dir) {
   double v = 0;
   for (int d = 0; d < 4; ++d) v += kX[2][static_cast<std::size_t>(d)] * worked.heads[1].w_v(d, 1);
   const std::string banner = note(weights.layout, "walk.disagreements");
-  const std::string want = "Head 2's V at row x3, column v2 does not match the text: 0.00 printed, " + fixed3(v) + " computed.";
+  const std::string want =
+      "Head 2's V at row x3, column v2 does not match the text: 0.00 printed, " + fixed3(v) + " computed.";
   c.expect(banner == want, "the banner says which number disagrees: '" + banner + "', expected '" + want + "'");
-  c.expect(has(note(weights.layout, "walk.dropped.weights"), "no longer apply"), "the dropped comparison in plain English");
-  c.expect(clippedOf(weights.layout).empty(), "weights step: nothing clipped or overlapping:" + clippedOf(weights.layout));
+  c.expect(has(note(weights.layout, "walk.dropped.weights"), "no longer apply"),
+           "the dropped comparison in plain English");
+  c.expect(clippedOf(weights.layout).empty(),
+           "weights step: nothing clipped or overlapping:" + clippedOf(weights.layout));
   // W_Q's step: rows by X's dimensions, columns by the head's query dimensions.
   const nlohmann::json wq = loadLayout(dir + "/layout_wq.json");
   c.expect(note(wq, "walk.W_Q.row.0") == "dim 1" && note(wq, "walk.W_Q.row.3") == "dim 4" &&
@@ -166,7 +170,8 @@ void checkLessonWalk(Checker& c, const std::string& dir) {
       for (int j = 0; j < 3; ++j) {
         const bool changed = std::fabs(b[i][j] - a[i][j]) >= 5e-4;
         // The outline's left side, 3 px in from the cell's edge, a fifth of the way down (above the cell's text).
-        const Rgb8 got = edited.img.at(static_cast<int>(r[0] + j * cell + 3), static_cast<int>(r[1] + (i + 0.2f) * cell));
+        const Rgb8 got =
+            edited.img.at(static_cast<int>(r[0] + j * cell + 3), static_cast<int>(r[1] + (i + 0.2f) * cell));
         const bool amber = got.r > 200 && got.g > 150 && got.b < 110;
         c.expect(changed ? amber : isWeightColor(got, b[i][j]),
                  "head " + std::to_string(h + 1) + " cell (" + std::to_string(i) + "," + std::to_string(j) + ") " +
@@ -176,7 +181,8 @@ void checkLessonWalk(Checker& c, const std::string& dir) {
   const nlohmann::json hover = loadLayout(dir + "/layout_hover.json");
   c.expect(note(hover, "hover.before") == "before the last edit: 0.3333",
            "hover on head 2's (x3, x2) says its weight before the edit, 1/3: '" + note(hover, "hover.before") + "'");
-  c.expect(has(note(c.layout, "walk.dropped.Q"), "no longer apply"), "head 2's Q step: the printed Q2 said to no longer apply");
+  c.expect(has(note(c.layout, "walk.dropped.Q"), "no longer apply"),
+           "head 2's Q step: the printed Q2 said to no longer apply");
 }
 
 }  // namespace gui

@@ -13,7 +13,7 @@ namespace attnscope::app {
 namespace {
 
 constexpr long kMaxMarkedCells = 1L << 16;  // all heads' cells together: a copy each edit is cheap below this
-constexpr double kMarkSeconds = 3.0;       // how long the highlight takes to fade
+constexpr double kMarkSeconds = 3.0;        // how long the highlight takes to fade
 // A change shows in the maps' 3 decimals from 0.0005; smaller ones are float noise of a recompute, not the edit.
 constexpr float kChanged = 5e-4f;
 
@@ -56,7 +56,8 @@ void trackChanges(const AppState& state) {
       Matrix b = Matrix::Constant(now_w.rows(), now_w.cols(), std::numeric_limits<float>::quiet_NaN());
       for (Eigen::Index i = 0; i < now_w.rows(); ++i)
         for (Eigen::Index j = 0; j < now_w.cols(); ++j) {
-          const float was = chained && !std::isnan(g_marks.before[h](i, j)) ? g_marks.before[h](i, j) : g_marks.last[h](i, j);
+          const float was =
+              chained && !std::isnan(g_marks.before[h](i, j)) ? g_marks.before[h](i, j) : g_marks.last[h](i, j);
           if (std::fabs(now_w(i, j) - was) >= kChanged) b(i, j) = was, any = true;
         }
       before.push_back(std::move(b));
@@ -90,14 +91,17 @@ void drawChangeMarks(ImDrawList* list, int head, ImVec2 m0, ImVec2 m1, const Cel
   const auto h = static_cast<std::size_t>(head);
   if (alpha <= 0 || h >= g_marks.before.size() || cell < 3) return;
   const Matrix& before = g_marks.before[h];
-  const int i0 = std::max(0, static_cast<int>(cells.row0)), i1 = std::min<int>(before.rows(), static_cast<int>(std::ceil(cells.row1)));
-  const int j0 = std::max(0, static_cast<int>(cells.col0)), j1 = std::min<int>(before.cols(), static_cast<int>(std::ceil(cells.col1)));
+  const int i0 = std::max(0, static_cast<int>(cells.row0)),
+            i1 = std::min<int>(before.rows(), static_cast<int>(std::ceil(cells.row1)));
+  const int j0 = std::max(0, static_cast<int>(cells.col0)),
+            j1 = std::min<int>(before.cols(), static_cast<int>(std::ceil(cells.col1)));
   list->PushClipRect(m0, m1, true);
   const ImU32 amber = IM_COL32(255, 200, 60, static_cast<int>(255 * alpha));
   for (int i = i0; i < i1; ++i)
     for (int j = j0; j < j1; ++j) {
       if (std::isnan(before(i, j))) continue;
-      const ImVec2 c0(m0.x + (static_cast<float>(j) - cells.col0) * cell, m0.y + (static_cast<float>(i) - cells.row0) * cell);
+      const ImVec2 c0(m0.x + (static_cast<float>(j) - cells.col0) * cell,
+                      m0.y + (static_cast<float>(i) - cells.row0) * cell);
       list->AddRect(ImVec2(c0.x + 2, c0.y + 2), ImVec2(c0.x + cell - 2, c0.y + cell - 2), amber, 0, 0, 3.0f);
     }
   list->PopClipRect();

@@ -49,7 +49,8 @@ float drawHeadTitle(ImDrawList* list, int head, const char* type, const float* e
     drawProbedText(list, id + ".entropy", ImVec2(x, p0.y), ImGui::GetColorU32(ImGuiCol_TextDisabled), stat.c_str());
     probeNote(id + ".entropy", stat);
     const ImVec2 s1(x + ImGui::CalcTextSize(stat.c_str()).x, p0.y + line);
-    if (ImGui::IsMouseHoveringRect(ImVec2(x, p0.y), s1) && ImGui::IsWindowHovered()) ImGui::SetTooltip("%s", kEntropyMeaning);
+    if (ImGui::IsMouseHoveringRect(ImVec2(x, p0.y), s1) && ImGui::IsWindowHovered())
+      ImGui::SetTooltip("%s", kEntropyMeaning);
     x = s1.x;
   }
   return x;

@@ -41,8 +41,10 @@ std::string columnSpace(const std::string& name, bool head_step) {
 AxisNames walkAxisNames(const StepMatrix& m, bool head_step) {
   AxisNames names;
   const Eigen::Index rows = m.computed.rows(), cols = m.computed.cols();
-  names.rows = m.row_labels.size() == static_cast<std::size_t>(rows) ? shortened(m.row_labels) : std::vector<std::string>{};
-  names.cols = m.col_labels.size() == static_cast<std::size_t>(cols) ? shortened(m.col_labels) : std::vector<std::string>{};
+  names.rows =
+      m.row_labels.size() == static_cast<std::size_t>(rows) ? shortened(m.row_labels) : std::vector<std::string>{};
+  names.cols =
+      m.col_labels.size() == static_cast<std::size_t>(cols) ? shortened(m.col_labels) : std::vector<std::string>{};
   if (names.cols.empty()) names.cols = numbered(columnSpace(m.name, head_step), cols);
   if (names.rows.empty()) {
     if (m.name.rfind("b_", 0) == 0)

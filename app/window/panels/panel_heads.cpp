@@ -190,7 +190,8 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
   // (lesson/head_title.cpp); then the mute toggle.
   static const std::vector<HeadStats> kNoStats;
   const std::vector<HeadStats>& all_stats = weights_known ? state.result().stats : kNoStats;
-  const float* entropy = head < static_cast<int>(all_stats.size()) ? &all_stats[static_cast<std::size_t>(head)].entropy : nullptr;
+  const float* entropy =
+      head < static_cast<int>(all_stats.size()) ? &all_stats[static_cast<std::size_t>(head)].entropy : nullptr;
   static const std::vector<HeadTypeScores> kNoTypes;
   const std::vector<HeadTypeScores>& types = weights_known ? state.headTypes() : kNoTypes;
   const char* label =
@@ -198,7 +199,8 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
   const float tag_w = tag.empty() ? 0.0f : ImGui::CalcTextSize(tag.c_str()).x + line * 0.5f;
   // The buttons: mute, and in the grid an enlarge button (lesson/head_title.cpp): a click on a cell only picks it
   // for the Cell tab, the grid stays.
-  const float mute_only_w = ImGui::CalcTextSize(isMuted(view, head) ? "unmute" : "mute").x + 2 * ImGui::GetStyle().FramePadding.x;
+  const float mute_only_w =
+      ImGui::CalcTextSize(isMuted(view, head) ? "unmute" : "mute").x + 2 * ImGui::GetStyle().FramePadding.x;
   const bool enlargeable = !zoomable && view.compare_a < 0;  // a tile of the grid
   const float mute_w = mute_only_w + (enlargeable ? enlargeButtonWidth() + ImGui::GetStyle().ItemSpacing.x : 0.0f);
   const float title_end = drawHeadTitle(list, head, label, entropy, p0, p1.x - mute_w - tag_w - 0.5f * line);

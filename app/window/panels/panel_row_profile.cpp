@@ -101,7 +101,8 @@ void drawRowProfile(const AppState& state, ViewState& view, int head, ImVec2 p0,
   const float label_gap = ImGui::GetFontSize() * 0.5f;
   float widest_token = 0;
   for (int j = 0; j < n_k && j < 256; ++j)
-    widest_token = std::max(widest_token, ImGui::CalcTextSize(axisLabel(scene.keyTokens()[static_cast<std::size_t>(j)]).c_str()).x);
+    widest_token = std::max(
+        widest_token, ImGui::CalcTextSize(axisLabel(scene.keyTokens()[static_cast<std::size_t>(j)]).c_str()).x);
   const bool tokens = n_k <= 256 && widest_token + label_gap <= key_w;
   int stride = 1;
   const float number_w = ImGui::CalcTextSize(std::to_string(n_k - 1).c_str()).x + label_gap;

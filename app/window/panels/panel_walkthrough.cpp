@@ -186,7 +186,8 @@ void drawWalkthroughPanel(AppState& state, ViewState& view) {
   for (const StepMatrix& sm : step.matrices) {
     const std::optional<SceneInput> input = sceneInput(step, sm.name);
     const AxisNames names = walkAxisNames(sm, step.head >= 0);
-    const bool by_key = sm.name == "weights" && masked.rows() == sm.computed.rows() && masked.cols() == sm.computed.cols();
+    const bool by_key =
+        sm.name == "weights" && masked.rows() == sm.computed.rows() && masked.cols() == sm.computed.cols();
     const MaskMatrix* mask = by_key ? &masked : nullptr;
     sectionHeader(sm.name.c_str());
     if (input) {
@@ -225,7 +226,8 @@ void drawWalkthroughPanel(AppState& state, ViewState& view) {
       textWrappedAtSpaces(formatted("The text's printed values of %s no longer apply: you edited an input of %s, "
                                     "so only the computed values are shown (Undo brings the worked example back).",
                                     sm.name.c_str(), sm.name.c_str()));
-      probeNote("walk.dropped." + sm.name, formatted("The text's printed values of %s no longer apply", sm.name.c_str()));
+      probeNote("walk.dropped." + sm.name,
+                formatted("The text's printed values of %s no longer apply", sm.name.c_str()));
       ImGui::PopStyleColor();
       probeItem("walk.dropped." + sm.name);
     }

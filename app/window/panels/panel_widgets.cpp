@@ -34,7 +34,8 @@ bool matrixTable(const char* id, const Matrix& m, Matrix& out, bool& continuing,
                  const std::vector<std::string>* row_names, const std::vector<std::string>* col_names) {
   if (m.size() == 0) return false;
   if (row_names && row_names->size() != static_cast<std::size_t>(m.rows())) row_names = nullptr;
-  if (col_names && col_names->size() < static_cast<std::size_t>(std::min<Eigen::Index>(m.cols(), 63))) col_names = nullptr;
+  if (col_names && col_names->size() < static_cast<std::size_t>(std::min<Eigen::Index>(m.cols(), 63)))
+    col_names = nullptr;
   const float width = ImGui::GetFontSize() * 3.6f;
   bool changed = false;
   const int cols = static_cast<int>(std::min<Eigen::Index>(m.cols(), 63));

@@ -162,8 +162,9 @@ PitfallResult applyPitfall(const Scene& scene, const Result& correct, Pitfall pi
     r.weight_diff.push_back((w - hr.weights.cast<double>()).cast<float>());
     r.max_abs_weight_diff.push_back((w - hr.weights.cast<double>()).cwiseAbs().maxCoeff());
     const MaskMatrix allowed_t = mask ? MaskMatrix(mask->transpose()) : MaskMatrix();
-    r.entropy.push_back(pitfall == Pitfall::SoftmaxQueryAxis ? rowEntropyMean(w.transpose(), mask ? &allowed_t : nullptr)
-                                                             : rowEntropyMean(w, mask));
+    r.entropy.push_back(pitfall == Pitfall::SoftmaxQueryAxis
+                            ? rowEntropyMean(w.transpose(), mask ? &allowed_t : nullptr)
+                            : rowEntropyMean(w, mask));
     r.correct_entropy.push_back(meanRowEntropy(hr.weights, scene.hasMask() ? &allowed : nullptr));
     head_outputs.push_back(MatrixD(w * hr.v().cast<double>()));
   }
