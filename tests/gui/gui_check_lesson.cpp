@@ -110,6 +110,29 @@ void checkLesson(Checker& c, const std::string& dir) {
            "unsaved after Ctrl+Shift+Z, Ctrl+Y and the Redo button; not after the Undo button");
   c.expect(c.layout.contains("file.redo") && c.layout.contains("file.undo"), "Redo beside Undo in the file bar");
   c.expectWorkedExample(2, true);  // the Redo button brought the causal mask back
+
+  // 64 keys: positions every k-th (k in 1, 2, 5, 10, 20), from key 0 on, each under its key's bar (the last may
+  // be left out where the clamp at the plot's end would bring it too close), none overlapping (clipped).
+  const nlohmann::json profile = loadLayout(dir + "/layout_profile.json");
+  const std::vector<float> plot = rectOf(profile, "profile.plot");
+  std::vector<int> labelled;
+  for (int j = 0; j < 64; ++j)
+    if (profile.contains("profile.key." + std::to_string(j))) labelled.push_back(j);
+  const int stride = labelled.size() > 1 ? labelled[1] - labelled[0] : 0;
+  bool regular = !labelled.empty() && labelled[0] == 0 &&
+                 (stride == 1 || stride == 2 || stride == 5 || stride == 10 || stride == 20);
+  const float key_w = (plot[2] - plot[0] - 2) / 64;
+  for (std::size_t k = 0; k < labelled.size(); ++k) {
+    regular = regular && labelled[k] == static_cast<int>(k) * stride;
+    const std::vector<float> r = rectOf(profile, "profile.key." + std::to_string(labelled[k]));
+    const float bar = plot[0] + 1 + (labelled[k] + 0.5f) * key_w, middle = (r[0] + r[2]) / 2;
+    regular = regular && (std::fabs(middle - bar) <= key_w || k == 0);  // key 0's label starts at the plot's edge
+  }
+  c.expect(regular && labelled.size() >= 5 && 64 - labelled.back() <= 2 * stride,
+           "64 keys labelled every " + std::to_string(stride) +
+               " from 0, under their bars: " + std::to_string(labelled.size()) + " labels, the last at " +
+               std::to_string(labelled.empty() ? -1 : labelled.back()));
+  c.expect(clippedOf(profile).empty(), "the profile's labels never overlap:" + clippedOf(profile));
 }
 
 // gui_lesson_walk (scripts/lesson_walk.txt): the walkthrough's tables named and masked as the maps; an edit's

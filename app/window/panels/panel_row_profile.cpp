@@ -31,7 +31,9 @@ void drawRowProfile(const AppState& state, ViewState& view, int head, ImVec2 p0,
     return;
   }
   if (query < 0 || query >= scene.nQ()) {
+    ImGui::PushTextWrapPos(p0.x + width);  // inside the pane: it ran past a narrow one's edge
     ImGui::TextDisabled("Row profile: hover or click a query row of the map to see its weights over every key.");
+    ImGui::PopTextWrapPos();
     return;
   }
   // The row, cached by (head, query, revision): the plot redraws every frame, the row is computed once.
