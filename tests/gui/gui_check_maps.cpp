@@ -65,6 +65,17 @@ void checkHeadsWide(Checker& c) {
   std::vector<std::vector<float>> maps;
   for (int h = 0; h < kHeads; ++h) maps.push_back(c.rect("head" + std::to_string(h) + ".map"));
   c.expect(!c.layout.contains("head16.map"), "16 heads drawn");
+  // Each tile's buttons (mute, and enlarge where it fits) end before the next tile's title on its row starts.
+  int overrun = 0;
+  for (int h = 0; h + 1 < kHeads; ++h) {
+    if ((h + 1) % 4 == 0) continue;  // the last tile of a row
+    const std::vector<float> next = c.rect("head" + std::to_string(h + 1) + ".title");
+    for (const char* button : {".mute", ".enlarge"}) {
+      const std::string id = "head" + std::to_string(h) + button;
+      if (c.layout.contains(id) && c.rect(id)[2] > next[0]) ++overrun;
+    }
+  }
+  c.expect(overrun == 0, "no tile's buttons run into the next tile's title: " + std::to_string(overrun));
   // Each KV group in one frame on one row: the frames hold exactly a group's 4 heads, their maps' tops level.
   int frames = 0, bad = 0;
   for (const auto& [id, rect] : c.layout.items()) {

@@ -89,7 +89,8 @@ float weightBeforeEdit(int head, int row, int col) {
 void drawChangeMarks(ImDrawList* list, int head, ImVec2 m0, ImVec2 m1, const CellView& cells, float cell) {
   const float alpha = changeMarkAlpha();
   const auto h = static_cast<std::size_t>(head);
-  if (alpha <= 0 || h >= g_marks.before.size() || cell < 3) return;
+  // Cells under 12 px would be all outline (a 16-head grid turned orange): there the hover alone says it.
+  if (alpha <= 0 || h >= g_marks.before.size() || cell < 12) return;
   const Matrix& before = g_marks.before[h];
   const int i0 = std::max(0, static_cast<int>(cells.row0)),
             i1 = std::min<int>(before.rows(), static_cast<int>(std::ceil(cells.row1)));

@@ -56,6 +56,14 @@ float drawHeadTitle(ImDrawList* list, int head, const char* type, const float* e
   return x;
 }
 
+bool enlargeFits(int head, float others_w, float width) {
+  const float line = ImGui::GetTextLineHeight();
+  const std::string shortest = "H" + std::to_string(head + 1);  // the title at its shortest
+  return ImGui::CalcTextSize(shortest.c_str()).x + line + others_w + ImGui::GetStyle().ItemSpacing.x +
+             enlargeButtonWidth() <=
+         width;
+}
+
 float enlargeButtonWidth() { return ImGui::GetFrameHeight() - 2 * ImGui::GetStyle().FramePadding.y + 4; }
 
 bool enlargeButton(int head) {

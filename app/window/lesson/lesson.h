@@ -33,6 +33,9 @@ float drawHeadTitle(ImDrawList* list, int head, const char* type, const float* e
 // "head<h>.enlarge". A line wide, so that the title keeps its room.
 bool enlargeButton(int head);
 float enlargeButtonWidth();
+// The enlarge button fits a title row `width` wide beside the shortest title ("H12") and `others_w` of other
+// buttons and tags (which keep their place: on tiles too narrow for all, a double-click on the map enlarges).
+bool enlargeFits(int head, float others_w, float width);
 
 // The cells the last edit changed (change_marks.cpp): trackChanges, once a frame before the maps are drawn,
 // compares the weights shown before the edit with its result once that lands (small scenes). Each changed cell

@@ -197,11 +197,12 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
   const char* label =
       head < static_cast<int>(types.size()) ? headTypeText(headTypeLabel(types[static_cast<std::size_t>(head)])) : "";
   const float tag_w = tag.empty() ? 0.0f : ImGui::CalcTextSize(tag.c_str()).x + line * 0.5f;
-  // The buttons: mute, and in the grid an enlarge button (lesson/head_title.cpp): a click on a cell only picks it
-  // for the Cell tab, the grid stays.
+  // The buttons: mute, and in the grid an enlarge button where it fits (lesson/head_title.cpp; a double-click on
+  // the map enlarges too): a click on a cell only picks it for the Cell tab, the grid stays.
   const float mute_only_w =
       ImGui::CalcTextSize(isMuted(view, head) ? "unmute" : "mute").x + 2 * ImGui::GetStyle().FramePadding.x;
-  const bool enlargeable = !zoomable && view.compare_a < 0;  // a tile of the grid
+  const bool grid_tile = !zoomable && view.compare_a < 0;
+  const bool enlargeable = grid_tile && enlargeFits(head, mute_only_w + tag_w, p1.x - p0.x);
   const float mute_w = mute_only_w + (enlargeable ? enlargeButtonWidth() + ImGui::GetStyle().ItemSpacing.x : 0.0f);
   const float title_end = drawHeadTitle(list, head, label, entropy, p0, p1.x - mute_w - tag_w - 0.5f * line);
   const bool muted = isMuted(view, head);
@@ -299,6 +300,7 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
     view.zoom.col0 -= dx, view.zoom.col1 -= dx, view.zoom.row0 -= dy, view.zoom.row1 -= dy;
   }
   if (ImGui::IsItemHovered()) {
+    out.enlarge = out.enlarge || (grid_tile && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left));
     const float col = cells.col0 + (io.MousePos.x - m0.x) / cell;
     const float row = cells.row0 + (io.MousePos.y - m0.y) / cell;
     if (zoomable && io.MouseWheel != 0) {
