@@ -118,9 +118,53 @@ void checkLogit(Checker& c, const std::string& dir, const std::string& shot_name
                            " cells in the diverging colour of NumPy's share, " + std::to_string(wrong) + " wrong");
 }
 
+// Value-norm weighting of the grid and a full-size map (model_grid_tiles.h's valueNormScales): cell (i, j) of head
+// h in layer l is viridis(w_ij * vn[h][j] / max over the layer's heads and keys of vn), w and vn NumPy's
+// (expected.json's "weights" and "value_norms": ||v_j W_O^h||). The float32 forward's weights are within 2e-4 of
+// NumPy's in every layer (gui_check_model.cpp's kDeepTol), its norms within 1e-5 relative (test_value_norms.cpp):
+// 3e-4 on the 0..1 scale covers both.
+int wrongWeighted(const Checker& shot, const std::string& rect, const nlohmann::json& expected, int l, int h) {
+  const nlohmann::json& w = expected["weights"][l][h];
+  const nlohmann::json& vn = expected["value_norms"][l];
+  const int n = static_cast<int>(w.size());
+  double top = 0;
+  for (const auto& head : vn)
+    for (const auto& v : head) top = std::max(top, v.get<double>());
+  int wrong = 0;
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      const Rgb8 got = shot.cell(rect, i, j, n, n);
+      const double want = w[i][j].get<double>() * vn[h][j].get<double>() / top;
+      const bool ok = j > i ? got == attnscope::kMaskedColor : colourNear(got, ColorMap::Viridis, want, 3e-4, 0, 1);
+      if (!ok && ++wrong <= 2)
+        std::printf("      %s cell (%d,%d): weighted %.5f drawn %s\n", rect.c_str(), i, j, want,
+                    Checker::str(got).c_str());
+    }
+  return wrong;
+}
+
+void checkValueNorms(Checker& c, const std::string& dir) {
+  const nlohmann::json expected = loadJson(dir + "/ckpt/expected.json");
+  const Checker grid{loadPng(dir + "/value_norm_grid.png"), loadLayout(dir + "/layout_value_norm_grid.json")};
+  c.expect(grid.layout.contains("model.value_norm_note") && grid.layout.contains("model.tile.11.11"),
+           "value norms: the grid drawn weighted, and says so");
+  int wrong = 0;
+  for (const auto& [l, h] : {std::pair{0, 0}, std::pair{4, 7}, std::pair{11, 11}})
+    if (grid.layout.contains("model.tile." + std::to_string(l) + "." + std::to_string(h)))
+      wrong += wrongWeighted(grid, "model.tile." + std::to_string(l) + "." + std::to_string(h), expected, l, h);
+  c.expect(wrong == 0,
+           "value norms: tiles (1,1), (5,8), (12,12) in viridis(NumPy's weight x norm / the layer's "
+           "largest norm), " +
+               std::to_string(wrong) + " wrong");
+  const Checker map{loadPng(dir + "/value_norm_map.png"), loadLayout(dir + "/layout_value_norm_map.json")};
+  c.expect(map.layout.contains("model.map") && wrongWeighted(map, "model.map", expected, 4, 7) == 0,
+           "value norms: layer 5, head 8 full-size, every cell weighted as NumPy's");
+}
+
 }  // namespace
 
 void checkFindHeadsMaps(Checker& c, const std::string& dir) {
+  checkValueNorms(c, dir);
   checkComposition(c, dir);
   checkLogit(c, dir, "dla", "analysis_10");
   checkLogit(c, dir, "dla_prev", "analysis_9");

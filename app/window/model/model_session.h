@@ -62,6 +62,7 @@ class ModelSession {
   std::shared_ptr<const model::ForwardResult> sharedForward() const { return forward_; }
   // The checkpoint that made forward(); null while a tensor is shown.
   const model::Model* checkpoint() const { return tensor_file_.empty() ? checkpoint_.get() : nullptr; }
+  std::shared_ptr<const model::Model> sharedCheckpoint() const { return tensor_file_.empty() ? checkpoint_ : nullptr; }
   // The checkpoint's layers x heads and each head's kv head (call only with a checkpoint).
   const model::HeadLayout& layout() const { return forward_->layout; }
   int numLayers() const { return checkpoint_->layout().n_layer; }

@@ -31,6 +31,8 @@ struct ViewState {
   // The token view (runviews/token_view.cpp): the token picked (-1 none), its row (0) or column (1), one head or -1 the mean.
   int model_token = -1, token_to_it = 0, token_head = -1;
   int model_rollout = 0;  // the centre's view of a run: 0 its heads (the grid or one map), 1 its rollout
+  // The run's grid and full-size map weighted by value norms (model_grid_tiles.h's valueNormScales): 1 on.
+  int model_value_norm = 0;
   // The subject pane's "Find heads" map: an index into headTypeScoreNames(), then composition through the query,
   // key and value, then direct logit attribution (runviews/head_scores_map.cpp's list).
   int find_score = 0;
