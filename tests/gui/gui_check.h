@@ -193,6 +193,8 @@ inline bool isWeightColor(Rgb8 got, double w) {
 // The checks of other files, by test name (gui_check_model.cpp, gui_check_panels.cpp, gui_check_families.cpp).
 // maps_dropped: the forward kept no maps (model_grid_ondemand): the same pixels, recomputed from Q and K.
 void checkModelGrid(Checker& c, const std::string& dir, bool maps_dropped);
+// gui_model_grid's Find heads: composition and direct logit attribution against NumPy (gui_check_findheads.cpp).
+void checkFindHeadsMaps(Checker& c, const std::string& dir);
 void checkModelLlama(Checker& c, const std::string& dir);
 void checkModelBert(Checker& c, const std::string& dir);  // an encoder's maps drawn full (gui_check_families.cpp)
 // gui_model_wide: a 28 x 16-head grid's labels, none overlapping, the first and last of each kind drawn.

@@ -278,6 +278,12 @@ void checkRolloutView(Checker& c, const std::string& dir) {
     }
   c.expect(wrong == 0, "rollout: " + std::to_string(n * n) + " cells in viridis(NumPy's rollout) or grey, " +
                            std::to_string(wrong) + " wrong");
+  // Its axes carry the tokens: 11 tokens on a map this size all fit, queries left, keys under it.
+  int labelled = 0;
+  for (int i = 0; i < n; ++i)
+    labelled += shot.layout.contains("axis.query." + std::to_string(i)) + shot.layout.contains("axis.key." + std::to_string(i));
+  c.expect(labelled == 2 * n, "rollout: every query and key token labelled, " + std::to_string(labelled) + " of " +
+                                  std::to_string(2 * n));
 }
 
 }  // namespace
@@ -371,6 +377,7 @@ void checkModelGrid(Checker& c, const std::string& dir, bool maps_dropped) {
   c.expect(loadLayout(dir + "/layout_back.json").contains("model.tile.11.11"), "and its grid");
   checkSubjectExports(c, dir, maps);
   checkFindHeads(c, dir, maps);
+  checkFindHeadsMaps(c, dir);
   checkTokenView(c, dir, maps);
   checkRolloutView(c, dir);
 }

@@ -52,6 +52,18 @@ fi
 if [[ "$script" == model_grid ]]; then
   /usr/bin/python3 "$scripts/../../model/gpt2_reference.py" "$out/ckpt" --dtype F16 --layers 12 --heads 12 --embd 48 \
     --token-strings '["hello", "\u0120t", "he", "r", "e", "\u0120", "c", "a", "t", "s", "!"]'
+  # NumPy's composition and direct logit attribution (at the last token and the one before, and for "hello" as
+  # the target) for Find heads.
+  ids=$(/usr/bin/python3 -c 'import json, sys; print(json.dumps(json.load(open(sys.argv[1]))["ids"]))' \
+    "$out/ckpt/expected.json")
+  for at in 10 9; do
+    /usr/bin/python3 "$scripts/../../model/head_finding_reference.py" "$out/ckpt" --family gpt2 --ids "$ids" \
+      --dla-position "$at" >"$out/ckpt/analysis_$at.json"
+  done
+  # The target typed as a text, "hello": its id is the text's first token's.
+  /usr/bin/python3 "$scripts/../../model/head_finding_reference.py" "$out/ckpt" --family gpt2 --ids "$ids" \
+    --dla-position 9 --dla-target "$(/usr/bin/python3 -c 'import json, sys; print(json.loads(sys.argv[1])[0])' "$ids")" \
+    >"$out/ckpt/analysis_9_hello.json"
 fi
 # A Llama checkpoint with grouped-query heads (3 layers x 8 query heads, 2 per KV head) and NumPy's maps of the
 # Checkpoint panel's default text, which the script runs.

@@ -72,13 +72,17 @@ void ModelGridRenderer::resize(Target& target, int width, int height) {
 }
 
 void ModelGridRenderer::syncGrid(const std::shared_ptr<const model::ForwardResult>& forward, int layers, int heads,
-                                 unsigned revision, int tile_w, int tile_h, const MapContrast& contrast) {
+                                 unsigned revision, int tile_w, int tile_h, const MapContrast& contrast,
+                                 const std::shared_ptr<const model::Model>& weighting) {
   tile_w = std::max(1, tile_w), tile_h = std::max(1, tile_h);
-  if (revision != grid_revision_ || tile_w != tile_w_ || tile_h != tile_h_ || layers != layers_ || heads != heads_) {
+  if (revision != grid_revision_ || tile_w != tile_w_ || tile_h != tile_h_ || layers != layers_ || heads != heads_ ||
+      weighting.get() != grid_weighting_) {
     grid_revision_ = revision, tile_w_ = tile_w, tile_h_ = tile_h, layers_ = layers, heads_ = heads;
+    grid_weighting_ = weighting.get();
     tile_max_.assign(static_cast<std::size_t>(layers) * static_cast<std::size_t>(heads), 0.0f);
     auto job = std::make_shared<GridTilesJob>();
     job->forward = forward;
+    job->weighting = weighting;
     job->layers = layers, job->heads = heads;
     job->blocks = std::min(forward->n, std::max(tile_w, tile_h));  // never more texels than pixels on a side
     grid_worker_.start(job);
@@ -200,6 +204,9 @@ ModelGridRenderer::MapReply ModelGridRenderer::fetchMap(const MapRequest& reques
   const int n = forward.n, layer = request.index / std::max(1, forward.layout.n_head);
   MapReply reply;
   reply.weights = forward.map(request.index);  // kept (a copy), or recomputed
+  if (request.weighting)
+    reply.weights.array().rowwise() *=
+        valueNormScales(*request.weighting, forward, layer).row(request.index % forward.layout.n_head).array();
   reply.allowed.assign(static_cast<std::size_t>(n) * static_cast<std::size_t>(n), 0);
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < n; ++j)
@@ -210,11 +217,11 @@ ModelGridRenderer::MapReply ModelGridRenderer::fetchMap(const MapRequest& reques
 
 void ModelGridRenderer::drawMap(ImDrawList* list, const std::shared_ptr<const model::ForwardResult>& forward, int index,
                                 unsigned revision, ImVec2 p0, ImVec2 p1, const CellView& view,
-                                const MapContrast& contrast) {
+                                const MapContrast& contrast, const std::shared_ptr<const model::Model>& weighting) {
   const int n = forward->n;
-  if (index != map_index_ || revision != map_revision_) {
-    map_index_ = index, map_revision_ = revision;
-    map_wanted_ = map_worker_.request(MapRequest{forward, index});
+  if (index != map_index_ || revision != map_revision_ || weighting.get() != map_weighting_) {
+    map_index_ = index, map_revision_ = revision, map_weighting_ = weighting.get();
+    map_wanted_ = map_worker_.request(MapRequest{forward, index, weighting});
     map_pending_ = true;
   }
   if (auto landed = map_worker_.take(); landed && landed->first == map_wanted_) {  // older replies: dropped

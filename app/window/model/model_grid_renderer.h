@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "attnscope/model/gpt2.h"
+#include "attnscope/model/model.h"
 #include "window/heatmap_view.h"
 #include "window/latest_worker.h"
 #include "window/model/model_grid_tiles.h"
@@ -31,8 +32,11 @@ class ModelGridRenderer {
   // be square). Each layer that has landed since the last call is uploaded and rendered. Until then a layer's
   // tiles keep what they showed (the same size), or a neutral grey. Weights 0..1 span the colour map.
   // `contrast` (ViewState's, heatmap_view.h) colours the tiles; a new one renders the landed layers again.
+  // `weighting` non-null: value-norm weighting (model_grid_tiles.h's valueNormScales of that checkpoint); a change
+  // of it starts again like a new forward.
   void syncGrid(const std::shared_ptr<const model::ForwardResult>& forward, int layers, int heads, unsigned revision,
-                int tile_w, int tile_h, const MapContrast& contrast);
+                int tile_w, int tile_h, const MapContrast& contrast,
+                const std::shared_ptr<const model::Model>& weighting = nullptr);
   // Layers of the last syncGrid's forward on show (from the top); pending while fewer than all.
   int gridLayersShown() const { return grid_shown_layers_; }
   // Pending: the grid of `revision` not synced yet, or fewer layers on show than all.
@@ -43,7 +47,8 @@ class ModelGridRenderer {
   // the view or the size changed. A new map or forward is fetched on a background thread (without kept maps it
   // is recomputed from Q and K: O(n^2 d), 40 ms at 1021 tokens, 16x that at 4096); grey until it lands.
   void drawMap(ImDrawList* list, const std::shared_ptr<const model::ForwardResult>& forward, int index,
-               unsigned revision, ImVec2 p0, ImVec2 p1, const CellView& view, const MapContrast& contrast);
+               unsigned revision, ImVec2 p0, ImVec2 p1, const CellView& view, const MapContrast& contrast,
+               const std::shared_ptr<const model::Model>& weighting = nullptr);
   // The top the colours of the grid (the largest weight shown under Shared, 1 under Fixed and RowMax; PerHead:
   // each its own, 0 returned) and of the full-size map (its own max under Shared and PerHead) are drawn against.
   float gridTop() const;
@@ -72,6 +77,8 @@ class ModelGridRenderer {
   Target grid_;
   int layers_ = 0, heads_ = 0, tile_w_ = 0, tile_h_ = 0;
   unsigned grid_revision_ = ~0u;
+  const model::Model* grid_weighting_ = nullptr;  // the grid's value-norm weighting (null: plain weights)
+  const model::Model* map_weighting_ = nullptr;   // the full-size map's
   std::shared_ptr<GridTilesJob> grid_job_;  // the atlas being computed for grid_revision_ and tile_ (null once shown)
   int grid_shown_layers_ = 0;               // its layers uploaded and rendered
   int grid_blocks_ = 1;                     // the atlas' blocks a tile side (GridTilesJob::blocks)
@@ -90,6 +97,7 @@ class ModelGridRenderer {
   struct MapRequest {
     std::shared_ptr<const model::ForwardResult> forward;  // held: a newer forward cannot free it mid-request
     int index = 0;
+    std::shared_ptr<const model::Model> weighting;  // non-null: value-norm weighting
   };
   struct MapReply {
     Matrix weights;                     // (n, n) row-major: texture row i = query i

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "attnscope/model/gpt2.h"
+#include "attnscope/model/model.h"
 #include "window/latest_worker.h"
 
 namespace attnscope::app {
@@ -24,11 +25,18 @@ struct GridTilesJob {
   // texel (h * blocks + q, l * blocks + p). The worker sizes them before layer 1 lands and writes layer l's
   // rows before layers_done passes l, never after: the UI thread reads rows of layers < layers_done (acquire)
   // without a lock.
+  // Non-null: value-norm weighting, each map's columns times valueNormScales of this checkpoint.
+  std::shared_ptr<const model::Model> weighting;
   std::vector<float> values;
   std::vector<std::uint8_t> allowed;  // 255 where the block covers an allowed cell, else 0 (masked)
   std::atomic<int> layers_done{0};
   std::atomic<bool> cancel{false};  // set when a newer job replaces it: it stops at its next map
 };
+
+// Value-norm weighting (Kobayashi et al. 2020) for the window's maps of `layer`: (heads, n), head h's value norm
+// for key j (head_finding.h's valueNorms: ||(x_j W_V + b_V) W_O^h||) over the layer's largest, so that a weighted
+// map alpha_ij * scale(h, j) lies in 0..1 like the weights, and heads of one layer compare.
+Matrix valueNormScales(const model::Model& checkpoint, const model::ForwardResult& forward, int layer);
 
 // Fills `job` layer by layer on the calling thread; stops early (layers_done short) when job.cancel is set.
 void computeGridTiles(GridTilesJob& job);

@@ -48,11 +48,52 @@ std::string checkpointFolder(const std::string& typed, std::string& error) {
 
 ModelSession::ModelSession()
     : progress_(std::make_shared<Progress>()),
-      scores_([](const model::ForwardResult& f, const std::vector<int>& ids) {
-        return model::modelHeadScores(f, ids);
+      scores_([](const Inputs& in, unsigned) { return model::modelHeadScores(*in.forward, in.ids); }),
+      rollout_([](const Inputs& in, unsigned) { return model::attentionRollout(*in.forward, in.forward->layout); }),
+      composition_([](const Inputs& in, unsigned) {
+        CompositionResult r;
+        try {
+          r.scores = model::compositionScores(*in.checkpoint);
+          const model::Composition& c = r.scores;
+          for (int mode = 0; mode < 3; ++mode) {
+            const std::vector<double>& m = mode == 0 ? c.q : mode == 1 ? c.k : c.v;
+            std::vector<HeadPair>& top = r.strongest[static_cast<std::size_t>(mode)];
+            for (int la = 0; la < c.n_layer; ++la)
+              for (int ha = 0; ha < c.n_head; ++ha)
+                for (int lb = la + 1; lb < c.n_layer; ++lb)
+                  for (int hb = 0; hb < c.n_head; ++hb) {
+                    const double v = c.at(m, la, ha, lb, hb);
+                    if (top.size() == 5 && v <= top.back().score) continue;
+                    if (top.size() == 5) top.pop_back();
+                    top.insert(std::upper_bound(top.begin(), top.end(), v,
+                                                [](double x, const HeadPair& p) { return x > p.score; }),
+                               HeadPair{la, ha, lb, hb, v});
+                  }
+          }
+        } catch (const std::exception& e) {
+          r.error = e.what();
+        }
+        return r;
       }),
-      rollout_([](const model::ForwardResult& f, const std::vector<int>&) {
-        return model::attentionRollout(f, f.layout);
+      attribution_([](const Inputs& in, const std::tuple<unsigned, int, int>& key) {
+        const auto [revision, position, target] = key;
+        Attribution r;
+        try {
+          const model::ForwardResult* traced = in.forward.get();
+          model::ForwardResult retraced;
+          if (position != in.forward->n - 1) {  // the window's forward traced its last position only
+            model::ForwardOptions options;
+            options.keep_ln1 = true;
+            options.maps = MapPolicy::Drop;
+            options.trace_position = position;
+            retraced = model::modelForward(*in.checkpoint, in.ids, options);
+            traced = &retraced;
+          }
+          r.dla = model::logitAttribution(*in.checkpoint, *traced, position, target);
+        } catch (const std::exception& e) {
+          r.error = e.what();
+        }
+        return r;
       }) {}
 
 ModelSession::~ModelSession() {
@@ -84,6 +125,8 @@ ModelSession::Reply ModelSession::work(const Request& request, Progress& progres
     // "Open layer as scene" starts from each layer's input norm: n_layer x (n, hidden) floats, counted in the
     // forward's memory budget (a 32-layer, 4096-wide model: 512 KiB a token, beside its maps' 4 KiB x n).
     options.keep_ln1 = true;
+    // The residual stream at the last token (2 n_layer + 1 rows of d): direct logit attribution's default.
+    options.trace_position = static_cast<int>(ids.size()) - 1;
     // Every map kept while they fit the memory budget (as before maps on demand: the grid and a full-size map
     // are drawn straight from them, and drawing is cheap); past it, the forward keeps Q, K and the row
     // statistics, and the grid's pooled tiles are recomputed from them (seconds at 1024 tokens of a 28-layer
@@ -170,11 +213,39 @@ const arrays::TensorLayerAnalysis& ModelSession::tensorAnalysis(int of_layer) {
 }
 
 const ModelSession::HeadScores* ModelSession::headScores() {
-  return forward_->n == 0 ? nullptr : scores_.get(forward_, ids_, revision_);
+  return forward_->n == 0 ? nullptr : scores_.get(inputs(), revision_);
 }
 
 const Matrix* ModelSession::rollout() {
-  return forward_->n == 0 ? nullptr : rollout_.get(forward_, ids_, revision_);
+  return forward_->n == 0 ? nullptr : rollout_.get(inputs(), revision_);
+}
+
+const ModelSession::CompositionResult* ModelSession::composition() {
+  return checkpoint() ? composition_.get(inputs(), checkpoint_revision_) : nullptr;
+}
+
+const ModelSession::Attribution* ModelSession::logitAttribution(int position, int target) {
+  if (!checkpoint() || forward_->n == 0) return nullptr;
+  return attribution_.get(inputs(), std::make_tuple(revision_, std::clamp(position, 0, forward_->n - 1), target));
+}
+
+std::string ModelSession::tokenLabel(int id) const { return checkpoint_ ? checkpoint_->tokenizer.label(id) : ""; }
+
+std::optional<int> ModelSession::targetId(const std::string& typed, std::string& why) const {
+  if (typed.empty()) return -1;
+  const int vocab = checkpoint_->architecture().vocab_size;
+  if (typed.find_first_not_of("0123456789") == std::string::npos) {
+    if (typed.size() <= 9 && std::stoi(typed) < vocab) return std::stoi(typed);
+    why = "target: an id from 0 to " + std::to_string(vocab - 1) + ", not " + typed;
+    return std::nullopt;
+  }
+  const std::vector<int> ids = checkpoint_->tokenizer.encode(typed, /*add_special_tokens=*/false);
+  if (ids.size() == 1 && ids[0] < vocab) return ids[0];
+  why = "target: one token, not \"" + typed + "\" (" + std::to_string(ids.size()) + " tokens:";
+  for (std::size_t k = 0; k < std::min<std::size_t>(ids.size(), 4); ++k)
+    why += (k ? ", '" : " '") + checkpoint_->tokenizer.label(ids[k]) + "'";
+  why += ids.size() > 4 ? ", ...)" : ")";
+  return std::nullopt;
 }
 
 std::string ModelSession::title() const {
@@ -213,6 +284,7 @@ bool ModelSession::poll() {
   }
   if (!tensor_file_.empty() && progress_->cancel.load()) return false;  // cancelled by showTensor: keep the tensor
   tensor_file_.clear();
+  if (r.checkpoint != checkpoint_) ++checkpoint_revision_;
   checkpoint_ = std::move(r.checkpoint);
   forward_ = std::make_shared<const model::ForwardResult>(std::move(r.forward));
   labels_ = std::move(r.labels);

@@ -5,14 +5,18 @@
 // per-layer per-head maps and token labels, which both give.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "attnscope/analysis/analysis.h"
 #include "attnscope/arrays/attention_tensor.h"
+#include "attnscope/model/head_finding.h"
 #include "attnscope/model/model.h"
 #include "window/latest_worker.h"
 
@@ -58,6 +62,7 @@ class ModelSession {
   std::shared_ptr<const model::ForwardResult> sharedForward() const { return forward_; }
   // The checkpoint that made forward(); null while a tensor is shown.
   const model::Model* checkpoint() const { return tensor_file_.empty() ? checkpoint_.get() : nullptr; }
+  std::shared_ptr<const model::Model> sharedCheckpoint() const { return tensor_file_.empty() ? checkpoint_ : nullptr; }
   // The checkpoint's layers x heads and each head's kv head (call only with a checkpoint).
   const model::HeadLayout& layout() const { return forward_->layout; }
   int numLayers() const { return checkpoint_->layout().n_layer; }
@@ -78,6 +83,33 @@ class ModelSession {
   // The attention rollout of the run (gpt2.h's attentionRollout, (n, n)), computed off the UI thread once per
   // forward or tensor (L products of n x n matrices: seconds at 1024 tokens): null until it lands.
   const Matrix* rollout();
+  // The composition of every head with every later head (head_finding.h's compositionScores), from the
+  // checkpoint's weights alone (no forward), computed off the UI thread once per checkpoint: null until it lands
+  // (then `error` says why it was refused, e.g. past the memory budget) and while a tensor is shown.
+  struct HeadPair {
+    int la = 0, ha = 0, lb = 0, hb = 0;  // head ha of layer la writes, head hb of the later layer lb reads
+    double score = 0;
+  };
+  struct CompositionResult {
+    model::Composition scores;
+    std::array<std::vector<HeadPair>, 3> strongest;  // q, k, v: the five strongest pairs of the model, strongest first
+    std::string error;
+  };
+  const CompositionResult* composition();
+  // Direct logit attribution (head_finding.h's logitAttribution) at `position` (from 0) for token id `target`
+  // (-1: the top prediction there), off the UI thread: from the forward itself at its last position (its trace),
+  // elsewhere through one more forward traced there (maps dropped). Null until it lands, and for a tensor.
+  struct Attribution {
+    model::LogitAttribution dla;
+    std::string error;  // why not (an id outside the vocabulary ...)
+  };
+  const Attribution* logitAttribution(int position, int target);
+  bool attributing() const { return attribution_.pending(); }
+  // The tokenizer's label of id `id` (" mat"), for the attribution's target.
+  std::string tokenLabel(int id) const;
+  // A typed target: "" the top prediction (-1), digits an id, else a text the tokenizer makes one token of;
+  // nullopt with `error` set otherwise (an id outside the vocabulary, a text of several tokens).
+  std::optional<int> targetId(const std::string& typed, std::string& error) const;
   const std::string& ranText() const { return ran_text_; }
   unsigned revision() const { return revision_; }  // bumped when a forward lands
   // Why the last start failed (or that it was cancelled); empty when it ran. `cancelled`: the note is no error.
@@ -128,48 +160,58 @@ class ModelSession {
   std::string stored_dtype_;
   unsigned revision_ = 0;
   std::vector<int> ids_;
-  // A value derived from the forward (and its ids) off the UI thread, once per forward: get() returns it once it
-  // has landed for `revision`, else asks for it (once) and returns null.
-  template <typename T>
+  // What a value derived off the UI thread reads: the checkpoint (null for a tensor), the forward and its ids.
+  struct Inputs {
+    std::shared_ptr<const model::Model> checkpoint;
+    std::shared_ptr<const model::ForwardResult> forward;
+    std::vector<int> ids;
+  };
+  // A value derived from the Inputs off the UI thread, once per key (a forward's revision; the checkpoint's for
+  // composition; the revision, position and target for logit attribution): get() returns it once it has landed
+  // for `key`, else asks for it (once) and returns null.
+  template <typename T, typename Key = unsigned>
   class PerForward {
    public:
-    using Compute = std::function<T(const model::ForwardResult&, const std::vector<int>&)>;
+    using Compute = std::function<T(const Inputs&, const Key&)>;
     explicit PerForward(Compute compute) : compute_(std::move(compute)) {}
-    const T* get(const std::shared_ptr<const model::ForwardResult>& forward, const std::vector<int>& ids,
-                 unsigned revision) {
+    const T* get(const Inputs& inputs, const Key& key) {
       if (!worker_)
         worker_ = std::make_unique<LatestWorker<Request, Reply>>([compute = compute_](const Request& r) {
-          return Reply{compute(*r.forward, r.ids), r.revision};
+          return Reply{compute(r.inputs, r.key), r.key};
         });
-      if (auto reply = worker_->take(); reply && reply->second.revision == revision + 1) {
+      if (auto reply = worker_->take(); reply && reply->second.key == key) {
         value_ = std::move(reply->second.value);
-        landed_ = revision + 1;
+        landed_ = key;
       }
-      if (landed_ == revision + 1) return &value_;
-      if (asked_ != revision + 1) {
-        worker_->request(Request{forward, ids, revision + 1});
-        asked_ = revision + 1;
+      if (landed_ == key) return &value_;
+      if (asked_ != key) {
+        worker_->request(Request{inputs, key});
+        asked_ = key;
       }
       return nullptr;
     }
+    bool pending() const { return asked_.has_value() && asked_ != landed_; }
 
    private:
     struct Request {
-      std::shared_ptr<const model::ForwardResult> forward;
-      std::vector<int> ids;
-      unsigned revision = 0;
+      Inputs inputs;
+      Key key;
     };
     struct Reply {
       T value;
-      unsigned revision = 0;
+      Key key;
     };
     Compute compute_;
     std::unique_ptr<LatestWorker<Request, Reply>> worker_;
-    unsigned asked_ = 0, landed_ = 0;  // revision + 1 of the forward asked for / landed (0: none)
+    std::optional<Key> asked_, landed_;  // the key asked for / landed (none yet)
     T value_;
   };
+  Inputs inputs() const { return Inputs{checkpoint_, forward_, ids_}; }
   PerForward<HeadScores> scores_;
   PerForward<Matrix> rollout_;
+  PerForward<CompositionResult> composition_;
+  PerForward<Attribution, std::tuple<unsigned, int, int>> attribution_;
+  unsigned checkpoint_revision_ = 0;  // bumped when another checkpoint is loaded
   std::string tensor_file_;                // "" unless a tensor is shown
   std::string tensor_name_;                 // the tensor chosen in it ("" for a .npy file)
   int analysis_layer_ = -1;                 // the layer analysis_ describes

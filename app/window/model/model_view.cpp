@@ -29,7 +29,8 @@ constexpr ImU32 kGroupFrame = IM_COL32(230, 160, 60, 255);
 
 // A cell's tooltip: layer and head from 1, the kv head where heads share one (from 1, as the heads panel's
 // "KV n"), positions from 0 with their tokens.
-void cellTooltip(const ModelSession& s, const std::vector<int>& kv, int layer, int head, int i, int j, int pooled) {
+void cellTooltip(const ModelSession& s, const std::vector<int>& kv, int layer, int head, int i, int j, int pooled,
+                 bool weighted) {
   const std::vector<std::string>& labels = s.labels();
   ImGui::BeginTooltip();
   ImGui::Text("Layer %d, head %d", layer + 1, head + 1);
@@ -44,6 +45,7 @@ void cellTooltip(const ModelSession& s, const std::vector<int>& kv, int layer, i
     ImGui::Text("masked (sliding window: the last %d keys)", window);
   else
     ImGui::Text("weight %.4f", s.forward().weight(layer, head, i, j));
+  if (weighted) ImGui::TextDisabled("drawn times its key's value norm over the layer's largest");
   if (pooled > 1) ImGui::TextDisabled("each pixel shows the largest of ~%d x %d cells", pooled, pooled);
   ImGui::EndTooltip();
 }
@@ -132,12 +134,36 @@ void openLayerButton(AppState& state, ViewState& view, const std::string& label,
     ImGui::SetTooltip("%s", why_not.c_str());
 }
 
-// The switch to the run's rollout view, on the line of the grid's (or the map's) buttons.
-void rolloutToggle(ViewState& view) {
+// The switches of the run's views, on the line of the grid's (or the map's) buttons while they fit: the rollout in
+// place of the heads, and value-norm weighting of the heads' maps (a checkpoint's: a tensor has no weights).
+void viewToggles(ViewState& view, const ModelSession& s) {
   bool on = view.model_rollout == 1;
   if (ImGui::Checkbox("rollout", &on)) view.model_rollout = on ? 1 : 0;
   probeItem("model.view.rollout");
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("the attention rollout of every layer, in place of the heads");
+  if (!s.checkpoint()) return;
+  const char* label = "value norms";
+  const float w = ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x + ImGui::CalcTextSize(label).x;
+  const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+  if (ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x + w <= right) ImGui::SameLine();
+  bool weighted = view.model_value_norm == 1;
+  ImGui::BeginDisabled(view.model_rollout == 1);
+  if (ImGui::Checkbox(label, &weighted)) view.model_value_norm = weighted ? 1 : 0;
+  ImGui::EndDisabled();
+  probeItem("model.view.value_norm");
+  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+    ImGui::SetTooltip("each weight times the size of what its key's value adds through the head,\n"
+                      "||(x_j W_V + b_V) W_O^h|| (Kobayashi et al. 2020), over the layer's largest:\n"
+                      "a weight on a key whose value the head barely writes fades");
+  if (view.model_value_norm == 1 && view.model_rollout == 0) {
+    ImGui::TextDisabled("weights x value norms / the layer's largest norm");
+    probeItem("model.value_norm_note");
+  }
+}
+
+// The weighting the heads' maps are drawn with: the checkpoint's value norms while the switch is on, else none.
+std::shared_ptr<const model::Model> mapWeighting(const ViewState& view, const ModelSession& s) {
+  return view.model_value_norm == 1 ? s.sharedCheckpoint() : nullptr;
 }
 
 void gridView(AppState& state, ViewState& view, ModelSession& s) {
@@ -160,7 +186,7 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
   ImGui::SameLine();
   openLayerButton(state, view, "Open layer " + std::to_string(s.layer + 1) + " as scene", s.layer, "model.open_layer");
   ImGui::SameLine();
-  rolloutToggle(view);
+  viewToggles(view, s);
   // The grid's tiles still computing on its worker (scripts wait: until no model.grid_pending): as of last
   // frame's syncGrid (this frame's comes below, once the tile size is known), or a new forward.
   if (s.renderer->gridPending(s.revision())) {
@@ -192,7 +218,8 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
   const int tile_w = static_cast<int>(std::clamp(std::min(fit_w, 2 * fit_h), 4.0f, 256.0f));
   const int tile_h = static_cast<int>(std::clamp(std::min(fit_h, 2 * fit_w), 4.0f, 256.0f));
   const float step = static_cast<float>(tile_w) + gap, row_step = static_cast<float>(tile_h) + gap + group_gap;
-  s.renderer->syncGrid(s.sharedForward(), c.n_layer, c.n_head, s.revision(), tile_w, tile_h, view.contrast);
+  s.renderer->syncGrid(s.sharedForward(), c.n_layer, c.n_head, s.revision(), tile_w, tile_h, view.contrast,
+                       mapWeighting(view, s));
   const int layers_shown = s.renderer->gridLayersShown();
   // Column x of head h (from the grid's left edge) and the grid's width.
   auto column = [&](int h) {
@@ -264,7 +291,7 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
         const int i = std::min(n - 1, static_cast<int>((mouse.y - p0.y) / cell_y));
         const int j = std::min(n - 1, static_cast<int>((mouse.x - p0.x) / cell_x));
         const int blocks = std::min(n, std::max(tile_w, tile_h));  // as the renderer pools
-        cellTooltip(s, kv, l, h, i, j, (n + blocks - 1) / blocks);
+        cellTooltip(s, kv, l, h, i, j, (n + blocks - 1) / blocks, view.model_value_norm == 1);
         if (ImGui::IsMouseClicked(ImGuiMouseButton_Left)) {
           s.layer = l, s.focus_head = h;
           view.model_zoom = CellView{0, 0, static_cast<float>(n), static_cast<float>(n)};
@@ -301,7 +328,7 @@ void focusView(AppState& state, ViewState& view, ModelSession& s) {
   ImGui::SameLine();
   openLayerButton(state, view, "Open layer " + std::to_string(l + 1) + " as scene", l, "model.focus.open_layer");
   ImGui::SameLine();
-  rolloutToggle(view);
+  viewToggles(view, s);
   if (!s.focused()) return;
   const std::vector<int> kv = kvHeadOfEachHead(view);
   if (c.n_kv_head < c.n_head)
@@ -334,7 +361,8 @@ void focusView(AppState& state, ViewState& view, ModelSession& s) {
   const ImVec2 m0(std::floor(c0.x + label_w), std::floor(c0.y));
   const ImVec2 m1(std::floor(m0.x + cell * zw), std::floor(m0.y + cell * zh));
   ImDrawList* list = ImGui::GetWindowDrawList();
-  s.renderer->drawMap(list, s.sharedForward(), l * c.n_head + h, s.revision(), m0, m1, z, view.contrast);
+  s.renderer->drawMap(list, s.sharedForward(), l * c.n_head + h, s.revision(), m0, m1, z, view.contrast,
+                      mapWeighting(view, s));
   probeRect("model.map", m0, m1);
   modelColorBar(ImVec2(m1.x + line * 0.5f, m0.y), bar_w, m1.y - m0.y + line * 2, s.renderer->mapTop(), view.contrast);
   drawAxisLabels(labels, labels, z, m0, m1, cell, label_w, turned);
@@ -358,7 +386,7 @@ void focusView(AppState& state, ViewState& view, ModelSession& s) {
     if (i >= 0 && i < n && j >= 0 && j < n) {
       const ImVec2 q0(m0.x + (static_cast<float>(j) - z.col0) * cell, m0.y + (static_cast<float>(i) - z.row0) * cell);
       list->AddRect(q0, ImVec2(q0.x + cell, q0.y + cell), IM_COL32_WHITE, 0, 0, 2.0f);
-      cellTooltip(s, kv, l, h, i, j, 1);
+      cellTooltip(s, kv, l, h, i, j, 1, view.model_value_norm == 1);
     }
   }
 }

@@ -119,10 +119,14 @@ void drawAxisLabels(const std::vector<std::string>& q_tokens, const std::vector<
     const std::string shown = axisLabel(k_tokens[static_cast<std::size_t>(j)]);
     const char* t = shown.c_str();
     const float cx = m0.x + (static_cast<float>(j) + 0.5f - cells.col0) * cell;
-    if (turned)
+    const float w = ImGui::CalcTextSize(t).x;
+    if (turned) {
       addUprightText(list, cx, m1.y + 2, text_color, t);
-    else
-      list->AddText(ImVec2(cx - ImGui::CalcTextSize(t).x * 0.5f, m1.y + 2), text_color, t);
+      probeText("axis.key." + std::to_string(j), ImVec2(cx - line * 0.5f, m1.y + 2), ImVec2(cx + line * 0.5f, m1.y + 2 + w));
+    } else {
+      list->AddText(ImVec2(cx - w * 0.5f, m1.y + 2), text_color, t);
+      probeText("axis.key." + std::to_string(j), ImVec2(cx - w * 0.5f, m1.y + 2), ImVec2(cx + w * 0.5f, m1.y + 2 + line));
+    }
   }
   list->PopClipRect();
 }

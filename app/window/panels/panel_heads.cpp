@@ -18,6 +18,7 @@ const char* headTypeText(const std::string& label) {
   if (label == "previous_token") return "previous-token";
   if (label == "current_token") return "current-token";
   if (label == "first_token") return "first-token";
+  if (label == "local") return "local";
   if (label == "induction") return "induction";
   if (label == "duplicate_token") return "duplicate-token";
   return "";

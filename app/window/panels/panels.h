@@ -31,7 +31,15 @@ struct ViewState {
   // The token view (runviews/token_view.cpp): the token picked (-1 none), its row (0) or column (1), one head or -1 the mean.
   int model_token = -1, token_to_it = 0, token_head = -1;
   int model_rollout = 0;  // the centre's view of a run: 0 its heads (the grid or one map), 1 its rollout
-  int find_score = 0;  // the subject pane's "Find heads" map: an index into headTypeScoreNames()
+  // The run's grid and full-size map weighted by value norms (model_grid_tiles.h's valueNormScales): 1 on.
+  int model_value_norm = 0;
+  // The subject pane's "Find heads" map: an index into headTypeScoreNames(), then composition through the query,
+  // key and value, then direct logit attribution (runviews/head_scores_map.cpp's list).
+  int find_score = 0;
+  int comp_layer = -1, comp_head = -1;  // the head whose composition with later heads is shown (-1: the shown one)
+  int dla_position = -1;                // the attributed position (from 0; -1: the last)
+  int dla_target = -1;                  // the target token's id (-1: the top prediction)
+  std::string dla_target_text;          // as typed: an id or a token's text
   int walk_step = 0;
   int walk_head = -1;      // the head the shown walkthrough step is about (-1: none or tab hidden)
   int seed = 1;                 // the presets' seed, as typed (0 .. 2^31 - 1)

@@ -1,6 +1,6 @@
 // The attention rollout of the run as a view of the centre pane (the CLI's `model --rollout-out`): one (n, n)
-// map, query tokens down, key tokens across, in the window's contrast; a decoder's keys after the query grey.
-// Past 256 tokens each drawn block is the mean of the cells it covers (tiles.h's pooledRange).
+// map, query tokens down, key tokens across (labelled where they fit), in the window's contrast; a decoder's keys after
+// the query grey. Past 256 tokens each drawn block is the mean of the cells it covers (tiles.h's pooledRange).
 #include <imgui.h>
 
 #include <algorithm>
@@ -76,11 +76,19 @@ void drawRolloutView(ViewState& view, ModelSession& s) {
   for (int by = 0; by < blocks; ++by)
     for (int bx = 0; bx < blocks; ++bx)
       if (!masked(by, bx)) map_top = std::max(map_top, shown(by, bx));
+  // Query tokens left of the map, key tokens under it (thinned to fit, as the heads' maps label theirs).
+  const std::vector<std::string>& labels = s.labels();
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float line = ImGui::GetTextLineHeight(), bar_w = std::floor(ImGui::GetFontSize() * 3.5f);
-  const float side = std::floor(std::max(2.0f * blocks, std::min(avail.x - bar_w, avail.y - line)));
+  const float label_w = queryLabelWidth(labels);
+  const float guess = std::max(1.0f, std::min(avail.x - bar_w - label_w, avail.y - line) / static_cast<float>(n));
+  const bool turned = keyLabelsTurned(labels, guess);
+  const float key_h = keyLabelHeight(labels, turned);
+  const float side = std::floor(std::max(2.0f * blocks, std::min(avail.x - bar_w - label_w, avail.y - line - key_h)));
   const float cell = side / static_cast<float>(blocks);
-  const ImVec2 p0 = ImGui::GetCursorScreenPos();
+  const ImVec2 p0(ImGui::GetCursorScreenPos().x + label_w, ImGui::GetCursorScreenPos().y);
+  drawAxisLabels(labels, labels, CellView{0, 0, static_cast<float>(n), static_cast<float>(n)}, p0,
+                 ImVec2(p0.x + side, p0.y + side), side / static_cast<float>(n), label_w, turned);
   ImDrawList* list = ImGui::GetWindowDrawList();
   for (int by = 0; by < blocks; ++by) {
     float row_top = 0;
@@ -101,15 +109,18 @@ void drawRolloutView(ViewState& view, ModelSession& s) {
                ImVec2(p0.x + side + line * 0.6f + bar_w * 0.3f, p0.y + std::min(side, 300.0f)),
                view.contrast.scale == ColorScale::Fixed || view.contrast.scale == ColorScale::RowMax ? 1.0f : map_top,
                view.contrast);
+  ImGui::SetCursorScreenPos(p0);
   ImGui::InvisibleButton("model.rollout.map", ImVec2(side, side));
   probeItem("model.rollout.map");
+  const bool hovered = ImGui::IsItemHovered();
+  ImGui::SetCursorScreenPos(ImVec2(p0.x - label_w, p0.y + side));
+  ImGui::Dummy(ImVec2(label_w + side, key_h));  // the key labels' room
   probeNote("model.rollout.blocks", std::to_string(blocks));
-  if (ImGui::IsItemHovered()) {
+  if (hovered) {
     const ImVec2 mouse = ImGui::GetIO().MousePos;
     const int by = std::clamp(static_cast<int>((mouse.y - p0.y) / cell), 0, blocks - 1);
     const int bx = std::clamp(static_cast<int>((mouse.x - p0.x) / cell), 0, blocks - 1);
     const int i = pooledRange(by, blocks, n).first, j = pooledRange(bx, blocks, n).first;
-    const std::vector<std::string>& labels = s.labels();
     if (blocks == n)
       ImGui::SetTooltip("query %d '%s', key %d '%s'\nrollout %s", i, labels[static_cast<std::size_t>(i)].c_str(), j,
                         labels[static_cast<std::size_t>(j)].c_str(),

@@ -1,0 +1,105 @@
+// Find heads' composition map: pick a head (the writer) and see, for every head of every later layer, how much
+// its query, key or value reads what the writer writes (Elhage et al. 2021's composition score, from the weights
+// alone: ModelSession::composition, head_finding.h's compositionScores), and the model's strongest pairs. Scores
+// lie in 0..1 but are small (two random matrices score about 1 / sqrt(d_model)): viridis from 0 to the largest
+// shown, the bar saying so. Heads not after the writer have no score (masked grey).
+#include <imgui.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "window/model/model_session.h"
+#include "window/model/subject.h"
+#include "window/runviews/layer_head_map.h"
+#include "window/ui_probe.h"
+
+namespace attnscope::app {
+
+void drawCompositionMap(ViewState& view, ModelSession& s, int mode) {
+  static constexpr const char* kReads[] = {"query", "key", "value"};
+  const char* reads = kReads[std::clamp(mode, 0, 2)];
+  if (!s.checkpoint()) {
+    textWrappedAtSpaces("Composition is read from a checkpoint's weights: a saved tensor holds maps only.");
+    probeItem("findheads.unavailable");
+    return;
+  }
+  const ModelSession::CompositionResult* result = s.composition();
+  if (!result) {
+    ImGui::TextDisabled("composing every pair of heads...");
+    probeItem("findheads.pending");
+    return;
+  }
+  if (!result->error.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.4f, 1.0f));
+    textWrappedAtSpaces("Composition: " + result->error);
+    ImGui::PopStyleColor();
+    probeItem("findheads.error");
+    return;
+  }
+  const model::Composition& c = result->scores;
+  const std::vector<double>& scores = mode == 0 ? c.q : mode == 1 ? c.k : c.v;
+  if (view.comp_layer < 0 || view.comp_head < 0)  // the head on show, else the first
+    view.comp_layer = s.focused() ? s.layer : 0, view.comp_head = s.focused() ? s.focus_head : 0;
+  const int la = std::clamp(view.comp_layer, 0, c.n_layer - 1), ha = std::clamp(view.comp_head, 0, c.n_head - 1);
+  view.comp_layer = la, view.comp_head = ha;
+
+  double top = 0;
+  for (int lb = la + 1; lb < c.n_layer; ++lb)
+    for (int hb = 0; hb < c.n_head; ++hb) top = std::max(top, c.at(scores, la, ha, lb, hb));
+  textWrappedAtSpaces(
+      formatted("What later heads read from layer %d, head %d through their %s (click a head to "
+                "pick it instead):",
+                la + 1, ha + 1, reads));
+  probeItem("findheads.writer");
+  probeNote("findheads.writer.head", formatted("%d %d", la, ha));
+  const float font = ImGui::GetFontSize();
+  const float vmax = top > 0 ? static_cast<float>(top) : 1.0f;
+  drawScaleBar(ImGui::GetWindowDrawList(), ImGui::GetCursorScreenPos(),
+               std::min(ImGui::GetContentRegionAvail().x, 12 * font), 0.6f * font, ColorMap::Viridis, 0.0f, vmax);
+  ImGui::Dummy(ImVec2(1, 1.9f * ImGui::GetTextLineHeight()));
+  probeNote("findheads.vmax", formatted("%.6g", vmax));
+
+  LayerHeadMap map;
+  map.id = "findheads", map.layers = c.n_layer, map.heads = c.n_head;
+  map.value = [&](int l, int h) -> std::optional<double> {
+    if (l <= la) return std::nullopt;
+    return c.at(scores, la, ha, l, h);
+  };
+  map.vmax = vmax;
+  map.marked_layer = la, map.marked_head = ha;
+  map.tooltip = [&](int l, int h) {
+    if (l <= la)
+      return formatted(
+          "layer %d, head %d: not after layer %d, so it cannot read it\nclick: show what later heads "
+          "read from this head",
+          l + 1, h + 1, la + 1);
+    return formatted(
+        "layer %d, head %d reads layer %d, head %d\nthrough its %s: %.3f\nclick: show what later heads "
+        "read from this head",
+        l + 1, h + 1, la + 1, ha + 1, reads, c.at(scores, la, ha, l, h));
+  };
+  if (const auto cell = drawLayerHeadMap(map)) view.comp_layer = cell->first, view.comp_head = cell->second;
+  if (la == c.n_layer - 1) {
+    textWrappedAtSpaces("Layer " + std::to_string(la + 1) +
+                        " is the last: no later head reads it. Pick a head of an earlier layer.");
+  }
+  const std::string open = formatted("Open layer %d, head %d's map", la + 1, ha + 1);
+  if (ImGui::SmallButton(open.c_str())) openHeadMap(view, s, la, ha);
+  probeItem("findheads.open_writer");
+
+  // The model's strongest pairs for this mode; a click picks the writer.
+  const std::vector<ModelSession::HeadPair>& pairs =
+      result->strongest[static_cast<std::size_t>(std::clamp(mode, 0, 2))];
+  if (pairs.empty()) return;
+  std::vector<std::string> texts;
+  for (const ModelSession::HeadPair& p : pairs)
+    texts.push_back(formatted("L%d H%d -> L%d H%d: %.3f", p.la + 1, p.ha + 1, p.lb + 1, p.hb + 1, p.score));
+  ImGui::TextDisabled("strongest pairs:");
+  if (const std::optional<int> k = drawRankedButtons("findheads", texts)) {
+    const ModelSession::HeadPair& p = pairs[static_cast<std::size_t>(*k)];
+    view.comp_layer = p.la, view.comp_head = p.ha;
+  }
+}
+
+}  // namespace attnscope::app

@@ -1,0 +1,49 @@
+// One value per layer and head drawn as a layers x heads map in the subject pane (Find heads' scores, a head's
+// composition with later heads, direct logit attribution): heads across, layers down, "H1".. and "L1".. labels
+// thinned to fit, undefined cells in the masked grey, one cell outlined. Probed as "<id>.map",
+// "<id>.headlabel.H", "<id>.layerlabel.L".
+#pragma once
+
+#include <imgui.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "attnscope/export/colormap.h"
+
+namespace attnscope::app {
+
+struct LayerHeadMap {
+  std::string id;  // the probe's prefix
+  int layers = 0, heads = 0;
+  std::function<std::optional<double>(int layer, int head)> value;  // nullopt: undefined (grey)
+  ColorMap colors = ColorMap::Viridis;
+  float vmin = 0, vmax = 1;
+  int marked_layer = -1, marked_head = -1;  // the cell outlined in white (-1: none)
+  // The hovered cell's tooltip (layer, head from 0).
+  std::function<std::string(int layer, int head)> tooltip;
+};
+
+// Draws `map` at the cursor, as wide as the pane allows; the clicked cell (layer, head), if any.
+std::optional<std::pair<int, int>> drawLayerHeadMap(const LayerHeadMap& map);
+
+// The strongest entries as small buttons on as few lines as fit: `texts[k]` for each; the index clicked, if any.
+// Probed as "<id>.top.K".
+std::optional<int> drawRankedButtons(const std::string& id, const std::vector<std::string>& texts);
+
+}  // namespace attnscope::app
+
+namespace attnscope::app {
+
+struct ViewState;
+class ModelSession;
+// Opens head `head` of `layer` full-size in the centre (the heads, not the rollout).
+void openHeadMap(ViewState& view, ModelSession& s, int layer, int head);
+// Find heads' other maps (composition_map.cpp, logit_map.cpp): what later heads read from a picked head through
+// their query, key or value (`mode` 0, 1, 2), and each head's direct share of a predicted token's logit.
+void drawCompositionMap(ViewState& view, ModelSession& s, int mode);
+void drawLogitAttributionMap(ViewState& view, ModelSession& s);
+
+}  // namespace attnscope::app

@@ -1,0 +1,126 @@
+// Find heads' direct logit attribution: each head's share of one token's logit at one position (head_finding.h's
+// logitAttribution, the final norm's scale frozen from this forward), as a layers x heads map in diverging colours
+// around 0 (blue lowers the logit, red raises it), with the parts the logit adds up from. Position and target are
+// typed (defaults: the last position and its top prediction); off the UI thread (ModelSession::logitAttribution).
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "window/model/model_session.h"
+#include "window/model/subject.h"
+#include "window/runviews/layer_head_map.h"
+#include "window/ui_probe.h"
+
+namespace attnscope::app {
+
+namespace {
+
+double total(const std::vector<double>& parts) { return std::accumulate(parts.begin(), parts.end(), 0.0); }
+
+// "logit 12.34 = heads 3.21 + MLPs 7.90 + embedding 1.10 ...": the parts that add up to the logit.
+std::string partsText(const model::LogitAttribution& d) {
+  double heads = 0;
+  for (const std::vector<double>& layer : d.heads) heads += total(layer);
+  std::string text =
+      formatted("logit %.3f = heads %.3f + MLPs %.3f + embedding %.3f", d.logit, heads, total(d.mlp), d.embedding);
+  if (const double b = total(d.attention_bias); b != 0) text += formatted(" + attention output biases %.3f", b);
+  if (d.final_bias != 0) text += formatted(" + final norm bias %.3f", d.final_bias);
+  return text + formatted(" (their sum %.3f; the rest is float rounding)", d.sum());
+}
+
+}  // namespace
+
+void drawLogitAttributionMap(ViewState& view, ModelSession& s) {
+  if (!s.checkpoint()) {
+    textWrappedAtSpaces("Logit attribution needs a checkpoint's weights: a saved tensor holds maps only.");
+    probeItem("findheads.unavailable");
+    return;
+  }
+  const int n = s.forward().n;
+  if (n == 0) return;
+  int position = (view.dla_position < 0 || view.dla_position >= n ? n : view.dla_position + 1);
+  if (stepperInt("position", "findheads.dla.position", position, 1, n)) view.dla_position = position - 1;
+  const int at = position - 1;
+  ImGui::TextDisabled("token %d: '%s'", at + 1, axisLabel(s.labels()[static_cast<std::size_t>(at)]).c_str());
+  probeItem("findheads.dla.token");
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextUnformatted("target");
+  ImGui::SameLine(ImGui::GetFontSize() * 6.5f);
+  std::string typed;
+  if (committedText("findheads.dla.target", view.dla_target_text, ImGui::GetFontSize() * 8, typed)) {
+    std::string why;
+    if (const std::optional<int> id = s.targetId(typed, why)) {
+      view.dla_target = *id, view.dla_target_text = typed;
+      setFieldError("findheads.dla.target", "");
+    } else {
+      setFieldError("findheads.dla.target", why);
+    }
+  }
+  showFieldError("findheads.dla.target");
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+  textWrappedAtSpaces("target: an id or one token; empty: the top prediction");
+  ImGui::PopStyleColor();
+
+  const ModelSession::Attribution* a = s.logitAttribution(at, view.dla_target);
+  if (!a) {
+    ImGui::TextDisabled(at == n - 1 ? "attributing..." : "attributing (a forward traced at this position)...");
+    probeItem("findheads.pending");
+    return;
+  }
+  if (!a->error.empty()) {
+    errorText(a->error);
+    return;
+  }
+  const model::LogitAttribution& d = a->dla;
+  textWrappedAtSpaces(formatted("Each head's direct share of the logit of '%s' (id %d) at token %d:",
+                                axisLabel(s.tokenLabel(d.target)).c_str(), d.target, d.position + 1));
+  probeItem("findheads.dla.title");
+  probeNote("findheads.dla", formatted("%d %d", d.position, d.target));
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+  textWrappedAtSpaces(partsText(d));
+  ImGui::PopStyleColor();
+  probeItem("findheads.dla.parts");
+
+  const int layers = static_cast<int>(d.heads.size()), heads = layers > 0 ? static_cast<int>(d.heads[0].size()) : 0;
+  auto share = [&](int l, int h) { return d.heads[static_cast<std::size_t>(l)][static_cast<std::size_t>(h)]; };
+  double m = 0;
+  for (int l = 0; l < layers; ++l)
+    for (int h = 0; h < heads; ++h) m = std::max(m, std::abs(share(l, h)));
+  const float bar_max = m > 0 ? static_cast<float>(m) : 1.0f;
+  const float font = ImGui::GetFontSize();
+  drawDivergingBar(ImGui::GetWindowDrawList(), ImGui::GetCursorScreenPos(),
+                   std::min(ImGui::GetContentRegionAvail().x, 12 * font), 0.6f * font, bar_max);
+  ImGui::Dummy(ImVec2(1, 1.9f * ImGui::GetTextLineHeight()));
+  probeNote("findheads.vmax", formatted("%.6g", bar_max));
+  LayerHeadMap map;
+  map.id = "findheads", map.layers = layers, map.heads = heads;
+  map.value = [&](int l, int h) -> std::optional<double> { return share(l, h); };
+  map.colors = ColorMap::Diverging;
+  map.vmin = -bar_max, map.vmax = bar_max;
+  if (s.focused()) map.marked_layer = s.layer, map.marked_head = s.focus_head;
+  map.tooltip = [&](int l, int h) {
+    return formatted("layer %d, head %d\n%+.4f of the logit\nclick: open its map", l + 1, h + 1, share(l, h));
+  };
+  if (const auto cell = drawLayerHeadMap(map)) openHeadMap(view, s, cell->first, cell->second);
+
+  // The heads that move it most, either way.
+  std::vector<std::pair<double, int>> ranked;
+  for (int l = 0; l < layers; ++l)
+    for (int h = 0; h < heads; ++h) ranked.emplace_back(share(l, h), l * heads + h);
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const auto& x, const auto& y) { return std::abs(x.first) > std::abs(y.first); });
+  ranked.resize(std::min<std::size_t>(ranked.size(), 5));
+  std::vector<std::string> texts;
+  for (const auto& [v, index] : ranked)
+    texts.push_back(formatted("layer %d, head %d: %+.3f", index / heads + 1, index % heads + 1, v));
+  ImGui::TextDisabled("strongest:");
+  if (const std::optional<int> k = drawRankedButtons("findheads", texts))
+    openHeadMap(view, s, ranked[static_cast<std::size_t>(*k)].second / heads,
+                ranked[static_cast<std::size_t>(*k)].second % heads);
+}
+
+}  // namespace attnscope::app

@@ -1,0 +1,178 @@
+// gui_model_grid's Find heads maps beyond the head-type scores, against NumPy's float64 reference
+// (tests/model/head_finding_reference.py, written from the definitions; run_gui_test.sh writes analysis_P.json for
+// the last token P = 10 and the one before, and analysis_9_hello.json for the target typed as "hello"):
+// composition through the query from the strongest pair's writer, and direct logit attribution, each cell in the
+// colour of NumPy's number.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "gui_check.h"
+
+namespace gui {
+
+namespace {
+
+using attnscope::ColorMap;
+using attnscope::Rgb8;
+
+nlohmann::json loadJson(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+// Whether `got` is the colour of some value within `tol` of `v` on the scale [vmin, vmax] of `map`.
+bool colourNear(Rgb8 got, ColorMap map, double v, double tol, double vmin, double vmax) {
+  const int lo = attnscope::colorMapIndex(
+      attnscope::colorMapParameter(static_cast<float>(v - tol), static_cast<float>(vmin), static_cast<float>(vmax)));
+  const int hi = attnscope::colorMapIndex(
+      attnscope::colorMapParameter(static_cast<float>(v + tol), static_cast<float>(vmin), static_cast<float>(vmax)));
+  for (int k = lo; k <= hi; ++k)
+    if (got == attnscope::colorMapTable(map)[static_cast<std::size_t>(k)]) return true;
+  return false;
+}
+
+Rgb8 mapCell(const Checker& shot, int l, int h, int layers, int heads) {
+  const std::vector<float> m = shot.rect("findheads.map");
+  const float cw = (m[2] - m[0]) / static_cast<float>(heads), ch = (m[3] - m[1]) / static_cast<float>(layers);
+  return shot.img.at(static_cast<int>(m[0] + (h + 0.4f) * cw), static_cast<int>(m[1] + (l + 0.4f) * ch));
+}
+
+// Composition through the query: the writer picked by clicking the strongest pair is NumPy's strongest pair's
+// writer; its row of the map: heads of later layers in viridis(score / the largest of them), earlier ones grey.
+void checkComposition(Checker& c, const std::string& dir) {
+  const nlohmann::json q = loadJson(dir + "/ckpt/analysis_10.json")["composition"]["q"];
+  const int layers = static_cast<int>(q.size()), heads = static_cast<int>(q[0].size());
+  auto at = [&](int la, int ha, int lb, int hb) { return q[la][ha][lb][hb].get<double>(); };
+  int wla = 0, wha = 0;
+  double best = -1, second = -1;
+  for (int la = 0; la < layers; ++la)
+    for (int ha = 0; ha < heads; ++ha)
+      for (int lb = la + 1; lb < layers; ++lb)
+        for (int hb = 0; hb < heads; ++hb)
+          if (const double v = at(la, ha, lb, hb); v > best)
+            second = best, best = v, wla = la, wha = ha;
+          else if (v > second)
+            second = v;
+  const Checker shot{loadPng(dir + "/composition.png"), loadLayout(dir + "/layout_composition.json")};
+  c.expect(shot.layout.contains("findheads.map"), "composition: the map drawn");
+  if (!shot.layout.contains("findheads.map")) return;
+  const std::string writer = std::to_string(wla) + " " + std::to_string(wha);
+  // A tie within NumPy's own rounding could pick either pair: then the writer is not checked.
+  c.expect(best - second < 1e-9 || note(shot.layout, "findheads.writer.head") == writer,
+           "composition: the strongest pair clicked picks NumPy's writer (layer, head from 0) " + writer + ": '" +
+               note(shot.layout, "findheads.writer.head") + "'");
+  std::istringstream shown(note(shot.layout, "findheads.writer.head"));
+  int la = 0, ha = 0;
+  shown >> la >> ha;
+  double top = 0;
+  for (int lb = la + 1; lb < layers; ++lb)
+    for (int hb = 0; hb < heads; ++hb) top = std::max(top, at(la, ha, lb, hb));
+  int wrong = 0;
+  for (int l = 0; l < layers; ++l)
+    for (int h = 0; h < heads; ++h) {
+      const Rgb8 got = mapCell(shot, l, h, layers, heads);
+      // The engine's scores are within 1e-8 of NumPy's (test_head_finding.cpp's kCompositionTol), the scale's
+      // top too: within 1e-6 of the value on the 0..top scale is a colour step at most.
+      const bool ok = l <= la
+                          ? got == attnscope::kMaskedColor
+                          : colourNear(got, ColorMap::Viridis, at(la, ha, l, h), 1e-6 * std::max(top, 1e-3), 0, top);
+      if (!ok && ++wrong <= 3)
+        std::printf("      composition L%d H%d: %.6f of %.6f drawn %s\n", l + 1, h + 1, l > la ? at(la, ha, l, h) : 0.0,
+                    top, Checker::str(got).c_str());
+    }
+  c.expect(wrong == 0, "composition: " + std::to_string(layers * heads) +
+                           " cells in viridis(NumPy's score / the largest) or grey before the writer, " +
+                           std::to_string(wrong) + " wrong");
+}
+
+// Direct logit attribution at `position`: NumPy's top prediction as the target, each head's share in the diverging
+// colours over +-(the largest share).
+void checkLogit(Checker& c, const std::string& dir, const std::string& shot_name, const std::string& reference) {
+  const nlohmann::json d = loadJson(dir + "/ckpt/" + reference + ".json")["dla"];
+  const int position = d["position"].get<int>();
+  const Checker shot{loadPng(dir + "/" + shot_name + ".png"), loadLayout(dir + "/layout_" + shot_name + ".json")};
+  const std::string want = std::to_string(position) + " " + std::to_string(d["target"].get<int>());
+  c.expect(note(shot.layout, "findheads.dla") == want, shot_name + ": the position and target of NumPy's reference '" +
+                                                           want + "': '" + note(shot.layout, "findheads.dla") + "'");
+  if (!shot.layout.contains("findheads.map")) return;
+  const int layers = static_cast<int>(d["heads"].size()), heads = static_cast<int>(d["heads"][0].size());
+  double m = 0;
+  for (int l = 0; l < layers; ++l)
+    for (int h = 0; h < heads; ++h) m = std::max(m, std::abs(d["heads"][l][h].get<double>()));
+  // Each share within 5e-5 x ||u||_1 of NumPy's (test_head_finding.cpp's dlaError), the scale's m too; twice
+  // that on the value covers both.
+  const double tol = 2 * 5e-5 * d["u_l1"].get<double>();
+  int wrong = 0;
+  for (int l = 0; l < layers; ++l)
+    for (int h = 0; h < heads; ++h) {
+      const double v = d["heads"][l][h].get<double>();
+      const Rgb8 got = mapCell(shot, l, h, layers, heads);
+      if (!colourNear(got, ColorMap::Diverging, v, tol, -m, m) && ++wrong <= 3)
+        std::printf("      logit L%d H%d: %+.6f of +-%.6f drawn %s\n", l + 1, h + 1, v, m, Checker::str(got).c_str());
+    }
+  c.expect(wrong == 0, shot_name + ": " + std::to_string(layers * heads) +
+                           " cells in the diverging colour of NumPy's share, " + std::to_string(wrong) + " wrong");
+}
+
+// Value-norm weighting of the grid and a full-size map (model_grid_tiles.h's valueNormScales): cell (i, j) of head
+// h in layer l is viridis(w_ij * vn[h][j] / max over the layer's heads and keys of vn), w and vn NumPy's
+// (expected.json's "weights" and "value_norms": ||v_j W_O^h||). The float32 forward's weights are within 2e-4 of
+// NumPy's in every layer (gui_check_model.cpp's kDeepTol), its norms within 1e-5 relative (test_value_norms.cpp):
+// 3e-4 on the 0..1 scale covers both.
+int wrongWeighted(const Checker& shot, const std::string& rect, const nlohmann::json& expected, int l, int h) {
+  const nlohmann::json& w = expected["weights"][l][h];
+  const nlohmann::json& vn = expected["value_norms"][l];
+  const int n = static_cast<int>(w.size());
+  double top = 0;
+  for (const auto& head : vn)
+    for (const auto& v : head) top = std::max(top, v.get<double>());
+  int wrong = 0;
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      const Rgb8 got = shot.cell(rect, i, j, n, n);
+      const double want = w[i][j].get<double>() * vn[h][j].get<double>() / top;
+      const bool ok = j > i ? got == attnscope::kMaskedColor : colourNear(got, ColorMap::Viridis, want, 3e-4, 0, 1);
+      if (!ok && ++wrong <= 2)
+        std::printf("      %s cell (%d,%d): weighted %.5f drawn %s\n", rect.c_str(), i, j, want,
+                    Checker::str(got).c_str());
+    }
+  return wrong;
+}
+
+void checkValueNorms(Checker& c, const std::string& dir) {
+  const nlohmann::json expected = loadJson(dir + "/ckpt/expected.json");
+  const Checker grid{loadPng(dir + "/value_norm_grid.png"), loadLayout(dir + "/layout_value_norm_grid.json")};
+  c.expect(grid.layout.contains("model.value_norm_note") && grid.layout.contains("model.tile.11.11"),
+           "value norms: the grid drawn weighted, and says so");
+  int wrong = 0;
+  for (const auto& [l, h] : {std::pair{0, 0}, std::pair{4, 7}, std::pair{11, 11}})
+    if (grid.layout.contains("model.tile." + std::to_string(l) + "." + std::to_string(h)))
+      wrong += wrongWeighted(grid, "model.tile." + std::to_string(l) + "." + std::to_string(h), expected, l, h);
+  c.expect(wrong == 0,
+           "value norms: tiles (1,1), (5,8), (12,12) in viridis(NumPy's weight x norm / the layer's "
+           "largest norm), " +
+               std::to_string(wrong) + " wrong");
+  const Checker map{loadPng(dir + "/value_norm_map.png"), loadLayout(dir + "/layout_value_norm_map.json")};
+  c.expect(map.layout.contains("model.map") && wrongWeighted(map, "model.map", expected, 4, 7) == 0,
+           "value norms: layer 5, head 8 full-size, every cell weighted as NumPy's");
+}
+
+}  // namespace
+
+void checkFindHeadsMaps(Checker& c, const std::string& dir) {
+  checkValueNorms(c, dir);
+  checkComposition(c, dir);
+  checkLogit(c, dir, "dla", "analysis_10");
+  checkLogit(c, dir, "dla_prev", "analysis_9");
+  // "hello there" typed as the target: refused (two tokens), in a line under the field; what was shown stays.
+  const nlohmann::json refused = loadLayout(dir + "/layout_dla_refused.json");
+  c.expect(refused.contains("findheads.dla.target.error") && note(refused, "findheads.dla").rfind("9 ", 0) == 0,
+           "a two-token target refused under the field, the attribution shown kept");
+  checkLogit(c, dir, "dla_hello", "analysis_9_hello");
+}
+
+}  // namespace gui
