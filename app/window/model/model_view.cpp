@@ -257,7 +257,7 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
   for (const int h : labelledPositions(0, c.n_head - 1, step, head_w, [&](int h) { return header.x + column(h); }))
     drawProbedText(list, "model.headlabel." + std::to_string(h), ImVec2(header.x + column(h), heads_y), dim,
                    ("H" + std::to_string(h + 1)).c_str());
-  ImGui::Dummy(ImVec2(1, header_h));
+  ImGui::Dummy(ImVec2(1, header_h - spacing));  // header_h counts the spacing after the item
   const ImVec2 origin(std::floor(ImGui::GetCursorScreenPos().x),
                       std::floor(ImGui::GetCursorScreenPos().y + group_gap * 0.5f));
   const ImVec2 mouse = ImGui::GetIO().MousePos;
