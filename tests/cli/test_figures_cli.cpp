@@ -196,9 +196,9 @@ TEST_F(FiguresCli, BadDpiIsOneLineNamingTheFlagAndExitTwo) {
   EXPECT_NE(csv.err.find("--dpi"), std::string::npos) << csv.err;
 }
 
-TEST_F(FiguresCli, APngPastSixtyFourMillionPixelsIsRefusedNamingTheLargestDpi) {
+TEST_F(FiguresCli, APngPast8192SquaredPixelsIsRefusedNamingTheLargestDpi) {
   // 16 heads of 65 tokens; its layout's size read from the PNG at 96 dpi. The refusal names the largest dpi N
-  // the figure allows: at N the image round(W N / 96) x round(H N / 96) is within 64,000,000 pixels and 16384 a
+  // the figure allows: at N the image round(W N / 96) x round(H N / 96) is within 8192 x 8192 pixels and 16384 a
   // side, at N + 1 it is not (worked here from W and H); N itself writes.
   writeTensor(file("attn.npy"), 1, 16, 65);
   std::ofstream(file("tokens.json")) << tokensJson(65);
@@ -215,7 +215,7 @@ TEST_F(FiguresCli, APngPastSixtyFourMillionPixelsIsRefusedNamingTheLargestDpi) {
   const long n = std::stol(r.err.substr(at + std::strlen("--dpi: expected at most ")));
   const auto fits = [&](long dpi) {
     const long long pw = std::llround(w * dpi / 96.0), ph = std::llround(h * dpi / 96.0);
-    return pw * ph <= 64000000LL && std::max(pw, ph) <= 16384;
+    return pw * ph <= 8192LL * 8192 && std::max(pw, ph) <= 16384;
   };
   EXPECT_TRUE(fits(n)) << n;
   EXPECT_FALSE(fits(n + 1)) << n;

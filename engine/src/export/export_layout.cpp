@@ -348,8 +348,7 @@ FigureLayout pngLayout(const Figure& figure) {
     throw InputError("--dpi",
                      "at most " + std::to_string(static_cast<int>(std::floor(kLayoutDpi * fit))) + " for this " +
                          std::to_string(L.width) + " x " + std::to_string(L.height) + " px figure (a PNG stops at " +
-                         std::to_string(kMaxPngSide) + " px a side and " + std::to_string(kMaxPngPixels / 1000000) +
-                         " million pixels)",
+                         std::to_string(kMaxPngSide) + " px a side and 8192 x 8192 pixels in all)",
                      std::to_string(dpi));
   const auto scaleRect = [&](PixelRect& r) {
     const int x1 = at(r.x + r.w), y1 = at(r.y + r.h);

@@ -111,9 +111,10 @@ struct FigureLayout {
 
 // Largest side of an exported image's layout, in pixels (at kLayoutDpi).
 constexpr int kMaxImageSide = 4096;
-// A PNG at figure.dpi is at most this many pixels a side and in all (a 192 MiB canvas), else pngLayout refuses.
+// A PNG at figure.dpi is at most this many pixels a side and in all (8192 x 8192, a 192 MiB canvas: the default
+// 192 dpi of the largest layout, kMaxImageSide a side, fits), else pngLayout refuses.
 constexpr int kMaxPngSide = 16384;
-constexpr long long kMaxPngPixels = 64LL * 1000 * 1000;
+constexpr long long kMaxPngPixels = 8192LL * 8192;
 
 // Cells are square and whole pixels: min(budget / n, max(48, 256 / n)) for n = max(n_q, n_k), so 48 px
 // (more for a few tokens, about 256 px a side) down to 1 px; the budget is 1024 px for one map (n itself up to
