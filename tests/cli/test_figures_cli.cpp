@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <filesystem>
 #include <cstring>
+#include <filesystem>
 #include <regex>
 #include <set>
 #include <string>
@@ -24,7 +24,9 @@ namespace {
 
 using attnscope::test::CommandRun;
 
-CommandRun attnscope(const std::string& args) { return attnscope::test::run(std::string(ATTNSCOPE_BINARY) + " " + args); }
+CommandRun attnscope(const std::string& args) {
+  return attnscope::test::run(std::string(ATTNSCOPE_BINARY) + " " + args);
+}
 
 // A (layers, heads, n, n) float32 NPY of uniform causal rows (row i: 1 / (i + 1) on keys 0..i), and tokens t0 ...
 void writeTensor(const std::string& path, int layers, int heads, int n) {
@@ -105,7 +107,7 @@ TEST_F(FiguresCli, ALayerOfSixteenHeadsWrapsFourByFourWithThinnedTokensAndNamedT
   EXPECT_EQ(ys.size(), 4u) << "rows";
   EXPECT_EQ(textCount(svg, "attn.npy layer 1: attention weights, 16 heads"), 1);
   for (int h = 1; h <= 16; ++h) EXPECT_EQ(textCount(svg, "Head " + std::to_string(h)), 1) << h;
-  EXPECT_EQ(textCount(svg, "t0"), 32);   // each panel's two axes
+  EXPECT_EQ(textCount(svg, "t0"), 32);  // each panel's two axes
   EXPECT_EQ(textCount(svg, "t64"), 32);
   EXPECT_EQ(textCount(svg, "t2"), 32);
   EXPECT_EQ(textCount(svg, "t1"), 0);
@@ -170,7 +172,8 @@ TEST_F(FiguresCli, DpiScalesThePngFromTheLayoutsNinetySixPerInch) {
     long w, h;
   } cases[] = {{"--dpi 96", 736, 386}, {"", 1472, 772}, {"--dpi 300", 2300, 1206}, {"--dpi=72", 552, 290}};
   for (const auto& c : cases) {
-    const CommandRun r = attnscope("export '" + kWorked + "' --what heads " + c.flag + " --out '" + file("f.png") + "'");
+    const CommandRun r =
+        attnscope("export '" + kWorked + "' --what heads " + c.flag + " --out '" + file("f.png") + "'");
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_EQ(pngSize(file("f.png")), std::make_pair(c.w, c.h)) << c.flag;
   }
