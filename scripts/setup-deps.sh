@@ -18,10 +18,13 @@ packages=(
 # `setup-deps.sh --test` (scripts/test.sh) adds what only the tests need: nodejs (+ npm) and openssl for the
 # tokenizer's peer (scripts/fetch-gpt2-vocab.sh); clang + libclang-rt-14-dev for libFuzzer with ASan/UBSan
 # (scripts/fuzz.sh); python3-torch for the import test's own nn.MultiheadAttention (tests/cli/test_import_cli.cpp,
-# which fails under CI=true without it). npm is Debian's own package only where no npm came with nodejs (NodeSource's nodejs
+# which fails under CI=true without it); librsvg2-bin, imagemagick (+ libmagickcore-6.q16-6-extra, its own MSVG
+# renderer) and chromium to draw the SVG export as authors' tools do (tests/export/test_svg_renderers.cpp, which
+# fails under CI=true without them). npm is Debian's own package only where no npm came with nodejs (NodeSource's nodejs
 # provides npm and conflicts with Debian's).
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(nodejs openssl clang libclang-rt-14-dev python3-torch)
+  packages+=(librsvg2-bin imagemagick libmagickcore-6.q16-6-extra chromium)
   if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi
 fi
 # Extra packages for ../shared/tools/peer-bench (PyTorch and a threaded BLAS): `setup-deps.sh --bench`.

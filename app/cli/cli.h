@@ -23,6 +23,9 @@ void closeStdout();
 // --contrast fixed|shared|head|row (default fixed) and --log: how a figure colours weights (contrast.h), as the
 // window's colour scale; a bad value is an InputError naming --contrast (cli_export.cpp).
 MapContrast takeContrast(Args& args);
+// --dpi N: a PNG figure's pixels per inch, kMinDpi to kMaxDpi (export.h), kDefaultDpi when absent; and its help.
+int takeDpi(Args& args);
+std::string dpiHelp(int column);
 // The two options' lines for a command's --help, their text starting at `column` as the command's others.
 std::string contrastHelp(int column);
 

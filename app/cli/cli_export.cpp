@@ -22,7 +22,7 @@ constexpr const char* kHelp =
     "png|svg|csv|npy --out PATH\n"
     "                        [--annotate] [--metric cosine|js] [--backend "
     "cpu|gpu|auto] [--rows A:B] [--cols C:D]\n"
-    "                        [--contrast fixed|shared|head|row] [--log]\n"
+    "                        [--contrast fixed|shared|head|row] [--log] [--dpi N]\n"
     "  --what head:N     one head's attention weights; heads are numbered from "
     "1 (head:1 is the first)\n"
     "         heads      every head: a grid of heatmaps with one colour bar, "
@@ -136,6 +136,19 @@ std::string contrastHelp(int column) {
          option("--log") + "colours on a log scale over 3 decades of the top (alone: of 1; or with --contrast)\n";
 }
 
+int takeDpi(Args& args) {
+  const long dpi = args.takeInt("--dpi", 0, kMinDpi, kMaxDpi);  // 0: not given
+  return dpi == 0 ? kDefaultDpi : static_cast<int>(dpi);
+}
+
+std::string dpiHelp(int column) {
+  const std::string name = "  --dpi N", pad(static_cast<std::size_t>(column), ' ');
+  return name + std::string(static_cast<std::size_t>(std::max(1, column - static_cast<int>(name.size()))), ' ') +
+         "a PNG figure's pixels per inch, " + std::to_string(kMinDpi) + " to " + std::to_string(kMaxDpi) +
+         " (default " + std::to_string(kDefaultDpi) + ": twice the layout's pixels\n" + pad +
+         "a side; 300 for print). An SVG is vector, sized at 96 per inch and sharp at any size\n";
+}
+
 MapContrast takeContrast(Args& args) {
   const std::string scale = args.takeChoice("--contrast", {"fixed", "shared", "head", "row"}, "fixed");
   return parseContrast(scale, args.takeFlag("--log"));
@@ -146,6 +159,7 @@ int runExport(Args& args) {
     std::fputs(kHelp, stdout);
     std::fputs(contrastHelp(20).c_str(), stdout);
     std::fputs("                    (head:N and heads; similarity and diff keep their own scales)\n", stdout);
+    std::fputs(dpiHelp(20).c_str(), stdout);
     return 0;
   }
   const std::optional<std::string> what = args.take("--what");
@@ -158,6 +172,10 @@ int runExport(Args& args) {
   request.annotate = args.takeFlag("--annotate");
   request.dendrogram = args.takeFlag("--dendrogram");
   request.contrast = takeContrast(args);
+  const long dpi_given = args.takeInt("--dpi", 0, kMinDpi, kMaxDpi);  // 0: not given
+  request.dpi = dpi_given != 0 ? static_cast<int>(dpi_given) : kDefaultDpi;
+  if (dpi_given != 0 && (request.format == ExportFormat::Csv || request.format == ExportFormat::Npy))
+    throw InputError("--dpi", "only with a PNG or SVG figure", request.format == ExportFormat::Csv ? "csv" : "npy");
   const std::optional<std::string> against = args.take("--against");
   request.metric = args.takeChoice("--metric", {"cosine", "js"}, "cosine") == "js" ? SimilarityMetric::JensenShannon
                                                                                    : SimilarityMetric::Cosine;

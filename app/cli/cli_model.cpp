@@ -26,7 +26,7 @@ constexpr const char* kHelp =
     "                       [--grid-out GRID.png|.svg]\n"
     "                       [--rollout-out ROLLOUT.png|.svg] [--analysis-out A.json [--dla-position P]\n"
     "                       [--dla-target ID]] [--backend cpu|gpu|auto] [--contrast fixed|shared|head|row]\n"
-    "                       [--log]\n"
+    "                       [--log] [--dpi N]\n"
     "  DIR             a checkpoint folder, its family from config.json's model_type: GPT-2 (config.json,\n"
     "                  model.safetensors, vocab.json, merges.txt), or llama, mistral, qwen2, qwen3, gpt_neox,\n"
     "                  phi3, olmo2, mixtral (config.json,\n"
@@ -79,6 +79,7 @@ int runModel(Args& args) {
   if (args.takeFlag("--help") || args.takeFlag("-h")) {
     std::fputs(kHelp, stdout);
     std::fputs(contrastHelp(18).c_str(), stdout);
+    std::fputs(dpiHelp(18).c_str(), stdout);
     std::fputs("                  (--grid-out and --rollout-out)\n", stdout);
     return 0;
   }
@@ -100,6 +101,7 @@ int runModel(Args& args) {
     throw InputError(dla_position >= 0 ? "--dla-position" : "--dla-target", "--analysis-out to write it to", "none");
   const std::string backend_name = args.takeChoice("--backend", {"cpu", "gpu", "auto"}, "cpu");
   const MapContrast contrast = takeContrast(args);
+  const int dpi = takeDpi(args);
   const bool value_norm = args.takeChoice("--weighting", {"weight", "value-norm"}, "weight") == "value-norm";
   if (value_norm && !out) throw InputError("--weighting", "--out to write the weighted maps to", "none");
   const std::vector<std::string> dirs = args.positionals(1);
@@ -193,8 +195,8 @@ int runModel(Args& args) {
       formatJsonTo(j, matrices, sink);
     }
   }
+  const std::string family = checkpoint.isGpt2() ? "GPT-2" : checkpoint.model_type;  // names the figures too
   if (scene_file) {
-    const std::string family = checkpoint.isGpt2() ? "GPT-2" : checkpoint.model_type;
     const std::string description = family + " checkpoint " + checkpoint.dir + ", layer " + std::to_string(layer + 1) +
                                     " of " + std::to_string(config.n_layer) + ", text: \"" + elideLabel(*text, 200) +
                                     "\"";
@@ -203,12 +205,16 @@ int runModel(Args& args) {
     validateScene(scene);
     scene_file->write(formatJson(sceneToJson(scene)));
   }
-  if (grid_file)
-    grid_file->write(
-        model::figureBytes(model::modelGridFigure(forward, config, labels, static_cast<int>(layer), contrast), grid_format));
-  if (rollout_file)
-    rollout_file->write(
-        model::figureBytes(model::rolloutFigure(rollout, labels, checkpoint.layout().causal, contrast), rollout_format));
+  if (grid_file) {
+    Figure grid = model::modelGridFigure(forward, config, labels, static_cast<int>(layer), contrast, family);
+    grid.dpi = dpi;
+    grid_file->write(model::figureBytes(grid, grid_format));
+  }
+  if (rollout_file) {
+    Figure rollout_figure = model::rolloutFigure(rollout, labels, checkpoint.layout().causal, contrast, family);
+    rollout_figure.dpi = dpi;
+    rollout_file->write(model::figureBytes(rollout_figure, rollout_format));
+  }
   if (analysis_file) {
     nlohmann::ordered_json j;
     j["model"] = checkpoint.dir;

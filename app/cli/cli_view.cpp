@@ -1,6 +1,7 @@
 // attnscope view: a saved attention tensor from any framework ((layers, heads, n, n) or (heads, n, n)) with
 // its tokens: analyze-style head-type scores, statistics and per-layer similarity as JSON, and the grid figure.
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,7 @@ using nlohmann::ordered_json;
 
 constexpr const char* kHelp =
     "usage: attnscope view FILE --tokens TOKENS [--tensor NAME] [--window W] [-o OUT.json]\n"
-    "                      [--grid-out GRID.png|.svg] [--layer L] [--contrast fixed|shared|head|row] [--log]\n"
+    "                      [--grid-out GRID.png|.svg] [--layer L] [--contrast fixed|shared|head|row] [--log] [--dpi N]\n"
     "                      [--analysis-out A.json]\n"
     "  FILE        a (layers, heads, n, n) or (heads, n, n) float array of attention weights: .npy, .npz or\n"
     "              .safetensors (--tensor NAME when the file holds several)\n"
@@ -85,6 +86,7 @@ int runView(Args& args) {
   if (args.takeFlag("--help") || args.takeFlag("-h")) {
     std::fputs(kHelp, stdout);
     std::fputs(contrastHelp(14).c_str(), stdout);
+    std::fputs(dpiHelp(14).c_str(), stdout);
     std::fputs("              (--grid-out)\n", stdout);
     return 0;
   }
@@ -96,6 +98,7 @@ int runView(Args& args) {
   const long layer = args.takeInt("--layer", 0, 1, 1000) - 1;
   const int window = static_cast<int>(args.takeInt("--window", kDefaultLocalWindow, 0, 1 << 20));
   const MapContrast contrast = takeContrast(args);
+  const int dpi = takeDpi(args);
   const std::vector<std::string> files = args.positionals(1);
   if (files.empty()) throw InputError("view", "an attention tensor file: attnscope view FILE --tokens TOKENS", "none");
   if (!tokens_arg) throw InputError("--tokens", "a JSON list or a file of tokens", "none");
@@ -126,7 +129,10 @@ int runView(Args& args) {
     const std::int64_t panels = static_cast<std::int64_t>(c.n_head) * (layer >= 0 ? 1 : c.n_layer);
     estimate += model::gridFigureBytes(panels, t.forward.n, token_bytes);
     checkMemoryBudget(*grid_out, what + " and the figure", estimate);
-    grid = model::modelGridFigure(t.forward, c, t.tokens, static_cast<int>(layer), contrast);
+    // Titled after the tensor's file name ("attn.npy layer 6: attention weights, 16 heads").
+    grid = model::modelGridFigure(t.forward, c, t.tokens, static_cast<int>(layer), contrast,
+                                  std::filesystem::path(files[0]).filename().string());
+    if (grid_format == ExportFormat::Png) grid.dpi = dpi;  // an SVG's size is the layout's
     checkMemoryBudget(*grid_out, what + " and the figure's image", estimate + model::figureImageBytes(grid));
   }
   const std::string json = formatJson(tensorAnalysis(t, window));

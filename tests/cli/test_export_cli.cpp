@@ -54,8 +54,9 @@ TEST_F(ExportCli, HeadTwoPngHasTheHandWorkedColours) {
   ExportRequest req;
   req.what = ExportWhat::Head;
   req.head = 1;
+  req.dpi = kDefaultDpi;  // the command line's default
   const Figure fig = makeFigure(handScene(), CpuBackend(1).compute(handScene()), req);
-  const FigureLayout layout = layoutFigure(fig);
+  const FigureLayout layout = pngLayout(fig);
   EXPECT_EQ(fig.title, "Head 2 attention weights");
   const Image img = decodePng(slurp(out));
   ASSERT_EQ(img.width, layout.width);
@@ -78,8 +79,9 @@ TEST_F(ExportCli, ContrastRowColoursEachRowOverItsMax) {
   ExportRequest req;
   req.what = ExportWhat::Heads;
   req.contrast = {ColorScale::RowMax, false};
+  req.dpi = kDefaultDpi;  // the command line's default
   const Figure fig = makeFigure(handScene(), CpuBackend(1).compute(handScene()), req);
-  const FigureLayout layout = layoutFigure(fig);
+  const FigureLayout layout = pngLayout(fig);
   const Image img = decodePng(slurp(out));
   ASSERT_EQ(img.width, layout.width);
   ASSERT_EQ(img.height, layout.height);

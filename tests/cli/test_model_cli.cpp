@@ -130,9 +130,11 @@ TEST(ModelCli, OutputsAndLayerScene) {
     model::Gpt2Config config;
     config.n_layer = 3;
     config.n_head = 4;
-    const attnscope::Figure figure =
-        model::modelGridFigure(numpy_maps, config, {"hello", "\u2423t", "he", "r", "e"});
-    const attnscope::FigureLayout layout = attnscope::layoutFigure(figure);
+    // The command line's figure: titled after the family, drawn at the default dpi (twice the layout a side).
+    attnscope::Figure figure =
+        model::modelGridFigure(numpy_maps, config, {"hello", "\u2423t", "he", "r", "e"}, -1, {}, "GPT-2");
+    figure.dpi = attnscope::kDefaultDpi;
+    const attnscope::FigureLayout layout = attnscope::pngLayout(figure);
     const attnscope::testing::Image img = attnscope::testing::decodePng(model_test::slurp(out + "/grid.png"));
     ASSERT_EQ(img.width, layout.width);
     ASSERT_EQ(img.height, layout.height);
@@ -159,7 +161,8 @@ TEST(ModelCli, OutputsAndLayerScene) {
     const std::string svg = model_test::slurp(out + "/rollout.svg");
     const auto rect = [](const attnscope::PixelRect& cell_rect, attnscope::Rgb8 c) {
       char buf[160];
-      std::snprintf(buf, sizeof buf, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#%02x%02x%02x\"/>", cell_rect.x,
+      std::snprintf(buf, sizeof buf, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#%02x%02x%02x\" stroke=\"none\"/>",
+                    cell_rect.x,
                     cell_rect.y, cell_rect.w, cell_rect.h, c.r, c.g, c.b);
       return std::string(buf);
     };
@@ -244,10 +247,11 @@ TEST(ModelCli, GridOutInRowMaxLogContrast) {
   model::Gpt2Config config;
   config.n_layer = 3;
   config.n_head = 4;
-  const attnscope::Figure figure = model::modelGridFigure(numpy_maps, config, {"hello", "\u2423t", "he", "r", "e"}, 1,
-                                                          {attnscope::ColorScale::RowMax, true});
+  attnscope::Figure figure = model::modelGridFigure(numpy_maps, config, {"hello", "\u2423t", "he", "r", "e"}, 1,
+                                                    {attnscope::ColorScale::RowMax, true}, "GPT-2");
   EXPECT_EQ(figure.scale_label, "weight / row's max, log scale");
-  const attnscope::FigureLayout layout = attnscope::layoutFigure(figure);
+  figure.dpi = attnscope::kDefaultDpi;  // the command line's default
+  const attnscope::FigureLayout layout = attnscope::pngLayout(figure);
   const attnscope::testing::Image img = attnscope::testing::decodePng(model_test::slurp(out));
   ASSERT_EQ(img.width, layout.width);
   ASSERT_EQ(img.height, layout.height);

@@ -147,8 +147,10 @@ TEST(ViewCli, GridOutInRowMaxContrast) {
   const test::CommandRun r = test::runAttnscope(base + " --grid-out '" + dir + "/g.png' --contrast row");
   ASSERT_EQ(r.status, 0) << r.err;
   const arrays::AttentionTensor t = arrays::readAttentionTensor(dir + "/a.safetensors", std::nullopt, kTokens);
-  const Figure f = model::modelGridFigure(t.forward, t.forward.layout, t.tokens, -1, {ColorScale::RowMax, false});
-  const FigureLayout layout = layoutFigure(f);
+  Figure f = model::modelGridFigure(t.forward, t.forward.layout, t.tokens, -1, {ColorScale::RowMax, false},
+                                    "a.safetensors");
+  f.dpi = kDefaultDpi;  // the command line's default
+  const FigureLayout layout = pngLayout(f);
   const attnscope::testing::Image img = attnscope::testing::decodePng(test::slurp(dir + "/g.png"));
   ASSERT_EQ(img.width, layout.width);
   ASSERT_EQ(img.height, layout.height);

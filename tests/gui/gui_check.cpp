@@ -348,8 +348,9 @@ int main(int argc, char** argv) {
       attnscope::ExportRequest request;  // what the panel exports by default: all heads, PNG, no annotations
       request.what = attnscope::ExportWhat::Heads;
       request.format = attnscope::ExportFormat::Png;
+      request.dpi = attnscope::kDefaultDpi;  // the Export tab's default
       const attnscope::Figure figure = attnscope::makeFigure(scene, attnscope::CpuBackend(1).compute(scene), request);
-      const attnscope::FigureLayout layout = attnscope::layoutFigure(figure);
+      const attnscope::FigureLayout layout = attnscope::pngLayout(figure);
       c.expect(exported.w == layout.width && exported.h == layout.height,
                "export wrote a " + std::to_string(exported.w) + " x " + std::to_string(exported.h) + " PNG, laid out " +
                    std::to_string(layout.width) + " x " + std::to_string(layout.height));
@@ -375,9 +376,10 @@ int main(int argc, char** argv) {
       attnscope::ExportRequest request;
       request.what = attnscope::ExportWhat::Head;
       request.head = 0;
+      request.dpi = attnscope::kDefaultDpi;  // the Export tab's default
       const attnscope::Figure fig =
           attnscope::makeFigure(worked, attnscope::CpuBackend(1).compute(worked), request);
-      const attnscope::FigureLayout layout = attnscope::layoutFigure(fig);
+      const attnscope::FigureLayout layout = attnscope::pngLayout(fig);
       c.expect(png.w == layout.width && png.h == layout.height, "exported PNG has the figure's size");
       const Grid w = expectedWeights(0, false);
       for (int i = 0; i < 3; ++i)
@@ -390,8 +392,12 @@ int main(int argc, char** argv) {
                                                ") in the colour of " + std::to_string(w[i][j]) + ": " +
                                                Checker::str(got));
         }
-      c.expect(c.layout.contains("export.mismatch"), "a .svg path with the PNG format is said");
-      c.expect(!std::filesystem::exists(dir + "/head1.svg"), "and nothing is written to it");
+      // The path's extension wins: a .svg path typed with PNG picked switches the format and writes SVG.
+      c.expect(!c.layout.contains("export.mismatch"), "a .svg path with PNG picked is no mismatch");
+      std::ifstream svg(dir + "/head1.svg");
+      std::string head;
+      std::getline(svg, head);
+      c.expect(head.rfind("<?xml", 0) == 0, "head1.svg written as SVG: its first line " + head);
     } else if (test == "open_over_edits") {
       // Opened: the unmasked worked example, with the message that Undo brings the edits back; then undone.
       Checker opened{loadPng(dir + "/opened.png"), loadLayout(dir + "/layout_opened.json")};
@@ -428,6 +434,8 @@ int main(int argc, char** argv) {
       checkRowContrast(c);
     } else if (test == "export_row_contrast") {
       checkExportRowContrast(c, dir);
+    } else if (test == "export_figure") {
+      checkExportFigure(c, dir);
     } else if (test == "heads_wide") {
       checkHeadsWide(c);
     } else if (test == "model_llama") {

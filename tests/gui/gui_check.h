@@ -208,6 +208,7 @@ void checkHeadsWide(Checker& c);
 void checkRowContrast(Checker& c);
 // gui_export_row_contrast: the Export tab's PNG of all heads in "row max" colours, and the line that says so.
 void checkExportRowContrast(Checker& c, const std::string& dir);
+void checkExportFigure(Checker& c, const std::string& dir);  // the Export tab's dpi, order, format, message
 void checkModelLlamaScene(Checker& c, const std::string& dir);
 void checkGroupsRope(Checker& c, const std::string& dir);
 void checkPanels(Checker& c, const std::string& dir);

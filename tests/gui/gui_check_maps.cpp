@@ -2,10 +2,13 @@
 // ATTNSCOPE_UI_SCALE=2, grouped heads laid out by KV group. Read from the probe's rectangles (ui_probe.h). And
 // the contrast: the maps (row max) and the Export tab's PNG in the same colours.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <string>
 #include <vector>
 
+#include "attnscope/analysis/analysis.h"
 #include "attnscope/compute/cpu_backend.h"
 #include "attnscope/export/export.h"
 #include "attnscope/export/export_layout.h"
@@ -143,8 +146,9 @@ void checkExportRowContrast(Checker& c, const std::string& dir) {
   attnscope::ExportRequest request;
   request.what = attnscope::ExportWhat::Heads;
   request.contrast = {attnscope::ColorScale::RowMax, false};
+  request.dpi = attnscope::kDefaultDpi;  // the Export tab's default
   const attnscope::Figure figure = attnscope::makeFigure(scene, attnscope::CpuBackend(1).compute(scene), request);
-  const attnscope::FigureLayout layout = attnscope::layoutFigure(figure);
+  const attnscope::FigureLayout layout = attnscope::pngLayout(figure);
   c.expect(exported.w == layout.width && exported.h == layout.height,
            "export wrote a " + std::to_string(exported.w) + " x " + std::to_string(exported.h) + " PNG, laid out " +
                std::to_string(layout.width) + " x " + std::to_string(layout.height));
@@ -169,6 +173,49 @@ void checkExportRowContrast(Checker& c, const std::string& dir) {
       }
     }
   }
+}
+
+
+void checkExportFigure(Checker& c, const std::string& dir) {
+  // Ticking the Export tab's cluster order leaves the heads grid in head order (its slots left to right, then top
+  // to bottom: 1234), while the clustering's leaf order of this scene is another (else the check says nothing).
+  const attnscope::Scene saved = attnscope::loadSceneFile(dir + "/scene.json");
+  const attnscope::Result result = attnscope::CpuBackend(1).compute(saved);
+  const attnscope::Clustering cl = attnscope::clusterHeads(result.similarity, attnscope::ClusterMetric::Cosine);
+  std::string leaves;
+  for (int h : cl.order) leaves += std::to_string(h + 1);
+  c.expect(leaves != "1234", "the repeated preset's cluster order differs from head order: " + leaves);
+  const Checker order{Image{}, loadLayout(dir + "/layout_order.json")};
+  std::vector<std::pair<std::pair<float, float>, int>> slots;  // ((top, left), head)
+  for (int h = 0; h < 4; ++h) {
+    const std::vector<float> r = order.rect("head" + std::to_string(h) + ".map");
+    slots.push_back({{r[1], r[0]}, h});
+  }
+  std::sort(slots.begin(), slots.end());
+  std::string shown;
+  for (const auto& s : slots) shown += std::to_string(s.second + 1);
+  c.expect(shown == "1234", "the heads grid keeps head order under the Export tab's cluster order: " + shown);
+  // The PNG at 300 dpi: the layout of the same figure (96 an inch) times 300 / 96 = 3.125 a side, rounded.
+  attnscope::ExportRequest request;
+  request.what = attnscope::ExportWhat::Heads;
+  const attnscope::FigureLayout natural = attnscope::layoutFigure(attnscope::makeFigure(saved, result, request));
+  const Image png = loadPng(dir + "/heads300.png");
+  const long want_w = std::lround(natural.width * 3.125), want_h = std::lround(natural.height * 3.125);
+  c.expect(png.w == want_w && png.h == want_h, "heads300.png " + std::to_string(png.w) + " x " + std::to_string(png.h) +
+                                                   ", want " + std::to_string(want_w) + " x " + std::to_string(want_h));
+  c.expect(loadLayout(dir + "/layout_wrote.json").contains("export.message"), "the Wrote line after the export");
+  const nlohmann::json cleared = loadLayout(dir + "/layout_cleared.json");
+  c.expect(!cleared.contains("export.message") && !cleared.contains("export.error"),
+           "the Wrote line gone once the path changed");
+  c.expect(!cleared.contains("export.mismatch"), "a .svg path typed with PNG picked: no mismatch (SVG below)");
+  c.expect(loadLayout(dir + "/layout_svg.json").contains("export.message"), "the SVG written");
+  std::ifstream svg(dir + "/heads.svg");
+  std::string first;
+  std::getline(svg, first);
+  c.expect(first.rfind("<?xml", 0) == 0, "heads.svg is SVG: " + first);
+  const nlohmann::json bad = loadLayout(dir + "/layout_bad_dpi.json");
+  c.expect(bad.contains("export.dpi_error"), "a dpi of 5 refused in red");
+  c.expect(c.layout.contains("tab.export"), "the window still running after the bad dpi");
 }
 
 }  // namespace gui

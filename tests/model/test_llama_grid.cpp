@@ -39,8 +39,10 @@ TEST(LlamaGrid, SlidingWindowCellsAreDrawnMasked) {
   layout.window = {3, 3};
   std::vector<std::string> tokens;
   for (const json& t : j["tokens"]) tokens.push_back(t.get<std::string>());
-  const attnscope::Figure figure = model::modelGridFigure(maps, layout, tokens);
-  const attnscope::FigureLayout placed = attnscope::layoutFigure(figure);
+  // As the command line draws it: titled after config.json's model_type, at the default dpi.
+  attnscope::Figure figure = model::modelGridFigure(maps, layout, tokens, -1, {}, "mistral");
+  figure.dpi = attnscope::kDefaultDpi;
+  const attnscope::FigureLayout placed = attnscope::pngLayout(figure);
   const attnscope::testing::Image img = attnscope::testing::decodePng(model_test::slurp(out + "/grid.png"));
   ASSERT_EQ(img.width, placed.width);
   ASSERT_EQ(img.height, placed.height);

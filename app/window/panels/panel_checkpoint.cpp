@@ -43,7 +43,7 @@ void drawGridFigureExport(ModelSession& s, const MapContrast& contrast) {
       const ExportFormat format = model::figureFormat("figure path", s.figure_path);
       const int layer = s.figure_all_layers ? -1 : shown_layer;
       writeFileAtomically(s.figure_path, model::figureBytes(
-                                              model::modelGridFigure(s.forward(), s.layout(), s.labels(), layer, contrast),
+                                              model::modelGridFigure(s.forward(), s.layout(), s.labels(), layer, contrast, s.title()),
                                               format));
       s.figure_note = "Wrote " + s.figure_path;
     } catch (const std::exception& e) {

@@ -1,8 +1,9 @@
 // Export panel: what is on show. For a scene: the current head, all heads, the similarity matrix (with its
-// dendrogram in cluster order) or B - A against the Diff tab's pinned A; for a checkpoint run or a saved tensor:
-// the focused map, the shown layer's heads, every layer (the grid) or the shown layer's similarity. PNG, SVG, CSV
-// or NPY, following the path's extension until the user picks a format, through the same exporters as
-// `attnscope export` and `attnscope model`; a message says where the file went or why not.
+// dendrogram in cluster order, a choice of its own: the heads grid keeps its order) or B - A against the Diff tab's
+// pinned A; for a checkpoint run or a saved tensor: the focused map, the shown layer's heads, every layer (the
+// grid) or the shown layer's similarity. PNG (at a dpi), SVG, CSV or NPY: a path's known extension sets the
+// format, and a picked format the path's extension. Through the same exporters as `attnscope export` and
+// `attnscope model`; a message says where the file went or why not, until the request changes.
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
@@ -57,13 +58,21 @@ std::optional<int> formatOfPath(const std::string& path) {
   return std::nullopt;
 }
 
-// "" when `path` ends in `extension` (any case), else the line that says what disagrees.
+// "" when `path` ends in `extension` (any case), else the line that says what disagrees (a path with none of the
+// four extensions: a known one sets the format).
 std::string extensionMismatch(const std::string& path, const char* format, const char* extension) {
   const std::string ext = extensionOf(path);
   if (ext == extension) return "";
   return std::string("path: the format is ") + format + ", so the file should end in " + extension + "; it ends in " +
          (ext.empty() ? std::string("no extension") : "'" + path.substr(path.rfind('.')) + "'") +
          ". Change the path or pick the format.";
+}
+
+// "" for a dpi the exporters take, else the line that says why not.
+std::string dpiProblem(int dpi) {
+  if (dpi >= kMinDpi && dpi <= kMaxDpi) return "";
+  return "dpi: expected an integer from " + std::to_string(kMinDpi) + " to " + std::to_string(kMaxDpi) + ", got " +
+         std::to_string(dpi);
 }
 
 // Layer `layer` of a model's forward or a tensor as a scene of its maps with a result holding them: n tokens, h
@@ -104,22 +113,27 @@ int modelWhatOnShow(const ModelSession& s) { return s.focused() ? 0 : 2; }
 // The bytes of a model's or tensor's export: `what` as ViewState::model_export_what, of the session's layer (and
 // focused head), in `format`; figures of weights in the window's colours (`contrast`).
 std::string modelExportBytes(const ModelSession& s, int what, ExportFormat format, const std::string& path,
-                             const MapContrast& contrast) {
+                             const MapContrast& contrast, int dpi) {
   const bool figure = format == ExportFormat::Png || format == ExportFormat::Svg;
+  const auto grid = [&](int layer) {  // every layer (-1) or one, as `model --grid-out` draws them
+    Figure f = model::modelGridFigure(s.forward(), s.layout(), s.labels(), layer, contrast, s.title());
+    f.dpi = dpi;
+    return model::figureBytes(f, format);
+  };
   if (what == 2) {  // every layer: the grid figure, or (layers, heads, n, n) as NPY
     if (format == ExportFormat::Csv)
       throw InputError("path", "a .png, .svg or .npy path for every layer's maps (CSV holds one layer's)", path);
-    return figure ? model::figureBytes(model::modelGridFigure(s.forward(), s.layout(), s.labels(), -1, contrast), format)
-                  : model::modelResultNpy(s.forward(), s.layout());
+    return figure ? grid(-1) : model::modelResultNpy(s.forward(), s.layout());
   }
-  if (what == 1 && figure)  // the layer's heads as `model --grid-out` draws one layer
-    return model::figureBytes(model::modelGridFigure(s.forward(), s.layout(), s.labels(), s.layer, contrast), format);
+  if (what == 1 && figure) return grid(s.layer);
   const auto [scene, result] = layerMaps(s, s.layer);
   ExportRequest request;
   request.what = what == 0 ? ExportWhat::Head : what == 1 ? ExportWhat::Heads : ExportWhat::Similarity;
   request.head = std::max(0, s.focus_head);
   request.format = format;
   request.metric = SimilarityMetric::Cosine;
+  request.subject = s.title() + " layer " + std::to_string(s.layer + 1);  // "GPT-2 layer 6, head 4: ..."
+  request.dpi = dpi;
   if (what != 3) request.contrast = contrast;
   return exportBytes(scene, result, request);
 }
@@ -156,6 +170,15 @@ void modelWhat(ViewState& view, const ModelSession& s) {
     ImGui::EndDisabled();
     probeItem(std::string("export.model.what.") + std::to_string(i));
   }
+}
+
+// Everything an export reads from the panel, as one string: the message stays while it is the same.
+std::string exportRequestKey(const ViewState& view, SubjectKind subject) {
+  return std::to_string(static_cast<int>(subject)) + "|" + std::to_string(view.export_what) + "|" +
+         std::to_string(view.model_export_what) + "|" + std::to_string(view.export_head) + "|" +
+         std::to_string(view.export_format) + "|" + std::to_string(view.metric) + "|" +
+         std::to_string(view.export_cluster_order) + "|" + std::to_string(view.export_annotate) + "|" +
+         std::to_string(view.export_dpi) + "|" + contrastName(view.contrast) + "|" + view.export_path;
 }
 
 }  // namespace
@@ -196,8 +219,7 @@ void drawExportPanel(AppState& state, ViewState& view) {
   for (int i = 0; i < 4; ++i) {
     sameLineIfFits(radioWidth(formats[i]));
     if (ImGui::RadioButton(formats[i], &view.export_format, i)) {
-      // keep the path's extension in step with the format, which no longer follows the path
-      view.export_format_chosen = true;
+      // keep the path's extension in step with the format
       const std::size_t dot = view.export_path.rfind('.');
       view.export_path =
           view.export_path.substr(0, dot == std::string::npos ? view.export_path.size() : dot) + extensions[i];
@@ -208,35 +230,55 @@ void drawExportPanel(AppState& state, ViewState& view) {
     ImGui::RadioButton("cosine", &view.metric, 0);
     ImGui::SameLine();
     ImGui::RadioButton("Jensen-Shannon", &view.metric, 1);
-    ImGui::Checkbox("cluster order with dendrogram", &view.cluster_order);
+    ImGui::Checkbox("cluster order with dendrogram", &view.export_cluster_order);  // not the heads grid's order
+    probeItem("export.cluster_order");
   }
   if (scene && view.export_format <= 1) ImGui::Checkbox("write each value in its cell", &view.export_annotate);
+  {
+    // Always there (greyed out but for PNG), so that a format switched by the path moves nothing under the mouse.
+    const bool png = view.export_format == static_cast<int>(ExportFormat::Png);
+    ImGui::BeginDisabled(!png);
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 7);
+    ImGui::InputInt("dpi", &view.export_dpi, 0, 0);
+    ImGui::EndDisabled();
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+      ImGui::SetTooltip(png ? "PNG pixels per inch: 96 is the layout's own size, 192 twice it a side, 300 for print"
+                            : "SVG is vector (sharp at any size); CSV and NPY are numbers: no dpi");
+    probeItem("export.dpi");
+  }
   const ImGuiStyle& style = ImGui::GetStyle();
   ImGui::SetNextItemWidth(-(ImGui::CalcTextSize("Browse...").x + 2 * style.FramePadding.x + style.ItemSpacing.x));
   ImGui::InputTextWithHint("##export_path", "map.png, .svg, .csv or .npy", &view.export_path);
   probeItem("export.path");
   ImGui::SameLine();
   browseButton("export.browse", view.export_path, ChooseWhat::SaveFile);
-  // Until the user picks a format, it follows the path's extension: taken right after the path is typed, so that
-  // a typed ".npy" never shows as disagreeing with the format for a frame.
-  if (const std::optional<int> from_path = formatOfPath(view.export_path); from_path && !view.export_format_chosen)
-    view.export_format = *from_path;
-  // A path whose extension disagrees with the format would hold bytes its name does not promise: said here,
-  // and the export refused until one of them changes.
+  // The path's extension wins: a typed ".svg" makes the format SVG, taken right after the path is typed, so that
+  // it never shows as disagreeing for a frame.
+  if (const std::optional<int> from_path = formatOfPath(view.export_path)) view.export_format = *from_path;
+  // A path of none of the four extensions would hold bytes its name does not promise: said here, and the export
+  // refused until it changes; so is a dpi the exporters refuse.
   const std::string mismatch =
       extensionMismatch(view.export_path, formats[view.export_format], extensions[view.export_format]);
-  if (!mismatch.empty()) {
-    errorText(mismatch);
-    probeItem("export.mismatch");
+  const std::string problem = !mismatch.empty() || view.export_format != static_cast<int>(ExportFormat::Png)
+                                  ? mismatch
+                                  : dpiProblem(view.export_dpi);
+  if (!problem.empty()) {
+    errorText(problem);
+    probeItem(mismatch.empty() ? "export.dpi_error" : "export.mismatch");
   }
-  ImGui::BeginDisabled(!mismatch.empty());
+  // The last message is about the request it answered: another request (what, head, format, path, dpi, order, ...)
+  // clears it.
+  const std::string request_now = exportRequestKey(view, subject);
+  if (request_now != view.export_message_request) view.export_message.clear(), view.export_failed = false;
+  ImGui::BeginDisabled(!problem.empty());
   const bool clicked = ImGui::Button("Export");
   if (clicked && !scene) {
     const ModelSession& s = *view.model;
     const int model_what = view.model_export_what < 0 ? modelWhatOnShow(s) : view.model_export_what;
     try {
       const auto format = static_cast<ExportFormat>(view.export_format);
-      writeFileAtomically(view.export_path, modelExportBytes(s, model_what, format, view.export_path, view.contrast));
+      writeFileAtomically(view.export_path,
+                          modelExportBytes(s, model_what, format, view.export_path, view.contrast, view.export_dpi));
       view.export_message = "Wrote " + view.export_path + " (" + s.title() + ")";
       view.export_failed = false;
     } catch (const std::exception& e) {
@@ -251,7 +293,8 @@ void drawExportPanel(AppState& state, ViewState& view) {
     request.metric = view.metric == 0 ? SimilarityMetric::Cosine : SimilarityMetric::JensenShannon;
     request.annotate = view.export_annotate;
     request.path = view.export_path;
-    request.dendrogram = view.export_what == 2 && view.cluster_order;
+    request.dendrogram = view.export_what == 2 && view.export_cluster_order;
+    request.dpi = view.export_dpi;
     if (view.export_what == 3) request.baseline = &view.diff_a;
     if (view.export_what <= 1) request.contrast = view.contrast;  // a head or all heads: weights
     try {
@@ -265,6 +308,7 @@ void drawExportPanel(AppState& state, ViewState& view) {
   }
   ImGui::EndDisabled();
   probeItem("export.button");
+  if (clicked) view.export_message_request = request_now;
   {
     const int shown_what = scene                             ? view.export_what
                            : view.model_export_what < 0 ? modelWhatOnShow(*view.model)

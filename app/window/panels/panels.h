@@ -11,6 +11,7 @@
 #include "window/app_state.h"
 #include "attnscope/analysis/analysis.h"
 #include "attnscope/export/colormap.h"
+#include "attnscope/export/export.h"
 #include "attnscope/analysis/walkthrough.h"
 #include "window/heatmap_view.h"
 
@@ -50,15 +51,16 @@ struct ViewState {
   int copy_from_head = 1;   // 1-based, as shown
   std::string export_path = "attnscope_export.png";
   int export_what = 1, export_format = 0;
-  // The user picked export_format: the path's extension no longer sets it (a disagreeing one is then refused).
-  bool export_format_chosen = false;
   // A model's or tensor's export: -1 = what is on show (the focused map, else the grid); 0 the focused map, 1 the
   // layer's heads, 2 every layer (the grid), 3 the layer's heads' similarity.
   int model_export_what = -1;
   int export_head = 1;  // 1-based, as shown
   bool export_annotate = false;
+  int export_dpi = kDefaultDpi;            // a PNG figure's pixels per inch (export.h)
+  bool export_cluster_order = false;      // the similarity figure in cluster order: the Export tab's own choice
   std::string export_message;
   bool export_failed = false;  // export_message is an error (shown in red)
+  std::string export_message_request;  // the request export_message is about: a changed request clears it
   // Heads muted on their tiles (sorted, 0-based): drawn dimmed, and the output change of zero-ablating them shown.
   std::vector<int> muted_heads;
   bool mute_mean = false;  // muting replaces a head's output by its mean over the queries instead of zeros

@@ -30,8 +30,9 @@ void writeExport(const Scene& scene, const Result& result, const ExportRequest& 
     case ExportFormat::Png:
     case ExportFormat::Svg: {
       const Figure figure = makeFigure(scene, result, request);
-      const FigureLayout layout = layoutFigure(figure);
-      return sink(request.format == ExportFormat::Png ? pngBytes(figure, layout) : svgBytes(figure, layout));
+      // The PNG at the request's dpi; the SVG in the layout's own units (vector: any dpi draws it sharp).
+      return sink(request.format == ExportFormat::Png ? pngBytes(figure, pngLayout(figure))
+                                                      : svgBytes(figure, layoutFigure(figure)));
     }
   }
   throw InputError("format", "png, svg, csv or npy", std::to_string(static_cast<int>(request.format)));

@@ -203,6 +203,7 @@ Figure makeFigure(const Scene& scene, const Result& result, const ExportRequest&
   checkResult(scene, result);
   Figure f;
   f.annotate = request.annotate;
+  f.dpi = request.dpi;
   const int h = scene.numHeads();
   if (request.what == ExportWhat::Similarity) {
     const bool cosine = request.metric == SimilarityMetric::Cosine;
@@ -280,7 +281,9 @@ Figure makeFigure(const Scene& scene, const Result& result, const ExportRequest&
   if (request.what == ExportWhat::Head) {
     checkHeadIndex(scene, request.head);
     f.panels.push_back(weightPanel(scene, result, request.head, window, pooledMapSide(1)));
-    f.title = f.panels.back().title + " attention weights";
+    f.title = request.subject.empty() ? f.panels.back().title + " attention weights"
+                                      : request.subject + ", head " + std::to_string(request.head + 1) +
+                                            ": attention weights";
     if (!window.whole(scene))
       f.title += ", queries " + std::to_string(window.row0) + "-" + std::to_string(window.row1 - 1) + ", keys " +
                  std::to_string(window.col0) + "-" + std::to_string(window.col1 - 1);
@@ -293,6 +296,10 @@ Figure makeFigure(const Scene& scene, const Result& result, const ExportRequest&
   f.title = h == 1   ? "Attention weights"
             : h == 2 ? "Attention weights, both heads"
                      : "Attention weights, all " + std::to_string(h) + " heads";
+  if (!request.subject.empty()) {
+    f.title[0] = 'a';
+    f.title = request.subject + ": " + f.title;  // "GPT-2 layer 6: attention weights, all 12 heads"
+  }
   f.title += pooledNote(f.panels.back());
   setContrast(f, request.contrast);
   return f;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "attnscope/error.h"
 #include "attnscope/text_bounds.h"
 #include "export/export_text.h"
 
@@ -18,7 +19,8 @@ constexpr float kTitleSize = 18, kHeadingSize = 14, kAxisSize = 14, kTickSize = 
 constexpr int kMaxCell = 48;         // cells never grow past this, except for tiny maps:
 constexpr int kMinMapSide = 256;     // a map is at least this many pixels when the budget allows
 constexpr int kSingleBudget = 1024;  // largest side of a lone map, pixels, growing to 2048 for long sequences
-constexpr int kMinLabelCell = 10;    // smaller cells get position numbers instead of token labels
+constexpr int kMinLabelCell = 10;    // smaller cells get every k-th token (k cells >= 10 px), down to:
+constexpr int kMinThinnedCell = 3;   // smaller cells get position numbers instead of token labels
 constexpr double kMaxLabelWidth = 160;
 constexpr int kDendrogramWidth = 120;  // pixels from the leaves to the root's height
 constexpr int kColorbarWidth = 18, kColorbarGap = 24, kPanelGapX = 28, kPanelGapY = 20, kLabelGap = 6;
@@ -111,13 +113,22 @@ struct AxisLabels {
   double max_width = 0;
 };
 
-// n positions of `cell` pixels each, the first numbered `first`; tokens[i] for position first + i when they fit.
-AxisLabels axisLabels(const std::vector<std::string>& tokens, int n, double cell, bool tokens_fit, const Font& font,
+// Which tokens label an axis of `cell`-pixel cells: every one from kMinLabelCell px, else every k-th, k the
+// fewest cells that make kMinLabelCell px (cells of kMinThinnedCell px or more); 0 = none: positions numbered.
+int tokenStep(double cell) {
+  if (cell >= kMinLabelCell) return 1;
+  if (cell < kMinThinnedCell) return 0;
+  return static_cast<int>(std::ceil(kMinLabelCell / cell - 1e-9));
+}
+
+// n positions of `cell` pixels each, the first numbered `first`; tokens[i] for every token_step-th position
+// first + i when token_step > 0, else numbers about `spacing_target` pixels apart.
+AxisLabels axisLabels(const std::vector<std::string>& tokens, int n, double cell, int token_step, const Font& font,
                       double spacing_target, int first) {
   AxisLabels a;
-  if (tokens_fit) {
-    a.size = std::min(kTickSize, static_cast<float>(std::floor(cell)) - 2);
-    for (int i = 0; i < n; ++i)
+  if (token_step > 0) {
+    a.size = std::min(kTickSize, static_cast<float>(std::floor(cell * token_step)) - 2);
+    for (int i = 0; i < n; i += token_step)
       a.ticks.emplace_back(i, displayLabel(tokens[static_cast<std::size_t>(i)], font, a.size));
   } else {
     a.size = kIndexSize;
@@ -175,11 +186,16 @@ FigureLayout layoutWithBudget(const Figure& fig, const Font& font, int budget) {
   const int row_n = first.row_positions > 0 ? first.row_positions : rows;
   const int col_n = first.col_positions > 0 ? first.col_positions : cols;
   const double row_cell = static_cast<double>(s.map_h) / row_n, col_cell = static_cast<double>(s.map_w) / col_n;
-  L.labels_shown = cell >= kMinLabelCell && row_n == rows && col_n == cols;
+  const int token_step = row_n == rows && col_n == cols ? tokenStep(cell) : 0;
+  L.labels_shown = token_step > 0;
 
   // Labels: rows (queries) down the left, columns (keys) along the bottom, turned upright when too wide.
-  const AxisLabels row_labels = axisLabels(first.row_labels, row_n, row_cell, L.labels_shown, font, 80, first.row_first);
-  const AxisLabels col_labels = axisLabels(first.col_labels, col_n, col_cell, L.labels_shown, font, 90, first.col_first);
+  // Numbered positions about 80 px apart, closer on a small map (a grid's) so that it has three or four.
+  const double row_target = std::clamp(s.map_h / 4.0, 30.0, 80.0), col_target = std::clamp(s.map_w / 4.0, 30.0, 90.0);
+  const AxisLabels row_labels =
+      axisLabels(first.row_labels, row_n, row_cell, token_step, font, row_target, first.row_first);
+  const AxisLabels col_labels =
+      axisLabels(first.col_labels, col_n, col_cell, token_step, font, col_target, first.col_first);
   const double col_spacing =
       col_cell * (col_labels.ticks.size() > 1 ? col_labels.ticks[1].first - col_labels.ticks[0].first : 1);
   const bool col_upright = col_labels.max_width > col_spacing - 4;
@@ -313,6 +329,44 @@ FigureLayout layoutFigure(const Figure& figure) {
     layout = layoutWithBudget(figure, font, budget);
   }
   return layout;
+}
+
+FigureLayout pngLayout(const Figure& figure) {
+  FigureLayout L = layoutFigure(figure);
+  const int dpi = figure.dpi;
+  if (dpi < kMinDpi || dpi > kMaxDpi)
+    throw InputError("--dpi", "an integer from " + std::to_string(kMinDpi) + " to " + std::to_string(kMaxDpi),
+                     std::to_string(dpi));
+  if (dpi == kLayoutDpi) return L;
+  const double s = dpi / static_cast<double>(kLayoutDpi);
+  const auto at = [s](double v) { return static_cast<int>(std::lround(v * s)); };
+  // The largest dpi whose image keeps within both limits (the check below is on the rounded sizes).
+  const double fit = std::min({static_cast<double>(kMaxPngSide) / std::max(L.width, L.height),
+                               std::sqrt(static_cast<double>(kMaxPngPixels) / L.width / L.height)});
+  const long long w = at(L.width), h = at(L.height);
+  if (std::max(w, h) > kMaxPngSide || w * h > kMaxPngPixels)
+    throw InputError("--dpi",
+                     "at most " + std::to_string(static_cast<int>(std::floor(kLayoutDpi * fit))) + " for this " +
+                         std::to_string(L.width) + " x " + std::to_string(L.height) + " px figure (a PNG stops at " +
+                         std::to_string(kMaxPngSide) + " px a side and 8192 x 8192 pixels in all)",
+                     std::to_string(dpi));
+  const auto scaleRect = [&](PixelRect& r) {
+    const int x1 = at(r.x + r.w), y1 = at(r.y + r.h);
+    r.x = at(r.x), r.y = at(r.y);
+    r.w = x1 - r.x, r.h = y1 - r.y;
+  };
+  for (PixelRect& m : L.maps) scaleRect(m);
+  scaleRect(L.colorbar);
+  for (LineItem& l : L.lines) {
+    l.x0 = at(l.x0), l.y0 = at(l.y0);
+    l.x1 = at(l.x1 + 1) - 1, l.y1 = at(l.y1 + 1) - 1;
+  }
+  for (TextItem& t : L.texts) {
+    t.x *= s, t.y *= s;
+    t.size = static_cast<float>(t.size * s);
+  }
+  L.width = static_cast<int>(w), L.height = static_cast<int>(h);
+  return L;
 }
 
 PixelRect cellRect(const Figure& figure, const FigureLayout& layout, int panel, int row, int col) {

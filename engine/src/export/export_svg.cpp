@@ -1,5 +1,9 @@
 // SVG export: the same layout as the PNG as vector graphics: one <rect> per cell (an embedded PNG of the map
-// when there are too many cells for a vector file to stay small), real <text> labels, escaped.
+// when there are too many cells for a vector file to stay small), real <text> labels, escaped. Written so that
+// the common renderers (librsvg, ImageMagick's own MSVG, browsers, Inkscape) draw it alike: every shape states
+// its fill and stroke="none" (a renderer's default stroke outlined each cell and glyph), the colour bar is one
+// embedded image (256 one-pixel rects, and a linearGradient too, drew as one black block in ImageMagick's MSVG),
+// fonts end in a generic family.
 #include <cstdio>
 #include <string>
 
@@ -58,7 +62,7 @@ std::string num(double v) {
 
 std::string rect(int x, int y, int w, int h, Rgb8 c) {
   return "<rect x=\"" + std::to_string(x) + "\" y=\"" + std::to_string(y) + "\" width=\"" + std::to_string(w) +
-         "\" height=\"" + std::to_string(h) + "\" fill=\"" + hex(c) + "\"/>\n";
+         "\" height=\"" + std::to_string(h) + "\" fill=\"" + hex(c) + "\" stroke=\"none\"/>\n";
 }
 
 std::string base64(const std::string& bytes) {
@@ -77,6 +81,14 @@ std::string base64(const std::string& bytes) {
   return out;
 }
 
+// A PNG drawn at its own pixel size at `r`.
+std::string image(const PixelRect& r, const std::string& png) {
+  return "<image x=\"" + std::to_string(r.x) + "\" y=\"" + std::to_string(r.y) + "\" width=\"" + std::to_string(r.w) +
+         "\" height=\"" + std::to_string(r.h) +
+         "\" image-rendering=\"pixelated\" preserveAspectRatio=\"none\" xlink:href=\"data:image/png;base64," +
+         base64(png) + "\"/>\n";
+}
+
 }  // namespace
 
 std::string svgBytes(const Figure& figure, const FigureLayout& layout) {
@@ -84,7 +96,10 @@ std::string svgBytes(const Figure& figure, const FigureLayout& layout) {
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out += "<svg xmlns=\"http://www.w3.org/2000/svg\" xmlns:xlink=\"http://www.w3.org/1999/xlink\" width=\"" + w +
          "\" height=\"" + h + "\" viewBox=\"0 0 " + w + " " + h +
-         "\" font-family=\"DejaVu Sans, Verdana, sans-serif\">\n";
+         "\" font-family=\"DejaVu Sans\" fill=\"none\" stroke=\"none\">\n";
+  // One family in the attribute (MSVG reads no list: a list there drew no text at all); the style sheet, which
+  // browsers, librsvg and Inkscape read over the attribute, adds the fallbacks down to a generic family.
+  out += "<style>text { font-family: \"DejaVu Sans\", Verdana, Arial, sans-serif; }</style>\n";
   out += "<title>" + xmlEscape(figure.title) + "</title>\n";
   out += rect(0, 0, layout.width, layout.height, Rgb8{255, 255, 255});
 
@@ -106,30 +121,26 @@ std::string svgBytes(const Figure& figure, const FigureLayout& layout) {
         }
       }
     } else {
-      const std::string png = encodePng(rasterizeMap(figure, static_cast<int>(p), m.w, m.h));
-      out += "<image x=\"" + std::to_string(m.x) + "\" y=\"" + std::to_string(m.y) + "\" width=\"" +
-             std::to_string(m.w) + "\" height=\"" + std::to_string(m.h) +
-             "\" image-rendering=\"pixelated\" preserveAspectRatio=\"none\" xlink:href=\"data:image/png;base64," +
-             base64(png) + "\"/>\n";
+      out += image(m, encodePng(rasterizeMap(figure, static_cast<int>(p), m.w, m.h)));
     }
   }
-  // Colour bar as runs of equal colour, vmax at the top (the PNG's pixel rows).
+  // Colour bar: an embedded PNG of the PNG export's own bar pixels (row y the value at its centre, vmax at the
+  // top), at its size, so that no renderer resamples it. ImageMagick's MSVG draws a linearGradient black.
   const PixelRect& bar = layout.colorbar;
-  for (int y = 0; y < bar.h;) {
-    const Rgb8 c = colorAt(figure.map, 1.0f - (y + 0.5f) / static_cast<float>(bar.h));
-    int run = 1;
-    while (y + run < bar.h && colorAt(figure.map, 1.0f - (y + run + 0.5f) / static_cast<float>(bar.h)) == c) ++run;
-    out += rect(bar.x, bar.y + y, bar.w, run, c);
-    y += run;
-  }
+  Canvas bar_pixels(bar.w, bar.h, Rgb8{255, 255, 255});
+  for (int y = 0; y < bar.h; ++y)
+    bar_pixels.fill({0, y, bar.w, 1}, colorAt(figure.map, 1.0f - (y + 0.5f) / static_cast<float>(bar.h)));
+  out += image(bar, encodePng(bar_pixels));
   for (const LineItem& l : layout.lines) out += rect(l.x0, l.y0, l.x1 - l.x0 + 1, l.y1 - l.y0 + 1, l.color);
   out += "</g>\n";
 
   for (const TextItem& t : layout.texts) {
     const char* anchor = t.anchor == TextAnchor::Start ? "start" : t.anchor == TextAnchor::Middle ? "middle" : "end";
-    out += "<text x=\"" + num(t.x) + "\" y=\"" + num(t.y) + "\" font-size=\"" + num(t.size) + "\" text-anchor=\"" +
-           anchor + "\" fill=\"" + hex(t.color) + "\"";
-    if (t.vertical) out += " transform=\"rotate(-90 " + num(t.x) + " " + num(t.y) + ")\"";
+    // Upright text at (0, 0) moved into place: MSVG drops text under rotate(-90 x y), the three-number form.
+    const std::string x = t.vertical ? "0" : num(t.x), y = t.vertical ? "0" : num(t.y);
+    out += "<text x=\"" + x + "\" y=\"" + y + "\" font-size=\"" + num(t.size) + "\" text-anchor=\"" + anchor +
+           "\" fill=\"" + hex(t.color) + "\" stroke=\"none\"";
+    if (t.vertical) out += " transform=\"translate(" + num(t.x) + " " + num(t.y) + ") rotate(-90)\"";
     out += " xml:space=\"preserve\">" + xmlEscape(t.text) + "</text>\n";
   }
   out += "</svg>\n";

@@ -62,17 +62,18 @@ void poolPanels(const ForwardResult& forward, int first_layer, Figure& f) {
 }  // namespace
 
 Figure modelGridFigure(const ForwardResult& forward, const HeadLayout& c, const std::vector<std::string>& tokens,
-                       int layer, const MapContrast& contrast) {
+                       int layer, const MapContrast& contrast, const std::string& name) {
   checkLayer(c, layer);
   Figure f;
   setWeightScale(f);
-  f.grid_columns = c.n_head;
+  f.grid_columns = layer < 0 ? c.n_head : 0;  // a layer per row; one layer's heads about square
   const int first = layer < 0 ? 0 : layer, last = layer < 0 ? c.n_layer : layer + 1;
   for (int l = first; l < last; ++l) {
     const MaskMatrix masked = forward.keepsMaps() ? maskOf(forward.n, c, l) : MaskMatrix();  // window's cells too
     for (int h = 0; h < c.n_head; ++h) {
       HeatmapPanel p;
-      p.title = "L" + std::to_string(l + 1) + " H" + std::to_string(h + 1);  // counted from 1, as the window does
+      // counted from 1, as the window does
+      p.title = layer < 0 ? "L" + std::to_string(l + 1) + " H" + std::to_string(h + 1) : "Head " + std::to_string(h + 1);
       if (forward.keepsMaps()) {
         p.values = forward.keptMap(l * c.n_head + h);
         p.masked = masked;
@@ -88,17 +89,21 @@ Figure modelGridFigure(const ForwardResult& forward, const HeadLayout& c, const 
     poolPanels(forward, first, f);
     setContrast(f, contrast);
   }
-  f.title = layer < 0
-                ? "Attention weights, " + std::to_string(c.n_layer) + " layers x " + std::to_string(c.n_head) + " heads"
-                : "Attention weights, layer " + std::to_string(layer + 1);
+  const std::string heads = std::to_string(c.n_head) + (c.n_head == 1 ? " head" : " heads");
+  if (name.empty())
+    f.title = layer < 0 ? "Attention weights, " + std::to_string(c.n_layer) + " layers x " + heads
+                        : "Attention weights, layer " + std::to_string(layer + 1);
+  else
+    f.title = layer < 0 ? name + ": attention weights, " + std::to_string(c.n_layer) + " layers x " + heads
+                        : name + " layer " + std::to_string(layer + 1) + ": attention weights, " + heads;
   return f;
 }
 
 Figure rolloutFigure(const Matrix& rollout, const std::vector<std::string>& tokens, bool causal,
-                     const MapContrast& contrast) {
+                     const MapContrast& contrast, const std::string& name) {
   Figure f;
   setWeightScale(f);
-  f.title = "Attention rollout";
+  f.title = name.empty() ? "Attention rollout" : name + " attention rollout";
   HeatmapPanel p;
   p.values = rollout;
   HeadLayout full;  // no window: a product of windowed maps reaches back further than one window
@@ -127,7 +132,7 @@ std::size_t gridFigureBytes(std::int64_t panels, std::int64_t n, std::size_t tok
 
 std::size_t figureImageBytes(const Figure& figure) {
   if (figure.panels.empty()) return 0;
-  const FigureLayout layout = layoutFigure(figure);
+  const FigureLayout layout = pngLayout(figure);  // the PNG's pixels; the SVG's are no more
   return 6 * static_cast<std::size_t>(layout.width) * static_cast<std::size_t>(layout.height) +
          layout.texts.size() * 256;
 }
@@ -135,8 +140,7 @@ std::size_t figureImageBytes(const Figure& figure) {
 std::string figureBytes(const Figure& figure, ExportFormat format) {
   if (format != ExportFormat::Png && format != ExportFormat::Svg)
     throw InputError("format", "png or svg for a figure", format == ExportFormat::Csv ? "csv" : "npy");
-  const FigureLayout layout = layoutFigure(figure);
-  return format == ExportFormat::Png ? pngBytes(figure, layout) : svgBytes(figure, layout);
+  return format == ExportFormat::Png ? pngBytes(figure, pngLayout(figure)) : svgBytes(figure, layoutFigure(figure));
 }
 
 Matrix weightedMap(const ForwardResult& forward, int layer, int head, const KeyScales* scales) {

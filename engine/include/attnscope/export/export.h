@@ -17,6 +17,11 @@ enum class ExportWhat { Head, Heads, Similarity, Diff };
 enum class ExportFormat { Png, Svg, Csv, Npy };
 enum class SimilarityMetric { Cosine, JensenShannon };
 
+// A figure's layout is in CSS pixels, 96 to the inch (the SVG's size); a PNG is drawn at a dpi from kMinDpi to
+// kMaxDpi (Figure::dpi, pngLayout in export_layout.h). The command line and the window draw kDefaultDpi, twice
+// the layout's pixels a side, unless told otherwise; the engine's requests default to the layout itself.
+constexpr int kLayoutDpi = 96, kDefaultDpi = 192, kMinDpi = 24, kMaxDpi = 1200;
+
 struct ExportRequest {
   ExportWhat what = ExportWhat::Heads;
   int head = 0;  // for ExportWhat::Head
@@ -33,6 +38,10 @@ struct ExportRequest {
   // Head: a window of the map, query rows [row0, row1) x keys [col0, col1), 0-based, half-open; -1 = to the
   // end. CSV and NPY hold exactly those cells; a figure draws them (max-pooled when long, see makeFigure).
   int row0 = 0, row1 = -1, col0 = 0, col1 = -1;
+  // Head and Heads figures: what the maps are of ("GPT-2 layer 6"), leading the title ("GPT-2 layer 6, head 4:
+  // attention weights"); "" for the plain titles ("Head 4 attention weights").
+  std::string subject;
+  int dpi = kLayoutDpi;  // PNG: pixels per inch of the figure (SVG is vector, its size the layout's)
   std::string path;
 };
 

@@ -42,6 +42,9 @@ struct Figure {
   MapContrast contrast;
   bool annotate = false;  // write each cell's value (2 decimals) in the cell when it fits
   int grid_columns = 0;   // panels per row of the grid; 0 = about square (ceil(sqrt(panels)))
+  // The PNG's pixels per inch, the layout's pixels being 1/96 inch (CSS pixels, the SVG's units): 96 draws the
+  // layout as it is, 192 twice as many pixels a side, 300 3.125 times (pngLayout).
+  int dpi = kLayoutDpi;
   std::vector<HeatmapPanel> panels;
   // A similarity matrix in cluster order: the merges (cluster ids as clusterUpgma's) and the leaf order, which
   // is the panel's row order. The dendrogram is drawn left of the row labels. Empty = none.
@@ -100,23 +103,34 @@ struct FigureLayout {
   int width = 0, height = 0;
   std::vector<PixelRect> maps;  // one per panel: the heatmap's pixels
   PixelRect colorbar;           // top = figure.vmax, bottom = figure.vmin
-  bool labels_shown = false;    // token labels on the axes (dropped when cells are too small to read)
+  bool labels_shown = false;    // token labels on the axes, every k-th on small cells (positions on tiny ones)
   bool annotations_shown = false;
   std::vector<TextItem> texts;
   std::vector<LineItem> lines;
 };
 
-// Largest side of an exported image, in pixels.
+// Largest side of an exported image's layout, in pixels (at kLayoutDpi).
 constexpr int kMaxImageSide = 4096;
+// A PNG at figure.dpi is at most this many pixels a side and in all (8192 x 8192, a 192 MiB canvas: the default
+// 192 dpi of the largest layout, kMaxImageSide a side, fits), else pngLayout refuses.
+constexpr int kMaxPngSide = 16384;
+constexpr long long kMaxPngPixels = 8192LL * 8192;
 
 // Cells are square and whole pixels: min(budget / n, max(48, 256 / n)) for n = max(n_q, n_k), so 48 px
 // (more for a few tokens, about 256 px a side) down to 1 px; the budget is 1024 px for one map (n itself up to
 // 2048 for longer sequences) and 2560 / grid columns per head in a grid. Past the budget the map keeps it and
 // each pixel shows the mean of the unmasked cells it covers (masked only when all are; under a contrast, the
-// mean of the cells each over its top, contrastTops). Token labels need
-// cells of 10 px (else positions are shown), annotations cells wide enough for their text (else none). The
+// mean of the cells each over its top, contrastTops). Every token labels
+// cells of 10 px, every k-th token cells of 3 to 10 px (k cells make 10 px), else positions are numbered;
+// annotations need cells wide enough for their text (else none). The
 // maps shrink until no side exceeds kMaxImageSide. Needs the font (throws InputError when it is missing).
 FigureLayout layoutFigure(const Figure& figure);
+// The PNG's layout: layoutFigure's scaled by s = figure.dpi / 96: the image round(width * s) x round(height * s),
+// each map and the colour bar from round(x * s) to round((x + w) * s), each line's pixels [x0, x1] from
+// round(x0 * s) to round((x1 + 1) * s) - 1, text at (x * s, y * s) and size * s. Throws InputError("--dpi", ...)
+// for a dpi outside kMinDpi..kMaxDpi, or one whose image passes kMaxPngSide or kMaxPngPixels (naming the largest
+// dpi the figure allows).
+FigureLayout pngLayout(const Figure& figure);
 // The side, in blocks, a long map in a figure of `panels` maps is pooled to, so that layoutFigure gives each
 // block one pixel: 1024 for a lone map, max(96, 2560 / grid columns) in a grid.
 int pooledMapSide(int panels);

@@ -17,14 +17,16 @@ namespace attnscope::model {
 
 // One panel per (layer, head), layer by layer, n_head panels a row, titled "L1 H1"; causal cells masked (none for
 // an encoder, layout.causal false), and the cells a layer's sliding window (layout.window) hides.
-// layer >= 0: only that layer's heads. Coloured under `contrast` (setContrast, export_layout.h); its tops are of
+// layer >= 0: only that layer's heads, titled "Head 1", wrapped into an about square grid (ceil(sqrt(n_head))
+// columns: 16 heads 4 x 4). `name` ("GPT-2", "qwen3"; "" for none) leads the title: "GPT-2 layer 6: attention
+// weights, 12 heads", "GPT-2: attention weights, 12 layers x 12 heads". Coloured under `contrast` (setContrast, export_layout.h); its tops are of
 // the panels' values: the maps' cells, or, when the forward kept no maps, the pooled pixels' means.
 Figure modelGridFigure(const ForwardResult& forward, const HeadLayout& layout, const std::vector<std::string>& tokens,
-                       int layer = -1, const MapContrast& contrast = {});
+                       int layer = -1, const MapContrast& contrast = {}, const std::string& name = "");
 // The rollout (n, n) as one map on 0..1 (or under `contrast`, its PerHead top the map's max); the upper triangle
-// (zero for a causal model) masked, nothing for an encoder (causal false).
+// (zero for a causal model) masked, nothing for an encoder (causal false). Titled "<name> attention rollout".
 Figure rolloutFigure(const Matrix& rollout, const std::vector<std::string>& tokens, bool causal = true,
-                     const MapContrast& contrast = {});
+                     const MapContrast& contrast = {}, const std::string& name = "");
 // Bytes a grid figure of `panels` maps of (n, n) holds before it is drawn (each panel's copy of its map, its mask
 // and its row and column labels, `token_bytes` of text each), from the shape alone; and a figure's image once
 // laid out (the canvas, 3 bytes a pixel, and the encoded image, at most as large again): the budget checks.
