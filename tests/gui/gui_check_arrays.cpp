@@ -2,6 +2,8 @@
 // map drawn in the colours of the arrays NumPy wrote, every cell a weight (a saved tensor has no causal mask),
 // and nn.MultiheadAttention's layer opened as the scene in the colours of NumPy's own computation
 // (open_arrays_fixtures.py writes expected.json), independently of the engine.
+#include <cmath>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -180,6 +182,17 @@ void checkOpenArrays(Checker& c, const std::string& dir) {
     for (int h = 1; h <= 3; ++h) titled = titled && svg.find(">L" + std::to_string(l) + " H" + std::to_string(h) + "<") != std::string::npos;
   c.expect(titled && svg.find(">cat<") != std::string::npos && svg.find(">L3 H1<") == std::string::npos,
            "grid.svg: an SVG with panels L1 H1 .. L2 H3 and the tensor's tokens");
+  // The same figure as a PNG at the window's dpi (the Export tab's, 192 by default): the SVG's size in CSS pixels
+  // (96 a inch) times 192 / 96, rounded.
+  const auto attribute = [&](const char* name) {
+    const std::size_t at = svg.find(std::string(" ") + name + "=\"");
+    return at == std::string::npos ? -1.0 : std::stod(svg.substr(at + std::strlen(name) + 3));
+  };
+  const Image png = loadPng(dir + "/grid.png");
+  const long want_w = std::lround(attribute("width") * 2), want_h = std::lround(attribute("height") * 2);
+  c.expect(png.w == want_w && png.h == want_h, "grid.png at 192 dpi: " + std::to_string(png.w) + " x " +
+                                                   std::to_string(png.h) + ", the SVG's size x 2 is " +
+                                                   std::to_string(want_w) + " x " + std::to_string(want_h));
 
   // The safetensors file's first tensor ("big", by name order): 1 layer x 3 heads.
   const Checker st{loadPng(dir + "/st.png"), loadLayout(dir + "/layout_st.json")};

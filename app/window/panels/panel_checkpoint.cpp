@@ -24,8 +24,8 @@ namespace {
 
 // The shown model's or tensor's layers x heads grid as the figure `view --grid-out` / `model --grid-out` write
 // (model::modelGridFigure): every layer, or the layer on show; .png or .svg from the path; in the window's
-// colours (`contrast`, ViewState's).
-void drawGridFigureExport(ModelSession& s, const MapContrast& contrast) {
+// colours (`contrast`, ViewState's); a PNG at the Export tab's dpi (`dpi`, the window's one figure resolution).
+void drawGridFigureExport(ModelSession& s, const MapContrast& contrast, int dpi) {
   sectionHeader("Grid figure");
   ImGui::SetNextItemWidth(-1);
   ImGui::InputTextWithHint("##figure_path", "grid.png or grid.svg", &s.figure_path);
@@ -42,10 +42,10 @@ void drawGridFigureExport(ModelSession& s, const MapContrast& contrast) {
     try {
       const ExportFormat format = model::figureFormat("figure path", s.figure_path);
       const int layer = s.figure_all_layers ? -1 : shown_layer;
-      writeFileAtomically(s.figure_path, model::figureBytes(
-                                              model::modelGridFigure(s.forward(), s.layout(), s.labels(), layer, contrast, s.title()),
-                                              format));
-      s.figure_note = "Wrote " + s.figure_path;
+      Figure figure = model::modelGridFigure(s.forward(), s.layout(), s.labels(), layer, contrast, s.title());
+      figure.dpi = dpi;
+      writeFileAtomically(s.figure_path, model::figureBytes(figure, format));
+      s.figure_note = "Wrote " + s.figure_path + (format == ExportFormat::Png ? " at " + std::to_string(dpi) + " dpi" : "");
     } catch (const std::exception& e) {
       s.figure_error = e.what();
     }
@@ -72,7 +72,7 @@ void drawCheckpointPanel(AppState& state, ViewState& view) {
   if (!s.tensorFile().empty() && s.forward().n > 0) {  // an opened tensor: its analysis first, then the checkpoint
     drawTensorAnalysis(s);
     ImGui::Spacing();
-    drawGridFigureExport(s, view.contrast);
+    drawGridFigureExport(s, view.contrast, view.export_dpi);
     ImGui::Spacing();
   }
   sectionHeader("Checkpoint");
@@ -150,7 +150,7 @@ void drawCheckpointPanel(AppState& state, ViewState& view) {
     probeItem("checkpoint.open_layer.why_not");
   }
   ImGui::Spacing();
-  drawGridFigureExport(s, view.contrast);
+  drawGridFigureExport(s, view.contrast, view.export_dpi);
 }
 
 }  // namespace attnscope::app
