@@ -234,16 +234,21 @@ void presetsSection(AppState& state, ViewState& view) {
   probeItem("model.preset.random");
   // The estimate before it computes: the scene and its result with every (n, n) map the window keeps.
   if (random.n >= 1 && random.heads >= 1) {
-    ImGui::SameLine();
-    ImGui::TextDisabled("est. %.1f MiB", static_cast<double>(estimateRandomScene(random, windowKeepsMaps(random)).total()) / (1 << 20));
+    const std::string estimate = formatted(
+        "est. %.1f MiB", static_cast<double>(estimateRandomScene(random, windowKeepsMaps(random)).total()) / (1 << 20));
+    // Beside the button while it fits (a pane with a scrollbar is narrower), else under it.
+    const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+    if (ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x + ImGui::CalcTextSize(estimate.c_str()).x <= right)
+      ImGui::SameLine();
+    ImGui::TextDisabled("%s", estimate.c_str());
     probeItem("model.random.estimate");
   }
   for (const char* field : {"model.random.n", "model.random.heads", "model.random.d_model", "model.random.seed"})
     showFieldError(field);
 
-  ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 5.5f);
-  ImGui::InputText("##sentence", &view.sentence);
-  ImGui::SameLine();
+  // The sentence in a box that wraps at spaces (a one-line field cut it at the pane's edge), its button under it.
+  wrappedTextInput("##sentence", view.sentence, ImVec2(-1, ImGui::GetTextLineHeight() * 2 + ImGui::GetStyle().FramePadding.y * 2));
+  probeItem("model.sentence");
   if (ImGui::Button("Sentence"))
     state.edit("sentence scene", [&](Scene& s) {
       s = makeSentenceScene(view.sentence, view.random_heads, view.random_d_model,
