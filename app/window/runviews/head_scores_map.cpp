@@ -6,6 +6,7 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -57,24 +58,9 @@ void drawScoreMap(ViewState& view, ModelSession& s, const std::string& name) {
   if (const auto cell = drawLayerHeadMap(map)) openHeadMap(view, s, cell->first, cell->second);
 
   // The strongest heads, in words, each a click away.
-  std::vector<std::pair<double, int>> ranked;
-  for (int l = 0; l < layers; ++l)
-    for (int h = 0; h < heads; ++h)
-      if (const std::optional<double> v = score(l, h)) ranked.emplace_back(*v, l * heads + h);
-  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  if (ranked.empty()) {
+  if (!drawStrongestHeads(view, s, map, "%.3f", false))
     textWrappedAtSpaces(std::string("No head has a ") + headTypeText(name) +
                         " score on this text: no token repeats. Try repeated random tokens.");
-    return;
-  }
-  ranked.resize(std::min<std::size_t>(ranked.size(), kListed));
-  std::vector<std::string> texts;
-  for (const auto& [v, index] : ranked)
-    texts.push_back(formatted("layer %d, head %d: %.3f", index / heads + 1, index % heads + 1, v));
-  ImGui::TextDisabled("strongest:");
-  if (const std::optional<int> k = drawRankedButtons("findheads", texts))
-    openHeadMap(view, s, ranked[static_cast<std::size_t>(*k)].second / heads,
-                ranked[static_cast<std::size_t>(*k)].second % heads);
 }
 
 }  // namespace
@@ -85,6 +71,29 @@ void openHeadMap(ViewState& view, ModelSession& s, int layer, int head) {
   s.shown = true;
   view.model_rollout = 0;  // the heads, not the rollout
   view.model_zoom = CellView{0, 0, static_cast<float>(s.forward().n), static_cast<float>(s.forward().n)};
+}
+
+bool drawStrongestHeads(ViewState& view, ModelSession& s, const LayerHeadMap& map, const char* value_format,
+                        bool by_magnitude) {
+  std::vector<std::pair<double, int>> ranked;  // (value, layer * heads + head)
+  for (int l = 0; l < map.layers; ++l)
+    for (int h = 0; h < map.heads; ++h)
+      if (const std::optional<double> v = map.value(l, h)) ranked.emplace_back(*v, l * map.heads + h);
+  const auto key = [by_magnitude](double v) { return by_magnitude ? std::abs(v) : v; };
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [&](const auto& x, const auto& y) { return key(x.first) > key(y.first); });
+  if (ranked.empty()) return false;
+  ranked.resize(std::min<std::size_t>(ranked.size(), kListed));
+  std::vector<std::string> texts;
+  for (const auto& [v, index] : ranked)
+    texts.push_back(formatted("layer %d, head %d: ", index / map.heads + 1, index % map.heads + 1) +
+                    formatted(value_format, v));
+  ImGui::TextDisabled("strongest:");
+  if (const std::optional<int> k = drawRankedButtons(map.id, texts)) {
+    const int index = ranked[static_cast<std::size_t>(*k)].second;
+    openHeadMap(view, s, index / map.heads, index % map.heads);
+  }
+  return true;
 }
 
 void drawHeadScoresMap(ViewState& view, ModelSession& s) {

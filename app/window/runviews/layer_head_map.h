@@ -41,6 +41,10 @@ struct ViewState;
 class ModelSession;
 // Opens head `head` of `layer` full-size in the centre (the heads, not the rollout).
 void openHeadMap(ViewState& view, ModelSession& s, int layer, int head);
+// "strongest:" and the five heads of `map` with the largest values (`by_magnitude`: the largest |value|), each a
+// button ("layer 3, head 2: " and the value in `value_format`) that opens its map. False when no head has a value.
+bool drawStrongestHeads(ViewState& view, ModelSession& s, const LayerHeadMap& map, const char* value_format,
+                        bool by_magnitude);
 // Find heads' other maps (composition_map.cpp, logit_map.cpp): what later heads read from a picked head through
 // their query, key or value (`mode` 0, 1, 2), and each head's direct share of a predicted token's logit.
 void drawCompositionMap(ViewState& view, ModelSession& s, int mode);

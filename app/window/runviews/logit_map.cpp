@@ -107,20 +107,7 @@ void drawLogitAttributionMap(ViewState& view, ModelSession& s) {
   };
   if (const auto cell = drawLayerHeadMap(map)) openHeadMap(view, s, cell->first, cell->second);
 
-  // The heads that move it most, either way.
-  std::vector<std::pair<double, int>> ranked;
-  for (int l = 0; l < layers; ++l)
-    for (int h = 0; h < heads; ++h) ranked.emplace_back(share(l, h), l * heads + h);
-  std::stable_sort(ranked.begin(), ranked.end(),
-                   [](const auto& x, const auto& y) { return std::abs(x.first) > std::abs(y.first); });
-  ranked.resize(std::min<std::size_t>(ranked.size(), 5));
-  std::vector<std::string> texts;
-  for (const auto& [v, index] : ranked)
-    texts.push_back(formatted("layer %d, head %d: %+.3f", index / heads + 1, index % heads + 1, v));
-  ImGui::TextDisabled("strongest:");
-  if (const std::optional<int> k = drawRankedButtons("findheads", texts))
-    openHeadMap(view, s, ranked[static_cast<std::size_t>(*k)].second / heads,
-                ranked[static_cast<std::size_t>(*k)].second % heads);
+  drawStrongestHeads(view, s, map, "%+.3f", true);  // the heads that move it most, either way
 }
 
 }  // namespace attnscope::app
