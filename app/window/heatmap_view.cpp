@@ -16,6 +16,7 @@
 
 #include "attnscope/export/colormap.h"
 #include "attnscope/settings.h"
+#include "window/lesson/lesson.h"
 #include "window/ui_probe.h"
 #include "attnscope/gl_program.h"
 #include "heatmap_shaders.h"
@@ -97,7 +98,7 @@ unsigned HeatmapRenderer::weightsTexture(const AppState& state, int head) const 
   return head_textures_[static_cast<std::size_t>(head)];
 }
 
-void HeatmapRenderer::sync(AppState& state) {
+void HeatmapRenderer::sync(AppState& state, bool value_norms) {
   const Scene& scene = state.headsScene();
   const int heads = scene.numHeads();
   const bool cpu = !state.resultResident();  // the maps are in result(): ours to upload
@@ -160,17 +161,38 @@ void HeatmapRenderer::sync(AppState& state) {
   while (static_cast<int>(head_textures_.size()) < heads) {
     head_textures_.push_back(makeTexture());
     head_revisions_.push_back(~0u);
+    head_uploads_.push_back(0);
     rendered_.emplace_back();
   }
+  // Weighted maps are ours to upload from the CPU result (kept maps), whichever backend computed them; a change of
+  // the switch or of the scales re-uploads every head.
+  const bool weighted = value_norms && !tiled_;
+  if (weighted) {
+    std::vector<unsigned> of(static_cast<std::size_t>(heads));
+    for (int h = 0; h < heads; ++h) of[static_cast<std::size_t>(h)] = state.headRevision(h);
+    of.push_back(state.fullRevision());
+    if (!weighted_ || of != scales_of_) {
+      value_scales_ = sceneValueNormScales(scene);
+      scales_of_ = std::move(of);
+      std::fill(head_revisions_.begin(), head_revisions_.end(), ~0u);
+    }
+  } else if (weighted_) {
+    std::fill(head_revisions_.begin(), head_revisions_.end(), ~0u);
+  }
+  weighted_ = weighted;
+  const bool own = cpu || weighted;
   sources_.resize(static_cast<std::size_t>(heads));
   source_revisions_.resize(static_cast<std::size_t>(heads));
   upload_pending_.assign(static_cast<std::size_t>(heads), false);
   std::size_t uploaded = 0;
   for (int h = 0; h < heads; ++h) {
     const std::size_t at = static_cast<std::size_t>(h);
-    if (cpu && !tiled_ && head_revisions_[at] != state.headRevision(h)) {
+    if (own && !tiled_ && head_revisions_[at] != state.headRevision(h)) {
       // weights: (n_q, n_k) row-major -> texture n_k wide, n_q tall, row i = query i
-      const Matrix& w = state.result().heads[at].weights;
+      const Matrix& kept = state.result().heads[at].weights;
+      Matrix scaled;
+      if (weighted) scaled = kept.array().rowwise() * value_scales_.row(h).array();
+      const Matrix& w = weighted ? scaled : kept;
       if (uploaded > 0 && uploaded + static_cast<std::size_t>(w.size()) > kUploadBudgetWeights) {
         upload_pending_[at] = true;  // next frame; the previous map stays on show, marked stale
       } else {
@@ -178,11 +200,13 @@ void HeatmapRenderer::sync(AppState& state) {
         glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, static_cast<GLsizei>(w.cols()), static_cast<GLsizei>(w.rows()), 0,
                      GL_RED, GL_FLOAT, w.data());
         head_revisions_[at] = state.headRevision(h);
+        head_uploads_[at] = ++uploads_;
         uploaded += static_cast<std::size_t>(w.size());
       }
     }
-    sources_[at] = tiled_ ? 0 : weightsTexture(state, h);  // tiled: tiledSource picks a tile's texture
-    source_revisions_[at] = cpu ? head_revisions_[at] : state.headRevision(h);
+    // tiled: tiledSource picks a tile's texture
+    sources_[at] = tiled_ ? 0 : weighted ? head_textures_[at] : weightsTexture(state, h);
+    source_revisions_[at] = own ? head_uploads_[at] : state.headRevision(h);
   }
   glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
   glBindTexture(GL_TEXTURE_2D, 0);

@@ -42,8 +42,9 @@ class HeatmapRenderer {
   HeatmapRenderer& operator=(const HeatmapRenderer&) = delete;
 
   // Call before drawing (after this frame's edits): uploads what changed since the last call, and on the GPU
-  // flash path fills the next band of an overview (state's backend writes it).
-  void sync(AppState& state);
+  // flash path fills the next band of an overview (state's backend writes it). `value_norms` (maps kept only):
+  // each head's map uploaded with column j times lesson.h's sceneValueNormScales(h, j), from the CPU result.
+  void sync(AppState& state, bool value_norms = false);
   // Adds head `head`'s heatmap over the screen rectangle [p0, p1) (whole pixels); weights from `lo` to `hi` span
   // the colour map (with `contrast.scale` RowMax each weight is first divided by its row's max; `contrast.log`:
   // a log scale). The map is rendered by the heatmap shader into a texture of exactly that many pixels (level
@@ -101,6 +102,13 @@ class HeatmapRenderer {
   unsigned program_ = 0, vao_ = 0, colormap_ = 0, mask_ = 0;
   std::vector<unsigned> head_textures_;  // our own R32F copies of the CPU result, one per head
   std::vector<unsigned> head_revisions_;
+  std::vector<unsigned> head_uploads_;  // per head: the upload its texture holds (uploads_ when made)
+  unsigned uploads_ = 0;
+  // Value-norm weighting: on or off as last uploaded, its scales (heads, n_k), and the revisions they are of
+  // (every head's, then the full one: an edit of any head's W_V may move the largest norm).
+  bool weighted_ = false;
+  Matrix value_scales_;
+  std::vector<unsigned> scales_of_;
   std::vector<unsigned> sources_;  // the weights texture each head is drawn from this frame
   std::vector<unsigned> source_revisions_;
   std::vector<Rendered> rendered_;

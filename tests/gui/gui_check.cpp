@@ -432,6 +432,8 @@ int main(int argc, char** argv) {
       checkTokenStrip(c, 64);  // the typed text's 63 characters and <s> (the fixture has 64 positions)
     } else if (test == "row_contrast") {
       checkRowContrast(c);
+    } else if (test == "value_norms") {
+      checkSceneValueNorms(c);
     } else if (test == "export_row_contrast") {
       checkExportRowContrast(c, dir);
     } else if (test == "export_figure") {

@@ -206,6 +206,8 @@ void checkTokenStrip(Checker& c, int tokens);
 void checkHeadsWide(Checker& c);
 // gui_row_contrast: the worked example's maps under the "row max" contrast, each row over its own max.
 void checkRowContrast(Checker& c);
+// gui_value_norms: the worked example weighted by value norms (worked by hand from the seed's W_V).
+void checkSceneValueNorms(Checker& c);
 // gui_export_row_contrast: the Export tab's PNG of all heads in "row max" colours, and the line that says so.
 void checkExportRowContrast(Checker& c, const std::string& dir);
 void checkExportFigure(Checker& c, const std::string& dir);  // the Export tab's dpi, order, format, message

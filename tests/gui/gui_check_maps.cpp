@@ -113,6 +113,37 @@ void checkHeadsWide(Checker& c) {
   c.expect(clipped.empty(), "nothing clipped or overlapping:" + clipped);
 }
 
+void checkSceneValueNorms(Checker& c) {
+  // Seed 001's W_V of both heads (4 x 2) as printed; its W_O is the identity, so head h writes key j's value
+  // x_j W_V^h unchanged and the value norm is ||x_j W_V^h||: head 1 (2, 0, 1), head 2 (1, 1, 2), largest 2.
+  const Grid wv[2] = {{{1, 0}, {0, 0}, {1, 0}, {0, 0}}, {{0, 1}, {0, 1}, {0, 0}, {0, 0}}};
+  double norms[2][3], largest = 0;
+  for (int h = 0; h < 2; ++h) {
+    const Grid v = mul(kX, wv[h]);
+    for (int j = 0; j < 3; ++j) {
+      const auto& r = v[static_cast<std::size_t>(j)];
+      norms[h][j] = std::sqrt(r[0] * r[0] + r[1] * r[1]);
+      largest = std::max(largest, norms[h][j]);
+    }
+  }
+  c.expect(c.layout.contains("heads.value_norm_note"), "the note 'weights x value norms / the scene's largest norm'");
+  // The window multiplies float32 weights by float32 norm ratios (relative error ~1e-7): a product within 1e-5 of
+  // a boundary between two colour-map entries may show either.
+  for (int h = 0; h < 2; ++h) {
+    const Grid w = expectedWeights(h, false);
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j) {
+        const double a = w[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
+        const double weighted = a * norms[h][j] / largest;
+        const Rgb8 got = c.cell("head" + std::to_string(h) + ".map", i, j, 3, 3, Checker::kAboveText);
+        char what[192];
+        std::snprintf(what, sizeof what, "value norms: head %d cell (%d,%d): %.4f x %.0f / %.0f = %.4f, drawn %s",
+                      h + 1, i, j, a, norms[h][j], largest, weighted, Checker::str(got).c_str());
+        c.expect(isWeightColor(got, weighted), what);
+      }
+  }
+}
+
 void checkRowContrast(Checker& c) {
   // Each row of the worked example's weights (softmax of Q K^T / sqrt(2), in double from the printed matrices)
   // over its own largest weight: the row's peak at the colour map's top, the rest at w / max. The window divides

@@ -1,12 +1,24 @@
-// A head's title line: its name, its type as a chip set apart, its mean row entropy (lesson.h).
+// A head's title line: its name, its type as a chip set apart (in headTypeText's words, panels.h), its mean row
+// entropy (lesson.h).
 #include <cmath>
 #include <cstdio>
 #include <string>
 
 #include "window/lesson/lesson.h"
+#include "window/panels/panels.h"
 #include "window/ui_probe.h"
 
 namespace attnscope::app {
+
+const char* headTypeText(const std::string& label) {
+  if (label == "previous_token") return "previous-token";
+  if (label == "current_token") return "current-token";
+  if (label == "first_token") return "first-token";
+  if (label == "local") return "local";
+  if (label == "induction") return "induction";
+  if (label == "duplicate_token") return "duplicate-token";
+  return "";
+}
 
 std::string entropyValue(double entropy) {
   char text[32];

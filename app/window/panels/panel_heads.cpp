@@ -14,16 +14,6 @@
 
 namespace attnscope::app {
 
-const char* headTypeText(const std::string& label) {
-  if (label == "previous_token") return "previous-token";
-  if (label == "current_token") return "current-token";
-  if (label == "first_token") return "first-token";
-  if (label == "local") return "local";
-  if (label == "induction") return "induction";
-  if (label == "duplicate_token") return "duplicate-token";
-  return "";
-}
-
 namespace {
 
 // [SECTION] colour scale
@@ -32,6 +22,7 @@ float scaleTop(const AppState& state, const ViewState& view, int head) {
   const std::vector<HeadStats>& stats = state.result().stats;
   // A long scene: no statistics in the window (nor, while its result computes, a result of its heads).
   if (state.weightsPending() || stats.size() != state.result().heads.size()) return 1.0f;
+  if (valueNormsShown(state, view)) return 1.0f;  // weighted maps lie in 0..1; the statistics are the weights'
   switch (view.contrast.scale) {
     case ColorScale::Fixed:
     case ColorScale::RowMax:  // each weight over its row's max: the shader divides, the range stays 0..1
@@ -344,6 +335,7 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
       ImGui::Text("weight %.4f", hr.hasMap() ? hr.weights(i, j)
                                              : weightTile(scene, state.result(), TileRequest{head, i, i + 1, j, j + 1})
                                                    .values(0, 0));
+      valueNormTooltipLine(state, view, head, i, j);
       changeTooltipLine(head, i, j);
       if (hr.scores.size() == 0)
         ImGui::TextDisabled("score not kept");
@@ -442,7 +434,8 @@ void clampZoom(CellView& z, const Scene& scene) {
 }  // namespace
 
 void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer) {
-  renderer.sync(state);  // after the editors on the left have applied this frame's edits
+  // After the editors on the left have applied this frame's edits; the weighting as the switch says.
+  renderer.sync(state, valueNormsShown(state, view));
   trackChanges(state);
   const Scene& scene = state.headsScene();
   const int heads = scene.numHeads();
@@ -450,6 +443,7 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
   if (view.compare_a >= heads || view.compare_b >= heads) view.compare_a = view.compare_b = -1;
 
   drawContrastControl(view);
+  drawValueNormSwitch(state, view);
   if (state.resultPending()) {  // a big scene recomputes off the UI thread: the maps show the previous result
     ImGui::SameLine();
     ImGui::TextColored(ImVec4(1.0f, 0.75f, 0.3f, 1.0f), "updating...");

@@ -1,0 +1,58 @@
+// Value-norm weighting of a scene's heads (lesson.h): the switch above the heads, its note, and the hover's line.
+#include <algorithm>
+
+#include "attnscope/analysis/value_norms.h"
+#include "window/lesson/lesson.h"
+#include "window/panels/panels.h"
+#include "window/ui_probe.h"
+
+namespace attnscope::app {
+
+Matrix sceneValueNormScales(const Scene& scene) {
+  Matrix scales = sceneValueNorms(scene);  // (heads, n_k)
+  const float largest = scales.size() > 0 ? scales.maxCoeff() : 0.0f;
+  // Every value norm 0 (no value reaches the output): every weighted cell is 0.
+  if (largest > 0) scales /= largest;
+  return scales;
+}
+
+bool valueNormsApply(const AppState& state) { return !state.headsFromOverviews() && !longScene(state); }
+
+bool valueNormsShown(const AppState& state, const ViewState& view) {
+  return view.model_value_norm == 1 && valueNormsApply(state);
+}
+
+void drawValueNormSwitch(const AppState& state, ViewState& view) {
+  const char* label = "value norms";
+  const float w = ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x + ImGui::CalcTextSize(label).x;
+  const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+  if (ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x + w <= right) ImGui::SameLine();
+  const bool applies = valueNormsApply(state);
+  bool weighted = view.model_value_norm == 1 && applies;
+  ImGui::BeginDisabled(!applies);
+  if (ImGui::Checkbox(label, &weighted)) view.model_value_norm = weighted ? 1 : 0;
+  ImGui::EndDisabled();
+  probeItem("heads.value_norm");
+  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+    ImGui::SetTooltip(applies ? "each weight times the size of what its key's value adds through the head,\n"
+                                "||(x_j W_V + b_V) W_O^h|| (Kobayashi et al. 2020), over the scene's largest:\n"
+                                "a weight on a key whose value the head barely writes fades"
+                              : "a long scene's maps are drawn from tiles of plain weights:\n"
+                                "value-norm weighting needs the kept maps of a shorter scene");
+  if (valueNormsShown(state, view)) {
+    ImGui::TextDisabled("weights x value norms / the scene's largest norm");
+    probeItem("heads.value_norm_note");
+  }
+}
+
+void valueNormTooltipLine(const AppState& state, const ViewState& view, int head, int row, int key) {
+  if (!valueNormsShown(state, view)) return;
+  const Matrix norms = sceneValueNorms(state.scene());  // one hover: O(heads n_k d)
+  const float largest = norms.size() > 0 ? norms.maxCoeff() : 0.0f;
+  const float norm = norms(head, key);
+  const float weight = state.result().heads[static_cast<std::size_t>(head)].weights(row, key);
+  ImGui::Text("colour: weight x value norm %.4f / largest %.4f = %.4f", norm, largest,
+              largest > 0 ? weight * norm / largest : 0.0f);
+}
+
+}  // namespace attnscope::app
