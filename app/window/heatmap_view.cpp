@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "attnscope/analysis/value_norms.h"
 #include "attnscope/export/colormap.h"
 #include "attnscope/settings.h"
 #include "window/lesson/lesson.h"
@@ -172,12 +173,15 @@ void HeatmapRenderer::sync(AppState& state, bool value_norms) {
     for (int h = 0; h < heads; ++h) of[static_cast<std::size_t>(h)] = state.headRevision(h);
     of.push_back(state.fullRevision());
     if (!weighted_ || of != scales_of_) {
-      value_scales_ = sceneValueNormScales(scene);
+      value_norms_ = sceneValueNorms(scene);
+      value_norm_top_ = value_norms_.size() > 0 ? value_norms_.maxCoeff() : 0.0f;
       scales_of_ = std::move(of);
       std::fill(head_revisions_.begin(), head_revisions_.end(), ~0u);
     }
   } else if (weighted_) {
     std::fill(head_revisions_.begin(), head_revisions_.end(), ~0u);
+    value_norms_.resize(0, 0);
+    value_norm_top_ = 0;
   }
   weighted_ = weighted;
   const bool own = cpu || weighted;
@@ -191,7 +195,10 @@ void HeatmapRenderer::sync(AppState& state, bool value_norms) {
       // weights: (n_q, n_k) row-major -> texture n_k wide, n_q tall, row i = query i
       const Matrix& kept = state.result().heads[at].weights;
       Matrix scaled;
-      if (weighted) scaled = kept.array().rowwise() * value_scales_.row(h).array();
+      // Every value norm 0 (no value reaches the output): every weighted cell is 0.
+      if (weighted)
+        scaled = value_norm_top_ > 0 ? Matrix(kept.array().rowwise() * (value_norms_.row(h).array() / value_norm_top_))
+                                     : Matrix(Matrix::Zero(kept.rows(), kept.cols()));
       const Matrix& w = weighted ? scaled : kept;
       if (uploaded > 0 && uploaded + static_cast<std::size_t>(w.size()) > kUploadBudgetWeights) {
         upload_pending_[at] = true;  // next frame; the previous map stays on show, marked stale

@@ -43,8 +43,13 @@ class HeatmapRenderer {
 
   // Call before drawing (after this frame's edits): uploads what changed since the last call, and on the GPU
   // flash path fills the next band of an overview (state's backend writes it). `value_norms` (maps kept only):
-  // each head's map uploaded with column j times lesson.h's sceneValueNormScales(h, j), from the CPU result.
+  // each head's map uploaded with column j times key j's value norm through head h over the scene's largest
+  // (analysis/value_norms.h's sceneValueNorms, computed here once per edit), from the CPU result.
   void sync(AppState& state, bool value_norms = false);
+  // The value norms (heads, n_k) and their largest that the weighted maps were last uploaded with (the cells'
+  // tooltips read them rather than computing them again each frame); empty while the switch is off.
+  const Matrix& valueNorms() const { return value_norms_; }
+  float valueNormTop() const { return value_norm_top_; }
   // Adds head `head`'s heatmap over the screen rectangle [p0, p1) (whole pixels); weights from `lo` to `hi` span
   // the colour map (with `contrast.scale` RowMax each weight is first divided by its row's max; `contrast.log`:
   // a log scale). The map is rendered by the heatmap shader into a texture of exactly that many pixels (level
@@ -104,10 +109,11 @@ class HeatmapRenderer {
   std::vector<unsigned> head_revisions_;
   std::vector<unsigned> head_uploads_;  // per head: the upload its texture holds (uploads_ when made)
   unsigned uploads_ = 0;
-  // Value-norm weighting: on or off as last uploaded, its scales (heads, n_k), and the revisions they are of
-  // (every head's, then the full one: an edit of any head's W_V may move the largest norm).
+  // Value-norm weighting: on or off as last uploaded, the norms (heads, n_k) and their largest, and the
+  // revisions they are of (every head's, then the full one: an edit of any head's W_V may move the largest norm).
   bool weighted_ = false;
-  Matrix value_scales_;
+  Matrix value_norms_;
+  float value_norm_top_ = 0;
   std::vector<unsigned> scales_of_;
   std::vector<unsigned> sources_;  // the weights texture each head is drawn from this frame
   std::vector<unsigned> source_revisions_;

@@ -53,16 +53,17 @@ void changeTooltipLine(int head, int row, int col);
 
 // Value-norm weighting of a scene's heads (value_norms.cpp), the model view's switch (ViewState::model_value_norm)
 // for the scene's maps: each weight alpha_ij drawn times key j's value norm through head h over the scene's
-// largest (sceneValueNormScales), so the maps stay in 0..1. Only where the maps are kept: a long scene's maps
-// are drawn from tiles, which carry plain weights.
-Matrix sceneValueNormScales(const Scene& scene);  // (heads, n_k): analysis.h's sceneValueNorms / their largest
+// largest (HeatmapRenderer uploads them so), so the maps stay in 0..1. Only where the maps are kept: a long
+// scene's maps are drawn from tiles, which carry plain weights.
 bool valueNormsApply(const AppState& state);       // the scene's maps are kept (not a long scene)
 bool valueNormsShown(const AppState& state, const ViewState& view);  // the switch is on and applies
 // The "value norms" checkbox (probed "heads.value_norm"), disabled on a long scene with a tooltip saying why; when
 // shown, a line "weights x value norms / the scene's largest norm" (probed "heads.value_norm_note").
 void drawValueNormSwitch(const AppState& state, ViewState& view);
-// In a cell's tooltip while shown: what the colour is, the weight times key `key`'s value norm over the largest.
-void valueNormTooltipLine(const AppState& state, const ViewState& view, int head, int row, int key);
+// In a cell's tooltip while shown: what the colour is, the weight times key `key`'s value norm over the largest
+// (the norms `renderer` uploaded the maps with).
+void valueNormTooltipLine(const AppState& state, const ViewState& view, const HeatmapRenderer& renderer, int head,
+                          int row, int key);
 
 // What a walkthrough matrix's rows and columns are: the tokens where the engine names them (StepMatrix's
 // row_labels, col_labels), else the dimensions by the matrix's name: "dim 1".. of d_model (X, W_* rows, the

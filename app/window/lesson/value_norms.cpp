@@ -1,20 +1,12 @@
 // Value-norm weighting of a scene's heads (lesson.h): the switch above the heads, its note, and the hover's line.
 #include <algorithm>
 
-#include "attnscope/analysis/value_norms.h"
+#include "window/heatmap_view.h"
 #include "window/lesson/lesson.h"
 #include "window/panels/panels.h"
 #include "window/ui_probe.h"
 
 namespace attnscope::app {
-
-Matrix sceneValueNormScales(const Scene& scene) {
-  Matrix scales = sceneValueNorms(scene);  // (heads, n_k)
-  const float largest = scales.size() > 0 ? scales.maxCoeff() : 0.0f;
-  // Every value norm 0 (no value reaches the output): every weighted cell is 0.
-  if (largest > 0) scales /= largest;
-  return scales;
-}
 
 bool valueNormsApply(const AppState& state) { return !state.headsFromOverviews() && !longScene(state); }
 
@@ -45,10 +37,11 @@ void drawValueNormSwitch(const AppState& state, ViewState& view) {
   }
 }
 
-void valueNormTooltipLine(const AppState& state, const ViewState& view, int head, int row, int key) {
-  if (!valueNormsShown(state, view)) return;
-  const Matrix norms = sceneValueNorms(state.scene());  // one hover: O(heads n_k d)
-  const float largest = norms.size() > 0 ? norms.maxCoeff() : 0.0f;
+void valueNormTooltipLine(const AppState& state, const ViewState& view, const HeatmapRenderer& renderer, int head,
+                          int row, int key) {
+  const Matrix& norms = renderer.valueNorms();
+  if (!valueNormsShown(state, view) || head >= norms.rows() || key >= norms.cols()) return;
+  const float largest = renderer.valueNormTop();
   const float norm = norms(head, key);
   const float weight = state.result().heads[static_cast<std::size_t>(head)].weights(row, key);
   ImGui::Text("colour: weight x value norm %.4f / largest %.4f = %.4f", norm, largest,

@@ -335,7 +335,7 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
       ImGui::Text("weight %.4f", hr.hasMap() ? hr.weights(i, j)
                                              : weightTile(scene, state.result(), TileRequest{head, i, i + 1, j, j + 1})
                                                    .values(0, 0));
-      valueNormTooltipLine(state, view, head, i, j);
+      valueNormTooltipLine(state, view, renderer, head, i, j);
       changeTooltipLine(head, i, j);
       if (hr.scores.size() == 0)
         ImGui::TextDisabled("score not kept");
