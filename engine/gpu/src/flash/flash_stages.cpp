@@ -30,6 +30,11 @@ constexpr std::size_t kLoopBudget = 32768;
 // 8 ran n = 1024, 8 heads, d_k 64 in 7.7 s against 13.7 s with 32 (one run each on a loaded machine): loops
 // over a short block are unrolled, and the private arrays stay in registers.
 unsigned flashBlockKeys(unsigned width) { return std::clamp(2048u / width, 4u, 8u); }
+// Invocations per row (FLASH_LANES): a lane holds a quarter (or half) of the row's q and output in registers. One
+// invocation holding all 2 x 128 floats of a 128-wide row spilled on an H100 (1 TFLOP/s at n = 4096, 32 heads).
+// Shared memory: K and V blocks 2 FLASH_BK FLASH_D floats (<= 16 KiB) and the partial sums FLASH_LANES FLASH_BK
+// 64 floats (<= 8 KiB), within the 32 KiB every OpenGL 4.3 device has.
+unsigned flashLanes(unsigned width) { return width >= 128 ? 4u : width >= 64 ? 2u : 1u; }
 }  // namespace
 
 unsigned GpuBackend::Impl::flashWidth() const {
@@ -48,7 +53,8 @@ const GpuBackend::Impl::FlashPrograms& GpuBackend::Impl::flashPrograms() {
   // K and V blocks take 2 FLASH_BK FLASH_D floats of shared memory (flashBlockKeys).
   const unsigned block = flashBlockKeys(width);
   const std::string defines = "#define FLASH_D " + std::to_string(width) + "u\n#define FLASH_BK " +
-                              std::to_string(block) + "u\n";
+                              std::to_string(block) + "u\n#define FLASH_LANES " + std::to_string(flashLanes(width)) +
+                              "u\n#define FLASH_INVOCATIONS " + std::to_string(kFlashRows * flashLanes(width)) + "\n";
   const gpu::ShaderLibrary library(options.shader_dir);
   FlashPrograms programs{gpu::ComputeProgram(library, "flash_forward.comp", defines),
                          gpu::ComputeProgram(library, "weight_tile.comp", defines),
@@ -79,11 +85,13 @@ void GpuBackend::Impl::flashHeads(int first, int count) {
   stats.bind(7);
   programs.forward.set("u_ld_k", sum_dk);
   programs.forward.set("u_ld_v", sum_dv);
-  // Keys per dispatch within the loop budget: per block of FLASH_BK keys, the staging loop (8 loads of a vec4
-  // pair), two loops over the block and two over the block times FLASH_D / 4 (the dot products and the output
-  // update, on vec4s), the rescale.
+  // Keys per dispatch within the loop budget: per block of FLASH_BK keys and one invocation, the staging loop (9
+  // loads per vec4 pair), the partial dot products and the output update (block times the lane's vec4 columns),
+  // the partial sums written and summed (block times lanes + 1), the softmax, the rescale.
   const std::size_t width = flashWidth(), block = flashBlockKeys(static_cast<unsigned>(width));
-  const std::size_t per_block = 1 + 9 * block * width / 4 / kFlashRows + 2 * block + 2 * block * width / 4 + width / 4;
+  const std::size_t lanes = flashLanes(static_cast<unsigned>(width)), cols = (width / 4 + lanes - 1) / lanes;
+  const std::size_t staging = (block * width / 4 + kFlashRows * lanes - 1) / (kFlashRows * lanes);
+  const std::size_t per_block = 1 + 9 * staging + 2 * block * cols + block * (lanes + 3) + cols;
   const unsigned chunk = static_cast<unsigned>(std::max<std::size_t>(1, (kLoopBudget - 8 * width) / per_block) * block);
   const unsigned n_k = static_cast<unsigned>(shape.n_k);
   for (unsigned key0 = 0; key0 < n_k; key0 += chunk) {
