@@ -5,7 +5,8 @@
 // Hand-offs, by the OpenGL 4.3 memory model: flash_forward -> output projection or tile (storage reads):
 // GL_SHADER_STORAGE_BARRIER_BIT; tile -> glGetBufferSubData: GL_BUFFER_UPDATE_BARRIER_BIT; tile -> a draw
 // sampling the texture: GL_TEXTURE_FETCH_BARRIER_BIT (and image access/update bits for later image stores or
-// texture reads; the R8 mask image likewise). Within a dispatch, shared memory passes through memoryBarrierShared() + barrier() only.
+// texture reads; the R8 mask image likewise). Within a dispatch, shared memory passes through memoryBarrierShared() +
+// barrier() only.
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -19,8 +20,8 @@ namespace attnscope {
 using gpu::groupsFor;
 
 namespace {
-constexpr unsigned kFlashRows = 64;   // FLASH_ROWS in flash_forward.comp
-constexpr unsigned kTileSide = 8;     // local size of weight_tile.comp
+constexpr unsigned kFlashRows = 64;       // FLASH_ROWS in flash_forward.comp
+constexpr unsigned kTileSide = 8;         // local size of weight_tile.comp
 constexpr unsigned kMaxFlashWidth = 256;  // the widest head the register arrays take
 // Loop iterations one invocation may run in one dispatch, all its loops together: llvmpipe's gallivm ends a loop
 // nest after 65535 iterations (silently: a tile pooled over 24 x 52 cells at d_k 64 came out wrong), and a
@@ -186,7 +187,8 @@ void GpuBackend::Impl::weightTile(const TileRequest& request, int y0, int y1, Ti
     block_cols = std::max<std::size_t>(block_cols, ranges[2 * x + 1] - ranges[2 * x]);
   const std::size_t d_k = static_cast<std::size_t>(shape.d_k[h]), width = flashWidth();
   const std::size_t pass_cols = std::clamp<std::size_t>(kLoopBudget / 2 / (1 + d_k), 1, block_cols);
-  const std::size_t pass_rows = std::clamp<std::size_t>(kLoopBudget / (1 + width + pass_cols * (1 + d_k)), 1, block_rows);
+  const std::size_t pass_rows =
+      std::clamp<std::size_t>(kLoopBudget / (1 + width + pass_cols * (1 + d_k)), 1, block_rows);
   {
     const gpu::StageTimer::Scope timed = timer.scope("tile");
     program.set("u_pass_rows", static_cast<unsigned>(pass_rows));
@@ -210,7 +212,7 @@ void GpuBackend::Impl::weightTile(const TileRequest& request, int y0, int y1, Ti
     gpu::checkGl("writing a tile into a texture");
     return;
   }
-  glMemoryBarrier(GL_BUFFER_UPDATE_BARRIER_BIT);  // glGetBufferSubData reads what the dispatch wrote
+  glMemoryBarrier(GL_BUFFER_UPDATE_BARRIER_BIT);    // glGetBufferSubData reads what the dispatch wrote
   std::vector<std::uint32_t> cells_out(cells * 4);  // per cell: bits of the value, 0, 0, masked
   tile_values.download(cells_out.data(), cells_out.size() * sizeof(std::uint32_t));
   // Other rows of a band's tile are left as they were (a shape change resizes, as maxPooledRows does).
