@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -140,6 +141,13 @@ void checkSceneValueNorms(Checker& c) {
         std::snprintf(what, sizeof what, "value norms: head %d cell (%d,%d): %.4f x %.0f / %.0f = %.4f, drawn %s",
                       h + 1, i, j, a, norms[h][j], largest, weighted, Checker::str(got).c_str());
         c.expect(isWeightColor(got, weighted), what);
+        // The number written across the cell is the weighted value too (3 decimals: within 5e-4 plus the
+        // float32 product's ~1e-7 of the double worked here).
+        const std::string shown =
+            note(c.layout, "head" + std::to_string(h) + ".cell." + std::to_string(i) + "." + std::to_string(j));
+        std::snprintf(what, sizeof what, "value norms: head %d cell (%d,%d) reads '%s', expected %.4f", h + 1, i, j,
+                      shown.c_str(), weighted);
+        c.expect(!shown.empty() && std::abs(std::strtod(shown.c_str(), nullptr) - weighted) <= 5e-4 + 1e-6, what);
       }
   }
 }
@@ -205,7 +213,6 @@ void checkExportRowContrast(Checker& c, const std::string& dir) {
     }
   }
 }
-
 
 void checkExportFigure(Checker& c, const std::string& dir) {
   // Ticking the Export tab's cluster order leaves the heads grid in head order (its slots left to right, then top

@@ -248,9 +248,17 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
   // stays the plain colour, where the GUI tests read it).
   if (cell >= 2.6f * line && weights_known) {
     // The visible cells' weights as an engine tile (a few dozen cells: from the map, or recomputed on a long scene).
-    const int i0 = std::max(0, static_cast<int>(cells.row0)), i1 = std::min(scene.nQ(), static_cast<int>(std::ceil(cells.row1)));
-    const int j0 = std::max(0, static_cast<int>(cells.col0)), j1 = std::min(scene.nK(), static_cast<int>(std::ceil(cells.col1)));
+    const int i0 = std::max(0, static_cast<int>(cells.row0)),
+              i1 = std::min(scene.nQ(), static_cast<int>(std::ceil(cells.row1)));
+    const int j0 = std::max(0, static_cast<int>(cells.col0)),
+              j1 = std::min(scene.nK(), static_cast<int>(std::ceil(cells.col1)));
     const Tile shown = weightTile(scene, state.result(), TileRequest{head, i0, i1, j0, j1});
+    // Under value-norm weighting a cell shows what it is coloured by: weight x key j's value norm / the largest.
+    const Matrix& norms = renderer.valueNorms();
+    const float norm_top = renderer.valueNormTop();
+    const bool weighted =
+        valueNormsShown(state, view) && head < norms.rows() && norms.cols() == scene.nK() && norm_top > 0;
+    const auto shownValue = [&](float weight, int j) { return weighted ? weight * norms(head, j) / norm_top : weight; };
     list->PushClipRect(m0, m1, true);
     for (int i = i0; i < i1; ++i) {
       // The top this row's colours are drawn against (its own max under the row scale, as the shader).
@@ -259,18 +267,19 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
         top = 0;
         const Tile row = weightTile(scene, state.result(), TileRequest{head, i, i + 1, 0, scene.nK()});
         for (int j = 0; j < scene.nK(); ++j)
-          if (!row.masked(0, j)) top = std::max(top, row.values(0, j));
+          if (!row.masked(0, j)) top = std::max(top, shownValue(row.values(0, j), j));
       }
       for (int j = j0; j < j1; ++j) {
         char text[16];
         const bool allowed = !shown.masked(i - i0, j - j0);
-        const float weight = shown.values(i - i0, j - j0);
+        const float value = shownValue(shown.values(i - i0, j - j0), j);
         if (allowed)
-          std::snprintf(text, sizeof text, "%.3f", weight);
+          std::snprintf(text, sizeof text, "%.3f", value);
         else
           std::snprintf(text, sizeof text, "masked");
-        const Rgb8 c = allowed ? colorAt(ColorMap::Viridis, contrastT(view.contrast, weight, top)) : kMaskedColor;
+        const Rgb8 c = allowed ? colorAt(ColorMap::Viridis, contrastT(view.contrast, value, top)) : kMaskedColor;
         const bool dark = 0.299f * c.r + 0.587f * c.g + 0.114f * c.b < 140;
+        probeNote("head" + std::to_string(head) + ".cell." + std::to_string(i) + "." + std::to_string(j), text);
         const ImVec2 size = ImGui::CalcTextSize(text);
         list->AddText(ImVec2(m0.x + (static_cast<float>(j) + 0.5f - cells.col0) * cell - size.x * 0.5f,
                              m0.y + (static_cast<float>(i) + 0.5f - cells.row0) * cell - size.y * 0.5f),
@@ -332,9 +341,9 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
       }
       const HeadResult& hr = state.result().heads[static_cast<std::size_t>(head)];
       // The exact weight: from the map, or a 1 x 1 tile recomputed from q_i, k_j and the row statistics.
-      ImGui::Text("weight %.4f", hr.hasMap() ? hr.weights(i, j)
-                                             : weightTile(scene, state.result(), TileRequest{head, i, i + 1, j, j + 1})
-                                                   .values(0, 0));
+      ImGui::Text("weight %.4f",
+                  hr.hasMap() ? hr.weights(i, j)
+                              : weightTile(scene, state.result(), TileRequest{head, i, i + 1, j, j + 1}).values(0, 0));
       valueNormTooltipLine(state, view, renderer, head, i, j);
       changeTooltipLine(head, i, j);
       if (hr.scores.size() == 0)
@@ -358,8 +367,9 @@ void drawMutedEffect(const AppState& state, ViewState& view, ImVec2 p0, float wi
   if (longScene(state) || state.weightsPending()) {  // an output projection of n rows per frame: too slow live
     ImGui::SetCursorScreenPos(p0);
     ImGui::PushTextWrapPos(p0.x + width);
-    ImGui::TextDisabled("Muted heads are dimmed; their ablation effect is not computed live for a long scene "
-                        "(attnscope analyze gives each head's importance).");
+    ImGui::TextDisabled(
+        "Muted heads are dimmed; their ablation effect is not computed live for a long scene "
+        "(attnscope analyze gives each head's importance).");
     ImGui::PopTextWrapPos();
     return;
   }
