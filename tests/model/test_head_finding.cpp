@@ -8,9 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <thread>
 
+#include "attnscope/model/head_finding.h"
+#include "attnscope/model/model.h"
 #include "model/test_model_support.h"
 
 using nlohmann::json;
@@ -35,10 +39,9 @@ json analysis(const std::string& dir, const std::string& input, const char* limi
 }
 
 json reference(const std::string& dir, const char* family, const json& ids, const std::string& dla_args = "") {
-  const model_test::CommandRun r =
-      model_test::run(std::string(model_test::kPython) + " '" + ATTNSCOPE_SOURCE_DIR +
-                      "/tests/model/head_finding_reference.py' '" + dir + "' --family " + family + " --ids '" +
-                      ids.dump() + "' " + dla_args);
+  const model_test::CommandRun r = model_test::run(std::string(model_test::kPython) + " '" + ATTNSCOPE_SOURCE_DIR +
+                                                   "/tests/model/head_finding_reference.py' '" + dir + "' --family " +
+                                                   family + " --ids '" + ids.dump() + "' " + dla_args);
   if (r.status != 0) throw std::runtime_error("head_finding_reference.py failed: " + r.err);
   return json::parse(r.out);
 }
@@ -161,7 +164,8 @@ TEST(HeadFinding, Qwen2GroupedHeadsScoresAndCompositionMatchNumPy) {
     const double a = dlaError(got["dla"], want["dla"]);
     // A chosen position and target, on the untied lm_head this checkpoint has.
     const json chosen = analysis(dir, "--text '" + text + "' --dla-position 5 --dla-target 77", limit);
-    const double b = dlaError(chosen["dla"], reference(dir, "llama", got["token_ids"], "--dla-position 5 --dla-target 77")["dla"]);
+    const double b =
+        dlaError(chosen["dla"], reference(dir, "llama", got["token_ids"], "--dla-position 5 --dla-target 77")["dla"]);
     std::printf("Qwen2 %s: scores %.2e, composition %.2e, dla %.2e and %.2e\n", *limit ? "tiles" : "kept", s, c, a, b);
     // Induction and duplicate-token scores are defined here (the text repeats), so the test reaches them.
     EXPECT_FALSE(got["head_scores"]["induction"][0][0].is_null());
@@ -180,8 +184,41 @@ TEST(HeadFinding, RepeatedRandomRefusals) {
     EXPECT_EQ(r.status, 2) << args << ": " << r.err;
     const std::string field = args.find("dla-position") != std::string::npos ? "--dla-position"
                               : args.find("dla-target") != std::string::npos ? "--dla-target"
-                                                                              : "--repeated-random";
+                                                                             : "--repeated-random";
     EXPECT_NE(r.err.find(field), std::string::npos) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
+// The window shows how far a composition is: `done` climbs to 1 (the last slab pass reports all of the work),
+// never down (a watcher thread samples it meanwhile), and the scores are those of a call without it.
+TEST(HeadFinding, CompositionReportsItsProgressUpToOne) {
+  const attnscope::model::Model m =
+      attnscope::model::loadModel(model_test::tinyCheckpoint("--layers 3 --heads 4 --embd 32"));
+  std::atomic<float> done{0.0f};
+  std::atomic<bool> finished{false};
+  bool monotone = true;
+  std::thread watcher([&] {
+    float last = 0;
+    while (!finished.load()) {
+      const float now = done.load();
+      monotone = monotone && now >= last;
+      last = now;
+    }
+  });
+  const attnscope::model::Composition with = attnscope::model::compositionScores(m, 0, &done);
+  finished = true;
+  watcher.join();
+  EXPECT_TRUE(monotone);
+  // work / total in double, stored as float: 1 within float's rounding of a quotient of equal sums.
+  EXPECT_NEAR(done.load(), 1.0f, 1e-6f);
+  // The same arithmetic; a BLAS may split its sums over threads differently from one call to the next, which
+  // moves a score (<= 1, sums of ~d^2 terms) by ~1e-16 x d^2 at most.
+  const attnscope::model::Composition without = attnscope::model::compositionScores(m);
+  ASSERT_EQ(with.q.size(), without.q.size());
+  for (std::size_t i = 0; i < with.q.size(); ++i) {
+    EXPECT_NEAR(with.q[i], without.q[i], 1e-12);
+    EXPECT_NEAR(with.k[i], without.k[i], 1e-12);
+    EXPECT_NEAR(with.v[i], without.v[i], 1e-12);
   }
 }

@@ -50,10 +50,11 @@ ModelSession::ModelSession()
     : progress_(std::make_shared<Progress>()),
       scores_([](const Inputs& in, unsigned) { return model::modelHeadScores(*in.forward, in.ids); }),
       rollout_([](const Inputs& in, unsigned) { return model::attentionRollout(*in.forward, in.forward->layout); }),
-      composition_([](const Inputs& in, unsigned) {
+      composition_([done = composition_done_](const Inputs& in, unsigned) {
         CompositionResult r;
         try {
-          r.scores = model::compositionScores(*in.checkpoint);
+          done->store(0.0f);
+          r.scores = model::compositionScores(*in.checkpoint, 0, done.get());
           const model::Composition& c = r.scores;
           for (int mode = 0; mode < 3; ++mode) {
             const std::vector<double>& m = mode == 0 ? c.q : mode == 1 ? c.k : c.v;
@@ -106,8 +107,7 @@ ModelSession::Reply ModelSession::work(const Request& request, Progress& progres
   reply.text = request.text;
   try {
     reply.checkpoint = request.checkpoint;
-    if (!reply.checkpoint)
-      reply.checkpoint = std::make_shared<const model::Model>(model::loadModel(request.dir));
+    if (!reply.checkpoint) reply.checkpoint = std::make_shared<const model::Model>(model::loadModel(request.dir));
     // BOS as the tokenizer adds it (Llama's does); refused beyond the positions the model has.
     const model::Model& ck = *reply.checkpoint;
     // As the CLI's --repeated-random: ids the tokenizer names (a config's vocab_size may pad past them).
@@ -138,8 +138,7 @@ ModelSession::Reply ModelSession::work(const Request& request, Progress& progres
     if (keep_bytes > defaultMemoryBudget()) options.maps = MapPolicy::Auto;
     // Test aid: ATTNSCOPE_MODEL_MAPS=drop keeps no maps whatever the budget, so that a small checkpoint's grid
     // and close view take the recompute path (tests/gui model_grid_ondemand) that only big inputs reach.
-    if (textSetting("ATTNSCOPE_MODEL_MAPS") == "drop")
-      options.maps = MapPolicy::Drop;
+    if (textSetting("ATTNSCOPE_MODEL_MAPS") == "drop") options.maps = MapPolicy::Drop;
     options.progress = [&progress](int done) {
       progress.layers_done = done;
       return !progress.cancel.load();
@@ -159,8 +158,9 @@ ModelSession::Reply ModelSession::work(const Request& request, Progress& progres
 
 void ModelSession::start(int repeated) {
   if (dir.empty()) {
-    error = "checkpoint folder: type the folder's path first (config.json, model.safetensors, and vocab.json + "
-            "merges.txt or tokenizer.json)";
+    error =
+        "checkpoint folder: type the folder's path first (config.json, model.safetensors, and vocab.json + "
+        "merges.txt or tokenizer.json)";
     cancelled = false;
     return;
   }
@@ -216,9 +216,7 @@ const ModelSession::HeadScores* ModelSession::headScores() {
   return forward_->n == 0 ? nullptr : scores_.get(inputs(), revision_);
 }
 
-const Matrix* ModelSession::rollout() {
-  return forward_->n == 0 ? nullptr : rollout_.get(inputs(), revision_);
-}
+const Matrix* ModelSession::rollout() { return forward_->n == 0 ? nullptr : rollout_.get(inputs(), revision_); }
 
 const ModelSession::CompositionResult* ModelSession::composition() {
   return checkpoint() ? composition_.get(inputs(), checkpoint_revision_) : nullptr;

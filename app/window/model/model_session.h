@@ -1,8 +1,8 @@
 // The checkpoint the window shows in its centre pane (any family model::loadModel reads: GPT-2, Llama, Mistral,
 // Qwen2, Qwen3): the folder and text typed in the Checkpoint tab, and the forward over them, run off the UI thread
-// (loading and the forward of GPT-2 small take seconds) with its progress per layer and a cancel. The UI thread calls poll() once a frame; it never waits for the forward.
-// Or, instead of a forward, an attention tensor opened from a file (the file bar's Open): the views need only
-// per-layer per-head maps and token labels, which both give.
+// (loading and the forward of GPT-2 small take seconds) with its progress per layer and a cancel. The UI thread calls
+// poll() once a frame; it never waits for the forward. Or, instead of a forward, an attention tensor opened from a file
+// (the file bar's Open): the views need only per-layer per-head maps and token labels, which both give.
 #pragma once
 
 #include <array>
@@ -29,7 +29,7 @@ class ModelSession {
   ModelSession();
   ~ModelSession();  // stops a running forward at its next layer
 
-  std::string dir;                                // the checkpoint folder, as typed
+  std::string dir;                               // the checkpoint folder, as typed
   std::string text = "The cat sat on the mat.";  // as typed
 
   // Starts loading `dir` (once per folder) and the forward over `text`, replacing one that has not started. A
@@ -96,6 +96,8 @@ class ModelSession {
     std::string error;
   };
   const CompositionResult* composition();
+  // While composition() is null: the fraction of its work done, 0 to 1.
+  float compositionDone() const { return composition_done_->load(); }
   // Direct logit attribution (head_finding.h's logitAttribution) at `position` (from 0) for token id `target`
   // (-1: the top prediction there), off the UI thread: from the forward itself at its last position (its trace),
   // elsewhere through one more forward traced there (maps dropped). Null until it lands, and for a tensor.
@@ -137,7 +139,7 @@ class ModelSession {
   };
   struct Request {
     std::string dir, text;
-    int repeated = 0, seed = 0;  // > 0: repeated random tokens instead of the text
+    int repeated = 0, seed = 0;                      // > 0: repeated random tokens instead of the text
     std::shared_ptr<const model::Model> checkpoint;  // the folder's, when already loaded
   };
   struct Reply {
@@ -209,12 +211,14 @@ class ModelSession {
   Inputs inputs() const { return Inputs{checkpoint_, forward_, ids_}; }
   PerForward<HeadScores> scores_;
   PerForward<Matrix> rollout_;
+  // How far the composition in flight is, 0 to 1 (compositionScores' estimate); shared with its worker's thread.
+  std::shared_ptr<std::atomic<float>> composition_done_ = std::make_shared<std::atomic<float>>(0.0f);
   PerForward<CompositionResult> composition_;
   PerForward<Attribution, std::tuple<unsigned, int, int>> attribution_;
   unsigned checkpoint_revision_ = 0;  // bumped when another checkpoint is loaded
-  std::string tensor_file_;                // "" unless a tensor is shown
-  std::string tensor_name_;                 // the tensor chosen in it ("" for a .npy file)
-  int analysis_layer_ = -1;                 // the layer analysis_ describes
+  std::string tensor_file_;           // "" unless a tensor is shown
+  std::string tensor_name_;           // the tensor chosen in it ("" for a .npy file)
+  int analysis_layer_ = -1;           // the layer analysis_ describes
   arrays::TensorLayerAnalysis analysis_;
 };
 

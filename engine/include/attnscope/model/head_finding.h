@@ -3,6 +3,7 @@
 // 2021, from the weights alone), and the repeated-random-tokens text on which induction heads show.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -19,12 +20,12 @@ namespace attnscope::model {
 // and key j hold the same token when ids[i] == ids[j]. Kept maps are read in place; otherwise each layer's rows
 // are recomputed in blocks from its stats (O(n d) per layer, one block of rows at a time).
 std::vector<std::vector<HeadTypeScores>> modelHeadScores(const ForwardResult& forward, const std::vector<int>& ids,
-                                                          int local_window = kDefaultLocalWindow);
+                                                         int local_window = kDefaultLocalWindow);
 // The same with the tokens compared as text (a saved tensor's, `attnscope view --analysis-out`): query i and key j
 // hold the same token when tokens[i] == tokens[j]. A tensor's layout is not causal: no row has a single key.
 std::vector<std::vector<HeadTypeScores>> modelHeadScores(const ForwardResult& forward,
-                                                          const std::vector<std::string>& tokens,
-                                                          int local_window = kDefaultLocalWindow);
+                                                         const std::vector<std::string>& tokens,
+                                                         int local_window = kDefaultLocalWindow);
 
 // Composition scores between every head A of layer la and every head B of a later layer lb > la, in row-vector
 // form (x W): W_OV^A = V_A O_A (d x d), V_A = diag(g_la) W_V of A's KV head (d x head_dim), O_A = A's rows of W_O
@@ -44,8 +45,9 @@ struct Composition {
 
 // float64 bytes compositionScores needs for `model` (its factors and one slab of Gram rows per head).
 std::size_t compositionBytes(const Model& model);
-// Refused past `budget_bytes` (0: defaultMemoryBudget()) before anything is allocated.
-Composition compositionScores(const Model& model, std::size_t budget_bytes = 0);
+// Refused past `budget_bytes` (0: defaultMemoryBudget()) before anything is allocated. `done`, when given, is
+// raised from 0 to 1 as the work proceeds (an estimate by multiply-adds), for a caller on another thread.
+Composition compositionScores(const Model& model, std::size_t budget_bytes = 0, std::atomic<float>* done = nullptr);
 
 // Direct logit attribution at one position: each component's share of the logit of a target token, with the
 // final norm's scale r frozen from this forward. The final norm is linear in its input x once r is fixed:
@@ -64,10 +66,10 @@ struct LogitAttribution {
   // [layer]: the layer's attention output (from the residual stream) less its heads and b_O: float rounding of
   // the forward's sums, not a component.
   std::vector<double> attention_rest;
-  std::vector<double> mlp;    // [layer]
-  double embedding = 0;       // the token's embedding (and its learned position's)
-  double final_bias = 0;      // the final LayerNorm's b . W_U[target]; 0 for RMSNorm
-  double sum() const;         // every part above: the logit up to the float rounding of the forward's final norm
+  std::vector<double> mlp;  // [layer]
+  double embedding = 0;     // the token's embedding (and its learned position's)
+  double final_bias = 0;    // the final LayerNorm's b . W_U[target]; 0 for RMSNorm
+  double sum() const;       // every part above: the logit up to the float rounding of the forward's final norm
 };
 
 // `forward` with keep_ln1 and trace_position == position. target < 0: the top prediction at the position. The

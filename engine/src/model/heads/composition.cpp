@@ -63,7 +63,8 @@ MatrixD outputFactor(const Matrix& w_o, bool conv1d, int h, int hd) {
 // The layer's input-norm scale folded into W_Q, W_K, W_V (ones where the family has no input norm).
 Eigen::VectorXd inputScale(const Architecture& a, const LayerView& layer, int hidden) {
   // OLMo 2 and the post-norm encoders have no input norm (their norm1 is the norm after attention).
-  if (a.post_norms || a.residual == Residual::PostNorm || !layer.norm1_g || layer.norm1_g->size() != hidden) return Eigen::VectorXd::Ones(hidden);
+  if (a.post_norms || a.residual == Residual::PostNorm || !layer.norm1_g || layer.norm1_g->size() != hidden)
+    return Eigen::VectorXd::Ones(hidden);
   return layer.norm1_g->transpose().cast<double>();
 }
 
@@ -133,11 +134,11 @@ std::size_t compositionBytes(const Model& model) {
   const std::size_t kv_heads = static_cast<std::size_t>(a.n_layer) * a.n_kv_head;
   // The factors (each KV head's shared ones too), one slab of each Gram per head, and the (heads x 3 heads)
   // inner products.
-  return sizeof(double) * (heads * kKinds * r * d + kv_heads * 2 * (r * d + r * r) +
-                           heads * kKinds * kSlabRows * d + 3 * heads * heads);
+  return sizeof(double) *
+         (heads * kKinds * r * d + kv_heads * 2 * (r * d + r * r) + heads * kKinds * kSlabRows * d + 3 * heads * heads);
 }
 
-Composition compositionScores(const Model& model, std::size_t budget_bytes) {
+Composition compositionScores(const Model& model, std::size_t budget_bytes, std::atomic<float>* done) {
   checkMemoryBudget("composition", "the composition of every pair of heads", compositionBytes(model), budget_bytes);
   StageTimings timings("composition");
   const ModelView v = viewOf(model);
@@ -152,12 +153,23 @@ Composition compositionScores(const Model& model, std::size_t budget_bytes) {
   const std::size_t per_head = static_cast<std::size_t>(kKinds) * a.head_dim * d;
   const DoubleBuffer factor_buffer(static_cast<std::size_t>(heads) * per_head);
   std::vector<HeadFactors> factors(static_cast<std::size_t>(heads));
+  // The fraction done, by multiply-adds: the factors ~6 r^2 d a head, a slab pass of c columns ~(2 r + 3 heads / 4) c
+  // rows per head (its Gram rows and its share of the pair products); a pass's c falls from d to 1 as it moves on.
+  const double r = a.head_dim, factor_work = 6.0 * r * r * d * heads;
+  const double pass_work = (2.0 * r + 0.75 * heads) * kSlabRows * heads,
+               slab_work = pass_work * d * (d + 1) / 2.0 / kSlabRows;
+  std::atomic<int> heads_done{0};
+  const auto report = [&](double work) {
+    if (done)
+      done->store(static_cast<float>(std::min(1.0, work / (factor_work + slab_work))), std::memory_order_relaxed);
+  };
 #pragma omp parallel for schedule(dynamic, 1)
   for (int i = 0; i < heads; ++i) {
     const int layer = i / per_layer, h = i % per_layer;
     factors[static_cast<std::size_t>(i)] =
         headFactors(v, layer, h, shared[static_cast<std::size_t>(layer * per_layer_kv + h / group)],
                     factor_buffer.data() + static_cast<std::size_t>(i) * per_head);
+    report(factor_work * (heads_done.fetch_add(1) + 1) / heads);
   }
   shared.clear();
   timings.mark("factors (Cholesky, r x d)");
@@ -183,8 +195,10 @@ Composition compositionScores(const Model& model, std::size_t budget_bytes) {
       const auto left = f.middleCols(r0, rows);
       Eigen::Map<MatrixD>(out, rows, rows).noalias() = left.transpose() * left;
       Eigen::Map<MatrixD> right(out + static_cast<std::ptrdiff_t>(rows) * rows, rows, rest);
-      if (kind == kWriter) right.noalias() = 2.0 * left.transpose() * f.middleCols(r0 + rows, rest);
-      else right.noalias() = left.transpose() * f.middleCols(r0 + rows, rest);
+      if (kind == kWriter)
+        right.noalias() = 2.0 * left.transpose() * f.middleCols(r0 + rows, rest);
+      else
+        right.noalias() = left.transpose() * f.middleCols(r0 + rows, rest);
     }
     timings.mark("gram slabs");
     // Writers in chunks of kChunkLayers layers against the readers of every layer after the chunk's first: the
@@ -196,6 +210,8 @@ Composition compositionScores(const Model& model, std::size_t budget_bytes) {
           writers.middleRows(a0, na) * readers.middleRows(3 * b0, 3 * nb).transpose();
     }
     timings.mark("pair products");
+    report(factor_work +
+           pass_work * (static_cast<double>(d) * (r0 + rows) - (r0 + rows) * (r0 + rows - 1) / 2.0) / kSlabRows);
   }
 
   Composition c;
@@ -211,8 +227,7 @@ Composition compositionScores(const Model& model, std::size_t budget_bytes) {
         const double ab = inner(A, 3 * B + m);
         // <G_A, H_B> >= 0 (both positive semi-definite); rounding may leave it a hair below.
         const double denom = wa * mb;
-        (*out[m])[static_cast<std::size_t>(A) * heads + B] =
-            denom > 0 ? std::sqrt(std::max(0.0, ab) / denom) : 0.0;
+        (*out[m])[static_cast<std::size_t>(A) * heads + B] = denom > 0 ? std::sqrt(std::max(0.0, ab) / denom) : 0.0;
       }
   }
   return c;
