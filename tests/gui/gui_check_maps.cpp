@@ -383,6 +383,15 @@ void checkExportValueNorms(Checker& c, const std::string& dir) {
                                     std::to_string(wrong) + " outside 2.1e-4");
   c.expect(fileBytes(dir + "/grid_vn.npy") == fileBytes(dir + "/cli_vn.npy"),
            "the window's weighted grid NPY is `attnscope model --weighting value-norm --out`'s, byte for byte");
+  // Layer 1's heads through the scene exporters (the layer as a scene, the norms as ExportRequest::value_norms):
+  // the grid's first layer, byte for byte (the NPY data after the 128-byte headers of both).
+  const Npy layer = loadNpy(dir + "/layer_vn.npy");
+  const std::string grid_bytes = fileBytes(dir + "/grid_vn.npy"), layer_bytes = fileBytes(dir + "/layer_vn.npy");
+  const std::size_t grid_data = grid_bytes.size() - 4 * grid.values.size(),
+                    layer_data = layer_bytes.size() - 4 * layer.values.size();
+  c.expect(layer.shape == std::vector<long>{n_head, n, n} &&
+               layer_bytes.compare(layer_data, std::string::npos, grid_bytes, grid_data, 4 * layer.values.size()) == 0,
+           "layer 1's heads NPY (3, n, n) is the weighted grid's layer 1");
   c.expect(loadPng(dir + "/grid_vn.png").w > 0, "grid_vn.png written");
   c.expect(c.layout.contains("export.message") && c.layout.contains("model.value_norm_note"),
            "the checkpoint's grid weighted on show, and its export written");
