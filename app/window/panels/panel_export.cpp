@@ -134,7 +134,8 @@ ExportWeighting sceneWeighting(const AppState& state, const ViewState& view) {
 // A checkpoint run's: a map, a layer's heads or every layer (a saved tensor has no values).
 ExportWeighting modelWeighting(const ViewState& view, const ModelSession& s, int what) {
   if (view.model_value_norm != 1) return {};
-  if (!s.checkpoint()) return {false, "value norms: a saved tensor holds no values (W_V, W_O), so this file holds the weights"};
+  if (!s.checkpoint())
+    return {false, "value norms: a saved tensor holds no values (W_V, W_O), so this file holds the weights"};
   if (what == 3) return {false, "value norms: the similarity is of the plain weights"};
   return {true, ""};
 }
@@ -144,7 +145,8 @@ ExportWeighting modelWeighting(const ViewState& view, const ModelSession& s, int
 model::KeyScales modelValueNorms(const ModelSession& s, int layer) {
   model::KeyScales norms(static_cast<std::size_t>(s.layout().n_layer));
   for (int l = 0; l < s.layout().n_layer; ++l)
-    if (layer < 0 || l == layer) norms[static_cast<std::size_t>(l)] = model::valueNorms(*s.checkpoint(), s.forward(), l);
+    if (layer < 0 || l == layer)
+      norms[static_cast<std::size_t>(l)] = model::valueNorms(*s.checkpoint(), s.forward(), l);
   return norms;
 }
 

@@ -91,12 +91,14 @@ std::string pooledNote(const HeatmapPanel& p) {
 
 }  // namespace
 
-const Result& exportedWeights(const Scene& scene, const Result& result, const ExportRequest& request, Result& weighted) {
+const Result& exportedWeights(const Scene& scene, const Result& result, const ExportRequest& request,
+                              Result& weighted) {
   if (!request.value_norms || (request.what != ExportWhat::Head && request.what != ExportWhat::Heads)) return result;
   const Matrix& norms = *request.value_norms;  // (heads, n_k)
   const int h = scene.numHeads();
   if (norms.rows() != h || norms.cols() != scene.nK())
-    throw InputError("value_norms", shapeString(h, scene.nK()) + " (heads, keys)", shapeString(norms.rows(), norms.cols()));
+    throw InputError("value_norms", shapeString(h, scene.nK()) + " (heads, keys)",
+                     shapeString(norms.rows(), norms.cols()));
   weighted.heads.resize(static_cast<std::size_t>(h));
   for (int i = 0; i < h; ++i) {
     const HeadResult& hr = result.heads[static_cast<std::size_t>(i)];
