@@ -395,6 +395,17 @@ void checkExportValueNorms(Checker& c, const std::string& dir) {
   c.expect(loadPng(dir + "/grid_vn.png").w > 0, "grid_vn.png written");
   c.expect(c.layout.contains("export.message") && c.layout.contains("model.value_norm_note"),
            "the checkpoint's grid weighted on show, and its export written");
+  // A saved tensor (open_arrays_fixtures.py's att.npy, float32 weights) has no W_V or W_O: with the switch still
+  // on, the export of layer 1's heads (the What kept from the checkpoint) holds the tensor's own weights exactly,
+  // and a line says why.
+  const nlohmann::json tensor = loadLayout(dir + "/layout_tensor.json");
+  c.expect(tensor.contains("export.value_norm_why") && tensor.contains("export.message"),
+           "a saved tensor with value norms on: written, and a line says it holds the weights");
+  const std::string att = fileBytes(dir + "/att.npy"), wrote = fileBytes(dir + "/tensor.npy");
+  const std::size_t all = 2 * 3 * 6 * 6, layer1 = 3 * 6 * 6;  // floats: the tensor's, its layer 1's
+  c.expect(att.size() >= 4 * all && wrote.size() >= 4 * layer1 &&
+               att.compare(att.size() - 4 * all, 4 * layer1, wrote, wrote.size() - 4 * layer1, 4 * layer1) == 0,
+           "the tensor's layer 1 export is its (3, 6, 6) weights as saved");
 }
 
 }  // namespace gui

@@ -100,10 +100,11 @@ if [[ "$script" == browse ]]; then
   /usr/bin/python3 "$scripts/../../model/gpt2_reference.py" "$out/ckpt" --dtype F16 --layers 2 --heads 3 --embd 24 \
     --token-strings '["hello", "\u0120t", "he", "r", "e", "\u0120", "c", "a", "t", "s", "!"]'
 fi
-# The Export tab's value-norm weighting: a scene with NumPy's weighted maps, and a 2-layer x 3-head GPT-2
-# checkpoint run on "hello there cats!" (NumPy's weights and value norms in expected.json).
+# The Export tab's value-norm weighting: a scene with NumPy's weighted maps, a 2-layer x 3-head GPT-2
+# checkpoint run on "hello there cats!" (NumPy's weights and value norms in expected.json), and a saved tensor.
 if [[ "$script" == export_value_norms ]]; then
   /usr/bin/python3 "$scripts/../value_norms_fixture.py" "$out"
+  /usr/bin/python3 "$scripts/../open_arrays_fixtures.py" "$out"  # att.npy: a saved tensor, which has no values
   /usr/bin/python3 "$scripts/../../model/gpt2_reference.py" "$out/ckpt" --dtype F16 --layers 2 --heads 3 --embd 24 \
     --token-strings '["hello", "\u0120t", "he", "r", "e", "\u0120", "c", "a", "t", "s", "!"]'
 fi
