@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "attnscope/analysis/value_norms.h"
+#include "attnscope/compute/tiles.h"
 #include "attnscope/error.h"
 #include "attnscope/export/export.h"
 #include "attnscope/scene/scene_json.h"
@@ -22,7 +24,7 @@ constexpr const char* kHelp =
     "png|svg|csv|npy --out PATH\n"
     "                        [--annotate] [--metric cosine|js] [--backend "
     "cpu|gpu|auto] [--rows A:B] [--cols C:D]\n"
-    "                        [--contrast fixed|shared|head|row] [--log] [--dpi N]\n"
+    "                        [--contrast fixed|shared|head|row] [--log] [--dpi N] [--weighting weight|value-norm]\n"
     "  --what head:N     one head's attention weights; heads are numbered from "
     "1 (head:1 is the first)\n"
     "         heads      every head: a grid of heatmaps with one colour bar, "
@@ -49,7 +51,10 @@ constexpr const char* kHelp =
     "either end may be left out)\n"
     "  --cols C:D        with head:N, only key positions C to D-1; a window past "
     "2048 positions a side is drawn\n"
-    "                    max-pooled in PNG and SVG, exact in CSV and NPY\n";
+    "                    max-pooled in PNG and SVG, exact in CSV and NPY\n"
+    "  --weighting       with head:N or heads: weight (default: alpha_ij), or value-norm (Kobayashi et al. 2020):\n"
+    "                    alpha_ij ||(x_j W_V + b_V) W_O^h||, each weight times what its key's value adds through\n"
+    "                    the head, in every format (titled \"attention weights x value norms\"; the maps kept)\n";
 
 // How weights become colours, a figure's: each weight over a top, the window's colour scale.
 MapContrast parseContrast(const std::string& scale, bool log) {
@@ -180,6 +185,7 @@ int runExport(Args& args) {
   request.metric = args.takeChoice("--metric", {"cosine", "js"}, "cosine") == "js" ? SimilarityMetric::JensenShannon
                                                                                    : SimilarityMetric::Cosine;
   const std::string backend_name = args.takeChoice("--backend", {"cpu", "gpu", "auto"}, "cpu");
+  const bool value_norm = args.takeChoice("--weighting", {"weight", "value-norm"}, "weight") == "value-norm";
   const std::optional<std::string> rows = args.take("--rows");
   const std::optional<std::string> cols = args.take("--cols");
   if (rows) parseWindow("--rows", *rows, request.row0, request.row1);
@@ -202,6 +208,8 @@ int runExport(Args& args) {
   if (request.contrast != MapContrast{} && !weights)
     throw InputError(request.contrast.scale != ColorScale::Fixed ? "--contrast" : "--log",
                      "only with --what head:N or heads (a figure of weights)", "--what " + *what);
+  if (value_norm && !weights)
+    throw InputError("--weighting", "value-norm only with --what head:N or heads (maps of weights)", "--what " + *what);
   std::vector<std::string> warnings;
   std::unique_ptr<Backend> backend = makeBackend(backend_name, 0, warnings);
   Result baseline;
@@ -216,11 +224,17 @@ int runExport(Args& args) {
     request.baseline = &baseline;
   }
   // Scores are not exported (masked cells come from the scene's mask); similarity only when asked for. Maps
-  // are kept while they fit mapsLimitBytes(); past it heads are read through tiles (a diff needs both maps).
-  const Result result =
-      backend->compute(scene, {.keep_scores = false,
-                               .analysis = request.what == ExportWhat::Similarity,
-                               .maps = request.what == ExportWhat::Diff ? MapPolicy::Keep : MapPolicy::Auto});
+  // are kept while they fit mapsLimitBytes(); past it heads are read through tiles (a diff needs both maps, and
+  // value-norm weighting the weighted maps).
+  const bool keep = request.what == ExportWhat::Diff || value_norm;
+  // The kept maps and their weighted copy: refused before the compute where they pass the memory budget.
+  if (value_norm)
+    checkMemoryBudget("--weighting", "the heads' maps and their value-norm weighted copy", 2 * mapBytes(scene, false));
+  const Result result = backend->compute(scene, {.keep_scores = false,
+                                                 .analysis = request.what == ExportWhat::Similarity,
+                                                 .maps = keep ? MapPolicy::Keep : MapPolicy::Auto});
+  const Matrix norms = value_norm ? sceneValueNorms(scene) : Matrix();  // (heads, n_k)
+  if (value_norm) request.value_norms = &norms;
   warnings.insert(warnings.end(), result.warnings.begin(), result.warnings.end());
   for (const std::string& w : warnings) std::fprintf(stderr, "attnscope: warning: %s\n", w.c_str());
   exportResult(scene, result, request);

@@ -130,6 +130,54 @@ TEST_F(ExportCli, HeadsNpyAndFormatFromTheExtension) {
         EXPECT_NEAR(npy.values[static_cast<std::size_t>(h * 9 + i * 3 + j)], kHandWeights[h][i][j], 1e-6);
 }
 
+TEST_F(ExportCli, ValueNormWeightingTimesEachKeysValueNorm) {
+  // Both heads' W_V is (1, 1)^T and there is no W_O, so key j's value norm is |x_j1 + x_j2|: keys (1, 0), (0, 1),
+  // (1, 1) give 1, 1, 2. The weighted maps are the hand-worked weights times those, e.g. head 2's last row
+  // (3/7, 1/7, 3/7) becomes (3/7, 1/7, 6/7).
+  const double norms[3] = {1, 1, 2};
+  const std::string out = dir_.file("weighted.npy");
+  attnscope::test::CommandRun r = run(scene_path_ + " --what heads --weighting value-norm -o " + out);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const Npy npy = decodeNpy(slurp(out));
+  EXPECT_NE(npy.dict.find("'shape': (2, 3, 3)"), std::string::npos) << npy.dict;
+  ASSERT_EQ(npy.values.size(), 18u);
+  for (int h = 0; h < 2; ++h)
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j)  // float32 softmax (seen within 6e-8) times an exact norm of at most 2
+        EXPECT_NEAR(npy.values[static_cast<std::size_t>(h * 9 + i * 3 + j)], kHandWeights[h][i][j] * norms[j], 2e-6)
+            << "head " << h + 1 << " (" << i << ", " << j << ")";
+  // One head as CSV: the same numbers; all heads' long CSV names its column for what it holds.
+  r = run(scene_path_ + " --what head:2 --weighting value-norm -o " + dir_.file("head2.csv"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto rows = parseCsv(slurp(dir_.file("head2.csv")));
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_NEAR(std::stod(rows[3][3]), 6.0 / 7.0, 2e-6);
+  r = run(scene_path_ + " --what heads --weighting value-norm -o " + dir_.file("heads.csv"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(parseCsv(slurp(dir_.file("heads.csv")))[0].back(), "weight_x_value_norm");
+  // The figure says what it shows: title and colour bar; the bar runs to the largest norm, 2.
+  r = run(scene_path_ + " --what heads --weighting value-norm -o " + dir_.file("heads.svg"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string svg = slurp(dir_.file("heads.svg"));
+  EXPECT_NE(svg.find(">Attention weights x value norms, both heads</text>"), std::string::npos);
+  EXPECT_NE(svg.find(">weight x value norm</text>"), std::string::npos);
+  EXPECT_NE(svg.find(">2</text>"), std::string::npos);  // the bar's top tick
+  // --weighting weight is the default: the same bytes as without it.
+  r = run(scene_path_ + " --what heads --weighting weight -o " + dir_.file("plain.npy"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(run(scene_path_ + " --what heads -o " + dir_.file("default.npy")).status, 0);
+  EXPECT_EQ(slurp(dir_.file("plain.npy")), slurp(dir_.file("default.npy")));
+  // Refused where it has no maps of weights to weigh, and for a typo: one line, status 2.
+  r = run(scene_path_ + " --what similarity --weighting value-norm -o " + dir_.file("sim.npy"));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "attnscope: --weighting: expected value-norm only with --what head:N or heads (maps of weights), "
+                   "got --what similarity\n");
+  r = run(scene_path_ + " --what heads --weighting norms -o " + dir_.file("typo.npy"));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--weighting"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_.file("sim.npy")) || std::filesystem::exists(dir_.file("typo.npy")));
+}
+
 TEST_F(ExportCli, SimilarityCsvAndAnnotatedSvg) {
   attnscope::test::CommandRun r = run(scene_path_ + " --what similarity --metric cosine --format csv --out " + dir_.file("sim.csv"));
   ASSERT_EQ(r.status, 0) << r.err;

@@ -438,6 +438,8 @@ int main(int argc, char** argv) {
       checkExportRowContrast(c, dir);
     } else if (test == "export_figure") {
       checkExportFigure(c, dir);
+    } else if (test == "export_value_norms") {
+      checkExportValueNorms(c, dir);
     } else if (test == "heads_wide") {
       checkHeadsWide(c);
     } else if (test == "model_llama") {

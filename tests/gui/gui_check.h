@@ -211,6 +211,9 @@ void checkSceneValueNorms(Checker& c);
 // gui_export_row_contrast: the Export tab's PNG of all heads in "row max" colours, and the line that says so.
 void checkExportRowContrast(Checker& c, const std::string& dir);
 void checkExportFigure(Checker& c, const std::string& dir);  // the Export tab's dpi, order, format, message
+// gui_export_value_norms: the Export tab's value-norm weighted NPY, PNG and SVG of a scene and of a checkpoint's
+// grid against NumPy's float64 numbers; the switch off writes the plain bytes (gui_check_maps.cpp).
+void checkExportValueNorms(Checker& c, const std::string& dir);
 void checkModelLlamaScene(Checker& c, const std::string& dir);
 void checkGroupsRope(Checker& c, const std::string& dir);
 void checkPanels(Checker& c, const std::string& dir);

@@ -1,15 +1,20 @@
 // Room for the maps (issue 30): the model grid and the heads grid filling the centre pane at 1280 x 800 and at
 // ATTNSCOPE_UI_SCALE=2, grouped heads laid out by KV group. Read from the probe's rectangles (ui_probe.h). And
-// the contrast: the maps (row max) and the Export tab's PNG in the same colours.
+// the contrast: the maps (row max) and the Export tab's PNG in the same colours. And the Export tab's value-norm
+// weighting against NumPy's numbers.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
+#include <iterator>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "attnscope/analysis/analysis.h"
+#include "attnscope/analysis/value_norms.h"
 #include "attnscope/compute/cpu_backend.h"
 #include "attnscope/export/export.h"
 #include "attnscope/export/export_layout.h"
@@ -254,6 +259,160 @@ void checkExportFigure(Checker& c, const std::string& dir) {
   const nlohmann::json bad = loadLayout(dir + "/layout_bad_dpi.json");
   c.expect(bad.contains("export.dpi_error"), "a dpi of 5 refused in red");
   c.expect(c.layout.contains("tab.export"), "the window still running after the bad dpi");
+}
+
+namespace {
+
+std::string fileBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// The most |npy - want| over an NPY's values against a JSON array nested to the same shape (flattened in C
+// order), or infinity when the counts differ.
+// "%.2g" of an error: std::to_string writes 3e-7 as 0.000000.
+std::string sci(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2g", v);
+  return buf;
+}
+
+double worstOf(const Npy& npy, const nlohmann::json& want) {
+  std::vector<double> flat;
+  const std::function<void(const nlohmann::json&)> walk = [&](const nlohmann::json& j) {
+    if (j.is_array())
+      for (const auto& e : j) walk(e);
+    else
+      flat.push_back(j.get<double>());
+  };
+  walk(want);
+  if (flat.size() != npy.values.size()) return INFINITY;
+  double worst = 0;
+  for (std::size_t k = 0; k < flat.size(); ++k) worst = std::max(worst, std::abs(npy.values[k] - flat[k]));
+  return worst;
+}
+
+}  // namespace
+
+void checkExportValueNorms(Checker& c, const std::string& dir) {
+  // NumPy's float64 numbers of the scene (value_norms_fixture.py): alpha_ij, ||(x_j W_V + b_V) W_O^h|| and their
+  // product, up to 7.1 here. The window's weights are float32 softmaxes of 4 keys (seen within 5e-8 of NumPy's)
+  // times float32 norms (each within 1.2e-7 relative, up to 9.2): an error of about 1e-6 at most; 1e-5 allowed.
+  const nlohmann::json expected = nlohmann::json::parse(fileBytes(dir + "/vn_expected.json"));
+  constexpr double kTol = 1e-5;
+  const Npy heads = loadNpy(dir + "/vn_heads.npy");
+  const double worst = worstOf(heads, expected["weighted"]);
+  c.expect(heads.shape == std::vector<long>{4, 3, 4} && worst <= kTol,
+           "value norms on: all heads' NPY is NumPy's alpha_ij x ||(x_j W_V + b_V) W_O^h||, worst " +
+               sci(worst));
+  const Npy head1 = loadNpy(dir + "/vn_head1.npy");
+  const double worst1 = worstOf(head1, expected["weighted"][0]);
+  c.expect(head1.shape == std::vector<long>{3, 4} && worst1 <= kTol,
+           "value norms on: head 1's NPY is NumPy's weighted map, worst " + sci(worst1));
+  // The figure: titled and labelled as weighted (its SVG's text), each PNG cell in viridis(weighted / the largest
+  // norm), the bar's top. Where the cells lie is the engine's layout of the same figure (test_export.cpp).
+  const std::string svg = fileBytes(dir + "/vn_heads.svg");
+  c.expect(svg.find(">Attention weights x value norms, all 4 heads</text>") != std::string::npos &&
+               svg.find(">weight x value norm</text>") != std::string::npos,
+           "the SVG's title says 'Attention weights x value norms' and its bar 'weight x value norm'");
+  double top = 0;
+  for (const auto& head : expected["norms"])
+    for (const auto& v : head) top = std::max(top, v.get<double>());
+  const attnscope::Scene scene = attnscope::loadSceneFile(dir + "/vn_scene.json");
+  const attnscope::Result result = attnscope::CpuBackend(1).compute(scene);
+  const attnscope::Matrix norms = attnscope::sceneValueNorms(scene);
+  attnscope::ExportRequest request;
+  request.what = attnscope::ExportWhat::Heads;
+  request.dpi = attnscope::kDefaultDpi;  // the Export tab's default
+  request.value_norms = &norms;
+  const attnscope::Figure figure = attnscope::makeFigure(scene, result, request);
+  const attnscope::FigureLayout placed = attnscope::pngLayout(figure);
+  const Image png = loadPng(dir + "/vn_heads.png");
+  c.expect(png.w == placed.width && png.h == placed.height, "vn_heads.png has the weighted figure's size");
+  if (png.w == placed.width && png.h == placed.height) {
+    int wrong = 0;
+    for (int h = 0; h < 4; ++h)
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 4; ++j) {
+          const attnscope::PixelRect r = attnscope::cellRect(figure, placed, h, i, j);
+          const Rgb8 got = png.at(r.x + r.w / 2, r.y + r.h / 4);
+          const double t = expected["weighted"][h][i][j].get<double>() / top;  // kTol / 9.2 from NumPy's
+          if (!isWeightColor(got, t) && ++wrong <= 2)
+            std::printf("      vn_heads.png head %d (%d,%d): %.5f / %.5f drawn %s\n", h + 1, i, j,
+                        expected["weighted"][h][i][j].get<double>(), top, Checker::str(got).c_str());
+        }
+    c.expect(wrong == 0, "vn_heads.png: 48 cells in viridis(NumPy's weighted / largest norm), " +
+                             std::to_string(wrong) + " wrong");
+  }
+  const nlohmann::json on = loadLayout(dir + "/layout_scene.json");
+  c.expect(on.contains("export.message") && on.contains("export.contrast") && !on.contains("export.value_norm_why"),
+           "value norms on, all heads: written, and the line under the button says the colours are weighted");
+  c.expect(loadLayout(dir + "/layout_why.json").contains("export.value_norm_why"),
+           "value norms on, similarity: a line says it is of the plain weights");
+  // The switch off: today's bytes (the engine's plain export of the same scene), and NumPy's weights.
+  attnscope::ExportRequest plain;
+  plain.what = attnscope::ExportWhat::Heads;
+  plain.dpi = attnscope::kDefaultDpi;
+  plain.format = attnscope::ExportFormat::Npy;
+  c.expect(fileBytes(dir + "/plain_heads.npy") == attnscope::exportBytes(scene, result, plain),
+           "value norms off: the NPY is the plain export's bytes");
+  const double worst_plain = worstOf(loadNpy(dir + "/plain_heads.npy"), expected["weights"]);
+  c.expect(worst_plain <= 1e-6, "value norms off: NumPy's weights, worst " + sci(worst_plain));
+  plain.format = attnscope::ExportFormat::Png;
+  c.expect(fileBytes(dir + "/plain_heads.png") == attnscope::exportBytes(scene, result, plain),
+           "value norms off: the PNG is the plain export's bytes");
+  c.expect(!loadLayout(dir + "/layout_plain.json").contains("export.value_norm_why"), "value norms off: no why line");
+  // The checkpoint's every layer: NumPy's weights x value norms (expected.json, float64 from the F16 weights). The
+  // float32 forward's weights are within 2e-4 of NumPy's (gui_check_model.cpp's kDeepTol), its norms within 1e-5
+  // relative (test_value_norms.cpp): |error| <= 2.1e-4 x the head's largest norm.
+  const nlohmann::json ckpt = nlohmann::json::parse(fileBytes(dir + "/ckpt/expected.json"));
+  const Npy grid = loadNpy(dir + "/grid_vn.npy");
+  const int layers = 2, n_head = 3, n = static_cast<int>(ckpt["ids"].size());
+  bool shape = grid.shape == std::vector<long>{layers, n_head, n, n};
+  int wrong = 0;
+  double worst_grid = 0;
+  for (int l = 0; shape && l < layers; ++l)
+    for (int h = 0; h < n_head; ++h) {
+      const nlohmann::json& vn = ckpt["value_norms"][l][h];
+      double largest = 0;
+      for (const auto& v : vn) largest = std::max(largest, v.get<double>());
+      for (int i = 0; i < n; ++i)
+        for (int j = 0; j < n; ++j) {
+          const double want = ckpt["weights"][l][h][i][j].get<double>() * vn[j].get<double>();
+          const double got = grid.values[static_cast<std::size_t>(((l * n_head + h) * n + i) * n + j)];
+          worst_grid = std::max(worst_grid, std::abs(got - want) / largest);
+          if (!(std::abs(got - want) <= 2.1e-4 * largest)) ++wrong;
+        }
+    }
+  c.expect(shape && wrong == 0, "checkpoint grid NPY (2, 3, n, n): NumPy's weight x value norm, worst " +
+                                    sci(worst_grid) + " of the head's largest norm, " +
+                                    std::to_string(wrong) + " outside 2.1e-4");
+  c.expect(fileBytes(dir + "/grid_vn.npy") == fileBytes(dir + "/cli_vn.npy"),
+           "the window's weighted grid NPY is `attnscope model --weighting value-norm --out`'s, byte for byte");
+  // Layer 1's heads through the scene exporters (the layer as a scene, the norms as ExportRequest::value_norms):
+  // the grid's first layer, byte for byte (the NPY data after the 128-byte headers of both).
+  const Npy layer = loadNpy(dir + "/layer_vn.npy");
+  const std::string grid_bytes = fileBytes(dir + "/grid_vn.npy"), layer_bytes = fileBytes(dir + "/layer_vn.npy");
+  const std::size_t grid_data = grid_bytes.size() - 4 * grid.values.size(),
+                    layer_data = layer_bytes.size() - 4 * layer.values.size();
+  c.expect(layer.shape == std::vector<long>{n_head, n, n} &&
+               layer_bytes.compare(layer_data, std::string::npos, grid_bytes, grid_data, 4 * layer.values.size()) == 0,
+           "layer 1's heads NPY (3, n, n) is the weighted grid's layer 1");
+  c.expect(loadPng(dir + "/grid_vn.png").w > 0, "grid_vn.png written");
+  c.expect(c.layout.contains("export.message") && c.layout.contains("model.value_norm_note"),
+           "the checkpoint's grid weighted on show, and its export written");
+  // A saved tensor (open_arrays_fixtures.py's att.npy, float32 weights) has no W_V or W_O: with the switch still
+  // on, the export of layer 1's heads (the What kept from the checkpoint) holds the tensor's own weights exactly,
+  // and a line says why.
+  const nlohmann::json tensor = loadLayout(dir + "/layout_tensor.json");
+  c.expect(tensor.contains("export.value_norm_why") && tensor.contains("export.message"),
+           "a saved tensor with value norms on: written, and a line says it holds the weights");
+  const std::string att = fileBytes(dir + "/att.npy"), wrote = fileBytes(dir + "/tensor.npy");
+  const std::size_t all = 2 * 3 * 6 * 6, layer1 = 3 * 6 * 6;  // floats: the tensor's, its layer 1's
+  c.expect(att.size() >= 4 * all && wrote.size() >= 4 * layer1 &&
+               att.compare(att.size() - 4 * all, 4 * layer1, wrote, wrote.size() - 4 * layer1, 4 * layer1) == 0,
+           "the tensor's layer 1 export is its (3, 6, 6) weights as saved");
 }
 
 }  // namespace gui

@@ -100,6 +100,14 @@ if [[ "$script" == browse ]]; then
   /usr/bin/python3 "$scripts/../../model/gpt2_reference.py" "$out/ckpt" --dtype F16 --layers 2 --heads 3 --embd 24 \
     --token-strings '["hello", "\u0120t", "he", "r", "e", "\u0120", "c", "a", "t", "s", "!"]'
 fi
+# The Export tab's value-norm weighting: a scene with NumPy's weighted maps, a 2-layer x 3-head GPT-2
+# checkpoint run on "hello there cats!" (NumPy's weights and value norms in expected.json), and a saved tensor.
+if [[ "$script" == export_value_norms ]]; then
+  /usr/bin/python3 "$scripts/../value_norms_fixture.py" "$out"
+  /usr/bin/python3 "$scripts/../open_arrays_fixtures.py" "$out"  # att.npy: a saved tensor, which has no values
+  /usr/bin/python3 "$scripts/../../model/gpt2_reference.py" "$out/ckpt" --dtype F16 --layers 2 --heads 3 --embd 24 \
+    --token-strings '["hello", "\u0120t", "he", "r", "e", "\u0120", "c", "a", "t", "s", "!"]'
+fi
 # Opening arrays files: an attention tensor as .npy and safetensors, a torch-mha layer as .npz, with NumPy's
 # weights for each (expected.json).
 if [[ "$script" == open_arrays ]]; then
@@ -132,6 +140,10 @@ if [[ "$script" == panes ]]; then
   cp "$out/again.png" "$out/window.png" && cp "$out/layout_again.json" "$out/layout.json"
 else
   run_window "$scripts/$script.txt"
+fi
+# The CLI's value-norm maps of the same run, which the window's export must equal byte for byte.
+if [[ "$script" == export_value_norms ]]; then
+  "$app" model "$out/ckpt" --text "hello there cats!" --out "$out/cli_vn.npy" --weighting value-norm >/dev/null
 fi
 # gui_check: the window's expected size (the screen's at scale 2 on a HiDPI screen, else 1280 x 800).
 GUI_WINDOW_SIZE=$screen "$check" "$check_name" "$out" "$backend"

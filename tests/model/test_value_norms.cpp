@@ -12,6 +12,7 @@
 
 #include "attnscope/model/head_finding.h"
 #include "attnscope/model/model.h"
+#include "attnscope/export/export_layout.h"
 #include "attnscope/model/model_export.h"
 #include "compare.h"
 #include "export/test_export_support.h"
@@ -96,6 +97,57 @@ INSTANTIATE_TEST_SUITE_P(
       std::replace(name.begin(), name.end(), '.', '_');
       return name;
     });
+
+// The figure of the weighted grid (the window's Export tab, every layer): each panel alpha_ij * norm(h, j) as
+// NumPy works it out, titled and labelled as weighted, its Fixed bar up to the largest norm; the same when the
+// forward kept no maps (each map recomputed from Q and K, then pooled per pixel: here a pixel or more a cell, so
+// each pool is one cell), with the same masked cells.
+TEST(ValueNormsFigure, GridPanelsAreNumPysWeightedMapsKeptOrNot) {
+  const std::string dir = model_test::referenceCheckpoint("gpt2_reference.py", "");
+  const json expected = json::parse(model_test::slurp(dir + "/expected.json"));
+  const model::Model m = model::loadModel(dir);
+  const std::vector<int> ids = model_test::idsOf(expected);
+  const model::HeadLayout c = m.layout();
+  const std::vector<std::string> tokens(ids.size(), "t");
+  double top = 0;
+  for (const auto& layer : expected["value_norms"])
+    for (const auto& head : layer)
+      for (const auto& v : head) top = std::max(top, v.get<double>());
+  std::vector<attnscope::Figure> figures;
+  for (const attnscope::MapPolicy maps : {attnscope::MapPolicy::Keep, attnscope::MapPolicy::Drop}) {
+    const model::ForwardResult f = model::modelForward(m, ids, {.keep_ln1 = true, .maps = maps});
+    ASSERT_EQ(f.keepsMaps(), maps == attnscope::MapPolicy::Keep);
+    model::KeyScales norms;
+    for (int l = 0; l < c.n_layer; ++l) norms.push_back(model::valueNorms(m, f, l));
+    figures.push_back(model::modelGridFigure(f, c, tokens, -1, {}, "GPT-2", &norms));
+    const attnscope::Figure& fig = figures.back();
+    EXPECT_EQ(fig.title, "GPT-2: attention weights x value norms, " + std::to_string(c.n_layer) + " layers x " +
+                             std::to_string(c.n_head) + " heads");
+    EXPECT_EQ(fig.scale_label, "weight x value norm");
+    // float32 norms within kNormRel of NumPy's (WeightedMapsMatchNumPy above)
+    EXPECT_NEAR(fig.vmax, top, kNormRel * top);
+    ASSERT_EQ(fig.panels.size(), static_cast<std::size_t>(c.n_layer * c.n_head));
+    double worst = 0;
+    for (int l = 0; l < c.n_layer; ++l)
+      for (int h = 0; h < c.n_head; ++h) {
+        const auto& vn = expected["value_norms"][l][h];
+        double largest = 0;
+        for (const auto& v : vn) largest = std::max(largest, v.get<double>());
+        const attnscope::HeatmapPanel& p = fig.panels[static_cast<std::size_t>(l * c.n_head + h)];
+        ASSERT_EQ(p.values.rows(), static_cast<Eigen::Index>(ids.size()));
+        for (Eigen::Index i = 0; i < p.values.rows(); ++i)
+          for (Eigen::Index j = 0; j <= i; ++j) {  // causal: the rest masked
+            const double want = expected["weights"][l][h][i][j].get<double>() * vn[j].get<double>();
+            worst = std::max(worst, std::abs(p.values(i, j) - want) / largest);
+          }
+      }
+    EXPECT_LE(worst, kWeightTol + kNormRel);
+    std::printf("weighted grid figure (maps %s) vs NumPy: %.2g of the head's largest norm\n",
+                maps == attnscope::MapPolicy::Keep ? "kept" : "recomputed", worst);
+  }
+  for (std::size_t k = 0; k < figures[0].panels.size(); ++k)
+    EXPECT_EQ(figures[0].panels[k].masked, figures[1].panels[k].masked) << "panel " << k;
+}
 
 // The command: --out as JSON and NPY, maps kept and past a 1 KiB maps limit (recomputed from tiles), against
 // NumPy's weights times norms on a grouped-query Qwen2 checkpoint with biases.

@@ -3,7 +3,9 @@
 // pinned A; for a checkpoint run or a saved tensor: the focused map, the shown layer's heads, every layer (the
 // grid) or the shown layer's similarity. PNG (at a dpi), SVG, CSV or NPY: a path's known extension sets the
 // format, and a picked format the path's extension. Through the same exporters as `attnscope export` and
-// `attnscope model`; a message says where the file went or why not, until the request changes.
+// `attnscope model`; a message says where the file went or why not, until the request changes. With the value
+// norms switch on, the maps are exported weighted (alpha_ij times key j's value norm, the CLI's numbers), or a
+// line says why they cannot be.
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
@@ -14,11 +16,14 @@
 #include <string>
 #include <utility>
 
+#include "attnscope/analysis/value_norms.h"
 #include "attnscope/atomic_file.h"
 #include "attnscope/compute/similarity.h"
 #include "attnscope/error.h"
 #include "attnscope/export/export.h"
+#include "attnscope/model/head_finding.h"
 #include "attnscope/model/model_export.h"
+#include "window/lesson/lesson.h"
 #include "window/model/model_session.h"
 #include "window/model/subject.h"
 #include "window/panels/panels.h"
@@ -107,23 +112,65 @@ std::pair<Scene, Result> layerMaps(const ModelSession& s, int layer) {
   return {std::move(scene), std::move(result)};
 }
 
+// Value-norm weighting of an export: on while the switch is on and the export is of maps with values to weigh;
+// else `why` says in one line why the file holds the plain weights ("" while the switch is off).
+struct ExportWeighting {
+  bool on = false;
+  std::string why;
+};
+
+// A scene's: its one head or all heads, while its maps are kept (the switch's own rule, valueNormsApply).
+ExportWeighting sceneWeighting(const AppState& state, const ViewState& view) {
+  if (view.model_value_norm != 1) return {};
+  if (!valueNormsApply(state))
+    return {false, "value norms: a long scene's maps are read through tiles of plain weights, so this file holds "
+                   "the weights"};
+  if (view.export_what >= 2)
+    return {false, std::string("value norms: the ") + (view.export_what == 2 ? "similarity" : "B - A") +
+                       " is of the plain weights"};
+  return {true, ""};
+}
+
+// A checkpoint run's: a map, a layer's heads or every layer (a saved tensor has no values).
+ExportWeighting modelWeighting(const ViewState& view, const ModelSession& s, int what) {
+  if (view.model_value_norm != 1) return {};
+  if (!s.checkpoint())
+    return {false, "value norms: a saved tensor holds no values (W_V, W_O), so this file holds the weights"};
+  if (what == 3) return {false, "value norms: the similarity is of the plain weights"};
+  return {true, ""};
+}
+
+// Every layer's (heads, n) value norms (model::valueNorms, as `attnscope model --weighting value-norm`), or only
+// layer `layer`'s (the others empty) when layer >= 0.
+model::KeyScales modelValueNorms(const ModelSession& s, int layer) {
+  model::KeyScales norms(static_cast<std::size_t>(s.layout().n_layer));
+  for (int l = 0; l < s.layout().n_layer; ++l)
+    if (layer < 0 || l == layer)
+      norms[static_cast<std::size_t>(l)] = model::valueNorms(*s.checkpoint(), s.forward(), l);
+  return norms;
+}
+
 // What is on show, as ViewState::model_export_what counts it: the focused map, else the grid.
 int modelWhatOnShow(const ModelSession& s) { return s.focused() ? 0 : 2; }
 
 // The bytes of a model's or tensor's export: `what` as ViewState::model_export_what, of the session's layer (and
-// focused head), in `format`; figures of weights in the window's colours (`contrast`).
+// focused head), in `format`; figures of weights in the window's colours (`contrast`). `weighted`: value-norm
+// weighting (modelWeighting's on).
 std::string modelExportBytes(const ModelSession& s, int what, ExportFormat format, const std::string& path,
-                             const MapContrast& contrast, int dpi) {
+                             const MapContrast& contrast, int dpi, bool weighted) {
   const bool figure = format == ExportFormat::Png || format == ExportFormat::Svg;
-  const auto grid = [&](int layer) {  // every layer (-1) or one, as `model --grid-out` draws them
-    Figure f = model::modelGridFigure(s.forward(), s.layout(), s.labels(), layer, contrast, s.title());
+  const int layer = what == 2 ? -1 : s.layer;
+  const model::KeyScales norms = weighted ? modelValueNorms(s, layer) : model::KeyScales();
+  const model::KeyScales* scales = weighted ? &norms : nullptr;
+  const auto grid = [&](int shown) {  // every layer (-1) or one, as `model --grid-out` draws them
+    Figure f = model::modelGridFigure(s.forward(), s.layout(), s.labels(), shown, contrast, s.title(), scales);
     f.dpi = dpi;
     return model::figureBytes(f, format);
   };
   if (what == 2) {  // every layer: the grid figure, or (layers, heads, n, n) as NPY
     if (format == ExportFormat::Csv)
       throw InputError("path", "a .png, .svg or .npy path for every layer's maps (CSV holds one layer's)", path);
-    return figure ? grid(-1) : model::modelResultNpy(s.forward(), s.layout());
+    return figure ? grid(-1) : model::modelResultNpy(s.forward(), s.layout(), -1, scales);
   }
   if (what == 1 && figure) return grid(s.layer);
   const auto [scene, result] = layerMaps(s, s.layer);
@@ -135,15 +182,23 @@ std::string modelExportBytes(const ModelSession& s, int what, ExportFormat forma
   request.subject = s.title() + " layer " + std::to_string(s.layer + 1);  // "GPT-2 layer 6, head 4: ..."
   request.dpi = dpi;
   if (what != 3) request.contrast = contrast;
+  if (weighted) request.value_norms = &norms[static_cast<std::size_t>(s.layer)];
   return exportBytes(scene, result, request);
 }
 
 // What the export's colours will be, under the button: the window's colour scale for a figure of weights, and
-// that CSV and NPY hold the raw weights whatever it is. `weights`: the choice is a map or maps of weights.
-void contrastLine(const MapContrast& contrast, ExportFormat format, bool weights) {
+// that CSV and NPY hold the raw weights whatever it is. `weights`: the choice is a map or maps of weights;
+// `weighted`: they are weighted by value norms.
+void contrastLine(const MapContrast& contrast, ExportFormat format, bool weights, bool weighted) {
   std::string line;
-  if (format == ExportFormat::Csv || format == ExportFormat::Npy)
+  if ((format == ExportFormat::Csv || format == ExportFormat::Npy) && weighted)
+    line = "numbers: each weight times its key's value norm, alpha_ij ||(x_j W_V + b_V) W_O^h|| (the colour scale "
+           "is for PNG and SVG)";
+  else if (format == ExportFormat::Csv || format == ExportFormat::Npy)
     line = "numbers: the raw weights (the colour scale is for PNG and SVG)";
+  else if (weights && weighted)
+    line = "colours: " + contrastName(contrast) + " (the maps' colour scale) of weight x value norm, the bar up to "
+           "the largest norm";
   else if (weights)
     line = "colours: " + contrastName(contrast) + " (the maps' colour scale)";
   else
@@ -178,7 +233,8 @@ std::string exportRequestKey(const ViewState& view, SubjectKind subject) {
          std::to_string(view.model_export_what) + "|" + std::to_string(view.export_head) + "|" +
          std::to_string(view.export_format) + "|" + std::to_string(view.metric) + "|" +
          std::to_string(view.export_cluster_order) + "|" + std::to_string(view.export_annotate) + "|" +
-         std::to_string(view.export_dpi) + "|" + contrastName(view.contrast) + "|" + view.export_path;
+         std::to_string(view.export_dpi) + "|" + contrastName(view.contrast) + "|" +
+         std::to_string(view.model_value_norm) + "|" + view.export_path;
 }
 
 }  // namespace
@@ -270,16 +326,21 @@ void drawExportPanel(AppState& state, ViewState& view) {
   // clears it.
   const std::string request_now = exportRequestKey(view, subject);
   if (request_now != view.export_message_request) view.export_message.clear(), view.export_failed = false;
+  const int model_what = scene                        ? 0
+                         : view.model_export_what < 0 ? modelWhatOnShow(*view.model)
+                                                      : view.model_export_what;
+  const ExportWeighting weighting =
+      scene ? sceneWeighting(state, view) : modelWeighting(view, *view.model, model_what);
   ImGui::BeginDisabled(!problem.empty());
   const bool clicked = ImGui::Button("Export");
   if (clicked && !scene) {
     const ModelSession& s = *view.model;
-    const int model_what = view.model_export_what < 0 ? modelWhatOnShow(s) : view.model_export_what;
     try {
       const auto format = static_cast<ExportFormat>(view.export_format);
-      writeFileAtomically(view.export_path,
-                          modelExportBytes(s, model_what, format, view.export_path, view.contrast, view.export_dpi));
-      view.export_message = "Wrote " + view.export_path + " (" + s.title() + ")";
+      writeFileAtomically(view.export_path, modelExportBytes(s, model_what, format, view.export_path, view.contrast,
+                                                             view.export_dpi, weighting.on));
+      view.export_message =
+          "Wrote " + view.export_path + " (" + s.title() + (weighting.on ? ", weights x value norms)" : ")");
       view.export_failed = false;
     } catch (const std::exception& e) {
       view.export_message = std::string("Not written: ") + e.what();
@@ -298,8 +359,10 @@ void drawExportPanel(AppState& state, ViewState& view) {
     if (view.export_what == 3) request.baseline = &view.diff_a;
     if (view.export_what <= 1) request.contrast = view.contrast;  // a head or all heads: weights
     try {
+      const Matrix norms = weighting.on ? sceneValueNorms(state.scene()) : Matrix();  // (heads, n_k)
+      if (weighting.on) request.value_norms = &norms;
       exportResult(state.scene(), state.result(), request);
-      view.export_message = "Wrote " + view.export_path;
+      view.export_message = "Wrote " + view.export_path + (weighting.on ? " (weights x value norms)" : "");
       view.export_failed = false;
     } catch (const std::exception& e) {
       view.export_message = std::string("Not written: ") + e.what();
@@ -309,12 +372,13 @@ void drawExportPanel(AppState& state, ViewState& view) {
   ImGui::EndDisabled();
   probeItem("export.button");
   if (clicked) view.export_message_request = request_now;
-  {
-    const int shown_what = scene                             ? view.export_what
-                           : view.model_export_what < 0 ? modelWhatOnShow(*view.model)
-                                                          : view.model_export_what;
-    contrastLine(view.contrast, static_cast<ExportFormat>(view.export_format),
-                 scene ? shown_what <= 1 : shown_what <= 2);
+  contrastLine(view.contrast, static_cast<ExportFormat>(view.export_format),
+               scene ? view.export_what <= 1 : model_what <= 2, weighting.on);
+  if (!weighting.why.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    textWrappedAtSpaces(weighting.why);
+    ImGui::PopStyleColor();
+    probeItem("export.value_norm_why");
   }
   if (view.export_failed) {
     errorText(view.export_message);

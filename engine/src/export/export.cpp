@@ -20,7 +20,9 @@ void writeExport(const Scene& scene, const Result& result, const ExportRequest& 
     case ExportFormat::Csv:
     case ExportFormat::Npy: {
       const auto write = request.format == ExportFormat::Csv ? writeCsv : writeNpy;
-      if (request.what != ExportWhat::Diff) return write(scene, result, request, sink);
+      Result weighted;  // value-norm weighting's maps, when asked for
+      if (request.what != ExportWhat::Diff)
+        return write(scene, exportedWeights(scene, result, request, weighted), request, sink);
       // The numbers of a diff are the deltas, written where the weights would be.
       Result delta;
       for (HeadDiff& d : diffResults(baselineOf(request), result))

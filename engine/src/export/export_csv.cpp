@@ -73,7 +73,8 @@ void writeCsv(const Scene& scene, const Result& result, const ExportRequest& req
       // One line per (head, query, key), about 40 bytes each: written out a chunk at a time.
       out.reserve(kChunk + 4096);
       out += request.what == ExportWhat::Diff ? "head,query_index,query_token,key_index,key_token,delta\r\n"
-                                              : "head,query_index,query_token,key_index,key_token,weight\r\n";
+             : request.value_norms ? "head,query_index,query_token,key_index,key_token,weight_x_value_norm\r\n"
+                                   : "head,query_index,query_token,key_index,key_token,weight\r\n";
       for (int a = 0; a < h; ++a) {
         forEachWeightRow(scene, result, a, exportWindow(scene, {}), [&](int i, const float* w) {
           for (int j = 0; j < scene.nK(); ++j) {

@@ -91,6 +91,25 @@ std::string pooledNote(const HeatmapPanel& p) {
 
 }  // namespace
 
+const Result& exportedWeights(const Scene& scene, const Result& result, const ExportRequest& request,
+                              Result& weighted) {
+  if (!request.value_norms || (request.what != ExportWhat::Head && request.what != ExportWhat::Heads)) return result;
+  const Matrix& norms = *request.value_norms;  // (heads, n_k)
+  const int h = scene.numHeads();
+  if (norms.rows() != h || norms.cols() != scene.nK())
+    throw InputError("value_norms", shapeString(h, scene.nK()) + " (heads, keys)",
+                     shapeString(norms.rows(), norms.cols()));
+  weighted.heads.resize(static_cast<std::size_t>(h));
+  for (int i = 0; i < h; ++i) {
+    const HeadResult& hr = result.heads[static_cast<std::size_t>(i)];
+    if (!hr.hasMap())
+      throw InputError("value_norms", "the heads' maps kept (a scene short enough to keep them)",
+                       "maps read through tiles");
+    weighted.heads[static_cast<std::size_t>(i)].weights = hr.weights.array().rowwise() * norms.row(i).array();
+  }
+  return weighted;
+}
+
 const Result& baselineOf(const ExportRequest& request) {
   if (!request.baseline) throw InputError("baseline", "snapshot A to compare the result with", "none");
   return *request.baseline;
@@ -134,19 +153,20 @@ float largestUnmasked(const HeatmapPanel& p, int row) {
 
 }  // namespace
 
-void setContrast(Figure& f, const MapContrast& contrast, const std::string& label, const std::string& map_word) {
+void setContrast(Figure& f, const MapContrast& contrast, const std::string& label, const std::string& map_word,
+                 const std::string& quantity, float fixed_top) {
   f.contrast = contrast;
   f.scale_label = label;
   f.vmin = 0;
-  f.vmax = 1;
+  f.vmax = contrast.scale == ColorScale::Fixed ? fixed_top : 1;
   f.tick_labels.clear();
   if (contrast.scale == ColorScale::Shared) {
     float top = 0;
     for (const HeatmapPanel& p : f.panels) top = std::max(top, largestUnmasked(p, -1));
     if (top > 0) f.vmax = top;
   }
-  if (contrast.scale == ColorScale::PerHead) f.scale_label = "weight / " + map_word + "'s max";
-  if (contrast.scale == ColorScale::RowMax) f.scale_label = "weight / row's max";
+  if (contrast.scale == ColorScale::PerHead) f.scale_label = quantity + " / " + map_word + "'s max";
+  if (contrast.scale == ColorScale::RowMax) f.scale_label = quantity + " / row's max";
   const float top = f.vmax;
   if (contrast.log) {
     // Three decades under the top, a third of the bar each.
@@ -156,7 +176,7 @@ void setContrast(Figure& f, const MapContrast& contrast, const std::string& labe
     else
       for (float t : f.ticks) f.tick_labels.push_back(significant(t));
     f.scale_label += ", log scale";
-  } else if (contrast.scale == ColorScale::Shared && top != 1.0f) {
+  } else if (top != 1.0f) {  // Shared, or Fixed on another top
     // 0 and round steps (1, 2 or 5 x 10^k, three to five of them) up to the top, which is the last tick: a step
     // closer than 15% of the bar to it is left out, so that their labels never meet.
     const double raw = top / 4.0, magnitude = std::pow(10.0, std::floor(std::log10(raw)));
@@ -278,30 +298,39 @@ Figure makeFigure(const Scene& scene, const Result& result, const ExportRequest&
     f.title = "Change in attention weights (B \u2212 A)";
     return f;
   }
+  // Value-norm weighting: the weighted maps, said in the title and on the bar, which runs to the largest norm.
+  Result weighted_result;
+  const Result& maps = exportedWeights(scene, result, request, weighted_result);
+  const bool weighted = &maps != &result;
+  const std::string weights = weighted ? "attention weights x value norms" : "attention weights";
+  const auto colour = [&] {
+    if (!weighted) return setContrast(f, request.contrast);
+    const float top = request.value_norms->size() > 0 ? request.value_norms->maxCoeff() : 0.0f;
+    setContrast(f, request.contrast, "weight x value norm", "head", "weight x value norm", top > 0 ? top : 1.0f);
+  };
   if (request.what == ExportWhat::Head) {
     checkHeadIndex(scene, request.head);
-    f.panels.push_back(weightPanel(scene, result, request.head, window, pooledMapSide(1)));
-    f.title = request.subject.empty() ? f.panels.back().title + " attention weights"
-                                      : request.subject + ", head " + std::to_string(request.head + 1) +
-                                            ": attention weights";
+    f.panels.push_back(weightPanel(scene, maps, request.head, window, pooledMapSide(1)));
+    f.title = request.subject.empty() ? f.panels.back().title + " " + weights
+                                      : request.subject + ", head " + std::to_string(request.head + 1) + ": " +
+                                            weights;
     if (!window.whole(scene))
       f.title += ", queries " + std::to_string(window.row0) + "-" + std::to_string(window.row1 - 1) + ", keys " +
                  std::to_string(window.col0) + "-" + std::to_string(window.col1 - 1);
     f.title += pooledNote(f.panels.back());
     f.panels.back().title.clear();
-    setContrast(f, request.contrast);
+    colour();
     return f;
   }
-  for (int i = 0; i < h; ++i) f.panels.push_back(weightPanel(scene, result, i, window, pooledMapSide(h)));
-  f.title = h == 1   ? "Attention weights"
-            : h == 2 ? "Attention weights, both heads"
-                     : "Attention weights, all " + std::to_string(h) + " heads";
+  for (int i = 0; i < h; ++i) f.panels.push_back(weightPanel(scene, maps, i, window, pooledMapSide(h)));
+  f.title = "A" + weights.substr(1);
+  f.title += h == 1 ? "" : h == 2 ? ", both heads" : ", all " + std::to_string(h) + " heads";
   if (!request.subject.empty()) {
     f.title[0] = 'a';
     f.title = request.subject + ": " + f.title;  // "GPT-2 layer 6: attention weights, all 12 heads"
   }
   f.title += pooledNote(f.panels.back());
-  setContrast(f, request.contrast);
+  colour();
   return f;
 }
 

@@ -35,6 +35,10 @@ void forEachWeightRow(const Scene& scene, const Result& result, int head, const 
 const Matrix& similarityMatrix(const Scene& scene, const Result& result, SimilarityMetric metric);
 // A diff request's snapshot A; throws InputError("baseline", ...) when the request has none.
 const Result& baselineOf(const ExportRequest& request);
+// The result to export for a request: `result` itself, or for Head and Heads with request.value_norms a copy of
+// the heads' maps each column j times value_norms(h, j) (`weighted` holds it). Throws InputError("value_norms")
+// for norms not (heads, n_k) or a result without its maps.
+const Result& exportedWeights(const Scene& scene, const Result& result, const ExportRequest& request, Result& weighted);
 // Throws InputError("head", ...) unless 0 <= head < scene.numHeads().
 void checkHeadIndex(const Scene& scene, int head);
 

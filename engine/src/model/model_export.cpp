@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "attnscope/compute/tiles.h"
 #include "attnscope/error.h"
 #include "attnscope/scene/scene_json.h"
 #include "attnscope/text_bounds.h"
@@ -32,7 +33,28 @@ void checkLayer(const HeadLayout& c, int layer) {
 // map's pixels, each block the mean of its allowed cells: the rasteriser's own pooling (pooledRange per pixel),
 // so the image is the one the whole maps would draw, from h x w numbers a panel rather than n x n. A map with a
 // pixel or more a cell is the whole map, at most the panel's pixels.
-void poolPanels(const ForwardResult& forward, int first_layer, Figure& f) {
+// Map (l, h) weighted by value norms (weightedMap, recomputed whole: O(n^2 d)) as forward.tile pools the
+// weights: each of (rows, cols) blocks the mean of its allowed cells, masked where it covers none.
+Tile weightedTile(const ForwardResult& forward, int l, int h, const KeyScales& scales, int rows, int cols) {
+  const Matrix m = weightedMap(forward, l, h, &scales);
+  const int n = forward.n;
+  Tile tile{Matrix::Zero(rows, cols), MaskMatrix::Ones(rows, cols)};
+  for (int p = 0; p < rows; ++p) {
+    const auto [i0, i1] = pooledRange(p, rows, n);
+    for (int q = 0; q < cols; ++q) {
+      const auto [j0, j1] = pooledRange(q, cols, n);
+      double sum = 0;
+      int count = 0;
+      for (int i = i0; i < i1; ++i)
+        for (int j = j0; j < j1; ++j)
+          if (forward.layout.keyAllowed(l, i, j)) sum += m(i, j), ++count;
+      if (count > 0) tile.values(p, q) = static_cast<float>(sum / count), tile.masked(p, q) = 0;
+    }
+  }
+  return tile;
+}
+
+void poolPanels(const ForwardResult& forward, int first_layer, Figure& f, const KeyScales* scales) {
   const int n = forward.n, heads = forward.layout.n_head;
   // The layout reads only the first panel's shape and labels: an untouched placeholder of the maps' shape (past
   // an image's largest side, of that side standing for the n positions: pooled either way).
@@ -53,7 +75,9 @@ void poolPanels(const ForwardResult& forward, int first_layer, Figure& f) {
       request.out_cols = rect.w;
       p.row_positions = p.col_positions = n;
     }
-    Tile tile = forward.tile(l, request);
+    Tile tile = !scales ? forward.tile(l, request)
+                : weightedTile(forward, l, h, *scales, request.out_rows > 0 ? request.out_rows : n,
+                               request.out_cols > 0 ? request.out_cols : n);
     p.values = std::move(tile.values);
     p.masked = std::move(tile.masked);
   }
@@ -62,7 +86,7 @@ void poolPanels(const ForwardResult& forward, int first_layer, Figure& f) {
 }  // namespace
 
 Figure modelGridFigure(const ForwardResult& forward, const HeadLayout& c, const std::vector<std::string>& tokens,
-                       int layer, const MapContrast& contrast, const std::string& name) {
+                       int layer, const MapContrast& contrast, const std::string& name, const KeyScales* scales) {
   checkLayer(c, layer);
   Figure f;
   setWeightScale(f);
@@ -75,7 +99,7 @@ Figure modelGridFigure(const ForwardResult& forward, const HeadLayout& c, const 
       // counted from 1, as the window does
       p.title = layer < 0 ? "L" + std::to_string(l + 1) + " H" + std::to_string(h + 1) : "Head " + std::to_string(h + 1);
       if (forward.keepsMaps()) {
-        p.values = forward.keptMap(l * c.n_head + h);
+        p.values = scales ? weightedMap(forward, l, h, scales) : forward.keptMap(l * c.n_head + h);
         p.masked = masked;
       }
       p.row_labels = p.col_labels = tokens;
@@ -84,18 +108,31 @@ Figure modelGridFigure(const ForwardResult& forward, const HeadLayout& c, const 
   }
   // The colour bar's labels before the pooling's placement (its width counts in the image's), and its shared
   // top again once the pooled values are in.
-  setContrast(f, contrast);
+  // Value-norm weighting: the bar says so and runs to the largest norm of the layers drawn (a weight of 1 there).
+  float top = 0;
+  if (scales)
+    for (int l = first; l < last; ++l) {
+      const Matrix& norms = (*scales)[static_cast<std::size_t>(l)];
+      if (norms.size() > 0) top = std::max(top, norms.maxCoeff());
+    }
+  const auto colour = [&] {
+    if (!scales) return setContrast(f, contrast);
+    setContrast(f, contrast, "weight x value norm", "head", "weight x value norm", top > 0 ? top : 1.0f);
+  };
+  colour();
   if (!forward.keepsMaps()) {
-    poolPanels(forward, first, f);
-    setContrast(f, contrast);
+    poolPanels(forward, first, f, scales);
+    colour();
   }
   const std::string heads = std::to_string(c.n_head) + (c.n_head == 1 ? " head" : " heads");
+  const std::string weights = scales ? "attention weights x value norms" : "attention weights";
+  const std::string Weights = "A" + weights.substr(1);
   if (name.empty())
-    f.title = layer < 0 ? "Attention weights, " + std::to_string(c.n_layer) + " layers x " + heads
-                        : "Attention weights, layer " + std::to_string(layer + 1);
+    f.title = layer < 0 ? Weights + ", " + std::to_string(c.n_layer) + " layers x " + heads
+                        : Weights + ", layer " + std::to_string(layer + 1);
   else
-    f.title = layer < 0 ? name + ": attention weights, " + std::to_string(c.n_layer) + " layers x " + heads
-                        : name + " layer " + std::to_string(layer + 1) + ": attention weights, " + heads;
+    f.title = layer < 0 ? name + ": " + weights + ", " + std::to_string(c.n_layer) + " layers x " + heads
+                        : name + " layer " + std::to_string(layer + 1) + ": " + weights + ", " + heads;
   return f;
 }
 
@@ -186,9 +223,9 @@ nlohmann::ordered_json modelResultJson(const Model& model, const std::string& te
   return j;
 }
 
-std::string modelResultNpy(const ForwardResult& forward, const HeadLayout& c, int layer) {
+std::string modelResultNpy(const ForwardResult& forward, const HeadLayout& c, int layer, const KeyScales* scales) {
   std::string out;
-  writeModelResultNpy(forward, c, layer, [&](std::string_view bytes) { out.append(bytes); });
+  writeModelResultNpy(forward, c, layer, [&](std::string_view bytes) { out.append(bytes); }, scales);
   return out;
 }
 

@@ -43,6 +43,12 @@ struct ExportRequest {
   std::string subject;
   int dpi = kLayoutDpi;  // PNG: pixels per inch of the figure (SVG is vector, its size the layout's)
   std::string path;
+  // Head and Heads: value-norm weighting (Kobayashi et al. 2020), (heads, n_k) norms (analysis/value_norms.h's
+  // sceneValueNorms, or a checkpoint layer's model::valueNorms): every format holds alpha_ij * norms(h, j), the
+  // figure titled "attention weights x value norms", its bar "weight x value norm" up to the largest norm (a
+  // weight of 1 on that key) and the CSV's column "weight_x_value_norm". Needs the maps kept (InputError
+  // "value_norms" otherwise, and for a shape not (heads, n_k)). Null: the weights. Similarity and Diff ignore it.
+  const Matrix* value_norms = nullptr;
 };
 
 // Throws InputError("rows" | "cols", ...) for a window outside the scene's map or asked of anything but one

@@ -58,11 +58,13 @@ void setWeightScale(Figure& figure);
 // A weights figure's contrast, once its panels are filled (setWeightScale's before): figure.contrast, and the
 // colour bar that says what it shows. Fixed: `label` on 0..1. Shared: vmax = the largest unmasked value of
 // every panel (the top each weight is divided by; 1 when none is above 0), the bar 0..vmax, `label`, with vmax
-// its top tick. PerHead / RowMax: the bar 0..1, labelled "weight / <map_word>'s max" / "weight / row's max".
-// Log: ticks at 0.001, 0.01, 0.1 and 1 of the top (vmax), ", log scale" after the label. `map_word`: what one
-// panel is ("head"; "map" for the rollout). Called again (panels refilled) it sets the same from scratch.
+// its top tick. PerHead / RowMax: the bar 0..1, labelled "<quantity> / <map_word>'s max" / "<quantity> / row's
+// max". Log: ticks at 0.001, 0.01, 0.1 and 1 of the top (vmax), ", log scale" after the label. `map_word`: what
+// one panel is ("head"; "map" for the rollout). `fixed_top`: Fixed's top, 1 for weights (value-norm weighted
+// maps: the largest norm, the bar's round steps as Shared's). Called again (panels refilled) it sets the same
+// from scratch.
 void setContrast(Figure& figure, const MapContrast& contrast, const std::string& label = "attention weight",
-                 const std::string& map_word = "head");
+                 const std::string& map_word = "head", const std::string& quantity = "weight", float fixed_top = 1);
 // The top each unmasked value of panel `panel`'s row `row` is divided by under figure.contrast: figure.vmax for
 // Fixed and Shared; the panel's largest unmasked value for PerHead; the row's for RowMax. A pooled panel's
 // values are its blocks (a max per block for a scene's long map, a mean per pixel for a model grid's), so its

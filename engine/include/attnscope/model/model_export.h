@@ -15,14 +15,22 @@
 
 namespace attnscope::model {
 
+// Per layer (n_head, n) factors on each map's columns: head h's map of layer l becomes w_ij * scales[l](h, j)
+// (value-norm weighting: valueNorms, model/head_finding.h). Null: the weights as they are.
+using KeyScales = std::vector<Matrix>;
+
 // One panel per (layer, head), layer by layer, n_head panels a row, titled "L1 H1"; causal cells masked (none for
 // an encoder, layout.causal false), and the cells a layer's sliding window (layout.window) hides.
 // layer >= 0: only that layer's heads, titled "Head 1", wrapped into an about square grid (ceil(sqrt(n_head))
 // columns: 16 heads 4 x 4). `name` ("GPT-2", "qwen3"; "" for none) leads the title: "GPT-2 layer 6: attention
 // weights, 12 heads", "GPT-2: attention weights, 12 layers x 12 heads". Coloured under `contrast` (setContrast, export_layout.h); its tops are of
 // the panels' values: the maps' cells, or, when the forward kept no maps, the pooled pixels' means.
+// `scales` (value-norm weighting, KeyScales above): the maps weighted (weightedMap), the title's "attention
+// weights" then "attention weights x value norms", the bar "weight x value norm" from 0 to the largest norm of
+// the layers drawn (under a Fixed contrast; its top a weight of 1 on that key).
 Figure modelGridFigure(const ForwardResult& forward, const HeadLayout& layout, const std::vector<std::string>& tokens,
-                       int layer = -1, const MapContrast& contrast = {}, const std::string& name = "");
+                       int layer = -1, const MapContrast& contrast = {}, const std::string& name = "",
+                       const KeyScales* scales = nullptr);
 // The rollout (n, n) as one map on 0..1 (or under `contrast`, its PerHead top the map's max); the upper triangle
 // (zero for a causal model) masked, nothing for an encoder (causal false). Titled "<name> attention rollout".
 Figure rolloutFigure(const Matrix& rollout, const std::vector<std::string>& tokens, bool causal = true,
@@ -37,9 +45,6 @@ std::string figureBytes(const Figure& figure, ExportFormat format);
 // Png or Svg from the path's extension; InputError(field, "a path ending in .png or .svg", the path) otherwise.
 ExportFormat figureFormat(const std::string& field, const std::string& path);
 
-// Per layer (n_head, n) factors on each map's columns: head h's map of layer l becomes w_ij * scales[l](h, j)
-// (value-norm weighting: valueNorms, model/head_finding.h). Null: the weights as they are.
-using KeyScales = std::vector<Matrix>;
 // Head `head` of `layer`'s map, each column j times (*scales)[layer](head, j) when scales is given.
 Matrix weightedMap(const ForwardResult& forward, int layer, int head, const KeyScales* scales);
 
@@ -55,7 +60,8 @@ nlohmann::ordered_json modelResultJson(const Model& model, const std::string& te
                                        JsonMatrices* streamed = nullptr, const KeyScales* scales = nullptr);
 // NPY float32: (layers, heads, n, n), or (heads, n, n) for one layer; whole, or handed to `sink` a map at a time.
 // With `scales`, the maps weighted (weightedMap).
-std::string modelResultNpy(const ForwardResult& forward, const HeadLayout& layout, int layer = -1);
+std::string modelResultNpy(const ForwardResult& forward, const HeadLayout& layout, int layer = -1,
+                           const KeyScales* scales = nullptr);
 void writeModelResultNpy(const ForwardResult& forward, const HeadLayout& layout, int layer,
                          const std::function<void(std::string_view)>& sink, const KeyScales* scales = nullptr);
 // At most the bytes of that output (JSON, or NPY when `npy`) for n tokens, from the shapes alone: checked
