@@ -153,9 +153,10 @@ Composition compositionScores(const Model& model, std::size_t budget_bytes, std:
   const std::size_t per_head = static_cast<std::size_t>(kKinds) * a.head_dim * d;
   const DoubleBuffer factor_buffer(static_cast<std::size_t>(heads) * per_head);
   std::vector<HeadFactors> factors(static_cast<std::size_t>(heads));
-  // The fraction done, by multiply-adds: the factors ~6 r^2 d a head, a slab pass of c columns ~(2 r + 3 heads / 4) c
-  // rows per head (its Gram rows and its share of the pair products); a pass's c falls from d to 1 as it moves on.
-  const double r = a.head_dim, factor_work = 6.0 * r * r * d * heads;
+  // The fraction done, by multiply-adds: the factors ~6 r^2 d a head, counted twice (their small products run at
+  // about half the BLAS's rate of the rest), a slab pass of c columns ~(2 r + 3 heads / 4) c rows per head (its
+  // Gram rows and its share of the pair products); a pass's c falls from d to 1 as it moves on.
+  const double r = a.head_dim, factor_work = 2 * 6.0 * r * r * d * heads;
   const double pass_work = (2.0 * r + 0.75 * heads) * kSlabRows * heads,
                slab_work = pass_work * d * (d + 1) / 2.0 / kSlabRows;
   std::atomic<int> heads_done{0};
