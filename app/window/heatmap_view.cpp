@@ -124,7 +124,6 @@ void HeatmapRenderer::sync(AppState& state, bool value_norms) {
     for (int h = 0; h < heads; ++h) tile_revisions_[static_cast<std::size_t>(h)] = state.headRevision(h);
     fillGpuOverviews();
   } else if (tiled_) {
-    std::fill(tile_revisions_.begin(), tile_revisions_.end(), tiles_->revision());
     const bool log = flagSetting("ATTNSCOPE_TILE_LOG");
     if (full_revision_ != tiles_->revision()) {
       full_revision_ = tiles_->revision();
@@ -140,6 +139,25 @@ void HeatmapRenderer::sync(AppState& state, bool value_norms) {
                        .count(),
                    state.computeMs());
     }
+    // Value-norm weighting: the tiles' key scales, worked once per scene (O(heads n d)) on the scene drawn.
+    const std::shared_ptr<const Scene> drawn = tiles_->scene();
+    if (value_norms && drawn) {
+      if (tile_scales_of_.lock() != drawn) {
+        value_norms_ = sceneValueNorms(*drawn);
+        value_norm_top_ = value_norms_.size() > 0 ? value_norms_.maxCoeff() : 0.0f;
+        // Every norm 0 (no value reaches the output): every weighted cell is 0.
+        const Matrix scales = value_norm_top_ > 0 ? Matrix(value_norms_ / value_norm_top_)
+                                                  : Matrix(Matrix::Zero(drawn->numHeads(), drawn->nK()));
+        tile_scales_ = std::make_shared<const Matrix>(scales);
+        tile_scales_of_ = drawn;
+      }
+      tiles_->setKeyScales(drawn, tile_scales_);
+    } else if (drawn) {
+      tiles_->setKeyScales(drawn, nullptr);
+      if (tile_scales_) value_norms_.resize(0, 0), value_norm_top_ = 0;
+      tile_scales_.reset(), tile_scales_of_.reset();
+    }
+    std::fill(tile_revisions_.begin(), tile_revisions_.end(), tiles_->tilesRevision());
     tiled_heads_.resize(static_cast<std::size_t>(heads));
     for (const HeatmapTileSource::Landed& landed : tiles_->take()) {
       if (landed.head >= heads) continue;
@@ -232,7 +250,7 @@ void HeatmapRenderer::upload(TiledHead::Texture& texture, const HeatmapTileSourc
   glTexImage2D(GL_TEXTURE_2D, 0, GL_R8, cols, rows, 0, GL_RED, GL_UNSIGNED_BYTE, allowed.data());
   texture.request = landed.request;
   texture.request.out_rows = rows, texture.request.out_cols = cols;
-  texture.revision = landed.revision;
+  texture.revision = landed.tiles_revision;
   texture.stamp = ++stamps_;
   texture.ready = true;
 }

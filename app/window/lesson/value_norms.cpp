@@ -1,6 +1,11 @@
 // Value-norm weighting of a scene's heads (lesson.h): the switch above the heads, its note, and the hover's line.
 #include <algorithm>
+#include <exception>
 
+#include "attnscope/compute/tiles.h"
+#ifdef ATTNSCOPE_HAS_GPU
+#include "attnscope/gpu_backend.h"
+#endif
 #include "window/heatmap_view.h"
 #include "window/lesson/lesson.h"
 #include "window/panels/panels.h"
@@ -8,7 +13,17 @@
 
 namespace attnscope::app {
 
-bool valueNormsApply(const AppState& state) { return !state.headsFromOverviews() && !longScene(state); }
+// Kept maps, or a long scene's CPU tiles (HeatmapTileSource, with key scales); not yet the GPU flash path's tiles,
+// which the renderer fills without scales.
+bool valueNormsApply(const AppState& state) {
+#ifdef ATTNSCOPE_HAS_GPU
+  if (const auto* gpu = dynamic_cast<const GpuBackend*>(&state.backend());
+      gpu && state.resultResident() && !gpu->keepsResidentMaps())
+    return false;
+#endif
+  (void)state;
+  return true;
+}
 
 bool valueNormsShown(const AppState& state, const ViewState& view) {
   return view.model_value_norm == 1 && valueNormsApply(state);
@@ -29,8 +44,8 @@ void drawValueNormSwitch(const AppState& state, ViewState& view) {
     ImGui::SetTooltip(applies ? "each weight times the size of what its key's value adds through the head,\n"
                                 "||(x_j W_V + b_V) W_O^h|| (Kobayashi et al. 2020), over the scene's largest:\n"
                                 "a weight on a key whose value the head barely writes fades"
-                              : "a long scene's maps are drawn from tiles of plain weights:\n"
-                                "value-norm weighting needs the kept maps of a shorter scene");
+                              : "this long scene's maps are drawn by the GPU from tiles of plain weights:\n"
+                                "value-norm weighting needs the CPU's tiles (--backend cpu) or kept maps");
   if (valueNormsShown(state, view)) {
     ImGui::TextDisabled("weights x value norms / the scene's largest norm");
     probeItem("heads.value_norm_note");
@@ -43,7 +58,16 @@ void valueNormTooltipLine(const AppState& state, const ViewState& view, const He
   if (!valueNormsShown(state, view) || head >= norms.rows() || key >= norms.cols()) return;
   const float largest = renderer.valueNormTop();
   const float norm = norms(head, key);
-  const float weight = state.result().heads[static_cast<std::size_t>(head)].weights(row, key);
+  if (state.weightsPending()) return;  // a long scene's result (m, l) not in yet
+  const HeadResult& hr = state.result().heads[static_cast<std::size_t>(head)];
+  // A long scene keeps no map: the one cell recomputed (a tile of one), when the result is of this scene.
+  float weight = 0;
+  try {
+    const TileRequest cell{head, row, row + 1, key, key + 1};
+    weight = hr.hasMap() ? hr.weights(row, key) : weightTile(state.headsScene(), state.result(), cell).values(0, 0);
+  } catch (const std::exception&) {
+    return;  // a result of an older shape, between an edit and its compute: no line this frame
+  }
   ImGui::Text("colour: weight x value norm %.4f / largest %.4f = %.4f", norm, largest,
               largest > 0 ? weight * norm / largest : 0.0f);
 }
