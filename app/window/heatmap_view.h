@@ -95,6 +95,7 @@ class HeatmapRenderer {
   void upload(TiledHead::Texture& texture, const HeatmapTileSource::Landed& landed);
   // GPU path: starts filling `fill` with `request` (fresh texture storage, no rows yet).
   void startFill(TiledHead::Texture& fill, const TileRequest& request, unsigned revision);
+  TileRequest withKeyScale(TileRequest request) const;  // the GPU path's value-norm scales of its head, when on
   // GPU path: writes the next band of `fill`'s rows, at most `budget` weights recomputed (at least one row);
   // on the last row swaps it with `shown`, which becomes ready. Returns true once swapped.
   bool fillBand(TiledHead::Texture& fill, TiledHead::Texture& shown, std::size_t budget);
@@ -119,6 +120,11 @@ class HeatmapRenderer {
   // A long scene's (CPU tiles): the scene the norms are of, and norm / largest, (heads, n_k), handed to tiles_.
   std::weak_ptr<const Scene> tile_scales_of_;
   std::shared_ptr<const Matrix> tile_scales_;
+  // The GPU flash path's: one row of norm / largest per head (the fills' requests point at them), the revisions
+  // they are of, and a count of their recomputes that the heads' tile revisions carry (a change refills them).
+  std::vector<RowVector> gpu_key_scales_;
+  std::vector<unsigned> gpu_scales_of_;
+  unsigned gpu_scales_made_ = 0;
   std::vector<unsigned> sources_;  // the weights texture each head is drawn from this frame
   std::vector<unsigned> source_revisions_;
   std::vector<Rendered> rendered_;

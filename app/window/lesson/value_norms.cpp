@@ -3,9 +3,6 @@
 #include <exception>
 
 #include "attnscope/compute/tiles.h"
-#ifdef ATTNSCOPE_HAS_GPU
-#include "attnscope/gpu_backend.h"
-#endif
 #include "window/heatmap_view.h"
 #include "window/lesson/lesson.h"
 #include "window/panels/panels.h"
@@ -13,14 +10,8 @@
 
 namespace attnscope::app {
 
-// Kept maps, or a long scene's CPU tiles (HeatmapTileSource, with key scales); not yet the GPU flash path's tiles,
-// which the renderer fills without scales.
+// Every scene: kept maps are weighted as uploaded, a long scene's tiles (CPU or GPU) with key scales.
 bool valueNormsApply(const AppState& state) {
-#ifdef ATTNSCOPE_HAS_GPU
-  if (const auto* gpu = dynamic_cast<const GpuBackend*>(&state.backend());
-      gpu && state.resultResident() && !gpu->keepsResidentMaps())
-    return false;
-#endif
   (void)state;
   return true;
 }
@@ -44,8 +35,7 @@ void drawValueNormSwitch(const AppState& state, ViewState& view) {
     ImGui::SetTooltip(applies ? "each weight times the size of what its key's value adds through the head,\n"
                                 "||(x_j W_V + b_V) W_O^h|| (Kobayashi et al. 2020), over the scene's largest:\n"
                                 "a weight on a key whose value the head barely writes fades"
-                              : "this long scene's maps are drawn by the GPU from tiles of plain weights:\n"
-                                "value-norm weighting needs the CPU's tiles (--backend cpu) or kept maps");
+                              : "value-norm weighting does not apply here");
   if (valueNormsShown(state, view)) {
     ImGui::TextDisabled("weights x value norms / the scene's largest norm");
     probeItem("heads.value_norm_note");
