@@ -221,8 +221,7 @@ void HeatmapRenderer::sync(AppState& state, bool value_norms) {
     }
   } else if (weighted_) {
     std::fill(head_revisions_.begin(), head_revisions_.end(), ~0u);
-    value_norms_.resize(0, 0);
-    value_norm_top_ = 0;
+    if (!(tiled_ && value_norms)) value_norms_.resize(0, 0), value_norm_top_ = 0;  // a long scene's are its tiles'
   }
   weighted_ = weighted;
   const bool own = cpu || weighted;
