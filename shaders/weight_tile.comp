@@ -12,6 +12,8 @@
 // masked (the heatmap shader's mask: a masked block is told from a weight 0). A dispatch may cover a band of
 // output rows only: invocation row y makes output row u_y0 + y (of u_band_rows), its block the whole request's
 // b_ranges[u_y0 + y]; b_acc holds the band's cells. Each invocation writes only its own texels.
+// With u_key_scaled each weight is times its key's scale b_key_scale[j] before pooling (value-norm weighting,
+// TileRequest::key_scale): exp(s - m) / l * c_j, as the CPU's weightTile multiplies.
 #define ATTNSCOPE_KEY_MASK
 #include "common.glsl"
 
@@ -24,6 +26,8 @@ layout(std430, binding = 0) readonly buffer BQ { float b_q[]; };          // Q o
 layout(std430, binding = 1) readonly buffer BK { float b_k[]; };          // K of all heads: (u_n_k, u_ld)
 layout(std430, binding = 3) readonly buffer BRanges { uvec2 b_ranges[]; }; // (out_rows + out_cols) [lo, hi)
 layout(std430, binding = 7) readonly buffer BStats { vec2 b_stats[]; };    // (heads, u_n_q): (m, l)
+// (u_n_k) when u_key_scaled; uploaded by glBufferSubData before the dispatch (no shader writes it)
+layout(std430, binding = 5) readonly buffer BKeyScale { float b_key_scale[]; };
 // (u_out_rows, u_out_cols): between passes (bits of sum, bits of peak, count, 0); after the last, unless
 // TILE_TO_IMAGE, (bits of the value, 0, 0, 1 when every cell of the block is masked). Uints, so that no
 // float conversion touches a count.
@@ -41,6 +45,7 @@ uniform uint u_row0, u_col0;  // the tile's first query row and key
 uniform uint u_out_rows, u_out_cols;
 uniform uint u_y0, u_band_rows;  // the output rows [u_y0, u_y0 + u_band_rows) this dispatch makes
 uniform bool u_max_pool;
+uniform bool u_key_scaled;
 uniform uint u_pass_row0, u_pass_rows, u_pass_col0, u_pass_cols;
 uniform bool u_first_pass, u_last_pass;
 
@@ -76,7 +81,7 @@ void main() {
       if (!keyAllowed(i, j)) continue;
       float dot_qk = 0.0;
       for (uint c4 = 0u; c4 < d4; ++c4) dot_qk += dot(q[c4], load4(b_k, j * u_ld + u_k_col, 4u * c4));
-      const float w = exp(dot_qk * u_scale - stats.x) / stats.y;
+      const float w = exp(dot_qk * u_scale - stats.x) / stats.y * (u_key_scaled ? b_key_scale[j] : 1.0);
       sum += w;
       peak = max(peak, w);
       ++count;

@@ -55,6 +55,7 @@ void HeatmapTileSource::start(std::shared_ptr<const Scene> scene, unsigned revis
   snapshot->scene = std::move(scene);
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    snapshot->tiles_revision = ++tiles_revisions_;
     snapshot_ = std::move(snapshot);
     view_.reset();
     landed_.clear();
@@ -64,6 +65,35 @@ void HeatmapTileSource::start(std::shared_ptr<const Scene> scene, unsigned revis
   }
   wake_.notify_one();
   overviews_cv_.notify_all();  // a compute waiting for an older revision's overviews: it is stale now
+}
+
+void HeatmapTileSource::setKeyScales(const std::shared_ptr<const Scene>& scene,
+                                     std::shared_ptr<const Matrix> key_scales) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!snapshot_ || snapshot_->scene != scene || snapshot_->key_scales == key_scales) return;
+    // The same scene and revision, every overview again (m, l too: simpler than keeping the heads' q, k, m, l,
+    // and a switch flipped is rare beside an edit).
+    auto snapshot = std::make_shared<Snapshot>();
+    snapshot->scene = scene;
+    snapshot->revision = snapshot_->revision;
+    snapshot->tiles_revision = ++tiles_revisions_;
+    snapshot->result.heads.resize(scene->heads.size());
+    snapshot->done.assign(scene->heads.size(), 0);
+    snapshot->key_scales = std::move(key_scales);
+    snapshot_ = std::move(snapshot);
+    view_.reset();
+    landed_.clear();
+    overviews_done_ = 0;
+    overview_head_ = 0;
+    overview_rows_done_ = 0;
+  }
+  wake_.notify_one();
+}
+
+std::shared_ptr<const Scene> HeatmapTileSource::scene() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return snapshot_ ? snapshot_->scene : nullptr;
 }
 
 void HeatmapTileSource::requestView(int head, int row0, int row1, int col0, int col1, int out_rows, int out_cols) {
@@ -116,6 +146,11 @@ unsigned HeatmapTileSource::revision() const {
   return snapshot_ ? snapshot_->revision : ~0u;
 }
 
+unsigned HeatmapTileSource::tilesRevision() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return snapshot_ ? snapshot_->tiles_revision : ~0u;
+}
+
 bool HeatmapTileSource::viewReady() const {
   const int head = view_->request.head;
   return head >= 0 && head < static_cast<int>(snapshot_->done.size()) && snapshot_->done[static_cast<std::size_t>(head)];
@@ -128,6 +163,7 @@ void HeatmapTileSource::run() {
   Tile overview;
   Matrix q, k;
   RowVector m, l;
+  RowVector key_scale;  // (n_k) the building head's scales, when the snapshot has them
   std::shared_ptr<Snapshot> building_for;
   int building_head = -1;
   std::unique_lock<std::mutex> lock(mutex_);
@@ -141,12 +177,17 @@ void HeatmapTileSource::run() {
     if (view_ && (view_->request.head < 0 || view_->request.head >= static_cast<int>(snapshot->done.size())))
       view_.reset();  // a head the scene no longer has
     if (view_ && viewReady()) {
-      const TileRequest request = view_->request;
+      TileRequest request = view_->request;
       view_.reset();
       lock.unlock();
       Landed landed;
       landed.head = request.head, landed.overview = false, landed.request = request;
-      landed.revision = snapshot->revision;
+      landed.revision = snapshot->revision, landed.tiles_revision = snapshot->tiles_revision;
+      RowVector view_scale;
+      if (snapshot->key_scales) {
+        view_scale = snapshot->key_scales->row(request.head);
+        request.key_scale = &view_scale;
+      }
       bool ok = true;
       try {  // the head's q, k, m, l are in snapshot->result: only this thread writes them, before `done`
         landed.tile = weightTile(*snapshot->scene, snapshot->result, request);
@@ -169,6 +210,7 @@ void HeatmapTileSource::run() {
       lock.unlock();
       q = headQuery(scene, head);  // (n_q, d_k), (n_k, d_k): ~0.1 s at 32k tokens, d_model 512
       k = headKey(scene, head);
+      if (snapshot->key_scales) key_scale = snapshot->key_scales->row(head);
       overview.values.resize(out_rows, out_cols);
       overview.masked.resize(out_rows, out_cols);
       lock.lock();
@@ -178,7 +220,8 @@ void HeatmapTileSource::run() {
     const int y0 = overview_rows_done_, y1 = std::min(out_rows, y0 + overviewStep(scene.nQ(), out_rows));
     lock.unlock();
     try {
-      overviewRows(scene, head, q, k, KeyMask(scene), out_rows, out_cols, y0, y1, overview, m, l);
+      overviewRows(scene, head, q, k, KeyMask(scene), out_rows, out_cols, y0, y1, overview, m, l,
+                   snapshot->key_scales ? &key_scale : nullptr);
     } catch (const std::exception&) {
       overview.values.middleRows(y0, y1 - y0).setZero();  // not expected on a validated scene: shown as masked
       overview.masked.middleRows(y0, y1 - y0).setOnes();
@@ -193,7 +236,7 @@ void HeatmapTileSource::run() {
     landed.head = head;
     landed.request = overviewRequest(head, scene.nQ(), scene.nK());  // (out_rows, out_cols) blocks, as built
     landed.tile = overview;
-    landed.revision = snapshot->revision;
+    landed.revision = snapshot->revision, landed.tiles_revision = snapshot->tiles_revision;
     landed_.push_back(std::move(landed));
     snapshot->done[static_cast<std::size_t>(head)] = 1;
     ++overviews_done_;

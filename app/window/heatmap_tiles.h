@@ -41,6 +41,12 @@ class HeatmapTileSource {
   // when that is fewer than the cells. Replaces the previous view request; served before the overviews (a head
   // whose m, l are not known yet gets its overview next, then the view).
   void requestView(int head, int row0, int row1, int col0, int col1, int out_rows, int out_cols);
+  // Value-norm weighting: every tile of `scene` (the one start() was given; another is ignored) has each weight
+  // times its key's scale, (heads, n_k) rows of `key_scales` (null: plain weights). A change starts every overview
+  // again (revision() moves on, so what was drawn shows stale until replaced); the same pointer changes nothing.
+  // start() drops the scales (they belong to one scene).
+  void setKeyScales(const std::shared_ptr<const Scene>& scene, std::shared_ptr<const Matrix> key_scales);
+  std::shared_ptr<const Scene> scene() const;  // the scene being drawn, or null
   // Blocks the calling (worker) thread until every overview of `revision` has landed (true) or a newer revision or
   // stop() came first (false: that revision's work is stale). Never called on the UI thread.
   bool waitOverviews(unsigned revision) const;
@@ -55,6 +61,7 @@ class HeatmapTileSource {
     TileRequest request;   // rows, cols and (for a view) its out size; an overview covers every cell
     Tile tile;
     unsigned revision = 0;
+    unsigned tiles_revision = 0;  // tilesRevision() when it was made: older ones are of other key scales
   };
   // Tiles finished since the last call (UI thread, once a frame).
   std::vector<Landed> take();
@@ -62,7 +69,9 @@ class HeatmapTileSource {
   int overviewsDone() const;
   int overviewHead() const;
   float overviewFraction() const;
-  unsigned revision() const;
+  unsigned revision() const;  // the current scene's (start's), ~0u without one
+  // The tiles' own revision (Landed::tiles_revision of the current tiles): start() and setKeyScales() move it on.
+  unsigned tilesRevision() const;
 
  private:
   // What the worker reads and fills: the scene and, per head, q, k and (once its overview is done) m, l. Only the
@@ -71,7 +80,9 @@ class HeatmapTileSource {
     std::shared_ptr<const Scene> scene;
     Result result;                 // per head q, k, row_max, row_sum only
     std::vector<std::uint8_t> done;  // (heads) 1 once the head's overview (and m, l) is in
-    unsigned revision = 0;
+    unsigned revision = 0;           // AppState's overview revision (waitOverviews)
+    unsigned tiles_revision = 0;     // revision(): start() and setKeyScales() move it on
+    std::shared_ptr<const Matrix> key_scales;  // (heads, n_k) or null: see setKeyScales
   };
   struct ViewRequest {
     TileRequest request;
@@ -86,6 +97,7 @@ class HeatmapTileSource {
   std::optional<ViewRequest> view_;
   std::vector<Landed> landed_;
   int overviews_done_ = 0;  // heads of snapshot_ whose overviews have landed
+  unsigned tiles_revisions_ = 0;
   int overview_head_ = 0;   // the head in progress
   int overview_rows_done_ = 0, overview_rows_ = 1;
   bool stopping_ = false;

@@ -121,10 +121,32 @@ void HeatmapRenderer::sync(AppState& state, bool value_norms) {
   if (gpu_tiles_) {
     // Each head's tiles follow its own revision: a one-head edit restarts only that head's overview.
     tiled_heads_.resize(static_cast<std::size_t>(heads));
-    for (int h = 0; h < heads; ++h) tile_revisions_[static_cast<std::size_t>(h)] = state.headRevision(h);
+    // Value-norm weighting: the tiles' key scales, worked once per edit; they enter each head's tile revision
+    // (the high bits: how many times they were made, 0 when off), so a switch or a new largest norm refills.
+    unsigned scales_mark = 0;
+    if (value_norms) {
+      std::vector<unsigned> of(static_cast<std::size_t>(heads));
+      for (int h = 0; h < heads; ++h) of[static_cast<std::size_t>(h)] = state.headRevision(h);
+      of.push_back(state.fullRevision());
+      if (gpu_key_scales_.size() != static_cast<std::size_t>(heads) || of != gpu_scales_of_) {
+        value_norms_ = sceneValueNorms(scene);
+        value_norm_top_ = value_norms_.size() > 0 ? value_norms_.maxCoeff() : 0.0f;
+        gpu_key_scales_.resize(static_cast<std::size_t>(heads));
+        for (int h = 0; h < heads; ++h)  // every norm 0 (no value reaches the output): every weighted cell is 0
+          gpu_key_scales_[static_cast<std::size_t>(h)] = value_norm_top_ > 0
+                                                             ? RowVector(value_norms_.row(h) / value_norm_top_)
+                                                             : RowVector(RowVector::Zero(scene.nK()));
+        gpu_scales_of_ = std::move(of);
+        ++gpu_scales_made_;
+      }
+      scales_mark = ((gpu_scales_made_ & 0x7ffu) + 1u) << 20;
+    } else if (!gpu_key_scales_.empty()) {
+      gpu_key_scales_.clear(), gpu_scales_of_.clear();
+      value_norms_.resize(0, 0), value_norm_top_ = 0;
+    }
+    for (int h = 0; h < heads; ++h) tile_revisions_[static_cast<std::size_t>(h)] = state.headRevision(h) ^ scales_mark;
     fillGpuOverviews();
   } else if (tiled_) {
-    std::fill(tile_revisions_.begin(), tile_revisions_.end(), tiles_->revision());
     const bool log = flagSetting("ATTNSCOPE_TILE_LOG");
     if (full_revision_ != tiles_->revision()) {
       full_revision_ = tiles_->revision();
@@ -140,6 +162,25 @@ void HeatmapRenderer::sync(AppState& state, bool value_norms) {
                        .count(),
                    state.computeMs());
     }
+    // Value-norm weighting: the tiles' key scales, worked once per scene (O(heads n d)) on the scene drawn.
+    const std::shared_ptr<const Scene> drawn = tiles_->scene();
+    if (value_norms && drawn) {
+      if (tile_scales_of_.lock() != drawn) {
+        value_norms_ = sceneValueNorms(*drawn);
+        value_norm_top_ = value_norms_.size() > 0 ? value_norms_.maxCoeff() : 0.0f;
+        // Every norm 0 (no value reaches the output): every weighted cell is 0.
+        const Matrix scales = value_norm_top_ > 0 ? Matrix(value_norms_ / value_norm_top_)
+                                                  : Matrix(Matrix::Zero(drawn->numHeads(), drawn->nK()));
+        tile_scales_ = std::make_shared<const Matrix>(scales);
+        tile_scales_of_ = drawn;
+      }
+      tiles_->setKeyScales(drawn, tile_scales_);
+    } else if (drawn) {
+      tiles_->setKeyScales(drawn, nullptr);
+      if (tile_scales_) value_norms_.resize(0, 0), value_norm_top_ = 0;
+      tile_scales_.reset(), tile_scales_of_.reset();
+    }
+    std::fill(tile_revisions_.begin(), tile_revisions_.end(), tiles_->tilesRevision());
     tiled_heads_.resize(static_cast<std::size_t>(heads));
     for (const HeatmapTileSource::Landed& landed : tiles_->take()) {
       if (landed.head >= heads) continue;
@@ -180,8 +221,7 @@ void HeatmapRenderer::sync(AppState& state, bool value_norms) {
     }
   } else if (weighted_) {
     std::fill(head_revisions_.begin(), head_revisions_.end(), ~0u);
-    value_norms_.resize(0, 0);
-    value_norm_top_ = 0;
+    if (!(tiled_ && value_norms)) value_norms_.resize(0, 0), value_norm_top_ = 0;  // a long scene's are its tiles'
   }
   weighted_ = weighted;
   const bool own = cpu || weighted;
@@ -232,7 +272,7 @@ void HeatmapRenderer::upload(TiledHead::Texture& texture, const HeatmapTileSourc
   glTexImage2D(GL_TEXTURE_2D, 0, GL_R8, cols, rows, 0, GL_RED, GL_UNSIGNED_BYTE, allowed.data());
   texture.request = landed.request;
   texture.request.out_rows = rows, texture.request.out_cols = cols;
-  texture.revision = landed.revision;
+  texture.revision = landed.tiles_revision;
   texture.stamp = ++stamps_;
   texture.ready = true;
 }
@@ -276,7 +316,7 @@ bool HeatmapRenderer::tiledSource(int head, const CellView& view, int width, int
       t.asked = TileRequest{head, r0, r1, c0, c1, exact ? Pooling::None : Pooling::Max, out_rows, out_cols};
       t.asked_revision = revision;
       if (gpu_tiles_)
-        startFill(t.view_fill, t.asked, revision);  // written below, a band per frame
+        startFill(t.view_fill, withKeyScale(t.asked), revision);  // written below, a band per frame
       else
         tiles_->requestView(head, r0, r1, c0, c1, out_rows, out_cols);
     }
@@ -343,6 +383,12 @@ bool HeatmapRenderer::fillsPending() const {
   return false;
 }
 
+TileRequest HeatmapRenderer::withKeyScale(TileRequest request) const {
+  const std::size_t h = static_cast<std::size_t>(request.head);
+  if (h < gpu_key_scales_.size() && gpu_key_scales_[h].size() == n_k_) request.key_scale = &gpu_key_scales_[h];
+  return request;
+}
+
 void HeatmapRenderer::startFill(TiledHead::Texture& fill, const TileRequest& request, unsigned revision) {
   if (!fill.weights) fill.weights = makeTexture(), fill.mask = makeTexture();
   const bool pooled = request.pooling != Pooling::None;
@@ -390,7 +436,7 @@ void HeatmapRenderer::fillGpuOverviews() {
     TiledHead& t = tiled_heads_[h];
     const unsigned revision = tile_revisions_[h];
     if (overviewCurrent(h)) continue;
-    const TileRequest request = overviewRequest(static_cast<int>(h), n_q_, n_k_);
+    const TileRequest request = withKeyScale(overviewRequest(static_cast<int>(h), n_q_, n_k_));
     const TileRequest& f = t.overview_fill.request;
     if (t.overview_fill.revision != revision || f.row1 != request.row1 || f.col1 != request.col1 ||
         f.head != request.head)

@@ -42,9 +42,10 @@ class HeatmapRenderer {
   HeatmapRenderer& operator=(const HeatmapRenderer&) = delete;
 
   // Call before drawing (after this frame's edits): uploads what changed since the last call, and on the GPU
-  // flash path fills the next band of an overview (state's backend writes it). `value_norms` (maps kept only):
-  // each head's map uploaded with column j times key j's value norm through head h over the scene's largest
-  // (analysis/value_norms.h's sceneValueNorms, computed here once per edit), from the CPU result.
+  // flash path fills the next band of an overview (state's backend writes it). `value_norms`: each head's map
+  // with column j times key j's value norm through head h over the scene's largest (analysis/value_norms.h's
+  // sceneValueNorms, computed here once per edit): uploaded so from the CPU result when the maps are kept, and a
+  // long scene's tiles (CPU, HeatmapTileSource) computed with those key scales.
   void sync(AppState& state, bool value_norms = false);
   // The value norms (heads, n_k) and their largest that the weighted maps were last uploaded with (the cells'
   // tooltips read them rather than computing them again each frame); empty while the switch is off.
@@ -94,6 +95,7 @@ class HeatmapRenderer {
   void upload(TiledHead::Texture& texture, const HeatmapTileSource::Landed& landed);
   // GPU path: starts filling `fill` with `request` (fresh texture storage, no rows yet).
   void startFill(TiledHead::Texture& fill, const TileRequest& request, unsigned revision);
+  TileRequest withKeyScale(TileRequest request) const;  // the GPU path's value-norm scales of its head, when on
   // GPU path: writes the next band of `fill`'s rows, at most `budget` weights recomputed (at least one row);
   // on the last row swaps it with `shown`, which becomes ready. Returns true once swapped.
   bool fillBand(TiledHead::Texture& fill, TiledHead::Texture& shown, std::size_t budget);
@@ -115,6 +117,14 @@ class HeatmapRenderer {
   Matrix value_norms_;
   float value_norm_top_ = 0;
   std::vector<unsigned> scales_of_;
+  // A long scene's (CPU tiles): the scene the norms are of, and norm / largest, (heads, n_k), handed to tiles_.
+  std::weak_ptr<const Scene> tile_scales_of_;
+  std::shared_ptr<const Matrix> tile_scales_;
+  // The GPU flash path's: one row of norm / largest per head (the fills' requests point at them), the revisions
+  // they are of, and a count of their recomputes that the heads' tile revisions carry (a change refills them).
+  std::vector<RowVector> gpu_key_scales_;
+  std::vector<unsigned> gpu_scales_of_;
+  unsigned gpu_scales_made_ = 0;
   std::vector<unsigned> sources_;  // the weights texture each head is drawn from this frame
   std::vector<unsigned> source_revisions_;
   std::vector<Rendered> rendered_;

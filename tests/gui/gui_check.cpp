@@ -460,6 +460,8 @@ int main(int argc, char** argv) {
       checkRowProfile(c, dir);
     } else if (test == "long_gpu") {
       checkLongGpu(c, dir);
+    } else if (test == "long_value_norms") {
+      checkLongValueNorms(c, dir);
     } else if (test == "long_grid") {
       checkLongGrid(c);
     } else if (test == "long_zoom" || test == "big_zoom") {

@@ -224,6 +224,7 @@ void checkLongZoom(Checker& c, const std::string& dir, bool long_scene);  // gui
 // gui_long_grid: eight heads of a 32768-token scene, each map inside its own place in the grid.
 void checkLongGrid(Checker& c);                          // gui_check_long.cpp
 void checkLongGpu(Checker& c, const std::string& dir);  // gui_check_long.cpp
+void checkLongValueNorms(Checker& c, const std::string& dir);  // gui_check_long.cpp
 void checkOpenArrays(Checker& c, const std::string& dir);  // gui_check_arrays.cpp
 void checkPanes(Checker& c, const std::string& dir);       // gui_check_panes.cpp
 void checkBrowse(Checker& c, const std::string& dir);      // gui_check_panes.cpp

@@ -12,6 +12,7 @@
 
 #include "attnscope/compute/cpu_backend.h"
 #include "attnscope/compute/tiles.h"
+#include "attnscope/scene/key_mask.h"
 #include "attnscope/scene/scene_json.h"
 #include "gui_check.h"
 
@@ -28,15 +29,16 @@ bool weightColor(Rgb8 got, float w) {
 // (min(n, 1024) blocks a side): the heatmap shader draws each pixel as the largest of the texels it covers, so
 // every pixel must be the colour of some overview texel within its footprint (plus one texel of slack at each
 // side), the masked colour only where some texel there is masked. Pixels are sampled on a 24 x 24 grid.
+// `extent` < 1: the samples cover only the map's top-left extent x extent part (a causal map's large weights).
 void checkOverviewPixels(Checker& c, const Image& img, const std::vector<float>& m, const attnscope::Tile& overview,
-                         int head) {
+                         int head, float extent = 1.0f) {
   const int rows = static_cast<int>(overview.values.rows()), cols = static_cast<int>(overview.values.cols());
   const float texels_x = static_cast<float>(cols) / (m[2] - m[0]), texels_y = static_cast<float>(rows) / (m[3] - m[1]);
   int checked = 0, wrong = 0;
   for (int sy = 1; sy < 24; ++sy)
     for (int sx = 1; sx < 24; ++sx) {
-      const float x = m[0] + (m[2] - m[0]) * static_cast<float>(sx) / 24.0f;
-      const float y = m[1] + (m[3] - m[1]) * static_cast<float>(sy) / 24.0f;
+      const float x = m[0] + (m[2] - m[0]) * extent * static_cast<float>(sx) / 24.0f;
+      const float y = m[1] + (m[3] - m[1]) * extent * static_cast<float>(sy) / 24.0f;
       const float u = (std::floor(x) + 0.5f - m[0]) * texels_x, v = (std::floor(y) + 0.5f - m[1]) * texels_y;
       const int x0 = std::max(0, static_cast<int>(std::floor(u - texels_x / 2)) - 1);
       const int x1 = std::min(cols - 1, static_cast<int>(std::floor(u + texels_x / 2)) + 1);
@@ -86,6 +88,64 @@ void checkLongGpu(Checker& c, const std::string& dir) {
     checkOverviewPixels(c, grid_img, grid[map].get<std::vector<float>>(), overview, h);
   }
   checkLongZoom(c, dir, true);
+}
+
+// gui_long_value_norms: the grid's two causal overviews with the switch on, against the max over each block (2 x 2
+// cells: 2048 tokens in 1024 texels) of alpha_ij norm_j / largest, worked here: alpha from the CPU's kept map,
+// norm_j = ||(x_j W_V^h + b_V^h) W_O^h|| in double from the saved scene's matrices, largest over both heads.
+void checkLongValueNorms(Checker& c, const std::string& dir) {
+  const attnscope::Scene saved = attnscope::loadSceneFile(dir + "/scene.json");
+  c.expect(saved.nQ() == 2048 && saved.numHeads() == 2 && !saved.grouped(), "the 2048-token, 2-head scene was saved");
+  c.expect(c.layout.contains("heads.value_norm_note") && !c.layout.contains("heads.overviews") &&
+               !c.layout.contains("heads.stale_map"),
+           "the switch on (its note shown), every weighted overview in, none stale");
+  attnscope::ComputeOptions keep;
+  keep.maps = attnscope::MapPolicy::Keep;
+  keep.analysis = false;
+  const attnscope::Result result = attnscope::CpuBackend(1).compute(saved, keep);
+  using MatrixD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const int n = saved.nK(), heads = saved.numHeads();
+  MatrixD norms(heads, n);
+  for (int h = 0, row = 0; h < heads; ++h) {
+    const attnscope::HeadParams& p = saved.heads[static_cast<std::size_t>(h)];
+    MatrixD v = saved.valueRows().cast<double>() * p.w_v.cast<double>();  // (n, d_v)
+    if (p.b_v) v.rowwise() += p.b_v->cast<double>();
+    if (saved.w_o) v = v * saved.w_o->middleRows(row, p.w_v.cols()).cast<double>();  // head h's d_v rows of W_O
+    row += static_cast<int>(p.w_v.cols());
+    norms.row(h) = v.rowwise().norm().transpose();
+  }
+  const double largest = norms.maxCoeff();
+  const attnscope::KeyMask mask(saved);
+  const Image img = loadPng(dir + "/window.png");
+  for (int h = 0; h < heads; ++h) {
+    const std::string map = "head" + std::to_string(h) + ".map";
+    if (!c.layout.contains(map)) {
+      c.expect(false, map + " in the grid");
+      continue;
+    }
+    const attnscope::Matrix& alpha = result.heads[static_cast<std::size_t>(h)].weights;
+    attnscope::Tile want;
+    want.values = attnscope::Matrix::Zero(1024, 1024);
+    want.masked = attnscope::MaskMatrix::Ones(1024, 1024);
+    double plain_gap = 0;  // in the top-left 64 blocks: how far the plain max lies from the weighted one
+    for (int y = 0; y < 1024; ++y)
+      for (int x = 0; x < 1024; ++x) {
+        double top = 0, plain = 0;
+        for (int i = 2 * y; i < 2 * y + 2; ++i)
+          for (int j = 2 * x; j < 2 * x + 2; ++j) {
+            if (!mask.allowed(i, j)) continue;
+            want.masked(y, x) = 0;
+            top = std::max(top, alpha(i, j) * norms(h, j) / largest);
+            plain = std::max(plain, static_cast<double>(alpha(i, j)));
+          }
+        want.values(y, x) = static_cast<float>(top);
+        if (y < 64 && x < 64) plain_gap = std::max(plain_gap, plain - top);
+      }
+    c.expect(plain_gap > 0.1, "causal: the top-left weighted blocks differ from the plain ones (by up to " +
+                                  std::to_string(plain_gap) + "), so their colours tell the two apart");
+    checkOverviewPixels(c, img, c.layout[map].get<std::vector<float>>(), want, h);
+    checkOverviewPixels(c, img, c.layout[map].get<std::vector<float>>(), want, h, 64.0f / 1024.0f);
+  }
 }
 
 void checkLongZoom(Checker& c, const std::string& dir, bool long_scene) {

@@ -118,6 +118,12 @@ fi
 if [[ "$script" == long_gpu ]]; then
   export ATTNSCOPE_GPU_AS_HARDWARE=1 ATTNSCOPE_MAPS_LIMIT=8M
 fi
+# A long scene's tiles weighted by value norms: the same lowered limit makes 2048 tokens long; on the GPU backend
+# llvmpipe counts as a hardware GPU, so the tile shader writes the weighted tiles (the flash path).
+if [[ "$script" == long_value_norms ]]; then
+  export ATTNSCOPE_MAPS_LIMIT=8M
+  if [[ "$backend" == gpu ]]; then export ATTNSCOPE_GPU_AS_HARDWARE=1; fi
+fi
 # The GPU's run-time check against a GPU made wrong on purpose (a test aid), on the hardware-GPU path.
 if [[ "$script" == gpu_fault ]]; then
   export ATTNSCOPE_GPU_FAULT=1 ATTNSCOPE_GPU_AS_HARDWARE=1

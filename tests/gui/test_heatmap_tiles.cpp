@@ -66,6 +66,43 @@ TEST(HeatmapTileSource, OverviewsFromTheSceneEqualTheForwardPassTiles) {
   EXPECT_LT((views[0].tile.values - want.values).cwiseAbs().maxCoeff(), 1e-6f);
 }
 
+// Key scales (value-norm weighting) set on the scene drawn: the overviews start again under a new tiles revision
+// (the same scene revision, which a waiting compute still waits for) and equal the engine's scaled tiles (those
+// tested against double in tests/compute/test_scaled_tiles.cpp); scales for another scene change nothing.
+// Error seen: under 1e-7, as the plain overviews.
+TEST(HeatmapTileSource, KeyScalesRestartTheOverviewsWeighted) {
+  const auto s = std::make_shared<const Scene>(causalScene(1100, 2, 5));
+  HeatmapTileSource tiles;
+  tiles.start(s, 3);
+  const unsigned plain_revision = tiles.tilesRevision();
+  auto scales = std::make_shared<Matrix>(2, 1100);
+  for (int h = 0; h < 2; ++h)
+    for (int j = 0; j < 1100; ++j) (*scales)(h, j) = j % 4 == 0 ? 0.0f : static_cast<float>((j * 13 + h) % 97) / 96.0f;
+  tiles.setKeyScales(std::make_shared<const Scene>(*s), scales);  // another scene: ignored
+  EXPECT_EQ(tiles.tilesRevision(), plain_revision);
+  tiles.setKeyScales(s, scales);
+  const unsigned scaled_revision = tiles.tilesRevision();
+  EXPECT_NE(scaled_revision, plain_revision);
+  tiles.setKeyScales(s, scales);  // the same scales: nothing starts again
+  EXPECT_EQ(tiles.tilesRevision(), scaled_revision);
+  EXPECT_EQ(tiles.revision(), 3u);
+  const std::vector<HeatmapTileSource::Landed> got = overviewsOf(tiles, 3);
+  ASSERT_EQ(got.size(), 2u);
+  ComputeOptions drop;
+  drop.maps = MapPolicy::Drop;
+  drop.analysis = false;
+  const Result r = CpuBackend(2).compute(*s, drop);
+  for (const HeatmapTileSource::Landed& l : got) {
+    EXPECT_EQ(l.tiles_revision, scaled_revision);
+    const RowVector row = scales->row(l.head);
+    TileRequest request{l.head, 0, -1, 0, -1, Pooling::Max, 1024, 1024};
+    request.key_scale = &row;
+    const Tile want = weightTile(*s, r, request);
+    EXPECT_LT((l.tile.values - want.values).cwiseAbs().maxCoeff(), 1e-6f) << "head " << l.head;
+    EXPECT_TRUE(l.tile.masked == want.masked) << "head " << l.head;
+  }
+}
+
 // A newer scene supersedes: the older revision's wait returns false at once, and only the newer's tiles land.
 TEST(HeatmapTileSource, ANewerStartSupersedesTheOlder) {
   HeatmapTileSource tiles;

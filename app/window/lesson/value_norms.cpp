@@ -1,6 +1,8 @@
 // Value-norm weighting of a scene's heads (lesson.h): the switch above the heads, its note, and the hover's line.
 #include <algorithm>
+#include <exception>
 
+#include "attnscope/compute/tiles.h"
 #include "window/heatmap_view.h"
 #include "window/lesson/lesson.h"
 #include "window/panels/panels.h"
@@ -8,7 +10,11 @@
 
 namespace attnscope::app {
 
-bool valueNormsApply(const AppState& state) { return !state.headsFromOverviews() && !longScene(state); }
+// Every scene: kept maps are weighted as uploaded, a long scene's tiles (CPU or GPU) with key scales.
+bool valueNormsApply(const AppState& state) {
+  (void)state;
+  return true;
+}
 
 bool valueNormsShown(const AppState& state, const ViewState& view) {
   return view.model_value_norm == 1 && valueNormsApply(state);
@@ -29,8 +35,7 @@ void drawValueNormSwitch(const AppState& state, ViewState& view) {
     ImGui::SetTooltip(applies ? "each weight times the size of what its key's value adds through the head,\n"
                                 "||(x_j W_V + b_V) W_O^h|| (Kobayashi et al. 2020), over the scene's largest:\n"
                                 "a weight on a key whose value the head barely writes fades"
-                              : "a long scene's maps are drawn from tiles of plain weights:\n"
-                                "value-norm weighting needs the kept maps of a shorter scene");
+                              : "value-norm weighting does not apply here");
   if (valueNormsShown(state, view)) {
     ImGui::TextDisabled("weights x value norms / the scene's largest norm");
     probeItem("heads.value_norm_note");
@@ -43,7 +48,16 @@ void valueNormTooltipLine(const AppState& state, const ViewState& view, const He
   if (!valueNormsShown(state, view) || head >= norms.rows() || key >= norms.cols()) return;
   const float largest = renderer.valueNormTop();
   const float norm = norms(head, key);
-  const float weight = state.result().heads[static_cast<std::size_t>(head)].weights(row, key);
+  if (state.weightsPending()) return;  // a long scene's result (m, l) not in yet
+  const HeadResult& hr = state.result().heads[static_cast<std::size_t>(head)];
+  // A long scene keeps no map: the one cell recomputed (a tile of one), when the result is of this scene.
+  float weight = 0;
+  try {
+    const TileRequest cell{head, row, row + 1, key, key + 1};
+    weight = hr.hasMap() ? hr.weights(row, key) : weightTile(state.headsScene(), state.result(), cell).values(0, 0);
+  } catch (const std::exception&) {
+    return;  // a result of an older shape, between an edit and its compute: no line this frame
+  }
   ImGui::Text("colour: weight x value norm %.4f / largest %.4f = %.4f", norm, largest,
               largest > 0 ? weight * norm / largest : 0.0f);
 }

@@ -119,10 +119,11 @@ struct ExportWeighting {
   std::string why;
 };
 
-// A scene's: its one head or all heads, while its maps are kept (the switch's own rule, valueNormsApply).
+// A scene's: its one head or all heads, while its maps are kept (a long scene's window draws weighted tiles, its
+// export writes the plain weights).
 ExportWeighting sceneWeighting(const AppState& state, const ViewState& view) {
   if (view.model_value_norm != 1) return {};
-  if (!valueNormsApply(state))
+  if (state.headsFromOverviews() || longScene(state))
     return {false, "value norms: a long scene's maps are read through tiles of plain weights, so this file holds "
                    "the weights"};
   if (view.export_what >= 2)

@@ -80,7 +80,7 @@ std::size_t GpuBackend::Impl::heldBytes() const {
   for (const GlBuffer* b :
        {&x_q, &x_k, &x_v, &w_q, &w_k, &w_v, &b_q, &b_k, &b_v, &w_o, &b_o, &q, &k, &v, &mask, &concat, &output,
         &q_norm_weight, &k_norm_weight, &partial, &pairs, &cosine, &js, &score_scratch, &heads_table, &head_scratch,
-        &padding, &stats, &tile_ranges, &tile_values})
+        &padding, &stats, &tile_ranges, &tile_values, &tile_key_scale})
     bytes += b->bytes();
   for (const GlBuffer& b : weight_groups) bytes += b.bytes();
   for (GLuint texture : textures)

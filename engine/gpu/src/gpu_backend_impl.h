@@ -73,7 +73,7 @@ struct GpuBackend::Impl {
   // The mask as the flash and tile shaders read it (common.glsl, ATTNSCOPE_KEY_MASK): an explicit mask from
   // `mask`'s bits, else causal from indices and key padding from `padding`'s bits (one per key).
   bool explicit_mask = false, causal = false, has_padding = false;
-  GlBuffer padding, stats, tile_ranges, tile_values;
+  GlBuffer padding, stats, tile_ranges, tile_values, tile_key_scale;  // tile_key_scale: (n_k) of a scaled tile
   std::vector<float> head_scales;  // scene.headScale(i), as in the head table
   GlBuffer x_q, x_k, x_v, w_q, w_k, w_v, b_q, b_k, b_v, w_o, b_o;
   GlBuffer rope_cos_q, rope_sin_q, rope_cos_k, rope_sin_k;  // (n_q | n_k, rope_half) each, with rope

@@ -4,6 +4,9 @@
 // largest weight is the weight of its largest score. Blocks the mask excludes entirely are skipped.
 // overviewRows runs the same loop from Q and K alone, keeping each row's online max and sum as flash does, so
 // that a head's overview needs no forward pass (no V, no P V) before it.
+// A per-key scale c_j (value-norm weighting) rides on the score kept per pooled column: c exp(s - m) / l =
+// exp(s + ln c - m) / l, so the largest s + ln c gives the block's largest scaled weight; m and l (the softmax's
+// own statistics) are of the plain scores.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -22,6 +25,16 @@ constexpr int kKeyBlock = 512;   // keys per GEMM: a (256, 512) block of scores 
 constexpr float kNoScore = -std::numeric_limits<float>::infinity();  // no allowed cell in this column yet
 // The online max before any allowed key: finite, so exp(kNoScore - m) is 0 and m - m' is never inf - inf (NaN).
 constexpr float kStartMax = -std::numeric_limits<float>::max() / 2;
+// ln 0 for a key of scale 0: finite, so its allowed cells stay "allowed" (above kNoScore) and exp gives 0.
+constexpr float kLogZero = -1e30f;
+
+// ln c_j per key (n_k), kLogZero for c_j = 0; empty for no scale.
+RowVector logScales(const RowVector* key_scale) {
+  if (!key_scale) return {};
+  RowVector out(key_scale->size());
+  for (Eigen::Index j = 0; j < out.size(); ++j) out[j] = (*key_scale)[j] > 0 ? std::log((*key_scale)[j]) : kLogZero;
+  return out;
+}
 
 // Output rows [y0, y1) that pool tile rows [r0, r1) (relative to the tile's row0).
 struct Band {
@@ -59,6 +72,7 @@ struct PoolPass {
   const float* l_in;
   float* m_out;  // null: statistics read, not computed
   float* l_out;
+  const float* log_scale;  // (n_k) ln c_j added to the kept scores, or null
 };
 
 // Output rows [y0, y1) of the pass into `tile` (already (out_rows, out_cols)).
@@ -104,6 +118,8 @@ void poolRows(const PoolPass& p, int y0, int y1, Tile& tile) {
             l[i] = l[i] * std::exp(m[i] - mi) + (scores.row(i).array() - mi).exp().sum();
             m[i] = mi;
           }
+        if (p.log_scale)  // after the statistics, which are the plain scores'; -inf (masked) + finite stays -inf
+          scores.array().rowwise() += Eigen::Map<const RowVector>(p.log_scale + p.col0 + k0, kn).array();
         for (int x = first_x; x < out_cols && col_ranges[static_cast<std::size_t>(x)].first < k1; ++x) {
           const int lo = std::max(col_ranges[static_cast<std::size_t>(x)].first, k0) - k0;
           const int hi = std::min(col_ranges[static_cast<std::size_t>(x)].second, k1) - k0;
@@ -160,14 +176,16 @@ void maxPooledRows(const Scene& scene, const Result& result, const KeyMask& mask
     throw InputError("result", "row statistics for every query row", std::to_string(hr.row_sum.size()) + " rows");
   checkPooledRows(y0, y1, r.out_rows);
   shapeTile(tile, r.out_rows, r.out_cols);
+  const RowVector log_scale = logScales(r.key_scale);
   const PoolPass pass{scene,  mask,       hr.q,       hr.k(),     scene.headScale(r.head), r.row0,  r.row1 - r.row0,
                       r.col0, r.col1 - r.col0, r.out_rows, r.out_cols, hr.row_max.data(), hr.row_sum.data(), nullptr,
-                      nullptr};
+                      nullptr, r.key_scale ? log_scale.data() : nullptr};
   poolRows(pass, y0, y1, tile);
 }
 
 void overviewRows(const Scene& scene, int head, const Matrix& q, const Matrix& k, const KeyMask& mask, int out_rows,
-                  int out_cols, int y0, int y1, Tile& tile, RowVector& row_max, RowVector& row_sum) {
+                  int out_cols, int y0, int y1, Tile& tile, RowVector& row_max, RowVector& row_sum,
+                  const RowVector* key_scale) {
   if (head < 0 || head >= scene.numHeads())
     throw InputError("head", "0.." + std::to_string(scene.numHeads() - 1), std::to_string(head));
   if (q.rows() != scene.nQ() || k.rows() != scene.nK() || q.cols() != k.cols())
@@ -178,11 +196,14 @@ void overviewRows(const Scene& scene, int head, const Matrix& q, const Matrix& k
     throw InputError("overview size", "1.." + std::to_string(scene.nQ()) + " rows and at least 1 column",
                      std::to_string(out_rows) + " x " + std::to_string(out_cols));
   checkPooledRows(y0, y1, out_rows);
+  checkKeyScale(key_scale, scene.nK());
   shapeTile(tile, out_rows, out_cols);
   if (row_max.size() != scene.nQ()) row_max.resize(scene.nQ());
   if (row_sum.size() != scene.nQ()) row_sum.resize(scene.nQ());
+  const RowVector log_scale = logScales(key_scale);
   const PoolPass pass{scene,     mask,     q,       k,       scene.headScale(head), 0, scene.nQ(), 0, scene.nK(),
-                      out_rows,  out_cols, nullptr, nullptr, row_max.data(),        row_sum.data()};
+                      out_rows,  out_cols, nullptr, nullptr, row_max.data(),        row_sum.data(),
+                      key_scale ? log_scale.data() : nullptr};
   poolRows(pass, y0, y1, tile);
 }
 

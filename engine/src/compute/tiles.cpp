@@ -103,11 +103,22 @@ TileRequest checkedTileRequest(const Scene& scene, const Result& result, const T
   const HeadResult& hr = result.heads[static_cast<std::size_t>(r.head)];
   if (!hr.hasMap() && hr.row_sum.size() != scene.nQ())
     throw InputError("result", "a result with weight maps or row statistics", "neither (computed elsewhere)");
+  checkKeyScale(r.key_scale, scene.nK());
   if (r.pooling != Pooling::None &&
       (r.out_rows < 1 || r.out_cols < 1 || r.out_rows > (1 << 16) || r.out_cols > (1 << 16)))
     throw InputError("pooled size", "1 to 65536 blocks a side",
                      std::to_string(r.out_rows) + " x " + std::to_string(r.out_cols));
   return r;
+}
+
+void checkKeyScale(const RowVector* key_scale, int n_k) {
+  if (!key_scale) return;
+  if (key_scale->size() != n_k)
+    throw InputError("key_scale", std::to_string(n_k) + " values (one per key)", std::to_string(key_scale->size()));
+  for (Eigen::Index j = 0; j < key_scale->size(); ++j)
+    if (!std::isfinite((*key_scale)[j]) || (*key_scale)[j] < 0)
+      throw InputError("key_scale", "finite values >= 0",
+                       std::to_string((*key_scale)[j]) + " at key " + std::to_string(j));
 }
 
 Tile weightTile(const Scene& scene, const Result& result, const TileRequest& unchecked) {
@@ -118,10 +129,11 @@ Tile weightTile(const Scene& scene, const Result& result, const TileRequest& unc
   const float scale = scene.headScale(request.head);
   const int rows = row1 - row0, cols = col1 - col0;
 
-  // A block of rows of the tile's weights, from the map or recomputed.
+  // A block of rows of the tile's weights, from the map or recomputed, each times its key's scale when asked.
   const auto block = [&](int r0, int r1, Matrix& out) {
     if (hr.hasMap()) out = hr.weights.block(r0, col0, r1 - r0, cols);
     else recomputeBlock(hr, mask, scale, r0, r1, col0, col1, out);
+    if (request.key_scale) out.array().rowwise() *= request.key_scale->segment(col0, cols).array();
   };
 
   Tile tile;

@@ -120,6 +120,7 @@ void GpuBackend::Impl::weightTile(const TileRequest& request, int y0, int y1, Ti
   };
   check_range("rows", row0, row1, n_q);
   check_range("cols", col0, col1, n_k);
+  checkKeyScale(request.key_scale, n_k);
   const int rows = row1 - row0, cols = col1 - col0;
   const bool pooled = request.pooling != Pooling::None;
   const int out_rows = pooled ? request.out_rows : rows, out_cols = pooled ? request.out_cols : cols;
@@ -154,6 +155,14 @@ void GpuBackend::Impl::weightTile(const TileRequest& request, int y0, int y1, Ti
   k.bind(1);
   tile_ranges.bind(3);
   stats.bind(7);
+  // The keys' scales (n_k) when asked, else a stand-in the shader never reads. A buffer update by the GL (not a
+  // shader store) is seen by later dispatches without a barrier.
+  if (request.key_scale)
+    tile_key_scale.upload(request.key_scale->data(), static_cast<std::size_t>(n_k) * sizeof(float));
+  else
+    tile_key_scale.ensure(16);
+  tile_key_scale.bind(5);
+  program.set("u_key_scaled", request.key_scale != nullptr);
   program.set("u_n_q", static_cast<unsigned>(n_q));
   program.set("u_n_k", static_cast<unsigned>(n_k));
   program.set("u_ld", sum_dk);

@@ -34,6 +34,9 @@ struct TileRequest {
   int col0 = 0, col1 = -1;  // keys [col0, col1); -1 = n_k
   Pooling pooling = Pooling::None;
   int out_rows = 0, out_cols = 0;  // with pooling: blocks down and across (block y covers pooledRange(y, ...))
+  // (n_k) when set: each weight times its key's scale before pooling (value-norm weighting: norm_j / the largest);
+  // masked cells stay masked, an allowed cell of scale 0 is 0. Null: the plain weights. Not owned.
+  const RowVector* key_scale = nullptr;
 };
 
 struct Tile {
@@ -50,7 +53,7 @@ std::pair<int, int> pooledRange(int p, int blocks, int n);
 // Throws InputError naming the field for a head or range outside the scene.
 Tile weightTile(const Scene& scene, const Result& result, const TileRequest& request);
 // `request` with its open ends (-1) resolved; throws InputError naming the field for a head, range or pooled size
-// outside the scene, or a head with neither a map nor row statistics.
+// outside the scene, a key_scale not of n_k finite values >= 0, or a head with neither a map nor row statistics.
 TileRequest checkedTileRequest(const Scene& scene, const Result& result, const TileRequest& request);
 
 // Output rows [y0, y1) of the Pooling::Max tile `request`, recomputed from Q, K and the row statistics (the head's
@@ -69,9 +72,14 @@ void maxPooledRows(const Scene& scene, const Result& result, const KeyMask& mask
 // per block; blocks the mask excludes skipped), keeping the online row max and sum as flash does and the largest
 // score per (row, pooled column); once the band has seen every key, texel = max over its rows of
 // exp(score - m_i) / l_i. The same tile (and m, l) as maxPooledRows over a forward pass's result; memory
-// O(256 x out_cols) per thread, never (n, n).
+// O(256 x out_cols) per thread, never (n, n). `key_scale` (n_k, optional) as TileRequest's: the texel is then the
+// max of c_j exp(s_ij - m_i) / l_i, kept as the largest s_ij + ln c_j (ln 0 taken as -1e30, finite: the cell is 0,
+// not masked); m and l stay those of the plain scores.
 void overviewRows(const Scene& scene, int head, const Matrix& q, const Matrix& k, const KeyMask& mask, int out_rows,
-                  int out_cols, int y0, int y1, Tile& tile, RowVector& row_max, RowVector& row_sum);
+                  int out_cols, int y0, int y1, Tile& tile, RowVector& row_max, RowVector& row_sum,
+                  const RowVector* key_scale = nullptr);
+// Throws InputError naming key_scale unless it is null or n_k finite values >= 0.
+void checkKeyScale(const RowVector* key_scale, int n_k);
 
 // The streaming primitive: head `head`'s weights of query rows [row0, row1) over every key into `out`
 // (row1 - row0, n_k), resized as needed. Masked weights exactly 0, fully masked rows all 0.
