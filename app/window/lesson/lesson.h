@@ -51,15 +51,21 @@ void drawChangeMarks(ImDrawList* list, int head, ImVec2 m0, ImVec2 m1, const Cel
 // In a cell's tooltip: "before the last edit: 0.3333" where the last edit changed that cell.
 void changeTooltipLine(int head, int row, int col);
 
+// Each visible cell's number across a large cell of head `head`'s map drawn in [m0, m1) (`cell` pixels a side,
+// `cells` the view): its weight to 3 decimals, or, while value norms are shown, weight x norm / the largest (what
+// it is coloured by), in white or black against its colour (`scale_top`: the map's colour-scale top); probed as
+// notes "head<h>.cell.<i>.<j>".
+void drawCellNumbers(const AppState& state, const ViewState& view, const HeatmapRenderer& renderer, int head,
+                     const CellView& cells, ImVec2 m0, ImVec2 m1, float cell, float scale_top);
+
 // Value-norm weighting of a scene's heads (value_norms.cpp), the model view's switch (ViewState::model_value_norm)
 // for the scene's maps: each weight alpha_ij drawn times key j's value norm through head h over the scene's
-// largest (HeatmapRenderer uploads them so), so the maps stay in 0..1. Only where the maps are kept: a long
-// scene's maps are drawn from tiles, which carry plain weights.
-bool valueNormsApply(const AppState& state);       // the scene's maps are kept (not a long scene)
-bool valueNormsShown(const AppState& state, const ViewState& view);  // the switch is on and applies
-// The "value norms" checkbox (probed "heads.value_norm"), disabled on a long scene with a tooltip saying why; when
-// shown, a line "weights x value norms / the scene's largest norm" (probed "heads.value_norm_note").
-void drawValueNormSwitch(const AppState& state, ViewState& view);
+// largest (HeatmapRenderer uploads them so, or hands them to a long scene's tiles as key scales), so the maps
+// stay in 0..1.
+bool valueNormsShown(const ViewState& view);  // the switch is on
+// The "value norms" checkbox (probed "heads.value_norm"); when on, a line "weights x value norms / the scene's
+// largest norm" (probed "heads.value_norm_note").
+void drawValueNormSwitch(ViewState& view);
 // In a cell's tooltip while shown: what the colour is, the weight times key `key`'s value norm over the largest
 // (the norms `renderer` uploaded the maps with).
 void valueNormTooltipLine(const AppState& state, const ViewState& view, const HeatmapRenderer& renderer, int head,

@@ -11,32 +11,22 @@
 namespace attnscope::app {
 
 // Every scene: kept maps are weighted as uploaded, a long scene's tiles (CPU or GPU) with key scales.
-bool valueNormsApply(const AppState& state) {
-  (void)state;
-  return true;
-}
+bool valueNormsShown(const ViewState& view) { return view.model_value_norm == 1; }
 
-bool valueNormsShown(const AppState& state, const ViewState& view) {
-  return view.model_value_norm == 1 && valueNormsApply(state);
-}
-
-void drawValueNormSwitch(const AppState& state, ViewState& view) {
+void drawValueNormSwitch(ViewState& view) {
   const char* label = "value norms";
   const float w = ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x + ImGui::CalcTextSize(label).x;
   const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
   if (ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x + w <= right) ImGui::SameLine();
-  const bool applies = valueNormsApply(state);
-  bool weighted = view.model_value_norm == 1 && applies;
-  ImGui::BeginDisabled(!applies);
+  bool weighted = view.model_value_norm == 1;
   if (ImGui::Checkbox(label, &weighted)) view.model_value_norm = weighted ? 1 : 0;
-  ImGui::EndDisabled();
   probeItem("heads.value_norm");
-  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
-    ImGui::SetTooltip(applies ? "each weight times the size of what its key's value adds through the head,\n"
-                                "||(x_j W_V + b_V) W_O^h|| (Kobayashi et al. 2020), over the scene's largest:\n"
-                                "a weight on a key whose value the head barely writes fades"
-                              : "value-norm weighting does not apply here");
-  if (valueNormsShown(state, view)) {
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip(
+        "each weight times the size of what its key's value adds through the head,\n"
+        "||(x_j W_V + b_V) W_O^h|| (Kobayashi et al. 2020), over the scene's largest:\n"
+        "a weight on a key whose value the head barely writes fades");
+  if (valueNormsShown(view)) {
     ImGui::TextDisabled("weights x value norms / the scene's largest norm");
     probeItem("heads.value_norm_note");
   }
@@ -45,7 +35,7 @@ void drawValueNormSwitch(const AppState& state, ViewState& view) {
 void valueNormTooltipLine(const AppState& state, const ViewState& view, const HeatmapRenderer& renderer, int head,
                           int row, int key) {
   const Matrix& norms = renderer.valueNorms();
-  if (!valueNormsShown(state, view) || head >= norms.rows() || key >= norms.cols()) return;
+  if (!valueNormsShown(view) || head >= norms.rows() || key >= norms.cols()) return;
   const float largest = renderer.valueNormTop();
   const float norm = norms(head, key);
   if (state.weightsPending()) return;  // a long scene's result (m, l) not in yet

@@ -22,7 +22,7 @@ float scaleTop(const AppState& state, const ViewState& view, int head) {
   const std::vector<HeadStats>& stats = state.result().stats;
   // A long scene: no statistics in the window (nor, while its result computes, a result of its heads).
   if (state.weightsPending() || stats.size() != state.result().heads.size()) return 1.0f;
-  if (valueNormsShown(state, view)) return 1.0f;  // weighted maps lie in 0..1; the statistics are the weights'
+  if (valueNormsShown(view)) return 1.0f;  // weighted maps lie in 0..1; the statistics are the weights'
   switch (view.contrast.scale) {
     case ColorScale::Fixed:
     case ColorScale::RowMax:  // each weight over its row's max: the shader divides, the range stays 0..1
@@ -244,50 +244,10 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
     list->PopClipRect();
   }
 
-  // Large cells carry their weight as text across the middle of the cell (2.6 lines at least, so the top fifth
-  // stays the plain colour, where the GUI tests read it).
-  if (cell >= 2.6f * line && weights_known) {
-    // The visible cells' weights as an engine tile (a few dozen cells: from the map, or recomputed on a long scene).
-    const int i0 = std::max(0, static_cast<int>(cells.row0)),
-              i1 = std::min(scene.nQ(), static_cast<int>(std::ceil(cells.row1)));
-    const int j0 = std::max(0, static_cast<int>(cells.col0)),
-              j1 = std::min(scene.nK(), static_cast<int>(std::ceil(cells.col1)));
-    const Tile shown = weightTile(scene, state.result(), TileRequest{head, i0, i1, j0, j1});
-    // Under value-norm weighting a cell shows what it is coloured by: weight x key j's value norm / the largest.
-    const Matrix& norms = renderer.valueNorms();
-    const float norm_top = renderer.valueNormTop();
-    const bool weighted =
-        valueNormsShown(state, view) && head < norms.rows() && norms.cols() == scene.nK() && norm_top > 0;
-    const auto shownValue = [&](float weight, int j) { return weighted ? weight * norms(head, j) / norm_top : weight; };
-    list->PushClipRect(m0, m1, true);
-    for (int i = i0; i < i1; ++i) {
-      // The top this row's colours are drawn against (its own max under the row scale, as the shader).
-      float top = scaleTop(state, view, head);
-      if (view.contrast.scale == ColorScale::RowMax) {
-        top = 0;
-        const Tile row = weightTile(scene, state.result(), TileRequest{head, i, i + 1, 0, scene.nK()});
-        for (int j = 0; j < scene.nK(); ++j)
-          if (!row.masked(0, j)) top = std::max(top, shownValue(row.values(0, j), j));
-      }
-      for (int j = j0; j < j1; ++j) {
-        char text[16];
-        const bool allowed = !shown.masked(i - i0, j - j0);
-        const float value = shownValue(shown.values(i - i0, j - j0), j);
-        if (allowed)
-          std::snprintf(text, sizeof text, "%.3f", value);
-        else
-          std::snprintf(text, sizeof text, "masked");
-        const Rgb8 c = allowed ? colorAt(ColorMap::Viridis, contrastT(view.contrast, value, top)) : kMaskedColor;
-        const bool dark = 0.299f * c.r + 0.587f * c.g + 0.114f * c.b < 140;
-        probeNote("head" + std::to_string(head) + ".cell." + std::to_string(i) + "." + std::to_string(j), text);
-        const ImVec2 size = ImGui::CalcTextSize(text);
-        list->AddText(ImVec2(m0.x + (static_cast<float>(j) + 0.5f - cells.col0) * cell - size.x * 0.5f,
-                             m0.y + (static_cast<float>(i) + 0.5f - cells.row0) * cell - size.y * 0.5f),
-                      dark ? IM_COL32(255, 255, 255, 230) : IM_COL32(20, 20, 20, 230), text);
-      }
-    }
-    list->PopClipRect();
-  }
+  // Large cells carry their number across the middle (2.6 lines at least, so the top fifth stays the plain
+  // colour, where the GUI tests read it): lesson/cell_numbers.cpp.
+  if (cell >= 2.6f * line && weights_known)
+    drawCellNumbers(state, view, renderer, head, cells, m0, m1, cell, scaleTop(state, view, head));
 
   if (labels) drawAxisLabels(scene, cells, m0, m1, cell, label_w, turned && keyLabelsTurned(scene, cell));
 
@@ -445,7 +405,7 @@ void clampZoom(CellView& z, const Scene& scene) {
 
 void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer) {
   // After the editors on the left have applied this frame's edits; the weighting as the switch says.
-  renderer.sync(state, valueNormsShown(state, view));
+  renderer.sync(state, valueNormsShown(view));
   trackChanges(state);
   const Scene& scene = state.headsScene();
   const int heads = scene.numHeads();
@@ -453,7 +413,7 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
   if (view.compare_a >= heads || view.compare_b >= heads) view.compare_a = view.compare_b = -1;
 
   drawContrastControl(view);
-  drawValueNormSwitch(state, view);
+  drawValueNormSwitch(view);
   if (state.resultPending()) {  // a big scene recomputes off the UI thread: the maps show the previous result
     ImGui::SameLine();
     ImGui::TextColored(ImVec4(1.0f, 0.75f, 0.3f, 1.0f), "updating...");
