@@ -2,13 +2,13 @@
 // head's overview from the scene a band of pooled rows at a time (overviewRows: q, k projected here, m and l
 // found on the way), so that a view request or a new scene never waits for a whole head.
 #include "window/heatmap_tiles.h"
-#include "window/latest_worker.h"  // yieldToTheUiThread
 
 #include <algorithm>
 #include <exception>
 
 #include "attnscope/compute/scene_rope.h"
 #include "attnscope/scene/key_mask.h"
+#include "window/latest_worker.h"  // yieldToTheUiThread
 
 namespace attnscope::app {
 
@@ -47,21 +47,27 @@ void HeatmapTileSource::clear() {
   overviews_cv_.notify_all();
 }
 
-void HeatmapTileSource::start(std::shared_ptr<const Scene> scene, unsigned revision) {
+void HeatmapTileSource::replaceSnapshot(std::shared_ptr<const Scene> scene, unsigned revision,
+                                        std::shared_ptr<const Matrix> key_scales) {
   auto snapshot = std::make_shared<Snapshot>();
   snapshot->revision = revision;
+  snapshot->tiles_revision = ++tiles_revisions_;
   snapshot->result.heads.resize(scene->heads.size());
   snapshot->done.assign(scene->heads.size(), 0);
   snapshot->scene = std::move(scene);
+  snapshot->key_scales = std::move(key_scales);
+  snapshot_ = std::move(snapshot);
+  view_.reset();
+  landed_.clear();
+  overviews_done_ = 0;
+  overview_head_ = 0;
+  overview_rows_done_ = 0;
+}
+
+void HeatmapTileSource::start(std::shared_ptr<const Scene> scene, unsigned revision) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    snapshot->tiles_revision = ++tiles_revisions_;
-    snapshot_ = std::move(snapshot);
-    view_.reset();
-    landed_.clear();
-    overviews_done_ = 0;
-    overview_head_ = 0;
-    overview_rows_done_ = 0;
+    replaceSnapshot(std::move(scene), revision, nullptr);
   }
   wake_.notify_one();
   overviews_cv_.notify_all();  // a compute waiting for an older revision's overviews: it is stale now
@@ -74,19 +80,7 @@ void HeatmapTileSource::setKeyScales(const std::shared_ptr<const Scene>& scene,
     if (!snapshot_ || snapshot_->scene != scene || snapshot_->key_scales == key_scales) return;
     // The same scene and revision, every overview again (m, l too: simpler than keeping the heads' q, k, m, l,
     // and a switch flipped is rare beside an edit).
-    auto snapshot = std::make_shared<Snapshot>();
-    snapshot->scene = scene;
-    snapshot->revision = snapshot_->revision;
-    snapshot->tiles_revision = ++tiles_revisions_;
-    snapshot->result.heads.resize(scene->heads.size());
-    snapshot->done.assign(scene->heads.size(), 0);
-    snapshot->key_scales = std::move(key_scales);
-    snapshot_ = std::move(snapshot);
-    view_.reset();
-    landed_.clear();
-    overviews_done_ = 0;
-    overview_head_ = 0;
-    overview_rows_done_ = 0;
+    replaceSnapshot(scene, snapshot_->revision, std::move(key_scales));
   }
   wake_.notify_one();
 }
@@ -113,9 +107,8 @@ void HeatmapTileSource::requestView(int head, int row0, int row1, int col0, int 
 bool HeatmapTileSource::waitOverviews(unsigned revision) const {
   std::unique_lock<std::mutex> lock(mutex_);
   const auto current = [&] { return snapshot_ && snapshot_->revision == revision; };
-  overviews_cv_.wait(lock, [&] {
-    return stopping_ || !current() || overviews_done_ >= static_cast<int>(snapshot_->done.size());
-  });
+  overviews_cv_.wait(
+      lock, [&] { return stopping_ || !current() || overviews_done_ >= static_cast<int>(snapshot_->done.size()); });
   return !stopping_ && current();
 }
 
@@ -153,7 +146,8 @@ unsigned HeatmapTileSource::tilesRevision() const {
 
 bool HeatmapTileSource::viewReady() const {
   const int head = view_->request.head;
-  return head >= 0 && head < static_cast<int>(snapshot_->done.size()) && snapshot_->done[static_cast<std::size_t>(head)];
+  return head >= 0 && head < static_cast<int>(snapshot_->done.size()) &&
+         snapshot_->done[static_cast<std::size_t>(head)];
 }
 
 void HeatmapTileSource::run() {
@@ -169,8 +163,8 @@ void HeatmapTileSource::run() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     wake_.wait(lock, [this] {
-      return stopping_ || (snapshot_ && ((view_ && viewReady()) ||
-                                         overviews_done_ < static_cast<int>(snapshot_->done.size())));
+      return stopping_ ||
+             (snapshot_ && ((view_ && viewReady()) || overviews_done_ < static_cast<int>(snapshot_->done.size())));
     });
     if (stopping_) return;
     std::shared_ptr<Snapshot> snapshot = snapshot_;

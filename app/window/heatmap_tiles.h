@@ -78,10 +78,10 @@ class HeatmapTileSource {
   // worker touches `result`; a new start() makes a new snapshot.
   struct Snapshot {
     std::shared_ptr<const Scene> scene;
-    Result result;                 // per head q, k, row_max, row_sum only
-    std::vector<std::uint8_t> done;  // (heads) 1 once the head's overview (and m, l) is in
-    unsigned revision = 0;           // AppState's overview revision (waitOverviews)
-    unsigned tiles_revision = 0;     // revision(): start() and setKeyScales() move it on
+    Result result;                             // per head q, k, row_max, row_sum only
+    std::vector<std::uint8_t> done;            // (heads) 1 once the head's overview (and m, l) is in
+    unsigned revision = 0;                     // AppState's overview revision (waitOverviews)
+    unsigned tiles_revision = 0;               // revision(): start() and setKeyScales() move it on
     std::shared_ptr<const Matrix> key_scales;  // (heads, n_k) or null: see setKeyScales
   };
   struct ViewRequest {
@@ -89,16 +89,19 @@ class HeatmapTileSource {
   };
   void run();
   bool viewReady() const;  // view_'s head has its m, l (under mutex_)
+  // A fresh snapshot of `scene` (every head's overview to do) in place of the current one, under the next tiles
+  // revision, with no view and nothing landed (under mutex_).
+  void replaceSnapshot(std::shared_ptr<const Scene> scene, unsigned revision, std::shared_ptr<const Matrix> key_scales);
 
   mutable std::mutex mutex_;
-  std::condition_variable wake_;                 // the worker: a request, a new snapshot, stop
+  std::condition_variable wake_;                  // the worker: a request, a new snapshot, stop
   mutable std::condition_variable overviews_cv_;  // waitOverviews: a head done, a new snapshot, stop
   std::shared_ptr<Snapshot> snapshot_;
   std::optional<ViewRequest> view_;
   std::vector<Landed> landed_;
   int overviews_done_ = 0;  // heads of snapshot_ whose overviews have landed
   unsigned tiles_revisions_ = 0;
-  int overview_head_ = 0;   // the head in progress
+  int overview_head_ = 0;  // the head in progress
   int overview_rows_done_ = 0, overview_rows_ = 1;
   bool stopping_ = false;
   std::thread thread_;  // last: started once every member above exists
