@@ -1,26 +1,25 @@
 // Heatmap textures, and the heatmap shader rendering each head's map into a texture of its on-screen size.
 #include "window/heatmap_view.h"
 
-#include "window/heatmap_draw.h"
-
 #include <epoxy/gl.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstdint>
 #include <stdexcept>
 #include <string>
 
 #include "attnscope/analysis/value_norms.h"
 #include "attnscope/export/colormap.h"
+#include "attnscope/gl_program.h"
 #include "attnscope/settings.h"
+#include "heatmap_shaders.h"
+#include "window/heatmap_draw.h"
 #include "window/lesson/lesson.h"
 #include "window/ui_probe.h"
-#include "attnscope/gl_program.h"
-#include "heatmap_shaders.h"
 #ifdef ATTNSCOPE_HAS_GPU
 #include "attnscope/gpu_backend.h"
 #endif
@@ -56,12 +55,27 @@ bool covers(const TileRequest& r, const CellView& view) {
          static_cast<float>(r.col1) >= view.col1 && static_cast<float>(r.row1) >= view.row1;
 }
 
+// Each head's revision and the scene's: what a scene's value norms were worked from.
+std::vector<unsigned> normRevisions(const AppState& state, int heads) {
+  std::vector<unsigned> of(static_cast<std::size_t>(heads));
+  for (int h = 0; h < heads; ++h) of[static_cast<std::size_t>(h)] = state.headRevision(h);
+  of.push_back(state.fullRevision());
+  return of;
+}
+
 }  // namespace
 
+Matrix HeatmapRenderer::workValueNorms(const Scene& scene) {
+  value_norms_ = sceneValueNorms(scene);
+  value_norm_top_ = value_norms_.size() > 0 ? value_norms_.maxCoeff() : 0.0f;
+  return value_norm_top_ > 0 ? Matrix(value_norms_ / value_norm_top_)
+                             : Matrix(Matrix::Zero(value_norms_.rows(), value_norms_.cols()));
+}
+
 HeatmapRenderer::HeatmapRenderer() {
-  program_ = gpu::buildProgram({{GL_VERTEX_SHADER, "heatmap.vert", kHeatmap_vert},
-                                 {GL_FRAGMENT_SHADER, "heatmap.frag", kHeatmap_frag}},
-                                "embedded");
+  program_ = gpu::buildProgram(
+      {{GL_VERTEX_SHADER, "heatmap.vert", kHeatmap_vert}, {GL_FRAGMENT_SHADER, "heatmap.frag", kHeatmap_frag}},
+      "embedded");
   glGenVertexArrays(1, &vao_);  // empty: the quad comes from gl_VertexID, but core GL needs a VAO bound
 
   // colour map: 256 x 1 RGBA8, entry i = colorMapTable(Viridis)[i]
@@ -113,8 +127,9 @@ void HeatmapRenderer::sync(AppState& state, bool value_norms) {
   if (auto* gpu = dynamic_cast<GpuBackend*>(&state.backend()); gpu && !cpu && !gpu->keepsResidentMaps())
     gpu_tiles_ = gpu;
 #endif
-  tiled_ = gpu_tiles_ || (cpu && tiles_ && (state.headsFromOverviews() ||
-                                            (!state.result().heads.empty() && !state.result().heads[0].hasMap())));
+  tiled_ = gpu_tiles_ ||
+           (cpu && tiles_ &&
+            (state.headsFromOverviews() || (!state.result().heads.empty() && !state.result().heads[0].hasMap())));
   n_q_ = scene.nQ(), n_k_ = scene.nK();
   glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
   tile_revisions_.resize(static_cast<std::size_t>(heads));
@@ -125,17 +140,11 @@ void HeatmapRenderer::sync(AppState& state, bool value_norms) {
     // (the high bits: how many times they were made, 0 when off), so a switch or a new largest norm refills.
     unsigned scales_mark = 0;
     if (value_norms) {
-      std::vector<unsigned> of(static_cast<std::size_t>(heads));
-      for (int h = 0; h < heads; ++h) of[static_cast<std::size_t>(h)] = state.headRevision(h);
-      of.push_back(state.fullRevision());
+      std::vector<unsigned> of = normRevisions(state, heads);
       if (gpu_key_scales_.size() != static_cast<std::size_t>(heads) || of != gpu_scales_of_) {
-        value_norms_ = sceneValueNorms(scene);
-        value_norm_top_ = value_norms_.size() > 0 ? value_norms_.maxCoeff() : 0.0f;
+        const Matrix scales = workValueNorms(scene);
         gpu_key_scales_.resize(static_cast<std::size_t>(heads));
-        for (int h = 0; h < heads; ++h)  // every norm 0 (no value reaches the output): every weighted cell is 0
-          gpu_key_scales_[static_cast<std::size_t>(h)] = value_norm_top_ > 0
-                                                             ? RowVector(value_norms_.row(h) / value_norm_top_)
-                                                             : RowVector(RowVector::Zero(scene.nK()));
+        for (int h = 0; h < heads; ++h) gpu_key_scales_[static_cast<std::size_t>(h)] = scales.row(h);
         gpu_scales_of_ = std::move(of);
         ++gpu_scales_made_;
       }
@@ -157,21 +166,16 @@ void HeatmapRenderer::sync(AppState& state, bool value_norms) {
     }
     if (log && result_revision_ != state.fullRevision() && !state.weightsPending()) {
       result_revision_ = state.fullRevision();  // measurement aid: when the result (outputs, m, l) lands
-      std::fprintf(stderr, "tiles: result %u landed after %.0f ms (computed in %.0f ms)\n", result_revision_,
-                   std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tiles_reset_at_)
-                       .count(),
-                   state.computeMs());
+      std::fprintf(
+          stderr, "tiles: result %u landed after %.0f ms (computed in %.0f ms)\n", result_revision_,
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tiles_reset_at_).count(),
+          state.computeMs());
     }
     // Value-norm weighting: the tiles' key scales, worked once per scene (O(heads n d)) on the scene drawn.
     const std::shared_ptr<const Scene> drawn = tiles_->scene();
     if (value_norms && drawn) {
       if (tile_scales_of_.lock() != drawn) {
-        value_norms_ = sceneValueNorms(*drawn);
-        value_norm_top_ = value_norms_.size() > 0 ? value_norms_.maxCoeff() : 0.0f;
-        // Every norm 0 (no value reaches the output): every weighted cell is 0.
-        const Matrix scales = value_norm_top_ > 0 ? Matrix(value_norms_ / value_norm_top_)
-                                                  : Matrix(Matrix::Zero(drawn->numHeads(), drawn->nK()));
-        tile_scales_ = std::make_shared<const Matrix>(scales);
+        tile_scales_ = std::make_shared<const Matrix>(workValueNorms(*drawn));
         tile_scales_of_ = drawn;
       }
       tiles_->setKeyScales(drawn, tile_scales_);
@@ -188,9 +192,9 @@ void HeatmapRenderer::sync(AppState& state, bool value_norms) {
       upload(landed.overview ? t.overview : t.view, landed);
       // Measurement aid (docs/window.md, long scenes): when each overview lands, counted from the edit that started it.
       if (landed.overview && log)
-        std::fprintf(stderr, "tiles: head %d overview after %.0f ms\n", landed.head + 1,
-                     std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tiles_reset_at_)
-                         .count());
+        std::fprintf(
+            stderr, "tiles: head %d overview after %.0f ms\n", landed.head + 1,
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tiles_reset_at_).count());
     }
   } else if (state.fullRevision() != mask_revision_) {
     mask_revision_ = state.fullRevision();
@@ -210,12 +214,9 @@ void HeatmapRenderer::sync(AppState& state, bool value_norms) {
   // the switch or of the scales re-uploads every head.
   const bool weighted = value_norms && !tiled_;
   if (weighted) {
-    std::vector<unsigned> of(static_cast<std::size_t>(heads));
-    for (int h = 0; h < heads; ++h) of[static_cast<std::size_t>(h)] = state.headRevision(h);
-    of.push_back(state.fullRevision());
+    std::vector<unsigned> of = normRevisions(state, heads);
     if (!weighted_ || of != scales_of_) {
-      value_norms_ = sceneValueNorms(scene);
-      value_norm_top_ = value_norms_.size() > 0 ? value_norms_.maxCoeff() : 0.0f;
+      workValueNorms(scene);  // the kept maps are scaled as uploaded, below
       scales_of_ = std::move(of);
       std::fill(head_revisions_.begin(), head_revisions_.end(), ~0u);
     }
@@ -324,8 +325,7 @@ bool HeatmapRenderer::tiledSource(int head, const CellView& view, int width, int
     if (gpu_tiles_ && t.view_fill.revision == revision && t.view_fill.request.head == head &&
         t.view_fill.rows_done < t.view_fill.request.out_rows)
       fillBand(t.view_fill, t.view, kGpuTileBudgetCells);
-    if (t.view.ready && t.view.request.head == head && t.view.revision == revision &&
-        covers(t.view.request, view)) {
+    if (t.view.ready && t.view.request.head == head && t.view.revision == revision && covers(t.view.request, view)) {
       use(t.view);
       return true;
     }
@@ -451,7 +451,8 @@ void HeatmapRenderer::draw(ImDrawList* list, int head, ImVec2 p0, ImVec2 p1, con
   Rendered& r = rendered_[static_cast<std::size_t>(head)];
   const int width = std::max(1, static_cast<int>(p1.x - p0.x)), height = std::max(1, static_cast<int>(p1.y - p0.y));
   const std::size_t at = static_cast<std::size_t>(head);
-  unsigned weights = sources_[at], mask = mask_, source_revision = source_revisions_[at], mask_revision = mask_revision_;
+  unsigned weights = sources_[at], mask = mask_, source_revision = source_revisions_[at],
+           mask_revision = mask_revision_;
   CellView texel_view = view;
   bool stale = upload_pending_[at];
   if (tiled_) {
@@ -481,7 +482,8 @@ void HeatmapRenderer::draw(ImDrawList* list, int head, ImVec2 p0, ImVec2 p1, con
                  ImVec2(1, 0));
   if (stale) {  // an older result (or a map not uploaded yet) is on show
     const ImVec2 size = ImGui::CalcTextSize("stale");
-    list->AddRectFilled(ImVec2(p0.x + 2, p0.y + 2), ImVec2(p0.x + size.x + 8, p0.y + size.y + 4), IM_COL32(0, 0, 0, 170));
+    list->AddRectFilled(ImVec2(p0.x + 2, p0.y + 2), ImVec2(p0.x + size.x + 8, p0.y + size.y + 4),
+                        IM_COL32(0, 0, 0, 170));
     list->AddText(ImVec2(p0.x + 5, p0.y + 3), IM_COL32(255, 190, 80, 255), "stale");
     probeRect("heads.stale_map", p0, p1);
   }

@@ -66,6 +66,9 @@ class HeatmapRenderer {
   bool fillsPending() const;
 
  private:
+  // value_norms_ and value_norm_top_ of `scene`; returns its key scales (heads, n_k): each head's norms over the
+  // largest, all 0 where every norm is 0 (no value reaches the output, so every weighted cell is 0).
+  Matrix workValueNorms(const Scene& scene);
   // One head's rendered map: an RGBA8 texture the size of its place on screen, and what it shows (`view` in
   // the source texture's texels).
   struct Rendered {
@@ -100,7 +103,8 @@ class HeatmapRenderer {
   // on the last row swaps it with `shown`, which becomes ready. Returns true once swapped.
   bool fillBand(TiledHead::Texture& fill, TiledHead::Texture& shown, std::size_t budget);
   void fillGpuOverviews();
-  bool overviewCurrent(std::size_t head) const;  // tiled head `head`'s overview is drawn and of its revision  // GPU path: the next band of the first head whose overview is not current
+  bool overviewCurrent(std::size_t head) const;  // tiled head `head`'s overview is drawn and of its revision  // GPU
+                                                 // path: the next band of the first head whose overview is not current
   // Chooses what head `head` (drawn from tiles) shows of `view` in a (width, height) map; requests the view
   // tile when zoomed. Returns false when nothing has landed yet.
   bool tiledSource(int head, const CellView& view, int width, int height, unsigned& weights, unsigned& mask,
@@ -132,10 +136,10 @@ class HeatmapRenderer {
   // Long scenes (the result keeps no maps).
   bool tiled_ = false;
   int n_q_ = 0, n_k_ = 0;
-  unsigned full_revision_ = ~0u, stamps_ = 0;  // full_revision_: the overviews' revision (AppState's)
-  unsigned result_revision_ = ~0u;               // the last result logged (ATTNSCOPE_TILE_LOG)
+  unsigned full_revision_ = ~0u, stamps_ = 0;             // full_revision_: the overviews' revision (AppState's)
+  unsigned result_revision_ = ~0u;                        // the last result logged (ATTNSCOPE_TILE_LOG)
   std::chrono::steady_clock::time_point tiles_reset_at_;  // when the overviews started (ATTNSCOPE_TILE_LOG)
-  HeatmapTileSource* tiles_ = nullptr;  // AppState's (overviews()): null before the first long scene
+  HeatmapTileSource* tiles_ = nullptr;                    // AppState's (overviews()): null before the first long scene
   // The state's GPU backend while its resident result keeps no maps (the flash path): it writes the tiles. Else null.
   GpuBackend* gpu_tiles_ = nullptr;
   std::vector<unsigned> tile_revisions_;  // per head: the revision its tiles must have to be current
