@@ -144,6 +144,106 @@ TEST(TokenizerBombs, DecoderReplaceIsBounded) {
   EXPECT_EQ(t.decode({'x' - 32, 'y' - 32}), "xy");  // no match: unchanged
 }
 
+// [SECTION] runs of combining marks (canonical reordering sorts a run by insertion: the square of its length)
+
+// "a" then `pairs` x (U+0301 acute, class 230; U+0316 grave below, class 220): alternating classes, so canonical
+// order moves every mark past half the run. 1 + 4 x pairs bytes.
+std::string alternatingMarks(std::size_t pairs) {
+  std::string s = "a";
+  for (std::size_t i = 0; i < pairs; ++i) s += "\u0301\u0316";
+  return s;
+}
+
+TEST(TokenizerBombs, LongRunOfCombiningMarksIsRefusedBeforeNfc) {
+  // Trust round 4: "a" and 10^6 marks (2 MB) took past 60 s in NFC. The 257th mark starts at byte
+  // 1 + 2 x 256 = 513: one past the limit of 256.
+  json f = file(charModel({"\u00E1", "\u0316", "\u0301"}));
+  f["normalizer"] = {{"type", "NFC"}};
+  const model::Tokenizer t = make(f);
+  expectRefusedWithin([&] { t.encode(alternatingMarks(500000)); },
+                      {"tok/tokenizer.json: normalizer (NFC)", "runs of at most 256 combining marks",
+                       "a longer run at byte 513"},
+                      2.0);
+  // 256 marks are within the limit and put in canonical order (the 220s first), then the first acute composes
+  // with "a" (the grave-below marks, class 220 < 230, do not block it): á (95), 128 x U+0316 (96), 127 x U+0301
+  // (97), as Python's unicodedata.normalize("NFC", ...) gives.
+  std::vector<int> expected(1, 95);
+  expected.insert(expected.end(), 128, 96);
+  expected.insert(expected.end(), 127, 97);
+  EXPECT_EQ(t.encode(alternatingMarks(128), false), expected);
+}
+
+TEST(TokenizerBombs, LongRunOfCombiningMarksIsRefusedBeforeStripAccents) {
+  // BertNormalizer's strip_accents is NFD (canonical reordering) then every Mn dropped: the same 2 MB run,
+  // refused at the same byte (clean_text and the CJK spacing leave "a" and the marks as they are).
+  json f = file(charModel());
+  f["normalizer"] = {{"type", "BertNormalizer"}, {"lowercase", true}, {"strip_accents", true}};
+  const model::Tokenizer t = make(f);
+  expectRefusedWithin([&] { t.encode(alternatingMarks(500000)); },
+                      {"tok/tokenizer.json: normalizer (BertNormalizer)", "runs of at most 256", "byte 513"}, 2.0);
+  // Within the limit every mark is stripped: "A" + 256 marks is "a".
+  std::string within = alternatingMarks(128);
+  within[0] = 'A';
+  EXPECT_EQ(t.encode(within, false), (std::vector<int>{'a' - 32}));
+}
+
+TEST(TokenizerBombs, CombiningRunsAreCountedInTheirDecompositions) {
+  // U+0F73 (3 bytes) is a starter (class 0) that decomposes to U+0F71 U+0F72 (classes 129, 130): 200 of them
+  // are a run of 400 marks. The 129th brings it to 257, at byte 1 + 3 x 128 = 385.
+  json f = file(charModel());
+  f["normalizer"] = {{"type", "NFD"}};
+  std::string text = "a";
+  for (int i = 0; i < 200; ++i) text += "\u0F73";
+  expectRefusedWithin([&] { make(f).encode(text); }, {"normalizer (NFD)", "256", "byte 385"}, 2.0);
+  // A starter between them ends each run: "\u0F73a" x 200 is within it (NFD then the ids: a starter's 2 marks
+  // are unknown characters here, so only count the "a"s).
+  text.clear();
+  for (int i = 0; i < 200; ++i) text += "\u0F73a";
+  const std::vector<int> ids = make(f).encode(text, false);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), 'a' - 32), 200);
+}
+
+// [SECTION] WordPiece's longest match
+
+json wordPiece(const std::vector<std::string>& vocab_list, long long max_chars) {
+  json vocab = json::object();
+  for (const std::string& v : vocab_list) vocab[v] = static_cast<int>(vocab.size());
+  return {{"type", "WordPiece"}, {"unk_token", "[UNK]"}, {"continuing_subword_prefix", "##"},
+          {"max_input_chars_per_word", max_chars}, {"vocab", vocab}};
+}
+
+TEST(TokenizerBombs, WordPieceTokenPastTheLimitIsRefused) {
+  // Trust round 4: a 1 MB word with max_input_chars_per_word 10^12 took past 60 s: each start looked up every
+  // candidate end up to the longest token (here 10^6 bytes), each lookup hashing it. A token past 256 bytes
+  // is refused at load, naming it.
+  const std::string huge(1000000, 'a');
+  expectRefusedWithin([&] { make(file(wordPiece({"[UNK]", "a", "##a", huge}, 1'000'000'000'000))); },
+                      {"tok/tokenizer.json: model.vocab['aaaa", "expected WordPiece tokens of at most 256 bytes",
+                       "got 1000000 bytes"},
+                      2.0);
+}
+
+TEST(TokenizerBombs, WordPieceLongestMatchOnAMegabyteWord) {
+  // Tokens at the limit (256 bytes) that fail on their last byte: from each start the search walks 254 bytes
+  // of "a"s and finds only "a" / "##a". 10^6 "a"s are "a" (1) then 999999 x "##a" (2).
+  const std::string first = std::string(255, 'a') + "b", next = "##" + std::string(253, 'a') + "b";
+  ASSERT_EQ(first.size(), 256u);
+  ASSERT_EQ(next.size(), 256u);
+  const model::Tokenizer t = make(file(wordPiece({"[UNK]", "a", "##a", first, next}, 1'000'000'000'000)));
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<int> ids = t.encode(std::string(1000000, 'a'), false);
+  EXPECT_LT(seconds(start), 2.0);
+  ASSERT_EQ(ids.size(), 1000000u);
+  EXPECT_EQ(ids[0], 1);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), 2), 999999);
+  // The long tokens still match where the word holds them: "a" x 255 + "b" is one token (3); then "##" + "a" x
+  // 253 + "b" after it (4); a "b" no piece continues makes the whole word [UNK] (0).
+  EXPECT_EQ(t.encode(first + std::string(253, 'a') + "b", false), (std::vector<int>{3, 4}));
+  EXPECT_EQ(t.encode(first + "b", false), (std::vector<int>{0}));
+  EXPECT_EQ(t.encode("aab", false), (std::vector<int>{0}));
+  EXPECT_EQ(t.encode("aaa", false), (std::vector<int>{1, 2, 2}));
+}
+
 // [SECTION] regexes that backtrack
 
 TEST(TokenizerBombs, CatastrophicSplitRegexIsRefusedNamingThePattern) {

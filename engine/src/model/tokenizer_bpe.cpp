@@ -1,6 +1,7 @@
 // The BPE model as `tokenizers`' models/bpe (model.rs merge_word, word.rs merge_all): a word's characters to
 // ids (continuing_subword_prefix, end_of_word_suffix, byte_fallback's <0xHH> tokens, unk_token, fuse_unk),
 // then merges applied lowest rank first, leftmost first among equal ranks, until none applies.
+#include <algorithm>
 #include <queue>
 
 #include "model/tokenizer_spec.h"
@@ -28,30 +29,55 @@ std::uint64_t pairKey(int a, int b) {
 
 }  // namespace
 
+std::uint32_t BpeModel::trieChild(std::uint32_t node, unsigned char byte) const {
+  const auto& edges = trie[node].next;
+  const auto it =
+      std::lower_bound(edges.begin(), edges.end(), byte,
+                       [](const std::pair<unsigned char, std::uint32_t>& e, unsigned char b) { return e.first < b; });
+  return it != edges.end() && it->first == byte ? it->second : 0;
+}
+
+void BpeModel::buildWordPieceTrie() {
+  trie.assign(2, TrieNode{});
+  const std::string prefix = continuing_subword_prefix ? *continuing_subword_prefix : std::string();
+  const auto insert = [&](std::uint32_t node, const std::string& token, std::size_t from, int id) {
+    for (std::size_t i = from; i < token.size(); ++i) {
+      const auto byte = static_cast<unsigned char>(token[i]);
+      std::uint32_t next = trieChild(node, byte);
+      if (next == 0) {
+        next = static_cast<std::uint32_t>(trie.size());
+        trie.emplace_back();
+        auto& edges = trie[node].next;
+        edges.insert(std::lower_bound(edges.begin(), edges.end(), std::make_pair(byte, std::uint32_t{0})),
+                     {byte, next});
+      }
+      node = next;
+    }
+    if (from < token.size()) trie[node].id = id;  // the prefix alone is never looked up
+  };
+  for (const auto& [token, id] : vocab) {
+    insert(0, token, 0, id);
+    if (token.compare(0, prefix.size(), prefix) == 0) insert(1, token, prefix.size(), id);
+  }
+}
+
 void BpeModel::tokenize(const std::string& word, std::vector<int>& out) const {
   if (word.empty()) return;
   if (wordpiece) {  // wordpiece/mod.rs tokenize
     std::size_t chars = 0;
     for (std::size_t i = 0; i < word.size(); i += utf8Length(static_cast<unsigned char>(word[i]))) ++chars;
     const std::size_t before = out.size();
-    const std::string& prefix = continuing_subword_prefix ? *continuing_subword_prefix : std::string();
-    std::string sub;
     for (std::size_t start = 0; chars <= max_input_chars_per_word && start < word.size();) {
-      // The longest piece from `start` in the vocabulary: end steps back a character at a time (from the
-      // longest a token can be, which is where tokenizers' search would first find one).
+      // The longest piece from `start` in the vocabulary (with the prefix after the first): the last token
+      // met walking down the trie that ends at a character's end, as tokenizers' search from the word's end.
+      std::uint32_t node = start == 0 ? 0 : 1;
       std::size_t end = start;
-      for (std::size_t i = start; i < word.size() && i - start < longest_token;)
-        i += utf8Length(static_cast<unsigned char>(word[i])), end = i;
       int found = -1;
-      while (end > start) {
-        sub.assign(start > 0 ? prefix : std::string());
-        sub.append(word, start, end - start);
-        if (const auto it = vocab.find(sub); it != vocab.end()) {
-          found = it->second;
-          break;
-        }
-        do --end;
-        while (end > start && (static_cast<unsigned char>(word[end]) & 0xC0) == 0x80);
+      for (std::size_t i = start; i < word.size(); ++i) {
+        node = trieChild(node, static_cast<unsigned char>(word[i]));
+        if (node == 0) break;
+        const bool char_end = i + 1 == word.size() || (static_cast<unsigned char>(word[i + 1]) & 0xC0) != 0x80;
+        if (trie[node].id >= 0 && char_end) found = trie[node].id, end = i + 1;
       }
       if (found < 0) {  // a part no piece matches: the whole word is unk
         out.resize(before);

@@ -74,9 +74,47 @@ void checkUtf8(const std::string& text, const std::string& field) {
   }
 }
 
+void checkCombiningRuns(const std::string& text, const std::string& where) {
+  UErrorCode status = U_ZERO_ERROR;
+  const icu::Normalizer2* nfkd = icu::Normalizer2::getNFKDInstance(status);
+  if (U_FAILURE(status)) throw InputError(where, "ICU's NFKD data", u_errorName(status));
+  icu::UnicodeString decomposition;
+  std::size_t run = 0;  // non-starters since the last starter
+  const auto count = [&](UChar32 c, std::size_t at) {
+    run = u_getCombiningClass(c) == 0 ? 0 : run + 1;
+    if (run > kMaxCombiningRun)
+      throw InputError(where,
+                       "runs of at most " + std::to_string(kMaxCombiningRun) +
+                           " combining marks (non-starters, counted in NFKD; canonical reordering costs the square "
+                           "of a run)",
+                       "a longer run at byte " + std::to_string(at));
+  };
+  for (std::size_t i = 0; i < text.size(); i += utf8Length(static_cast<unsigned char>(text[i]))) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    if (b < 0x80) {  // ASCII: a starter with no decomposition
+      run = 0;
+      continue;
+    }
+    const auto c = static_cast<UChar32>(codePointAt(text, i));
+    if (!nfkd->getDecomposition(c, decomposition)) {
+      count(c, i);
+      continue;
+    }
+    for (int32_t k = 0; k < decomposition.length();) {
+      const UChar32 d = decomposition.char32At(k);
+      count(d, i);
+      k += U16_LENGTH(d);
+    }
+  }
+}
+
 namespace {
 
-std::string icuNormalize(const icu::Normalizer2* (*instance)(UErrorCode&), const std::string& text) {
+// Refuses a run of marks past kMaxCombiningRun first: ICU sorts a run by insertion (a million marks of
+// alternating classes took minutes).
+std::string icuNormalize(const icu::Normalizer2* (*instance)(UErrorCode&), const std::string& text,
+                         const std::string& where) {
+  checkCombiningRuns(text, where);
   UErrorCode status = U_ZERO_ERROR;
   const icu::Normalizer2* n = instance(status);
   const icu::UnicodeString in = icu::UnicodeString::fromUTF8(text);
@@ -205,7 +243,7 @@ std::string bertNormalize(const Normalizer& n, const std::string& text) {
     }
   }
   if (n.strip_accents) {  // NFD, then every non-spacing mark (Mn) dropped
-    const std::string nfd = icuNormalize(&icu::Normalizer2::getNFDInstance, s);
+    const std::string nfd = icuNormalize(&icu::Normalizer2::getNFDInstance, s, n.where + " (BertNormalizer)");
     s.clear();
     for (std::size_t i = 0; i < nfd.size(); i += utf8Length(static_cast<unsigned char>(nfd[i]))) {
       const char32_t c = codePointAt(nfd, i);
@@ -235,7 +273,7 @@ std::string normalizeWithin(const Normalizer& n, const std::string& text, std::s
                             : n.kind == Normalizer::Kind::NFKC ? &icu::Normalizer2::getNFKCInstance
                             : n.kind == Normalizer::Kind::NFD  ? &icu::Normalizer2::getNFDInstance
                                                                : &icu::Normalizer2::getNFKDInstance;
-      std::string out = icuNormalize(instance, text);
+      std::string out = icuNormalize(instance, text, where);
       checkGrowth(where, origin, out.size());
       return out;
     }

@@ -91,11 +91,26 @@ struct BpeModel {
   // part no piece matches is unk as a whole. The vocab and unk_id as BPE's; no merges.
   bool wordpiece = false;
   std::size_t max_input_chars_per_word = 100;
-  std::size_t longest_token = 0;  // bytes: no longer substring is looked up (a long word costs O(n x this))
+  // WordPiece's vocabulary as a byte trie with two roots: every token is spelled from node 0, the tokens that
+  // start with continuing_subword_prefix are spelled without it from node 1. The longest match from a position
+  // is one walk down it, which stops where no token goes on: a word costs O(bytes x the longest token), never a
+  // lookup of each candidate end (a 1 MB token made that O(bytes x its length squared)).
+  struct TrieNode {
+    std::vector<std::pair<unsigned char, std::uint32_t>> next;  // sorted by byte
+    int id = -1;
+  };
+  std::vector<TrieNode> trie;
+  void buildWordPieceTrie();
+  std::uint32_t trieChild(std::uint32_t node, unsigned char byte) const;  // 0 where none (no node points to a root)
 
   // One pre-tokenized word's ids, appended to `out` (model.rs tokenize: ignore_merges, merge_word, merge_all).
   void tokenize(const std::string& word, std::vector<int>& out) const;
 };
+
+// The longest token a WordPiece vocabulary may hold: the longest-match search walks up to this many bytes from
+// each piece's start, so 1 MB of text costs at most 256 M steps. Real vocabularies stay far below (BERT's
+// longest entries are about 20 bytes; multilingual ones under 100).
+constexpr std::size_t kMaxWordPieceTokenBytes = 256;
 
 struct AddedToken {
   int id = 0;
@@ -196,6 +211,16 @@ std::string byteLevelMap(const std::string& text);                      // bytes
 // no first-token rule, byte-fallback and byte-level bytes kept raw).
 std::vector<std::string> decodeChain(const Decoder& d, std::vector<std::string> tokens,
                                      bool alone);  // tokenizer_decode.cpp
+
+// The longest run of combining marks (non-starters: canonical combining class not 0, each character counted
+// as its NFKD decomposition) a Unicode normalization (NFC, NFKC, NFD, NFKD, BertNormalizer's strip_accents)
+// accepts. ICU puts a run in canonical order by insertion, which costs the square of its length: a million
+// marks of alternating classes took minutes. Unicode's Stream-Safe Text Format (UAX #15) caps a run at 30;
+// real text stays far below (Vietnamese stacks 2, Tibetan a handful). 2 MB of runs of 256 alternating marks
+// took 0.19 s through NFC, check included.
+constexpr std::size_t kMaxCombiningRun = 256;
+// InputError naming `where` at the first run longer than kMaxCombiningRun (tokenizer_normalize.cpp).
+void checkCombiningRuns(const std::string& text, const std::string& where);
 
 // UTF-8 helpers (tokenizer_normalize.cpp).
 std::size_t utf8Length(unsigned char lead);  // 1..4 for a lead byte of valid UTF-8
