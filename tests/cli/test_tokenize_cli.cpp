@@ -162,7 +162,7 @@ TEST(TokenizeCli, HostileFiles) {
   expectFileRefused(j.dump(), {"post_processor.cls: expected an array, got null"});
   j = smallTokenizer();
   j["post_processor"]["special_tokens"]["<s>"]["ids"] = {99};
-  expectFileRefused(j.dump(), {"post_processor.special_tokens.<s>.ids[0]: expected an id with a token"});
+  expectFileRefused(j.dump(), {"post_processor.special_tokens['<s>'].ids[0]: expected an id with a token"});
   j = smallTokenizer();
   j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "(unclosed"}}}, {"behavior", "Isolated"}};
   expectFileRefused(j.dump(), {"pre_tokenizer.pattern.Regex: expected a regex Oniguruma accepts"});
@@ -181,6 +181,51 @@ TEST(TokenizeCli, HostileFiles) {
   j = smallTokenizer();
   j["added_tokens"][0]["lstrip"] = "yes";
   expectFileRefused(j.dump(), {"added_tokens[0].lstrip: expected true or false, got string \"yes\""});
+}
+
+// Trust round 4: templates naming what is not there. Each crashed (SIGSEGV: the message's JSON path read a
+// Node that was gone); now each is refused at load with the path and the token.
+TEST(TokenizeCli, HostilePostProcessors) {
+  const json cls = {{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}};
+  const json sep = {{"SpecialToken", {{"id", "[SEP]"}, {"type_id", 0}}}};
+  const json seq_a = {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}, seq_b = {{"Sequence", {{"id", "B"}, {"type_id", 1}}}};
+  // `single` names [SEP], which special_tokens lacks.
+  json j = smallTokenizer();
+  j["post_processor"]["single"] = json::array({cls, seq_a, sep});
+  expectFileRefused(j.dump(), {"post_processor.single[2].SpecialToken.id: expected a token named in special_tokens, "
+                               "got '[SEP]', which is not"});
+  // `pair` names it (attnscope encodes one sequence, but the file is checked whole, as tokenizers does).
+  j = smallTokenizer();
+  j["post_processor"]["pair"] = json::array({cls, seq_a, seq_b, sep});
+  expectFileRefused(j.dump(), {"post_processor.pair[3].SpecialToken.id: expected a token named in special_tokens, "
+                               "got '[SEP]', which is not"});
+  // A special_tokens entry whose id has no token (ids run 0..6 here), whether or not a template uses it.
+  j = smallTokenizer();
+  j["post_processor"]["special_tokens"]["[MASK]"] = {{"id", "[MASK]"}, {"ids", {103}}, {"tokens", {"[MASK]"}}};
+  expectFileRefused(j.dump(), {"post_processor.special_tokens['[MASK]'].ids[0]: expected an id with a token "
+                               "(model.vocab or added_tokens), got 103 for '[MASK]', which has no token"});
+  // ...or with no id at all for its token.
+  j["post_processor"]["special_tokens"]["[MASK]"]["ids"] = json::array();
+  expectFileRefused(j.dump(), {"post_processor.special_tokens['[MASK]'].tokens: expected 0 tokens, one for each of "
+                               "ids, got 1"});
+  // `single` holding the second sequence.
+  j = smallTokenizer();
+  j["post_processor"]["single"] = json::array({cls, seq_a, seq_b});
+  expectFileRefused(j.dump(), {"post_processor.single[2].Sequence.id: expected \"A\" (the one sequence of `single`), "
+                               "got 'B'"});
+  // A Sequence post-processor holding such a template.
+  j = smallTokenizer();
+  json bad = j["post_processor"];
+  bad["single"] = json::array({cls, seq_a, sep});
+  j["post_processor"] = {{"type", "Sequence"}, {"processors", json::array({{{"type", "ByteLevel"}}, bad})}};
+  expectFileRefused(j.dump(), {"post_processor.processors[1].single[2].SpecialToken.id", "'[SEP]'"});
+  // The well-formed pair template of a BERT file is accepted: "hi" is <s> then "hi" (id 4).
+  j = smallTokenizer();
+  j["post_processor"]["pair"] = json::array({cls, seq_a, seq_b});
+  const std::string dir = writeTokenizer(j.dump());
+  const model_test::CommandRun r = attnscope("tokenize '" + dir + "' --text 'hi'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["ids"], json::parse("[6, 4]"));
 }
 
 TEST(TokenizeCli, BadUsageAndText) {

@@ -227,10 +227,60 @@ int knownId(const Node& id, const Spec& spec) {
   return static_cast<int>(v);
 }
 
-std::vector<int> knownIds(const Node& n, const Spec& spec) {
-  std::vector<int> ids;
-  for (std::size_t i = 0; i < n.size(); ++i) ids.push_back(knownId(n.at(i), spec));
-  return ids;
+// TemplateProcessing's special_tokens: each entry {"id": name, "ids": [...], "tokens": [...]} checked whether
+// a template uses it or not (tokenizers refuses ids and tokens of different lengths), each id in the vocabulary.
+std::unordered_map<std::string, std::vector<int>> specialTokens(const Node& specials, const Spec& spec) {
+  if (!specials.j.is_object()) specials.fail("an object of special tokens");
+  std::unordered_map<std::string, std::vector<int>> out;
+  for (auto it = specials.j.begin(); it != specials.j.end(); ++it) {
+    const Node entry{it.value(), &specials, it.key(), 0, specials.file, true};
+    const Node ids = entry.at("ids"), tokens = entry.at("tokens");
+    const std::string shown_name = "'" + it.key().substr(0, 40) + "'";
+    if (ids.size() != tokens.size())
+      tokens.fail(std::to_string(ids.size()) + " tokens, one for each of ids", std::to_string(tokens.size()));
+    std::vector<int>& list = out[it.key()];
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      const Node id = ids.at(i);
+      const long long v = id.integer(0, kMaxId);
+      if (v >= static_cast<long long>(spec.id_to_token.size()) || spec.id_to_token[static_cast<std::size_t>(v)].empty())
+        id.fail("an id with a token (model.vocab or added_tokens)",
+                std::to_string(v) + " for " + shown_name + ", which has no token");
+      list.push_back(static_cast<int>(v));
+    }
+  }
+  return out;
+}
+
+// A template (`single` or `pair`): its items, each a sequence ($A, and $B in `pair`) or a special token that
+// special_tokens lists. Every Node is a named local: a Node's path reads its parents, so none may be a
+// temporary that is gone before a message is written.
+std::vector<PostProcessor::Item> templateItems(const Node& list, bool pair,
+                                               const std::unordered_map<std::string, std::vector<int>>& specials) {
+  std::vector<PostProcessor::Item> out;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const Node item = list.at(i);
+    PostProcessor::Item piece;
+    if (item.has("Sequence")) {
+      const Node sequence = item.at("Sequence");
+      const Node id = sequence.at("id");
+      const std::string name = id.str();
+      if (pair ? name != "A" && name != "B" : name != "A")
+        id.fail(pair ? "\"A\" or \"B\"" : "\"A\" (the one sequence of `single`)", "'" + name.substr(0, 40) + "'");
+      piece.is_sequence = true;
+    } else if (item.has("SpecialToken")) {
+      const Node special = item.at("SpecialToken");
+      const Node id = special.at("id");
+      const std::string name = id.str();
+      const auto found = specials.find(name);
+      if (found == specials.end())
+        id.fail("a token named in special_tokens", "'" + name.substr(0, 40) + "', which is not");
+      piece.ids = found->second;
+    } else {
+      item.fail("{\"Sequence\": ...} or {\"SpecialToken\": ...}");
+    }
+    out.push_back(std::move(piece));
+  }
+  return out;
 }
 
 PostProcessor postProcessor(const Node& n, const Spec& spec) {
@@ -243,35 +293,24 @@ PostProcessor postProcessor(const Node& n, const Spec& spec) {
     const auto special = [&](const char* key) {
       const Node pair = n.at(key);
       if (pair.size() != 2) pair.fail("[token, id]");
-      return PostProcessor::Item{false, {knownId(pair.at(1), spec)}};
+      const Node id = pair.at(1);
+      return PostProcessor::Item{false, {knownId(id, spec)}};
     };
     out.single = {special("cls"), {true, {}}, special("sep")};
   }
   if (type == "Sequence") {
     const Node list = n.at("processors");
-    for (std::size_t i = 0; i < list.size(); ++i) out.children.push_back(postProcessor(list.at(i), spec));
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const Node child = list.at(i);
+      out.children.push_back(postProcessor(child, spec));
+    }
   }
   if (type == "TemplateProcessing") {
     out.kind = PostProcessor::Kind::TemplateProcessing;
-    const Node single = n.at("single"), specials = n.at("special_tokens");
-    if (!specials.j.is_object()) specials.fail("an object of special tokens");
-    for (std::size_t i = 0; i < single.size(); ++i) {
-      const Node item = single.at(i);
-      PostProcessor::Item piece;
-      if (item.has("Sequence")) {
-        const Node id = item.at("Sequence").at("id");
-        if (id.str() != "A") id.fail("\"A\" (the one sequence attnscope encodes)");
-        piece.is_sequence = true;
-      } else if (item.has("SpecialToken")) {
-        const Node id = item.at("SpecialToken").at("id");
-        const std::string name = id.str();
-        if (!specials.has(name)) id.fail("a token named in special_tokens", "'" + name + "'");
-        piece.ids = knownIds(specials.at(name).at("ids"), spec);
-      } else {
-        item.fail("{\"Sequence\": ...} or {\"SpecialToken\": ...}");
-      }
-      out.single.push_back(std::move(piece));
-    }
+    const Node single = n.at("single"), pair = n.at("pair"), special_tokens = n.at("special_tokens");
+    const auto specials = specialTokens(special_tokens, spec);
+    out.single = templateItems(single, false, specials);
+    if (!pair.null()) templateItems(pair, true, specials);  // checked as tokenizers does; attnscope encodes one
   }
   return out;
 }
@@ -369,7 +408,14 @@ void bpeModel(const Node& n, TokenizerJson& parsed, Spec& spec) {
     if (optional_prefix.null()) m.continuing_subword_prefix = "##";
     const Node max_chars = n.at("max_input_chars_per_word");
     m.max_input_chars_per_word = max_chars.null() ? 100 : static_cast<std::size_t>(max_chars.integer(0, 1LL << 40));
-    for (const auto& entry : m.vocab) m.longest_token = std::max(m.longest_token, entry.first.size());
+    for (const auto& entry : m.vocab)
+      if (entry.first.size() > kMaxWordPieceTokenBytes) {
+        const Node token{vocab.j, &vocab, entry.first, 0, n.file, true};
+        token.fail("WordPiece tokens of at most " + std::to_string(kMaxWordPieceTokenBytes) +
+                       " bytes (the longest-match search walks that far from each piece)",
+                   std::to_string(entry.first.size()) + " bytes");
+      }
+    m.buildWordPieceTrie();
   }
   m.byte_fallback = n.at("byte_fallback").boolean(false);
   m.fuse_unk = n.at("fuse_unk").boolean(false);
