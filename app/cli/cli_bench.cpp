@@ -116,7 +116,8 @@ int runBench(Args& args) {
   out["estimated_bytes"] = estimate.total();
   out["weights_bytes"] = static_cast<double>(spec.heads) * spec.n * spec.n * sizeof(float);
   out["peak_rss_bytes"] = peakRssBytes();
-  std::printf("%s\n", out.dump().c_str());
+  // The device's name comes from the driver: invalid UTF-8 is written as U+FFFD.
+  std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
   return 0;
 }
 

@@ -228,7 +228,8 @@ int runModel(Args& args) {
                    ? nlohmann::ordered_json(nullptr)
                    : model::logitAttributionJson(
                          model::logitAttribution(checkpoint, forward, trace_position, static_cast<int>(dla_target)));
-    analysis_file->write(j.dump() + "\n");
+    // The checkpoint folder's name may be any bytes: invalid UTF-8 is written as U+FFFD (as formatJson does).
+    analysis_file->write(j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
   }
   commitAll(files);
 

@@ -144,7 +144,9 @@ int runView(Args& args) {
     a["tokens"] = t.tokens;
     a["local_window"] = window;
     a["head_scores"] = model::headScoresJson(model::modelHeadScores(t.forward, t.tokens, window));
-    analysis_file->write(a.dump() + "\n");
+    // Tokens from a file and the tensor's name in an .npz may be any bytes: invalid UTF-8 is written as U+FFFD
+    // (as formatJson does), never nlohmann's type_error.
+    analysis_file->write(a.dump(-1, ' ', false, ordered_json::error_handler_t::replace) + "\n");
   }
   commitAll(files_out);
   if (!json_file) writeStdout(json);

@@ -279,3 +279,25 @@ TEST(HostileCli, ErrorLinesAreBoundedAndPrintable) {
   expectOneLine(r2, {"merges.txt: line 2: expected two symbols separated by one space, got 'a b c\\x00\\xffqqq",
                      "(100007 bytes)"});
 }
+
+namespace {
+
+// Trust round 4: a checkpoint folder whose name is not UTF-8 made --analysis-out print nlohmann's
+// "[json.exception.type_error.316] invalid UTF-8 byte" and exit. Its name is written with U+FFFD for the byte
+// (as every JSON output writes one), and the rest of the file as usual.
+TEST(HostileCli, CheckpointFolderNotUtf8InTheAnalysis) {
+  const std::string dir = model_test::tempDir() + "/ck\xff";
+  fs::copy(model_test::tinyCheckpoint(), dir);
+  const std::string out = model_test::tempDir() + "/a.json";
+  const model_test::CommandRun r = cli(modelRun(dir, "--analysis-out '" + out + "'"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err.find("json.exception"), std::string::npos) << r.err;
+  const json a = json::parse(model_test::slurp(out));
+  const std::string name = a.at("model").get<std::string>();
+  const std::string tail = "/ck\xEF\xBF\xBD";  // U+FFFD in UTF-8
+  ASSERT_GE(name.size(), tail.size());
+  EXPECT_EQ(name.substr(name.size() - tail.size()), tail);
+  EXPECT_TRUE(a.at("head_scores").is_object());
+}
+
+}  // namespace

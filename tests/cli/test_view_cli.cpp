@@ -136,6 +136,20 @@ TEST(ViewCli, SavedTensorsAreNotCausalAndAreToldFromLayersByContent) {
   EXPECT_EQ(arrays::splitTokenText("a,b c", ','), (std::vector<std::string>{"a", "b c"}));
 }
 
+// Trust round 4: a token file holding a byte that is not UTF-8 made --analysis-out print nlohmann's
+// "[json.exception.type_error.316] invalid UTF-8 byte". The token is written with U+FFFD for the byte.
+TEST(ViewCli, AnalysisOutWithATokenNotUtf8) {
+  const std::string dir = test::tempDir("view_not_utf8");
+  test::writeSafetensors(dir + "/a.safetensors", {{"attentions", madeTensor()}});
+  std::ofstream(dir + "/tokens.txt") << "the\nc\xff" << "t\nsat\non\nit\n";
+  const test::CommandRun r = test::runAttnscope("view '" + dir + "/a.safetensors' --tokens '" + dir + "/tokens.txt' -o '" +
+                                                dir + "/o.json' --analysis-out '" + dir + "/a.json'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err.find("json.exception"), std::string::npos) << r.err;
+  const nlohmann::json a = nlohmann::json::parse(test::slurp(dir + "/a.json"));
+  EXPECT_EQ(a.at("tokens"), nlohmann::json({"the", "c\uFFFDt", "sat", "on", "it"}));
+}
+
 // --grid-out --contrast row: the made tensor's rows hold 0.75 and 0.25 (row max 0.75), so its cells are drawn at
 // 1 (viridis' last entry), 1/3 (entry floor(256 / 3) = 85) and 0 (its first), exactly: 0.25 / 0.75 in float32
 // is 1/3 within 3e-8, far from an entry's edge (85.33). Nothing is masked in a saved tensor.

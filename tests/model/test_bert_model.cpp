@@ -233,6 +233,27 @@ TEST(BertModelHostile, ConfigFields) {
   }
 }
 
+TEST(BertModelHostile, TemplateNamingAnAbsentSpecialToken) {
+  // Trust round 4: tokenizer.json's [CLS] $A [SEP] template with [SEP] missing from special_tokens crashed the
+  // model command (SIGSEGV) and left m.npy's temporary behind; now one line naming the file, the JSON path and
+  // the token, and nothing in the output folder.
+  const std::string dir = model_test::tempDir() + "/ck";
+  fs::copy(checkpoint(""), dir);
+  json t = json::parse(model_test::slurp(dir + "/tokenizer.json"));
+  t["post_processor"]["special_tokens"].erase("[SEP]");
+  model_test::spit(dir + "/tokenizer.json", t.dump());
+  const std::string out_dir = model_test::tempDir() + "/out";
+  fs::create_directories(out_dir);
+  const model_test::CommandRun r = model_test::run(std::string("'") + ATTNSCOPE_BINARY + "' model '" + dir +
+                                                   "' --text 'hello there' --out '" + out_dir + "/m.npy'");
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(lineCount(r.err), 1) << r.err;
+  for (const std::string& n : {dir + "/tokenizer.json: post_processor.single[2].SpecialToken.id",
+                               std::string("expected a token named in special_tokens, got '[SEP]'")})
+    EXPECT_NE(r.err.find(n), std::string::npos) << "'" << n << "' in " << r.err;
+  EXPECT_TRUE(fs::is_empty(out_dir));  // no m.npy, no m.npy.tmp-*
+}
+
 TEST(BertModelHostile, TensorOfTheWrongSize) {
   const std::string dir = checkpoint("--bad-query");  // attention.self.query with 32 rows, not 64
   expectRefused(dir, {dir + "/model.safetensors: tensor 'bert.encoder.layer.0.attention.self.query.weight' shape",
