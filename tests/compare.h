@@ -5,13 +5,12 @@
 
 #include <gtest/gtest.h>
 
-#include "attnscope/types.h"  // first: it includes Eigen with GCC bug 105593 silenced
-
-#include <Eigen/Core>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
+
+#include "attnscope/types.h"  // Eigen, through attnscope/eigen.h
 
 namespace attnscope::test {
 

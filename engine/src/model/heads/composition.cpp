@@ -14,11 +14,10 @@
 // head. Costs for L layers of H heads: factors ~7 L H r^2 d, Gram slabs 2 L H r d^2, pair products
 // 3 (L H)^2 d^2 / 4 multiply-adds; in double (float32's rounding of sums of d^2 / 2 terms would not bound a
 // score's error usefully).
-#include <Eigen/Cholesky>
-#include <Eigen/Eigenvalues>
 #include <algorithm>
 #include <cmath>
 
+#include "attnscope/eigen.h"
 #include "attnscope/error.h"
 #include "attnscope/model/head_finding.h"
 #include "attnscope/scene/scene.h"
