@@ -109,21 +109,36 @@ open(f"{corpus}/npz_two", "wb").write(b"\1" + npz(attn=w.astype("<f4"), input_id
 open(f"{corpus}/npz_one", "wb").write(b"\1" + npz(x=w[0]))
 PY
 
-status=0
+# Each source compiled once (a source several targets share, once for all), $(nproc) at a time, then each target
+# linked from its objects: the same objects whatever the target, as the flags are the same.
+mkdir -p "$out/obj"
+object_of() { local o="${1//\//_}"; echo "$out/obj/${o%.cpp}.o"; }
+declare -A unique=()
+for target in "${targets[@]}"; do for src in ${sources[$target]}; do unique[$src]=1; done; done
+export -f object_of
+export out
+printf '%s\n' "${!unique[@]}" | xargs -P "$(nproc)" -I{} bash -c \
+  'clang++ "$@" -c {} -o "$(object_of {})" || { echo "fuzz: {} did not compile" >&2; exit 255; }' _ "${flags[@]}"
 for target in "${targets[@]}"; do
-  bin="$out/fuzz_$target"
-  # shellcheck disable=SC2086
-  clang++ "${flags[@]}" ${sources[$target]} -licuuc -lonig -o "$bin"
+  objects=()
+  for src in ${sources[$target]}; do objects+=("$(object_of "$src")"); done
+  clang++ "${flags[@]}" "${objects[@]}" -licuuc -lonig -o "$out/fuzz_$target"
   mkdir -p "$out/findings/$target"
+done
+
+# The targets run $(nproc) at a time (each fuzzer is one process on one core), each for its own $seconds.
+run_one() {
+  local target=$1 bin="$out/fuzz_$1"
   echo "fuzz: $target for ${seconds} s" >&2
   if ! UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
       "$bin" -max_total_time="$seconds" -timeout="$per_input" -rss_limit_mb=2048 -max_len=65536 -dict=tests/fuzz/json.dict \
       -artifact_prefix="$out/findings/$target/" "$out/corpus/$target" >"$out/fuzz_$target.log" 2>&1; then
     tail -n 40 "$out/fuzz_$target.log" >&2
     echo "fuzz: $target found a failure (inputs in $out/findings/$target/)" >&2
-    status=1
-  else
-    grep -E "^Done|#[0-9]+.*DONE" "$out/fuzz_$target.log" | tail -n 1 >&2 || true
+    return 1
   fi
-done
-exit $status
+  grep -E "^Done|#[0-9]+.*DONE" "$out/fuzz_$target.log" | tail -n 1 | sed "s/^/fuzz: $target: /" >&2 || true
+}
+export -f run_one
+export seconds per_input
+printf '%s\n' "${targets[@]}" | xargs -P "$(nproc)" -I{} bash -c 'run_one {}'
