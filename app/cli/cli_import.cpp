@@ -17,7 +17,7 @@ namespace attnscope::cli {
 
 namespace {
 
-constexpr const char* kHelp =
+constexpr const char* kImportHelp =
     "usage: attnscope import FILE --layout torch-mha|fused-qkv-002|fused-qkv-003|keras-mha [--heads H]\n"
     "                        (--text T | --tokens A,B,...) [--inputs X.npy] [--mask none|causal] --scene-out S.json\n"
     "  FILE          a state dict as .safetensors or .npz (np.savez; not np.savez_compressed)\n"
@@ -32,7 +32,7 @@ constexpr const char* kHelp =
 
 int runImport(Args& args) {
   if (args.takeFlag("--help") || args.takeFlag("-h")) {
-    std::fputs(kHelp, stdout);
+    std::fputs(kImportHelp, stdout);
     return 0;
   }
   const std::optional<std::string> layout = args.take("--layout");

@@ -14,7 +14,7 @@ namespace attnscope::cli {
 
 namespace {
 
-constexpr const char* kHelp =
+constexpr const char* kTokenizeHelp =
     "usage: attnscope tokenize DIR_OR_FILE (--text TEXT | --text-file FILE) [--no-special] [-o OUT.json]\n"
     "  DIR_OR_FILE   a tokenizer.json, or a folder holding one (with tokenizer_config.json when present), or\n"
     "                a GPT-2 folder holding vocab.json and merges.txt\n"
@@ -39,7 +39,7 @@ model::Tokenizer loadTokenizer(const std::string& path) {
 
 int runTokenize(Args& args) {
   if (args.takeFlag("--help") || args.takeFlag("-h")) {
-    std::fputs(kHelp, stdout);
+    std::fputs(kTokenizeHelp, stdout);
     return 0;
   }
   std::optional<std::string> text = args.take("--text");

@@ -22,7 +22,7 @@ namespace {
 
 using nlohmann::ordered_json;
 
-constexpr const char* kHelp =
+constexpr const char* kViewHelp =
     "usage: attnscope view FILE --tokens TOKENS [--tensor NAME] [--window W] [-o OUT.json]\n"
     "                      [--grid-out GRID.png|.svg] [--layer L] [--contrast fixed|shared|head|row] [--log] [--dpi N]\n"
     "                      [--analysis-out A.json]\n"
@@ -84,7 +84,7 @@ ordered_json tensorAnalysis(const arrays::AttentionTensor& t, int window) {
 
 int runView(Args& args) {
   if (args.takeFlag("--help") || args.takeFlag("-h")) {
-    std::fputs(kHelp, stdout);
+    std::fputs(kViewHelp, stdout);
     std::fputs(contrastHelp(14).c_str(), stdout);
     std::fputs(dpiHelp(14).c_str(), stdout);
     std::fputs("              (--grid-out)\n", stdout);

@@ -120,18 +120,23 @@ void noteInputFile(int fd, const std::string& path) {
 
 // [SECTION] writing
 
-namespace {
-
-constexpr int kMaxLinks = 40;  // as the kernel's own limit on a path's symbolic links
-constexpr std::size_t kTempSuffix = 11;  // ".tmp-" and 6 letters
-
 // Which file an output is: an existing one by device and inode, one not there yet by its folder and name.
+// Outside the anonymous namespace: PendingFile::State (declared in atomic_file.h) holds one.
+namespace detail {
 struct FileKey {
   dev_t dev = 0;
   ino_t ino = 0;
   std::string name;  // empty for an existing file
   bool operator==(const FileKey& o) const { return dev == o.dev && ino == o.ino && name == o.name; }
 };
+}  // namespace detail
+using detail::FileKey;
+
+namespace {
+
+constexpr int kMaxLinks = 40;  // as the kernel's own limit on a path's symbolic links
+constexpr std::size_t kTempSuffix = 11;  // ".tmp-" and 6 letters
+
 
 mode_t processUmask() {
   static const mode_t mask = [] {

@@ -92,7 +92,7 @@ class Comparer {
   bool shapesBad() const { return worst && worst->row < 0; }
 };
 
-std::string number(double v) {
+std::string sixDigits(double v) {
   char text[32];
   std::snprintf(text, sizeof text, "%.6g", v);
   return text;
@@ -220,8 +220,8 @@ std::string CheckMismatch::text() const {
   std::string where = head >= 0 ? "head " + std::to_string(head) : std::string("the output");
   where += ", query row " + std::to_string(row) + ": " + what;
   if (column >= 0) where += (what == "weights" || what == "scores" ? " at key " : " at column ") + std::to_string(column);
-  return where + " is " + number(got) + " where the CPU's is " + number(cpu) + " (error " + number(error) +
-         ", tolerance " + number(tolerance) + ")";
+  return where + " is " + sixDigits(got) + " where the CPU's is " + sixDigits(cpu) + " (error " + sixDigits(error) +
+         ", tolerance " + sixDigits(tolerance) + ")";
 }
 
 }  // namespace attnscope

@@ -21,7 +21,7 @@ struct FamilyNames {
   StageNames stages;
 };
 
-const FamilyNames kGpt2 = {
+const FamilyNames kGpt2Names = {
     {"", "transformer."}, "wte", "wpe", "ln_f", "h.",
     "ln_1", "ln_2", nullptr, nullptr, nullptr, "attn.c_attn", nullptr, nullptr, "attn.c_proj", nullptr, "mlp.c_fc",
     "mlp.c_proj", nullptr,
@@ -29,7 +29,7 @@ const FamilyNames kGpt2 = {
     {"the embedding (wte + wpe)", "ln_1", "attention c_attn (q, k, v)", "attention c_proj + residual", "ln_2",
      "mlp c_fc + gelu", "mlp c_proj + residual", "ln_f"}};
 
-const FamilyNames kLlama = {
+const FamilyNames kLlamaNames = {
     {"model."}, "embed_tokens", nullptr, "norm", "layers.",
     "input_layernorm", "post_attention_layernorm", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
     nullptr, "self_attn.q_norm", "self_attn.k_norm", "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj",
@@ -39,7 +39,7 @@ const FamilyNames kLlama = {
     {"the embedding (embed_tokens)", "input_layernorm", "attention q, k, v (after RoPE)", "attention o_proj + residual",
      "post_attention_layernorm", "mlp gate/up + silu", "mlp down_proj + residual", "the final norm"}};
 
-const FamilyNames kNeox = {
+const FamilyNames kNeoxNames = {
     {"gpt_neox.", ""}, "embed_in", nullptr, "final_layer_norm", "layers.",
     "input_layernorm", "post_attention_layernorm", nullptr, nullptr, nullptr, "attention.query_key_value", nullptr,
     nullptr, "attention.dense", nullptr, "mlp.dense_h_to_4h", "mlp.dense_4h_to_h", "embed_out.weight",
@@ -52,7 +52,7 @@ const FamilyNames kNeox = {
 // --- Gemma: GemmaForCausalLM as Llama's names; Gemma 2/3's pre_feedforward_layernorm is the MLP's input norm (their
 // post_attention_layernorm and post_feedforward_layernorm are the sandwich norms, expectedTensors' Gemma block).
 // gemma3's text model is language_model.model. (transformers < 4.52) or model.language_model. (later).
-const FamilyNames kGemma = {
+const FamilyNames kGemmaNames = {
     {"model."}, "embed_tokens", nullptr, "norm", "layers.",
     "input_layernorm", "post_attention_layernorm", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
     nullptr, "self_attn.q_norm", "self_attn.k_norm", "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj",
@@ -62,7 +62,7 @@ const FamilyNames kGemma = {
     {"the embedding (embed_tokens x sqrt(hidden_size))", "input_layernorm", "attention q, k, v (after RoPE)",
      "attention o_proj + residual", "post_attention_layernorm", "mlp gate/up + gelu", "mlp down_proj + residual",
      "the final norm"}};
-const FamilyNames kGemma2 = {
+const FamilyNames kGemma2Names = {
     {"model.", "language_model.model.", "model.language_model."}, "embed_tokens", nullptr, "norm", "layers.",
     "input_layernorm", "pre_feedforward_layernorm", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
     nullptr, "self_attn.q_norm", "self_attn.k_norm", "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj",
@@ -80,17 +80,17 @@ FamilyNames withNames(FamilyNames f, const char* qkv, const char* up, const char
   f.qkv = qkv, f.up = up, f.norm1 = norm1, f.norm2 = norm2, f.stages = std::move(stages);
   return f;
 }
-const FamilyNames kPhi3 = withNames(
-    kLlama, "self_attn.qkv_proj", "mlp.gate_up_proj", "input_layernorm", "post_attention_layernorm",
+const FamilyNames kPhi3Names = withNames(
+    kLlamaNames, "self_attn.qkv_proj", "mlp.gate_up_proj", "input_layernorm", "post_attention_layernorm",
     {"the embedding (embed_tokens)", "input_layernorm", "attention qkv_proj (after RoPE)", "attention o_proj + residual",
      "post_attention_layernorm", "mlp gate_up_proj + silu", "mlp down_proj + residual", "the final norm"});
-const FamilyNames kOlmo2 = withNames(
-    kLlama, nullptr, "mlp.up_proj", "post_attention_layernorm", "post_feedforward_layernorm",
+const FamilyNames kOlmo2Names = withNames(
+    kLlamaNames, nullptr, "mlp.up_proj", "post_attention_layernorm", "post_feedforward_layernorm",
     {"the embedding (embed_tokens)", "the layer input", "attention q, k, v (q_norm, k_norm, after RoPE)",
      "attention o_proj, post_attention_layernorm + residual", "the MLP input", "mlp gate/up + silu",
      "mlp down_proj, post_feedforward_layernorm + residual", "the final norm"});
-const FamilyNames kMixtral = withNames(
-    kLlama, nullptr, "mlp.up_proj", "input_layernorm", "post_attention_layernorm",
+const FamilyNames kMixtralNames = withNames(
+    kLlamaNames, nullptr, "mlp.up_proj", "input_layernorm", "post_attention_layernorm",
     {"the embedding (embed_tokens)", "input_layernorm", "attention q, k, v (after RoPE)", "attention o_proj + residual",
      "post_attention_layernorm", "block_sparse_moe experts w1/w3 + silu", "block_sparse_moe w2, routed + residual",
      "the final norm"});
@@ -108,24 +108,24 @@ const FamilyNames kMixtral = withNames(
    {"the embedding (word + position + token type)", "the layer's input", "attention query, key, value",             \
     "attention output.dense + residual", "attention.output.LayerNorm", "intermediate.dense + gelu",                 \
     "output.dense + residual", "output.LayerNorm"}}
-const FamilyNames kBert = ATTNSCOPE_ENCODER_NAMES("bert.");
-const FamilyNames kRoberta = ATTNSCOPE_ENCODER_NAMES("roberta.");
+const FamilyNames kBertNames = ATTNSCOPE_ENCODER_NAMES("bert.");
+const FamilyNames kRobertaNames = ATTNSCOPE_ENCODER_NAMES("roberta.");
 #undef ATTNSCOPE_ENCODER_NAMES
 
 const FamilyNames& namesOf(const Architecture& a) {
-  if (a.model_type == "gemma") return kGemma;                                  // Gemma
-  if (a.model_type == "gemma2" || a.model_type == "gemma3_text") return kGemma2;  // Gemma
+  if (a.model_type == "gemma") return kGemmaNames;                                  // Gemma
+  if (a.model_type == "gemma2" || a.model_type == "gemma3_text") return kGemma2Names;  // Gemma
   // --- phimix ---
-  if (a.model_type == "phi3") return kPhi3;
-  if (a.model_type == "olmo2") return kOlmo2;
-  if (a.model_type == "mixtral") return kMixtral;
+  if (a.model_type == "phi3") return kPhi3Names;
+  if (a.model_type == "olmo2") return kOlmo2Names;
+  if (a.model_type == "mixtral") return kMixtralNames;
   // --- end phimix ---
-  if (a.model_type == "gpt2") return kGpt2;
-  if (a.model_type == "bert") return kBert;
-  if (a.model_type == "roberta") return kRoberta;
-  if (a.model_type == "gpt_neox") return kNeox;
+  if (a.model_type == "gpt2") return kGpt2Names;
+  if (a.model_type == "bert") return kBertNames;
+  if (a.model_type == "roberta") return kRobertaNames;
+  if (a.model_type == "gpt_neox") return kNeoxNames;
   if (a.model_type == "llama" || a.model_type == "mistral" || a.model_type == "qwen2" || a.model_type == "qwen3")
-    return kLlama;
+    return kLlamaNames;
   throw std::logic_error("no tensor names for model_type " + a.model_type);  // every described family has some
 }
 

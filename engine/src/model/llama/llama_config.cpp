@@ -14,7 +14,7 @@ namespace attnscope::model {
 
 namespace {
 
-constexpr std::size_t kMaxConfigBytes = std::size_t{1} << 20;  // real ones are under 4 KB
+constexpr std::size_t kMaxLlamaConfigBytes = std::size_t{1} << 20;  // real ones are under 4 KB
 
 // Each layer's window (0: full causal). Mistral: sliding_window for every layer when set. Qwen2 and Qwen3: only
 // with use_sliding_window, on the layers layer_types marks "sliding_attention" (by default those from
@@ -51,7 +51,9 @@ std::vector<int> windows(const nlohmann::json& j, const std::string& path, const
 
 bool isLlamaFamily(const std::string& t) { return t == "llama" || t == "mistral" || t == "qwen2" || t == "qwen3"; }
 
-LlamaConfig loadLlamaConfig(const std::string& path) { return llamaConfigFromJson(readJsonFile(path, kMaxConfigBytes), path); }
+LlamaConfig loadLlamaConfig(const std::string& path) {
+  return llamaConfigFromJson(readJsonFile(path, kMaxLlamaConfigBytes), path);
+}
 
 LlamaConfig llamaConfigFromJson(const nlohmann::json& j, const std::string& path) {
   if (!j.is_object()) throw InputError(path, "a JSON object", describeJson(j));
