@@ -12,6 +12,7 @@
 #include "attnscope/model/gpt2.h"
 #include "attnscope/model/model.h"
 #include "attnscope/model/safetensors.h"
+#include "model/arch/config_fields.h"
 
 namespace attnscope::model {
 
@@ -48,6 +49,7 @@ Gpt2Config gpt2ConfigFromJson(const nlohmann::json& j, const std::string& path) 
   const nlohmann::json& eps = j["layer_norm_epsilon"];
   if (!eps.is_number() || !(eps.get<double>() > 0) || eps.get<double>() > 1)
     throw InputError(path + ": layer_norm_epsilon", "a number in (0, 1]", describeJson(eps));
+  checkFloat32Positive(path + ": layer_norm_epsilon", eps);  // 1e-300 would be an eps of 0
   c.layer_norm_epsilon = eps.get<float>();
   if (j.contains("activation_function")) {
     const nlohmann::json& act = j["activation_function"];

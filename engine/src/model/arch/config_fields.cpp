@@ -26,11 +26,17 @@ int intField(const nlohmann::json& j, const std::string& path, const char* key, 
 }
 
 // A finite number in (0, max]; `fallback` when absent.
+void checkFloat32Positive(const std::string& field, const nlohmann::json& v) {
+  if (static_cast<float>(v.get<double>()) == 0.0f)
+    throw InputError(field, "a positive number representable in float32 (it rounds to 0 there)", describeJson(v));
+}
+
 double positiveNumber(const nlohmann::json& j, const std::string& field, const char* key, double max, double fallback) {
   if (!has(j, key)) return fallback;
   const nlohmann::json& v = j[key];
   if (!v.is_number() || !(v.get<double>() > 0) || !(v.get<double>() <= max))
     throw InputError(field + key, "a number in (0, " + describeJson(nlohmann::json(max)) + "]", describeJson(v));
+  checkFloat32Positive(field + key, v);
   return v.get<double>();
 }
 

@@ -21,6 +21,7 @@ std::optional<double> fraction(const nlohmann::json& j, const std::string& field
   const nlohmann::json& v = j[key];
   if (!v.is_number() || !(v.get<double>() > 0) || !(v.get<double>() <= 1))
     throw InputError(field + key, "a number in (0, 1] (the fraction of each head's dims that rotate)", describeJson(v));
+  checkFloat32Positive(field + key, v);
   return v.get<double>();
 }
 

@@ -29,6 +29,7 @@ double rotaryFactor(const nlohmann::json& j, const std::string& path) {
     const nlohmann::json& v = o["partial_rotary_factor"];
     if (!v.is_number() || !(v.get<double>() > 0) || !(v.get<double>() <= 1))
       throw InputError(field, "a number in (0, 1] (the fraction of each head's dims that rotate)", describeJson(v));
+    checkFloat32Positive(field, v);
     return v.get<double>();
   };
   top = read(j, path + ": partial_rotary_factor");
