@@ -23,7 +23,8 @@ void closeStdout();
 // --contrast fixed|shared|head|row (default fixed) and --log: how a figure colours weights (contrast.h), as the
 // window's colour scale; a bad value is an InputError naming --contrast (cli_export.cpp).
 MapContrast takeContrast(Args& args);
-// --dpi N: a PNG figure's pixels per inch, kMinDpi to kMaxDpi (export.h), kDefaultDpi when absent; and its help.
+// --dpi N: a PNG figure's pixels per inch, kMinDpi to kMaxDpi (export.h), kFitDpi when absent (kDefaultDpi or
+// the largest below it that the figure fits); and its help.
 int takeDpi(Args& args);
 std::string dpiHelp(int column);
 // The two options' lines for a command's --help, their text starting at `column` as the command's others.

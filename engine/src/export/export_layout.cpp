@@ -331,24 +331,49 @@ FigureLayout layoutFigure(const Figure& figure) {
   return layout;
 }
 
+namespace {
+
+// Whether the image of a (width, height) layout at `dpi`, its sides rounded as pngLayout rounds them, keeps
+// within kMaxPngSide and kMaxPngPixels.
+bool pngFits(int width, int height, int dpi) {
+  const double s = dpi / static_cast<double>(kLayoutDpi);
+  const long long w = std::lround(width * s), h = std::lround(height * s);
+  return std::max(w, h) <= kMaxPngSide && w * h <= kMaxPngPixels;
+}
+
+}  // namespace
+
 FigureLayout pngLayout(const Figure& figure) {
   FigureLayout L = layoutFigure(figure);
-  const int dpi = figure.dpi;
-  if (dpi < kMinDpi || dpi > kMaxDpi)
+  int dpi = figure.dpi;
+  if (dpi != kFitDpi && (dpi < kMinDpi || dpi > kMaxDpi))
     throw InputError("--dpi", "an integer from " + std::to_string(kMinDpi) + " to " + std::to_string(kMaxDpi),
                      std::to_string(dpi));
+  const std::string limits =
+      "a PNG stops at " + std::to_string(kMaxPngSide) + " px a side and 8192 x 8192 pixels in all";
+  // The largest dpi whose image keeps within both limits (before the sides' rounding, checked by pngFits).
+  const double fit = std::min({static_cast<double>(kMaxPngSide) / std::max(L.width, L.height),
+                               std::sqrt(static_cast<double>(kMaxPngPixels) / L.width / L.height)});
+  const int largest = static_cast<int>(std::min<double>(kMaxDpi, std::floor(kLayoutDpi * fit)));
+  if (dpi == kFitDpi) {
+    // Nobody asked for a dpi: kDefaultDpi, or the largest below it that fits, down to the layout's own.
+    dpi = std::min(kDefaultDpi, largest);
+    while (dpi >= kLayoutDpi && !pngFits(L.width, L.height, dpi)) --dpi;
+    if (dpi < kLayoutDpi)
+      throw InputError("figure",
+                       "a layout whose PNG fits at " + std::to_string(kLayoutDpi) + " dpi or more (" + limits +
+                           "; fewer panels, or an SVG)",
+                       "a " + std::to_string(L.width) + " x " + std::to_string(L.height) + " px layout of " +
+                           std::to_string(figure.panels.size()) + " panels");
+  }
   if (dpi == kLayoutDpi) return L;
   const double s = dpi / static_cast<double>(kLayoutDpi);
   const auto at = [s](double v) { return static_cast<int>(std::lround(v * s)); };
-  // The largest dpi whose image keeps within both limits (the check below is on the rounded sizes).
-  const double fit = std::min({static_cast<double>(kMaxPngSide) / std::max(L.width, L.height),
-                               std::sqrt(static_cast<double>(kMaxPngPixels) / L.width / L.height)});
   const long long w = at(L.width), h = at(L.height);
-  if (std::max(w, h) > kMaxPngSide || w * h > kMaxPngPixels)
+  if (!pngFits(L.width, L.height, dpi))
     throw InputError("--dpi",
-                     "at most " + std::to_string(static_cast<int>(std::floor(kLayoutDpi * fit))) + " for this " +
-                         std::to_string(L.width) + " x " + std::to_string(L.height) + " px figure (a PNG stops at " +
-                         std::to_string(kMaxPngSide) + " px a side and 8192 x 8192 pixels in all)",
+                     "at most " + std::to_string(largest) + " for this " + std::to_string(L.width) + " x " +
+                         std::to_string(L.height) + " px figure (" + limits + ")",
                      std::to_string(dpi));
   const auto scaleRect = [&](PixelRect& r) {
     const int x1 = at(r.x + r.w), y1 = at(r.y + r.h);

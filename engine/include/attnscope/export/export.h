@@ -21,6 +21,10 @@ enum class SimilarityMetric { Cosine, JensenShannon };
 // kMaxDpi (Figure::dpi, pngLayout in export_layout.h). The command line and the window draw kDefaultDpi, twice
 // the layout's pixels a side, unless told otherwise; the engine's requests default to the layout itself.
 constexpr int kLayoutDpi = 96, kDefaultDpi = 192, kMinDpi = 24, kMaxDpi = 1200;
+// A dpi nobody gave (the command line without --dpi): kDefaultDpi, or the largest dpi below it whose PNG keeps
+// within the image limits (a grid of 64 x 64 heads), never below kLayoutDpi; a figure too large even there is
+// refused as InputError("figure", ...), never "--dpi". A dpi given is drawn as given or refused ("--dpi").
+constexpr int kFitDpi = 0;
 
 struct ExportRequest {
   ExportWhat what = ExportWhat::Heads;

@@ -131,7 +131,8 @@ FigureLayout layoutFigure(const Figure& figure);
 // each map and the colour bar from round(x * s) to round((x + w) * s), each line's pixels [x0, x1] from
 // round(x0 * s) to round((x1 + 1) * s) - 1, text at (x * s, y * s) and size * s. Throws InputError("--dpi", ...)
 // for a dpi outside kMinDpi..kMaxDpi, or one whose image passes kMaxPngSide or kMaxPngPixels (naming the largest
-// dpi the figure allows).
+// dpi the figure allows). figure.dpi kFitDpi (export.h): kDefaultDpi or the largest dpi below it that fits, down
+// to kLayoutDpi (InputError("figure", ...) past that).
 FigureLayout pngLayout(const Figure& figure);
 // The side, in blocks, a long map in a figure of `panels` maps is pooled to, so that layoutFigure gives each
 // block one pixel: 1024 for a lone map, max(96, 2560 / grid columns) in a grid.
