@@ -207,9 +207,9 @@ int runAnalyze(Args& args) {
   ComputeOptions options;
   options.maps = MapPolicy::Auto;
   if (!pitfall.empty() && !keepsMaps(scene, options))
-    throw InputError("--pitfall", "a scene whose maps fit " + std::to_string(mapsLimitBytes() >> 20) +
-                                      " MiB (ATTNSCOPE_MAPS_LIMIT): its output is every head's whole map",
-                     std::to_string(mapBytes(scene, options.keep_scores) >> 20) + " MiB of maps");
+    throw InputError("--pitfall", "a scene whose maps fit " + byteString(mapsLimitBytes()) +
+                                      " (ATTNSCOPE_MAPS_LIMIT): its output is every head's whole map",
+                     byteString(mapBytes(scene, options.keep_scores)) + " of maps");
 
   std::vector<std::string> warnings;
   const std::unique_ptr<Backend> backend = makeBackend(backend_name, 0, warnings);

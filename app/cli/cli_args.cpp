@@ -9,6 +9,7 @@
 #include "attnscope/compute/thread_limit.h"
 #include "attnscope/error.h"
 #include "attnscope/settings.h"
+#include "attnscope/text_bounds.h"
 
 namespace attnscope::cli {
 
@@ -39,7 +40,7 @@ std::string Args::takeChoice(const std::string& name, const std::vector<std::str
     if (c == *value) return c;
     listed += (listed.empty() ? "" : "|") + c;
   }
-  throw InputError(name, "one of " + listed, "'" + *value + "'");
+  throw InputError(name, "one of " + listed, quoteFragment(*value));
 }
 
 long Args::takeInt(const std::string& name, long fallback, long min, long max) {
@@ -49,7 +50,7 @@ long Args::takeInt(const std::string& name, long fallback, long min, long max) {
   errno = 0;
   const long n = std::strtol(value->c_str(), &end, 10);
   const std::string range = "an integer from " + std::to_string(min) + " to " + std::to_string(max);
-  if (value->empty() || *end != '\0' || errno == ERANGE) throw InputError(name, range, "'" + *value + "'");
+  if (value->empty() || *end != '\0' || errno == ERANGE) throw InputError(name, range, quoteFragment(*value));
   if (n < min || n > max) throw InputError(name, range, std::to_string(n));
   return n;
 }
@@ -61,7 +62,7 @@ double Args::takeNumber(const std::string& name, double fallback, double min, do
   const double x = std::strtod(value->c_str(), &end);
   const std::string range = "a number from " + std::to_string(min) + " to " + std::to_string(max);
   if (value->empty() || *end != '\0' || !std::isfinite(x) || x < min || x > max)
-    throw InputError(name, range, "'" + *value + "'");
+    throw InputError(name, range, quoteFragment(*value));
   return x;
 }
 
@@ -76,10 +77,12 @@ bool Args::takeFlag(const std::string& name) {
 
 std::vector<std::string> Args::positionals(std::size_t max) {
   for (const std::string& t : tokens_)
-    if (t.size() > 1 && t[0] == '-') throw InputError(command_, "no option named " + t, "'" + t + "' (see attnscope --help)");
+    if (t.size() > 1 && t[0] == '-')
+      throw InputError(command_, "no option named " + elideLabel(t, kQuotedChars),
+                       quoteFragment(t) + " (see attnscope --help)");
   if (tokens_.size() > max)
     throw InputError(command_, "at most " + std::to_string(max) + " file argument" + (max == 1 ? "" : "s"),
-                     std::to_string(tokens_.size()) + " ('" + tokens_.back() + "')");
+                     std::to_string(tokens_.size()) + " (" + quoteFragment(tokens_.back()) + ")");
   return tokens_;
 }
 

@@ -24,10 +24,10 @@ int runCompute(Args& args) {
   // The full JSON holds every head's scores and weights: past the maps limit nobody wants that file (32k tokens,
   // 8 heads: 68 GB of text), and windows and reductions have their own commands.
   if (!keepsMaps(scene, {.keep_scores = true, .analysis = true, .maps = MapPolicy::Auto}))
-    throw InputError("compute", "a scene whose maps fit " + std::to_string(mapsLimitBytes() >> 20) +
-                                    " MiB for the full JSON (ATTNSCOPE_MAPS_LIMIT); for a longer one use attnscope "
+    throw InputError("compute", "a scene whose maps fit " + byteString(mapsLimitBytes()) +
+                                    " for the full JSON (ATTNSCOPE_MAPS_LIMIT); for a longer one use attnscope "
                                     "export SCENE --what head:N --rows A:B --cols C:D, or attnscope analyze SCENE",
-                     std::to_string(mapBytes(scene, true) >> 20) + " MiB of maps");
+                     byteString(mapBytes(scene, true)) + " of maps");
   // The output's size and path are checked before the work: it streams to the file, but one larger than the
   // memory budget is refused as absurd, and a path that cannot be written fails now, not after the compute.
   checkOutputBudget("compute output", resultJsonBytes(scene));

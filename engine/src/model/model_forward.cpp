@@ -8,6 +8,7 @@
 #include "attnscope/model/gpt2.h"
 #include "attnscope/model/llama.h"
 #include "attnscope/model/model.h"
+#include "attnscope/scene/scene.h"
 #include "model/arch/model_view.h"
 #include "model/forward_shared.h"
 #include "model/arch/stage_timings.h"
@@ -35,8 +36,8 @@ void checkForwardInput(const std::vector<int>& ids, int max_tokens, const char* 
                        std::to_string(ids[i]));
   const std::size_t budget = budget_bytes ? budget_bytes : defaultMemoryBudget();
   if (need_bytes > budget)
-    throw InputError("forward", "at most " + std::to_string(budget >> 20) + " MiB for maps and activations",
-                     std::to_string(need_bytes >> 20) + " MiB for " + std::to_string(n) + " tokens");
+    throw InputError("forward", "at most " + byteString(budget) + " for maps and activations (the memory budget)",
+                     byteString(need_bytes) + " for " + std::to_string(n) + " tokens");
 }
 
 std::size_t gpt2ForwardBytes(const Gpt2Config& c, int n, const ForwardOptions& options) {

@@ -14,6 +14,7 @@
 #include "attnscope/json_file.h"
 #include "attnscope/model/architecture.h"
 #include "attnscope/model/safetensors.h"
+#include "attnscope/scene/scene.h"
 #include "attnscope/text_bounds.h"
 #include "model/arch/stage_timings.h"
 #include "model/arch/tensor_names.h"
@@ -25,7 +26,6 @@ namespace {
 constexpr std::size_t kMaxIndexBytes = std::size_t{64} << 20;  // Llama 3.1 405B's index is about 1 MB
 
 std::string quotedName(const std::string& s) { return quoteFragment(s, 80); }
-std::string sizeText(std::size_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
 bool isFile(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
@@ -152,7 +152,7 @@ Weights loadWeights(const std::string& dir, const Architecture& a, std::size_t b
   const std::size_t need = weightBytes(a);
   if (need > budget)
     throw InputError((weights_file.empty() ? dir : weights_file) + ": weights",
-                     "at most " + sizeText(budget) + " as float32 (the memory budget)", sizeText(need));
+                     "at most " + byteString(budget) + " as float32 (the memory budget)", byteString(need));
   timings.mark("index, dtypes and shapes");
 
   Weights w;
