@@ -143,7 +143,7 @@ std::string contrastHelp(int column) {
 
 int takeDpi(Args& args) {
   const long dpi = args.takeInt("--dpi", 0, kMinDpi, kMaxDpi);  // 0: not given
-  return dpi == 0 ? kDefaultDpi : static_cast<int>(dpi);
+  return dpi == 0 ? kFitDpi : static_cast<int>(dpi);  // not given: the default, lowered to what the figure fits
 }
 
 std::string dpiHelp(int column) {
@@ -151,7 +151,8 @@ std::string dpiHelp(int column) {
   return name + std::string(static_cast<std::size_t>(std::max(1, column - static_cast<int>(name.size()))), ' ') +
          "a PNG figure's pixels per inch, " + std::to_string(kMinDpi) + " to " + std::to_string(kMaxDpi) +
          " (default " + std::to_string(kDefaultDpi) + ": twice the layout's pixels\n" + pad +
-         "a side; 300 for print). An SVG is vector, sized at 96 per inch and sharp at any size\n";
+         "a side, or the largest below it that a large figure's PNG fits, at least 96; 300 for print).\n" + pad +
+         "An SVG is vector, sized at 96 per inch and sharp at any size\n";
 }
 
 MapContrast takeContrast(Args& args) {
@@ -178,7 +179,7 @@ int runExport(Args& args) {
   request.dendrogram = args.takeFlag("--dendrogram");
   request.contrast = takeContrast(args);
   const long dpi_given = args.takeInt("--dpi", 0, kMinDpi, kMaxDpi);  // 0: not given
-  request.dpi = dpi_given != 0 ? static_cast<int>(dpi_given) : kDefaultDpi;
+  request.dpi = dpi_given != 0 ? static_cast<int>(dpi_given) : kFitDpi;
   if (dpi_given != 0 && (request.format == ExportFormat::Csv || request.format == ExportFormat::Npy))
     throw InputError("--dpi", "only with a PNG or SVG figure", request.format == ExportFormat::Csv ? "csv" : "npy");
   const std::optional<std::string> against = args.take("--against");
@@ -230,10 +231,11 @@ int runExport(Args& args) {
   // The kept maps and their weighted copy: refused before the compute where they pass the memory budget.
   if (value_norm)
     checkMemoryBudget("--weighting", "the heads' maps and their value-norm weighted copy", 2 * mapBytes(scene, false));
+  // (heads, n_k), in double and then checked: a norm past float32's range is refused before the compute.
+  const Matrix norms = value_norm ? float32ValueNorms(sceneValueNormsDouble(scene)) : Matrix();
   const Result result = backend->compute(scene, {.keep_scores = false,
                                                  .analysis = request.what == ExportWhat::Similarity,
                                                  .maps = keep ? MapPolicy::Keep : MapPolicy::Auto});
-  const Matrix norms = value_norm ? sceneValueNorms(scene) : Matrix();  // (heads, n_k)
   if (value_norm) request.value_norms = &norms;
   warnings.insert(warnings.end(), result.warnings.begin(), result.warnings.end());
   for (const std::string& w : warnings) std::fprintf(stderr, "attnscope: warning: %s\n", w.c_str());

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "attnscope/analysis/value_norms.h"
 #include "attnscope/atomic_file.h"
 #include "attnscope/error.h"
 #include "attnscope/model/head_finding.h"
@@ -135,10 +136,16 @@ int runModel(Args& args) {
   const model::HeadLayout config = checkpoint.layout();
   if (layer >= config.n_layer)
     throw InputError("--layer", "1 to " + std::to_string(config.n_layer), std::to_string(layer + 1));
+  // A scene holds at most Limits::max_heads heads (validateScene): a wider layer is refused now, by the flag
+  // that asked for it, not after the forward as the scene's own "heads" field.
+  if (scene_out && config.n_head > Limits{}.max_heads)
+    throw InputError("--scene-out", "a layer of at most " + std::to_string(Limits{}.max_heads) +
+                                        " heads (a scene's limit; --grid-out and --out take any)",
+                     std::to_string(config.n_head) + " heads in layer " + std::to_string(layer + 1));
   const std::vector<int> ids =
       repeated > 0 ? model::repeatedRandomTokens(
-                         // ids the tokenizer names (a config's vocab_size may pad past them)
-                         std::min(checkpoint.architecture().vocab_size, checkpoint.tokenizer.vocabSize()),
+                         // ids the tokenizer names (a config's vocab_size may pad past them; a vocabulary may skip)
+                         model::tokenizerIds(checkpoint.tokenizer, checkpoint.architecture().vocab_size),
                          static_cast<int>(repeated), static_cast<std::uint64_t>(seed), checkpoint.maxTokens())
                    : checkpoint.tokenizer.encodeAtMost(*text, static_cast<std::size_t>(checkpoint.maxTokens()));
   if (ids.empty()) throw InputError("--text", "at least one token", "an empty text");
@@ -181,7 +188,10 @@ int runModel(Args& args) {
   model::KeyScales value_norms;
   if (value_norm)
     for (int l = 0; l < config.n_layer; ++l)
-      value_norms.push_back(layer < 0 || l == layer ? model::valueNorms(checkpoint, forward, l) : Matrix());
+      value_norms.push_back(layer < 0 || l == layer
+                                ? float32ValueNorms(model::valueNormsDouble(checkpoint, forward, l),
+                                                    "layer " + std::to_string(l + 1) + ", ")
+                                : Matrix());
   const model::KeyScales* scales = value_norm ? &value_norms : nullptr;
   // Each output streams into its temporary file; the maps never become text in memory.
   if (out_file) {

@@ -66,10 +66,13 @@ std::vector<unsigned> normRevisions(const AppState& state, int heads) {
 }  // namespace
 
 Matrix HeatmapRenderer::workValueNorms(const Scene& scene) {
-  value_norms_ = sceneValueNorms(scene);
-  value_norm_top_ = value_norms_.size() > 0 ? value_norms_.maxCoeff() : 0.0f;
-  return value_norm_top_ > 0 ? Matrix(value_norms_ / value_norm_top_)
-                             : Matrix(Matrix::Zero(value_norms_.rows(), value_norms_.cols()));
+  // The scales are of the double norms: a norm past float32's range (a value row of 3e38s) is inf in
+  // value_norms_, yet norm / largest is a finite number in [0, 1].
+  const Eigen::MatrixXd norms = sceneValueNormsDouble(scene);
+  value_norms_ = norms.cast<float>();
+  const double top = norms.size() > 0 ? norms.maxCoeff() : 0.0;
+  value_norm_top_ = static_cast<float>(top);
+  return top > 0 ? Matrix((norms / top).cast<float>()) : Matrix(Matrix::Zero(norms.rows(), norms.cols()));
 }
 
 HeatmapRenderer::HeatmapRenderer() {

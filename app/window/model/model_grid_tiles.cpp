@@ -9,10 +9,10 @@
 namespace attnscope::app {
 
 Matrix valueNormScales(const model::Model& checkpoint, const model::ForwardResult& forward, int layer) {
-  Matrix scales = model::valueNorms(checkpoint, forward, layer);
-  const float top = scales.size() > 0 ? scales.maxCoeff() : 0.0f;
-  if (top > 0) scales /= top;
-  return scales;
+  // Over the double norms: norm / largest is finite in [0, 1] even where a norm is past float32's range.
+  const Eigen::MatrixXd norms = model::valueNormsDouble(checkpoint, forward, layer);
+  const double top = norms.size() > 0 ? norms.maxCoeff() : 0.0;
+  return top > 0 ? Matrix((norms / top).cast<float>()) : Matrix(norms.cast<float>());
 }
 
 namespace {

@@ -110,10 +110,11 @@ ModelSession::Reply ModelSession::work(const Request& request, Progress& progres
     if (!reply.checkpoint) reply.checkpoint = std::make_shared<const model::Model>(model::loadModel(request.dir));
     // BOS as the tokenizer adds it (Llama's does); refused beyond the positions the model has.
     const model::Model& ck = *reply.checkpoint;
-    // As the CLI's --repeated-random: ids the tokenizer names (a config's vocab_size may pad past them).
+    // As the CLI's --repeated-random: ids the tokenizer names (a config's vocab_size may pad past them; a
+    // vocabulary may skip some).
     const std::vector<int> ids =
         request.repeated > 0
-            ? model::repeatedRandomTokens(std::min(ck.architecture().vocab_size, ck.tokenizer.vocabSize()),
+            ? model::repeatedRandomTokens(model::tokenizerIds(ck.tokenizer, ck.architecture().vocab_size),
                                           request.repeated, static_cast<std::uint64_t>(request.seed), ck.maxTokens())
             : ck.tokenizer.encodeAtMost(request.text, static_cast<std::size_t>(ck.maxTokens()));
     if (request.repeated > 0)

@@ -89,13 +89,23 @@ nlohmann::ordered_json logitAttributionJson(const LogitAttribution& dla);
 // (n_head, n), float32: V in float32 as the forward computes it, ||v W_O^h||^2 = v (W_O^h W_O^h^T) v^T in double
 // (O(n d head_dim) for V per KV head, O(n head_dim^2) per head). Needs a forward with keep_ln1 (InputError
 // "forward.ln1" otherwise); one layer at a time, as a window showing one layer would call it.
+// valueNormsDouble keeps them in double, where a norm past float32's range (3.4e38) stays what it is; an output
+// in float32 takes them through float32ValueNorms (analysis/value_norms.h), which refuses such a norm by name.
 Matrix valueNorms(const Model& model, const ForwardResult& forward, int layer);
+Eigen::MatrixXd valueNormsDouble(const Model& model, const ForwardResult& forward, int layer);
 
 // `length` ids drawn uniformly from [0, vocab_size) by a seeded generator (the same ids for the same seed on
 // every machine), then the same `length` ids again: on the second half an induction head attends to the token
 // after the current token's first occurrence. Refused (InputError "--repeated-random") for length < 1 or a
 // doubled length past max_tokens.
 std::vector<int> repeatedRandomTokens(int vocab_size, int length, std::uint64_t seed, int max_tokens);
+// The same, drawn from `vocabulary` (ids, as tokenizerIds lists them): id vocabulary[r % size] where the above
+// draws r % vocab_size, so a vocabulary of 0 .. V - 1 gives the same ids. InputError("vocabulary") when empty.
+std::vector<int> repeatedRandomTokens(const std::vector<int>& vocabulary, int length, std::uint64_t seed,
+                                      int max_tokens);
+// The ids below `vocab_size` (the config's, which may pad past the tokenizer) that the tokenizer has a token
+// for, in order: a vocabulary with holes (ids it skips) gives only its tokens.
+std::vector<int> tokenizerIds(const Tokenizer& tokenizer, int vocab_size);
 
 // The analysis file's parts (`attnscope model --analysis-out`): {score name: [layer][head], null where a score
 // is undefined}, in headTypeScoreNames()'s order; and {"q", "k", "v": [layer][head][layer][head]}.

@@ -1,6 +1,7 @@
 // Head-type scores over a whole forward, layer by layer: the tokens compared by id, the kept maps read in place
 // or each layer's rows recomputed in blocks from its stats (analysis/analysis_head_types.cpp); and the
 // repeated-random-tokens text that makes induction heads show.
+#include <algorithm>
 #include <random>
 #include <string>
 
@@ -44,24 +45,47 @@ std::vector<std::vector<HeadTypeScores>> modelHeadScores(const ForwardResult& fo
   return scores;
 }
 
-std::vector<int> repeatedRandomTokens(int vocab_size, int length, std::uint64_t seed, int max_tokens) {
+std::vector<int> tokenizerIds(const Tokenizer& tokenizer, int vocab_size) {
+  std::vector<int> ids;
+  const int end = std::min(vocab_size, tokenizer.maxId() + 1);
+  ids.reserve(static_cast<std::size_t>(std::max(0, std::min(end, tokenizer.vocabSize()))));
+  for (int id = 0; id < end; ++id) {
+    try {
+      (void)tokenizer.token(id);  // refuses an id the vocabulary skips
+      ids.push_back(id);
+    } catch (const InputError&) {
+    }
+  }
+  return ids;
+}
+
+std::vector<int> repeatedRandomTokens(const std::vector<int>& vocabulary, int length, std::uint64_t seed,
+                                      int max_tokens) {
   if (length < 1 || static_cast<long long>(length) * 2 > max_tokens)
     throw InputError("--repeated-random", "a length from 1 to " + std::to_string(max_tokens / 2) +
                                               " (twice it must fit the model's " + std::to_string(max_tokens) +
                                               " positions)",
                      std::to_string(length));
-  if (vocab_size < 1) throw InputError("vocab_size", "at least 1", std::to_string(vocab_size));
+  if (vocabulary.empty())
+    throw InputError("vocabulary", "at least one token id to draw (below vocab_size, with a token)", "none");
   // mt19937_64's sequence is fixed by the standard; the draw is by modulo of its raw output (not
   // uniform_int_distribution, whose algorithm differs between standard libraries). The bias is at most
-  // vocab / 2^64.
+  // vocab / 2^64. A vocabulary without holes (0 .. V - 1) draws id r % V.
   std::mt19937_64 generator(seed);
   std::vector<int> ids(static_cast<std::size_t>(length) * 2);
   for (int i = 0; i < length; ++i) {
-    const int id = static_cast<int>(generator() % static_cast<std::uint64_t>(vocab_size));
+    const int id = vocabulary[static_cast<std::size_t>(generator() % vocabulary.size())];
     ids[static_cast<std::size_t>(i)] = id;
     ids[static_cast<std::size_t>(i + length)] = id;
   }
   return ids;
+}
+
+std::vector<int> repeatedRandomTokens(int vocab_size, int length, std::uint64_t seed, int max_tokens) {
+  if (vocab_size < 1) throw InputError("vocab_size", "at least 1", std::to_string(vocab_size));
+  std::vector<int> vocabulary(static_cast<std::size_t>(vocab_size));
+  for (int id = 0; id < vocab_size; ++id) vocabulary[static_cast<std::size_t>(id)] = id;
+  return repeatedRandomTokens(vocabulary, length, seed, max_tokens);
 }
 
 }  // namespace attnscope::model

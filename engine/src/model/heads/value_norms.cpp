@@ -9,7 +9,7 @@
 
 namespace attnscope::model {
 
-Matrix valueNorms(const Model& model, const ForwardResult& forward, int layer) {
+Eigen::MatrixXd valueNormsDouble(const Model& model, const ForwardResult& forward, int layer) {
   const ModelView v = viewOf(model);
   const Architecture& a = v.arch;
   if (layer < 0 || layer >= a.n_layer)
@@ -28,7 +28,7 @@ Matrix valueNorms(const Model& model, const ForwardResult& forward, int layer) {
   if (L.b_qkv && L.b_qkv->size()) values.rowwise() += L.b_qkv->segment(v0, kv_dim);
 
   using MatrixD = Eigen::MatrixXd;
-  Matrix norms(a.n_head, x.rows());
+  MatrixD norms(a.n_head, x.rows());
 #pragma omp parallel for schedule(dynamic, 1)
   for (int h = 0; h < a.n_head; ++h) {
     // Head h's rows of W_O in row-vector form (hd, d): W_O is (d, q_dim), or (q_dim, d) for conv1d.
@@ -36,10 +36,15 @@ Matrix valueNorms(const Model& model, const ForwardResult& forward, int layer) {
                                : MatrixD(L.w_o->middleCols(h * hd, hd).transpose().cast<double>());
     const MatrixD gram = o * o.transpose();  // (hd, hd): ||v O||^2 = v gram v^T
     const MatrixD vd = values.middleCols(a.layout().kvHead(h) * hd, hd).cast<double>();  // (n, hd)
-    // gram is positive semi-definite: a square a hair below 0 is rounding.
-    norms.row(h) = (vd * gram).cwiseProduct(vd).rowwise().sum().cwiseMax(0.0).cwiseSqrt().transpose().cast<float>();
+    // gram is positive semi-definite: a square a hair below 0 is rounding. Float32 inputs keep the squares
+    // within double's range (3.4e38^4 x head_dim^2 x d is far below 1.8e308): a norm past float32's is kept.
+    norms.row(h) = (vd * gram).cwiseProduct(vd).rowwise().sum().cwiseMax(0.0).cwiseSqrt().transpose();
   }
   return norms;
+}
+
+Matrix valueNorms(const Model& model, const ForwardResult& forward, int layer) {
+  return valueNormsDouble(model, forward, layer).cast<float>();
 }
 
 }  // namespace attnscope::model
