@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "attnscope/export/contrast.h"
 #include "cli/cli_args.h"
 
@@ -19,6 +21,11 @@ void writeStdout(std::string_view bytes);
 // Flushes and closes standard output, a command's last act: throws as writeStdout when a write failed, now or
 // before (a printf's error is only kept in the stream's flag).
 void closeStdout();
+
+// A score that may be undefined (a head type's on too short a text), as JSON: the number, or null.
+inline nlohmann::ordered_json optionalJson(const std::optional<double>& x) {
+  return x ? nlohmann::ordered_json(*x) : nlohmann::ordered_json(nullptr);
+}
 
 // --contrast fixed|shared|head|row (default fixed) and --log: how a figure colours weights (contrast.h), as the
 // window's colour scale; a bad value is an InputError naming --contrast (cli_export.cpp).

@@ -40,8 +40,6 @@ void checkRange(const std::string& field, const std::string& what, long value, l
     throw InputError(field, what + " " + std::to_string(first) + " to " + std::to_string(last), std::to_string(value));
 }
 
-ordered_json optionalJson(const std::optional<double>& x) { return x ? ordered_json(*x) : ordered_json(nullptr); }
-
 ordered_json vectorJson(const RowVector& v) {
   ordered_json out = ordered_json::array();
   for (Eigen::Index i = 0; i < v.size(); ++i) out.push_back(floatToJson(v[i]));

@@ -19,7 +19,7 @@ namespace attnscope::cli {
 
 namespace {
 
-constexpr const char* kHelp =
+constexpr const char* kExportHelp =
     "usage: attnscope export SCENE --what head:N|heads|similarity --format "
     "png|svg|csv|npy --out PATH\n"
     "                        [--annotate] [--metric cosine|js] [--backend "
@@ -162,7 +162,7 @@ MapContrast takeContrast(Args& args) {
 
 int runExport(Args& args) {
   if (args.takeFlag("--help") || args.takeFlag("-h")) {
-    std::fputs(kHelp, stdout);
+    std::fputs(kExportHelp, stdout);
     std::fputs(contrastHelp(20).c_str(), stdout);
     std::fputs("                    (head:N and heads; similarity and diff keep their own scales)\n", stdout);
     std::fputs(dpiHelp(20).c_str(), stdout);

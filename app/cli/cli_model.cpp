@@ -21,7 +21,7 @@ namespace attnscope::cli {
 
 namespace {
 
-constexpr const char* kHelp =
+constexpr const char* kModelHelp =
     "usage: attnscope model DIR (--text TEXT | --text-file FILE | --repeated-random L [--seed S]) [--layer L]\n"
     "                       [--out OUT.json|OUT.npy [--weighting weight|value-norm]] [--scene-out LAYER.json]\n"
     "                       [--grid-out GRID.png|.svg]\n"
@@ -78,7 +78,7 @@ std::string extension(const std::string& path) {
 
 int runModel(Args& args) {
   if (args.takeFlag("--help") || args.takeFlag("-h")) {
-    std::fputs(kHelp, stdout);
+    std::fputs(kModelHelp, stdout);
     std::fputs(contrastHelp(18).c_str(), stdout);
     std::fputs(dpiHelp(18).c_str(), stdout);
     std::fputs("                  (--grid-out and --rollout-out)\n", stdout);

@@ -37,8 +37,6 @@ constexpr const char* kViewHelp =
     "              finding heads across the tensor, as `attnscope model --analysis-out` writes it: head_scores\n"
     "              (each head-type score -> [layer][head], null where undefined), tokens compared as text\n";
 
-ordered_json optionalJson(const std::optional<double>& x) { return x ? ordered_json(*x) : ordered_json(nullptr); }
-
 ordered_json matrixJson(const Matrix& m) {
   ordered_json rows = ordered_json::array();
   for (Eigen::Index i = 0; i < m.rows(); ++i) {

@@ -9,6 +9,19 @@
 
 namespace attnscope::app {
 
+// A 2D texture sampled nearest, clamped: one texel is one cell (or pooled block), and the colour map is looked
+// up by index (texelFetch). Bound on return.
+inline GLuint makeNearestTexture() {
+  GLuint texture = 0;
+  glGenTextures(1, &texture);
+  glBindTexture(GL_TEXTURE_2D, texture);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
+  return texture;
+}
+
 // The heatmap shader's contrast uniforms (shaders/heatmap.frag): row normalisation over the texel columns
 // [row_x0, row_x1) of the weights texture (one map's columns), and the log scale. `program` is in use.
 inline void setContrastUniforms(GLuint program, const MapContrast& contrast, int row_x0, int row_x1) {

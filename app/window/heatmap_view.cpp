@@ -28,18 +28,6 @@ namespace attnscope::app {
 
 namespace {
 
-GLuint makeTexture() {
-  GLuint texture = 0;
-  glGenTextures(1, &texture);
-  glBindTexture(GL_TEXTURE_2D, texture);
-  // Nearest: each texel is one cell, and the colour map is looked up by index (texelFetch).
-  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
-  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
-  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
-  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
-  return texture;
-}
-
 // Weights uploaded per frame, at most (past the first head): a result of 8 maps of 1024 x 1024 lands over 4
 // frames instead of stalling one (issue 14: 300-450 ms on llvmpipe); heads not yet uploaded show their previous
 // map, marked stale.
@@ -84,9 +72,9 @@ HeatmapRenderer::HeatmapRenderer() {
   // colour map: 256 x 1 RGBA8, entry i = colorMapTable(Viridis)[i]
   std::vector<unsigned char> rgba;
   for (const Rgb8& c : colorMapTable(ColorMap::Viridis)) rgba.insert(rgba.end(), {c.r, c.g, c.b, 255});
-  colormap_ = makeTexture();
+  colormap_ = makeNearestTexture();
   glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, kColorMapSize, 1, 0, GL_RGBA, GL_UNSIGNED_BYTE, rgba.data());
-  mask_ = makeTexture();
+  mask_ = makeNearestTexture();
 }
 
 HeatmapRenderer::~HeatmapRenderer() {
@@ -208,7 +196,7 @@ void HeatmapRenderer::sync(AppState& state, bool value_norms) {
     glTexImage2D(GL_TEXTURE_2D, 0, GL_R8, scene.nK(), scene.nQ(), 0, GL_RED, GL_UNSIGNED_BYTE, allowed.data());
   }
   while (static_cast<int>(head_textures_.size()) < heads) {
-    head_textures_.push_back(makeTexture());
+    head_textures_.push_back(makeNearestTexture());
     head_revisions_.push_back(~0u);
     head_uploads_.push_back(0);
     rendered_.emplace_back();
@@ -264,7 +252,7 @@ void HeatmapRenderer::sync(AppState& state, bool value_norms) {
 }
 
 void HeatmapRenderer::upload(TiledHead::Texture& texture, const HeatmapTileSource::Landed& landed) {
-  if (!texture.weights) texture.weights = makeTexture(), texture.mask = makeTexture();
+  if (!texture.weights) texture.weights = makeNearestTexture(), texture.mask = makeNearestTexture();
   const Matrix& values = landed.tile.values;  // (rows, cols) row-major: a texture cols wide, rows tall
   const GLsizei cols = static_cast<GLsizei>(values.cols()), rows = static_cast<GLsizei>(values.rows());
   glBindTexture(GL_TEXTURE_2D, texture.weights);
@@ -393,7 +381,7 @@ TileRequest HeatmapRenderer::withKeyScale(TileRequest request) const {
 }
 
 void HeatmapRenderer::startFill(TiledHead::Texture& fill, const TileRequest& request, unsigned revision) {
-  if (!fill.weights) fill.weights = makeTexture(), fill.mask = makeTexture();
+  if (!fill.weights) fill.weights = makeNearestTexture(), fill.mask = makeNearestTexture();
   const bool pooled = request.pooling != Pooling::None;
   fill.request = request;
   if (!pooled) fill.request.out_rows = request.row1 - request.row0, fill.request.out_cols = request.col1 - request.col0;
@@ -494,7 +482,7 @@ void HeatmapRenderer::draw(ImDrawList* list, int head, ImVec2 p0, ImVec2 p1, con
 
 void HeatmapRenderer::render(Rendered& target, const CellView& view, float lo, float hi) {
   if (!target.texture) {
-    target.texture = makeTexture();
+    target.texture = makeNearestTexture();
     glGenFramebuffers(1, &target.framebuffer);
   }
   glBindTexture(GL_TEXTURE_2D, target.texture);

@@ -16,18 +16,6 @@ namespace attnscope::app {
 
 namespace {
 
-GLuint makeTexture() {
-  GLuint texture = 0;
-  glGenTextures(1, &texture);
-  glBindTexture(GL_TEXTURE_2D, texture);
-  // Nearest: one texel is one cell (or block); the colour map is looked up by index.
-  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
-  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
-  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
-  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
-  return texture;
-}
-
 ImTextureID imguiTexture(unsigned texture) { return reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(texture)); }
 
 }  // namespace
@@ -39,12 +27,12 @@ ModelGridRenderer::ModelGridRenderer() {
   glGenVertexArrays(1, &vao_);  // empty: the quad comes from gl_VertexID
   std::vector<unsigned char> rgba;
   for (const Rgb8& c : colorMapTable(ColorMap::Viridis)) rgba.insert(rgba.end(), {c.r, c.g, c.b, 255});
-  colormap_ = makeTexture();
+  colormap_ = makeNearestTexture();
   glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, kColorMapSize, 1, 0, GL_RGBA, GL_UNSIGNED_BYTE, rgba.data());
-  grid_weights_ = makeTexture();
-  grid_mask_ = makeTexture();
-  map_weights_ = makeTexture();
-  map_mask_ = makeTexture();
+  grid_weights_ = makeNearestTexture();
+  grid_mask_ = makeNearestTexture();
+  map_weights_ = makeNearestTexture();
+  map_mask_ = makeNearestTexture();
   glBindTexture(GL_TEXTURE_2D, 0);
 }
 
@@ -61,7 +49,7 @@ ModelGridRenderer::~ModelGridRenderer() {
 
 void ModelGridRenderer::resize(Target& target, int width, int height) {
   if (!target.texture) {
-    target.texture = makeTexture();
+    target.texture = makeNearestTexture();
     glGenFramebuffers(1, &target.framebuffer);
   }
   if (target.width == width && target.height == height) return;
