@@ -3,6 +3,7 @@
 #include "attnscope/model/model_export.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "attnscope/compute/tiles.h"
@@ -54,16 +55,33 @@ Tile weightedTile(const ForwardResult& forward, int l, int h, const KeyScales& s
   return tile;
 }
 
-void poolPanels(const ForwardResult& forward, int first_layer, Figure& f, const KeyScales* scales) {
-  const int n = forward.n, heads = forward.layout.n_head;
-  // The layout reads only the first panel's shape and labels: an untouched placeholder of the maps' shape (past
-  // an image's largest side, of that side standing for the n positions: pooled either way).
+// Where a grid's panels land. The layout reads only the first panel's shape and labels: where the maps are not
+// kept, an untouched placeholder of the maps' shape (past an image's largest side, of that side standing for the
+// n positions: pooled either way).
+FigureLayout placeGrid(Figure& f, int n, bool kept) {
+  if (kept) return layoutFigure(f);
   HeatmapPanel& head0 = f.panels.front();
   const int side = std::min(n, kMaxImageSide);
   head0.values.resize(side, side);  // allocated, never written: no memory touched
   if (side < n) head0.row_positions = head0.col_positions = n;
-  const FigureLayout placed = layoutFigure(f);
+  FigureLayout placed = layoutFigure(f);
   head0.row_positions = head0.col_positions = 0;
+  return placed;
+}
+
+// Every layer's grid is a layer a row; one so tall that even at kLayoutDpi its PNG would pass kMaxPngSide
+// (1000 layers of 4 heads: 465 x 70,070 px) wraps several layers a row instead, about as wide as it is tall.
+void wrapTallGrid(Figure& f, const ForwardResult& forward) {
+  const FigureLayout one = placeGrid(f, forward.n, forward.keepsMaps());
+  if (one.height <= kMaxPngSide) return;
+  const int layers = forward.layout.n_layer;
+  const int per_row = std::min(layers, static_cast<int>(std::ceil(std::sqrt(double(one.height) / one.width))));
+  f.grid_columns = forward.layout.n_head * per_row;
+}
+
+void poolPanels(const ForwardResult& forward, int first_layer, Figure& f, const KeyScales* scales) {
+  const int n = forward.n, heads = forward.layout.n_head;
+  const FigureLayout placed = placeGrid(f, n, false);
   for (std::size_t i = 0; i < f.panels.size(); ++i) {
     HeatmapPanel& p = f.panels[i];
     const int l = first_layer + static_cast<int>(i) / heads, h = static_cast<int>(i) % heads;
@@ -90,7 +108,8 @@ Figure modelGridFigure(const ForwardResult& forward, const HeadLayout& c, const 
   checkLayer(c, layer);
   Figure f;
   setWeightScale(f);
-  f.grid_columns = layer < 0 ? c.n_head : 0;  // a layer per row; one layer's heads about square
+  // A layer a row (wrapTallGrid wraps a tall grid); one layer's heads about square.
+  f.grid_columns = layer < 0 ? c.n_head : 0;
   const int first = layer < 0 ? 0 : layer, last = layer < 0 ? c.n_layer : layer + 1;
   for (int l = first; l < last; ++l) {
     const MaskMatrix masked = forward.keepsMaps() ? maskOf(forward.n, c, l) : MaskMatrix();  // window's cells too
@@ -120,6 +139,7 @@ Figure modelGridFigure(const ForwardResult& forward, const HeadLayout& c, const 
     setContrast(f, contrast, "weight x value norm", "head", "weight x value norm", top > 0 ? top : 1.0f);
   };
   colour();
+  if (layer < 0) wrapTallGrid(f, forward);
   if (!forward.keepsMaps()) {
     poolPanels(forward, first, f, scales);
     colour();
