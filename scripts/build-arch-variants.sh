@@ -5,9 +5,9 @@
 # The list is the same everywhere (never `native`), so a red run reproduces anywhere: the build whose tests run
 # (scripts/build.sh, native) shows its warnings and does not fail on them.
 #
-# Compile only: nothing built here is run. Each variant is a unity build (CMake's UNITY_BUILD, about 25 sources a
+# Compile only: nothing built here is run. Each variant is a unity build (CMake's UNITY_BUILD, up to 40 sources a
 # translation unit): Eigen's headers and templates, most of a source's compile time, are read and instantiated
-# once a batch rather than once a source, so that seven targets take about 15 minutes of CI's 40 rather than 65.
+# once a batch rather than once a source, so that seven targets take about 12 minutes of CI's 40 rather than 65.
 # The flags are the same; what can differ from a source-by-source build is what GCC inlines across a batch, and
 # with it a warning that depends on inlining: GCC 12's false -Wuninitialized inside its AVX-512 intrinsics
 # (bug 105593, quieted in attnscope/eigen.h) shows under rocketlake in pooled_max.cpp compiled alone, not in a
@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 # machines have; their tuning changes GCC's inlining and with it the warnings (rocketlake raises GCC bug 105593
 # as -Wuninitialized where x86-64-v4 raises nothing). znver4 where the compiler knows it (GCC 13 on): Debian 12's
 # GCC 12 has none, so every Debian 12 machine compiles the same seven.
-unity=(-DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=25)
+unity=(-DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=40)
 if [[ "${1:-}" == "--per-source" ]]; then unity=(-DCMAKE_UNITY_BUILD=OFF); shift; fi
 archs=("$@")
 if [[ ${#archs[@]} -eq 0 ]]; then
@@ -28,15 +28,24 @@ if [[ ${#archs[@]} -eq 0 ]]; then
 fi
 echo "build-arch-variants: engine, GPU backend and app with -Werror for: ${archs[*]}"
 
-for arch in "${archs[@]}"; do
-  start=$SECONDS
-  dir="build-arch/$arch"
+# One variant: configure, compile, and one line with its time; on a failure its errors and exit 1.
+variant() {
+  local arch=$1 start=$SECONDS dir="build-arch/$1"
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNSCOPE_ARCH="$arch" -DATTNSCOPE_WERROR=ON \
     -DATTNSCOPE_BUILD_TESTS=OFF "${unity[@]}" >/dev/null
-  log="$dir/build.log"
   # -k 0: every failing batch reported in one run, not the first alone.
-  cmake --build "$dir" -- -k 0 >"$log" 2>&1 ||
-    { grep -E "error|warning" "$log" | head -40; echo "build-arch-variants: -march=$arch failed (all of it: $log)" >&2
-      exit 1; }
+  if ! cmake --build "$dir" -- -k 0 -j "$jobs" >"$dir/build.log" 2>&1; then
+    grep -E "error|warning" "$dir/build.log" | head -40
+    echo "build-arch-variants: -march=$arch failed (all of it: $dir/build.log)" >&2
+    return 1
+  fi
   echo "build-arch-variants: -march=$arch compiled with -Werror in $((SECONDS - start)) s"
-done
+}
+# Two variants at a time, each with a job a core: a variant's last batch compiles alone, and the other variant's
+# batches fill the core it leaves idle (about a third of the time, one variant after another).
+jobs=$(nproc)
+export -f variant
+export jobs
+unity_flags="${unity[*]}"
+export unity_flags
+printf '%s\n' "${archs[@]}" | xargs -P 2 -I{} bash -c 'unity=($unity_flags); variant {}'
