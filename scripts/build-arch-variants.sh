@@ -5,25 +5,26 @@
 # The list is the same everywhere (never `native`), so a red run reproduces anywhere: the build whose tests run
 # (scripts/build.sh, native) shows its warnings and does not fail on them.
 #
-# Compile only: nothing built here is run. Each variant is a unity build (CMake's UNITY_BUILD, up to 40 sources a
-# translation unit): Eigen's headers and templates, most of a source's compile time, are read and instantiated
-# once a batch rather than once a source, so that seven targets take about 12 minutes of CI's 40 rather than 65.
-# The flags are the same; what can differ from a source-by-source build is what GCC inlines across a batch, and
-# with it a warning that depends on inlining: GCC 12's false -Wuninitialized inside its AVX-512 intrinsics
-# (bug 105593, quieted in attnscope/eigen.h) shows under rocketlake in pooled_max.cpp compiled alone, not in a
-# batch. --per-source compiles source by source, as a user's build does (about 9 minutes a target here).
+# Compile only: nothing built here is run. Each variant is the build a user gets: a unity build (ATTNSCOPE_UNITY,
+# the default: up to 40 sources a translation unit, Eigen read and instantiated once a batch), so that five targets
+# take about 11 minutes of CI's 40 rather than 45 source by source. --per-source compiles as
+# -DATTNSCOPE_UNITY=OFF does (about 9 minutes a target here): what GCC inlines differs between the two, and with it
+# a warning that depends on inlining (GCC 12's false -Wuninitialized inside its AVX-512 intrinsics, bug 105593,
+# quieted in attnscope/eigen.h, showed under rocketlake in pooled_max.cpp compiled alone, not in a batch).
 # Usage: scripts/build-arch-variants.sh [--per-source] [ARCH...]   (default: the fixed list below)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# x86-64-v2..v4: the psABI levels (SSE4.2; AVX2 + FMA; AVX-512). Then the server and desktop CPUs users and CI
-# machines have; their tuning changes GCC's inlining and with it the warnings (rocketlake raises GCC bug 105593
-# as -Wuninitialized where x86-64-v4 raises nothing). znver4 where the compiler knows it (GCC 13 on): Debian 12's
-# GCC 12 has none, so every Debian 12 machine compiles the same seven.
-unity=(-DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=40)
-if [[ "${1:-}" == "--per-source" ]]; then unity=(-DCMAKE_UNITY_BUILD=OFF); shift; fi
+# x86-64: the baseline (SSE2), what ATTNSCOPE_ARCH=portable and a distribution's package compile. Then the server
+# and desktop CPUs users and CI machines have, AVX2 + FMA (znver3) and AVX-512 of three kinds; their tuning changes
+# GCC's inlining and with it the warnings (rocketlake raises GCC bug 105593 as -Wuninitialized where the generic
+# x86-64-v4 raises nothing). The generic levels x86-64-v3 and -v4 add no instructions these lack, so they are not
+# compiled. znver4 where the compiler knows it (GCC 13 on): Debian 12's GCC 12 has none, so every Debian 12
+# machine compiles the same five.
+unity=(-DATTNSCOPE_UNITY=ON)
+if [[ "${1:-}" == "--per-source" ]]; then unity=(-DATTNSCOPE_UNITY=OFF); shift; fi
 archs=("$@")
 if [[ ${#archs[@]} -eq 0 ]]; then
-  archs=(x86-64-v2 x86-64-v3 x86-64-v4 icelake-server sapphirerapids rocketlake znver3)
+  archs=(x86-64 znver3 icelake-server sapphirerapids rocketlake)
   if c++ -march=znver4 -E -x c++ /dev/null -o /dev/null 2>/dev/null; then archs+=(znver4); fi
 fi
 echo "build-arch-variants: engine, GPU backend and app with -Werror for: ${archs[*]}"

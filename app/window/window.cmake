@@ -17,6 +17,8 @@ target_include_directories(attnscope_imgui_backends PUBLIC /usr/include/imgui/ba
 target_compile_definitions(attnscope_imgui_backends PUBLIC IMGUI_IMPL_OPENGL_LOADER_CUSTOM GLFW_INCLUDE_NONE)
 target_compile_options(attnscope_imgui_backends PRIVATE -include epoxy/gl.h -w)
 target_link_libraries(attnscope_imgui_backends PUBLIC PkgConfig::IMGUI PkgConfig::EPOXY PkgConfig::GLFW)
+# Debian's sources, two of them, each written to be compiled alone.
+set_target_properties(attnscope_imgui_backends PROPERTIES UNITY_BUILD OFF)
 
 # The heatmap shaders are files in shaders/, embedded into the binary as string literals at configure time.
 set(HEATMAP_SHADERS ${PROJECT_SOURCE_DIR}/shaders/heatmap.vert ${PROJECT_SOURCE_DIR}/shaders/heatmap.frag)
