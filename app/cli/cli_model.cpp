@@ -9,6 +9,7 @@
 #include "attnscope/analysis/value_norms.h"
 #include "attnscope/atomic_file.h"
 #include "attnscope/error.h"
+#include "attnscope/model/families.h"
 #include "attnscope/model/head_finding.h"
 #include "attnscope/model/model.h"
 #include "attnscope/model/model_export.h"
@@ -205,7 +206,7 @@ int runModel(Args& args) {
       formatJsonTo(j, matrices, sink);
     }
   }
-  const std::string family = checkpoint.isGpt2() ? "GPT-2" : checkpoint.model_type;  // names the figures too
+  const std::string family = model::familyDisplayName(checkpoint.model_type);  // names the figures too
   if (scene_file) {
     const std::string description = family + " checkpoint " + checkpoint.dir + ", layer " + std::to_string(layer + 1) +
                                     " of " + std::to_string(config.n_layer) + ", text: \"" + elideLabel(*text, 200) +

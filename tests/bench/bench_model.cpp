@@ -4,63 +4,67 @@
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
-#include "attnscope/model/gpt2.h"
+#include "attnscope/model/family_configs.h"
+#include "attnscope/model/model.h"
 
 using namespace attnscope;
 
 namespace {
 
 // Uniform weights in [-s, s] with LayerNorm gains of 1: GPT-2 small's shapes, no file involved.
-const model::Gpt2Weights& gpt2Small() {
-  static const model::Gpt2Weights w = [] {
-    model::Gpt2Weights g;
-    g.config = {.n_layer = 12, .n_head = 12, .n_embd = 768, .n_positions = 1024, .vocab_size = 50257};
+const model::Model& gpt2Small() {
+  static const model::Model m = [] {
+    model::Model g;
+    g.weights.arch =
+        model::describeGpt2({.n_layer = 12, .n_head = 12, .n_embd = 768, .n_positions = 1024, .vocab_size = 50257});
+    g.model_type = g.weights.arch.model_type;
+    model::Weights& w = g.weights;
     const int d = 768;
     std::srand(1);
-    g.wte = Matrix::Random(g.config.vocab_size, d) * 0.1f;
-    g.wpe = Matrix::Random(g.config.n_positions, d) * 0.02f;
-    for (int l = 0; l < g.config.n_layer; ++l) {
-      model::Gpt2Block b;
-      b.ln_1_g = b.ln_2_g = RowVector::Ones(d);
-      b.ln_1_b = b.ln_2_b = RowVector::Zero(d);
-      b.c_attn_w = Matrix::Random(d, 3 * d) * 0.08f;
-      b.c_attn_b = RowVector::Random(3 * d) * 0.02f;
-      b.c_proj_w = Matrix::Random(d, d) * 0.05f;
-      b.c_proj_b = RowVector::Zero(d);
-      b.fc_w = Matrix::Random(d, 4 * d) * 0.05f;
-      b.fc_b = RowVector::Zero(4 * d);
-      b.mlp_proj_w = Matrix::Random(4 * d, d) * 0.03f;
-      b.mlp_proj_b = RowVector::Zero(d);
-      g.blocks.push_back(std::move(b));
+    w.embed = Matrix::Random(w.arch.vocab_size, d) * 0.1f;
+    w.pos_embed = Matrix::Random(w.arch.max_positions, d) * 0.02f;
+    for (int l = 0; l < w.arch.n_layer; ++l) {
+      model::LayerWeights b;  // GPT-2's Conv1D layout: (in, out)
+      b.norm1_g = b.norm2_g = RowVector::Ones(d);
+      b.norm1_b = b.norm2_b = RowVector::Zero(d);
+      b.w_qkv = Matrix::Random(d, 3 * d) * 0.08f;
+      b.b_qkv = RowVector::Random(3 * d) * 0.02f;
+      b.w_o = Matrix::Random(d, d) * 0.05f;
+      b.b_o = RowVector::Zero(d);
+      b.w_up = Matrix::Random(d, 4 * d) * 0.05f;
+      b.b_up = RowVector::Zero(4 * d);
+      b.w_down = Matrix::Random(4 * d, d) * 0.03f;
+      b.b_down = RowVector::Zero(d);
+      w.layers.push_back(std::move(b));
     }
-    g.ln_f_g = RowVector::Ones(d);
-    g.ln_f_b = RowVector::Zero(d);
+    w.final_g = RowVector::Ones(d);
+    w.final_b = RowVector::Zero(d);
     return g;
   }();
-  return w;
+  return m;
 }
 
 void BM_Gpt2SmallForward(benchmark::State& state) {
-  const model::Gpt2Weights& w = gpt2Small();
+  const model::Model& m = gpt2Small();
   const int n = static_cast<int>(state.range(0));
   std::vector<int> ids(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) ids[static_cast<std::size_t>(i)] = (i * 7919) % w.config.vocab_size;
+  for (int i = 0; i < n; ++i) ids[static_cast<std::size_t>(i)] = (i * 7919) % m.architecture().vocab_size;
   // range(1) == 0: a fresh result each run (every map's pages touched for the first time, as on a first run);
-  // 1: one result reused (gpt2ForwardInto), as a window re-running text of the same length. Every map kept
+  // 1: one result reused (modelForwardInto), as a window re-running text of the same length. Every map kept
   // (MapPolicy::Keep: past the maps limit Auto would keep none), as this measures.
   const model::ForwardOptions options{.keep_ln1 = false, .maps = attnscope::MapPolicy::Keep};
   model::ForwardResult kept;
-  if (state.range(1) == 1) model::gpt2ForwardInto(w, ids, kept, options);  // untimed first run
+  if (state.range(1) == 1) model::modelForwardInto(m, ids, kept, options);  // untimed first run
   for (auto _ : state) {
     if (state.range(1) == 0) {
-      const model::ForwardResult f = model::gpt2Forward(w, ids, options);
+      const model::ForwardResult f = model::modelForward(m, ids, options);
       benchmark::DoNotOptimize(f.hidden.data());
     } else {
-      model::gpt2ForwardInto(w, ids, kept, options);
+      model::modelForwardInto(m, ids, kept, options);
       benchmark::DoNotOptimize(kept.hidden.data());
     }
   }
-  const double maps = 12.0 * 12 * n * n * 4, weights = static_cast<double>(model::gpt2WeightBytes(w.config));
+  const double maps = 12.0 * 12 * n * n * 4, weights = static_cast<double>(model::weightBytes(m.architecture()));
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   const double rss = static_cast<double>(usage.ru_maxrss) * 1024;

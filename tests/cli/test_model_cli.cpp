@@ -127,9 +127,7 @@ TEST(ModelCli, OutputsAndLayerScene) {
     numpy_maps.resize(5, 12);
     for (int m = 0; m < 12; ++m)
       numpy_maps.mutableMap(m) = attnscope::test::jsonMatrix(numpy["weights"][m / 4][m % 4]).cast<float>();
-    model::Gpt2Config config;
-    config.n_layer = 3;
-    config.n_head = 4;
+    const model::HeadLayout config(3, 4, 4);
     // The command line's figure: titled after the family, drawn at the default dpi (twice the layout a side).
     attnscope::Figure figure =
         model::modelGridFigure(numpy_maps, config, {"hello", "\u2423t", "he", "r", "e"}, -1, {}, "GPT-2");
@@ -244,9 +242,7 @@ TEST(ModelCli, GridOutInRowMaxLogContrast) {
   numpy_maps.resize(5, 12);
   for (int m = 0; m < 12; ++m)
     numpy_maps.mutableMap(m) = attnscope::test::jsonMatrix(numpy["weights"][m / 4][m % 4]).cast<float>();
-  model::Gpt2Config config;
-  config.n_layer = 3;
-  config.n_head = 4;
+  const model::HeadLayout config(3, 4, 4);
   attnscope::Figure figure = model::modelGridFigure(numpy_maps, config, {"hello", "\u2423t", "he", "r", "e"}, 1,
                                                     {attnscope::ColorScale::RowMax, true}, "GPT-2");
   EXPECT_EQ(figure.scale_label, "weight / row's max, log scale");

@@ -1,5 +1,5 @@
 // libFuzzer target: config.json as loadGpt2Config, loadLlamaConfig and GPT-NeoX's reader read it (parseJsonText,
-// then gpt2ConfigFromJson, neoxArchitectureFromJson, phimixArchitectureFromJson and llamaConfigFromJson) on any bytes. Refusals are InputErrors of bounded length; anything else is a finding.
+// then gpt2ConfigFromJson, neoxArchitectureFromJson, llamaKinArchitectureFromJson and llamaConfigFromJson) on any bytes. Refusals are InputErrors of bounded length; anything else is a finding.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -8,8 +8,8 @@
 #include "attnscope/error.h"
 #include "attnscope/json_file.h"
 #include "attnscope/model/architecture.h"
-#include "attnscope/model/gpt2.h"
-#include "attnscope/model/llama.h"
+#include "attnscope/model/family_configs.h"
+#include "attnscope/model/forward.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   try {
@@ -30,8 +30,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     } catch (const attnscope::InputError& e) {
       if (std::strlen(e.what()) > 2000) __builtin_trap();
     }
-    try {  // phimix: Phi-3, OLMo 2, Mixtral
-      (void)attnscope::model::phimixArchitectureFromJson(j, "config.json");
+    try {  // Phi-3, OLMo 2, Mixtral
+      (void)attnscope::model::llamaKinArchitectureFromJson(j, "config.json");
     } catch (const attnscope::InputError& e) {
       if (std::strlen(e.what()) > 2000) __builtin_trap();
     }

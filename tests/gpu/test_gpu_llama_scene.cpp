@@ -39,7 +39,7 @@ TEST(GpuLlamaScene, EachLayerOfEachFamilyGivesTheForwardsMaps) {
     std::vector<std::string> labels(ids.size(), "t");
     double vs_numpy = 0, vs_forward = 0;
     for (int l = 0; l < layout.n_layer; ++l) {
-      const Scene s = model::llamaLayerScene(std::get<model::LlamaWeights>(m.weights), forward, l, labels, "");
+      const Scene s = model::modelLayerScene(m, forward, l, labels, "");
       const Result r = gpu->compute(s);
       for (int h = 0; h < layout.n_head; ++h) {
         const std::size_t hh = static_cast<std::size_t>(h), ll = static_cast<std::size_t>(l);

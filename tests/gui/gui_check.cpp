@@ -20,7 +20,7 @@
 #include "attnscope/export/export.h"
 #include "attnscope/export/export_layout.h"
 #include "attnscope/compute/cpu_backend.h"
-#include "attnscope/model/gpt2.h"
+#include "attnscope/model/model.h"
 #include "attnscope/scene/scene_json.h"
 
 #include "gui_check.h"
@@ -283,12 +283,12 @@ int main(int argc, char** argv) {
     } else if (test == "gpt2") {
       // The window's grid against the engine's forward on the same checkpoint and text (the forward itself is
       // tested against an independent NumPy GPT-2 in test_model_forward.cpp). The default text is the panel's.
-      const attnscope::model::Checkpoint ck = attnscope::model::loadCheckpoint(dir + "/ckpt");
+      const attnscope::model::Model ck = attnscope::model::loadModel(dir + "/ckpt");
       const std::vector<int> ids = ck.tokenizer.encode("The cat sat on the mat.");
-      const attnscope::model::ForwardResult f = attnscope::model::gpt2Forward(ck.weights, ids);
-      const int n = f.n, heads = ck.weights.config.n_head;
+      const attnscope::model::ForwardResult f = attnscope::model::modelForward(ck, ids);
+      const int n = f.n, heads = ck.architecture().n_head;
       int wrong = 0, checked = 0;
-      for (int l = 0; l < ck.weights.config.n_layer; ++l)
+      for (int l = 0; l < ck.architecture().n_layer; ++l)
         for (int h = 0; h < heads; ++h) {
           const std::string tile = "model.tile." + std::to_string(l) + "." + std::to_string(h);
           if (!c.layout.contains(tile)) {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "attnscope/model/gpt2.h"
+#include "attnscope/model/model.h"
 #include "gui_check.h"
 
 namespace gui {
@@ -294,7 +294,7 @@ void checkModelGrid(Checker& c, const std::string& dir, bool maps_dropped) {
   const Maps maps = expected["weights"].get<Maps>();
   const std::vector<int> ids = expected["ids"].get<std::vector<int>>();
   // The window's tokenizer must turn the script's text into the ids NumPy ran (else the maps are of other tokens).
-  const attnscope::model::Checkpoint ck = attnscope::model::loadCheckpoint(dir + "/ckpt");
+  const attnscope::model::Model ck = attnscope::model::loadModel(dir + "/ckpt");
   c.expect(ck.tokenizer.encode("hello there cats!") == ids, "the text's tokens are the ones NumPy ran");
   const int layers = static_cast<int>(maps.size()), heads = static_cast<int>(maps[0].size());
   const int n = static_cast<int>(ids.size());

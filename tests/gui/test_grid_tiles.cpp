@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include "attnscope/model/family_configs.h"
+#include "attnscope/model/model.h"
 #include "window/model/model_grid_tiles.h"
 
 namespace attnscope::app {
@@ -27,25 +29,29 @@ Matrix randomMatrix(int rows, int cols, float stddev, std::mt19937& rng) {
 RowVector ones(int d) { return RowVector::Ones(d); }
 RowVector zeros(int d) { return RowVector::Zero(d); }
 
-// A random GPT-2 whose attention logits span a few units (non-trivial maps).
-model::Gpt2Weights randomGpt2(int layers, int heads, int d, int positions, std::mt19937& rng) {
+// A random GPT-2 (its description, weights in its Conv1D layout) whose attention logits span a few units
+// (non-trivial maps).
+model::Model randomGpt2(int layers, int heads, int d, int positions, std::mt19937& rng) {
   const int vocab = 50;
-  model::Gpt2Weights w;
-  w.config = {.n_layer = layers, .n_head = heads, .n_embd = d, .n_positions = positions, .vocab_size = vocab};
-  w.wte = randomMatrix(vocab, d, 1.0f, rng);
-  w.wpe = randomMatrix(positions, d, 0.3f, rng);
+  model::Model m;
+  model::Weights& w = m.weights;
+  w.arch = model::describeGpt2({.n_layer = layers, .n_head = heads, .n_embd = d, .n_positions = positions,
+                                .vocab_size = vocab});
+  m.model_type = w.arch.model_type;
+  w.embed = randomMatrix(vocab, d, 1.0f, rng);
+  w.pos_embed = randomMatrix(positions, d, 0.3f, rng);
   const float s = 1.0f / std::sqrt(static_cast<float>(d));
   for (int l = 0; l < layers; ++l) {
-    model::Gpt2Block b;
-    b.ln_1_g = ones(d), b.ln_1_b = zeros(d), b.ln_2_g = ones(d), b.ln_2_b = zeros(d);
-    b.c_attn_w = randomMatrix(d, 3 * d, 2.0f * s, rng), b.c_attn_b = zeros(3 * d);
-    b.c_proj_w = randomMatrix(d, d, s, rng), b.c_proj_b = zeros(d);
-    b.fc_w = randomMatrix(d, 4 * d, s, rng), b.fc_b = zeros(4 * d);
-    b.mlp_proj_w = randomMatrix(4 * d, d, 0.5f * s, rng), b.mlp_proj_b = zeros(d);
-    w.blocks.push_back(std::move(b));
+    model::LayerWeights b;
+    b.norm1_g = ones(d), b.norm1_b = zeros(d), b.norm2_g = ones(d), b.norm2_b = zeros(d);
+    b.w_qkv = randomMatrix(d, 3 * d, 2.0f * s, rng), b.b_qkv = zeros(3 * d);
+    b.w_o = randomMatrix(d, d, s, rng), b.b_o = zeros(d);
+    b.w_up = randomMatrix(d, 4 * d, s, rng), b.b_up = zeros(4 * d);
+    b.w_down = randomMatrix(4 * d, d, 0.5f * s, rng), b.b_down = zeros(d);
+    w.layers.push_back(std::move(b));
   }
-  w.ln_f_g = ones(d), w.ln_f_b = zeros(d);
-  return w;
+  w.final_g = ones(d), w.final_b = zeros(d);
+  return m;
 }
 
 constexpr int kLayers = 3, kHeads = 4, kTokens = 64, kBlocks = 16;  // blocks of 4 x 4 cells
@@ -56,14 +62,14 @@ struct Forwards {
 
 Forwards runForwards() {
   std::mt19937 rng(7);
-  const model::Gpt2Weights w = randomGpt2(kLayers, kHeads, 32, 80, rng);
+  const model::Model m = randomGpt2(kLayers, kHeads, 32, 80, rng);
   std::vector<int> ids;
   for (int i = 0; i < kTokens; ++i) ids.push_back(static_cast<int>(rng() % 50));
   model::ForwardOptions keep, drop;
   keep.maps = MapPolicy::Keep;
   drop.maps = MapPolicy::Drop;
-  return {std::make_shared<const model::ForwardResult>(model::gpt2Forward(w, ids, keep)),
-          std::make_shared<const model::ForwardResult>(model::gpt2Forward(w, ids, drop))};
+  return {std::make_shared<const model::ForwardResult>(model::modelForward(m, ids, keep)),
+          std::make_shared<const model::ForwardResult>(model::modelForward(m, ids, drop))};
 }
 
 std::shared_ptr<GridTilesJob> jobFor(const std::shared_ptr<const model::ForwardResult>& forward) {

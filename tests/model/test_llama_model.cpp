@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attnscope/error.h"
+#include "attnscope/model/family_configs.h"
 #include "attnscope/model/model.h"
 #include "compare.h"
 #include "model/test_model_support.h"
@@ -159,15 +160,14 @@ TEST(LlamaModelProgress, EachLayerThenCancel) {
 // 2-layer, hidden-32 checkpoint. A budget that fits the forward without them refuses the forward with them.
 TEST(LlamaModelBudget, KeptLayerInputsAreCounted) {
   const model::Model m = model::loadModel(shardedOriginal());
-  const model::LlamaWeights& w = std::get<model::LlamaWeights>(m.weights);
   const std::vector<int> ids = m.tokenizer.encode("hi there");
   ASSERT_EQ(ids.size(), 9u);
-  const std::size_t without = model::llamaForwardBytes(w.config, 9);
-  const std::size_t with = model::llamaForwardBytes(w.config, 9, true);
+  const std::size_t without = model::modelForwardBytes(m, 9, {.keep_ln1 = false});
+  const std::size_t with = model::modelForwardBytes(m, 9, {.keep_ln1 = true});
   EXPECT_EQ(with - without, 2304u);
-  EXPECT_THROW(model::llamaForward(w, ids, without, true), attnscope::InputError);
-  EXPECT_TRUE(model::llamaForward(w, ids, without, false).ln1.empty());
-  const model::ForwardResult r = model::llamaForward(w, ids, with, true);
+  EXPECT_THROW(model::modelForward(m, ids, {.keep_ln1 = true}, without), attnscope::InputError);
+  EXPECT_TRUE(model::modelForward(m, ids, {.keep_ln1 = false}, without).ln1.empty());
+  const model::ForwardResult r = model::modelForward(m, ids, {.keep_ln1 = true}, with);
   ASSERT_EQ(r.ln1.size(), 2u);
   for (const attnscope::Matrix& ln : r.ln1) EXPECT_TRUE(ln.rows() == 9 && ln.cols() == 32);
 }

@@ -9,7 +9,8 @@
 
 #include "attnscope/compute/cpu_backend.h"
 #include "attnscope/error.h"
-#include "attnscope/model/gpt2.h"
+#include "attnscope/model/forward.h"
+#include "attnscope/model/model.h"
 #include "attnscope/model/safetensors.h"
 #include "compare.h"
 #include "model/test_model_support.h"
@@ -40,12 +41,12 @@ class ModelForward : public ::testing::TestWithParam<const char*> {};
 TEST_P(ModelForward, MatchesNumPyReference) {
   const std::string dir = model_test::tinyCheckpoint(GetParam());
   const json expected = json::parse(model_test::slurp(dir + "/expected.json"));
-  const model::Checkpoint ck = model::loadCheckpoint(dir);
-  const model::Gpt2Config& c = ck.weights.config;
+  const model::Model ck = model::loadModel(dir);
+  const model::Architecture& c = ck.architecture();
   ASSERT_EQ(c.n_layer, static_cast<int>(expected["weights"].size()));
   ASSERT_EQ(c.n_head, static_cast<int>(expected["weights"][0].size()));
   const std::vector<int> ids = expected["ids"].get<std::vector<int>>();
-  const model::ForwardResult f = model::gpt2Forward(ck.weights, ids);
+  const model::ForwardResult f = model::modelForward(ck, ids);
   ASSERT_EQ(f.n, static_cast<int>(ids.size()));
   double worst_w = 0;
   for (int l = 0; l < c.n_layer; ++l)
@@ -59,8 +60,8 @@ TEST_P(ModelForward, MatchesNumPyReference) {
     }
   // Shapes: the final hidden states (n, n_embd), the rollout (n, n); maxDiff also checks them against NumPy's.
   ASSERT_EQ(f.hidden.rows(), f.n);
-  ASSERT_EQ(f.hidden.cols(), c.n_embd);
-  const Matrix rollout = model::attentionRollout(f, c);
+  ASSERT_EQ(f.hidden.cols(), c.hidden);
+  const Matrix rollout = model::attentionRollout(f, ck.layout());
   ASSERT_EQ(rollout.rows(), f.n);
   ASSERT_EQ(rollout.cols(), f.n);
   const double worst_h = maxDiff(f.hidden, expected["hidden"], "hidden");
@@ -73,7 +74,7 @@ TEST_P(ModelForward, MatchesNumPyReference) {
   // The same forward with each layer's attention computed by a backend, as the GPU engine does it (each layer
   // a scene): the same NumPy numbers.
   attnscope::CpuBackend attention_backend;
-  const model::ForwardResult fb = model::gpt2Forward(ck.weights, ids, {.attention = &attention_backend});
+  const model::ForwardResult fb = model::modelForward(ck, ids, {.attention = &attention_backend});
   double worst_bw = 0;
   for (int l = 0; l < c.n_layer; ++l)
     for (int h = 0; h < c.n_head; ++h)
@@ -87,10 +88,10 @@ TEST_P(ModelForward, MatchesNumPyReference) {
   attnscope::CpuBackend cpu;
   double worst_s = 0;
   for (int l = 0; l < c.n_layer; ++l) {
-    const attnscope::Scene s = model::layerScene(ck.weights, f, l, labels, "layer " + std::to_string(l));
+    const attnscope::Scene s = model::modelLayerScene(ck, f, l, labels, "layer " + std::to_string(l));
     attnscope::validateScene(s);
     EXPECT_EQ(s.mask, attnscope::MaskKind::Causal);
-    EXPECT_FLOAT_EQ(s.headScale(0), 1.0f / std::sqrt(static_cast<float>(c.n_embd / c.n_head)));
+    EXPECT_FLOAT_EQ(s.headScale(0), 1.0f / std::sqrt(static_cast<float>(c.hidden / c.n_head)));
     const attnscope::Result r = cpu.compute(s);
     ASSERT_EQ(r.heads.size(), static_cast<std::size_t>(c.n_head));
     for (int h = 0; h < c.n_head; ++h)
@@ -109,36 +110,36 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, ModelForward,
 
 TEST(ModelForward, RejectsTooManyTokensAndBadIds) {
   const std::string dir = model_test::tinyCheckpoint("--positions 8 --tokens 8");
-  const model::Checkpoint ck = model::loadCheckpoint(dir);
-  EXPECT_THROW(model::gpt2Forward(ck.weights, std::vector<int>(9, 1)), attnscope::InputError);
-  EXPECT_THROW(model::gpt2Forward(ck.weights, {}), attnscope::InputError);
-  EXPECT_THROW(model::gpt2Forward(ck.weights, {1, ck.weights.config.vocab_size}), attnscope::InputError);
-  EXPECT_NO_THROW(model::gpt2Forward(ck.weights, std::vector<int>(8, 1)));
+  const model::Model ck = model::loadModel(dir);
+  EXPECT_THROW(model::modelForward(ck, std::vector<int>(9, 1)), attnscope::InputError);
+  EXPECT_THROW(model::modelForward(ck, {}), attnscope::InputError);
+  EXPECT_THROW(model::modelForward(ck, {1, ck.architecture().vocab_size}), attnscope::InputError);
+  EXPECT_NO_THROW(model::modelForward(ck, std::vector<int>(8, 1)));
   // The budget: 3 layers x 4 heads x 8 x 8 maps alone are 3 KiB.
-  EXPECT_THROW(model::gpt2Forward(ck.weights, std::vector<int>(8, 1), {}, 1024), attnscope::InputError);
-  EXPECT_THROW(model::loadCheckpoint(dir, 1024), attnscope::InputError);
+  EXPECT_THROW(model::modelForward(ck, std::vector<int>(8, 1), {}, 1024), attnscope::InputError);
+  EXPECT_THROW(model::loadModel(dir, 1024), attnscope::InputError);
 }
 
 // The window's progress bar and Cancel: the callback sees layers 1, 2, 3 in order; returning false after layer 2
 // stops the forward there (layer 3 never runs) with ForwardCancelled.
 TEST(ModelForward, ProgressPerLayerAndCancel) {
   const std::string dir = model_test::tinyCheckpoint("--positions 8 --tokens 8");
-  const model::Checkpoint ck = model::loadCheckpoint(dir);
-  ASSERT_EQ(ck.weights.config.n_layer, 3);
+  const model::Model ck = model::loadModel(dir);
+  ASSERT_EQ(ck.architecture().n_layer, 3);
   std::vector<int> seen;
   model::ForwardOptions options;
   options.progress = [&](int done) {
     seen.push_back(done);
     return true;
   };
-  EXPECT_NO_THROW(model::gpt2Forward(ck.weights, std::vector<int>(8, 1), options));
+  EXPECT_NO_THROW(model::modelForward(ck, std::vector<int>(8, 1), options));
   EXPECT_EQ(seen, (std::vector<int>{1, 2, 3}));
   seen.clear();
   options.progress = [&](int done) {
     seen.push_back(done);
     return done < 2;
   };
-  EXPECT_THROW(model::gpt2Forward(ck.weights, std::vector<int>(8, 1), options), model::ForwardCancelled);
+  EXPECT_THROW(model::modelForward(ck, std::vector<int>(8, 1), options), model::ForwardCancelled);
   EXPECT_EQ(seen, (std::vector<int>{1, 2}));
 }
 
@@ -151,10 +152,7 @@ TEST(ModelRollout, HandWorkedTwoTokens) {
   f.resize(2, 2);
   f.mutableMap(0) = w;
   f.mutableMap(1) = w;
-  model::Gpt2Config c;
-  c.n_layer = 2;
-  c.n_head = 1;
-  const Matrix r = model::attentionRollout(f, c);
+  const Matrix r = model::attentionRollout(f, model::HeadLayout(2, 1, 1));
   EXPECT_NEAR(r(0, 0), 1.0, 1e-7);
   EXPECT_NEAR(r(0, 1), 0.0, 1e-7);
   EXPECT_NEAR(r(1, 0), 0.19, 1e-6);

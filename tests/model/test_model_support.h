@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "attnscope/model/gpt2.h"
+#include "attnscope/model/forward.h"
 #include "command_support.h"
 #include "compare.h"
 

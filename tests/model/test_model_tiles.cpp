@@ -8,6 +8,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "attnscope/model/family_configs.h"
 #include "attnscope/model/model.h"
 #include "attnscope/export/export_layout.h"
 #include "attnscope/model/model_export.h"
@@ -198,11 +199,12 @@ TEST(ModelTiles, ForwardMemoryPastTheLimitIsLinearInTokens) {
   // Worked out by hand at n = 8192: kept = 4 (per layer n (q_dim 2048 + kv_dim 1024 + 2 x 16 heads) + n (3 hidden
   // + 2 q_dim + 2 kv_dim + 3 inter)) = 4 x 8192 x (28 x 3104 + 18432) = 3,451,912,192 bytes; the maps alone would
   // be 28 x 16 x 8192^2 x 4 = 120 GiB.
-  const std::size_t at8192 = model::llamaForwardBytes(c, 8192);
+  const model::Architecture a = model::describeLlama(c);
+  const std::size_t at8192 = model::forwardBytes(a, 8192, false, attnscope::MapPolicy::Auto);
   EXPECT_EQ(at8192, std::size_t{3451912192});
-  EXPECT_EQ(model::llamaForwardBytes(c, 8192, false, attnscope::MapPolicy::Drop), at8192);
-  EXPECT_EQ(model::llamaForwardBytes(c, 4096) * 2, at8192);  // linear in n: no n^2 term
-  EXPECT_GT(model::llamaForwardBytes(c, 8192, false, attnscope::MapPolicy::Keep), std::size_t{28} * 16 * 8192 * 8192 * 4);
+  EXPECT_EQ(model::forwardBytes(a, 8192, false, attnscope::MapPolicy::Drop), at8192);
+  EXPECT_EQ(model::forwardBytes(a, 4096, false, attnscope::MapPolicy::Auto) * 2, at8192);  // linear in n: no n^2 term
+  EXPECT_GT(model::forwardBytes(a, 8192, false, attnscope::MapPolicy::Keep), std::size_t{28} * 16 * 8192 * 8192 * 4);
   // Small enough, the maps are kept (256 MiB default limit: 28 x 16 x 64^2 x 4 = 7 MiB).
   EXPECT_TRUE(model::forwardKeepsMaps(28, 16, 64, attnscope::MapPolicy::Auto));
   EXPECT_FALSE(model::forwardKeepsMaps(28, 16, 1024, attnscope::MapPolicy::Auto));  // 1.75 GiB
@@ -211,5 +213,5 @@ TEST(ModelTiles, ForwardMemoryPastTheLimitIsLinearInTokens) {
   // 4 x 1024 x (12 x (2 x 768 + 2 x 12) + 11 x 768 activations) = 111,280,128 bytes, against 576 MiB of maps.
   model::Gpt2Config g;
   g.n_layer = 12, g.n_head = 12, g.n_embd = 768;
-  EXPECT_EQ(model::gpt2ForwardBytes(g, 1024, {.keep_ln1 = false}), std::size_t{111280128});
+  EXPECT_EQ(model::forwardBytes(model::describeGpt2(g), 1024, false, attnscope::MapPolicy::Auto), std::size_t{111280128});
 }

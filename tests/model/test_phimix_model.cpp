@@ -16,6 +16,7 @@
 
 #include "attnscope/compute/cpu_backend.h"
 #include "attnscope/error.h"
+#include "attnscope/model/family_configs.h"
 #include "attnscope/model/model.h"
 #include "compare.h"
 #include "model/test_model_support.h"
@@ -333,7 +334,7 @@ TEST(PhimixConfig, DefaultsAndRopeParameters) {
     SCOPED_TRACE(type);
     json j = base;
     j["model_type"] = type;
-    const model::Architecture a = model::phimixArchitectureFromJson(j, "c.json");
+    const model::Architecture a = model::llamaKinArchitectureFromJson(j, "c.json");
     EXPECT_EQ(a.norm_eps, 1e-5);
     EXPECT_EQ(a.n_kv_head, 4);  // num_key_value_heads absent: one per query head
     EXPECT_EQ(a.rotary_dims, 16);
@@ -341,10 +342,10 @@ TEST(PhimixConfig, DefaultsAndRopeParameters) {
     EXPECT_EQ(a.n_experts, std::string(type) == "mixtral" ? 8 : 0);
     EXPECT_EQ(a.experts_per_tok, std::string(type) == "mixtral" ? 2 : 0);
     j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 500.0}};
-    EXPECT_EQ(model::phimixArchitectureFromJson(j, "c.json").rope_theta, 500.0);
+    EXPECT_EQ(model::llamaKinArchitectureFromJson(j, "c.json").rope_theta, 500.0);
     j["rope_theta"] = 400.0;  // both forms, disagreeing
     try {
-      (void)model::phimixArchitectureFromJson(j, "c.json");
+      (void)model::llamaKinArchitectureFromJson(j, "c.json");
       ADD_FAILURE() << "disagreeing rope_theta and rope_parameters.rope_theta accepted";
     } catch (const attnscope::InputError& e) {
       EXPECT_NE(std::string(e.what()).find("c.json: rope_parameters.rope_theta"), std::string::npos) << e.what();
@@ -353,7 +354,7 @@ TEST(PhimixConfig, DefaultsAndRopeParameters) {
   json phi = base;
   phi["model_type"] = "phi3";
   phi["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 10000.0}, {"partial_rotary_factor", 0.75}};
-  EXPECT_EQ(model::phimixArchitectureFromJson(phi, "c.json").rotary_dims, 12);  // int(16 x 0.75), Phi-4-mini's
+  EXPECT_EQ(model::llamaKinArchitectureFromJson(phi, "c.json").rotary_dims, 12);  // int(16 x 0.75), Phi-4-mini's
 }
 
 // safetensors' __metadata__ is not a tensor wherever it stands in the header: the Phi-3 checkpoint rewritten with

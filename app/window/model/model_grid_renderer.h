@@ -11,7 +11,7 @@
 #include <memory>
 #include <vector>
 
-#include "attnscope/model/gpt2.h"
+#include "attnscope/model/forward.h"
 #include "attnscope/model/model.h"
 #include "window/heatmap_view.h"
 #include "window/latest_worker.h"

@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "attnscope/model/gpt2.h"
+#include "attnscope/model/forward.h"
 #include "attnscope/model/model.h"
 #include "window/latest_worker.h"
 

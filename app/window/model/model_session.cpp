@@ -10,6 +10,7 @@
 
 #include "attnscope/error.h"
 #include "attnscope/json_file.h"
+#include "attnscope/model/families.h"
 #include "attnscope/model/head_finding.h"
 #include "attnscope/scene/scene.h"
 #include "attnscope/settings.h"
@@ -253,7 +254,7 @@ std::string ModelSession::title() const {
     const std::string name = slash == std::string::npos ? tensor_file_ : tensor_file_.substr(slash + 1);
     return name + (tensor_name_.empty() ? "" : " [" + tensor_name_ + "]");
   }
-  return checkpoint_ ? familyName(checkpoint_->model_type) : std::string();
+  return checkpoint_ ? model::familyDisplayName(checkpoint_->model_type) : std::string();
 }
 
 int ModelSession::windowOf(int of_layer) const {

@@ -10,6 +10,7 @@
 #include <variant>
 
 #include "attnscope/compute/tiles.h"
+#include "attnscope/model/families.h"
 #include "window/model/model_grid_renderer.h"
 #include "window/model/model_session.h"
 #include "window/model/subject.h"
@@ -408,29 +409,14 @@ std::vector<int> kvHeadOfEachHead(const ViewState& view) {
 std::string layerSceneUnavailable(const ModelSession& s) {
   if (!s.tensorFile().empty())
     return "An attention tensor holds only the weights: there are no projections to open as a scene.";
-  if (s.checkpoint() && s.checkpoint()->architecture().attn_softcap > 0)  // Gemma 2
-    return "Gemma 2 soft-caps its attention scores (attn_logit_softcapping), which a scene cannot: its layers do not "
-           "open as scenes.";
+  if (s.checkpoint() && s.checkpoint()->architecture().attn_softcap > 0)
+    return model::familyDisplayName(s.checkpoint()->model_type) +
+           " soft-caps its attention scores (attn_logit_softcapping), which a scene cannot: its layers do not open as "
+           "scenes.";
   // Every family's layer becomes a scene from the layer inputs its forward kept (the session's forward keeps them).
   if (s.checkpoint() && s.forward().n > 0 && static_cast<int>(s.forward().ln1.size()) != s.layout().n_layer)
     return "This forward kept no layer inputs (keep_ln1), so its layers cannot open as scenes; run the model again.";
   return "";
-}
-
-std::string familyName(const std::string& model_type) {
-  if (model_type == "gpt2") return "GPT-2";
-  if (model_type == "llama") return "Llama";
-  if (model_type == "mistral") return "Mistral";
-  if (model_type == "qwen2") return "Qwen2";
-  if (model_type == "qwen3") return "Qwen3";
-  if (model_type == "gpt_neox") return "GPT-NeoX";
-  if (model_type == "gemma") return "Gemma";              // Gemma
-  if (model_type == "gemma2") return "Gemma 2";           // Gemma
-  if (model_type == "gemma3_text") return "Gemma 3";      // Gemma
-  if (model_type == "phi3") return "Phi-3";      // phimix
-  if (model_type == "olmo2") return "OLMo 2";    // phimix
-  if (model_type == "mixtral") return "Mixtral";  // phimix
-  return model_type;
 }
 
 void drawModelProgress(ViewState& view, const char* probe) {
@@ -514,12 +500,12 @@ void openModelLayerAsScene(AppState& state, ViewState& view, int layer) {
   if (!layerSceneUnavailable(s).empty()) return;
   const model::Model& ck = *s.checkpoint();
   const std::string text = s.ranText().size() > 200 ? s.ranText().substr(0, 200) + "..." : s.ranText();
-  const std::string description = familyName(ck.model_type) + " checkpoint " + ck.dir + ", layer " +
+  const std::string description = model::familyDisplayName(ck.model_type) + " checkpoint " + ck.dir + ", layer " +
                                   std::to_string(layer + 1) + " of " + std::to_string(s.layout().n_layer) +
                                   " (from 1), text: \"" + text + "\"";
   // GPT-2: per head its own W_Q, W_K, W_V; the Llama family: KV heads, RoPE, q_norm/k_norm, sliding window.
   // A refusal (the engine's check, or validateScene's) is said in red where the model's errors are, once.
-  const std::string what = "open " + familyName(ck.model_type) + " layer";
+  const std::string what = "open " + model::familyDisplayName(ck.model_type) + " layer";
   try {
     Scene scene = model::modelLayerScene(ck, s.forward(), layer, s.labels(), description);
     if (!state.replaceScene(what, std::move(scene))) {
@@ -534,7 +520,7 @@ void openModelLayerAsScene(AppState& state, ViewState& view, int layer) {
     return;
   }
   s.error.clear();
-  nameLayerScene(state, view, familyName(ck.model_type), layer);
+  nameLayerScene(state, view, model::familyDisplayName(ck.model_type), layer);
   view.focus_head = -1;
   s.shown = false;
 }

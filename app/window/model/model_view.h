@@ -28,8 +28,6 @@ void openModelLayerAsScene(AppState& state, ViewState& view, int layer);
 std::string layerSceneUnavailable(const ModelSession& session);
 // An opened attention tensor's head-type scores, statistics and similarity for one layer (tensor_analysis.cpp).
 void drawTensorAnalysis(ModelSession& session);
-// "GPT-2", "Llama", "Mistral", "Qwen2", "Qwen3" for config.json's model_type.
-std::string familyName(const std::string& model_type);
 // The kv head of each query head (one entry per head, from 0; empty before a forward): the grid frames each
 // group of heads sharing one. GPT-2 has no grouped-query attention: every head is its own group, and no frame
 // is drawn.

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "attnscope/model/architecture.h"
+#include "attnscope/model/families.h"
 #include "window/model/model_session.h"
 #include "window/model/model_view.h"
 #include "window/model/subject.h"
@@ -39,7 +40,7 @@ void modelCard(const ModelSession& s) {
   const model::Architecture arch = s.checkpoint()->architecture();
   sectionHeader("Model");
   if (!ImGui::BeginTable("##card", 2, ImGuiTableFlags_SizingFixedFit)) return;
-  cardRow("family", familyName(s.checkpoint()->model_type), "subject.card.family");
+  cardRow("family", model::familyDisplayName(s.checkpoint()->model_type), "subject.card.family");
   cardRow("layers", std::to_string(arch.n_layer), "subject.card.layers");
   cardRow("heads", std::to_string(arch.n_head), "subject.card.heads");
   cardRow("KV heads", std::to_string(arch.n_kv_head), "subject.card.kv_heads");

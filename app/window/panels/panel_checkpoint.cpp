@@ -11,6 +11,7 @@
 #include <string>
 
 #include "attnscope/atomic_file.h"
+#include "attnscope/model/families.h"
 #include "attnscope/model/model_export.h"
 #include "window/model/model_session.h"
 #include "window/model/model_view.h"
@@ -122,7 +123,7 @@ void drawCheckpointPanel(AppState& state, ViewState& view) {
 
   // What was opened: the family and its shapes, then where the maps are.
   const model::HeadLayout& c = s.layout();
-  textWrappedAtSpaces(familyName(s.checkpoint()->model_type) + ": " + s.describe() + ".");
+  textWrappedAtSpaces(model::familyDisplayName(s.checkpoint()->model_type) + ": " + s.describe() + ".");
   probeItem("checkpoint.config");
   textWrappedAtSpaces(formatted("%d tokens: every map is in the centre pane%s.", s.forward().n,
                                 c.n_kv_head < c.n_head ? ", the query heads of each KV head framed together" : ""));

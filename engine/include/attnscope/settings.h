@@ -16,11 +16,11 @@ namespace attnscope {
 
 // [SECTION] the parsers (pure: the unit tests call them). Each throws InputError(variable, expected, 'text').
 
-// parseByteCount(variable, text) (scene.h, defined in settings.cpp) reads a byte count: a decimal number (digits,
-// optionally a point and more digits: no sign, exponent or spaces), then optionally a unit K, M, G or T (powers
-// of 1024, either case, optionally followed by "B" or "iB") or "B". At least 1 byte (rounded down), at most
-// kMaxSettingBytes. "4G", "512M", "1.5G", "4GiB", "65536".
+// A byte count: a decimal number (digits, optionally a point and more digits: no sign, exponent or spaces), then
+// optionally a unit K, M, G or T (powers of 1024, either case, optionally followed by "B" or "iB") or "B". At
+// least 1 byte (rounded down), at most kMaxSettingBytes. "4G", "512M", "1.5G", "4GiB", "65536".
 constexpr std::size_t kMaxSettingBytes = std::size_t{1} << 60;  // 1 EiB: budget arithmetic never overflows
+std::size_t parseByteCount(const char* variable, const char* text);
 // A decimal number as above (no unit) within [min, max].
 double parseDecimalSetting(const std::string& variable, std::string_view text, double min, double max);
 // "1" (on) or "0" (off).

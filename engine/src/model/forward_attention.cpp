@@ -11,7 +11,7 @@
 
 #include "attnscope/compute/tiles.h"
 #include "attnscope/error.h"
-#include "attnscope/model/gpt2.h"
+#include "attnscope/model/forward.h"
 #include "model/forward_shared.h"
 
 namespace attnscope::model {

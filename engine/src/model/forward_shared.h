@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "attnscope/error.h"
-#include "attnscope/model/gpt2.h"
+#include "attnscope/model/forward.h"
 #include "attnscope/types.h"
 
 namespace attnscope::model {

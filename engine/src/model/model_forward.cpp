@@ -1,12 +1,10 @@
-// The forwards' checks and entry points: GPT-2's and any Model's on the one forward (model/arch/forward.cpp),
+// The forward's checks and entry points: any Model's on the one forward (model/arch/forward.cpp),
 // attention rollout, a layer opened as a Scene through the one builder (model/arch/layer_scene.cpp).
 #include <algorithm>
 #include <cmath>
 #include <utility>
 
 #include "attnscope/error.h"
-#include "attnscope/model/gpt2.h"
-#include "attnscope/model/llama.h"
 #include "attnscope/model/model.h"
 #include "attnscope/scene/scene.h"
 #include "model/arch/model_view.h"
@@ -40,42 +38,17 @@ void checkForwardInput(const std::vector<int>& ids, int max_tokens, const char* 
                      byteString(need_bytes) + " for " + std::to_string(n) + " tokens");
 }
 
-std::size_t gpt2ForwardBytes(const Gpt2Config& c, int n, const ForwardOptions& options) {
-  return forwardBytes(describeGpt2(c), n, options.keep_ln1, options.maps);
-}
-
-ForwardResult gpt2Forward(const Gpt2Weights& w, const std::vector<int>& ids, const ForwardOptions& options,
-                          std::size_t budget_bytes) {
-  ForwardResult r;
-  gpt2ForwardInto(w, ids, r, options, budget_bytes);
-  return r;
-}
-
-void gpt2ForwardInto(const Gpt2Weights& w, const std::vector<int>& ids, ForwardResult& r, const ForwardOptions& options,
-                     std::size_t budget_bytes) {
-  forwardInto(viewOf(w), ids, r, options, budget_bytes);
-}
-
-std::size_t llamaForwardBytes(const LlamaConfig& c, int n, bool keep_ln1, MapPolicy maps) {
-  return forwardBytes(describeLlama(c), n, keep_ln1, maps);
-}
-
-ForwardResult llamaForward(const LlamaWeights& w, const std::vector<int>& ids, std::size_t budget_bytes, bool keep_ln1,
-                           const std::function<bool(int)>& progress, MapPolicy maps) {
-  return describedForward(w, ids, {.keep_ln1 = keep_ln1, .progress = progress, .maps = maps}, budget_bytes);
-}
-
-Scene llamaLayerScene(const LlamaWeights& w, const ForwardResult& forward, int layer,
-                      const std::vector<std::string>& tokens, const std::string& description) {
-  return describedLayerScene(w, forward, layer, tokens, description);
-}
-
 // (Here, not beside loadModel: the fuzz targets link the loaders without any forward.)
 ForwardResult modelForward(const Model& model, const std::vector<int>& ids, const ForwardOptions& options,
                            std::size_t budget_bytes) {
   ForwardResult r;
-  forwardInto(viewOf(model), ids, r, options, budget_bytes);
+  modelForwardInto(model, ids, r, options, budget_bytes);
   return r;
+}
+
+void modelForwardInto(const Model& model, const std::vector<int>& ids, ForwardResult& result,
+                      const ForwardOptions& options, std::size_t budget_bytes) {
+  forwardInto(viewOf(model), ids, result, options, budget_bytes);
 }
 
 std::size_t modelForwardBytes(const Model& model, int n, const ForwardOptions& options) {
@@ -87,9 +60,7 @@ Scene modelLayerScene(const Model& model, const ForwardResult& forward, int laye
   return layerSceneOf(viewOf(model), forward, layer, tokens, description);
 }
 
-ModelView viewOf(const Model& model) {
-  return std::visit([](const auto& w) { return viewOf(w); }, model.weights);
-}
+ModelView viewOf(const Model& model) { return viewOf(model.weights); }
 
 Matrix attentionRollout(const ForwardResult& forward, const HeadLayout& c) {
   StageTimings timings("attention rollout");
@@ -104,13 +75,6 @@ Matrix attentionRollout(const ForwardResult& forward, const HeadLayout& c) {
   }
   timings.mark("mean over heads, products");
   return rollout;
-}
-
-Scene attentionScene(const Gpt2Weights& w, int layer, const Matrix& x) { return attentionSceneOf(viewOf(w), layer, x); }
-
-Scene layerScene(const Gpt2Weights& w, const ForwardResult& forward, int layer, const std::vector<std::string>& tokens,
-                 const std::string& description) {
-  return layerSceneOf(viewOf(w), forward, layer, tokens, description);
 }
 
 }  // namespace attnscope::model

@@ -10,7 +10,7 @@
 #include "attnscope/analysis/analysis.h"
 #include "attnscope/arrays/array_file.h"
 #include "attnscope/compute/result.h"
-#include "attnscope/model/gpt2.h"
+#include "attnscope/model/forward.h"
 
 namespace attnscope::arrays {
 

@@ -1,8 +1,8 @@
 // One forward for every family: an Architecture (what config.json says, as data: norms, residual form, rotary,
-// mask per layer, MLP kind, biases) and a tensor-name map per family (model/arch/tensor_names.cpp) drive one
-// loader, one forward and one layer-scene builder (model/arch/). GPT-2, the Llama family (llama, mistral, qwen2,
-// qwen3) and GPT-NeoX / Pythia (gpt_neox) are described here; adding a family is a description, a name map and
-// only the maths that is truly new.
+// mask per layer, MLP kind, biases) and the one Weights drive one loader, one forward and one layer-scene builder
+// (model/arch/). Each family is a row of the registry (model/families.h: its name, its config reader in
+// model/family_configs.h, its tensor names); adding one is a row, a config reader, its name table and its
+// reference test, and only the maths that is truly new.
 #pragma once
 
 #include <cstddef>
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "attnscope/compute/rope.h"
-#include "attnscope/model/gpt2.h"
+#include "attnscope/model/forward.h"
 #include "attnscope/scene/scene.h"
 #include "attnscope/types.h"
 
@@ -34,7 +34,7 @@ enum class QkvStorage {
 };
 
 struct Architecture {
-  std::string model_type;                  // "gpt2", "llama", "mistral", "qwen2", "qwen3", "gpt_neox"
+  std::string model_type;                  // config.json's: its row in the family registry (model/families.h)
   int n_layer = 0, n_head = 0, n_kv_head = 0, head_dim = 0;
   int hidden = 0, intermediate = 0, vocab_size = 0, max_positions = 0;
   std::string max_positions_field = "max_position_embeddings";  // the config field named when n is too long
@@ -47,13 +47,12 @@ struct Architecture {
   double rope_theta = 10000;
   RopeScaling rope_scaling;
   bool qk_norm = false;           // Qwen3: RMSNorm over each head's head_dim, before RoPE
-  // --- phimix (Phi-3, OLMo 2, Mixtral) ---
+  // Phi-3, OLMo 2, Mixtral:
   bool qk_norm_whole = false;     // OLMo 2: q_norm / k_norm over the whole projected q (q_dim) and k (kv_dim)
   bool post_norms = false;        // OLMo 2: no pre norms; x += norm1(attn(x)); x += norm2(mlp(x))
   bool fused_gate_up = false;     // Phi-3: one gate_up_proj (2 intermediate, hidden), gate rows then up rows
   int n_experts = 0;              // Mixtral: >0 routes each token's MLP to experts_per_tok of n_experts
   int experts_per_tok = 0;        //   (softmax router, top k, weights renormalised to sum 1)
-  // --- end phimix ---
   QkvStorage qkv = QkvStorage::Separate;
   bool conv1d = false;            // linear weights stored (in, out), y = x W (GPT-2); else (out, in), y = x W^T
   bool qkv_bias = false, o_bias = false, mlp_bias = false;
@@ -99,7 +98,7 @@ struct LayerWeights {
   RowVector b_up;              // (intermediate) or empty (a Gated MLP has none)
   Matrix w_down;               // (hidden, intermediate)
   RowVector b_down;            // (hidden) or empty
-  // --- phimix: Mixtral's routed MLP (w_up / w_down empty) ---
+  // Mixtral's routed MLP (w_up / w_down empty):
   Matrix router;                     // (n_experts, hidden)
   std::vector<Matrix> expert_up;     // per expert (2 intermediate, hidden): w1 (gate) rows, then w3 (up) rows
   std::vector<Matrix> expert_down;   // per expert (hidden, intermediate): w2
@@ -114,32 +113,6 @@ struct Weights {
   std::vector<LayerWeights> layers;
   RowVector final_g, final_b;  // (hidden); _b empty without norm bias; both empty for PostNorm (no final norm)
 };
-
-// GPT-2's and the Llama family's configs as descriptions (the loaders' checks stay in their config readers).
-Architecture describeGpt2(const Gpt2Config& config);
-
-// GPT-NeoX / Pythia's config.json (model_type gpt_neox) checked, one line per refusal naming `path` and the field:
-// hidden_size a multiple of num_attention_heads; rotary_pct (or partial_rotary_factor, or v5's rope_parameters)
-// in (0, 1] giving an even number of rotary dims; rotary_emb_base / rope_theta; use_parallel_residual;
-// layer_norm_eps; hidden_act gelu (erf), gelu_new / gelu_pytorch_tanh (tanh) or relu-free; attention_bias.
-Architecture neoxArchitectureFromJson(const nlohmann::json& j, const std::string& path);
-
-// Gemma's config.json (model_type gemma, gemma2, gemma3_text, or gemma3 with its text_config), checked, one line
-// per refusal naming `path` and the field: head_dim, hidden_activation (GeGLU), query_pre_attn_scalar, the soft
-// caps, sliding_window with layer_types / sliding_window_pattern, rope_theta / rope_local_base_freq / rope_scaling
-// or v5's rope_parameters (per layer type for Gemma 3), torch_dtype for the embedding's scale.
-Architecture gemmaArchitectureFromJson(const nlohmann::json& j, const std::string& path);
-bool isGemmaFamily(const std::string& model_type);
-// Phi-3 (phi3), OLMo 2 (olmo2) and Mixtral (mixtral) config.json checked (model/arch/phimix_config.cpp), one line
-// per refusal naming `path` and the field: the Llama family's fields, and Phi-3's partial_rotary_factor (an even
-// number of rotary dims), Mixtral's num_local_experts and num_experts_per_tok (1 to num_local_experts), OLMo 2
-// without attention biases.
-bool isPhimixFamily(const std::string& model_type);
-Architecture phimixArchitectureFromJson(const nlohmann::json& j, const std::string& path);
-// BERT's and RoBERTa's config.json (model_type bert, roberta; arch/bert_config.cpp) checked, one line per refusal
-// naming `path` and the field: position_embedding_type absolute only, type_vocab_size >= 1, is_decoder false,
-// hidden_act gelu (erf) or a tanh GELU, layer_norm_eps; RoBERTa's pad_token_id leaving positions.
-Architecture encoderArchitectureFromJson(const nlohmann::json& j, const std::string& path);
 
 // float32 bytes a loaded checkpoint of `arch` takes: the sum of the tensors the name map reads.
 std::size_t weightBytes(const Architecture& arch);
@@ -158,16 +131,5 @@ Matrix loadUnembedding(const std::string& dir, const Architecture& arch, std::si
 // float32 bytes the forward keeps and its activations need for n tokens: the maps while `maps` keeps them, else
 // per layer Q, K once per kv head and m, l per query head; with keep_ln1 each layer's first norm's output.
 std::size_t forwardBytes(const Architecture& arch, int n, bool keep_ln1, MapPolicy maps);
-
-// The one forward (float32, Eigen with OpenBLAS, OpenMP over heads and rows): x = embed[ids] (+ pos_embed);
-// per layer the description's norms, attention (RoPE on the rotary dims, the layer's window) and MLP, combined
-// as its residual form says; then the final norm into ForwardResult::hidden.
-ForwardResult describedForward(const Weights& weights, const std::vector<int>& ids, const ForwardOptions& options = {},
-                               std::size_t budget_bytes = 0);
-
-// Layer `layer`'s attention as a scene over forward.ln1[layer]: each query head's W_Q and b_Q, K/V heads (shared
-// ones as kv_heads), RoPE on rotary_dims, q_norm / k_norm, W_O and b_O, the causal or sliding-window mask.
-Scene describedLayerScene(const Weights& weights, const ForwardResult& forward, int layer,
-                          const std::vector<std::string>& tokens, const std::string& description);
 
 }  // namespace attnscope::model

@@ -113,8 +113,6 @@ struct Limits {
   int max_heads = 64;
   bool with_maps = true;  // false: the result keeps no (n_q, n_k) maps (tiles on demand), so they cost nothing
 };
-// "4G", "512M", "65536": a byte count from an environment variable; InputError naming `variable` otherwise.
-std::size_t parseByteCount(const char* variable, const char* text);
 // Half of physical memory, or ATTNSCOPE_MEMORY_BUDGET (bytes, suffixes K/M/G allowed) when set.
 std::size_t defaultMemoryBudget();
 // Bytes a Result for this scene holds (every per-head matrix, K and V once per key/value head, concat, output),

@@ -205,9 +205,9 @@ std::size_t forwardBytes(const Architecture& a, int n, bool keep_ln1, MapPolicy 
   const std::size_t per_token = 3 * hidden + 2 * q + 2 * kv + (a.mlp == MlpKind::Gated ? 3 * inter : inter) +
                                 (a.residual == Residual::Parallel ? hidden : 0) +
                                 (a.sandwich_norms ? 2 * hidden : 0) +  // Gemma 2/3: a branch's output and its norm
-                                (a.post_norms ? hidden : 0);  // phimix: OLMo 2's sublayer output before its norm
+                                (a.post_norms ? hidden : 0);  // OLMo 2's sublayer output before its norm
   const std::size_t ln1 = keep_ln1 ? layers * nn * hidden : 0;
-  return 4 * (maps + nn * per_token + ln1) + (a.n_experts > 0 ? routedMlpBytes(a, n) : 0);  // phimix: Mixtral
+  return 4 * (maps + nn * per_token + ln1) + (a.n_experts > 0 ? routedMlpBytes(a, n) : 0);  // Mixtral
 }
 
 void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult& r, const ForwardOptions& options,
@@ -262,12 +262,12 @@ void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult&
   r.trace.resize(trace >= 0 ? 2 * a.n_layer + 1 : 0, a.hidden);
   if (trace >= 0) r.trace.row(0) = x.row(trace);
   Matrix branch, branch_normed;  // (n, hidden): Gemma 2/3's attention and MLP outputs before their sandwich norms
-  Matrix sub;  // phimix: OLMo 2's sublayer output, normed before the residual add
+  Matrix sub;  // OLMo 2's sublayer output, normed before the residual add
   const bool post = a.residual == Residual::PostNorm;
   timings.mark("setup (maps, rope, embed)");
   for (int l = 0; l < a.n_layer; ++l) {
     const LayerView& L = v.layers[static_cast<std::size_t>(l)];
-    // phimix: OLMo 2 has no pre norm: attention reads the layer's input, and x collects the attention output alone
+    // OLMo 2 has no pre norm: attention reads the layer's input, and x collects the attention output alone
     if (a.post_norms) {
       normed = x;
       x.setZero();
@@ -292,7 +292,7 @@ void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult&
         headRmsNorm(qkv, 0, a.n_head, hd, *L.q_norm, eps);
         headRmsNorm(qkv, q_dim, a.n_kv_head, hd, *L.k_norm, eps);
       }
-      if (a.qk_norm_whole) {  // phimix: OLMo 2, over the whole q (q_dim) and k (kv_dim), before RoPE
+      if (a.qk_norm_whole) {  // OLMo 2, over the whole q (q_dim) and k (kv_dim), before RoPE
         headRmsNorm(qkv, 0, 1, q_dim, *L.q_norm, eps);
         headRmsNorm(qkv, q_dim, 1, a.kvDim(), *L.k_norm, eps);
       }
@@ -324,7 +324,7 @@ void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult&
       if (kept) checkStage(r.keptMap(l * a.n_head + h), l, stage.c_str());
       else checkStage(r.stats[static_cast<std::size_t>(l)].heads[static_cast<std::size_t>(h)].row_sum, l, stage.c_str());
     }
-    if (a.post_norms) {  // phimix: x = input + post_attention_layernorm(attention output)
+    if (a.post_norms) {  // x = input + post_attention_layernorm(attention output)
       norm(a.norm, x, *L.norm1_g, L.norm1_b, eps, sub);
       x = normed + sub;
     }
@@ -340,9 +340,9 @@ void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult&
     }
     timings.mark("norms");
     const Matrix& mlp_in = a.residual == Residual::Parallel ? normed2 : a.post_norms || post ? x : normed;
-    Matrix& mlp_out = a.post_norms ? sub : x;  // phimix: OLMo 2 norms the MLP's output before adding it
+    Matrix& mlp_out = a.post_norms ? sub : x;  // OLMo 2 norms the MLP's output before adding it
     if (a.post_norms) sub.setZero(n, a.hidden);
-    if (a.n_experts > 0) {  // phimix: Mixtral's routed MLP
+    if (a.n_experts > 0) {  // Mixtral's routed MLP
       routedMlpAdd(a, L, mlp_in, mlp_out);
       timings.mark("routed mlp");
     } else {
@@ -376,13 +376,6 @@ void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult&
   else norm(a.norm, x, *v.final_g, v.final_b, eps, r.hidden);
   checkStage(r.hidden, -1, v.stages.final_norm.c_str());
   timings.mark("norms");
-}
-
-ForwardResult describedForward(const Weights& w, const std::vector<int>& ids, const ForwardOptions& options,
-                               std::size_t budget_bytes) {
-  ForwardResult r;
-  forwardInto(viewOf(w), ids, r, options, budget_bytes);
-  return r;
 }
 
 }  // namespace attnscope::model

@@ -10,7 +10,7 @@
 
 #include "attnscope/error.h"
 #include "attnscope/json_file.h"
-#include "attnscope/model/architecture.h"
+#include "attnscope/model/family_configs.h"
 #include "model/arch/config_fields.h"
 
 namespace attnscope::model {
@@ -117,16 +117,17 @@ std::vector<bool> slidingLayers(const nlohmann::json& j, const std::string& path
   return sliding;
 }
 
-}  // namespace
-
-bool isGemmaFamily(const std::string& t) {
+bool isGemmaType(const std::string& t) {
   return t == "gemma" || t == "gemma2" || t == "gemma3_text" || t == "gemma3";
 }
+
+}  // namespace
+
 
 Architecture gemmaArchitectureFromJson(const nlohmann::json& top, const std::string& top_path) {
   if (!top.is_object()) throw InputError(top_path, "a JSON object", describeJson(top));
   const nlohmann::json type = top.contains("model_type") ? top["model_type"] : nlohmann::json();
-  if (!type.is_string() || !isGemmaFamily(type.get<std::string>()))
+  if (!type.is_string() || !isGemmaType(type.get<std::string>()))
     throw InputError(top_path + ": model_type", "gemma, gemma2, gemma3_text or gemma3", describeJson(type));
   // gemma3 (Gemma3ForConditionalGeneration): the text model is text_config, a Gemma3TextConfig.
   const bool multimodal = isText(type, "gemma3");

@@ -30,7 +30,7 @@ std::optional<RowVector> headBias(const RowVector* b, int row0, int count) {
 
 const RowVector* orNull(const RowVector& v) { return v.size() ? &v : nullptr; }
 
-// phimix: OLMo 2's q_norm / k_norm over the whole projected q and k (no biases) in a scene. The norm divides row i
+// OLMo 2's q_norm / k_norm over the whole projected q and k (no biases) in a scene. The norm divides row i
 // of q = x W_Q^T by one number, r_i = sqrt(mean(q_i^2) + eps), and multiplies by g: so q_i's norm is W_Q' (x_i / r_i)
 // with g folded into W_Q's rows. The scene's query rows become x_i / r_i (q's r_i), its key rows x_i / r'_i (k's),
 // its value rows x; every head's W_Q and W_K get their slice of g.
@@ -98,7 +98,7 @@ Scene attentionSceneOf(const ModelView& v, int layer, const Matrix& x) {
     s.q_norm = SceneHeadNorm{*L.q_norm, a.norm_eps};
     s.k_norm = SceneHeadNorm{*L.k_norm, a.norm_eps};
   }
-  if (a.qk_norm_whole) wholeQkNorm(v, layer, x, s);  // phimix: OLMo 2
+  if (a.qk_norm_whole) wholeQkNorm(v, layer, x, s);  // OLMo 2
   s.w_o = a.conv1d ? Matrix(*L.w_o) : Matrix(L.w_o->transpose());  // (q_dim, hidden): rows are the heads' outputs
   if (L.b_o && L.b_o->size()) s.b_o = *L.b_o;
   const int window = a.window.empty() ? 0 : a.window[static_cast<std::size_t>(layer)];
@@ -125,11 +125,6 @@ Scene layerSceneOf(const ModelView& v, const ForwardResult& forward, int layer, 
   return s;
 }
 
-Scene describedLayerScene(const Weights& w, const ForwardResult& forward, int layer, const std::vector<std::string>& tokens,
-                          const std::string& description) {
-  return layerSceneOf(viewOf(w), forward, layer, tokens, description);
-}
-
 ModelView viewOf(const Weights& w) {
   ModelView v;
   v.arch = w.arch;
@@ -148,21 +143,6 @@ ModelView viewOf(const Weights& w) {
   v.final_g = &w.final_g;
   v.final_b = orNull(w.final_b);
   v.stages = stageNames(w.arch);
-  return v;
-}
-
-ModelView viewOf(const Gpt2Weights& w) {
-  ModelView v;
-  v.arch = describeGpt2(w.config);
-  v.embed = &w.wte;
-  v.pos_embed = &w.wpe;
-  for (const Gpt2Block& b : w.blocks)
-    v.layers.push_back({.norm1_g = &b.ln_1_g, .norm1_b = &b.ln_1_b, .norm2_g = &b.ln_2_g, .norm2_b = &b.ln_2_b,
-                        .w_qkv = &b.c_attn_w, .b_qkv = &b.c_attn_b, .w_o = &b.c_proj_w, .b_o = &b.c_proj_b,
-                        .w_up = &b.fc_w, .w_down = &b.mlp_proj_w, .b_up = &b.fc_b, .b_down = &b.mlp_proj_b});
-  v.final_g = &w.ln_f_g;
-  v.final_b = &w.ln_f_b;
-  v.stages = stageNames(v.arch);
   return v;
 }
 

@@ -167,7 +167,7 @@ Weights loadWeights(const std::string& dir, const Architecture& a, std::size_t b
       if (a.qkv_bias) L.b_qkv.resize(q + 2 * kv);
     }
     if (a.mlp == MlpKind::Gated && a.n_experts == 0) L.w_up.resize(2 * inter, a.hidden);
-    // phimix: Mixtral's experts, w1 and w3 into one (2 intermediate, hidden) matrix each, as a gated MLP's
+    // Mixtral's experts, w1 and w3 into one (2 intermediate, hidden) matrix each, as a gated MLP's
     if (a.n_experts > 0) {
       L.expert_up.assign(static_cast<std::size_t>(a.n_experts), Matrix(2 * inter, a.hidden));
       L.expert_down.resize(static_cast<std::size_t>(a.n_experts));
@@ -215,13 +215,11 @@ Weights loadWeights(const std::string& dir, const Architecture& a, std::size_t b
       case Slot::DownB: L->b_down = read(); break;
       case Slot::PostAttnNorm: L->post_attn_g = read(); break;
       case Slot::PostMlpNorm: L->post_mlp_g = read(); break;
-      // --- phimix ---
       case Slot::GateUp: into(L->w_up.data()); break;  // gate rows, then up rows, as stored
       case Slot::Router: L->router = read(); break;
       case Slot::ExpertGate: into(L->expert_up[static_cast<std::size_t>(e.expert)].data()); break;
       case Slot::ExpertUp: into(L->expert_up[static_cast<std::size_t>(e.expert)].row(inter).data()); break;
       case Slot::ExpertDown: L->expert_down[static_cast<std::size_t>(e.expert)] = read(); break;
-      // --- end phimix ---
       case Slot::TypeEmbed: w.type_embed = read(); break;
       case Slot::EmbedNormG: w.embed_norm_g = read(); break;
       case Slot::EmbedNormB: w.embed_norm_b = read(); break;

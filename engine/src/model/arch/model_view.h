@@ -1,13 +1,11 @@
-// What the one forward and the one layer-scene builder read: a family's weights seen through pointers, so that
-// GPT-2's own Gpt2Weights (which tests and the bench build in place) and the described Weights are one shape,
-// without a copy of any matrix. Empty vectors mean "none" (no bias, no norm bias).
+// What the one forward and the one layer-scene builder read: the one Weights seen through pointers (null: no such
+// tensor), with the family's stage names. Empty vectors mean "none" (no bias, no norm bias).
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "attnscope/model/architecture.h"
-#include "attnscope/model/gpt2.h"
 #include "attnscope/model/model.h"
 
 namespace attnscope::model {
@@ -22,7 +20,7 @@ struct LayerView {
   const Matrix *w_up = nullptr, *w_down = nullptr;
   const RowVector *b_up = nullptr, *b_down = nullptr;
   const RowVector *post_attn_g = nullptr, *post_mlp_g = nullptr;  // Gemma 2/3's sandwich norms, else null
-  // phimix: Mixtral's router (n_experts, hidden) and experts (LayerWeights::expert_up / expert_down)
+  // Mixtral's router (n_experts, hidden) and experts (LayerWeights::expert_up / expert_down)
   const Matrix* router = nullptr;
   const std::vector<Matrix>*expert_up = nullptr, *expert_down = nullptr;
 };
@@ -47,8 +45,7 @@ struct ModelView {
 StageNames stageNames(const Architecture& arch);
 
 ModelView viewOf(const Weights& w);
-ModelView viewOf(const Gpt2Weights& w);
-ModelView viewOf(const Model& model);  // whichever family it holds
+ModelView viewOf(const Model& model);
 
 // The forward over a view, into `result` (its map buffer reused when the size matches).
 void forwardInto(const ModelView& view, const std::vector<int>& ids, ForwardResult& result, const ForwardOptions& options,
@@ -60,7 +57,7 @@ Scene attentionSceneOf(const ModelView& view, int layer, const Matrix& x);
 Scene layerSceneOf(const ModelView& view, const ForwardResult& forward, int layer, const std::vector<std::string>& tokens,
                    const std::string& description);
 
-// phimix: Mixtral's routed MLP (routed_mlp.cpp): out += sum over each row's top experts_per_tok experts of its
+// Mixtral's routed MLP (routed_mlp.cpp): out += sum over each row's top experts_per_tok experts of its
 // renormalised softmax weight x w2(silu(w1 x) * w3 x). x, out: (n, hidden), distinct.
 void routedMlpAdd(const Architecture& arch, const LayerView& layer, const Matrix& x, Matrix& out);
 // Its float32 scratch bytes for n rows.

@@ -7,19 +7,18 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "model/arch/families.h"
+
 namespace attnscope::model {
 
 namespace {
 
-struct FamilyNames {
-  std::vector<std::string> prefixes;
-  const char *embed, *pos_embed, *final_norm, *layers;
-  const char *norm1, *norm2, *q, *k, *v, *qkv, *q_norm, *k_norm, *o, *gate, *up, *down;
-  const char* lm_head;  // the whole name, no prefix; null: always tied
-  // config field names, for messages
-  const char *f_hidden, *f_heads, *f_kv_heads, *f_inter, *f_vocab, *f_positions;
-  StageNames stages;
-};
+FamilyNames withNames(FamilyNames f, const char* qkv, const char* up, const char* norm1, const char* norm2,
+                      StageNames stages) {
+  f.qkv = qkv, f.up = up, f.norm1 = norm1, f.norm2 = norm2, f.stages = std::move(stages);
+  return f;
+}
+}  // namespace
 
 const FamilyNames kGpt2Names = {
     {"", "transformer."}, "wte", "wpe", "ln_f", "h.",
@@ -74,12 +73,7 @@ const FamilyNames kGemma2Names = {
      "pre_feedforward_layernorm", "mlp gate/up + gelu", "mlp down_proj + post_feedforward_layernorm + residual",
      "the final norm"}};
 
-// --- phimix: Phi-3 (fused qkv_proj and gate_up_proj), OLMo 2 (post norms), Mixtral (block_sparse_moe) ---
-FamilyNames withNames(FamilyNames f, const char* qkv, const char* up, const char* norm1, const char* norm2,
-                      StageNames stages) {
-  f.qkv = qkv, f.up = up, f.norm1 = norm1, f.norm2 = norm2, f.stages = std::move(stages);
-  return f;
-}
+// Phi-3 (fused qkv_proj and gate_up_proj), OLMo 2 (post norms), Mixtral (block_sparse_moe): Llama's names, changed.
 const FamilyNames kPhi3Names = withNames(
     kLlamaNames, "self_attn.qkv_proj", "mlp.gate_up_proj", "input_layernorm", "post_attention_layernorm",
     {"the embedding (embed_tokens)", "input_layernorm", "attention qkv_proj (after RoPE)", "attention o_proj + residual",
@@ -94,7 +88,6 @@ const FamilyNames kMixtralNames = withNames(
     {"the embedding (embed_tokens)", "input_layernorm", "attention q, k, v (after RoPE)", "attention o_proj + residual",
      "post_attention_layernorm", "block_sparse_moe experts w1/w3 + silu", "block_sparse_moe w2, routed + residual",
      "the final norm"});
-// --- end phimix ---
 // [SECTION] encoders: BertModel / BertForMaskedLM ("bert." before the body), RobertaModel / RobertaFor* ("roberta.").
 // Post-norm: norm1 is the norm after attention (attention.output.LayerNorm), norm2 the one after the MLP; no final
 // norm. The embedding's norm and token types are named in expectedTensors. Pooler and MLM head: never read.
@@ -112,21 +105,12 @@ const FamilyNames kBertNames = ATTNSCOPE_ENCODER_NAMES("bert.");
 const FamilyNames kRobertaNames = ATTNSCOPE_ENCODER_NAMES("roberta.");
 #undef ATTNSCOPE_ENCODER_NAMES
 
+namespace {
+
 const FamilyNames& namesOf(const Architecture& a) {
-  if (a.model_type == "gemma") return kGemmaNames;                                  // Gemma
-  if (a.model_type == "gemma2" || a.model_type == "gemma3_text") return kGemma2Names;  // Gemma
-  // --- phimix ---
-  if (a.model_type == "phi3") return kPhi3Names;
-  if (a.model_type == "olmo2") return kOlmo2Names;
-  if (a.model_type == "mixtral") return kMixtralNames;
-  // --- end phimix ---
-  if (a.model_type == "gpt2") return kGpt2Names;
-  if (a.model_type == "bert") return kBertNames;
-  if (a.model_type == "roberta") return kRobertaNames;
-  if (a.model_type == "gpt_neox") return kNeoxNames;
-  if (a.model_type == "llama" || a.model_type == "mistral" || a.model_type == "qwen2" || a.model_type == "qwen3")
-    return kLlamaNames;
-  throw std::logic_error("no tensor names for model_type " + a.model_type);  // every described family has some
+  const Family* f = findFamily(a.model_type);
+  if (!f) throw std::logic_error("no tensor names for model_type " + a.model_type);  // every reader names a row
+  return *f->names;
 }
 
 }  // namespace
@@ -197,7 +181,7 @@ std::vector<ExpectedTensor> expectedTensors(const Architecture& a, const std::st
       add(std::string(f.q_norm) + ".weight", {hd}, "head_dim", Slot::QNorm);
       add(std::string(f.k_norm) + ".weight", {hd}, "head_dim", Slot::KNorm);
     }
-    if (a.qk_norm_whole) {  // phimix: OLMo 2's norms over the whole projected q and k
+    if (a.qk_norm_whole) {  // OLMo 2's norms over the whole projected q and k
       add(std::string(f.q_norm) + ".weight", {q}, heads, Slot::QNorm);
       add(std::string(f.k_norm) + ".weight", {kv}, kv_heads, Slot::KNorm);
     }
@@ -209,7 +193,7 @@ std::vector<ExpectedTensor> expectedTensors(const Architecture& a, const std::st
     }
     add(std::string(f.norm2) + ".weight", {d}, hidden, Slot::Norm2G);
     if (a.norm_bias) add(std::string(f.norm2) + ".bias", {d}, hidden, Slot::Norm2B);
-    // --- phimix: Phi-3's fused gate_up_proj; Mixtral's router and experts instead of one MLP ---
+    // Phi-3's fused gate_up_proj; Mixtral's router and experts instead of one MLP ---
     if (a.fused_gate_up) {
       add(std::string(f.up) + ".weight", lin(2 * inter, d), "2 x " + inter_why + " x " + hidden, Slot::GateUp);
     } else if (a.n_experts > 0) {
@@ -224,8 +208,7 @@ std::vector<ExpectedTensor> expectedTensors(const Architecture& a, const std::st
       }
       continue;  // no plain MLP tensors
     }
-    // --- end phimix ---
-    if (a.mlp == MlpKind::Gated && !a.fused_gate_up)
+        if (a.mlp == MlpKind::Gated && !a.fused_gate_up)
       add(std::string(f.gate) + ".weight", lin(inter, d), inter_why + " x " + hidden, Slot::Gate);
     if (!a.fused_gate_up) add(std::string(f.up) + ".weight", lin(inter, d), inter_why + " x " + hidden, Slot::Up);
     if (a.mlp_bias) add(std::string(f.up) + ".bias", {inter}, inter_why, Slot::UpB);

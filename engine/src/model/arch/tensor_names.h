@@ -12,12 +12,25 @@
 
 namespace attnscope::model {
 
+// A family's tensor names (no prefix) and the config fields its shapes come from; null: the family has none.
+struct FamilyNames {
+  std::vector<std::string> prefixes;
+  const char *embed, *pos_embed, *final_norm, *layers;
+  const char *norm1, *norm2, *q, *k, *v, *qkv, *q_norm, *k_norm, *o, *gate, *up, *down;
+  const char* lm_head;  // the whole name, no prefix; null: always tied
+  // config field names, for messages
+  const char *f_hidden, *f_heads, *f_kv_heads, *f_inter, *f_vocab, *f_positions;
+  StageNames stages;
+};
+extern const FamilyNames kGpt2Names, kLlamaNames, kNeoxNames, kGemmaNames, kGemma2Names, kPhi3Names, kOlmo2Names,
+    kMixtralNames, kBertNames, kRobertaNames;
+
 // Where a tensor goes once read.
 enum class Slot {
   Embed, PosEmbed, FinalG, FinalB, Norm1G, Norm1B, Norm2G, Norm2B,
   Q, K, V, QB, KB, VB, Qkv, QkvB, QNorm, KNorm, O, OB, Gate, Up, UpB, Down, DownB,
   PostAttnNorm, PostMlpNorm,  // Gemma 2/3's sandwich norms
-  GateUp, Router, ExpertGate, ExpertUp, ExpertDown,  // phimix: Phi-3's gate_up_proj, Mixtral's router and experts
+  GateUp, Router, ExpertGate, ExpertUp, ExpertDown,  // Phi-3's gate_up_proj, Mixtral's router and experts
   TypeEmbed, EmbedNormG, EmbedNormB,  // encoders' token_type_embeddings and embeddings.LayerNorm
   LmHead,  // checked (an untied checkpoint without it is broken), not read: maps need no logits
 };

@@ -12,8 +12,7 @@
 
 #include "attnscope/error.h"
 #include "attnscope/json_file.h"
-#include "attnscope/model/architecture.h"
-#include "attnscope/model/llama.h"
+#include "attnscope/model/family_configs.h"
 #include "model/arch/config_fields.h"
 
 namespace attnscope::model {
@@ -47,12 +46,10 @@ bool v5Theta(const nlohmann::json& j) {
 
 }  // namespace
 
-bool isPhimixFamily(const std::string& t) { return t == "phi3" || t == "olmo2" || t == "mixtral"; }
-
-Architecture phimixArchitectureFromJson(const nlohmann::json& j, const std::string& path) {
+Architecture llamaKinArchitectureFromJson(const nlohmann::json& j, const std::string& path) {
   if (!j.is_object()) throw InputError(path, "a JSON object", describeJson(j));
   const nlohmann::json type = j.contains("model_type") ? j["model_type"] : nlohmann::json();
-  if (!type.is_string() || !isPhimixFamily(type.get<std::string>()))
+  if (!type.is_string() || !(type == "phi3" || type == "olmo2" || type == "mixtral"))
     throw InputError(path + ": model_type", "phi3, olmo2 or mixtral", describeJson(type));
   const std::string t = type.get<std::string>();
   if (t == "olmo2" && boolField(j, path, "attention_bias", false))

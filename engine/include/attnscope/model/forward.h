@@ -1,73 +1,20 @@
-// A GPT-2 checkpoint (a Hugging Face style folder: config.json, model.safetensors, vocab.json, merges.txt), its
-// forward pass with every layer's per-head attention (maps kept, or tiles on demand), attention rollout, and a
-// layer opened as a Scene.
+// What a forward over any family gives (every layer's per-head attention, maps kept or tiles on demand, the
+// layer inputs and the final hidden states) and what it is asked (ForwardOptions); attention rollout over it.
+// The forward itself: model/model.h (modelForward) over the one Weights (model/architecture.h).
 #pragma once
 
 #include <cstddef>
 #include <functional>
-#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "attnscope/compute/backend.h"
 #include "attnscope/compute/tiles.h"
-#include "attnscope/model/tokenizer.h"
 #include "attnscope/scene/scene.h"
 #include "attnscope/types.h"
 
 namespace attnscope::model {
-
-struct Gpt2Config {
-  int n_layer = 0, n_head = 0, n_embd = 0, n_positions = 0, vocab_size = 0;
-  float layer_norm_epsilon = 1e-5f;
-  int headDim() const { return n_embd / n_head; }
-};
-
-// Reads and checks config.json (`path` names it in errors): the six fields present, positive, n_embd a
-// multiple of n_head, n_head at most 64 (a scene's limit); activation_function, when given, GPT-2's tanh GELU.
-// config.json's fields checked; `name` (the path) starts every error. loadGpt2Config reads the file through
-// readJsonFile (at most 1 MiB, nested at most 64 deep); the fuzzer calls gpt2ConfigFromJson on parsed bytes.
-Gpt2Config gpt2ConfigFromJson(const nlohmann::json& j, const std::string& name);
-Gpt2Config loadGpt2Config(const std::string& path);
-
-// One block, in GPT-2's Conv1D layout (y = x W + b, W is (in, out)), row vectors.
-struct Gpt2Block {
-  RowVector ln_1_g, ln_1_b;  // (d)
-  Matrix c_attn_w;           // (d, 3d): q, k, v in that order, head h at columns [h*dh, (h+1)*dh) of each
-  RowVector c_attn_b;        // (3d)
-  Matrix c_proj_w;           // (d, d)
-  RowVector c_proj_b;        // (d)
-  RowVector ln_2_g, ln_2_b;  // (d)
-  Matrix fc_w;               // (d, 4d)
-  RowVector fc_b;            // (4d)
-  Matrix mlp_proj_w;         // (4d, d)
-  RowVector mlp_proj_b;      // (d)
-};
-
-struct Gpt2Weights {
-  Gpt2Config config;
-  Matrix wte;  // (vocab_size, d)
-  Matrix wpe;  // (n_positions, d)
-  std::vector<Gpt2Block> blocks;
-  RowVector ln_f_g, ln_f_b;  // (d)
-};
-
-// float32 bytes the weights take once loaded (every tensor the config implies).
-std::size_t gpt2WeightBytes(const Gpt2Config& config);
-
-// Loads `weights_path` (safetensors, F32/F16/BF16, tensor names with or without "transformer.") for `config`:
-// the header validated, every tensor the config implies present with its shape, and the float32 weights'
-// memory checked against `budget_bytes` (0 = defaultMemoryBudget()) before any is read.
-Gpt2Weights loadGpt2Weights(const std::string& weights_path, const Gpt2Config& config, std::size_t budget_bytes = 0);
-
-struct Checkpoint {
-  std::string dir;
-  Gpt2Weights weights;
-  Tokenizer tokenizer;
-};
-// DIR/config.json, DIR/model.safetensors, DIR/vocab.json, DIR/merges.txt; token ids must fit vocab_size.
-Checkpoint loadCheckpoint(const std::string& dir, std::size_t budget_bytes = 0);
 
 struct ForwardOptions {
   bool keep_ln1 = true;  // keep each layer's ln_1 output (the rows a layer scene starts from)
@@ -115,7 +62,6 @@ struct HeadLayout {
   int n_layer = 0, n_head = 0, n_kv_head = 0;
   HeadLayout() = default;
   HeadLayout(int layers, int heads, int kv_heads) : n_layer(layers), n_head(heads), n_kv_head(kv_heads) {}
-  HeadLayout(const Gpt2Config& c) : HeadLayout(c.n_layer, c.n_head, c.n_head) {}  // NOLINT: implicit on purpose
   int kvHead(int head) const { return n_kv_head > 0 && n_head >= n_kv_head ? head / (n_head / n_kv_head) : head; }
   // Per layer, a sliding window W (query i sees keys i - W < j <= i) or 0 (every earlier key); empty = none.
   std::vector<int> window;
@@ -175,35 +121,10 @@ struct ForwardResult {
   void resize(int tokens, int count, bool keep = true);
 };
 
-// float32 bytes the forward keeps (its maps, or Q, K once per kv head and m, l when they are not kept; ln_1 with
-// keep_ln1) and its activations need for n tokens.
-std::size_t gpt2ForwardBytes(const Gpt2Config& config, int n, const ForwardOptions& options = {});
-
-// GPT-2's forward (float32, Eigen): x = wte[ids] + wpe[0..n); per block x += attn(ln_1(x)); x += mlp(ln_2(x));
-// then ln_f. Attention is causal with scale 1/sqrt(d_head); the MLP uses GELU's tanh form. 1 <= n <=
-// n_positions, ids < vocab_size (InputError otherwise); the memory is checked against the budget first.
-ForwardResult gpt2Forward(const Gpt2Weights& weights, const std::vector<int>& ids, const ForwardOptions& options = {},
-                          std::size_t budget_bytes = 0);
-// The same into `result`, reusing its matrices where the shapes match (the first touch of 4 n^2 bytes per map
-// costs page faults that can take longer than the arithmetic).
-void gpt2ForwardInto(const Gpt2Weights& weights, const std::vector<int>& ids, ForwardResult& result,
-                     const ForwardOptions& options = {}, std::size_t budget_bytes = 0);
-
 // Attention rollout (Abnar and Zuidema, 2020): per layer A_l = 0.5 * mean over heads of W + 0.5 * I (the
 // identity for the residual; each row of the mean sums to 1, so A_l's rows sum to 1 with no further
 // renormalisation, which is still applied to absorb rounding), then R = A_{L-1} ... A_1 A_0. (n, n). Reads one
 // map at a time (ForwardResult::map), so a forward without kept maps needs (n, n) x 3 here, not all maps.
 Matrix attentionRollout(const ForwardResult& forward, const HeadLayout& layout);
-
-// Layer `layer` as an ordinary scene: query rows = that layer's ln_1 output, head h's W_Q, W_K, W_V (d, dh)
-// and biases split from c_attn, W_O = c_proj (d, d) with b_O, the causal mask, the default scale
-// 1/sqrt(dh), `tokens` as labels; `description` is stored as given. Needs forward.ln1.
-// Layer `layer`'s attention as a scene over the rows `x` (n, d), its ln_1 output: each head's W_Q, W_K, W_V
-// and biases split from c_attn, W_O and b_o from c_proj, the causal mask, scale 1/sqrt(d_head), tokens
-// numbered. What layerScene and a forward with ForwardOptions::attention compute from.
-Scene attentionScene(const Gpt2Weights& weights, int layer, const Matrix& x);
-
-Scene layerScene(const Gpt2Weights& weights, const ForwardResult& forward, int layer,
-                 const std::vector<std::string>& tokens, const std::string& description);
 
 }  // namespace attnscope::model

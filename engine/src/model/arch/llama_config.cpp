@@ -7,7 +7,7 @@
 
 #include "attnscope/error.h"
 #include "attnscope/json_file.h"
-#include "attnscope/model/llama.h"
+#include "attnscope/model/family_configs.h"
 #include "model/arch/config_fields.h"
 
 namespace attnscope::model {
@@ -47,9 +47,9 @@ std::vector<int> windows(const nlohmann::json& j, const std::string& path, const
   return w;
 }
 
-}  // namespace
+bool isLlamaType(const std::string& t) { return t == "llama" || t == "mistral" || t == "qwen2" || t == "qwen3"; }
 
-bool isLlamaFamily(const std::string& t) { return t == "llama" || t == "mistral" || t == "qwen2" || t == "qwen3"; }
+}  // namespace
 
 LlamaConfig loadLlamaConfig(const std::string& path) {
   return llamaConfigFromJson(readJsonFile(path, kMaxLlamaConfigBytes), path);
@@ -59,7 +59,7 @@ LlamaConfig llamaConfigFromJson(const nlohmann::json& j, const std::string& path
   if (!j.is_object()) throw InputError(path, "a JSON object", describeJson(j));
   LlamaConfig c;
   const nlohmann::json type = j.contains("model_type") ? j["model_type"] : nlohmann::json();
-  if (!type.is_string() || !isLlamaFamily(type.get<std::string>()))
+  if (!type.is_string() || !isLlamaType(type.get<std::string>()))
     throw InputError(path + ": model_type", "llama, mistral, qwen2 or qwen3", describeJson(type));
   c.model_type = type.get<std::string>();
   c.hidden = intField(j, path, "hidden_size", 1, 1 << 16);
