@@ -439,9 +439,9 @@ void AppState::analysePerResult(int only_head) {
   importance_[static_cast<std::size_t>(only_head)] = oneHeadImportance(scene_, result_, only_head, AblationMode::Zero);
 }
 
-const Walkthrough& AppState::walkthrough() {
+std::shared_ptr<const Walkthrough> AppState::walkthrough() {
   if (!walk_) walk_ = std::make_shared<const Walkthrough>(buildWalkthrough(scene(), result_));
-  return *walk_;
+  return walk_;
 }
 
 void AppState::runAnalysis() {

@@ -98,7 +98,9 @@ class AppState {
   const std::vector<double>& importance() const { return importance_; }
   // The worked-example walkthrough of the shown result (copies of every step's matrices: at n = 1024, h = 8,
   // ~0.7 s of copying). Built on the worker with the result for big CPU scenes, else on first use after a change.
-  const Walkthrough& walkthrough();
+  // Shared: an edit made while the walkthrough is drawn (its own tables edit the scene) drops the app's copy, and
+  // the panel goes on drawing the one it began the frame with.
+  std::shared_ptr<const Walkthrough> walkthrough();
   // The frame's tick() took a result from the worker (for --frame-stats' landing frames).
   bool landedThisTick() const { return landed_this_tick_; }
 

@@ -134,7 +134,8 @@ void drawWalkthroughPanel(AppState& state, ViewState& view) {
     longSceneNote(state, "The walkthrough");
     return;
   }
-  const Walkthrough& walk = state.walkthrough();
+  const std::shared_ptr<const Walkthrough> held = state.walkthrough();  // alive through an edit below
+  const Walkthrough& walk = *held;
   const int count = static_cast<int>(walk.steps.size());
   if (count == 0) {
     ImGui::TextWrapped("No steps for this scene.");
