@@ -25,8 +25,7 @@ const model::Model& gpt2Small() {
     w.pos_embed = Matrix::Random(w.arch.max_positions, d) * 0.02f;
     for (int l = 0; l < w.arch.n_layer; ++l) {
       model::LayerWeights b;  // GPT-2's Conv1D layout: (in, out)
-      b.norm1_g = b.norm2_g = RowVector::Ones(d);
-      b.norm1_b = b.norm2_b = RowVector::Zero(d);
+      b.attn_norms.in = b.mlp_norms.in = {RowVector::Ones(d), RowVector::Zero(d)};
       b.w_qkv = Matrix::Random(d, 3 * d) * 0.08f;
       b.b_qkv = RowVector::Random(3 * d) * 0.02f;
       b.w_o = Matrix::Random(d, d) * 0.05f;

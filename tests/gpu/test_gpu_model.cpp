@@ -23,14 +23,14 @@ model::Model randomGpt2(int layers, int heads, int d, int vocab, int positions, 
   const float s = 1.0f / std::sqrt(static_cast<float>(d));
   for (int l = 0; l < layers; ++l) {
     model::LayerWeights b;
-    b.norm1_g = RowVector::Ones(d) + test::randomRow(d, 0.1f, rng);
-    b.norm1_b = test::randomRow(d, 0.1f, rng);
+    b.attn_norms.in.g = RowVector::Ones(d) + test::randomRow(d, 0.1f, rng);
+    b.attn_norms.in.b = test::randomRow(d, 0.1f, rng);
     b.w_qkv = test::randomMatrix(d, 3 * d, 2.0f * s, rng);  // logits of a few units: non-trivial maps
     b.b_qkv = test::randomRow(3 * d, 0.1f, rng);
     b.w_o = test::randomMatrix(d, d, s, rng);
     b.b_o = test::randomRow(d, 0.1f, rng);
-    b.norm2_g = RowVector::Ones(d) + test::randomRow(d, 0.1f, rng);
-    b.norm2_b = test::randomRow(d, 0.1f, rng);
+    b.mlp_norms.in.g = RowVector::Ones(d) + test::randomRow(d, 0.1f, rng);
+    b.mlp_norms.in.b = test::randomRow(d, 0.1f, rng);
     b.w_up = test::randomMatrix(d, 4 * d, s, rng);
     b.b_up = test::randomRow(4 * d, 0.1f, rng);
     b.w_down = test::randomMatrix(4 * d, d, 0.5f * s, rng);

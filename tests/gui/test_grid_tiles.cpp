@@ -43,7 +43,7 @@ model::Model randomGpt2(int layers, int heads, int d, int positions, std::mt1993
   const float s = 1.0f / std::sqrt(static_cast<float>(d));
   for (int l = 0; l < layers; ++l) {
     model::LayerWeights b;
-    b.norm1_g = ones(d), b.norm1_b = zeros(d), b.norm2_g = ones(d), b.norm2_b = zeros(d);
+    b.attn_norms.in = {ones(d), zeros(d)}, b.mlp_norms.in = {ones(d), zeros(d)};
     b.w_qkv = randomMatrix(d, 3 * d, 2.0f * s, rng), b.b_qkv = zeros(3 * d);
     b.w_o = randomMatrix(d, d, s, rng), b.b_o = zeros(d);
     b.w_up = randomMatrix(d, 4 * d, s, rng), b.b_up = zeros(4 * d);

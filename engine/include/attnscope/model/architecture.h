@@ -21,7 +21,7 @@ enum class NormKind { LayerNorm, RmsNorm };  // (x - mean) / sd * g + b | x / rm
 enum class Residual {
   Sequential,  // x += attn(norm1 x); x += mlp(norm2 x)
   Parallel,    // x += attn(norm1 x) + mlp(norm2 x), both norms of the layer's input (GPT-NeoX's default)
-  PostNorm,    // x = norm1(x + attn(x)); x = norm2(x + mlp(x)); no final norm (BERT, RoBERTa)
+  PostNorm,    // x = norm1(x + attn(x)); x = norm2(x + mlp(x)); no final norm (BERT, RoBERTa): the out slots
 };
 enum class MlpKind { Plain, Gated };  // down(act(up x)) | down(act(gate x) * up x)
 enum class Activation { GeluTanh, GeluErf, Silu };
@@ -49,7 +49,7 @@ struct Architecture {
   bool qk_norm = false;           // Qwen3: RMSNorm over each head's head_dim, before RoPE
   // Phi-3, OLMo 2, Mixtral:
   bool qk_norm_whole = false;     // OLMo 2: q_norm / k_norm over the whole projected q (q_dim) and k (kv_dim)
-  bool post_norms = false;        // OLMo 2: no pre norms; x += norm1(attn(x)); x += norm2(mlp(x))
+  bool post_norms = false;        // OLMo 2: no pre norms; x += norm1(attn(x)); x += norm2(mlp(x)): the branch slots
   bool fused_gate_up = false;     // Phi-3: one gate_up_proj (2 intermediate, hidden), gate rows then up rows
   int n_experts = 0;              // Mixtral: >0 routes each token's MLP to experts_per_tok of n_experts
   int experts_per_tok = 0;        //   (softmax router, top k, weights renormalised to sum 1)
@@ -63,7 +63,7 @@ struct Architecture {
   std::vector<int> window;
   // --- Gemma (gemma, gemma2, gemma3_text; gemma_config.cpp) ---
   bool norm_plus_one = false;        // RMSNorm applied as x / rms * (1 + w): 1 is added to every norm's w when loaded
-  bool sandwich_norms = false;       // Gemma 2/3: the attention's and the MLP's outputs normed before the residual add
+  bool sandwich_norms = false;       // Gemma 2/3: branch norms beside the input norms (SublayerNorms)
   float embed_scale = 1.0f;          // x = embed[ids] * embed_scale (Gemma: sqrt(hidden) in the model's dtype)
   double query_pre_attn_scalar = 0;  // > 0: scores scaled by query_pre_attn_scalar^-1/2, not head_dim^-1/2
   double attn_softcap = 0;           // > 0: scores s -> tanh(s / c) c before the mask (Gemma 2)
@@ -83,17 +83,28 @@ struct Architecture {
   HeadLayout layout() const;
 };
 
+// A norm's weights: g (hidden), b (hidden) or empty without norm bias. g empty: no such norm.
+struct NormWeights {
+  RowVector g, b;
+};
+// A sublayer's norms, as llama.cpp's ATTN_NORM, ATTN_POST_NORM and ATTN_OUT_NORM: `in` on the sublayer's input
+// (a pre-norm), `branch` on its output before the residual add (OLMo 2's post norms, Gemma 2/3's sandwich norms),
+// `out` on the sum after the add (BERT's post-norm residual). The one forward applies whichever the checkpoint has:
+// x' = out(x + branch(f(in(x)))). Which a family has follows from its description (tensor_names.cpp).
+struct SublayerNorms {
+  NormWeights in, branch, out;
+};
+
 // One layer's weights as loaded. Linear weights keep the file's layout (Architecture::conv1d), so that a
 // checkpoint is read without a transpose; y = x W^T + b, or x W + b for conv1d.
 struct LayerWeights {
-  RowVector norm1_g, norm1_b;  // (hidden); _b empty without norm bias
+  SublayerNorms attn_norms;     // the attention's
   Matrix w_qkv;                // (q_dim + 2 kv_dim, hidden) (transposed for conv1d): q heads, k heads, v heads
   RowVector b_qkv;             // (q_dim + 2 kv_dim) or empty
   RowVector q_norm, k_norm;    // (head_dim), qk_norm only
   Matrix w_o;                  // (hidden, q_dim)
   RowVector b_o;               // (hidden) or empty
-  RowVector norm2_g, norm2_b;  // (hidden)
-  RowVector post_attn_g, post_mlp_g;  // (hidden), sandwich_norms only (Gemma 2/3)
+  SublayerNorms mlp_norms;      // the MLP's
   Matrix w_up;                 // (intermediate, hidden), Gated: (2 intermediate, hidden), gate rows then up rows
   RowVector b_up;              // (intermediate) or empty (a Gated MLP has none)
   Matrix w_down;               // (hidden, intermediate)

@@ -87,15 +87,22 @@ const Matrix& mlpActivation(const Architecture& a, Matrix& up, Matrix& act) {
   return act;
 }
 
-// A branch's output (attention's or MLP's, (n, hidden)) into the residual stream: x += branch, or with Gemma 2/3's
-// sandwich norm x += norm(branch) (`post_g` the norm's weight, null without).
-void addBranch(const Architecture& a, const RowVector* post_g, const Matrix& branch, Matrix& normed, Matrix& x) {
-  if (!post_g) {
+// A branch's output (attention's or MLP's, (n, hidden)) into the residual stream: x += branch, or with a branch norm
+// (OLMo 2's post norms, Gemma 2/3's sandwich norms) x += norm(branch).
+void addBranch(const Architecture& a, const NormView& branch_norm, const Matrix& branch, Matrix& normed, Matrix& x) {
+  if (!branch_norm.g) {
     x += branch;
     return;
   }
-  norm(a.norm, branch, *post_g, nullptr, static_cast<float>(a.norm_eps), normed);
+  norm(a.norm, branch, *branch_norm.g, branch_norm.b, static_cast<float>(a.norm_eps), normed);
   x += normed;
+}
+
+// A norm slot applied to x in place (the norm after a sublayer's add), its stage checked.
+void normInPlace(const Architecture& a, const NormView& slot, Matrix& x, Matrix& scratch, int l, const char* stage) {
+  norm(a.norm, x, *slot.g, slot.b, static_cast<float>(a.norm_eps), scratch);
+  x.swap(scratch);
+  checkStage(x, l, stage);
 }
 
 // Whether the forward keeps every map. Gemma 2's soft-capped scores cannot be recomputed by the tiles from Q, K, m
@@ -144,7 +151,7 @@ void attendOnBackend(const ModelView& v, int l, const Matrix& normed, Backend& b
       r.mutableMap(l * a.n_head + head) = attended.heads[static_cast<std::size_t>(head)].weights;
   else
     keepBackendStats(attended, a.scoreScale(), backend, l, r.stats[static_cast<std::size_t>(l)]);
-  addBranch(a, v.layers[static_cast<std::size_t>(l)].post_attn_g, attended.output, scratch, x);
+  addBranch(a, v.layers[static_cast<std::size_t>(l)].attn_norms.branch, attended.output, scratch, x);
 }
 
 // Layer l's attention on the CPU, fused: every query head against its kv head, its map into r (or its Q, K and row
@@ -204,8 +211,8 @@ std::size_t forwardBytes(const Architecture& a, int n, bool keep_ln1, MapPolicy 
   // up, activated in place), and a parallel residual's second norm output.
   const std::size_t per_token = 3 * hidden + 2 * q + 2 * kv + (a.mlp == MlpKind::Gated ? 3 * inter : inter) +
                                 (a.residual == Residual::Parallel ? hidden : 0) +
-                                (a.sandwich_norms ? 2 * hidden : 0) +  // Gemma 2/3: a branch's output and its norm
-                                (a.post_norms ? hidden : 0);  // OLMo 2's sublayer output before its norm
+                                // a branch's output and its norm (Gemma 2/3's sandwich norms, OLMo 2's post norms)
+                                (a.sandwich_norms || a.post_norms ? 2 * hidden : 0);
   const std::size_t ln1 = keep_ln1 ? layers * nn * hidden : 0;
   return 4 * (maps + nn * per_token + ln1) + (a.n_experts > 0 ? routedMlpBytes(a, n) : 0);  // Mixtral
 }
@@ -261,25 +268,19 @@ void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult&
   if (trace >= n) throw InputError("position", "a token from 0 to " + std::to_string(n - 1), std::to_string(trace));
   r.trace.resize(trace >= 0 ? 2 * a.n_layer + 1 : 0, a.hidden);
   if (trace >= 0) r.trace.row(0) = x.row(trace);
-  Matrix branch, branch_normed;  // (n, hidden): Gemma 2/3's attention and MLP outputs before their sandwich norms
-  Matrix sub;  // OLMo 2's sublayer output, normed before the residual add
-  const bool post = a.residual == Residual::PostNorm;
+  Matrix branch, branch_normed;  // (n, hidden): a sublayer's output before its branch norm, and after it
   timings.mark("setup (maps, rope, embed)");
+  // Each sublayer: x = out(x + branch(f(in(x)))), each norm where the layer has it (SublayerNorms); a parallel
+  // residual (GPT-NeoX) feeds both sublayers the layer's input.
   for (int l = 0; l < a.n_layer; ++l) {
     const LayerView& L = v.layers[static_cast<std::size_t>(l)];
-    // OLMo 2 has no pre norm: attention reads the layer's input, and x collects the attention output alone
-    if (a.post_norms) {
-      normed = x;
-      x.setZero();
-    } else if (post) {
-      normed = x;  // post-norm: attention reads the layer's input itself
-    } else {
-      norm(a.norm, x, *L.norm1_g, L.norm1_b, eps, normed);
-    }
+    const SublayerNormsView &an = L.attn_norms, &mn = L.mlp_norms;
+    if (an.in.g) norm(a.norm, x, *an.in.g, an.in.b, eps, normed);
+    else normed = x;  // no input norm (OLMo 2, the encoders): attention reads the layer's input itself
     checkStage(normed, l, v.stages.norm1.c_str());
     if (options.keep_ln1) r.ln1[static_cast<std::size_t>(l)] = normed;  // a layer scene's rows
     if (a.residual == Residual::Parallel) {  // both norms read the layer's input
-      norm(a.norm, x, *L.norm2_g, L.norm2_b, eps, normed2);
+      norm(a.norm, x, *mn.in.g, mn.in.b, eps, normed2);
       checkStage(normed2, l, v.stages.norm2.c_str());
     }
     timings.mark("norms");
@@ -309,9 +310,9 @@ void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult&
       timings.mark("q/k norm, rope, q scale, checks");
       attendLayer(a, l, qkv, concat, r);
       timings.mark("attention (scores, softmax, w v)");
-      if (L.post_attn_g) {  // Gemma 2/3: x += post_attention_layernorm(o_proj(heads))
+      if (an.branch.g) {  // x += norm(o_proj(heads))
         linear(concat, *L.w_o, L.b_o, a.conv1d, branch);
-        addBranch(a, L.post_attn_g, branch, branch_normed, x);
+        addBranch(a, an.branch, branch, branch_normed, x);
       } else {
         linearAdd(concat, *L.w_o, L.b_o, a.conv1d, x);  // (n, hidden)
       }
@@ -324,24 +325,19 @@ void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult&
       if (kept) checkStage(r.keptMap(l * a.n_head + h), l, stage.c_str());
       else checkStage(r.stats[static_cast<std::size_t>(l)].heads[static_cast<std::size_t>(h)].row_sum, l, stage.c_str());
     }
-    if (a.post_norms) {  // x = input + post_attention_layernorm(attention output)
-      norm(a.norm, x, *L.norm1_g, L.norm1_b, eps, sub);
-      x = normed + sub;
-    }
     checkStage(x, l, v.stages.attention_out.c_str());
     if (trace >= 0) r.trace.row(1 + 2 * l) = x.row(trace);
-    if (a.residual == Residual::Sequential && !a.post_norms) {
-      norm(a.norm, x, *L.norm2_g, L.norm2_b, eps, normed);
+    if (an.out.g) normInPlace(a, an.out, x, normed, l, v.stages.norm1.c_str());  // x = norm(x + attn(x))
+    const bool parallel = a.residual == Residual::Parallel;
+    if (!parallel && mn.in.g) {
+      norm(a.norm, x, *mn.in.g, mn.in.b, eps, normed);
       checkStage(normed, l, v.stages.norm2.c_str());
-    } else if (post) {  // x = norm1(x + attn(x)), which the MLP reads and adds to
-      norm(a.norm, x, *L.norm1_g, L.norm1_b, eps, normed);
-      x.swap(normed);
-      checkStage(x, l, v.stages.norm1.c_str());
     }
     timings.mark("norms");
-    const Matrix& mlp_in = a.residual == Residual::Parallel ? normed2 : a.post_norms || post ? x : normed;
-    Matrix& mlp_out = a.post_norms ? sub : x;  // OLMo 2 norms the MLP's output before adding it
-    if (a.post_norms) sub.setZero(n, a.hidden);
+    const Matrix& mlp_in = parallel ? normed2 : mn.in.g ? normed : x;
+    // The MLP's output: into `branch` when a norm follows it, else added to x straight away (x is read before).
+    Matrix& mlp_out = mn.branch.g ? branch : x;
+    if (mn.branch.g) branch.setZero(n, a.hidden);
     if (a.n_experts > 0) {  // Mixtral's routed MLP
       routedMlpAdd(a, L, mlp_in, mlp_out);
       timings.mark("routed mlp");
@@ -351,28 +347,17 @@ void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult&
       const Matrix& activated = mlpActivation(a, up, act);
       checkStage(activated, l, v.stages.mlp_up.c_str());
       timings.mark("mlp activation");
-      if (L.post_mlp_g) {  // Gemma 2/3: x += post_feedforward_layernorm(down_proj(...))
-        linear(activated, *L.w_down, L.b_down, a.conv1d, branch);
-        addBranch(a, L.post_mlp_g, branch, branch_normed, x);
-      } else {
-        linearAdd(activated, *L.w_down, L.b_down, a.conv1d, mlp_out);  // (n, hidden)
-      }
+      if (mn.branch.g) linear(activated, *L.w_down, L.b_down, a.conv1d, branch);
+      else linearAdd(activated, *L.w_down, L.b_down, a.conv1d, x);  // (n, hidden)
     }
-    if (a.post_norms) {  // x += post_feedforward_layernorm(mlp output)
-      norm(a.norm, sub, *L.norm2_g, L.norm2_b, eps, normed);
-      x += normed;
-    }
+    if (mn.branch.g) addBranch(a, mn.branch, branch, branch_normed, x);  // x += norm(mlp(...))
     checkStage(x, l, v.stages.mlp_down.c_str());
-    if (post) {  // x = norm2(x + mlp(x))
-      norm(a.norm, x, *L.norm2_g, L.norm2_b, eps, normed);
-      x.swap(normed);
-      checkStage(x, l, v.stages.norm2.c_str());
-    }
+    if (mn.out.g) normInPlace(a, mn.out, x, normed, l, v.stages.norm2.c_str());  // x = norm(x + mlp(x))
     if (trace >= 0) r.trace.row(2 + 2 * l) = x.row(trace);
     timings.mark("mlp down projection");
     if (options.progress && !options.progress(l + 1)) throw ForwardCancelled();
   }
-  if (post) r.hidden = std::move(x);  // an encoder's last layer ends in its norm: no final one
+  if (!v.final_g || v.final_g->size() == 0) r.hidden = std::move(x);  // an encoder's layers end in a norm: none here
   else norm(a.norm, x, *v.final_g, v.final_b, eps, r.hidden);
   checkStage(r.hidden, -1, v.stages.final_norm.c_str());
   timings.mark("norms");

@@ -30,6 +30,11 @@ std::optional<RowVector> headBias(const RowVector* b, int row0, int count) {
 
 const RowVector* orNull(const RowVector& v) { return v.size() ? &v : nullptr; }
 
+SublayerNormsView normsView(const SublayerNorms& n) {
+  const auto slot = [](const NormWeights& w) { return NormView{orNull(w.g), orNull(w.b)}; };
+  return {slot(n.in), slot(n.branch), slot(n.out)};
+}
+
 // OLMo 2's q_norm / k_norm over the whole projected q and k (no biases) in a scene. The norm divides row i
 // of q = x W_Q^T by one number, r_i = sqrt(mean(q_i^2) + eps), and multiplies by g: so q_i's norm is W_Q' (x_i / r_i)
 // with g folded into W_Q's rows. The scene's query rows become x_i / r_i (q's r_i), its key rows x_i / r'_i (k's),
@@ -134,11 +139,10 @@ ModelView viewOf(const Weights& w) {
   v.embed_norm_g = &w.embed_norm_g;
   v.embed_norm_b = orNull(w.embed_norm_b);
   for (const LayerWeights& L : w.layers)
-    v.layers.push_back({.norm1_g = &L.norm1_g, .norm1_b = orNull(L.norm1_b), .norm2_g = &L.norm2_g,
-                        .norm2_b = orNull(L.norm2_b), .w_qkv = &L.w_qkv, .b_qkv = orNull(L.b_qkv),
+    v.layers.push_back({.attn_norms = normsView(L.attn_norms), .mlp_norms = normsView(L.mlp_norms),
+                        .w_qkv = &L.w_qkv, .b_qkv = orNull(L.b_qkv),
                         .q_norm = &L.q_norm, .k_norm = &L.k_norm, .w_o = &L.w_o, .b_o = orNull(L.b_o),
                         .w_up = &L.w_up, .w_down = &L.w_down, .b_up = orNull(L.b_up), .b_down = orNull(L.b_down),
-                        .post_attn_g = orNull(L.post_attn_g), .post_mlp_g = orNull(L.post_mlp_g),
                         .router = &L.router, .expert_up = &L.expert_up, .expert_down = &L.expert_down});
   v.final_g = &w.final_g;
   v.final_b = orNull(w.final_b);

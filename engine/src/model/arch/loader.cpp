@@ -130,9 +130,7 @@ Weights loadWeights(const std::string& dir, const Architecture& a, std::size_t b
   std::vector<ExpectedTensor> expected = expectedTensors(a, prefix);
   // Older BERT checkpoints name LayerNorm's weight and bias gamma and beta (transformers renames them on load).
   for (ExpectedTensor& e : expected) {
-    const bool norm = e.slot == Slot::Norm1G || e.slot == Slot::Norm2G || e.slot == Slot::FinalG ||
-                      e.slot == Slot::EmbedNormG || e.slot == Slot::Norm1B || e.slot == Slot::Norm2B ||
-                      e.slot == Slot::FinalB || e.slot == Slot::EmbedNormB;
+    const bool norm = isNormSlot(e.slot);
     const std::size_t dot = e.name.rfind('.');
     const std::string old_name = e.name.substr(0, dot) + (e.name.substr(dot) == ".weight" ? ".gamma" : ".beta");
     if (norm && !files.has(e.name) && files.has(old_name)) e.name = old_name;
@@ -184,10 +182,18 @@ Weights loadWeights(const std::string& dir, const Architecture& a, std::size_t b
       case Slot::PosEmbed: w.pos_embed = read(); break;
       case Slot::FinalG: w.final_g = read(); break;
       case Slot::FinalB: w.final_b = read(); break;
-      case Slot::Norm1G: L->norm1_g = read(); break;
-      case Slot::Norm1B: L->norm1_b = read(); break;
-      case Slot::Norm2G: L->norm2_g = read(); break;
-      case Slot::Norm2B: L->norm2_b = read(); break;
+      case Slot::AttnInG: L->attn_norms.in.g = read(); break;
+      case Slot::AttnInB: L->attn_norms.in.b = read(); break;
+      case Slot::AttnBranchG: L->attn_norms.branch.g = read(); break;
+      case Slot::AttnBranchB: L->attn_norms.branch.b = read(); break;
+      case Slot::AttnOutG: L->attn_norms.out.g = read(); break;
+      case Slot::AttnOutB: L->attn_norms.out.b = read(); break;
+      case Slot::MlpInG: L->mlp_norms.in.g = read(); break;
+      case Slot::MlpInB: L->mlp_norms.in.b = read(); break;
+      case Slot::MlpBranchG: L->mlp_norms.branch.g = read(); break;
+      case Slot::MlpBranchB: L->mlp_norms.branch.b = read(); break;
+      case Slot::MlpOutG: L->mlp_norms.out.g = read(); break;
+      case Slot::MlpOutB: L->mlp_norms.out.b = read(); break;
       case Slot::Q: into(L->w_qkv.data()); break;
       case Slot::K: into(L->w_qkv.row(q).data()); break;
       case Slot::V: into(L->w_qkv.row(q + kv).data()); break;
@@ -213,8 +219,6 @@ Weights loadWeights(const std::string& dir, const Architecture& a, std::size_t b
       case Slot::UpB: L->b_up = read(); break;
       case Slot::Down: L->w_down = read(); break;
       case Slot::DownB: L->b_down = read(); break;
-      case Slot::PostAttnNorm: L->post_attn_g = read(); break;
-      case Slot::PostMlpNorm: L->post_mlp_g = read(); break;
       case Slot::GateUp: into(L->w_up.data()); break;  // gate rows, then up rows, as stored
       case Slot::Router: L->router = read(); break;
       case Slot::ExpertGate: into(L->expert_up[static_cast<std::size_t>(e.expert)].data()); break;
@@ -228,8 +232,9 @@ Weights loadWeights(const std::string& dir, const Architecture& a, std::size_t b
   }
   if (a.norm_plus_one) {  // Gemma: every RMSNorm is x / rms * (1 + w), 1 + w in float32 as Gemma's RMSNorm
     for (LayerWeights& L : w.layers)
-      for (RowVector* g : {&L.norm1_g, &L.norm2_g, &L.q_norm, &L.k_norm, &L.post_attn_g, &L.post_mlp_g})
-        g->array() += 1.0f;
+      for (RowVector* g : {&L.attn_norms.in.g, &L.attn_norms.branch.g, &L.attn_norms.out.g, &L.mlp_norms.in.g,
+                           &L.mlp_norms.branch.g, &L.mlp_norms.out.g, &L.q_norm, &L.k_norm})
+        g->array() += 1.0f;  // an absent slot is empty: nothing to add to
     w.final_g.array() += 1.0f;
   }
   timings.mark("read + convert to float32");

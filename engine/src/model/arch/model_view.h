@@ -10,8 +10,16 @@
 
 namespace attnscope::model {
 
+// A norm slot (SublayerNorms): g null when the layer has no such norm; b null without norm bias.
+struct NormView {
+  const RowVector *g = nullptr, *b = nullptr;
+};
+struct SublayerNormsView {
+  NormView in, branch, out;
+};
+
 struct LayerView {
-  const RowVector *norm1_g = nullptr, *norm1_b = nullptr, *norm2_g = nullptr, *norm2_b = nullptr;
+  SublayerNormsView attn_norms, mlp_norms;
   const Matrix* w_qkv = nullptr;  // (q + 2 kv, hidden), or (hidden, q + 2 kv) for conv1d
   const RowVector* b_qkv = nullptr;
   const RowVector *q_norm = nullptr, *k_norm = nullptr;
@@ -19,7 +27,6 @@ struct LayerView {
   const RowVector* b_o = nullptr;
   const Matrix *w_up = nullptr, *w_down = nullptr;
   const RowVector *b_up = nullptr, *b_down = nullptr;
-  const RowVector *post_attn_g = nullptr, *post_mlp_g = nullptr;  // Gemma 2/3's sandwich norms, else null
   // Mixtral's router (n_experts, hidden) and experts (LayerWeights::expert_up / expert_down)
   const Matrix* router = nullptr;
   const std::vector<Matrix>*expert_up = nullptr, *expert_down = nullptr;

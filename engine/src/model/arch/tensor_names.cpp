@@ -115,6 +115,18 @@ const FamilyNames& namesOf(const Architecture& a) {
 
 }  // namespace
 
+bool isNormSlot(Slot s) {
+  switch (s) {
+    case Slot::FinalG: case Slot::FinalB: case Slot::EmbedNormG: case Slot::EmbedNormB:
+    case Slot::AttnInG: case Slot::AttnInB: case Slot::AttnBranchG: case Slot::AttnBranchB: case Slot::AttnOutG:
+    case Slot::AttnOutB: case Slot::MlpInG: case Slot::MlpInB: case Slot::MlpBranchG: case Slot::MlpBranchB:
+    case Slot::MlpOutG: case Slot::MlpOutB:
+      return true;
+    default:
+      return false;
+  }
+}
+
 float Architecture::scoreScale() const {
   // Gemma 2/3: query_pre_attn_scalar ** -0.5, a Python float, rounded once to float32.
   if (query_pre_attn_scalar > 0) return static_cast<float>(1.0 / std::sqrt(query_pre_attn_scalar));
@@ -161,8 +173,15 @@ std::vector<ExpectedTensor> expectedTensors(const Architecture& a, const std::st
     const auto add = [&](const std::string& name, std::vector<std::int64_t> shape, const std::string& why, Slot slot) {
       e.push_back({p + name, std::move(shape), why, slot, l});
     };
-    add(std::string(f.norm1) + ".weight", {d}, hidden, Slot::Norm1G);
-    if (a.norm_bias) add(std::string(f.norm1) + ".bias", {d}, hidden, Slot::Norm1B);
+    // The family's two norms where its description puts them: on each sublayer's input (pre-norm), on its
+    // branch before the add (OLMo 2's post norms), or on the sum after it (the encoders' post-norm residual).
+    const bool after_add = a.residual == Residual::PostNorm;
+    const Slot norm1_g = after_add ? Slot::AttnOutG : a.post_norms ? Slot::AttnBranchG : Slot::AttnInG;
+    const Slot norm1_b = after_add ? Slot::AttnOutB : a.post_norms ? Slot::AttnBranchB : Slot::AttnInB;
+    const Slot norm2_g = after_add ? Slot::MlpOutG : a.post_norms ? Slot::MlpBranchG : Slot::MlpInG;
+    const Slot norm2_b = after_add ? Slot::MlpOutB : a.post_norms ? Slot::MlpBranchB : Slot::MlpInB;
+    add(std::string(f.norm1) + ".weight", {d}, hidden, norm1_g);
+    if (a.norm_bias) add(std::string(f.norm1) + ".bias", {d}, hidden, norm1_b);
     if (a.qkv == QkvStorage::Separate) {
       add(std::string(f.q) + ".weight", lin(q, d), heads + ", " + hidden, Slot::Q);
       add(std::string(f.k) + ".weight", lin(kv, d), kv_heads + ", " + hidden, Slot::K);
@@ -187,13 +206,13 @@ std::vector<ExpectedTensor> expectedTensors(const Architecture& a, const std::st
     }
     add(std::string(f.o) + ".weight", lin(d, q), hidden + ", " + heads, Slot::O);
     if (a.o_bias) add(std::string(f.o) + ".bias", {d}, hidden, Slot::OB);
-    if (a.sandwich_norms) {  // Gemma 2/3: norms on the attention's and the MLP's outputs
-      add("post_attention_layernorm.weight", {d}, hidden, Slot::PostAttnNorm);
-      add("post_feedforward_layernorm.weight", {d}, hidden, Slot::PostMlpNorm);
+    if (a.sandwich_norms) {  // Gemma 2/3: norms on the attention's and the MLP's branches, beside their input norms
+      add("post_attention_layernorm.weight", {d}, hidden, Slot::AttnBranchG);
+      add("post_feedforward_layernorm.weight", {d}, hidden, Slot::MlpBranchG);
     }
-    add(std::string(f.norm2) + ".weight", {d}, hidden, Slot::Norm2G);
-    if (a.norm_bias) add(std::string(f.norm2) + ".bias", {d}, hidden, Slot::Norm2B);
-    // Phi-3's fused gate_up_proj; Mixtral's router and experts instead of one MLP ---
+    add(std::string(f.norm2) + ".weight", {d}, hidden, norm2_g);
+    if (a.norm_bias) add(std::string(f.norm2) + ".bias", {d}, hidden, norm2_b);
+    // Phi-3's fused gate_up_proj; Mixtral's router and experts instead of one MLP
     if (a.fused_gate_up) {
       add(std::string(f.up) + ".weight", lin(2 * inter, d), "2 x " + inter_why + " x " + hidden, Slot::GateUp);
     } else if (a.n_experts > 0) {

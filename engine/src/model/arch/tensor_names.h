@@ -27,9 +27,11 @@ extern const FamilyNames kGpt2Names, kLlamaNames, kNeoxNames, kGemmaNames, kGemm
 
 // Where a tensor goes once read.
 enum class Slot {
-  Embed, PosEmbed, FinalG, FinalB, Norm1G, Norm1B, Norm2G, Norm2B,
+  Embed, PosEmbed, FinalG, FinalB,
+  // A sublayer's norms (SublayerNorms): on its input, on its branch before the add, on the sum after it.
+  AttnInG, AttnInB, AttnBranchG, AttnBranchB, AttnOutG, AttnOutB,
+  MlpInG, MlpInB, MlpBranchG, MlpBranchB, MlpOutG, MlpOutB,
   Q, K, V, QB, KB, VB, Qkv, QkvB, QNorm, KNorm, O, OB, Gate, Up, UpB, Down, DownB,
-  PostAttnNorm, PostMlpNorm,  // Gemma 2/3's sandwich norms
   GateUp, Router, ExpertGate, ExpertUp, ExpertDown,  // Phi-3's gate_up_proj, Mixtral's router and experts
   TypeEmbed, EmbedNormG, EmbedNormB,  // encoders' token_type_embeddings and embeddings.LayerNorm
   LmHead,  // checked (an untied checkpoint without it is broken), not read: maps need no logits
@@ -43,6 +45,9 @@ struct ExpectedTensor {
   int layer = -1;   // -1: not a layer's
   int expert = -1;  // Mixtral's expert index, for the Expert* slots
 };
+
+// Whether a tensor in `slot` is a norm's weight or bias (old BERT checkpoints name those gamma and beta).
+bool isNormSlot(Slot slot);
 
 // Every tensor `arch` implies, named with `prefix` before the body's names (GPT-2's "transformer.", Llama's
 // "model.", GPT-NeoX's "gpt_neox."), in the order they are checked.

@@ -60,11 +60,11 @@ MatrixD outputFactor(const Matrix& w_o, bool conv1d, int h, int hd) {
 }
 
 // The layer's input-norm scale folded into W_Q, W_K, W_V (ones where the family has no input norm).
-Eigen::VectorXd inputScale(const Architecture& a, const LayerView& layer, int hidden) {
-  // OLMo 2 and the post-norm encoders have no input norm (their norm1 is the norm after attention).
-  if (a.post_norms || a.residual == Residual::PostNorm || !layer.norm1_g || layer.norm1_g->size() != hidden)
-    return Eigen::VectorXd::Ones(hidden);
-  return layer.norm1_g->transpose().cast<double>();
+Eigen::VectorXd inputScale(const LayerView& layer, int hidden) {
+  // OLMo 2 and the post-norm encoders have no input norm (theirs come after the attention).
+  const RowVector* g = layer.attn_norms.in.g;
+  if (!g || g->size() != hidden) return Eigen::VectorXd::Ones(hidden);
+  return g->transpose().cast<double>();
 }
 
 enum Kind { kWriter, kReaderQ, kReaderK, kReaderV, kKinds };
@@ -96,7 +96,7 @@ KvFactors kvFactors(const ModelView& v, int layer, int kv) {
   const Architecture& a = v.arch;
   const LayerView& L = v.layers[static_cast<std::size_t>(layer)];
   const int hd = a.head_dim, q_dim = a.qDim(), kv_dim = a.kvDim();
-  const Eigen::VectorXd g = inputScale(a, L, a.hidden);
+  const Eigen::VectorXd g = inputScale(L, a.hidden);
   KvFactors f;
   f.k = inputFactor(*L.w_qkv, a.conv1d, q_dim + kv * hd, hd, g);
   f.val = inputFactor(*L.w_qkv, a.conv1d, q_dim + kv_dim + kv * hd, hd, g);
@@ -110,7 +110,7 @@ HeadFactors headFactors(const ModelView& v, int layer, int h, const KvFactors& k
   const Architecture& a = v.arch;
   const LayerView& L = v.layers[static_cast<std::size_t>(layer)];
   const int hd = a.head_dim;
-  const MatrixD q = inputFactor(*L.w_qkv, a.conv1d, h * hd, hd, inputScale(a, L, a.hidden));  // (d, hd)
+  const MatrixD q = inputFactor(*L.w_qkv, a.conv1d, h * hd, hd, inputScale(L, a.hidden));  // (d, hd)
   const MatrixD o = outputFactor(*L.w_o, a.conv1d, h, hd);                                    // (hd, d)
   HeadFactors f;
   const Eigen::Index d = a.hidden;

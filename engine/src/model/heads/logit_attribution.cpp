@@ -106,9 +106,9 @@ LogitAttribution logitAttribution(const Model& model, const ForwardResult& forwa
     }
     VectorD bias = VectorD::Zero(d);
     if (L.b_o && L.b_o->size()) bias = L.b_o->cast<double>();
-    // A norm between the attention output and the residual stream (Gemma 2/3's post_attention_layernorm, OLMo
-    // 2's): RMSNorm, linear once its scale over this position's whole output o = sum of heads + b_O is frozen.
-    const RowVector* post = L.post_attn_g ? L.post_attn_g : a.post_norms ? L.norm1_g : nullptr;
+    // The attention's branch norm (Gemma 2/3's post_attention_layernorm, OLMo 2's): RMSNorm, linear once its scale
+    // over this position's whole output o = sum of heads + b_O is frozen.
+    const RowVector* post = L.attn_norms.branch.g;
     if (post) {
       VectorD o = bias;
       for (const VectorD& out : outs) o += out;
