@@ -23,11 +23,9 @@ tokenizer="engine/src/model/model_tokenizer.cpp engine/src/model/tokenizer_json.
            engine/src/model/tokenizer_normalize.cpp engine/src/model/tokenizer_pretokenize.cpp
            engine/src/model/tokenizer_regex.cpp engine/src/model/tokenizer_bpe.cpp engine/src/model/tokenizer_decode.cpp"
 model="engine/src/model/model_checkpoint.cpp engine/src/model/model_safetensors.cpp $tokenizer engine/src/scene/scene.cpp
-       engine/src/scene/key_mask.cpp engine/src/model/arch/llama_config.cpp engine/src/model/arch/gpt2_config.cpp
-       engine/src/compute/rope.cpp engine/src/model/arch/config_fields.cpp engine/src/model/arch/loader.cpp
-       engine/src/model/arch/neox_config.cpp engine/src/model/arch/tensor_names.cpp
-       engine/src/model/arch/gemma_config.cpp engine/src/model/arch/llama_kin_config.cpp engine/src/model/arch/bert_config.cpp
-       engine/src/model/arch/families.cpp"
+       engine/src/scene/key_mask.cpp engine/src/compute/rope.cpp engine/src/model/arch/loader.cpp
+       engine/src/model/arch/tensor_names.cpp engine/src/model/arch/families.cpp
+       $(ls engine/src/model/arch/configs/*.cpp | tr '\n' ' ')"
 declare -A sources=(
   [safetensors_header]="tests/fuzz/fuzz_safetensors_header.cpp engine/src/model/model_safetensors.cpp $common"
   [scene_json]="tests/fuzz/fuzz_scene_json.cpp engine/src/scene/scene_json.cpp engine/src/scene/scene.cpp engine/src/scene/key_mask.cpp $common build-fuzz/worked_example_json.cpp"

@@ -1,4 +1,4 @@
-// Each family's config reader (model/arch/*_config.cpp): config.json's fields checked against what transformers'
+// Each family's config reader (model/arch/configs/): config.json's fields checked against what transformers'
 // config class accepts, defaulted as it defaults them, and described as an Architecture. One line per refusal:
 // "PATH: FIELD: expected ..., got ...". The family registry (model/families.h) picks the reader by model_type; the
 // fuzzers and the readers' own tests call them directly, on parsed bytes.
@@ -13,7 +13,7 @@
 
 namespace attnscope::model {
 
-// --- GPT-2 (arch/gpt2_config.cpp)
+// --- GPT-2 (arch/configs/gpt2_config.cpp)
 struct Gpt2Config {
   int n_layer = 0, n_head = 0, n_embd = 0, n_positions = 0, vocab_size = 0;
   float layer_norm_epsilon = 1e-5f;
@@ -30,7 +30,7 @@ Gpt2Config loadGpt2Config(const std::string& path);
 // GPT-2's config as the one forward's description: LayerNorm, learned positions, fused Conv1D c_attn, GELU (tanh).
 Architecture describeGpt2(const Gpt2Config& config);
 
-// --- The Llama family: llama, mistral, qwen2, qwen3 (arch/llama_config.cpp)
+// --- The Llama family: llama, mistral, qwen2, qwen3 (arch/configs/llama_config.cpp)
 struct LlamaConfig {
   std::string model_type;  // "llama", "mistral", "qwen2" or "qwen3"
   int n_layer = 0, n_head = 0, n_kv_head = 0, head_dim = 0;
@@ -75,12 +75,12 @@ Architecture neoxArchitectureFromJson(const nlohmann::json& j, const std::string
 // caps, sliding_window with layer_types / sliding_window_pattern, rope_theta / rope_local_base_freq / rope_scaling
 // or v5's rope_parameters (per layer type for Gemma 3), torch_dtype for the embedding's scale.
 Architecture gemmaArchitectureFromJson(const nlohmann::json& j, const std::string& path);
-// Phi-3 (phi3), OLMo 2 (olmo2) and Mixtral (mixtral) config.json checked (model/arch/llama_kin_config.cpp), one
+// Phi-3 (phi3), OLMo 2 (olmo2) and Mixtral (mixtral) config.json checked (model/arch/configs/llama_kin_config.cpp), one
 // line per refusal naming `path` and the field: the Llama family's fields, and Phi-3's partial_rotary_factor (an
 // even number of rotary dims), Mixtral's num_local_experts and num_experts_per_tok (1 to num_local_experts), OLMo 2
 // without attention biases.
 Architecture llamaKinArchitectureFromJson(const nlohmann::json& j, const std::string& path);
-// BERT's and RoBERTa's config.json (model_type bert, roberta; arch/bert_config.cpp) checked, one line per refusal
+// BERT's and RoBERTa's config.json (model_type bert, roberta; arch/configs/bert_config.cpp) checked, one line per refusal
 // naming `path` and the field: position_embedding_type absolute only, type_vocab_size >= 1, is_decoder false,
 // hidden_act gelu (erf) or a tanh GELU, layer_norm_eps; RoBERTa's pad_token_id leaving positions.
 Architecture encoderArchitectureFromJson(const nlohmann::json& j, const std::string& path);

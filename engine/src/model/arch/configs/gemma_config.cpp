@@ -11,7 +11,7 @@
 #include "attnscope/error.h"
 #include "attnscope/json_file.h"
 #include "attnscope/model/family_configs.h"
-#include "model/arch/config_fields.h"
+#include "model/arch/configs/config_fields.h"
 
 namespace attnscope::model {
 

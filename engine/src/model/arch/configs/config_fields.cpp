@@ -1,6 +1,6 @@
 // config.json's fields read and checked, one line per refusal: "PATH: FIELD: expected ..., got ...". Shared by
 // every family's config reader.
-#include "model/arch/config_fields.h"
+#include "model/arch/configs/config_fields.h"
 
 #include <cstdio>
 
