@@ -5,7 +5,9 @@ model/family_configs.h), engine and app code never name a family: no identifier 
 (isGpt2, LlamaWeights, phimix...) and no string literal that is a model_type ("gpt2", "llama"...), so that adding a
 family is a row, a config reader and its test, and nothing else branches on it. Comments and help text may name
 families. Usage: check_family_names.py SOURCE_DIR [--self-test]. One line per offence; exit 1 when there is any."""
-import os, re, sys, tempfile
+import os, re, tempfile
+
+from house_check import main, source_files
 
 FAMILY_CODE = (os.path.join('engine', 'src', 'model', 'arch') + os.sep,
                os.path.join('engine', 'include', 'attnscope', 'model', 'architecture.h'),
@@ -41,17 +43,9 @@ def offences_in(text, rel):
 
 def offences(root):
     found = []
-    for top in ('engine', 'app'):
-        for folder, _, names in os.walk(os.path.join(root, top)):
-            for name in sorted(names):
-                if not name.endswith(('.h', '.hpp', '.cpp', '.cc')):
-                    continue
-                path = os.path.join(folder, name)
-                rel = os.path.relpath(path, root)
-                if rel.startswith(FAMILY_CODE[0]) or rel in FAMILY_CODE[1:]:
-                    continue
-                with open(path, encoding='utf-8', errors='replace') as f:
-                    found += offences_in(f.read(), rel)
+    for rel, text in source_files(root, ('engine', 'app')):
+        if not (rel.startswith(FAMILY_CODE[0]) or rel in FAMILY_CODE[1:]):
+            found += offences_in(text, rel)
     return found
 
 def self_test():
@@ -72,12 +66,4 @@ def self_test():
     print('check_family_names: self-test passed')
 
 if __name__ == '__main__':
-    if '--self-test' in sys.argv:
-        self_test()
-        sys.exit(0)
-    root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), '..', '..')
-    bad = offences(root)
-    for line in bad:
-        print(line)
-    print(f'check_family_names: {len(bad)} places outside the family code name a family', file=sys.stderr)
-    sys.exit(1 if bad else 0)
+    main(offences, self_test, lambda n: f'check_family_names: {n} places outside the family code name a family')

@@ -4,27 +4,21 @@ alone, whose pragmas quiet the warnings GCC 12 raises in their text (GCC bug 105
 targets). A direct #include <Eigen/...> or <...intrin.h> elsewhere could be read first, outside the pragmas, and
 make CI's -Werror verdict depend on the CPU. Usage: check_includes.py SOURCE_DIR [--self-test].
 Prints one line per offending include; exit 1 when there is any."""
-import os, re, sys, tempfile
+import os, re, tempfile
+
+from house_check import main, source_files
 
 PATTERN = re.compile(r'^\s*#\s*include\s*[<"]((?:Eigen|unsupported/Eigen)/[^>"]*|[A-Za-z0-9_]*intrin\.h)[>"]', re.M)
 ALLOWED = os.path.join('engine', 'include', 'attnscope', 'eigen.h')
 
 def offenders(root):
     found = []
-    for top in ('engine', 'app', 'tests'):
-        for folder, _, names in os.walk(os.path.join(root, top)):
-            for name in sorted(names):
-                if not name.endswith(('.h', '.hpp', '.cpp', '.cc')):
-                    continue
-                path = os.path.join(folder, name)
-                rel = os.path.relpath(path, root)
-                if rel == ALLOWED:
-                    continue
-                with open(path, encoding='utf-8', errors='replace') as f:
-                    text = f.read()
-                for m in PATTERN.finditer(text):
-                    line = text.count('\n', 0, m.start()) + 1
-                    found.append(f'{rel}:{line}: includes <{m.group(1)}> directly; include "attnscope/eigen.h"')
+    for rel, text in source_files(root, ('engine', 'app', 'tests')):
+        if rel == ALLOWED:
+            continue
+        for m in PATTERN.finditer(text):
+            line = text.count('\n', 0, m.start()) + 1
+            found.append(f'{rel}:{line}: includes <{m.group(1)}> directly; include "attnscope/eigen.h"')
     return found
 
 def self_test():
@@ -43,11 +37,4 @@ def self_test():
     print('check_includes: self-test passed')
 
 if __name__ == '__main__':
-    if '--self-test' in sys.argv:
-        self_test()
-        sys.exit(0)
-    root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), '..', '..')
-    bad = offenders(root)
-    for line in bad:
-        print(line)
-    sys.exit(1 if bad else 0)
+    main(offenders, self_test)
