@@ -179,7 +179,7 @@ TEST(TrustRound4, ConfigNumbersThatRoundToZeroInFloat32AreRefused) {
       {"llama_reference.py", "--family llama", "rope_theta"},
       {"neox_reference.py", "", "layer_norm_eps"},
       {"neox_reference.py", "", "rotary_pct"},
-      {"phimix_reference.py", "--family phi3", "partial_rotary_factor"},
+      {"llama_kin_reference.py", "--family phi3", "partial_rotary_factor"},
       {"bert_reference.py", "", "layer_norm_eps"},
       {"gpt2", "", "layer_norm_epsilon"},
   };

@@ -15,9 +15,9 @@ if [[ "$name" == workarea ]]; then scale=2; fi
 maps="" check_name=$script
 if [[ "$name" == model_grid_ondemand ]]; then script=model_grid maps=drop check_name=$name; fi
 # model_phi3, model_olmo2, model_mixtral: the Llama test's script and checks on that family's checkpoint (same
-# shape: 3 layers x 8 query heads in 4 KV groups), written with NumPy's maps by phimix_reference.py.
+# shape: 3 layers x 8 query heads in 4 KV groups), written with NumPy's maps by llama_kin_reference.py.
 if [[ "$name" == model_phi3 || "$name" == model_olmo2 || "$name" == model_mixtral ]]; then
-  script=model_llama check_name=model_llama phimix=${name#model_}
+  script=model_llama check_name=model_llama kin_family=${name#model_}
 fi
 # model_gemma: the same on a Gemma checkpoint ((1 + w) norms, scaled embeddings, GeGLU), gemma_reference.py's maps.
 if [[ "$name" == model_gemma ]]; then script=model_llama check_name=model_llama gemma=1; fi
@@ -67,8 +67,8 @@ if [[ "$script" == model_grid ]]; then
 fi
 # A Llama checkpoint with grouped-query heads (3 layers x 8 query heads, 2 per KV head) and NumPy's maps of the
 # Checkpoint panel's default text, which the script runs.
-if [[ -n "${phimix:-}" ]]; then
-  /usr/bin/python3 "$scripts/../../model/phimix_reference.py" "$out/ckpt" --family "$phimix" --layers 3 --heads 8 \
+if [[ -n "${kin_family:-}" ]]; then
+  /usr/bin/python3 "$scripts/../../model/llama_kin_reference.py" "$out/ckpt" --family "$kin_family" --layers 3 --heads 8 \
     --kv-heads 4 --hidden 64 --text "The cat sat on the mat."
 elif [[ -n "${gemma:-}" ]]; then
   /usr/bin/python3 "$scripts/../../model/gemma_reference.py" "$out/ckpt" --family gemma --layers 3 --heads 8 \

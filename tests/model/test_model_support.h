@@ -6,8 +6,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -88,6 +90,41 @@ inline double worstMap(const attnscope::model::ForwardResult& f, const nlohmann:
           worst, attnscope::test::maxError(f.map(static_cast<int>(l), static_cast<int>(h)),
                                            attnscope::test::jsonMatrix(expected["weights"][l][h]), {}, "maps"));
   return worst;
+}
+
+// --- the families' shared bars, texts and refusals (tests/model/test_family_references.cpp runs every family) ---
+
+// float32 against float64 on the same stored weights (hidden 32 to 64, head_dim 12 to 16, 2 or 3 layers, 30 to 151
+// tokens). Per score a 12-to-16-term dot product of vectors that went through two or three layers of float32
+// residual stream (~1e-7 relative per step, a few 1e-6 after the norms, each dividing by a deviation near 1); a
+// softmax moves a weight by at most w(1 - w) x the score's error, so the weights' errors stay near 1e-6 even for
+// Gemma's scores of about 30. The bars: 1e-5 maps (and layer scenes), 1e-6 rollout (a product of maps each in
+// [0, 1], rows summing to 1), 5e-5 hidden. Seen over the 21 rows of test_family_references.cpp (each prints its
+// own): maps to 4.8e-6 (Gemma 1), rollout 4.1e-7, hidden 7.4e-6, layer scenes and the forward through scenes
+// 4.8e-6: every bar at least 2x the worst seen, 6.8x for the hidden state. GPT-2's sharper maps have their own
+// (test_model_forward.cpp).
+inline constexpr double kWeightTol = 1e-5, kRolloutTol = 1e-6, kHiddenTol = 5e-5;
+
+inline const std::string kShort = "Hello there, attention heads!";  // BOS + 29 byte tokens (the decoders' tokenizers)
+inline const std::string kLong =  // 150 bytes: past attendHead's 128-row block, far past the sliding windows
+    "A sliding window lets each query see only its last few keys; this text is long enough that the window, the "
+    "blocks and the causal mask all matter.";
+inline const std::string kEncoderShort = "Hello there, every key sees the query!";  // [CLS] + 9 words + [SEP]
+// 131 tokens with [CLS] / [SEP] (words outside the vocabulary go letter by letter)
+inline const std::string kEncoderLong =
+    "An encoder lets every query see every key; this text is long enough that the blocks of query rows and "
+    "the key blocks all matter, and no causal mask hides anything: words after a query count too, you see?";
+
+inline int lineCount(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+
+// `model DIR --text hi --out OUT`: exit 2, one line holding every needle, OUT not written.
+inline void expectRefused(const std::string& dir, const std::vector<std::string>& needles) {
+  const std::string out = tempDir() + "/out.json";
+  const CommandRun r = run(std::string("'") + ATTNSCOPE_BINARY + "' model '" + dir + "' --text 'hi' --out '" + out + "'");
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(lineCount(r.err), 1) << r.err;
+  for (const std::string& n : needles) EXPECT_NE(r.err.find(n), std::string::npos) << "'" << n << "' in " << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
 }
 
 }  // namespace model_test

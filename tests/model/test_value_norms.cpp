@@ -87,9 +87,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"gemma_reference.py", "--family gemma"},     // tied, no sandwich norms
                       Case{"gemma_reference.py", "--family gemma2"},    // sandwich norms, soft cap
                       Case{"gemma_reference.py", "--family gemma3"},    // sandwich norms, q/k norms
-                      Case{"phimix_reference.py", "--family phi3"},     // fused qkv_proj
-                      Case{"phimix_reference.py", "--family olmo2"},    // no input norm, post norms
-                      Case{"phimix_reference.py", "--family mixtral"},  // grouped heads, routed MLP
+                      Case{"llama_kin_reference.py", "--family phi3"},     // fused qkv_proj
+                      Case{"llama_kin_reference.py", "--family olmo2"},    // no input norm, post norms
+                      Case{"llama_kin_reference.py", "--family mixtral"},  // grouped heads, routed MLP
                       Case{"bert_reference.py", ""},                    // post-norm encoder, not causal
                       Case{"bert_reference.py", "--family roberta"}),
     [](const ::testing::TestParamInfo<Case>& param) {  // gpt2_reference_py_0, llama_reference_py_1, ...

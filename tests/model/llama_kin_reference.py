@@ -12,7 +12,7 @@ C++):
     num_experts_per_tok, their weights divided by their sum; out = sum_k w_k w2(silu(w1 h) * w3 h).
 Scores scaled by head_dim^-0.5, the causal mask, softmax; GQA: query head h reads kv head h // (heads / kv_heads).
 
-Usage: phimix_reference.py OUT_DIR --family phi3|olmo2|mixtral [--dtype F32|F16|BF16] [--layers L] [--heads H]
+Usage: llama_kin_reference.py OUT_DIR --family phi3|olmo2|mixtral [--dtype F32|F16|BF16] [--layers L] [--heads H]
        [--kv-heads K] [--hidden D] [--inter I] [--rotary F] [--theta T] [--window W] [--experts E] [--topk K] [--v5]
        [--positions P] [--text TEXT] [--seed S] [--wrong per-head-qk|pre-norm] [--bad-qkv] [--bad-gate-up]
        [--drop-expert E]
@@ -264,7 +264,7 @@ def main():
     maps, hidden, gap = forward(held, c, ids, value_norms)
     # float32 router logits are within ~1e-5 of these: a closer call could route differently, so none is allowed.
     if gap < 1e-3:
-        sys.exit(f"phimix_reference.py: a router choice {gap:.2g} from flipping; pick another --seed")
+        sys.exit(f"llama_kin_reference.py: a router choice {gap:.2g} from flipping; pick another --seed")
     expected = {"ids": ids, "kv_head": [h // (a.heads // a.kv_heads) for h in range(a.heads)],
                 "weights": maps.tolist(), "hidden": hidden.tolist(), "rollout": rollout(maps).tolist(),
                 "router_gap": None if gap == np.inf else gap, "value_norms": np.stack(value_norms).tolist()}
