@@ -2,7 +2,7 @@
 // tiny Llama (GQA, llama3 RoPE scaling, biases), Mistral (MQA, sliding window), Qwen2 (q/k/v biases, linear
 // scaling, a window from layer 2) and Qwen3 (q_norm / k_norm, head_dim != hidden / heads) checkpoints,
 // computed by the CPU backend, gives the forward's maps and the NumPy float64 forward's
-// (llama_reference.py). The GPU backend's run of the same scenes: tests/gpu/test_gpu_llama_scene.cpp.
+// (llama_reference.py). The GPU backend's run of the same scenes: tests/gpu/test_gpu_family_scenes.cpp.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
