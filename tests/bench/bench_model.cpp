@@ -4,41 +4,18 @@
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
-#include "attnscope/model/family_configs.h"
 #include "attnscope/model/model.h"
+#include "random_model.h"
 
 using namespace attnscope;
 
 namespace {
 
-// Uniform weights in [-s, s] with LayerNorm gains of 1: GPT-2 small's shapes, no file involved.
+// GPT-2 small's shapes with random weights (tests/random_model.h), no file involved.
 const model::Model& gpt2Small() {
   static const model::Model m = [] {
-    model::Model g;
-    g.weights.arch =
-        model::describeGpt2({.n_layer = 12, .n_head = 12, .n_embd = 768, .n_positions = 1024, .vocab_size = 50257});
-    g.model_type = g.weights.arch.model_type;
-    model::Weights& w = g.weights;
-    const int d = 768;
-    std::srand(1);
-    w.embed = Matrix::Random(w.arch.vocab_size, d) * 0.1f;
-    w.pos_embed = Matrix::Random(w.arch.max_positions, d) * 0.02f;
-    for (int l = 0; l < w.arch.n_layer; ++l) {
-      model::LayerWeights b;  // GPT-2's Conv1D layout: (in, out)
-      b.attn_norms.in = b.mlp_norms.in = {RowVector::Ones(d), RowVector::Zero(d)};
-      b.w_qkv = Matrix::Random(d, 3 * d) * 0.08f;
-      b.b_qkv = RowVector::Random(3 * d) * 0.02f;
-      b.w_o = Matrix::Random(d, d) * 0.05f;
-      b.b_o = RowVector::Zero(d);
-      b.w_up = Matrix::Random(d, 4 * d) * 0.05f;
-      b.b_up = RowVector::Zero(4 * d);
-      b.w_down = Matrix::Random(4 * d, d) * 0.03f;
-      b.b_down = RowVector::Zero(d);
-      w.layers.push_back(std::move(b));
-    }
-    w.final_g = RowVector::Ones(d);
-    w.final_b = RowVector::Zero(d);
-    return g;
+    std::mt19937 rng(1);
+    return test::randomGpt2({.layers = 12, .heads = 12, .d = 768, .vocab = 50257, .positions = 1024}, rng);
   }();
   return m;
 }

@@ -66,15 +66,6 @@ Scene peakedScene(int n_q, int n_k, int heads, int d_model, int d_k, int d_v, bo
   return s;
 }
 
-Matrix randomMatrix(int rows, int cols, float stddev, std::mt19937& rng) {
-  std::normal_distribution<float> normal(0.0f, stddev);
-  Matrix m(rows, cols);
-  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = normal(rng);
-  return m;
-}
-
-RowVector randomRow(int cols, float stddev, std::mt19937& rng) { return randomMatrix(1, cols, stddev, rng); }
-
 double expectResultsMatch(const Scene& scene, const Result& gpu, const Result& cpu, double tolerance) {
   double worst = 0;
   auto check = [&](const Matrix& g, const Matrix& c, const std::string& what, CompareOptions options = kMixed) {

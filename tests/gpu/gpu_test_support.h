@@ -11,6 +11,7 @@
 #include "attnscope/compute/cpu_backend.h"
 #include "attnscope/gpu_backend.h"
 #include "compare.h"
+#include "random_model.h"
 
 namespace attnscope::test {
 
@@ -36,9 +37,6 @@ bool gpuRequired();
 // A missing barrier on a real GPU shows in some runs and not others, so race-prone cases (peaked rows over
 // many workgroups, the resident textures, the one-head edit) pass a by_default above 1.
 int runsOf(int by_default);
-
-Matrix randomMatrix(int rows, int cols, float stddev, std::mt19937& rng);
-RowVector randomRow(int cols, float stddev, std::mt19937& rng);
 
 // Standard-normal inputs and weights, no W_O: scores of tens (std ~16 at d_model 16, d_k 8), so each softmax
 // row is peaked on a few keys and a wrong or unfinished score anywhere in a row moves the whole row. At

@@ -3,49 +3,20 @@
 // tests/model/test_model_forward.cpp).
 #include <gtest/gtest.h>
 
-#include "attnscope/model/family_configs.h"
 #include "attnscope/model/model.h"
 #include "gpu_test_support.h"
+#include "random_model.h"
 
 using namespace attnscope;
 
 namespace {
 
-// GPT-2's description with random weights in its Conv1D layout.
-model::Model randomGpt2(int layers, int heads, int d, int vocab, int positions, std::mt19937& rng) {
-  model::Model m;
-  model::Weights& w = m.weights;
-  w.arch = model::describeGpt2({.n_layer = layers, .n_head = heads, .n_embd = d, .n_positions = positions,
-                                .vocab_size = vocab});
-  m.model_type = w.arch.model_type;
-  w.embed = test::randomMatrix(vocab, d, 1.0f, rng);
-  w.pos_embed = test::randomMatrix(positions, d, 0.3f, rng);
-  const float s = 1.0f / std::sqrt(static_cast<float>(d));
-  for (int l = 0; l < layers; ++l) {
-    model::LayerWeights b;
-    b.attn_norms.in.g = RowVector::Ones(d) + test::randomRow(d, 0.1f, rng);
-    b.attn_norms.in.b = test::randomRow(d, 0.1f, rng);
-    b.w_qkv = test::randomMatrix(d, 3 * d, 2.0f * s, rng);  // logits of a few units: non-trivial maps
-    b.b_qkv = test::randomRow(3 * d, 0.1f, rng);
-    b.w_o = test::randomMatrix(d, d, s, rng);
-    b.b_o = test::randomRow(d, 0.1f, rng);
-    b.mlp_norms.in.g = RowVector::Ones(d) + test::randomRow(d, 0.1f, rng);
-    b.mlp_norms.in.b = test::randomRow(d, 0.1f, rng);
-    b.w_up = test::randomMatrix(d, 4 * d, s, rng);
-    b.b_up = test::randomRow(4 * d, 0.1f, rng);
-    b.w_down = test::randomMatrix(4 * d, d, 0.5f * s, rng);
-    b.b_down = test::randomRow(d, 0.1f, rng);
-    w.layers.push_back(std::move(b));
-  }
-  w.final_g = RowVector::Ones(d);
-  w.final_b = RowVector::Zero(d);
-  return m;
-}
-
 TEST(GpuModel, ForwardWithGpuAttentionMatchesTheCpuLoop) {
   ATTNSCOPE_REQUIRE_GPU(gpu);
   std::mt19937 rng(5);
-  const model::Model m = randomGpt2(3, 4, 32, 50, 80, rng);
+  const model::Model m = test::randomGpt2({.layers = 3, .heads = 4, .d = 32, .vocab = 50, .positions = 80,
+                                                   .random_norms_and_biases = true},
+                                                  rng);
   std::vector<int> ids;
   for (int i = 0; i < 70; ++i) ids.push_back(static_cast<int>(rng() % 50));
   const model::ForwardResult cpu = model::modelForward(m, ids);

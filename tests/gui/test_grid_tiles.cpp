@@ -11,48 +11,12 @@
 #include <thread>
 #include <vector>
 
-#include "attnscope/model/family_configs.h"
 #include "attnscope/model/model.h"
+#include "random_model.h"
 #include "window/model/model_grid_tiles.h"
 
 namespace attnscope::app {
 namespace {
-
-Matrix randomMatrix(int rows, int cols, float stddev, std::mt19937& rng) {
-  std::normal_distribution<float> normal(0.0f, stddev);
-  Matrix m(rows, cols);
-  for (int i = 0; i < rows; ++i)
-    for (int j = 0; j < cols; ++j) m(i, j) = normal(rng);
-  return m;
-}
-
-RowVector ones(int d) { return RowVector::Ones(d); }
-RowVector zeros(int d) { return RowVector::Zero(d); }
-
-// A random GPT-2 (its description, weights in its Conv1D layout) whose attention logits span a few units
-// (non-trivial maps).
-model::Model randomGpt2(int layers, int heads, int d, int positions, std::mt19937& rng) {
-  const int vocab = 50;
-  model::Model m;
-  model::Weights& w = m.weights;
-  w.arch = model::describeGpt2({.n_layer = layers, .n_head = heads, .n_embd = d, .n_positions = positions,
-                                .vocab_size = vocab});
-  m.model_type = w.arch.model_type;
-  w.embed = randomMatrix(vocab, d, 1.0f, rng);
-  w.pos_embed = randomMatrix(positions, d, 0.3f, rng);
-  const float s = 1.0f / std::sqrt(static_cast<float>(d));
-  for (int l = 0; l < layers; ++l) {
-    model::LayerWeights b;
-    b.attn_norms.in = {ones(d), zeros(d)}, b.mlp_norms.in = {ones(d), zeros(d)};
-    b.w_qkv = randomMatrix(d, 3 * d, 2.0f * s, rng), b.b_qkv = zeros(3 * d);
-    b.w_o = randomMatrix(d, d, s, rng), b.b_o = zeros(d);
-    b.w_up = randomMatrix(d, 4 * d, s, rng), b.b_up = zeros(4 * d);
-    b.w_down = randomMatrix(4 * d, d, 0.5f * s, rng), b.b_down = zeros(d);
-    w.layers.push_back(std::move(b));
-  }
-  w.final_g = ones(d), w.final_b = zeros(d);
-  return m;
-}
 
 constexpr int kLayers = 3, kHeads = 4, kTokens = 64, kBlocks = 16;  // blocks of 4 x 4 cells
 
@@ -62,7 +26,7 @@ struct Forwards {
 
 Forwards runForwards() {
   std::mt19937 rng(7);
-  const model::Model m = randomGpt2(kLayers, kHeads, 32, 80, rng);
+  const model::Model m = test::randomGpt2({.layers = kLayers, .heads = kHeads, .d = 32, .vocab = 50, .positions = 80}, rng);
   std::vector<int> ids;
   for (int i = 0; i < kTokens; ++i) ids.push_back(static_cast<int>(rng() % 50));
   model::ForwardOptions keep, drop;
