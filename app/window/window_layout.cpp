@@ -285,11 +285,11 @@ void drawWindowLayout(AppState& state, ViewState& view, HeatmapRenderer& rendere
 
   // The left pane follows the subject: the scene's editors, or the model's or tensor's card and navigator. The
   // centre's subject is decided first (an edit since the last frame makes the scene the subject).
-  if (state.sceneEdits() != view.seen_scene_edits) {
-    view.seen_scene_edits = state.sceneEdits();
-    if (view.model) view.model->shown = false;
+  if (state.sceneEdits() != view.run.seen_scene_edits) {
+    view.run.seen_scene_edits = state.sceneEdits();
+    if (view.run.session) view.run.session->shown = false;
   }
-  if (view.model) view.model->poll();
+  if (view.run.session) view.run.session->poll();
   bool save = paneGrip("left", ImVec2(side_w, y), ImVec2(grip_w, body_h), true, side_w, font * 14, side_max,
                        panes_now.left_em, panes_now.left_collapsed);
   save |= paneGrip("right", ImVec2(display.x - analysis_w - grip_w, y), ImVec2(grip_w, body_h), false, analysis_w,
@@ -344,7 +344,7 @@ void drawWindowLayout(AppState& state, ViewState& view, HeatmapRenderer& rendere
   probePaneFits("pane.heads");
   ImGui::End();
 
-  view.walk_head = -1;
+  view.walk.head = -1;
   if (analysis_w > 0) {
     placeNext(ImVec2(display.x - analysis_w, y), ImVec2(analysis_w, body_h));
     ImGui::Begin("Analysis", nullptr, kPanelFlags);

@@ -58,7 +58,7 @@ void changeTooltipLine(int head, int row, int col);
 void drawCellNumbers(const AppState& state, const ViewState& view, const HeatmapRenderer& renderer, int head,
                      const CellView& cells, ImVec2 m0, ImVec2 m1, float cell, float scale_top);
 
-// Value-norm weighting of a scene's heads (value_norms.cpp), the model view's switch (ViewState::model_value_norm)
+// Value-norm weighting of a scene's heads (value_norms.cpp), the model view's switch (ViewState::run.value_norm)
 // for the scene's maps: each weight alpha_ij drawn times key j's value norm through head h over the scene's
 // largest (HeatmapRenderer uploads them so, or hands them to a long scene's tiles as key scales), so the maps
 // stay in 0..1.

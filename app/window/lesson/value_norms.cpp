@@ -11,15 +11,15 @@
 namespace attnscope::app {
 
 // Every scene: kept maps are weighted as uploaded, a long scene's tiles (CPU or GPU) with key scales.
-bool valueNormsShown(const ViewState& view) { return view.model_value_norm == 1; }
+bool valueNormsShown(const ViewState& view) { return view.run.value_norm == 1; }
 
 void drawValueNormSwitch(ViewState& view) {
   const char* label = "value norms";
   const float w = ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x + ImGui::CalcTextSize(label).x;
   const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
   if (ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x + w <= right) ImGui::SameLine();
-  bool weighted = view.model_value_norm == 1;
-  if (ImGui::Checkbox(label, &weighted)) view.model_value_norm = weighted ? 1 : 0;
+  bool weighted = view.run.value_norm == 1;
+  if (ImGui::Checkbox(label, &weighted)) view.run.value_norm = weighted ? 1 : 0;
   probeItem("heads.value_norm");
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip(

@@ -14,6 +14,7 @@
 #include "window/model/model_grid_renderer.h"
 #include "window/model/model_session.h"
 #include "window/model/subject.h"
+#include "window/panels/widgets.h"
 #include "window/ui_probe.h"
 
 namespace attnscope::app {
@@ -126,7 +127,7 @@ int tokenStrip(const std::vector<std::string>& labels, float x0, float width) {
 // "Open as scene" for layer `layer` (from 0): a button, or, where the forward kept no layer inputs, the button
 // disabled with the reason on hover.
 void openLayerButton(AppState& state, ViewState& view, const std::string& label, int layer, const char* probe) {
-  const std::string why_not = layerSceneUnavailable(*view.model);
+  const std::string why_not = layerSceneUnavailable(*view.run.session);
   ImGui::BeginDisabled(!why_not.empty());
   if (ImGui::Button(label.c_str())) openModelLayerAsScene(state, view, layer);
   ImGui::EndDisabled();
@@ -138,8 +139,8 @@ void openLayerButton(AppState& state, ViewState& view, const std::string& label,
 // The switches of the run's views, on the line of the grid's (or the map's) buttons while they fit: the rollout in
 // place of the heads, and value-norm weighting of the heads' maps (a checkpoint's: a tensor has no weights).
 void viewToggles(ViewState& view, const ModelSession& s) {
-  bool on = view.model_rollout == 1;
-  if (ImGui::Checkbox("rollout", &on)) view.model_rollout = on ? 1 : 0;
+  bool on = view.run.rollout == 1;
+  if (ImGui::Checkbox("rollout", &on)) view.run.rollout = on ? 1 : 0;
   probeItem("model.view.rollout");
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("the attention rollout of every layer, in place of the heads");
   if (!s.checkpoint()) return;
@@ -147,16 +148,16 @@ void viewToggles(ViewState& view, const ModelSession& s) {
   const float w = ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x + ImGui::CalcTextSize(label).x;
   const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
   if (ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x + w <= right) ImGui::SameLine();
-  bool weighted = view.model_value_norm == 1;
-  ImGui::BeginDisabled(view.model_rollout == 1);
-  if (ImGui::Checkbox(label, &weighted)) view.model_value_norm = weighted ? 1 : 0;
+  bool weighted = view.run.value_norm == 1;
+  ImGui::BeginDisabled(view.run.rollout == 1);
+  if (ImGui::Checkbox(label, &weighted)) view.run.value_norm = weighted ? 1 : 0;
   ImGui::EndDisabled();
   probeItem("model.view.value_norm");
   if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
     ImGui::SetTooltip("each weight times the size of what its key's value adds through the head,\n"
                       "||(x_j W_V + b_V) W_O^h|| (Kobayashi et al. 2020), over the layer's largest:\n"
                       "a weight on a key whose value the head barely writes fades");
-  if (view.model_value_norm == 1 && view.model_rollout == 0) {
+  if (view.run.value_norm == 1 && view.run.rollout == 0) {
     ImGui::TextDisabled("weights x value norms / the layer's largest norm");
     probeItem("model.value_norm_note");
   }
@@ -164,7 +165,7 @@ void viewToggles(ViewState& view, const ModelSession& s) {
 
 // The weighting the heads' maps are drawn with: the checkpoint's value norms while the switch is on, else none.
 std::shared_ptr<const model::Model> mapWeighting(const ViewState& view, const ModelSession& s) {
-  return view.model_value_norm == 1 ? s.sharedCheckpoint() : nullptr;
+  return view.run.value_norm == 1 ? s.sharedCheckpoint() : nullptr;
 }
 
 void gridView(AppState& state, ViewState& view, ModelSession& s) {
@@ -230,7 +231,7 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
 
   const ImVec2 start = ImGui::GetCursorScreenPos();
   const int token = tokenStrip(s.labels(), start.x + label_w, grid_w - label_w - gap);
-  if (token >= 0 && ImGui::IsMouseClicked(ImGuiMouseButton_Left)) view.model_token = token;  // the token view's
+  if (token >= 0 && ImGui::IsMouseClicked(ImGuiMouseButton_Left)) view.tokens.token = token;  // the token view's
   ImDrawList* list = ImGui::GetWindowDrawList();
   const ImVec2 header = ImGui::GetCursorScreenPos();
   // Labels thinned so that none overlaps another (labelledPositions): the first and the last always.
@@ -292,10 +293,10 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
         const int i = std::min(n - 1, static_cast<int>((mouse.y - p0.y) / cell_y));
         const int j = std::min(n - 1, static_cast<int>((mouse.x - p0.x) / cell_x));
         const int blocks = std::min(n, std::max(tile_w, tile_h));  // as the renderer pools
-        cellTooltip(s, kv, l, h, i, j, (n + blocks - 1) / blocks, view.model_value_norm == 1);
+        cellTooltip(s, kv, l, h, i, j, (n + blocks - 1) / blocks, view.run.value_norm == 1);
         if (ImGui::IsMouseClicked(ImGuiMouseButton_Left)) {
           s.layer = l, s.focus_head = h;
-          view.model_zoom = CellView{0, 0, static_cast<float>(n), static_cast<float>(n)};
+          view.run.zoom = CellView{0, 0, static_cast<float>(n), static_cast<float>(n)};
         }
       }
     }
@@ -344,7 +345,7 @@ void focusView(AppState& state, ViewState& view, ModelSession& s) {
   }
 
   const std::vector<std::string>& labels = s.labels();
-  CellView& z = view.model_zoom;
+  CellView& z = view.run.zoom;
   const float all = static_cast<float>(n);
   const float zw = std::min(z.col1 - z.col0, all), zh = std::min(z.row1 - z.row0, all);
   z.col0 = std::clamp(z.col0, 0.0f, all - zw), z.row0 = std::clamp(z.row0, 0.0f, all - zh);
@@ -387,7 +388,7 @@ void focusView(AppState& state, ViewState& view, ModelSession& s) {
     if (i >= 0 && i < n && j >= 0 && j < n) {
       const ImVec2 q0(m0.x + (static_cast<float>(j) - z.col0) * cell, m0.y + (static_cast<float>(i) - z.row0) * cell);
       list->AddRect(q0, ImVec2(q0.x + cell, q0.y + cell), IM_COL32_WHITE, 0, 0, 2.0f);
-      cellTooltip(s, kv, l, h, i, j, 1, view.model_value_norm == 1);
+      cellTooltip(s, kv, l, h, i, j, 1, view.run.value_norm == 1);
     }
   }
 }
@@ -395,12 +396,12 @@ void focusView(AppState& state, ViewState& view, ModelSession& s) {
 }  // namespace
 
 bool modelShown(const ViewState& view) {
-  return view.model && view.model->shown && (view.model->forward().n > 0 || view.model->running());
+  return view.run.session && view.run.session->shown && (view.run.session->forward().n > 0 || view.run.session->running());
 }
 
 std::vector<int> kvHeadOfEachHead(const ViewState& view) {
-  if (!view.model || view.model->forward().n == 0) return {};
-  const model::HeadLayout& layout = view.model->layout();
+  if (!view.run.session || view.run.session->forward().n == 0) return {};
+  const model::HeadLayout& layout = view.run.session->layout();
   std::vector<int> kv(static_cast<std::size_t>(layout.n_head));
   for (int h = 0; h < layout.n_head; ++h) kv[static_cast<std::size_t>(h)] = layout.kvHead(h);
   return kv;
@@ -420,8 +421,8 @@ std::string layerSceneUnavailable(const ModelSession& s) {
 }
 
 void drawModelProgress(ViewState& view, const char* probe) {
-  if (!view.model || !view.model->running()) return;
-  ModelSession& s = *view.model;
+  if (!view.run.session || !view.run.session->running()) return;
+  ModelSession& s = *view.run.session;
   const int done = s.layersDone(), total = s.layersTotal();
   const std::string text = total > 0 ? "layer " + std::to_string(done) + " of " + std::to_string(total)
                                      : std::string("loading the checkpoint...");
@@ -436,7 +437,7 @@ void drawModelProgress(ViewState& view, const char* probe) {
 }
 
 void drawModelView(AppState& state, ViewState& view) {
-  ModelSession& s = *view.model;
+  ModelSession& s = *view.run.session;
   if (s.forward().n > 0) {
     const model::HeadLayout& c = s.layout();
     ImGui::AlignTextToFramePadding();
@@ -476,7 +477,7 @@ void drawModelView(AppState& state, ViewState& view) {
   if (!s.shown || s.forward().n == 0) return;
   if (!s.renderer) s.renderer = std::make_unique<ModelGridRenderer>();
   // The run's views: its heads (the grid, or one map full-size) or its rollout (runviews/rollout_view.cpp).
-  if (view.model_rollout == 1) {
+  if (view.run.rollout == 1) {
     drawRolloutView(view, s);
     return;
   }
@@ -487,16 +488,16 @@ void drawModelView(AppState& state, ViewState& view) {
 }
 
 void drawBackToModel(ViewState& view) {
-  if (!view.model || view.model->forward().n == 0) return;
-  const model::HeadLayout& c = view.model->layout();
-  const std::string label = "Back to the model (" + view.model->title() + ", " +
+  if (!view.run.session || view.run.session->forward().n == 0) return;
+  const model::HeadLayout& c = view.run.session->layout();
+  const std::string label = "Back to the model (" + view.run.session->title() + ", " +
                             std::to_string(c.n_layer) + " x " + std::to_string(c.n_head) + " heads)";
-  if (ImGui::Button(label.c_str())) view.model->shown = true;
+  if (ImGui::Button(label.c_str())) view.run.session->shown = true;
   probeItem("model.back");
 }
 
 void openModelLayerAsScene(AppState& state, ViewState& view, int layer) {
-  ModelSession& s = *view.model;
+  ModelSession& s = *view.run.session;
   if (!layerSceneUnavailable(s).empty()) return;
   const model::Model& ck = *s.checkpoint();
   const std::string text = s.ranText().size() > 200 ? s.ranText().substr(0, 200) + "..." : s.ranText();
@@ -521,7 +522,7 @@ void openModelLayerAsScene(AppState& state, ViewState& view, int layer) {
   }
   s.error.clear();
   nameLayerScene(state, view, model::familyDisplayName(ck.model_type), layer);
-  view.focus_head = -1;
+  view.heads.focus = -1;
   s.shown = false;
 }
 

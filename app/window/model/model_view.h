@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "window/app_state.h"
-#include "window/panels/panels.h"
+#include "window/view_state.h"
 
 namespace attnscope::app {
 

@@ -14,6 +14,7 @@
 #include "attnscope/arrays/user_layer.h"
 #include "attnscope/error.h"
 #include "window/model/model_session.h"
+#include "window/panels/widgets.h"
 #include "window/ui_probe.h"
 
 namespace attnscope::app {
@@ -34,8 +35,8 @@ void openAttention(AppState& state, ViewState& view, OpenArraysForm& f) {
   arrays::AttentionTensor t = arrays::attentionTensorFrom(f.arrays, f.path, tensor, formTokens(f.tokens));
   const model::HeadLayout c = t.forward.layout;
   const int n = t.forward.n;
-  if (!view.model) view.model = std::make_shared<ModelSession>();
-  view.model->showTensor(std::move(t), f.path);
+  if (!view.run.session) view.run.session = std::make_shared<ModelSession>();
+  view.run.session->showTensor(std::move(t), f.path);
   const auto count = [](int k, const char* one, const char* many) { return std::to_string(k) + (k == 1 ? one : many); };
   state.inform("Opened " + f.path + " as an attention tensor: " + count(c.n_layer, " layer", " layers") + " x " +
                count(c.n_head, " head, ", " heads, ") + count(n, " token", " tokens") + " (in the centre)");
@@ -52,8 +53,8 @@ void openLayer(AppState& state, ViewState& view, OpenArraysForm& f) {
   const int heads = scene.numHeads(), n = scene.nQ();
   if (!state.replaceScene("open layer file", std::move(scene)))
     throw InputError(f.path, "a valid scene", state.editError());
-  if (view.model) view.model->shown = false;  // the centre shows the new scene's heads
-  view.focus_head = -1;
+  if (view.run.session) view.run.session->shown = false;  // the centre shows the new scene's heads
+  view.heads.focus = -1;
   state.inform("Opened " + f.path + " as a " + arrays::userLayoutNames()[static_cast<std::size_t>(f.layout)] +
                " layer: " + std::to_string(heads) + " heads, " + std::to_string(n) + " tokens (Undo brings back the "
                "scene before)");
@@ -84,22 +85,22 @@ void beginOpenArrays(AppState& state, ViewState& view, const std::string& path) 
     form->arrays = arrays::readArrays(path);
     if (form->arrays.empty()) throw InputError(path, "at least one array", "none");
     form->detected_attention = form->as_attention = arrays::looksLikeAttention(form->arrays);
-    if (view.open_arrays) {  // keep what was typed last time: the same tokens and layout are likely again
-      form->tokens = view.open_arrays->tokens;
-      form->layout = view.open_arrays->layout;
-      form->heads = view.open_arrays->heads;
-      form->mask = view.open_arrays->mask;
+    if (view.run.open_arrays) {  // keep what was typed last time: the same tokens and layout are likely again
+      form->tokens = view.run.open_arrays->tokens;
+      form->layout = view.run.open_arrays->layout;
+      form->heads = view.run.open_arrays->heads;
+      form->mask = view.run.open_arrays->mask;
     }
     form->pending = true;
-    view.open_arrays = std::move(form);
+    view.run.open_arrays = std::move(form);
   } catch (const std::exception& e) {
     state.refuse(std::string("Could not open: ") + e.what());
   }
 }
 
 void drawOpenArraysForm(AppState& state, ViewState& view) {
-  if (!view.open_arrays) return;
-  OpenArraysForm& f = *view.open_arrays;
+  if (!view.run.open_arrays) return;
+  OpenArraysForm& f = *view.run.open_arrays;
   if (f.pending) ImGui::OpenPopup(kPopup), f.pending = false;
   const ImVec2 display = ImGui::GetIO().DisplaySize;
   ImGui::SetNextWindowPos(ImVec2(display.x * 0.5f, display.y * 0.45f), ImGuiCond_Appearing, ImVec2(0.5f, 0.5f));

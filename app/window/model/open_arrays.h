@@ -10,7 +10,7 @@
 
 #include "attnscope/arrays/array_file.h"
 #include "window/app_state.h"
-#include "window/panels/panels.h"
+#include "window/view_state.h"
 
 namespace attnscope::app {
 

@@ -5,6 +5,7 @@
 
 #include "window/model/model_session.h"
 #include "window/model/model_view.h"
+#include "window/panels/widgets.h"
 #include "window/ui_probe.h"
 
 namespace attnscope::app {
@@ -31,18 +32,18 @@ std::string layerAndHead(const ModelSession& s) {
 
 SubjectKind subjectKind(const ViewState& view) {
   if (!modelShown(view)) return SubjectKind::Scene;
-  return view.model->tensorFile().empty() ? SubjectKind::Checkpoint : SubjectKind::Tensor;
+  return view.run.session->tensorFile().empty() ? SubjectKind::Checkpoint : SubjectKind::Tensor;
 }
 
 std::string sceneName(const AppState& state, const ViewState& view) {
-  if (!view.layer_scene_name.empty() && state.scene().description == view.layer_scene_description)
-    return view.layer_scene_name;
+  if (!view.run.layer_scene_name.empty() && state.scene().description == view.run.layer_scene_description)
+    return view.run.layer_scene_name;
   return "scene";
 }
 
 void nameLayerScene(const AppState& state, ViewState& view, const std::string& model, int layer) {
-  view.layer_scene_name = model + " layer " + std::to_string(layer + 1);
-  view.layer_scene_description = state.editedScene().description;  // a big scene's result may still be computing
+  view.run.layer_scene_name = model + " layer " + std::to_string(layer + 1);
+  view.run.layer_scene_description = state.editedScene().description;  // a big scene's result may still be computing
 }
 
 std::string subjectStatus(const AppState& state, const ViewState& view) {
@@ -51,7 +52,7 @@ std::string subjectStatus(const AppState& state, const ViewState& view) {
     return sceneName(state, view) + ": n = " + std::to_string(scene.nQ()) + ", heads = " +
            std::to_string(scene.numHeads());
   }
-  const ModelSession& s = *view.model;
+  const ModelSession& s = *view.run.session;
   if (s.forward().n == 0) return "loading the checkpoint " + s.dir + "...";
   return s.title() + ": " + modelShapes(s) + "  |  " + layerAndHead(s);
 }
@@ -59,7 +60,7 @@ std::string subjectStatus(const AppState& state, const ViewState& view) {
 std::string subjectTitle(const AppState& state, const ViewState& view) {
   if (subjectKind(view) == SubjectKind::Scene)
     return "attnscope - " + sceneName(state, view) + (state.dirty() ? " *" : "");
-  const ModelSession& s = *view.model;
+  const ModelSession& s = *view.run.session;
   if (s.forward().n == 0) return "attnscope - loading " + s.dir;
   return "attnscope - " + s.title() + ", " + layerAndHead(s);
 }
@@ -67,7 +68,7 @@ std::string subjectTitle(const AppState& state, const ViewState& view) {
 bool sceneOnlyNote(AppState& state, ViewState& view, const char* tab) {
   const SubjectKind kind = subjectKind(view);
   if (kind == SubjectKind::Scene) return false;
-  ModelSession& s = *view.model;
+  ModelSession& s = *view.run.session;
   const std::string what = kind == SubjectKind::Tensor ? "a saved attention tensor" : "a checkpoint's grid";
   textWrappedAtSpaces(std::string(tab) + " explains a scene; the centre shows " + what + " (" + s.title() +
                       "). Open a layer as a scene to see it here.");

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "window/app_state.h"
-#include "window/panels/panels.h"
+#include "window/view_state.h"
 
 namespace attnscope::app {
 

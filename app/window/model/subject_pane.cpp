@@ -11,6 +11,7 @@
 #include "window/model/model_session.h"
 #include "window/model/model_view.h"
 #include "window/model/subject.h"
+#include "window/panels/widgets.h"
 #include "window/ui_probe.h"
 
 namespace attnscope::app {
@@ -90,7 +91,7 @@ void tokenList(ViewState& view, const ModelSession& s) {
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("token %d: '%s'\nclick: its attention in the token view", i,
                                                     labels[static_cast<std::size_t>(i)].c_str());
     probeItem("subject.token." + std::to_string(i));
-    if (ImGui::IsItemClicked()) view.model_token = i;  // the token view's token
+    if (ImGui::IsItemClicked()) view.tokens.token = i;  // the token view's token
   }
   if (shown < static_cast<int>(labels.size()))
     ImGui::TextDisabled("... and %d more (the strip over the grid names each)",
@@ -108,7 +109,7 @@ void navigator(ViewState& view, ModelSession& s) {
   if (s.focused()) {
     int head_shown = s.focus_head + 1;
     if (stepperInt("head", "subject.head", head_shown, 1, c.n_head))
-      s.focus_head = head_shown - 1, view.model_zoom = whole;
+      s.focus_head = head_shown - 1, view.run.zoom = whole;
     if (c.n_kv_head > 0 && c.n_kv_head < c.n_head) {
       ImGui::TextDisabled("KV head %d of %d", c.kvHead(s.focus_head) + 1, c.n_kv_head);
       probeItem("subject.kv_head");
@@ -121,7 +122,7 @@ void navigator(ViewState& view, ModelSession& s) {
     ImGui::SameLine(ImGui::GetFontSize() * 6.5f);
     ImGui::TextDisabled("every head (the grid)");
     probeNote("subject.head", "grid");
-    if (ImGui::Button("Open head 1 full-size")) s.focus_head = 0, view.model_zoom = whole;
+    if (ImGui::Button("Open head 1 full-size")) s.focus_head = 0, view.run.zoom = whole;
     probeItem("subject.open_head");
   }
 }
@@ -129,7 +130,7 @@ void navigator(ViewState& view, ModelSession& s) {
 }  // namespace
 
 void drawSubjectPane(AppState& state, ViewState& view) {
-  ModelSession& s = *view.model;
+  ModelSession& s = *view.run.session;
   probeNote("subject.pane", subjectKind(view) == SubjectKind::Tensor ? "tensor" : "checkpoint");
   if (s.forward().n == 0) {  // the first forward still running
     textWrappedAtSpaces("Loading " + s.dir + "...");

@@ -70,7 +70,7 @@ void inputProducts(const char* title, const Matrix& products, const RowVector& b
 
 void drawBreakdownPanel(AppState& state, ViewState& view) {
   const Scene& scene = state.scene();
-  if (view.breakdown_head < 0) {
+  if (view.breakdown.head < 0) {
     ImGui::TextWrapped(
         "Click a cell of a heatmap: this panel shows how its weight is made, from the products of "
         "q and k to the softmax of its row.");
@@ -78,7 +78,7 @@ void drawBreakdownPanel(AppState& state, ViewState& view) {
   }
   CellBreakdown b;
   try {
-    b = scoreBreakdown(scene, state.result(), view.breakdown_head, view.breakdown_query, view.breakdown_key);
+    b = scoreBreakdown(scene, state.result(), view.breakdown.head, view.breakdown.query, view.breakdown.key);
   } catch (const InputError& e) {
     ImGui::TextWrapped("The picked cell is no longer in the scene (%s). Click another.", e.what());
     return;

@@ -68,12 +68,12 @@ void drawGridFigureExport(ModelSession& s, const MapContrast& contrast, int dpi)
 }  // namespace
 
 void drawCheckpointPanel(AppState& state, ViewState& view) {
-  if (!view.model) view.model = std::make_shared<ModelSession>();
-  ModelSession& s = *view.model;
+  if (!view.run.session) view.run.session = std::make_shared<ModelSession>();
+  ModelSession& s = *view.run.session;
   if (!s.tensorFile().empty() && s.forward().n > 0) {  // an opened tensor: its analysis first, then the checkpoint
     drawTensorAnalysis(s);
     ImGui::Spacing();
-    drawGridFigureExport(s, view.contrast, view.export_dpi);
+    drawGridFigureExport(s, view.contrast, view.exporter.dpi);
     ImGui::Spacing();
   }
   sectionHeader("Checkpoint");
@@ -151,7 +151,7 @@ void drawCheckpointPanel(AppState& state, ViewState& view) {
     probeItem("checkpoint.open_layer.why_not");
   }
   ImGui::Spacing();
-  drawGridFigureExport(s, view.contrast, view.export_dpi);
+  drawGridFigureExport(s, view.contrast, view.exporter.dpi);
 }
 
 }  // namespace attnscope::app

@@ -17,17 +17,17 @@ void drawDiffPanel(AppState& state, ViewState& view) {
     longSceneNote(state, "The A/B diff");
     return;
   }
-  if (ImGui::Button(view.diff_pinned ? "Pin again as A" : "Pin as A")) {
-    view.diff_a = state.result();
-    view.diff_pinned = true;
+  if (ImGui::Button(view.diff.pinned ? "Pin again as A" : "Pin as A")) {
+    view.diff.a = state.result();
+    view.diff.pinned = true;
   }
   probeItem("diff.pin");
-  if (view.diff_pinned) {
+  if (view.diff.pinned) {
     ImGui::SameLine();
-    if (ImGui::Button("Unpin")) view.diff_pinned = false;
+    if (ImGui::Button("Unpin")) view.diff.pinned = false;
     probeItem("diff.unpin");
   }
-  if (!view.diff_pinned) {
+  if (!view.diff.pinned) {
     ImGui::TextWrapped(
         "Pin the current result as snapshot A, then edit (or undo): this panel shows B - A, the "
         "change of every head's weights, white where nothing changed.");
@@ -35,7 +35,7 @@ void drawDiffPanel(AppState& state, ViewState& view) {
   }
   std::vector<HeadDiff> diffs;
   try {
-    diffs = diffResults(view.diff_a, state.result());
+    diffs = diffResults(view.diff.a, state.result());
   } catch (const InputError& e) {
     ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(230, 80, 80, 255));
     ImGui::TextWrapped("Cannot compare with A: %s. Pin again to compare with this shape.", e.what());

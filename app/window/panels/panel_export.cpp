@@ -122,19 +122,19 @@ struct ExportWeighting {
 // A scene's: its one head or all heads, while its maps are kept (a long scene's window draws weighted tiles, its
 // export writes the plain weights).
 ExportWeighting sceneWeighting(const AppState& state, const ViewState& view) {
-  if (view.model_value_norm != 1) return {};
+  if (view.run.value_norm != 1) return {};
   if (state.headsFromOverviews() || longScene(state))
     return {false, "value norms: a long scene's maps are read through tiles of plain weights, so this file holds "
                    "the weights"};
-  if (view.export_what >= 2)
-    return {false, std::string("value norms: the ") + (view.export_what == 2 ? "similarity" : "B - A") +
+  if (view.exporter.what >= 2)
+    return {false, std::string("value norms: the ") + (view.exporter.what == 2 ? "similarity" : "B - A") +
                        " is of the plain weights"};
   return {true, ""};
 }
 
 // A checkpoint run's: a map, a layer's heads or every layer (a saved tensor has no values).
 ExportWeighting modelWeighting(const ViewState& view, const ModelSession& s, int what) {
-  if (view.model_value_norm != 1) return {};
+  if (view.run.value_norm != 1) return {};
   if (!s.checkpoint())
     return {false, "value norms: a saved tensor holds no values (W_V, W_O), so this file holds the weights"};
   if (what == 3) return {false, "value norms: the similarity is of the plain weights"};
@@ -151,10 +151,10 @@ model::KeyScales modelValueNorms(const ModelSession& s, int layer) {
   return norms;
 }
 
-// What is on show, as ViewState::model_export_what counts it: the focused map, else the grid.
+// What is on show, as ViewState::exporter.model_what counts it: the focused map, else the grid.
 int modelWhatOnShow(const ModelSession& s) { return s.focused() ? 0 : 2; }
 
-// The bytes of a model's or tensor's export: `what` as ViewState::model_export_what, of the session's layer (and
+// The bytes of a model's or tensor's export: `what` as ViewState::exporter.model_what, of the session's layer (and
 // focused head), in `format`; figures of weights in the window's colours (`contrast`). `weighted`: value-norm
 // weighting (modelWeighting's on).
 std::string modelExportBytes(const ModelSession& s, int what, ExportFormat format, const std::string& path,
@@ -212,8 +212,8 @@ void contrastLine(const MapContrast& contrast, ExportFormat format, bool weights
 
 // The "What" choices for a checkpoint run or a tensor, named after the session's layer and focused head.
 void modelWhat(ViewState& view, const ModelSession& s) {
-  if (view.model_export_what == 0 && !s.focused()) view.model_export_what = -1;  // the map went back to the grid
-  int what = view.model_export_what < 0 ? modelWhatOnShow(s) : view.model_export_what;
+  if (view.exporter.model_what == 0 && !s.focused()) view.exporter.model_what = -1;  // the map went back to the grid
+  int what = view.exporter.model_what < 0 ? modelWhatOnShow(s) : view.exporter.model_what;
   const std::string layer = "layer " + std::to_string(s.layer + 1);
   const std::string labels[] = {
       s.focused() ? layer + ", head " + std::to_string(s.focus_head + 1) : std::string("one map (click a tile)"),
@@ -222,7 +222,7 @@ void modelWhat(ViewState& view, const ModelSession& s) {
   for (int i = 0; i < 4; ++i) {
     sameLineIfFits(radioWidth(labels[i].c_str()));
     ImGui::BeginDisabled(i == 0 && !s.focused());
-    if (ImGui::RadioButton(labels[i].c_str(), &what, i)) view.model_export_what = i;
+    if (ImGui::RadioButton(labels[i].c_str(), &what, i)) view.exporter.model_what = i;
     ImGui::EndDisabled();
     probeItem(std::string("export.model.what.") + std::to_string(i));
   }
@@ -230,19 +230,19 @@ void modelWhat(ViewState& view, const ModelSession& s) {
 
 // Everything an export reads from the panel, as one string: the message stays while it is the same.
 std::string exportRequestKey(const ViewState& view, SubjectKind subject) {
-  return std::to_string(static_cast<int>(subject)) + "|" + std::to_string(view.export_what) + "|" +
-         std::to_string(view.model_export_what) + "|" + std::to_string(view.export_head) + "|" +
-         std::to_string(view.export_format) + "|" + std::to_string(view.metric) + "|" +
-         std::to_string(view.export_cluster_order) + "|" + std::to_string(view.export_annotate) + "|" +
-         std::to_string(view.export_dpi) + "|" + contrastName(view.contrast) + "|" +
-         std::to_string(view.model_value_norm) + "|" + view.export_path;
+  return std::to_string(static_cast<int>(subject)) + "|" + std::to_string(view.exporter.what) + "|" +
+         std::to_string(view.exporter.model_what) + "|" + std::to_string(view.exporter.head) + "|" +
+         std::to_string(view.exporter.format) + "|" + std::to_string(view.similarity.metric) + "|" +
+         std::to_string(view.exporter.cluster_order) + "|" + std::to_string(view.exporter.annotate) + "|" +
+         std::to_string(view.exporter.dpi) + "|" + contrastName(view.contrast) + "|" +
+         std::to_string(view.run.value_norm) + "|" + view.exporter.path;
 }
 
 }  // namespace
 
 void drawExportPanel(AppState& state, ViewState& view) {
   const SubjectKind subject = subjectKind(view);
-  if (subject != SubjectKind::Scene && view.model->forward().n == 0) {
+  if (subject != SubjectKind::Scene && view.run.session->forward().n == 0) {
     textWrappedAtSpaces("The model is still running: nothing to export yet.");
     probeItem("export.nothing");
     return;
@@ -252,21 +252,21 @@ void drawExportPanel(AppState& state, ViewState& view) {
   const char* const* formats = kFormats;
   const char* const* extensions = kExtensions;
   if (subject != SubjectKind::Scene) {
-    modelWhat(view, *view.model);
+    modelWhat(view, *view.run.session);
   } else {
     ImGui::TextUnformatted("What");
     for (int i = 0; i < 4; ++i) {
       sameLineIfFits(radioWidth(what[i]));
-      ImGui::BeginDisabled(i == 3 && !view.diff_pinned);  // B - A needs the Diff tab's snapshot A
-      ImGui::RadioButton(what[i], &view.export_what, i);
+      ImGui::BeginDisabled(i == 3 && !view.diff.pinned);  // B - A needs the Diff tab's snapshot A
+      ImGui::RadioButton(what[i], &view.exporter.what, i);
       ImGui::EndDisabled();
       probeItem(std::string("export.what.") + std::to_string(i));
     }
   }
-  if (view.export_what == 3 && !view.diff_pinned) view.export_what = 1;
-  int& head = view.export_head;
+  if (view.exporter.what == 3 && !view.diff.pinned) view.exporter.what = 1;
+  int& head = view.exporter.head;
   const bool scene = subject == SubjectKind::Scene;
-  if (scene && view.export_what == 0) {
+  if (scene && view.exporter.what == 0) {
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
     ImGui::SliderInt("head", &head, 1, heads, "%d", ImGuiSliderFlags_AlwaysClamp);  // a typed 0 shows as 1
     probeItem("export.head");
@@ -275,28 +275,28 @@ void drawExportPanel(AppState& state, ViewState& view) {
   ImGui::TextUnformatted("Format");
   for (int i = 0; i < 4; ++i) {
     sameLineIfFits(radioWidth(formats[i]));
-    if (ImGui::RadioButton(formats[i], &view.export_format, i)) {
+    if (ImGui::RadioButton(formats[i], &view.exporter.format, i)) {
       // keep the path's extension in step with the format
-      const std::size_t dot = view.export_path.rfind('.');
-      view.export_path =
-          view.export_path.substr(0, dot == std::string::npos ? view.export_path.size() : dot) + extensions[i];
+      const std::size_t dot = view.exporter.path.rfind('.');
+      view.exporter.path =
+          view.exporter.path.substr(0, dot == std::string::npos ? view.exporter.path.size() : dot) + extensions[i];
     }
     probeItem(std::string("export.format.") + std::to_string(i));
   }
-  if (scene && view.export_what == 2) {
-    ImGui::RadioButton("cosine", &view.metric, 0);
+  if (scene && view.exporter.what == 2) {
+    ImGui::RadioButton("cosine", &view.similarity.metric, 0);
     ImGui::SameLine();
-    ImGui::RadioButton("Jensen-Shannon", &view.metric, 1);
-    ImGui::Checkbox("cluster order with dendrogram", &view.export_cluster_order);  // not the heads grid's order
+    ImGui::RadioButton("Jensen-Shannon", &view.similarity.metric, 1);
+    ImGui::Checkbox("cluster order with dendrogram", &view.exporter.cluster_order);  // not the heads grid's order
     probeItem("export.cluster_order");
   }
-  if (scene && view.export_format <= 1) ImGui::Checkbox("write each value in its cell", &view.export_annotate);
+  if (scene && view.exporter.format <= 1) ImGui::Checkbox("write each value in its cell", &view.exporter.annotate);
   {
     // Always there (greyed out but for PNG), so that a format switched by the path moves nothing under the mouse.
-    const bool png = view.export_format == static_cast<int>(ExportFormat::Png);
+    const bool png = view.exporter.format == static_cast<int>(ExportFormat::Png);
     ImGui::BeginDisabled(!png);
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 7);
-    ImGui::InputInt("dpi", &view.export_dpi, 0, 0);
+    ImGui::InputInt("dpi", &view.exporter.dpi, 0, 0);
     ImGui::EndDisabled();
     if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
       ImGui::SetTooltip(png ? "PNG pixels per inch: 96 is the layout's own size, 192 twice it a side, 300 for print"
@@ -305,20 +305,20 @@ void drawExportPanel(AppState& state, ViewState& view) {
   }
   const ImGuiStyle& style = ImGui::GetStyle();
   ImGui::SetNextItemWidth(-(ImGui::CalcTextSize("Browse...").x + 2 * style.FramePadding.x + style.ItemSpacing.x));
-  ImGui::InputTextWithHint("##export_path", "map.png, .svg, .csv or .npy", &view.export_path);
+  ImGui::InputTextWithHint("##export_path", "map.png, .svg, .csv or .npy", &view.exporter.path);
   probeItem("export.path");
   ImGui::SameLine();
-  browseButton("export.browse", view.export_path, ChooseWhat::SaveFile);
+  browseButton("export.browse", view.exporter.path, ChooseWhat::SaveFile);
   // The path's extension wins: a typed ".svg" makes the format SVG, taken right after the path is typed, so that
   // it never shows as disagreeing for a frame.
-  if (const std::optional<int> from_path = formatOfPath(view.export_path)) view.export_format = *from_path;
+  if (const std::optional<int> from_path = formatOfPath(view.exporter.path)) view.exporter.format = *from_path;
   // A path of none of the four extensions would hold bytes its name does not promise: said here, and the export
   // refused until it changes; so is a dpi the exporters refuse.
   const std::string mismatch =
-      extensionMismatch(view.export_path, formats[view.export_format], extensions[view.export_format]);
-  const std::string problem = !mismatch.empty() || view.export_format != static_cast<int>(ExportFormat::Png)
+      extensionMismatch(view.exporter.path, formats[view.exporter.format], extensions[view.exporter.format]);
+  const std::string problem = !mismatch.empty() || view.exporter.format != static_cast<int>(ExportFormat::Png)
                                   ? mismatch
-                                  : dpiProblem(view.export_dpi);
+                                  : dpiProblem(view.exporter.dpi);
   if (!problem.empty()) {
     errorText(problem);
     probeItem(mismatch.empty() ? "export.dpi_error" : "export.mismatch");
@@ -326,66 +326,66 @@ void drawExportPanel(AppState& state, ViewState& view) {
   // The last message is about the request it answered: another request (what, head, format, path, dpi, order, ...)
   // clears it.
   const std::string request_now = exportRequestKey(view, subject);
-  if (request_now != view.export_message_request) view.export_message.clear(), view.export_failed = false;
+  if (request_now != view.exporter.message_request) view.exporter.message.clear(), view.exporter.failed = false;
   const int model_what = scene                        ? 0
-                         : view.model_export_what < 0 ? modelWhatOnShow(*view.model)
-                                                      : view.model_export_what;
+                         : view.exporter.model_what < 0 ? modelWhatOnShow(*view.run.session)
+                                                      : view.exporter.model_what;
   const ExportWeighting weighting =
-      scene ? sceneWeighting(state, view) : modelWeighting(view, *view.model, model_what);
+      scene ? sceneWeighting(state, view) : modelWeighting(view, *view.run.session, model_what);
   ImGui::BeginDisabled(!problem.empty());
   const bool clicked = ImGui::Button("Export");
   if (clicked && !scene) {
-    const ModelSession& s = *view.model;
+    const ModelSession& s = *view.run.session;
     try {
-      const auto format = static_cast<ExportFormat>(view.export_format);
-      writeFileAtomically(view.export_path, modelExportBytes(s, model_what, format, view.export_path, view.contrast,
-                                                             view.export_dpi, weighting.on));
-      view.export_message =
-          "Wrote " + view.export_path + " (" + s.title() + (weighting.on ? ", weights x value norms)" : ")");
-      view.export_failed = false;
+      const auto format = static_cast<ExportFormat>(view.exporter.format);
+      writeFileAtomically(view.exporter.path, modelExportBytes(s, model_what, format, view.exporter.path, view.contrast,
+                                                             view.exporter.dpi, weighting.on));
+      view.exporter.message =
+          "Wrote " + view.exporter.path + " (" + s.title() + (weighting.on ? ", weights x value norms)" : ")");
+      view.exporter.failed = false;
     } catch (const std::exception& e) {
-      view.export_message = std::string("Not written: ") + e.what();
-      view.export_failed = true;
+      view.exporter.message = std::string("Not written: ") + e.what();
+      view.exporter.failed = true;
     }
   } else if (clicked) {
     ExportRequest request;
-    request.what = static_cast<ExportWhat>(view.export_what);
+    request.what = static_cast<ExportWhat>(view.exporter.what);
     request.head = head - 1;
-    request.format = static_cast<ExportFormat>(view.export_format);
-    request.metric = view.metric == 0 ? SimilarityMetric::Cosine : SimilarityMetric::JensenShannon;
-    request.annotate = view.export_annotate;
-    request.path = view.export_path;
-    request.dendrogram = view.export_what == 2 && view.export_cluster_order;
-    request.dpi = view.export_dpi;
-    if (view.export_what == 3) request.baseline = &view.diff_a;
-    if (view.export_what <= 1) request.contrast = view.contrast;  // a head or all heads: weights
+    request.format = static_cast<ExportFormat>(view.exporter.format);
+    request.metric = view.similarity.metric == 0 ? SimilarityMetric::Cosine : SimilarityMetric::JensenShannon;
+    request.annotate = view.exporter.annotate;
+    request.path = view.exporter.path;
+    request.dendrogram = view.exporter.what == 2 && view.exporter.cluster_order;
+    request.dpi = view.exporter.dpi;
+    if (view.exporter.what == 3) request.baseline = &view.diff.a;
+    if (view.exporter.what <= 1) request.contrast = view.contrast;  // a head or all heads: weights
     try {
       const Matrix norms = weighting.on ? sceneValueNorms(state.scene()) : Matrix();  // (heads, n_k)
       if (weighting.on) request.value_norms = &norms;
       exportResult(state.scene(), state.result(), request);
-      view.export_message = "Wrote " + view.export_path + (weighting.on ? " (weights x value norms)" : "");
-      view.export_failed = false;
+      view.exporter.message = "Wrote " + view.exporter.path + (weighting.on ? " (weights x value norms)" : "");
+      view.exporter.failed = false;
     } catch (const std::exception& e) {
-      view.export_message = std::string("Not written: ") + e.what();
-      view.export_failed = true;
+      view.exporter.message = std::string("Not written: ") + e.what();
+      view.exporter.failed = true;
     }
   }
   ImGui::EndDisabled();
   probeItem("export.button");
-  if (clicked) view.export_message_request = request_now;
-  contrastLine(view.contrast, static_cast<ExportFormat>(view.export_format),
-               scene ? view.export_what <= 1 : model_what <= 2, weighting.on);
+  if (clicked) view.exporter.message_request = request_now;
+  contrastLine(view.contrast, static_cast<ExportFormat>(view.exporter.format),
+               scene ? view.exporter.what <= 1 : model_what <= 2, weighting.on);
   if (!weighting.why.empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
     textWrappedAtSpaces(weighting.why);
     ImGui::PopStyleColor();
     probeItem("export.value_norm_why");
   }
-  if (view.export_failed) {
-    errorText(view.export_message);
+  if (view.exporter.failed) {
+    errorText(view.exporter.message);
     probeItem("export.error");
-  } else if (!view.export_message.empty()) {
-    ImGui::TextWrapped("%s", view.export_message.c_str());
+  } else if (!view.exporter.message.empty()) {
+    ImGui::TextWrapped("%s", view.exporter.message.c_str());
     probeItem("export.message");
   }
 }

@@ -45,15 +45,15 @@ ImU32 toImU32(Rgb8 c) { return IM_COL32(c.r, c.g, c.b, 255); }
 constexpr int kMutedDim = 160;
 
 bool isMuted(const ViewState& view, int head) {
-  return std::binary_search(view.muted_heads.begin(), view.muted_heads.end(), head);
+  return std::binary_search(view.heads.muted.begin(), view.heads.muted.end(), head);
 }
 
 void toggleMuted(ViewState& view, int head) {
-  auto it = std::lower_bound(view.muted_heads.begin(), view.muted_heads.end(), head);
-  if (it != view.muted_heads.end() && *it == head)
-    view.muted_heads.erase(it);
+  auto it = std::lower_bound(view.heads.muted.begin(), view.heads.muted.end(), head);
+  if (it != view.heads.muted.end() && *it == head)
+    view.heads.muted.erase(it);
   else
-    view.muted_heads.insert(it, head);
+    view.heads.muted.insert(it, head);
 }
 
 }  // namespace
@@ -193,7 +193,7 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
   // the map enlarges too): a click on a cell only picks it for the Cell tab, the grid stays.
   const float mute_only_w =
       ImGui::CalcTextSize(isMuted(view, head) ? "unmute" : "mute").x + 2 * ImGui::GetStyle().FramePadding.x;
-  const bool grid_tile = !zoomable && view.compare_a < 0;
+  const bool grid_tile = !zoomable && view.heads.compare_a < 0;
   const bool enlargeable = grid_tile && enlargeFits(head, mute_only_w + tag_w, p1.x - p0.x);
   const float mute_w = mute_only_w + (enlargeable ? enlargeButtonWidth() + ImGui::GetStyle().ItemSpacing.x : 0.0f);
   const float title_end = drawHeadTitle(list, head, label, entropy, p0, p1.x - mute_w - tag_w - 0.5f * line);
@@ -231,14 +231,14 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
   out.map_max = m1;
   renderer.draw(list, head, m0, m1, cells, 0.0f, scaleTop(state, view, head), view.contrast);
   if (isMuted(view, head)) list->AddRectFilled(m0, m1, IM_COL32(0, 0, 0, kMutedDim));
-  if (head == view.walk_head)  // the walkthrough's current step is about this head
+  if (head == view.walk.head)  // the walkthrough's current step is about this head
     list->AddRect(ImVec2(m0.x - 3, m0.y - 3), ImVec2(m1.x + 3, m1.y + 3), IM_COL32(90, 170, 255, 255), 0, 0, 2.0f);
   probeRect("head" + std::to_string(head) + ".map", m0, m1);
   if (weights_known) drawChangeMarks(list, head, m0, m1, cells, cell);  // what the last edit changed, fading
-  if (head == view.breakdown_head && view.breakdown_query < scene.nQ() && view.breakdown_key < scene.nK()) {
+  if (head == view.breakdown.head && view.breakdown.query < scene.nQ() && view.breakdown.key < scene.nK()) {
     // The cell the Cell tab explains, outlined in orange (hover outlines in white).
-    const ImVec2 c0(m0.x + (static_cast<float>(view.breakdown_key) - cells.col0) * cell,
-                    m0.y + (static_cast<float>(view.breakdown_query) - cells.row0) * cell);
+    const ImVec2 c0(m0.x + (static_cast<float>(view.breakdown.key) - cells.col0) * cell,
+                    m0.y + (static_cast<float>(view.breakdown.query) - cells.row0) * cell);
     list->PushClipRect(m0, m1, true);
     list->AddRect(c0, ImVec2(c0.x + cell, c0.y + cell), IM_COL32(255, 160, 40, 255), 0, 0, 2.0f);
     list->PopClipRect();
@@ -258,7 +258,7 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
   const ImGuiIO& io = ImGui::GetIO();
   if (zoomable && ImGui::IsItemActive() && ImGui::IsMouseDragging(ImGuiMouseButton_Left, 0.0f)) {
     const float dx = io.MouseDelta.x / cell, dy = io.MouseDelta.y / cell;
-    view.zoom.col0 -= dx, view.zoom.col1 -= dx, view.zoom.row0 -= dy, view.zoom.row1 -= dy;
+    view.heads.zoom.col0 -= dx, view.heads.zoom.col1 -= dx, view.heads.zoom.row0 -= dy, view.heads.zoom.row1 -= dy;
   }
   if (ImGui::IsItemHovered()) {
     out.enlarge = out.enlarge || (grid_tile && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left));
@@ -271,16 +271,16 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
       const float w = std::clamp(n_cols * factor, std::min(4.0f, all_w), all_w);
       const float h = std::clamp(n_rows * factor, std::min(4.0f, all_h), all_h);
       const float fx = (col - cells.col0) / n_cols, fy = (row - cells.row0) / n_rows;
-      view.zoom = CellView{col - fx * w, row - fy * h, col - fx * w + w, row - fy * h + h};
+      view.heads.zoom = CellView{col - fx * w, row - fy * h, col - fx * w + w, row - fy * h + h};
     }
     const int i = static_cast<int>(std::floor(row)), j = static_cast<int>(std::floor(col));
-    if (zoomable && i >= 0 && i < scene.nQ()) view.profile_query = i;  // the row profile follows the mouse
+    if (zoomable && i >= 0 && i < scene.nQ()) view.profile.query = i;  // the row profile follows the mouse
     // A click (not the end of a pan) picks the cell for the breakdown panel.
     if (out.clicked && io.MouseDragMaxDistanceSqr[ImGuiMouseButton_Left] < 16 && i >= 0 && i < scene.nQ() && j >= 0 &&
         j < scene.nK()) {
-      view.breakdown_head = head;
-      view.breakdown_query = i;
-      view.breakdown_key = j;
+      view.breakdown.head = head;
+      view.breakdown.query = i;
+      view.breakdown.key = j;
     }
     if (i >= 0 && i < scene.nQ() && j >= 0 && j < scene.nK()) {
       const ImVec2 c0(m0.x + (static_cast<float>(j) - cells.col0) * cell,
@@ -333,8 +333,8 @@ void drawMutedEffect(const AppState& state, ViewState& view, ImVec2 p0, float wi
     ImGui::PopTextWrapPos();
     return;
   }
-  const AblationMode mode = view.mute_mean ? AblationMode::Mean : AblationMode::Zero;
-  const AblationResult ab = ablateHeads(state.scene(), state.result(), view.muted_heads, mode);
+  const AblationMode mode = view.heads.mute_mean ? AblationMode::Mean : AblationMode::Zero;
+  const AblationResult ab = ablateHeads(state.scene(), state.result(), view.heads.muted, mode);
   ImDrawList* list = ImGui::GetWindowDrawList();
   const float line = ImGui::GetTextLineHeight();
   const ImU32 text_color = ImGui::GetColorU32(ImGuiCol_Text), dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
@@ -342,7 +342,7 @@ void drawMutedEffect(const AppState& state, ViewState& view, ImVec2 p0, float wi
   // the queries), then what is muted and the total change.
   const ImVec2 cursor = ImGui::GetCursorScreenPos();
   ImGui::SetCursorScreenPos(p0);
-  if (ImGui::SmallButton(view.mute_mean ? "ablate: mean" : "ablate: zero")) view.mute_mean = !view.mute_mean;
+  if (ImGui::SmallButton(view.heads.mute_mean ? "ablate: mean" : "ablate: zero")) view.heads.mute_mean = !view.heads.mute_mean;
   probeItem("heads.mute_mode");
   const float text_x = ImGui::GetItemRectMax().x + line * 0.5f;
   ImGui::SetCursorScreenPos(cursor);
@@ -409,8 +409,8 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
   trackChanges(state);
   const Scene& scene = state.headsScene();
   const int heads = scene.numHeads();
-  if (view.focus_head >= heads) view.focus_head = -1;
-  if (view.compare_a >= heads || view.compare_b >= heads) view.compare_a = view.compare_b = -1;
+  if (view.heads.focus >= heads) view.heads.focus = -1;
+  if (view.heads.compare_a >= heads || view.heads.compare_b >= heads) view.heads.compare_a = view.heads.compare_b = -1;
 
   drawContrastControl(view);
   drawValueNormSwitch(view);
@@ -429,26 +429,26 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
     ImGui::TextColored(ImVec4(1.0f, 0.75f, 0.3f, 1.0f), "%s", text.c_str());
     probeItem("heads.overviews");
   }
-  if (view.focus_head >= 0 || view.compare_a >= 0) {
+  if (view.heads.focus >= 0 || view.heads.compare_a >= 0) {
     // Right-aligned on the row when it fits after what the row already holds (the overview progress, say),
     // else on a line of its own: never drawn over the text before it. x in window coordinates.
     const float button_width = ImGui::CalcTextSize("All heads").x + 2 * ImGui::GetStyle().FramePadding.x;
     const float row_end = ImGui::GetItemRectMax().x - ImGui::GetWindowPos().x + ImGui::GetStyle().ItemSpacing.x;
     const float right_aligned = ImGui::GetWindowContentRegionMax().x - button_width;
     if (right_aligned >= row_end) ImGui::SameLine(right_aligned);
-    if (ImGui::Button("All heads")) view.focus_head = view.compare_a = view.compare_b = -1;
+    if (ImGui::Button("All heads")) view.heads.showAll();
     probeItem("heads.back");
   }
   // After the button: this frame draws what it chose (head -1 enlarged crashed the window).
-  const bool single = view.focus_head >= 0, pair = view.compare_a >= 0;
+  const bool single = view.heads.focus >= 0, pair = view.heads.compare_a >= 0;
 
   // The grid (or the enlarged head) fills the panel, leaving a strip for the colour bar on the right.
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   ImVec2 avail = ImGui::GetContentRegionAvail();
-  view.muted_heads.erase(
-      std::remove_if(view.muted_heads.begin(), view.muted_heads.end(), [&](int h) { return h >= heads; }),
-      view.muted_heads.end());
-  const float effect_h = view.muted_heads.empty() ? 0.0f : kMutedEffectLines * ImGui::GetTextLineHeight();
+  view.heads.muted.erase(
+      std::remove_if(view.heads.muted.begin(), view.heads.muted.end(), [&](int h) { return h >= heads; }),
+      view.heads.muted.end());
+  const float effect_h = view.heads.muted.empty() ? 0.0f : kMutedEffectLines * ImGui::GetTextLineHeight();
   avail.y -= effect_h;
   const float bar_w = ImGui::GetFontSize() * 3.5f;
   const float gap = ImGui::GetFontSize() * 0.8f;
@@ -456,21 +456,21 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
   const CellView whole{0, 0, static_cast<float>(scene.nK()), static_cast<float>(scene.nQ())};
 
   if (single) {
-    clampZoom(view.zoom, scene);
+    clampZoom(view.heads.zoom, scene);
     // The hovered query row, else the clicked one, feeds the row profile under the map.
-    view.profile_query = view.breakdown_head == view.focus_head ? view.breakdown_query : -1;
+    view.profile.query = view.breakdown.head == view.heads.focus ? view.breakdown.query : -1;
     const float profile_h = rowProfileHeight();
-    drawTile(state, view, renderer, view.focus_head, origin, ImVec2(origin.x + area.x, origin.y + area.y - profile_h),
-             view.zoom, true, widestQueryLabel(scene));
+    drawTile(state, view, renderer, view.heads.focus, origin, ImVec2(origin.x + area.x, origin.y + area.y - profile_h),
+             view.heads.zoom, true, widestQueryLabel(scene));
     // The cells in view, in cells not pixels, for the scripted tests (gui_long_zoom checks them by colour).
-    probeRect("heads.zoom_cells", ImVec2(view.zoom.col0, view.zoom.row0), ImVec2(view.zoom.col1, view.zoom.row1));
-    drawRowProfile(state, view, view.focus_head, ImVec2(origin.x, origin.y + area.y - profile_h + 4), area.x);
+    probeRect("heads.zoom_cells", ImVec2(view.heads.zoom.col0, view.heads.zoom.row0), ImVec2(view.heads.zoom.col1, view.heads.zoom.row1));
+    drawRowProfile(state, view, view.heads.focus, ImVec2(origin.x, origin.y + area.y - profile_h + 4), area.x);
   } else if (pair) {
     const float w = (area.x - gap) / 2;
-    drawTile(state, view, renderer, view.compare_a, origin, ImVec2(origin.x + w, origin.y + area.y), whole, false,
+    drawTile(state, view, renderer, view.heads.compare_a, origin, ImVec2(origin.x + w, origin.y + area.y), whole, false,
              widestQueryLabel(scene));
     const ImVec2 second(origin.x + w + gap, origin.y);
-    drawTile(state, view, renderer, view.compare_b, second, ImVec2(second.x + w, origin.y + area.y), whole, false,
+    drawTile(state, view, renderer, view.heads.compare_b, second, ImVec2(second.x + w, origin.y + area.y), whole, false,
              widestQueryLabel(scene));
   } else {
     std::vector<int> order = headOrder(state, view);  // of the result's scene: a long edit may have other heads
@@ -513,8 +513,8 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
       const bool run_ends = slot + 1 == heads || (slot + 1) % cols == 0 || kv_at(slot + 1) != kv_at(slot);
       const std::string tag = scene.grouped() && run_ends ? "KV " + std::to_string(kv_at(slot) + 1) : "";
       if (drawTile(state, view, renderer, h, t0, t1, whole, false, widest_query, tag, frame).enlarge) {
-        view.focus_head = h;
-        view.zoom = whole;
+        view.heads.focus = h;
+        view.heads.zoom = whole;
       }
     }
     probeRect("heads.area", origin, ImVec2(origin.x + area.x, origin.y + area.y));
@@ -536,13 +536,13 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
       }
     }
   }
-  if (!view.muted_heads.empty())
+  if (!view.heads.muted.empty())
     drawMutedEffect(state, view, ImVec2(origin.x, origin.y + avail.y + 0.2f * ImGui::GetTextLineHeight()), area.x);
-  const float top = scaleTop(state, view, std::max(0, view.focus_head));
+  const float top = scaleTop(state, view, std::max(0, view.heads.focus));
   const ImVec2 b0(origin.x + area.x + gap, origin.y + ImGui::GetTextLineHeight() * 1.2f);
   drawColorBar(ImGui::GetWindowDrawList(), b0, ImVec2(b0.x + bar_w * 0.35f, b0.y + std::min(area.y * 0.6f, 300.0f)),
-               view.contrast.scale == ColorScale::PerHead && view.focus_head < 0 ? 1.0f : top, view.contrast);
-  if (view.contrast.scale == ColorScale::PerHead && view.focus_head < 0)
+               view.contrast.scale == ColorScale::PerHead && view.heads.focus < 0 ? 1.0f : top, view.contrast);
+  if (view.contrast.scale == ColorScale::PerHead && view.heads.focus < 0)
     ImGui::GetWindowDrawList()->AddText(ImVec2(b0.x, b0.y + std::min(area.y * 0.6f, 300.0f) + 20),
                                         ImGui::GetColorU32(ImGuiCol_TextDisabled), "x head\nmax");
 }
@@ -550,8 +550,8 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
 std::vector<int> headOrder(const AppState& state, const ViewState& view, Clustering* clustering) {
   const int h = state.scene().numHeads();
   const Similarity& s = state.result().similarity;
-  if (view.cluster_order && s.cosine.rows() == h && s.js.rows() == h) {
-    Clustering c = clusterHeads(s, view.metric == 0 ? ClusterMetric::Cosine : ClusterMetric::JensenShannon);
+  if (view.similarity.cluster_order && s.cosine.rows() == h && s.js.rows() == h) {
+    Clustering c = clusterHeads(s, view.similarity.metric == 0 ? ClusterMetric::Cosine : ClusterMetric::JensenShannon);
     std::vector<int> order = c.order;
     if (clustering) *clustering = std::move(c);
     return order;

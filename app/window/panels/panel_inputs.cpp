@@ -57,9 +57,9 @@ void drawInputsPanel(AppState& state, ViewState& view) {
   cross = scene.key.has_value();  // as it is now, after this frame's edit
   if (ImGui::Button("Randomise inputs"))
     state.edit("randomise inputs", [&](Scene& s) {
-      s.query = randomMatrix(s.nQ(), s.d_model, 1.0f, view.fill_seed++);
-      if (s.key) s.key = randomMatrix(static_cast<int>(s.key->rows()), s.d_model, 1.0f, view.fill_seed++);
-      if (s.value) s.value = randomMatrix(static_cast<int>(s.value->rows()), s.d_model, 1.0f, view.fill_seed++);
+      s.query = randomMatrix(s.nQ(), s.d_model, 1.0f, view.presets.fill_seed++);
+      if (s.key) s.key = randomMatrix(static_cast<int>(s.key->rows()), s.d_model, 1.0f, view.presets.fill_seed++);
+      if (s.value) s.value = randomMatrix(static_cast<int>(s.value->rows()), s.d_model, 1.0f, view.presets.fill_seed++);
     });
   ImGui::SameLine();
   if (ImGui::Button("Add positional encodings")) state.edit("positional encodings", addPositionalEncodings);

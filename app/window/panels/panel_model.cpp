@@ -53,7 +53,7 @@ void sizesSection(AppState& state, ViewState& view) {
   stepperInt("d_k", "model.d_k", size.d_k, 1, 1024);
   stepperInt("d_v", "model.d_v", size.d_v, 1, 1024);
   if (size.d_model != before.d_model || size.heads != before.heads || size.d_k != before.d_k || size.d_v != before.d_v)
-    state.edit("sizes", [&](Scene& s) { s = resizeScene(s, size, view.fill_seed++); });
+    state.edit("sizes", [&](Scene& s) { s = resizeScene(s, size, view.presets.fill_seed++); });
   ImGui::TextDisabled("n_q = %d, n_k = %d tokens; sum of d_v = %d", scene.nQ(), scene.nK(), scene.concatWidth());
 }
 
@@ -211,19 +211,19 @@ void presetsSection(AppState& state, ViewState& view) {
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted("n");
   ImGui::SameLine();
-  intField("n (tokens)", "model.random.n", view.random_n, 1, kMaxRandomTokens, w);
+  intField("n (tokens)", "model.random.n", view.presets.random_n, 1, kMaxRandomTokens, w);
   labelled("h");
-  intField("h (heads)", "model.random.heads", view.random_heads, 1, 64, w * 0.75f);
+  intField("h (heads)", "model.random.heads", view.presets.random_heads, 1, 64, w * 0.75f);
   labelled("d");
-  intField("d (d_model)", "model.random.d_model", view.random_d_model, 1, 4096, w);
+  intField("d (d_model)", "model.random.d_model", view.presets.random_d_model, 1, 4096, w);
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted("seed");
   ImGui::SameLine();
-  intField("seed", "model.random.seed", view.seed, 0, 2147483647, w * 1.6f);
+  intField("seed", "model.random.seed", view.presets.seed, 0, 2147483647, w * 1.6f);
   ImGui::SameLine();
   RandomSceneSpec random;
-  random.n = view.random_n, random.heads = view.random_heads, random.d_model = view.random_d_model;
-  random.seed = static_cast<std::uint64_t>(view.seed);
+  random.n = view.presets.random_n, random.heads = view.presets.random_heads, random.d_model = view.presets.random_d_model;
+  random.seed = static_cast<std::uint64_t>(view.presets.seed);
   if (ImGui::Button("Random scene")) {
     // Refused in one line past the memory budget before anything is made (the window keeps every map).
     state.edit("random scene", [&](Scene& s) {
@@ -247,22 +247,22 @@ void presetsSection(AppState& state, ViewState& view) {
     showFieldError(field);
 
   // The sentence in a box that wraps at spaces (a one-line field cut it at the pane's edge), its button under it.
-  wrappedTextInput("##sentence", view.sentence, ImVec2(-1, ImGui::GetTextLineHeight() * 2 + ImGui::GetStyle().FramePadding.y * 2));
+  wrappedTextInput("##sentence", view.presets.sentence, ImVec2(-1, ImGui::GetTextLineHeight() * 2 + ImGui::GetStyle().FramePadding.y * 2));
   probeItem("model.sentence");
   if (ImGui::Button("Sentence"))
     state.edit("sentence scene", [&](Scene& s) {
-      s = makeSentenceScene(view.sentence, view.random_heads, view.random_d_model,
-                            static_cast<std::uint64_t>(view.seed));
+      s = makeSentenceScene(view.presets.sentence, view.presets.random_heads, view.presets.random_d_model,
+                            static_cast<std::uint64_t>(view.presets.seed));
     });
   probeItem("model.preset.sentence");
 
   // Half of n random tokens, then the same again: the probe for induction and duplicate-token heads.
   if (ImGui::Button("Repeated random tokens")) {
     RepeatedTokensSpec spec;
-    spec.length = std::max(1, view.random_n / 2);
+    spec.length = std::max(1, view.presets.random_n / 2);
     spec.vocab = std::max(50, spec.length);
-    spec.heads = view.random_heads, spec.d_model = view.random_d_model;
-    spec.seed = static_cast<std::uint64_t>(view.seed);
+    spec.heads = view.presets.random_heads, spec.d_model = view.presets.random_d_model;
+    spec.seed = static_cast<std::uint64_t>(view.presets.seed);
     state.edit("repeated tokens scene", [&](Scene& s) { s = makeRepeatedTokensScene(spec); });
   }
   probeItem("model.preset.repeated");

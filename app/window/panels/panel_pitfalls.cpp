@@ -18,7 +18,7 @@ void drawPitfallsPanel(AppState& state, ViewState& view) {
   const std::vector<PitfallInfo>& list = pitfallList();
   // Each mistake in words; its code name (the CLI's --pitfall value) after it, greyed and smaller, where it fits.
   for (std::size_t p = 0; p < list.size(); ++p) {
-    ImGui::RadioButton(list[p].title, &view.pitfall, static_cast<int>(p));
+    ImGui::RadioButton(list[p].title, &view.pitfalls.pitfall, static_cast<int>(p));
     probeItem(std::string("pitfall.") + list[p].name);
     const float code_scale = 0.85f;
     const float code_w = ImGui::CalcTextSize(list[p].name).x * code_scale;
@@ -33,7 +33,7 @@ void drawPitfallsPanel(AppState& state, ViewState& view) {
     }
   }
   const PitfallInfo& info =
-      list[static_cast<std::size_t>(std::clamp(view.pitfall, 0, static_cast<int>(list.size()) - 1))];
+      list[static_cast<std::size_t>(std::clamp(view.pitfalls.pitfall, 0, static_cast<int>(list.size()) - 1))];
   ImGui::TextWrapped("%s.", info.what);
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
   ImGui::TextWrapped("From: %s", info.source);

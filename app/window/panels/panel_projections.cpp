@@ -23,7 +23,7 @@ void fillButtons(AppState& state, ViewState& view, const char* id, int rows, int
     state.edit(
         std::string(id) + " random",
         [&](Scene& s) {
-          set(s, randomMatrix(rows, cols, 1.0f / std::sqrt(static_cast<float>(rows)), view.fill_seed++));
+          set(s, randomMatrix(rows, cols, 1.0f / std::sqrt(static_cast<float>(rows)), view.presets.fill_seed++));
         },
         head);
   ImGui::SameLine();
@@ -69,28 +69,28 @@ void biasRow(AppState& state, const char* label, int head, BiasOf member, bool q
 void drawProjectionsPanel(AppState& state, ViewState& view) {
   const Scene& scene = state.scene();
   const int heads = scene.numHeads();
-  view.projection_head = std::clamp(view.projection_head, 0, heads - 1);
-  const int h = view.projection_head;
+  view.projections.head = std::clamp(view.projections.head, 0, heads - 1);
+  const int h = view.projections.head;
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted("Head");
   ImGui::SameLine();
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
   int shown = h + 1;
   if (ImGui::SliderInt("##head", &shown, 1, heads, "%d", ImGuiSliderFlags_AlwaysClamp))
-    view.projection_head = std::clamp(shown, 1, heads) - 1;
+    view.projections.head = std::clamp(shown, 1, heads) - 1;
   probeItem("proj.head");
   // Copying replaces this head's W_Q, W_K, W_V and biases by another head's.
-  view.copy_from_head = std::clamp(view.copy_from_head, 1, heads);  // heads may have been removed
+  view.projections.copy_from_head = std::clamp(view.projections.copy_from_head, 1, heads);  // heads may have been removed
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted("Copy from head");
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip("Replaces head %d's W_Q, W_K, W_V and biases by a copy of another head's", h + 1);
   ImGui::SameLine();
-  intField("copy from head", "proj.copy_from", view.copy_from_head, 1, heads, ImGui::GetFontSize() * 3);
+  intField("copy from head", "proj.copy_from", view.projections.copy_from_head, 1, heads, ImGui::GetFontSize() * 3);
   ImGui::SameLine();
   if (ImGui::Button("Copy"))
     state.edit("copy head", [&](Scene& s) {
-      s.heads[static_cast<std::size_t>(h)] = s.heads[static_cast<std::size_t>(view.copy_from_head - 1)];
+      s.heads[static_cast<std::size_t>(h)] = s.heads[static_cast<std::size_t>(view.projections.copy_from_head - 1)];
     });
   probeItem("proj.copy");
   showFieldError("proj.copy_from");

@@ -22,7 +22,7 @@ float rowProfileHeight() { return ImGui::GetTextLineHeightWithSpacing() * 9.0f; 
 
 void drawRowProfile(const AppState& state, ViewState& view, int head, ImVec2 p0, float width) {
   const Scene& scene = state.scene();
-  const int query = view.profile_query;
+  const int query = view.profile.query;
   ImGui::SetCursorScreenPos(p0);
   if (state.weightsPending()) {  // a long scene's overview is drawn before its result: the row needs m, l
     ImGui::PushTextWrapPos(p0.x + width);
@@ -37,16 +37,16 @@ void drawRowProfile(const AppState& state, ViewState& view, int head, ImVec2 p0,
     return;
   }
   // The row, cached by (head, query, revision): the plot redraws every frame, the row is computed once.
-  if (view.profile_head != head || view.profile_row_query != query || view.profile_revision != state.revision()) {
-    weightRows(scene, state.result(), head, query, query + 1, view.profile_row);  // (1, n_k)
-    view.profile_head = head, view.profile_row_query = query, view.profile_revision = state.revision();
+  if (view.profile.head != head || view.profile.row_query != query || view.profile.revision != state.revision()) {
+    weightRows(scene, state.result(), head, query, query + 1, view.profile.row);  // (1, n_k)
+    view.profile.head = head, view.profile.row_query = query, view.profile.revision = state.revision();
   }
-  const Matrix& row = view.profile_row;
+  const Matrix& row = view.profile.row;
   const int n_k = static_cast<int>(row.cols());
   ImGui::Text("Row profile: head %d, query %d \"%s\" over %d keys", head + 1, query,
               axisLabel(scene.query_tokens[static_cast<std::size_t>(query)]).c_str(), n_k);
   ImGui::SameLine();
-  ImGui::Checkbox("log", &view.profile_log);
+  ImGui::Checkbox("log", &view.profile.log);
   probeItem("profile.log");
 
   // Inside rowProfileHeight(): the title (1.3 lines), the scale line, the plot, one line of key positions.
@@ -61,7 +61,7 @@ void drawRowProfile(const AppState& state, ViewState& view, int head, ImVec2 p0,
   probeRect("profile.plot", g0, g1);
   const float top = std::max(row.maxCoeff(), 1e-12f);
   const auto height_of = [&](float w) {
-    if (!view.profile_log) return w / top;
+    if (!view.profile.log) return w / top;
     const float lo = std::log10(kLogFloor), hi = std::log10(std::max(top, kLogFloor * 10));
     return (std::log10(std::max(w, kLogFloor)) - lo) / (hi - lo);
   };
@@ -96,7 +96,7 @@ void drawRowProfile(const AppState& state, ViewState& view, int head, ImVec2 p0,
   // token where every token fits its bar, else its position, every k-th (1, 2, 5, 10, 20, ...) so that no two
   // labels touch.
   char scale[64];
-  std::snprintf(scale, sizeof scale, view.profile_log ? "bar top: weight %.3g (log scale, from 1e-8)" : "bar top: weight %.3g",
+  std::snprintf(scale, sizeof scale, view.profile.log ? "bar top: weight %.3g (log scale, from 1e-8)" : "bar top: weight %.3g",
                 top);
   const ImU32 dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
   list->AddText(ImVec2(g0.x, p0.y + line * 1.3f), dim, scale);

@@ -123,10 +123,10 @@ void statsTable(ViewState& view, const std::vector<HeadStats>& stats, const std:
     ImGui::TextUnformatted("Columns:");
     for (int g = 0; g < 3; ++g) {
       ImGui::SameLine();
-      ImGui::RadioButton(kGroupNames[g], &view.stats_columns, g);
+      ImGui::RadioButton(kGroupNames[g], &view.similarity.stats_columns, g);
       probeItem(std::string("similarity.columns.") + std::to_string(g));
     }
-    group = std::clamp(view.stats_columns, 0, 2);
+    group = std::clamp(view.similarity.stats_columns, 0, 2);
   }
   const bool fits = tableWidth(group) <= avail;
   std::vector<int> columns;
@@ -267,13 +267,13 @@ std::pair<int, int> similarityMatrix(const Matrix& m, bool cosine, const std::ve
 
 // The metric and the order, shared by a scene's and a model's matrix.
 void metricChoice(ViewState& view) {
-  ImGui::RadioButton("cosine", &view.metric, 0);
+  ImGui::RadioButton("cosine", &view.similarity.metric, 0);
   ImGui::SameLine();
-  ImGui::RadioButton("Jensen-Shannon", &view.metric, 1);
+  ImGui::RadioButton("Jensen-Shannon", &view.similarity.metric, 1);
   ImGui::SameLine();
-  ImGui::Checkbox("cluster order", &view.cluster_order);
+  ImGui::Checkbox("cluster order", &view.similarity.cluster_order);
   probeItem("similarity.cluster");
-  ImGui::TextDisabled(view.metric == 0 ? "1 = the same attention maps, 0 = no key in common"
+  ImGui::TextDisabled(view.similarity.metric == 0 ? "1 = the same attention maps, 0 = no key in common"
                                        : "0 = identical rows; ln 2 = %.3f = disjoint",
                       std::log(2.0));
 }
@@ -281,7 +281,7 @@ void metricChoice(ViewState& view) {
 // A checkpoint run's or a tensor's shown layer (ModelSession::layer): its heads' similarity and statistics
 // (arrays::analyseTensorLayer, cached per layer). A click opens the first head of the pair full-size.
 void modelSimilarity(ViewState& view) {
-  ModelSession& s = *view.model;
+  ModelSession& s = *view.run.session;
   if (s.forward().n == 0) {
     textWrappedAtSpaces("The model is still running: its layers' similarity comes when it lands.");
     return;
@@ -293,20 +293,20 @@ void modelSimilarity(ViewState& view) {
   probeNote("similarity.subject", subject);
   metricChoice(view);
   const arrays::TensorLayerAnalysis& a = s.tensorAnalysis(s.layer);
-  const bool cosine = view.metric == 0;
+  const bool cosine = view.similarity.metric == 0;
   std::vector<int> order(static_cast<std::size_t>(h));
   std::iota(order.begin(), order.end(), 0);
   Clustering clustering;
-  if (view.cluster_order && h > 1) {
+  if (view.similarity.cluster_order && h > 1) {
     clustering = clusterHeads(a.similarity, cosine ? ClusterMetric::Cosine : ClusterMetric::JensenShannon);
     order = clustering.order;
   }
   const std::pair<int, int> clicked = similarityMatrix(cosine ? a.similarity.cosine : a.similarity.js, cosine, order,
-                                                       view.cluster_order ? &clustering : nullptr,
+                                                       view.similarity.cluster_order ? &clustering : nullptr,
                                                        "click: show the first head full-size");
   if (clicked.first >= 0) {
     s.focus_head = clicked.first;
-    view.model_zoom = CellView{0, 0, static_cast<float>(s.forward().n), static_cast<float>(s.forward().n)};
+    view.run.zoom = CellView{0, 0, static_cast<float>(s.forward().n), static_cast<float>(s.forward().n)};
   }
   ImGui::Spacing();
   textWrappedAtSpaces("Per head of this layer: statistics and head-type scores. Rows with a single allowed key are "
@@ -326,18 +326,18 @@ void drawSimilarityPanel(AppState& state, ViewState& view) {
     return;
   }
   metricChoice(view);
-  const bool cosine = view.metric == 0;
+  const bool cosine = view.similarity.metric == 0;
   if (state.analysisPending()) ImGui::TextDisabled("(updates when the edits pause)");
   const Matrix& m = cosine ? state.result().similarity.cosine : state.result().similarity.js;
   if (m.rows() == 0) return;
   Clustering clustering;
   const std::vector<int> order = headOrder(state, view, &clustering);
-  const std::pair<int, int> clicked = similarityMatrix(m, cosine, order, view.cluster_order ? &clustering : nullptr,
+  const std::pair<int, int> clicked = similarityMatrix(m, cosine, order, view.similarity.cluster_order ? &clustering : nullptr,
                                                        "click: show them side by side");
   if (clicked.first >= 0) {
-    view.compare_a = clicked.first;
-    view.compare_b = clicked.second;
-    view.focus_head = -1;
+    view.heads.compare_a = clicked.first;
+    view.heads.compare_b = clicked.second;
+    view.heads.focus = -1;
   }
   ImGui::Spacing();
   ImGui::TextWrapped(

@@ -144,19 +144,19 @@ void drawWalkthroughPanel(AppState& state, ViewState& view) {
   const ImGuiIO& io = ImGui::GetIO();
   const bool keys = !io.WantTextInput;
   // Disabled at either end, so that a click that would do nothing says so.
-  ImGui::BeginDisabled(view.walk_step <= 0);
-  if ((ImGui::Button("< Prev") || (keys && ImGui::IsKeyPressed(GLFW_KEY_LEFT))) && view.walk_step > 0) --view.walk_step;
+  ImGui::BeginDisabled(view.walk.step <= 0);
+  if ((ImGui::Button("< Prev") || (keys && ImGui::IsKeyPressed(GLFW_KEY_LEFT))) && view.walk.step > 0) --view.walk.step;
   ImGui::EndDisabled();
   probeItem("walk.prev");
   ImGui::SameLine();
-  ImGui::BeginDisabled(view.walk_step + 1 >= count);
-  if ((ImGui::Button("Next >") || (keys && ImGui::IsKeyPressed(GLFW_KEY_RIGHT))) && view.walk_step + 1 < count)
-    ++view.walk_step;
+  ImGui::BeginDisabled(view.walk.step + 1 >= count);
+  if ((ImGui::Button("Next >") || (keys && ImGui::IsKeyPressed(GLFW_KEY_RIGHT))) && view.walk.step + 1 < count)
+    ++view.walk.step;
   ImGui::EndDisabled();
   probeItem("walk.next");
-  view.walk_step = std::clamp(view.walk_step, 0, count - 1);
+  view.walk.step = std::clamp(view.walk.step, 0, count - 1);
   ImGui::SameLine();
-  ImGui::Text("step %d of %d", view.walk_step + 1, count);
+  ImGui::Text("step %d of %d", view.walk.step + 1, count);
   // Which printed numbers disagree, each in a sentence (the first three; the rest counted), not just how many.
   const std::vector<std::string> sentences = disagreementSentences(walk);
   if (!sentences.empty()) {
@@ -172,12 +172,12 @@ void drawWalkthroughPanel(AppState& state, ViewState& view) {
     ImGui::PopStyleColor();
   }
 
-  const Step& step = walk.steps[static_cast<std::size_t>(view.walk_step)];
-  view.walk_head = step.head;  // the heads panel outlines this head
+  const Step& step = walk.steps[static_cast<std::size_t>(view.walk.step)];
+  view.walk.head = step.head;  // the heads panel outlines this head
   ImGui::Spacing();
   ImGui::TextColored(ImVec4(0.55f, 0.75f, 1.0f, 1.0f), "%s", step.title.c_str());
   probeItem("walk.title");
-  probeItem("walk.step" + std::to_string(view.walk_step));  // which step is shown, for the GUI test
+  probeItem("walk.step" + std::to_string(view.walk.step));  // which step is shown, for the GUI test
   if (!step.note.empty()) textWrappedAtSpaces(step.note);
   showEditError(state, "walkthrough");
   // The scene's masked cells (n_q, n_k), for the scores', weights' and thumbnail's "masked" (as on the maps).

@@ -12,6 +12,7 @@
 #include "window/model/model_session.h"
 #include "window/model/subject.h"
 #include "window/runviews/layer_head_map.h"
+#include "window/panels/widgets.h"
 #include "window/ui_probe.h"
 
 namespace attnscope::app {
@@ -42,10 +43,10 @@ void drawCompositionMap(ViewState& view, ModelSession& s, int mode) {
   }
   const model::Composition& c = result->scores;
   const std::vector<double>& scores = mode == 0 ? c.q : mode == 1 ? c.k : c.v;
-  if (view.comp_layer < 0 || view.comp_head < 0)  // the head on show, else the first
-    view.comp_layer = s.focused() ? s.layer : 0, view.comp_head = s.focused() ? s.focus_head : 0;
-  const int la = std::clamp(view.comp_layer, 0, c.n_layer - 1), ha = std::clamp(view.comp_head, 0, c.n_head - 1);
-  view.comp_layer = la, view.comp_head = ha;
+  if (view.find.comp_layer < 0 || view.find.comp_head < 0)  // the head on show, else the first
+    view.find.comp_layer = s.focused() ? s.layer : 0, view.find.comp_head = s.focused() ? s.focus_head : 0;
+  const int la = std::clamp(view.find.comp_layer, 0, c.n_layer - 1), ha = std::clamp(view.find.comp_head, 0, c.n_head - 1);
+  view.find.comp_layer = la, view.find.comp_head = ha;
 
   double top = 0;
   for (int lb = la + 1; lb < c.n_layer; ++lb)
@@ -82,7 +83,7 @@ void drawCompositionMap(ViewState& view, ModelSession& s, int mode) {
         "read from this head",
         l + 1, h + 1, la + 1, ha + 1, reads, c.at(scores, la, ha, l, h));
   };
-  if (const auto cell = drawLayerHeadMap(map)) view.comp_layer = cell->first, view.comp_head = cell->second;
+  if (const auto cell = drawLayerHeadMap(map)) view.find.comp_layer = cell->first, view.find.comp_head = cell->second;
   if (la == c.n_layer - 1) {
     textWrappedAtSpaces("Layer " + std::to_string(la + 1) +
                         " is the last: no later head reads it. Pick a head of an earlier layer.");
@@ -101,7 +102,7 @@ void drawCompositionMap(ViewState& view, ModelSession& s, int mode) {
   ImGui::TextDisabled("strongest pairs:");
   if (const std::optional<int> k = drawRankedButtons("findheads", texts)) {
     const ModelSession::HeadPair& p = pairs[static_cast<std::size_t>(*k)];
-    view.comp_layer = p.la, view.comp_head = p.ha;
+    view.find.comp_layer = p.la, view.find.comp_head = p.ha;
   }
 }
 

@@ -13,6 +13,7 @@
 #include "window/model/model_session.h"
 #include "window/model/subject.h"
 #include "window/runviews/layer_head_map.h"
+#include "window/panels/widgets.h"
 #include "window/ui_probe.h"
 
 namespace attnscope::app {
@@ -69,8 +70,8 @@ void openHeadMap(ViewState& view, ModelSession& s, int layer, int head) {
   s.layer = layer;
   s.focus_head = head;
   s.shown = true;
-  view.model_rollout = 0;  // the heads, not the rollout
-  view.model_zoom = CellView{0, 0, static_cast<float>(s.forward().n), static_cast<float>(s.forward().n)};
+  view.run.rollout = 0;  // the heads, not the rollout
+  view.run.zoom = CellView{0, 0, static_cast<float>(s.forward().n), static_cast<float>(s.forward().n)};
 }
 
 bool drawStrongestHeads(ViewState& view, ModelSession& s, const LayerHeadMap& map, const char* value_format,
@@ -100,23 +101,23 @@ void drawHeadScoresMap(ViewState& view, ModelSession& s) {
   const std::vector<std::string> choices = mapChoices();
   const int scores = static_cast<int>(headTypeScoreNames().size());
   sectionHeader("Find heads");
-  view.find_score = std::clamp(view.find_score, 0, static_cast<int>(choices.size()) - 1);
+  view.find.score = std::clamp(view.find.score, 0, static_cast<int>(choices.size()) - 1);
   ImGui::SetNextItemWidth(ImGui::CalcTextSize("direct logit attribution").x + 3 * ImGui::GetFontSize());
   // Tall enough for every choice: a list that scrolls hides the last ones below its edge.
-  if (ImGui::BeginCombo("map", choices[static_cast<std::size_t>(view.find_score)].c_str(),
+  if (ImGui::BeginCombo("map", choices[static_cast<std::size_t>(view.find.score)].c_str(),
                         ImGuiComboFlags_HeightLarge)) {
     for (int k = 0; k < static_cast<int>(choices.size()); ++k) {
       if (k == scores) ImGui::Separator();
-      if (ImGui::Selectable(choices[static_cast<std::size_t>(k)].c_str(), k == view.find_score)) view.find_score = k;
+      if (ImGui::Selectable(choices[static_cast<std::size_t>(k)].c_str(), k == view.find.score)) view.find.score = k;
       probeItem("findheads.score." + std::to_string(k));
     }
     ImGui::EndCombo();
   }
   probeItem("findheads.score");
-  if (view.find_score < scores)
-    drawScoreMap(view, s, headTypeScoreNames()[static_cast<std::size_t>(view.find_score)]);
-  else if (view.find_score < scores + 3)
-    drawCompositionMap(view, s, view.find_score - scores);
+  if (view.find.score < scores)
+    drawScoreMap(view, s, headTypeScoreNames()[static_cast<std::size_t>(view.find.score)]);
+  else if (view.find.score < scores + 3)
+    drawCompositionMap(view, s, view.find.score - scores);
   else
     drawLogitAttributionMap(view, s);
 }

@@ -13,6 +13,7 @@
 #include "window/model/model_session.h"
 #include "window/model/subject.h"
 #include "window/runviews/layer_head_map.h"
+#include "window/panels/widgets.h"
 #include "window/ui_probe.h"
 
 namespace attnscope::app {
@@ -42,8 +43,8 @@ void drawLogitAttributionMap(ViewState& view, ModelSession& s) {
   }
   const int n = s.forward().n;
   if (n == 0) return;
-  int position = (view.dla_position < 0 || view.dla_position >= n ? n : view.dla_position + 1);
-  if (stepperInt("position", "findheads.dla.position", position, 1, n)) view.dla_position = position - 1;
+  int position = (view.find.dla_position < 0 || view.find.dla_position >= n ? n : view.find.dla_position + 1);
+  if (stepperInt("position", "findheads.dla.position", position, 1, n)) view.find.dla_position = position - 1;
   const int at = position - 1;
   ImGui::TextDisabled("token %d: '%s'", at + 1, axisLabel(s.labels()[static_cast<std::size_t>(at)]).c_str());
   probeItem("findheads.dla.token");
@@ -51,10 +52,10 @@ void drawLogitAttributionMap(ViewState& view, ModelSession& s) {
   ImGui::TextUnformatted("target");
   ImGui::SameLine(ImGui::GetFontSize() * 6.5f);
   std::string typed;
-  if (committedText("findheads.dla.target", view.dla_target_text, ImGui::GetFontSize() * 8, typed)) {
+  if (committedText("findheads.dla.target", view.find.dla_target_text, ImGui::GetFontSize() * 8, typed)) {
     std::string why;
     if (const std::optional<int> id = s.targetId(typed, why)) {
-      view.dla_target = *id, view.dla_target_text = typed;
+      view.find.dla_target = *id, view.find.dla_target_text = typed;
       setFieldError("findheads.dla.target", "");
     } else {
       setFieldError("findheads.dla.target", why);
@@ -65,7 +66,7 @@ void drawLogitAttributionMap(ViewState& view, ModelSession& s) {
   textWrappedAtSpaces("target: an id or one token; empty: the top prediction");
   ImGui::PopStyleColor();
 
-  const ModelSession::Attribution* a = s.logitAttribution(at, view.dla_target);
+  const ModelSession::Attribution* a = s.logitAttribution(at, view.find.dla_target);
   if (!a) {
     ImGui::TextDisabled(at == n - 1 ? "attributing..." : "attributing (a forward traced at this position)...");
     probeItem("findheads.pending");

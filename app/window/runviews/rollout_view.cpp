@@ -11,6 +11,7 @@
 #include "window/model/model_session.h"
 #include "window/model/model_view.h"
 #include "window/model/subject.h"
+#include "window/panels/widgets.h"
 #include "window/ui_probe.h"
 
 namespace attnscope::app {
@@ -39,7 +40,7 @@ void poolRollout(const Matrix& r, bool causal, int blocks, Matrix& shown, MaskMa
 }  // namespace
 
 void drawRolloutView(ViewState& view, ModelSession& s) {
-  if (ImGui::Button("Back to the heads")) view.model_rollout = 0;
+  if (ImGui::Button("Back to the heads")) view.run.rollout = 0;
   probeItem("model.view.heads");
   textWrappedAtSpaces(
       "Attention rollout (Abnar and Zuidema, 2020): per layer the mean of its heads, half and half "

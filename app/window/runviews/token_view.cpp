@@ -13,6 +13,7 @@
 #include "attnscope/export/colormap.h"
 #include "window/model/model_session.h"
 #include "window/model/subject.h"
+#include "window/panels/widgets.h"
 #include "window/ui_probe.h"
 
 namespace attnscope::app {
@@ -55,29 +56,29 @@ void drawTokenView(ViewState& view, ModelSession& s) {
   const model::ForwardResult& f = s.forward();
   const std::vector<std::string>& labels = s.labels();
   const int n = f.n;
-  if (view.model_token < 0 || view.model_token >= n) {
+  if (view.tokens.token < 0 || view.tokens.token >= n) {
     ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
     textWrappedAtSpaces("Click a token (in the strip over the grid, or below) to see its attention as text.");
     ImGui::PopStyleColor();
     return;
   }
-  const int token = view.model_token, heads = f.layout.n_head;
-  view.token_head = std::clamp(view.token_head, -1, heads - 1);
+  const int token = view.tokens.token, heads = f.layout.n_head;
+  view.tokens.head = std::clamp(view.tokens.head, -1, heads - 1);
   textWrappedAtSpaces(formatted("token %d '%s', layer %d", token,
                                 axisLabel(labels[static_cast<std::size_t>(token)]).c_str(), s.layer + 1));
   probeNote("tokenview.token", std::to_string(token));
-  ImGui::RadioButton("from it (where it reads)", &view.token_to_it, 0);
+  ImGui::RadioButton("from it (where it reads)", &view.tokens.to_it, 0);
   probeItem("tokenview.from");
   ImGui::SameLine();
-  ImGui::RadioButton("to it (who reads it)", &view.token_to_it, 1);
+  ImGui::RadioButton("to it (who reads it)", &view.tokens.to_it, 1);
   probeItem("tokenview.to");
-  const std::string shown_head = view.token_head < 0 ? "mean of the layer's " + std::to_string(heads) + " heads"
-                                                     : "head " + std::to_string(view.token_head + 1);
+  const std::string shown_head = view.tokens.head < 0 ? "mean of the layer's " + std::to_string(heads) + " heads"
+                                                     : "head " + std::to_string(view.tokens.head + 1);
   ImGui::SetNextItemWidth(std::min(ImGui::GetContentRegionAvail().x, 16 * ImGui::GetFontSize()));
   if (ImGui::BeginCombo("##token_head", shown_head.c_str())) {
-    if (ImGui::Selectable("mean of the layer's heads", view.token_head < 0)) view.token_head = -1;
+    if (ImGui::Selectable("mean of the layer's heads", view.tokens.head < 0)) view.tokens.head = -1;
     for (int h = 0; h < heads; ++h)
-      if (ImGui::Selectable(("head " + std::to_string(h + 1)).c_str(), h == view.token_head)) view.token_head = h;
+      if (ImGui::Selectable(("head " + std::to_string(h + 1)).c_str(), h == view.tokens.head)) view.tokens.head = h;
     ImGui::EndCombo();
   }
   probeItem("tokenview.head");
@@ -91,11 +92,11 @@ void drawTokenView(ViewState& view, ModelSession& s) {
     std::vector<char> masked;
   };
   static Shown cache;
-  if (cache.revision != s.revision() + 1 || cache.layer != s.layer || cache.head != view.token_head ||
-      cache.token != token || cache.to_it != view.token_to_it) {
-    cache.w = tokenWeights(s, s.layer, view.token_head, token, view.token_to_it == 1, cache.masked);
-    cache.revision = s.revision() + 1, cache.layer = s.layer, cache.head = view.token_head, cache.token = token;
-    cache.to_it = view.token_to_it;
+  if (cache.revision != s.revision() + 1 || cache.layer != s.layer || cache.head != view.tokens.head ||
+      cache.token != token || cache.to_it != view.tokens.to_it) {
+    cache.w = tokenWeights(s, s.layer, view.tokens.head, token, view.tokens.to_it == 1, cache.masked);
+    cache.revision = s.revision() + 1, cache.layer = s.layer, cache.head = view.tokens.head, cache.token = token;
+    cache.to_it = view.tokens.to_it;
   }
   const std::vector<double>& w = cache.w;
   const std::vector<char>& masked = cache.masked;
@@ -135,9 +136,9 @@ void drawTokenView(ViewState& view, ModelSession& s) {
         ImGui::SetTooltip(
             "token %d '%s'\nweight %.4f (%s)\n%s", k, labels[static_cast<std::size_t>(k)].c_str(),
             w[static_cast<std::size_t>(k)], shown_head.c_str(),
-            view.token_to_it ? "how much it reads the picked token" : "how much the picked token reads it");
+            view.tokens.to_it ? "how much it reads the picked token" : "how much the picked token reads it");
     }
-    if (ImGui::IsItemClicked()) view.model_token = k;
+    if (ImGui::IsItemClicked()) view.tokens.token = k;
   }
 }
 

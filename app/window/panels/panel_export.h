@@ -1,0 +1,25 @@
+// The Export tab's state (panel_export.cpp): what to write, where, how, and the last export's word.
+#pragma once
+
+#include <string>
+
+#include "attnscope/export/export.h"
+
+namespace attnscope::app {
+
+struct ExportState {
+  std::string path = "attnscope_export.png";
+  int what = 1, format = 0;
+  // A model's or tensor's export: -1 = what is on show (the focused map, else the grid); 0 the focused map, 1 the
+  // layer's heads, 2 every layer (the grid), 3 the layer's heads' similarity.
+  int model_what = -1;
+  int head = 1;  // 1-based, as shown
+  bool annotate = false;
+  int dpi = kDefaultDpi;       // a PNG figure's pixels per inch (export.h)
+  bool cluster_order = false;  // the similarity figure in cluster order: the Export tab's own choice
+  std::string message;
+  bool failed = false;          // message is an error (shown in red)
+  std::string message_request;  // the request message is about: a changed request clears it
+};
+
+}  // namespace attnscope::app

@@ -1,0 +1,18 @@
+// Find heads' state (head_scores_map.cpp, composition_map.cpp, logit_map.cpp): the map chosen and what each asks.
+#pragma once
+
+#include <string>
+
+namespace attnscope::app {
+
+struct FindHeadsState {
+  // An index into headTypeScoreNames(), then composition through the query, key and value, then direct logit
+  // attribution (head_scores_map.cpp's list).
+  int score = 0;
+  int comp_layer = -1, comp_head = -1;  // the head whose composition with later heads is shown (-1: the shown one)
+  int dla_position = -1;                // the attributed position (from 0; -1: the last)
+  int dla_target = -1;                  // the target token's id (-1: the top prediction)
+  std::string dla_target_text;          // as typed: an id or a token's text
+};
+
+}  // namespace attnscope::app
