@@ -122,13 +122,22 @@ void checkHeadIndex(const Scene& scene, int head) {
                      std::to_string(head));
 }
 
-void setWeightScale(Figure& f) {
-  f.row_axis = "Query";
-  f.col_axis = "Key";
+namespace {
+
+// Viridis over 0..1, ticked every 0.2: weights, and the cosine of non-negative maps.
+void setUnitScale(Figure& f) {
   f.map = ColorMap::Viridis;
   f.vmin = 0;
   f.vmax = 1;
   f.ticks = {0.0f, 0.2f, 0.4f, 0.6f, 0.8f, 1.0f};
+}
+
+}  // namespace
+
+void setWeightScale(Figure& f) {
+  f.row_axis = "Query";
+  f.col_axis = "Key";
+  setUnitScale(f);
 }
 
 namespace {
@@ -252,10 +261,7 @@ Figure makeFigure(const Scene& scene, const Result& result, const ExportRequest&
       // Weight maps are non-negative, so their cosine lies in 0..1: a sequential scale uses all of it (the
       // diverging -1..1 map left half its bar unused and every cell the same red).
       f.scale_label = "cosine similarity of weight maps";
-      f.map = ColorMap::Viridis;
-      f.vmin = 0;
-      f.vmax = 1;
-      f.ticks = {0.0f, 0.2f, 0.4f, 0.6f, 0.8f, 1.0f};
+      setUnitScale(f);
     } else {
       // Jensen-Shannon divergence in nats is bounded by ln 2; 0 = identical rows.
       f.title = "Head similarity (Jensen-Shannon divergence)";

@@ -195,7 +195,7 @@ SafetensorsFile::~SafetensorsFile() {
   if (map_) ::munmap(const_cast<unsigned char*>(map_), size_);
 }
 
-Matrix SafetensorsFile::readMatrix(const std::string& name, const std::vector<std::int64_t>& shape) const {
+const TensorInfo& SafetensorsFile::checkedTensor(const std::string& name, const std::vector<std::int64_t>& shape) const {
   const auto it = tensors_.find(name);
   if (it == tensors_.end()) throw InputError(path_ + ": tensor '" + name + "'", "present", "missing");
   const TensorInfo& info = it->second;
@@ -203,6 +203,11 @@ Matrix SafetensorsFile::readMatrix(const std::string& name, const std::vector<st
   if (info.dtype != DType::F32 && info.dtype != DType::F16 && info.dtype != DType::BF16)
     throw InputError(field + " dtype", "F32, F16 or BF16", dtypeName(info.dtype));
   if (info.shape != shape) throw InputError(field + " shape", shapeText(shape), shapeText(info.shape));
+  return info;
+}
+
+Matrix SafetensorsFile::readMatrix(const std::string& name, const std::vector<std::int64_t>& shape) const {
+  (void)checkedTensor(name, shape);  // before allocating
   const long cols = shape.empty() ? 1 : static_cast<long>(shape.back());
   long rows = 1;
   for (std::size_t i = 0; i + 1 < shape.size(); ++i) rows *= static_cast<long>(shape[i]);
@@ -212,13 +217,8 @@ Matrix SafetensorsFile::readMatrix(const std::string& name, const std::vector<st
 }
 
 void SafetensorsFile::readInto(const std::string& name, const std::vector<std::int64_t>& shape, float* dst) const {
-  const auto it = tensors_.find(name);
-  if (it == tensors_.end()) throw InputError(path_ + ": tensor '" + name + "'", "present", "missing");
-  const TensorInfo& info = it->second;
+  const TensorInfo& info = checkedTensor(name, shape);
   const std::string field = path_ + ": tensor '" + name + "'";
-  if (info.dtype != DType::F32 && info.dtype != DType::F16 && info.dtype != DType::BF16)
-    throw InputError(field + " dtype", "F32, F16 or BF16", dtypeName(info.dtype));
-  if (info.shape != shape) throw InputError(field + " shape", shapeText(shape), shapeText(info.shape));
   const long cols = shape.empty() ? 1 : static_cast<long>(shape.back());
   std::size_t count = 1;
   for (std::int64_t s : shape) count *= static_cast<std::size_t>(s);

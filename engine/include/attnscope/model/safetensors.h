@@ -53,6 +53,9 @@ class SafetensorsFile {
   void readInto(const std::string& name, const std::vector<std::int64_t>& shape, float* dst) const;
 
  private:
+  // The tensor `name`, present, of a float dtype and of `shape`; else InputError naming the file, tensor and field.
+  const TensorInfo& checkedTensor(const std::string& name, const std::vector<std::int64_t>& shape) const;
+
   std::string path_;
   const unsigned char* map_ = nullptr;
   std::size_t size_ = 0;

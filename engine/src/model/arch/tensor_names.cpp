@@ -51,16 +51,13 @@ const FamilyNames kNeoxNames = {
 // --- Gemma: GemmaForCausalLM as Llama's names; Gemma 2/3's pre_feedforward_layernorm is the MLP's input norm (their
 // post_attention_layernorm and post_feedforward_layernorm are the sandwich norms, expectedTensors' Gemma block).
 // gemma3's text model is language_model.model. (transformers < 4.52) or model.language_model. (later).
-const FamilyNames kGemmaNames = {
-    {"model."}, "embed_tokens", nullptr, "norm", "layers.",
-    "input_layernorm", "post_attention_layernorm", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
-    nullptr, "self_attn.q_norm", "self_attn.k_norm", "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj",
-    "mlp.down_proj", "lm_head.weight",
-    "hidden_size", "num_attention_heads", "num_key_value_heads", "intermediate_size", "vocab_size",
-    "max_position_embeddings",
-    {"the embedding (embed_tokens x sqrt(hidden_size))", "input_layernorm", "attention q, k, v (after RoPE)",
-     "attention o_proj + residual", "post_attention_layernorm", "mlp gate/up + gelu", "mlp down_proj + residual",
-     "the final norm"}};
+const FamilyNames kGemmaNames = [] {  // Llama's tensor and config names; its own stages
+  FamilyNames names = kLlamaNames;
+  names.stages = {"the embedding (embed_tokens x sqrt(hidden_size))", "input_layernorm", "attention q, k, v (after RoPE)",
+                  "attention o_proj + residual", "post_attention_layernorm", "mlp gate/up + gelu",
+                  "mlp down_proj + residual", "the final norm"};
+  return names;
+}();
 const FamilyNames kGemma2Names = {
     {"model.", "language_model.model.", "model.language_model."}, "embed_tokens", nullptr, "norm", "layers.",
     "input_layernorm", "pre_feedforward_layernorm", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
