@@ -1,6 +1,6 @@
 // Hostile tokenizer.json files: normalizers and decoders that grow the text without bound, regexes that
 // backtrack for minutes, added tokens that share long prefixes. Each is refused with one line naming the file
-// and the component, or matched in time linear in the text, within a few seconds where the unbounded code
+// and the component, or matched in time linear in the text, well within a hang guard where the unbounded code
 // took minutes or died with std::bad_alloc. Every expected count below is worked out by hand from the sizes.
 #include <gtest/gtest.h>
 
@@ -46,9 +46,14 @@ double seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
 
-// Runs `f`, expecting an InputError whose message holds every one of `needles`, within `limit_s` seconds.
+// Not a speed measurement (benchmarks measure speed) but a hang guard: the unbounded code ran for minutes (past 60
+// s) or died of std::bad_alloc, where the bounded one takes 0.01 to 1 s here idle and up to 3 s on a loaded 2-core
+// machine. 30 s fails the first and no machine's second.
+constexpr double kHangGuardSeconds = 30;
+
+// Runs `f`, expecting an InputError whose message holds every one of `needles`, within the hang guard.
 template <typename F>
-void expectRefusedWithin(F f, const std::vector<std::string>& needles, double limit_s) {
+void expectRefusedWithin(F f, const std::vector<std::string>& needles) {
   const auto start = std::chrono::steady_clock::now();
   try {
     f();
@@ -58,7 +63,7 @@ void expectRefusedWithin(F f, const std::vector<std::string>& needles, double li
     EXPECT_EQ(message.find('\n'), std::string::npos) << message;
     for (const std::string& n : needles) EXPECT_NE(message.find(n), std::string::npos) << n << " in: " << message;
   }
-  EXPECT_LT(seconds(start), limit_s);
+  EXPECT_LT(seconds(start), kHangGuardSeconds);
 }
 
 // [SECTION] normalizers and decoders that grow the text
@@ -71,8 +76,7 @@ TEST(TokenizerBombs, ReplaceGrowingTheTextIsRefusedBeforeWriting) {
   const model::Tokenizer t = make(f);
   expectRefusedWithin([&] { t.encode(std::string(100000, 'a')); },
                       {"tok/tokenizer.json: normalizer (Replace)", "100000 bytes of text within", "(3204096 bytes)",
-                       "a text of", "(10000000000 bytes) after it"},
-                      2.0);
+                       "a text of", "(10000000000 bytes) after it"});
 }
 
 TEST(TokenizerBombs, ChainedReplacesAreRefusedAtTheStepPastTheBound) {
@@ -84,12 +88,11 @@ TEST(TokenizerBombs, ChainedReplacesAreRefusedAtTheStepPastTheBound) {
   const model::Tokenizer t = make(f);
   expectRefusedWithin([&] { t.encode(std::string(8192, 'a')); },
                       {"tok/tokenizer.json: normalizer.normalizers[1] (Replace)", "8192 bytes of text within",
-                       "266240 bytes", "(2097152 bytes) after it"},
-                      2.0);
+                       "266240 bytes", "(2097152 bytes) after it"});
   // 16 "a"s: 256 and 4096 bytes are within 32 x 16 + 4096 = 4608, 65536 (normalizers[2]) is not.
-  expectRefusedWithin([&] { t.encode(std::string(16, 'a')); }, {"normalizer.normalizers[2] (Replace)", "65536"}, 2.0);
+  expectRefusedWithin([&] { t.encode(std::string(16, 'a')); }, {"normalizer.normalizers[2] (Replace)", "65536"});
   // One "a": 16, 256, 4096 are within 32 + 4096 = 4128; 65536 is past it at normalizers[3] too.
-  expectRefusedWithin([&] { t.encode("a"); }, {"normalizer.normalizers[3] (Replace)", "4128 bytes"}, 2.0);
+  expectRefusedWithin([&] { t.encode("a"); }, {"normalizer.normalizers[3] (Replace)", "4128 bytes"});
 }
 
 TEST(TokenizerBombs, PrependOnEverySegmentIsBounded) {
@@ -101,7 +104,7 @@ TEST(TokenizerBombs, PrependOnEverySegmentIsBounded) {
   f["model"]["vocab"]["<S>"] = 95;
   const model::Tokenizer t = make(f);
   expectRefusedWithin([&] { t.encode("a<S>a<S>a"); },
-                      {"tok/tokenizer.json: normalizer (Prepend)", "4128 bytes", "5001 bytes"}, 2.0);
+                      {"tok/tokenizer.json: normalizer (Prepend)", "4128 bytes", "5001 bytes"});
   // A Prepend as Llama's ('▁', 3 bytes) grows any segment within the bound: "a" -> "▁a".
   f["normalizer"]["prepend"] = "\u2581";
   f["model"]["vocab"]["\u2581"] = 96;
@@ -128,7 +131,7 @@ TEST(TokenizerBombs, NfkcExpansionWithinTheBoundIsKept) {
   // 1000 x (33 + 5 x 98) = 523000 bytes from 3000, past 32 x 3000 + 4096 = 100096.
   f["normalizer"]["normalizers"][1] = replace("\u0644", std::string(100, 'l'));
   const model::Tokenizer t = make(f);
-  expectRefusedWithin([&] { t.encode(text); }, {"normalizer.normalizers[1] (Replace)", "100096", "523000 bytes"}, 2.0);
+  expectRefusedWithin([&] { t.encode(text); }, {"normalizer.normalizers[1] (Replace)", "100096", "523000 bytes"});
 }
 
 TEST(TokenizerBombs, DecoderReplaceIsBounded) {
@@ -138,9 +141,9 @@ TEST(TokenizerBombs, DecoderReplaceIsBounded) {
   const model::Tokenizer t = make(f);
   const std::vector<int> ids(1000, 'a' - 32);
   expectRefusedWithin([&] { t.decode(ids); },
-                      {"tok/tokenizer.json: decoder (Replace)", "36096 bytes", "(100000000 bytes) after it"}, 2.0);
+                      {"tok/tokenizer.json: decoder (Replace)", "36096 bytes", "(100000000 bytes) after it"});
   // One token's label alone: 100000 bytes from 1, past 4128.
-  expectRefusedWithin([&] { t.label('a' - 32); }, {"decoder (Replace)", "4128 bytes", "100000 bytes"}, 2.0);
+  expectRefusedWithin([&] { t.label('a' - 32); }, {"decoder (Replace)", "4128 bytes", "100000 bytes"});
   EXPECT_EQ(t.decode({'x' - 32, 'y' - 32}), "xy");  // no match: unchanged
 }
 
@@ -162,8 +165,7 @@ TEST(TokenizerBombs, LongRunOfCombiningMarksIsRefusedBeforeNfc) {
   const model::Tokenizer t = make(f);
   expectRefusedWithin([&] { t.encode(alternatingMarks(500000)); },
                       {"tok/tokenizer.json: normalizer (NFC)", "runs of at most 256 combining marks",
-                       "a longer run at byte 513"},
-                      2.0);
+                       "a longer run at byte 513"});
   // 256 marks are within the limit and put in canonical order (the 220s first), then the first acute composes
   // with "a" (the grave-below marks, class 220 < 230, do not block it): á (95), 128 x U+0316 (96), 127 x U+0301
   // (97), as Python's unicodedata.normalize("NFC", ...) gives.
@@ -180,7 +182,7 @@ TEST(TokenizerBombs, LongRunOfCombiningMarksIsRefusedBeforeStripAccents) {
   f["normalizer"] = {{"type", "BertNormalizer"}, {"lowercase", true}, {"strip_accents", true}};
   const model::Tokenizer t = make(f);
   expectRefusedWithin([&] { t.encode(alternatingMarks(500000)); },
-                      {"tok/tokenizer.json: normalizer (BertNormalizer)", "runs of at most 256", "byte 513"}, 2.0);
+                      {"tok/tokenizer.json: normalizer (BertNormalizer)", "runs of at most 256", "byte 513"});
   // Within the limit every mark is stripped: "A" + 256 marks is "a".
   std::string within = alternatingMarks(128);
   within[0] = 'A';
@@ -194,7 +196,7 @@ TEST(TokenizerBombs, CombiningRunsAreCountedInTheirDecompositions) {
   f["normalizer"] = {{"type", "NFD"}};
   std::string text = "a";
   for (int i = 0; i < 200; ++i) text += "\u0F73";
-  expectRefusedWithin([&] { make(f).encode(text); }, {"normalizer (NFD)", "256", "byte 385"}, 2.0);
+  expectRefusedWithin([&] { make(f).encode(text); }, {"normalizer (NFD)", "256", "byte 385"});
   // A starter between them ends each run: "\u0F73a" x 200 is within it (NFD then the ids: a starter's 2 marks
   // are unknown characters here, so only count the "a"s).
   text.clear();
@@ -219,8 +221,7 @@ TEST(TokenizerBombs, WordPieceTokenPastTheLimitIsRefused) {
   const std::string huge(1000000, 'a');
   expectRefusedWithin([&] { make(file(wordPiece({"[UNK]", "a", "##a", huge}, 1'000'000'000'000))); },
                       {"tok/tokenizer.json: model.vocab['aaaa", "expected WordPiece tokens of at most 256 bytes",
-                       "got 1000000 bytes"},
-                      2.0);
+                       "got 1000000 bytes"});
 }
 
 TEST(TokenizerBombs, WordPieceLongestMatchOnAMegabyteWord) {
@@ -232,7 +233,7 @@ TEST(TokenizerBombs, WordPieceLongestMatchOnAMegabyteWord) {
   const model::Tokenizer t = make(file(wordPiece({"[UNK]", "a", "##a", first, next}, 1'000'000'000'000)));
   const auto start = std::chrono::steady_clock::now();
   const std::vector<int> ids = t.encode(std::string(1000000, 'a'), false);
-  EXPECT_LT(seconds(start), 2.0);
+  EXPECT_LT(seconds(start), kHangGuardSeconds);
   ASSERT_EQ(ids.size(), 1000000u);
   EXPECT_EQ(ids[0], 1);
   EXPECT_EQ(std::count(ids.begin(), ids.end(), 2), 999999);
@@ -256,8 +257,7 @@ TEST(TokenizerBombs, CatastrophicSplitRegexIsRefusedNamingThePattern) {
   for (int i = 0; i < 20000; ++i) text += "ab";
   expectRefusedWithin([&] { t.encode(text); },
                       {"tok/tokenizer.json: pre_tokenizer.pattern.Regex", "'((a+)(b+)?)+$c'", "backtracks at most",
-                       "40000 bytes", "retry"},
-                      3.0);
+                       "40000 bytes", "retry"});
 }
 
 TEST(TokenizerBombs, OtherCatastrophicRegexesAreRefused) {
@@ -272,7 +272,7 @@ TEST(TokenizerBombs, OtherCatastrophicRegexesAreRefused) {
     json f = file(charModel());
     f["pre_tokenizer"] = splitRegex(re);
     const model::Tokenizer t = make(f);
-    expectRefusedWithin([&] { t.encode(text); }, {"pre_tokenizer.pattern.Regex", "'" + re + "'"}, 3.0);
+    expectRefusedWithin([&] { t.encode(text); }, {"pre_tokenizer.pattern.Regex", "'" + re + "'"});
   }
 }
 
@@ -285,7 +285,7 @@ TEST(TokenizerBombs, RealPatternsOnLongWhiteSpaceStayWithinTheLimit) {
   f["pre_tokenizer"] = splitRegex(re);
   const auto start = std::chrono::steady_clock::now();
   EXPECT_EQ(make(f).encode(std::string(1000000, ' ') + "x", false), (std::vector<int>{95, 96}));
-  EXPECT_LT(seconds(start), 5.0);
+  EXPECT_LT(seconds(start), kHangGuardSeconds);
 }
 
 // [SECTION] added tokens
@@ -313,7 +313,7 @@ TEST(TokenizerBombs, ManyAddedTokensSharingALongPrefixMatchInLinearTime) {
   text += prefix + "0007" + block + prefix + "0123";
   const auto start = std::chrono::steady_clock::now();
   const std::vector<int> ids = t.encode(text, false);
-  EXPECT_LT(seconds(start), 2.0);
+  EXPECT_LT(seconds(start), kHangGuardSeconds);
   // 100 blocks of 1000 characters, token 0007, one block, token 0123.
   ASSERT_EQ(ids.size(), 100u * 1000 + 1 + 1000 + 1);
   EXPECT_EQ(ids[100000], 95 + 7);
