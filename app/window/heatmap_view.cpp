@@ -1,8 +1,6 @@
 // Heatmap textures, and the heatmap shader rendering each head's map into a texture of its on-screen size.
 #include "window/heatmap_view.h"
 
-#include <epoxy/gl.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -13,16 +11,9 @@
 #include <string>
 
 #include "attnscope/analysis/value_norms.h"
-#include "attnscope/export/colormap.h"
-#include "attnscope/gl_program.h"
 #include "attnscope/settings.h"
-#include "heatmap_shaders.h"
-#include "window/heatmap_draw.h"
 #include "window/lesson/lesson.h"
 #include "window/ui_probe.h"
-#ifdef ATTNSCOPE_HAS_GPU
-#include "attnscope/gpu_backend.h"
-#endif
 
 namespace attnscope::app {
 
@@ -63,66 +54,35 @@ Matrix HeatmapRenderer::workValueNorms(const Scene& scene) {
   return top > 0 ? Matrix((norms / top).cast<float>()) : Matrix(Matrix::Zero(norms.rows(), norms.cols()));
 }
 
-HeatmapRenderer::HeatmapRenderer() {
-  program_ = gpu::buildProgram(
-      {{GL_VERTEX_SHADER, "heatmap.vert", kHeatmap_vert}, {GL_FRAGMENT_SHADER, "heatmap.frag", kHeatmap_frag}},
-      "embedded");
-  glGenVertexArrays(1, &vao_);  // empty: the quad comes from gl_VertexID, but core GL needs a VAO bound
-
-  // colour map: 256 x 1 RGBA8, entry i = colorMapTable(Viridis)[i]
-  std::vector<unsigned char> rgba;
-  for (const Rgb8& c : colorMapTable(ColorMap::Viridis)) rgba.insert(rgba.end(), {c.r, c.g, c.b, 255});
-  colormap_ = makeNearestTexture();
-  glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, kColorMapSize, 1, 0, GL_RGBA, GL_UNSIGNED_BYTE, rgba.data());
-  mask_ = makeNearestTexture();
-}
+HeatmapRenderer::HeatmapRenderer() { mask_ = gl::makeNearestTexture(); }
 
 HeatmapRenderer::~HeatmapRenderer() {
-  for (Rendered& r : rendered_) {
-    glDeleteFramebuffers(1, &r.framebuffer);
-    glDeleteTextures(1, &r.texture);
-  }
-  glDeleteTextures(static_cast<GLsizei>(head_textures_.size()), head_textures_.data());
+  for (Rendered& r : rendered_) gl::deleteRenderTarget(r.target);
+  gl::deleteTextures(head_textures_.data(), head_textures_.size());
   for (TiledHead& t : tiled_heads_)
     for (TiledHead::Texture* x : {&t.overview, &t.view, &t.overview_fill, &t.view_fill}) {
-      glDeleteTextures(1, &x->weights);
-      glDeleteTextures(1, &x->mask);
+      const unsigned textures[] = {x->weights, x->mask};
+      gl::deleteTextures(textures, 2);
     }
-  glDeleteTextures(1, &colormap_);
-  glDeleteTextures(1, &mask_);
-  glDeleteVertexArrays(1, &vao_);
-  glDeleteProgram(program_);
-}
-
-unsigned HeatmapRenderer::weightsTexture(const AppState& state, int head) const {
-#ifdef ATTNSCOPE_HAS_GPU
-  if (const auto* gpu = dynamic_cast<const GpuBackend*>(&state.backend()); gpu && state.resultResident())
-    return gpu->weightsTexture(head);
-#else
-  (void)state;
-#endif
-  return head_textures_[static_cast<std::size_t>(head)];
+  gl::deleteTextures(&mask_, 1);
 }
 
 void HeatmapRenderer::sync(AppState& state, bool value_norms) {
   const Scene& scene = state.headsScene();
   const int heads = scene.numHeads();
   const bool cpu = !state.resultResident();  // the maps are in result(): ours to upload
+  // Else they are on the GPU (GpuBackend's resident result): drawn from its textures, or from tiles it writes.
+  ResidentMaps* const resident = cpu ? nullptr : state.backend().residentMaps();
   // A long scene computed off the UI thread (its result keeps no maps, or the edited scene will not): every head
   // is drawn from tiles, its overview computed from the scene before the result lands.
   tiles_ = state.overviews();
-  gpu_tiles_ = nullptr;
-#ifdef ATTNSCOPE_HAS_GPU
   // A long scene computed on the UI thread by a GPU backend (a hardware GPU): its resident result keeps no maps,
   // so every head is drawn from tiles the GPU writes into our textures.
-  if (auto* gpu = dynamic_cast<GpuBackend*>(&state.backend()); gpu && !cpu && !gpu->keepsResidentMaps())
-    gpu_tiles_ = gpu;
-#endif
+  gpu_tiles_ = resident && !resident->keepsResidentMaps() ? resident : nullptr;
   tiled_ = gpu_tiles_ ||
            (cpu && tiles_ &&
             (state.headsFromOverviews() || (!state.result().heads.empty() && !state.result().heads[0].hasMap())));
   n_q_ = scene.nQ(), n_k_ = scene.nK();
-  glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
   tile_revisions_.resize(static_cast<std::size_t>(heads));
   if (gpu_tiles_) {
     // Each head's tiles follow its own revision: a one-head edit restarts only that head's overview.
@@ -192,11 +152,10 @@ void HeatmapRenderer::sync(AppState& state, bool value_norms) {
     // mask: (n_q, n_k) bytes, 255 = may attend (maps kept: a scene small enough for its (n, n) bytes)
     MaskMatrix allowed = allowedMask(scene);
     for (Eigen::Index i = 0; i < allowed.size(); ++i) allowed.data()[i] = allowed.data()[i] ? 255 : 0;
-    glBindTexture(GL_TEXTURE_2D, mask_);
-    glTexImage2D(GL_TEXTURE_2D, 0, GL_R8, scene.nK(), scene.nQ(), 0, GL_RED, GL_UNSIGNED_BYTE, allowed.data());
+    gl::setMaskTexels(mask_, scene.nK(), scene.nQ(), allowed.data());
   }
   while (static_cast<int>(head_textures_.size()) < heads) {
-    head_textures_.push_back(makeNearestTexture());
+    head_textures_.push_back(gl::makeNearestTexture());
     head_revisions_.push_back(~0u);
     head_uploads_.push_back(0);
     rendered_.emplace_back();
@@ -235,33 +194,27 @@ void HeatmapRenderer::sync(AppState& state, bool value_norms) {
       if (uploaded > 0 && uploaded + static_cast<std::size_t>(w.size()) > kUploadBudgetWeights) {
         upload_pending_[at] = true;  // next frame; the previous map stays on show, marked stale
       } else {
-        glBindTexture(GL_TEXTURE_2D, head_textures_[at]);
-        glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, static_cast<GLsizei>(w.cols()), static_cast<GLsizei>(w.rows()), 0,
-                     GL_RED, GL_FLOAT, w.data());
+        gl::setWeightTexels(head_textures_[at], static_cast<int>(w.cols()), static_cast<int>(w.rows()), w.data());
         head_revisions_[at] = state.headRevision(h);
         head_uploads_[at] = ++uploads_;
         uploaded += static_cast<std::size_t>(w.size());
       }
     }
     // tiled: tiledSource picks a tile's texture
-    sources_[at] = tiled_ ? 0 : weighted ? head_textures_[at] : weightsTexture(state, h);
+    sources_[at] = tiled_ ? 0 : (!weighted && resident) ? resident->weightsTexture(h) : head_textures_[at];
     source_revisions_[at] = own ? head_uploads_[at] : state.headRevision(h);
   }
-  glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
-  glBindTexture(GL_TEXTURE_2D, 0);
 }
 
 void HeatmapRenderer::upload(TiledHead::Texture& texture, const HeatmapTileSource::Landed& landed) {
-  if (!texture.weights) texture.weights = makeNearestTexture(), texture.mask = makeNearestTexture();
+  if (!texture.weights) texture.weights = gl::makeNearestTexture(), texture.mask = gl::makeNearestTexture();
   const Matrix& values = landed.tile.values;  // (rows, cols) row-major: a texture cols wide, rows tall
-  const GLsizei cols = static_cast<GLsizei>(values.cols()), rows = static_cast<GLsizei>(values.rows());
-  glBindTexture(GL_TEXTURE_2D, texture.weights);
-  glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, cols, rows, 0, GL_RED, GL_FLOAT, values.data());
+  const int cols = static_cast<int>(values.cols()), rows = static_cast<int>(values.rows());
+  gl::setWeightTexels(texture.weights, cols, rows, values.data());
   // The tile's mask (1 = masked, evaluated from indices by the engine) as the shader's 255 = may attend.
   std::vector<std::uint8_t> allowed(static_cast<std::size_t>(landed.tile.masked.size()));
   for (std::size_t i = 0; i < allowed.size(); ++i) allowed[i] = landed.tile.masked.data()[i] ? 0 : 255;
-  glBindTexture(GL_TEXTURE_2D, texture.mask);
-  glTexImage2D(GL_TEXTURE_2D, 0, GL_R8, cols, rows, 0, GL_RED, GL_UNSIGNED_BYTE, allowed.data());
+  gl::setMaskTexels(texture.mask, cols, rows, allowed.data());
   texture.request = landed.request;
   texture.request.out_rows = rows, texture.request.out_cols = cols;
   texture.revision = landed.tiles_revision;
@@ -381,24 +334,19 @@ TileRequest HeatmapRenderer::withKeyScale(TileRequest request) const {
 }
 
 void HeatmapRenderer::startFill(TiledHead::Texture& fill, const TileRequest& request, unsigned revision) {
-  if (!fill.weights) fill.weights = makeNearestTexture(), fill.mask = makeNearestTexture();
+  if (!fill.weights) fill.weights = gl::makeNearestTexture(), fill.mask = gl::makeNearestTexture();
   const bool pooled = request.pooling != Pooling::None;
   fill.request = request;
   if (!pooled) fill.request.out_rows = request.row1 - request.row0, fill.request.out_cols = request.col1 - request.col0;
   // Fresh storage each time: no store of this fill can touch texels an earlier draw still samples.
-  glBindTexture(GL_TEXTURE_2D, fill.weights);
-  glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, fill.request.out_cols, fill.request.out_rows, 0, GL_RED, GL_FLOAT, nullptr);
-  glBindTexture(GL_TEXTURE_2D, fill.mask);
-  glTexImage2D(GL_TEXTURE_2D, 0, GL_R8, fill.request.out_cols, fill.request.out_rows, 0, GL_RED, GL_UNSIGNED_BYTE,
-               nullptr);
-  glBindTexture(GL_TEXTURE_2D, 0);
+  gl::setWeightTexels(fill.weights, fill.request.out_cols, fill.request.out_rows, nullptr);
+  gl::setMaskTexels(fill.mask, fill.request.out_cols, fill.request.out_rows, nullptr);
   fill.revision = revision;
   fill.rows_done = 0;
   fill.ready = false;
 }
 
 bool HeatmapRenderer::fillBand(TiledHead::Texture& fill, TiledHead::Texture& shown, std::size_t budget) {
-#ifdef ATTNSCOPE_HAS_GPU
   const TileRequest& r = fill.request;
   // Weights one output row recomputes: the query rows its blocks pool (about rows / out_rows) times every key.
   const std::size_t per_row = static_cast<std::size_t>(std::max(1, (r.row1 - r.row0 + r.out_rows - 1) / r.out_rows)) *
@@ -414,10 +362,6 @@ bool HeatmapRenderer::fillBand(TiledHead::Texture& fill, TiledHead::Texture& sho
   fill.ready = false;
   fill.revision = ~0u;
   return true;
-#else
-  (void)fill, (void)shown, (void)budget;
-  return false;
-#endif
 }
 
 void HeatmapRenderer::fillGpuOverviews() {
@@ -460,15 +404,15 @@ void HeatmapRenderer::draw(ImDrawList* list, int head, ImVec2 p0, ImVec2 p1, con
   if (view_pending_) probeRect("heads.view_pending", p0, p1), view_pending_ = false;
   const bool same_view = r.view.col0 == texel_view.col0 && r.view.row0 == texel_view.row0 &&
                          r.view.col1 == texel_view.col1 && r.view.row1 == texel_view.row1;
-  if (r.width != width || r.height != height || !same_view || r.lo != lo || r.hi != hi || r.contrast != contrast ||
-      r.source != weights || r.mask != mask || r.source_revision != source_revision ||
+  if (r.target.width != width || r.target.height != height || !same_view || r.lo != lo || r.hi != hi ||
+      r.contrast != contrast || r.source != weights || r.mask != mask || r.source_revision != source_revision ||
       r.mask_revision != mask_revision) {
-    r.width = width, r.height = height, r.view = texel_view, r.lo = lo, r.hi = hi, r.contrast = contrast;
+    r.view = texel_view, r.lo = lo, r.hi = hi, r.contrast = contrast;
     r.source = weights, r.mask = mask, r.source_revision = source_revision, r.mask_revision = mask_revision;
-    render(r, texel_view, lo, hi);
+    render(r, width, height);
   }
   // The texture's first row is the bottom of the map (GL), so v runs from 1 at the top to 0.
-  list->AddImage(reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(r.texture)), p0,
+  list->AddImage(gl::imguiTexture(r.target.texture), p0,
                  ImVec2(p0.x + static_cast<float>(width), p0.y + static_cast<float>(height)), ImVec2(0, 1),
                  ImVec2(1, 0));
   if (stale) {  // an older result (or a map not uploaded yet) is on show
@@ -480,35 +424,14 @@ void HeatmapRenderer::draw(ImDrawList* list, int head, ImVec2 p0, ImVec2 p1, con
   }
 }
 
-void HeatmapRenderer::render(Rendered& target, const CellView& view, float lo, float hi) {
-  if (!target.texture) {
-    target.texture = makeNearestTexture();
-    glGenFramebuffers(1, &target.framebuffer);
-  }
-  glBindTexture(GL_TEXTURE_2D, target.texture);
-  glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, target.width, target.height, 0, GL_RGBA, GL_UNSIGNED_BYTE, nullptr);
-  GLint previous_framebuffer = 0, previous_viewport[4] = {};
-  glGetIntegerv(GL_DRAW_FRAMEBUFFER_BINDING, &previous_framebuffer);
-  glGetIntegerv(GL_VIEWPORT, previous_viewport);
-  glBindFramebuffer(GL_FRAMEBUFFER, target.framebuffer);
-  glFramebufferTexture2D(GL_FRAMEBUFFER, GL_COLOR_ATTACHMENT0, GL_TEXTURE_2D, target.texture, 0);
-  glViewport(0, 0, target.width, target.height);
-  glDisable(GL_SCISSOR_TEST);
-  glDisable(GL_BLEND);
-
-  glUseProgram(program_);
-  glBindVertexArray(vao_);
-  const float w = static_cast<float>(target.width), h = static_cast<float>(target.height);
-  glUniform4f(glGetUniformLocation(program_, "u_rect"), 0, 0, w, h);
-  glUniform2f(glGetUniformLocation(program_, "u_display"), w, h);
-  glUniform4f(glGetUniformLocation(program_, "u_view"), view.col0, view.row0, view.col1, view.row1);
-  glUniform2f(glGetUniformLocation(program_, "u_range"), lo, hi);
-  glUniform3f(glGetUniformLocation(program_, "u_masked_color"), kMaskedColor.r / 255.0f, kMaskedColor.g / 255.0f,
-              kMaskedColor.b / 255.0f);
+void HeatmapRenderer::render(Rendered& rendered, int width, int height) {
+  gl::allocateRenderTarget(rendered.target, width, height);  // fresh storage each time, as drawn whole
   // A row's max over the whole source texture's row (a head's map, or its overview; a zoomed view tile holds
-  // the columns in view only, so there the max is of those).
-  setContrastUniforms(program_, target.contrast, 0, 1 << 30);
-  drawHeatmapQuad(program_, target.source, target.mask, colormap_, previous_framebuffer, previous_viewport);
+  // the columns in view only, so there the max is of those): HeatmapCells' default row span.
+  gl::HeatmapCells cells;
+  cells.weights = rendered.source, cells.mask = rendered.mask, cells.view = rendered.view;
+  cells.lo = rendered.lo, cells.hi = rendered.hi, cells.contrast = rendered.contrast;
+  program_.draw(rendered.target, 0, 0, width, height, cells);
 }
 
 }  // namespace attnscope::app

@@ -18,21 +18,15 @@
 
 #include "attnscope/export/contrast.h"
 #include "window/app_state.h"
+#include "window/cell_view.h"
+#include "window/gl/heatmap_program.h"
+#include "window/gl/textures.h"
 #include "window/heatmap_tiles.h"
-
-namespace attnscope {
-class GpuBackend;
-}
 
 namespace attnscope::app {
 
 // How weights become colours (MapContrast, contrastT: attnscope/export/contrast.h, shared with the exports): one
 // setting for every map view (heads grid, model grid, full-size map: the ViewState's `contrast`).
-
-// The part of a heatmap in view, in cells: columns [col0, col1), rows [row0, row1) (fractional when zoomed).
-struct CellView {
-  float col0 = 0, row0 = 0, col1 = 1, row1 = 1;
-};
 
 class HeatmapRenderer {
  public:
@@ -72,8 +66,7 @@ class HeatmapRenderer {
   // One head's rendered map: an RGBA8 texture the size of its place on screen, and what it shows (`view` in
   // the source texture's texels).
   struct Rendered {
-    unsigned texture = 0, framebuffer = 0;
-    int width = 0, height = 0;
+    gl::RenderTarget target;
     CellView view;
     float lo = 0, hi = 0;
     MapContrast contrast;
@@ -93,8 +86,7 @@ class HeatmapRenderer {
     TileRequest asked{-1};  // the view last requested (head -1: none)
     unsigned asked_revision = ~0u;
   };
-  void render(Rendered& target, const CellView& texel_view, float lo, float hi);  // with target.contrast
-  unsigned weightsTexture(const AppState& state, int head) const;
+  void render(Rendered& rendered, int width, int height);  // its view, range and contrast, at that size
   void upload(TiledHead::Texture& texture, const HeatmapTileSource::Landed& landed);
   // GPU path: starts filling `fill` with `request` (fresh texture storage, no rows yet).
   void startFill(TiledHead::Texture& fill, const TileRequest& request, unsigned revision);
@@ -110,7 +102,8 @@ class HeatmapRenderer {
   bool tiledSource(int head, const CellView& view, int width, int height, unsigned& weights, unsigned& mask,
                    CellView& texel_view, unsigned& stamp, bool& stale);
 
-  unsigned program_ = 0, vao_ = 0, colormap_ = 0, mask_ = 0;
+  gl::HeatmapProgram program_;
+  unsigned mask_ = 0;  // the scene's mask while the maps are kept: (n_q, n_k), 255 = may attend
   std::vector<unsigned> head_textures_;  // our own R32F copies of the CPU result, one per head
   std::vector<unsigned> head_revisions_;
   std::vector<unsigned> head_uploads_;  // per head: the upload its texture holds (uploads_ when made)
@@ -141,7 +134,7 @@ class HeatmapRenderer {
   std::chrono::steady_clock::time_point tiles_reset_at_;  // when the overviews started (ATTNSCOPE_TILE_LOG)
   HeatmapTileSource* tiles_ = nullptr;                    // AppState's (overviews()): null before the first long scene
   // The state's GPU backend while its resident result keeps no maps (the flash path): it writes the tiles. Else null.
-  GpuBackend* gpu_tiles_ = nullptr;
+  ResidentMaps* gpu_tiles_ = nullptr;
   std::vector<unsigned> tile_revisions_;  // per head: the revision its tiles must have to be current
   std::vector<TiledHead> tiled_heads_;
   std::vector<bool> upload_pending_;  // per head: its new map waits for a later frame's upload budget

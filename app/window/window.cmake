@@ -1,7 +1,8 @@
-# The window: GLFW + Dear ImGui 1.86 (Debian's libimgui) + libepoxy for our own GL calls.
+# The window: GLFW + Dear ImGui 1.86 (Debian's libimgui) + libepoxy for our own GL calls, all of them in gl/.
 file(GLOB WINDOW_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/*.cpp ${CMAKE_CURRENT_LIST_DIR}/panels/*.cpp
      ${CMAKE_CURRENT_LIST_DIR}/model/*.cpp ${CMAKE_CURRENT_LIST_DIR}/files/*.cpp
-     ${CMAKE_CURRENT_LIST_DIR}/runviews/*.cpp ${CMAKE_CURRENT_LIST_DIR}/lesson/*.cpp)
+     ${CMAKE_CURRENT_LIST_DIR}/runviews/*.cpp ${CMAKE_CURRENT_LIST_DIR}/lesson/*.cpp
+     ${CMAKE_CURRENT_LIST_DIR}/gl/*.cpp)
 target_sources(attnscope PRIVATE ${WINDOW_SOURCES})
 # Debian ships the GLFW and OpenGL3 backends as example sources; they are compiled here as their own target,
 # without our warning flags. Both they and our code load GL through epoxy (IMGUI_IMPL_OPENGL_LOADER_CUSTOM with

@@ -1,7 +1,6 @@
 // The window: GLFW + OpenGL 4.3 core + Dear ImGui. A flat init, loop, shutdown; the panels do the rest.
 // Options: --scene FILE, --screenshot PATH --frames N, --frame-stats, --script FILE, --backend cpu|gpu|auto.
 #include <GLFW/glfw3.h>
-#include <epoxy/gl.h>
 #include <imgui.h>
 #include <imgui_impl_glfw.h>
 #include <imgui_impl_opengl3.h>
@@ -26,6 +25,7 @@
 #include "attnscope/settings.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
+#include "window/gl/frame.h"
 #include "window/heatmap_view.h"
 #include "window/model/subject.h"
 #include "window/panels/panels.h"
@@ -58,28 +58,15 @@ WindowOptions parseOptions(const std::vector<std::string>& args) {
   return o;
 }
 
-// Reads the back buffer (the frame just rendered) and writes it as PNG, top row first.
 // Mesa's software rasterisers run compute shaders on the CPU, tens of times slower than the Eigen backend on
 // the same cores: there `--backend auto` keeps the CPU (the Model panel still offers the GPU).
-bool windowRendererIsSoftware() {
-  const char* renderer = reinterpret_cast<const char*>(glGetString(GL_RENDERER));
-  return attnscope::isSoftwareRenderer(renderer ? renderer : "");
-}
+bool windowRendererIsSoftware() { return attnscope::isSoftwareRenderer(app::gl::rendererName()); }
 
+// Reads the back buffer (the frame just rendered) and writes it as PNG, top row first.
 void writeScreenshot(GLFWwindow* window, const std::string& path) {
   int w = 0, h = 0;
   glfwGetFramebufferSize(window, &w, &h);
-  std::vector<unsigned char> pixels(static_cast<std::size_t>(w) * static_cast<std::size_t>(h) * 3);
-  glPixelStorei(GL_PACK_ALIGNMENT, 1);
-  glReadBuffer(GL_BACK);
-  glReadPixels(0, 0, w, h, GL_RGB, GL_UNSIGNED_BYTE, pixels.data());
-  // GL's rows start at the bottom: turn them here, in our own buffer. (stb's flip flag would do it too, but it
-  // is one flag for the whole process and every later PNG export would come out upside down.)
-  const std::size_t row = static_cast<std::size_t>(w) * 3;
-  for (int y = 0; y < h / 2; ++y)
-    std::swap_ranges(pixels.begin() + static_cast<std::ptrdiff_t>(row * static_cast<std::size_t>(y)),
-                     pixels.begin() + static_cast<std::ptrdiff_t>(row * static_cast<std::size_t>(y + 1)),
-                     pixels.begin() + static_cast<std::ptrdiff_t>(row * static_cast<std::size_t>(h - 1 - y)));
+  const std::vector<unsigned char> pixels = app::gl::readFrameRgb(w, h);  // top row first
   std::string png;
   auto append = [](void* context, void* data, int size) {
     static_cast<std::string*>(context)->append(static_cast<const char*>(data), static_cast<std::size_t>(size));
@@ -107,7 +94,7 @@ void printFrameStats(std::vector<double> ms, const std::vector<double>& landing)
     return ms[std::min(ms.size() - 1, static_cast<std::size_t>(q * static_cast<double>(ms.size())))];
   };
   std::printf("frames %zu  median %.2f ms  p95 %.2f ms  (renderer: %s)\n", ms.size(), at(0.5), at(0.95),
-              reinterpret_cast<const char*>(glGetString(GL_RENDERER)));
+              app::gl::rendererName().c_str());
 }
 
 // Frame pacing: after input (or a scripted step) the next frame is drawn at once, so the window follows the
@@ -236,8 +223,7 @@ int runWindow(const std::vector<std::string>& args) {
 
   {
     app::AppState state(std::move(scene));
-    const char* gl_renderer = reinterpret_cast<const char*>(glGetString(GL_RENDERER));
-    state.window_renderer = gl_renderer ? gl_renderer : "";
+    state.window_renderer = app::gl::rendererName();
     if (options.scene_path) state.path = *options.scene_path;
     if (options.backend == "gpu" || (options.backend == "auto" && !windowRendererIsSoftware())) {
       state.useBackend("gpu");
@@ -278,9 +264,7 @@ int runWindow(const std::vector<std::string>& args) {
       ImGui::Render();
       int fb_w = 0, fb_h = 0;
       glfwGetFramebufferSize(window, &fb_w, &fb_h);
-      glViewport(0, 0, fb_w, fb_h);
-      glClearColor(background.x, background.y, background.z, 1.0f);
-      glClear(GL_COLOR_BUFFER_BIT);
+      app::gl::clearFrame(fb_w, fb_h, background.x, background.y, background.z);
       ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
       ++frame;
       if (script)

@@ -1,62 +1,27 @@
 // The model's maps through the heatmap shader: a pooled atlas for the grid, one full map for the close view.
 #include "window/model/model_grid_renderer.h"
 
-#include <epoxy/gl.h>
-
 #include <algorithm>
-#include <cstdint>
 #include <vector>
-
-#include "attnscope/export/colormap.h"
-#include "attnscope/gl_program.h"
-#include "heatmap_shaders.h"
-#include "window/heatmap_draw.h"
 
 namespace attnscope::app {
 
-namespace {
-
-ImTextureID imguiTexture(unsigned texture) { return reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(texture)); }
-
-}  // namespace
-
 ModelGridRenderer::ModelGridRenderer() {
-  program_ = gpu::buildProgram({{GL_VERTEX_SHADER, "heatmap.vert", kHeatmap_vert},
-                                 {GL_FRAGMENT_SHADER, "heatmap.frag", kHeatmap_frag}},
-                                "embedded");
-  glGenVertexArrays(1, &vao_);  // empty: the quad comes from gl_VertexID
-  std::vector<unsigned char> rgba;
-  for (const Rgb8& c : colorMapTable(ColorMap::Viridis)) rgba.insert(rgba.end(), {c.r, c.g, c.b, 255});
-  colormap_ = makeNearestTexture();
-  glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, kColorMapSize, 1, 0, GL_RGBA, GL_UNSIGNED_BYTE, rgba.data());
-  grid_weights_ = makeNearestTexture();
-  grid_mask_ = makeNearestTexture();
-  map_weights_ = makeNearestTexture();
-  map_mask_ = makeNearestTexture();
-  glBindTexture(GL_TEXTURE_2D, 0);
+  grid_weights_ = gl::makeNearestTexture();
+  grid_mask_ = gl::makeNearestTexture();
+  map_weights_ = gl::makeNearestTexture();
+  map_mask_ = gl::makeNearestTexture();
 }
 
 ModelGridRenderer::~ModelGridRenderer() {
-  for (Target* t : {&grid_, &map_}) {
-    glDeleteFramebuffers(1, &t->framebuffer);
-    glDeleteTextures(1, &t->texture);
-  }
-  const GLuint textures[] = {colormap_, grid_weights_, grid_mask_, map_weights_, map_mask_};
-  glDeleteTextures(5, textures);
-  glDeleteVertexArrays(1, &vao_);
-  glDeleteProgram(program_);
+  for (Target* t : {&grid_, &map_}) gl::deleteRenderTarget(*t);
+  const unsigned textures[] = {grid_weights_, grid_mask_, map_weights_, map_mask_};
+  gl::deleteTextures(textures, 4);
 }
 
 void ModelGridRenderer::resize(Target& target, int width, int height) {
-  if (!target.texture) {
-    target.texture = makeNearestTexture();
-    glGenFramebuffers(1, &target.framebuffer);
-  }
-  if (target.width == width && target.height == height) return;
-  target.width = width, target.height = height;
-  glBindTexture(GL_TEXTURE_2D, target.texture);
-  glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, width, height, 0, GL_RGBA, GL_UNSIGNED_BYTE, nullptr);
-  glBindTexture(GL_TEXTURE_2D, 0);
+  if (target.texture && target.width == width && target.height == height) return;
+  gl::allocateRenderTarget(target, width, height);
 }
 
 void ModelGridRenderer::syncGrid(const std::shared_ptr<const model::ForwardResult>& forward, int layers, int heads,
@@ -76,28 +41,13 @@ void ModelGridRenderer::syncGrid(const std::shared_ptr<const model::ForwardResul
     grid_worker_.start(job);
     grid_job_ = job;
     grid_shown_layers_ = 0;
-    const GLsizei width = heads * job->blocks, height = layers * job->blocks;
-    for (unsigned texture : {grid_weights_, grid_mask_}) {  // filled layer by layer in showLandedLayers
-      glBindTexture(GL_TEXTURE_2D, texture);
-      glTexImage2D(GL_TEXTURE_2D, 0, texture == grid_weights_ ? GL_R32F : GL_R8, width, height, 0, GL_RED,
-                   texture == grid_weights_ ? GL_FLOAT : GL_UNSIGNED_BYTE, nullptr);
-    }
-    glBindTexture(GL_TEXTURE_2D, 0);
+    const int width = heads * job->blocks, height = layers * job->blocks;
+    gl::setWeightTexels(grid_weights_, width, height, nullptr);  // filled layer by layer in showLandedLayers
+    gl::setMaskTexels(grid_mask_, width, height, nullptr);
     const bool same_size = grid_.texture && grid_.width == heads * tile_w && grid_.height == layers * tile_h;
     resize(grid_, heads * tile_w, layers * tile_h);
-    if (!same_size) {  // fresh texels are undefined: a neutral grey until each layer lands
-      GLint previous_framebuffer = 0;
-      GLfloat previous_clear[4] = {};
-      glGetIntegerv(GL_DRAW_FRAMEBUFFER_BINDING, &previous_framebuffer);
-      glGetFloatv(GL_COLOR_CLEAR_VALUE, previous_clear);
-      glBindFramebuffer(GL_FRAMEBUFFER, grid_.framebuffer);
-      glFramebufferTexture2D(GL_FRAMEBUFFER, GL_COLOR_ATTACHMENT0, GL_TEXTURE_2D, grid_.texture, 0);
-      glDisable(GL_SCISSOR_TEST);
-      glClearColor(0.25f, 0.25f, 0.28f, 1.0f);
-      glClear(GL_COLOR_BUFFER_BIT);
-      glClearColor(previous_clear[0], previous_clear[1], previous_clear[2], previous_clear[3]);
-      glBindFramebuffer(GL_FRAMEBUFFER, static_cast<GLuint>(previous_framebuffer));
-    }
+    if (!same_size)  // fresh texels are undefined: a neutral grey until each layer lands
+      gl::clearRenderTarget(grid_, 0.25f, 0.25f, 0.28f, 1.0f);
   }
   const bool contrast_changed = contrast != contrast_;
   contrast_ = contrast;
@@ -146,16 +96,11 @@ void ModelGridRenderer::showLandedLayers() {
   const int blocks = job.blocks, first = grid_shown_layers_;
   const std::size_t width = static_cast<std::size_t>(heads_ * blocks);
   const std::size_t row0 = static_cast<std::size_t>(first * blocks);
-  const GLsizei rows = (done - first) * blocks;
-  glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
-  glBindTexture(GL_TEXTURE_2D, grid_weights_);
-  glTexSubImage2D(GL_TEXTURE_2D, 0, 0, static_cast<GLint>(row0), static_cast<GLsizei>(width), rows, GL_RED,
-                  GL_FLOAT, job.values.data() + row0 * width);
-  glBindTexture(GL_TEXTURE_2D, grid_mask_);
-  glTexSubImage2D(GL_TEXTURE_2D, 0, 0, static_cast<GLint>(row0), static_cast<GLsizei>(width), rows, GL_RED,
-                  GL_UNSIGNED_BYTE, job.allowed.data() + row0 * width);
-  glBindTexture(GL_TEXTURE_2D, 0);
-  glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
+  const int rows = (done - first) * blocks;
+  gl::updateWeightRows(grid_weights_, static_cast<int>(row0), static_cast<int>(width), rows,
+                       job.values.data() + row0 * width);
+  gl::updateMaskRows(grid_mask_, static_cast<int>(row0), static_cast<int>(width), rows,
+                     job.allowed.data() + row0 * width);
   grid_blocks_ = blocks;
   for (int l = first; l < done; ++l)
     for (int h = 0; h < heads_; ++h) {
@@ -183,7 +128,7 @@ void ModelGridRenderer::drawTile(ImDrawList* list, int layer, int head, ImVec2 p
   const float u0 = static_cast<float>(head) * tw / w, u1 = static_cast<float>(head + 1) * tw / w;
   const float v_top = static_cast<float>(layers_ - layer) * th / h,
               v_bottom = static_cast<float>(layers_ - 1 - layer) * th / h;
-  list->AddImage(imguiTexture(grid_.texture), p0, ImVec2(p0.x + tw, p0.y + th), ImVec2(u0, v_top),
+  list->AddImage(gl::imguiTexture(grid_.texture), p0, ImVec2(p0.x + tw, p0.y + th), ImVec2(u0, v_top),
                  ImVec2(u1, v_bottom));
 }
 
@@ -214,12 +159,8 @@ void ModelGridRenderer::drawMap(ImDrawList* list, const std::shared_ptr<const mo
   }
   if (auto landed = map_worker_.take(); landed && landed->first == map_wanted_) {  // older replies: dropped
     const MapReply& r = landed->second;
-    glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
-    glBindTexture(GL_TEXTURE_2D, map_weights_);
-    glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, n, n, 0, GL_RED, GL_FLOAT, r.weights.data());
-    glBindTexture(GL_TEXTURE_2D, map_mask_);
-    glTexImage2D(GL_TEXTURE_2D, 0, GL_R8, n, n, 0, GL_RED, GL_UNSIGNED_BYTE, r.allowed.data());
-    glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
+    gl::setWeightTexels(map_weights_, n, n, r.weights.data());
+    gl::setMaskTexels(map_mask_, n, n, r.allowed.data());
     map_pending_ = false;
     map_stale_ = true;  // render again below
     map_max_ = 0;
@@ -240,32 +181,18 @@ void ModelGridRenderer::drawMap(ImDrawList* list, const std::shared_ptr<const mo
     map_contrast_ = contrast;
     render(map_, map_weights_, map_mask_, 0, 0, width, height, view, mapTop(), 0, n);
   }
-  list->AddImage(imguiTexture(map_.texture), p0,
+  list->AddImage(gl::imguiTexture(map_.texture), p0,
                  ImVec2(p0.x + static_cast<float>(width), p0.y + static_cast<float>(height)), ImVec2(0, 1),
                  ImVec2(1, 0));
 }
 
 void ModelGridRenderer::render(const Target& target, unsigned weights, unsigned mask, int x, int y, int w, int h,
                                const CellView& view, float top, int row_x0, int row_x1) {
-  GLint previous_framebuffer = 0, previous_viewport[4] = {};
-  glGetIntegerv(GL_DRAW_FRAMEBUFFER_BINDING, &previous_framebuffer);
-  glGetIntegerv(GL_VIEWPORT, previous_viewport);
-  glBindFramebuffer(GL_FRAMEBUFFER, target.framebuffer);
-  glFramebufferTexture2D(GL_FRAMEBUFFER, GL_COLOR_ATTACHMENT0, GL_TEXTURE_2D, target.texture, 0);
-  glViewport(x, y, w, h);
-  glDisable(GL_SCISSOR_TEST);
-  glDisable(GL_BLEND);
-  glUseProgram(program_);
-  glBindVertexArray(vao_);
-  const float fw = static_cast<float>(w), fh = static_cast<float>(h);
-  glUniform4f(glGetUniformLocation(program_, "u_rect"), 0, 0, fw, fh);
-  glUniform2f(glGetUniformLocation(program_, "u_display"), fw, fh);
-  glUniform4f(glGetUniformLocation(program_, "u_view"), view.col0, view.row0, view.col1, view.row1);
-  glUniform2f(glGetUniformLocation(program_, "u_range"), 0.0f, top);
-  setContrastUniforms(program_, &target == &map_ ? map_contrast_ : contrast_, row_x0, row_x1);
-  glUniform3f(glGetUniformLocation(program_, "u_masked_color"), kMaskedColor.r / 255.0f, kMaskedColor.g / 255.0f,
-              kMaskedColor.b / 255.0f);
-  drawHeatmapQuad(program_, weights, mask, colormap_, previous_framebuffer, previous_viewport);
+  gl::HeatmapCells cells;
+  cells.weights = weights, cells.mask = mask, cells.view = view, cells.lo = 0.0f, cells.hi = top;
+  cells.contrast = &target == &map_ ? map_contrast_ : contrast_;
+  cells.row_x0 = row_x0, cells.row_x1 = row_x1;
+  program_.draw(target, x, y, w, h, cells);
 }
 
 }  // namespace attnscope::app

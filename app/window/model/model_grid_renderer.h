@@ -13,6 +13,8 @@
 
 #include "attnscope/model/forward.h"
 #include "attnscope/model/model.h"
+#include "window/gl/heatmap_program.h"
+#include "window/gl/textures.h"
 #include "window/heatmap_view.h"
 #include "window/latest_worker.h"
 #include "window/model/model_grid_tiles.h"
@@ -59,11 +61,8 @@ class ModelGridRenderer {
   }
 
  private:
-  struct Target {  // an RGBA8 texture rendered into through its framebuffer
-    unsigned texture = 0, framebuffer = 0;
-    int width = 0, height = 0;
-  };
-  void resize(Target& target, int width, int height);
+  using Target = gl::RenderTarget;
+  void resize(Target& target, int width, int height);  // fresh storage only when the size changes
   // Draws cells `view` of the weights and mask textures into the viewport (x, y, w, h) of `target`.
   // The weights over `top` (the contrast's), rows normalised over texel columns [row_x0, row_x1) under RowMax.
   void render(const Target& target, unsigned weights, unsigned mask, int x, int y, int w, int h, const CellView& view,
@@ -72,7 +71,7 @@ class ModelGridRenderer {
   // Uploads and renders the layers the grid's job finished since the last call.
   void showLandedLayers();
 
-  unsigned program_ = 0, vao_ = 0, colormap_ = 0;
+  gl::HeatmapProgram program_;
   unsigned grid_weights_ = 0, grid_mask_ = 0;  // atlas: heads * blocks wide, layers * blocks tall
   Target grid_;
   int layers_ = 0, heads_ = 0, tile_w_ = 0, tile_h_ = 0;

@@ -58,7 +58,7 @@ struct GpuPathCounts {
   std::size_t staged_chunks = 0;
 };
 
-class GpuBackend final : public Backend {
+class GpuBackend final : public Backend, public ResidentMaps {
  public:
   // Throws GpuUnavailable (a std::runtime_error) with a clear reason when no GL 4.3 context can be had.
   explicit GpuBackend(const GpuOptions& options = {});
@@ -68,6 +68,7 @@ class GpuBackend final : public Backend {
   // Full recompute, then read everything back into `result`.
   void computeInto(const Scene& scene, Result& result, const ComputeOptions& options = {}) override;
   void recomputeHead(const Scene& scene, int head, Result& result) override;
+  ResidentMaps* residentMaps() override { return this; }
 
   // [SECTION] resident use (the window, the benchmark)
   // Uploads the scene and computes every head (and, with options.analysis, the head similarity); nothing is
@@ -80,11 +81,11 @@ class GpuBackend final : public Backend {
   // GL texture name of head `head`'s weights: GL_TEXTURE_2D, GL_R32F, n_k texels wide, n_q tall (row i = query i).
   // Refreshed on the GPU when stale; after computeResident with other n_q or n_k the name changes.
   // Throws InputError on the flash path (no maps): draw tiles with weightTileToTexture there.
-  unsigned weightsTexture(int head) const;
+  unsigned weightsTexture(int head) const override;
   // Whether the resident result keeps its maps; false on the flash path (ComputeOptions::maps Drop, or Auto past
   // mapsLimitBytes()), where each head's output and row statistics come from key blocks with an online softmax
   // (flash_forward.comp) and no (n_q, n_k) buffer is allocated.
-  bool keepsResidentMaps() const;
+  bool keepsResidentMaps() const override;
 
   // [SECTION] tiles (compute/tiles.h): recomputed on the GPU from Q, K and the row statistics on either path,
   // w_ij = exp(s_ij - m_i) / l_i, the CPU's weightTile semantics (pooledRange blocks; masked cells 0 and left
@@ -102,7 +103,7 @@ class GpuBackend final : public Backend {
   // texels are left as they were. A caller fills a whole tile a band per frame (the window's overviews). The
   // GPU's counterpart of the CPU's maxPooledRows (compute/tiles.h), for any pooling.
   void weightTileRowsToTexture(const TileRequest& request, int y0, int y1, unsigned texture,
-                               unsigned mask_texture = 0);
+                               unsigned mask_texture = 0) override;
   // The same rows read back into `tile`, resized to (out_rows, out_cols) when its shape differs; other rows are
   // left as they were (as maxPooledRows does).
   void weightTileRows(const TileRequest& request, int y0, int y1, Tile& tile);

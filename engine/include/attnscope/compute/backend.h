@@ -32,6 +32,23 @@ class ComputeCancelled : public std::runtime_error {
   ComputeCancelled() : std::runtime_error("compute cancelled") {}
 };
 
+struct TileRequest;  // compute/tiles.h
+
+// A result kept on the GPU, drawn by the window without a read-back (GpuBackend, when its result is resident):
+// texture names are GL names (GLuint) in the backend's context or one sharing it, as `unsigned` so that this
+// header needs no GL. A Backend offers it through residentMaps(); what each does is said at GpuBackend.
+class ResidentMaps {
+ public:
+  virtual bool keepsResidentMaps() const = 0;  // false on the flash path: no (n_q, n_k) maps, draw tiles
+  virtual unsigned weightsTexture(int head) const = 0;  // R32F, n_k wide, n_q tall; only while maps are kept
+  // Output rows [y0, y1) of `request` written into `texture` (R32F) and, when not 0, `mask_texture` (R8).
+  virtual void weightTileRowsToTexture(const TileRequest& request, int y0, int y1, unsigned texture,
+                                       unsigned mask_texture) = 0;
+
+ protected:
+  ~ResidentMaps() = default;  // never owned through this interface
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -48,6 +65,9 @@ class Backend {
   // After only head `head`'s projections changed: recompute that head, then concat, output, similarity and
   // stats. `result` must come from compute() on a scene of the same shape.
   virtual void recomputeHead(const Scene& scene, int head, Result& result) = 0;
+  // Its result's maps on the GPU, for a window to draw from (GpuBackend); null where the result is all in
+  // Result (the CPU backend, and the command line's checked GPU, whose results are read back).
+  virtual ResidentMaps* residentMaps() { return nullptr; }
 };
 
 }  // namespace attnscope
