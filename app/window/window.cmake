@@ -1,5 +1,6 @@
 # The window: GLFW + Dear ImGui 1.86 (Debian's libimgui) + libepoxy for our own GL calls, all of them in gl/.
 file(GLOB WINDOW_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/*.cpp ${CMAKE_CURRENT_LIST_DIR}/panels/*.cpp
+     ${CMAKE_CURRENT_LIST_DIR}/panels/*/*.cpp ${CMAKE_CURRENT_LIST_DIR}/widgets/*.cpp
      ${CMAKE_CURRENT_LIST_DIR}/model/*.cpp ${CMAKE_CURRENT_LIST_DIR}/files/*.cpp
      ${CMAKE_CURRENT_LIST_DIR}/runviews/*.cpp ${CMAKE_CURRENT_LIST_DIR}/lesson/*.cpp
      ${CMAKE_CURRENT_LIST_DIR}/gl/*.cpp)

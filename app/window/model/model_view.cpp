@@ -14,7 +14,7 @@
 #include "window/model/model_grid_renderer.h"
 #include "window/model/model_session.h"
 #include "window/model/subject.h"
-#include "window/panels/widgets.h"
+#include "window/widgets/widgets.h"
 #include "window/ui_probe.h"
 
 namespace attnscope::app {

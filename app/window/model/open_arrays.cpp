@@ -14,7 +14,7 @@
 #include "attnscope/arrays/user_layer.h"
 #include "attnscope/error.h"
 #include "window/model/model_session.h"
-#include "window/panels/widgets.h"
+#include "window/widgets/widgets.h"
 #include "window/ui_probe.h"
 
 namespace attnscope::app {

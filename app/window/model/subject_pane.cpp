@@ -11,7 +11,7 @@
 #include "window/model/model_session.h"
 #include "window/model/model_view.h"
 #include "window/model/subject.h"
-#include "window/panels/widgets.h"
+#include "window/widgets/widgets.h"
 #include "window/ui_probe.h"
 
 namespace attnscope::app {

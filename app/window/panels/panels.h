@@ -14,7 +14,7 @@
 #include "attnscope/export/export.h"
 #include "attnscope/analysis/walkthrough.h"
 #include "window/heatmap_view.h"
-#include "window/panels/widgets.h"
+#include "window/widgets/widgets.h"
 #include "window/view_state.h"
 
 namespace attnscope::app {
@@ -38,11 +38,5 @@ void drawCheckpointPanel(AppState& state, ViewState& view);  // panel_checkpoint
 // The row profile of view.profile.query under the enlarged head, rowProfileHeight() tall from p0.
 void drawRowProfile(const AppState& state, ViewState& view, int head, ImVec2 p0, float width);
 float rowProfileHeight();
-
-// A long scene: the result keeps no maps (MapPolicy::Auto past mapsLimitBytes, compute/tiles.h), so weights are
-// read through tiles and whole-map analyses are not run in the window (panel_widgets.cpp).
-bool longScene(const AppState& state);
-// What a panel shows instead of `what` on a long scene: one plain line saying why and what to use instead.
-void longSceneNote(const AppState& state, const char* what);
 
 }  // namespace attnscope::app

@@ -13,7 +13,7 @@
 #include "window/model/model_session.h"
 #include "window/model/subject.h"
 #include "window/runviews/layer_head_map.h"
-#include "window/panels/widgets.h"
+#include "window/widgets/widgets.h"
 #include "window/ui_probe.h"
 
 namespace attnscope::app {

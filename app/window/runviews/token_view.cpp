@@ -13,7 +13,7 @@
 #include "attnscope/export/colormap.h"
 #include "window/model/model_session.h"
 #include "window/model/subject.h"
-#include "window/panels/widgets.h"
+#include "window/widgets/widgets.h"
 #include "window/ui_probe.h"
 
 namespace attnscope::app {

@@ -10,7 +10,7 @@
 #include <map>
 #include <string>
 
-#include "window/panels/panels.h"
+#include "window/widgets/widgets.h"
 #include "window/ui_probe.h"
 
 namespace attnscope::app {

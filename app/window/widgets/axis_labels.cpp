@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "attnscope/text_bounds.h"
-#include "window/panels/panels.h"
+#include "window/widgets/widgets.h"
 #include "window/ui_probe.h"
 
 namespace attnscope::app {

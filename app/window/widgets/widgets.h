@@ -1,4 +1,4 @@
-// The widgets every panel and view shares (panel_widgets.cpp, axis_labels.cpp, wrapped_text_input.cpp): typed
+// The widgets every panel and view shares (widgets.cpp, axis_labels.cpp, wrapped_text_input.cpp): typed
 // fields that commit on focus loss, editable matrix tables, wrapped and red text, colour bars, axis labels. The
 // views of a run (window/model, window/runviews) use these without knowing the panels.
 #pragma once
@@ -111,5 +111,11 @@ void sectionHeader(const char* title);
 // The edit error of the last edit, in red, under the widget that caused it: shown only by the panel whose
 // edit it was (`source`, AppState::editSource()), so it appears once.
 void showEditError(const AppState& state, const char* source);
+
+// A long scene: the result keeps no maps (MapPolicy::Auto past mapsLimitBytes, compute/tiles.h), so weights are
+// read through tiles and whole-map analyses are not run in the window (widgets.cpp).
+bool longScene(const AppState& state);
+// What a panel shows instead of `what` on a long scene: one plain line saying why and what to use instead.
+void longSceneNote(const AppState& state, const char* what);
 
 }  // namespace attnscope::app

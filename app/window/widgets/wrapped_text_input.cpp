@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "window/panels/panels.h"
+#include "window/widgets/widgets.h"
 
 namespace attnscope::app {
 
