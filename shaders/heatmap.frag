@@ -8,7 +8,7 @@ uniform sampler2D u_mask;      // (n_q, n_k), GL_R8, 1 = may attend
 uniform sampler2D u_colormap;  // 256 x 1, RGBA8
 uniform vec2 u_range;          // weight shown at the map's first and last entry (colour scale)
 uniform vec3 u_masked_color;   // kMaskedColor, 0..1
-// The contrast (MapContrast, window/heatmap_view.h): u_row_norm 1 divides each weight by the largest allowed
+// The contrast (MapContrast, attnscope/export/contrast.h): u_row_norm 1 divides each weight by the largest allowed
 // weight of its row, read over the texel columns [u_row_span.x, u_row_span.y) (one map's columns of an atlas);
 // u_log 1 shows t = weight / top on a log scale over 3 decades (1e-3 .. 1) instead of linearly.
 uniform int u_row_norm;

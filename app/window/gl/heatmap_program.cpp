@@ -15,6 +15,21 @@ HeatmapProgram::HeatmapProgram() {
   program_ = gpu::buildProgram(
       {{GL_VERTEX_SHADER, "heatmap.vert", kHeatmap_vert}, {GL_FRAGMENT_SHADER, "heatmap.frag", kHeatmap_frag}},
       "embedded");
+  // Uniform locations once (a lookup by name per draw was nine string searches a map a frame); the samplers'
+  // units never change, so they are set here once too.
+  u_rect_ = glGetUniformLocation(program_, "u_rect");
+  u_display_ = glGetUniformLocation(program_, "u_display");
+  u_view_ = glGetUniformLocation(program_, "u_view");
+  u_range_ = glGetUniformLocation(program_, "u_range");
+  u_masked_color_ = glGetUniformLocation(program_, "u_masked_color");
+  u_row_norm_ = glGetUniformLocation(program_, "u_row_norm");
+  u_log_ = glGetUniformLocation(program_, "u_log");
+  u_row_span_ = glGetUniformLocation(program_, "u_row_span");
+  glUseProgram(program_);
+  glUniform1i(glGetUniformLocation(program_, "u_weights"), 0);
+  glUniform1i(glGetUniformLocation(program_, "u_mask"), 1);
+  glUniform1i(glGetUniformLocation(program_, "u_colormap"), 2);
+  glUseProgram(0);
   glGenVertexArrays(1, &vao_);  // empty: the quad comes from gl_VertexID, but core GL needs a VAO bound
 
   // colour map: 256 x 1 RGBA8, entry i = colorMapTable(Viridis)[i]
@@ -47,25 +62,20 @@ void HeatmapProgram::draw(const RenderTarget& target, int x, int y, int width, i
   glBindVertexArray(vao_);
   const float w = static_cast<float>(width), h = static_cast<float>(height);
   const CellView& view = cells.view;
-  glUniform4f(glGetUniformLocation(program_, "u_rect"), 0, 0, w, h);
-  glUniform2f(glGetUniformLocation(program_, "u_display"), w, h);
-  glUniform4f(glGetUniformLocation(program_, "u_view"), view.col0, view.row0, view.col1, view.row1);
-  glUniform2f(glGetUniformLocation(program_, "u_range"), cells.lo, cells.hi);
-  glUniform3f(glGetUniformLocation(program_, "u_masked_color"), kMaskedColor.r / 255.0f, kMaskedColor.g / 255.0f,
-              kMaskedColor.b / 255.0f);
+  glUniform4f(u_rect_, 0, 0, w, h);
+  glUniform2f(u_display_, w, h);
+  glUniform4f(u_view_, view.col0, view.row0, view.col1, view.row1);
+  glUniform2f(u_range_, cells.lo, cells.hi);
+  glUniform3f(u_masked_color_, kMaskedColor.r / 255.0f, kMaskedColor.g / 255.0f, kMaskedColor.b / 255.0f);
   // The contrast (shaders/heatmap.frag): row normalisation over the texel columns [row_x0, row_x1), the log scale.
-  glUniform1i(glGetUniformLocation(program_, "u_row_norm"), cells.contrast.scale == ColorScale::RowMax ? 1 : 0);
-  glUniform1i(glGetUniformLocation(program_, "u_log"), cells.contrast.log ? 1 : 0);
-  glUniform2i(glGetUniformLocation(program_, "u_row_span"), cells.row_x0, cells.row_x1);
+  glUniform1i(u_row_norm_, cells.contrast.scale == ColorScale::RowMax ? 1 : 0);
+  glUniform1i(u_log_, cells.contrast.log ? 1 : 0);
+  glUniform2i(u_row_span_, cells.row_x0, cells.row_x1);
 
-  const struct {
-    const char* name;
-    GLuint texture;
-  } units[] = {{"u_weights", cells.weights}, {"u_mask", cells.mask}, {"u_colormap", colormap_}};
+  const GLuint units[] = {cells.weights, cells.mask, colormap_};  // units 0, 1, 2: u_weights, u_mask, u_colormap
   for (int unit = 0; unit < 3; ++unit) {
     glActiveTexture(GL_TEXTURE0 + static_cast<GLenum>(unit));
-    glBindTexture(GL_TEXTURE_2D, units[unit].texture);
-    glUniform1i(glGetUniformLocation(program_, units[unit].name), unit);
+    glBindTexture(GL_TEXTURE_2D, units[unit]);
   }
   glDrawArrays(GL_TRIANGLE_STRIP, 0, 4);
   glActiveTexture(GL_TEXTURE0);

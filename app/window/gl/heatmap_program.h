@@ -36,6 +36,8 @@ class HeatmapProgram {
 
  private:
   unsigned program_ = 0, vao_ = 0, colormap_ = 0;
+  int u_rect_ = -1, u_display_ = -1, u_view_ = -1, u_range_ = -1, u_masked_color_ = -1, u_row_norm_ = -1, u_log_ = -1,
+      u_row_span_ = -1;
 };
 
 }  // namespace attnscope::app::gl
