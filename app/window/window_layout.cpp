@@ -11,7 +11,7 @@
 #include "window/model/model_session.h"
 #include "window/model/model_view.h"
 #include "window/model/open_arrays.h"
-#include "window/model/subject.h"
+#include "window/subject/subject.h"
 #include "window/ui_probe.h"
 
 namespace attnscope::app {
@@ -102,18 +102,19 @@ float fileBarHeight(const AppState& state, float display_w) {
   return std::max(one_row, text_h + 2 * style.WindowPadding.y + style.FramePadding.y);
 }
 
-void statusBar(const AppState& state, const ViewState& view, double frame_ms) {
+void statusBar(AppState& state, ViewState& view, double frame_ms) {
   ImGui::AlignTextToFramePadding();
   // The subject on show (subject.h); a scene's compute time only while a scene is the subject.
-  const std::string subject = subjectStatus(state, view);
-  if (subjectKind(view) == SubjectKind::Scene)
+  const Subject subject(state, view);
+  const std::string status = subject.status();
+  if (subject.editable())
     ImGui::Text("%s  |  compute %.2f ms  |  frame %.1f ms  |  %s", state.backend().name().c_str(), state.computeMs(),
-                frame_ms, subject.c_str());
+                frame_ms, status.c_str());
   else
-    ImGui::Text("%s  |  frame %.1f ms  |  %s", state.backend().name().c_str(), frame_ms, subject.c_str());
+    ImGui::Text("%s  |  frame %.1f ms  |  %s", state.backend().name().c_str(), frame_ms, status.c_str());
   probeItem("status.backend." + state.backend().name());  // which backend computed, for the GUI tests
-  probeNote("status.subject", subject);
-  if (subjectKind(view) != SubjectKind::Scene) return;  // the scene's pending compute and warnings are not on show
+  probeNote("status.subject", status);
+  if (!subject.editable()) return;  // the scene's pending compute and warnings are not on show
   const Scene& edited = state.editedScene();
   if (&edited != &state.scene()) {  // a new shape computing off the UI thread: say what is coming
     ImGui::SameLine();
@@ -298,16 +299,14 @@ void drawWindowLayout(AppState& state, ViewState& view, HeatmapRenderer& rendere
     std::string problem;
     if (!savePaneSettings(panes().path, panes_now, problem)) sayPaneProblem(state, problem);
   }
-  const SubjectKind kind = subjectKind(view);
   if (side_w > 0) {
+    const Subject subject(state, view);
     placeNext(ImVec2(0, y), ImVec2(side_w, body_h));
-    const char* left_title = kind == SubjectKind::Scene    ? "Scene###left"
-                             : kind == SubjectKind::Tensor ? "Tensor###left"
-                                                           : "Model###left";
-    ImGui::Begin(left_title, nullptr, kPanelFlags);
-    probeNote("pane.left.title", std::string(left_title).substr(0, std::string(left_title).find("###")));
-    if (kind != SubjectKind::Scene) {
-      drawSubjectPane(state, view);
+    const std::string left_title = std::string(subject.paneTitle()) + "###left";
+    ImGui::Begin(left_title.c_str(), nullptr, kPanelFlags);
+    probeNote("pane.left.title", subject.paneTitle());
+    if (!subject.editable()) {
+      subject.drawRunPane();
     } else if (ImGui::BeginTabBar("scene_tabs")) {
       // edit_origin: an edit that fails is shown by the panel that made it, once.
       if (tab("Model", "tab.model")) state.edit_origin = "model", drawModelPanel(state, view), ImGui::EndTabItem();
@@ -326,16 +325,14 @@ void drawWindowLayout(AppState& state, ViewState& view, HeatmapRenderer& rendere
   // The centre: the model's layers x heads once a checkpoint has run (until the user goes back to the scene or
   // edits it: a preset, an editor, Open, Undo make the scene the subject), else the scene's heads. One window
   // either way ("###centre"), titled after what it shows.
-  const bool model = modelShown(view);
+  // Asked again: a button of the left pane may have changed the subject this frame.
+  const Subject subject(state, view);
   placeNext(ImVec2(side_w + grip_w, y), ImVec2(display.x - side_w - analysis_w - 2 * grip_w, body_h));
-  // Titled after the subject: "Model", "Heads", or "GPT-2 layer 3: heads" for a checkpoint's layer as the scene.
-  const std::string scene_name = sceneName(state, view);
-  const std::string centre_title =
-      model ? "Model###centre" : (scene_name == "scene" ? "Heads" : scene_name + ": heads") + "###centre";
+  const std::string centre_title = subject.centreTitle() + "###centre";
   ImGui::Begin(centre_title.c_str(), nullptr,
                kPanelFlags | ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
   state.edit_origin = "heads";
-  if (model) {
+  if (!subject.editable()) {
     drawModelView(state, view);
   } else {
     drawBackToModel(view);
@@ -351,23 +348,23 @@ void drawWindowLayout(AppState& state, ViewState& view, HeatmapRenderer& rendere
     state.edit_origin = "analysis";
     if (ImGui::BeginTabBar("analysis_tabs")) {
       // "Steps" is the walkthrough of the worked example.
-      // The tabs that explain a scene say so while a model or tensor is on show (sceneOnlyNote).
+      // The tabs that explain a scene say so while a model or tensor is on show (Subject::sceneOnlyNote).
       if (tab(kAnalysisTabs[0], "tab.walkthrough")) {
         state.edit_origin = "walkthrough";
-        if (!sceneOnlyNote(state, view, "Steps")) drawWalkthroughPanel(state, view);
+        if (!Subject(state, view).sceneOnlyNote("Steps")) drawWalkthroughPanel(state, view);
         ImGui::EndTabItem();
       }
       if (tab(kAnalysisTabs[1], "tab.similarity")) drawSimilarityPanel(state, view), ImGui::EndTabItem();
       if (tab(kAnalysisTabs[2], "tab.diff")) {
-        if (!sceneOnlyNote(state, view, "Diff")) drawDiffPanel(state, view);
+        if (!Subject(state, view).sceneOnlyNote("Diff")) drawDiffPanel(state, view);
         ImGui::EndTabItem();
       }
       if (tab(kAnalysisTabs[3], "tab.breakdown")) {
-        if (!sceneOnlyNote(state, view, "Cell")) drawBreakdownPanel(state, view);
+        if (!Subject(state, view).sceneOnlyNote("Cell")) drawBreakdownPanel(state, view);
         ImGui::EndTabItem();
       }
       if (tab(kAnalysisTabs[4], "tab.pitfalls")) {
-        if (!sceneOnlyNote(state, view, "Mistakes")) drawPitfallsPanel(state, view);
+        if (!Subject(state, view).sceneOnlyNote("Mistakes")) drawPitfallsPanel(state, view);
         ImGui::EndTabItem();
       }
       if (tab(kAnalysisTabs[5], "tab.export")) drawExportPanel(state, view), ImGui::EndTabItem();

@@ -27,7 +27,7 @@
 #include "cli/cli_args.h"
 #include "window/gl/frame.h"
 #include "window/heatmap_view.h"
-#include "window/model/subject.h"
+#include "window/subject/subject.h"
 #include "window/panels/panels.h"
 #include "window/files/file_chooser.h"
 #include "window/script_input.h"
@@ -258,7 +258,7 @@ int runWindow(const std::vector<std::string>& args) {
       state.tick();
       app::drawWindowLayout(state, view, renderer, frame_ms.empty() ? 0.0 : frame_ms.back());
       // The title bar names the subject on show (subject.h); set only when it changes.
-      const std::string title = app::subjectTitle(state, view);
+      const std::string title = app::Subject(state, view).windowTitle();
       if (title != window_title) glfwSetWindowTitle(window, title.c_str()), window_title = title;
       app::probeNote("window.title", title);
       ImGui::Render();

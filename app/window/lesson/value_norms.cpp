@@ -14,22 +14,7 @@ namespace attnscope::app {
 bool valueNormsShown(const ViewState& view) { return view.run.value_norm == 1; }
 
 void drawValueNormSwitch(ViewState& view) {
-  const char* label = "value norms";
-  const float w = ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x + ImGui::CalcTextSize(label).x;
-  const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
-  if (ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x + w <= right) ImGui::SameLine();
-  bool weighted = view.run.value_norm == 1;
-  if (ImGui::Checkbox(label, &weighted)) view.run.value_norm = weighted ? 1 : 0;
-  probeItem("heads.value_norm");
-  if (ImGui::IsItemHovered())
-    ImGui::SetTooltip(
-        "each weight times the size of what its key's value adds through the head,\n"
-        "||(x_j W_V + b_V) W_O^h|| (Kobayashi et al. 2020), over the scene's largest:\n"
-        "a weight on a key whose value the head barely writes fades");
-  if (valueNormsShown(view)) {
-    ImGui::TextDisabled("weights x value norms / the scene's largest norm");
-    probeItem("heads.value_norm_note");
-  }
+  valueNormSwitch(view, "heads.value_norm", "heads.value_norm_note", "the scene's largest");
 }
 
 void valueNormTooltipLine(const AppState& state, const ViewState& view, const HeatmapRenderer& renderer, int head,

@@ -13,7 +13,7 @@
 #include "attnscope/model/families.h"
 #include "window/model/model_grid_renderer.h"
 #include "window/model/model_session.h"
-#include "window/model/subject.h"
+#include "window/runviews/runviews.h"
 #include "window/widgets/widgets.h"
 #include "window/ui_probe.h"
 
@@ -144,23 +144,8 @@ void viewToggles(ViewState& view, const ModelSession& s) {
   probeItem("model.view.rollout");
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("the attention rollout of every layer, in place of the heads");
   if (!s.checkpoint()) return;
-  const char* label = "value norms";
-  const float w = ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x + ImGui::CalcTextSize(label).x;
-  const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
-  if (ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x + w <= right) ImGui::SameLine();
-  bool weighted = view.run.value_norm == 1;
-  ImGui::BeginDisabled(view.run.rollout == 1);
-  if (ImGui::Checkbox(label, &weighted)) view.run.value_norm = weighted ? 1 : 0;
-  ImGui::EndDisabled();
-  probeItem("model.view.value_norm");
-  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
-    ImGui::SetTooltip("each weight times the size of what its key's value adds through the head,\n"
-                      "||(x_j W_V + b_V) W_O^h|| (Kobayashi et al. 2020), over the layer's largest:\n"
-                      "a weight on a key whose value the head barely writes fades");
-  if (view.run.value_norm == 1 && view.run.rollout == 0) {
-    ImGui::TextDisabled("weights x value norms / the layer's largest norm");
-    probeItem("model.value_norm_note");
-  }
+  valueNormSwitch(view, "model.view.value_norm", "model.value_norm_note", "the layer's largest",
+                  view.run.rollout == 1);
 }
 
 // The weighting the heads' maps are drawn with: the checkpoint's value norms while the switch is on, else none.
@@ -395,10 +380,6 @@ void focusView(AppState& state, ViewState& view, ModelSession& s) {
 
 }  // namespace
 
-bool modelShown(const ViewState& view) {
-  return view.run.session && view.run.session->shown && (view.run.session->forward().n > 0 || view.run.session->running());
-}
-
 std::vector<int> kvHeadOfEachHead(const ViewState& view) {
   if (!view.run.session || view.run.session->forward().n == 0) return {};
   const model::HeadLayout& layout = view.run.session->layout();
@@ -524,6 +505,17 @@ void openModelLayerAsScene(AppState& state, ViewState& view, int layer) {
   nameLayerScene(state, view, model::familyDisplayName(ck.model_type), layer);
   view.heads.focus = -1;
   s.shown = false;
+}
+
+std::string sceneName(const AppState& state, const ViewState& view) {
+  if (!view.run.layer_scene_name.empty() && state.scene().description == view.run.layer_scene_description)
+    return view.run.layer_scene_name;
+  return "scene";
+}
+
+void nameLayerScene(const AppState& state, ViewState& view, const std::string& model, int layer) {
+  view.run.layer_scene_name = model + " layer " + std::to_string(layer + 1);
+  view.run.layer_scene_description = state.editedScene().description;  // a big scene's result may still be computing
 }
 
 }  // namespace attnscope::app

@@ -12,9 +12,7 @@
 
 namespace attnscope::app {
 
-// True when the centre pane shows the model rather than the scene's heads.
-bool modelShown(const ViewState& view);
-// The centre pane's contents when modelShown().
+// The centre pane's contents while a run is the subject (subject/subject.h).
 void drawModelView(AppState& state, ViewState& view);
 // Over the scene's heads when a model has run: a button back to the model view. Draws nothing otherwise.
 void drawBackToModel(ViewState& view);
@@ -32,5 +30,11 @@ void drawTensorAnalysis(ModelSession& session);
 // group of heads sharing one. GPT-2 has no grouped-query attention: every head is its own group, and no frame
 // is drawn.
 std::vector<int> kvHeadOfEachHead(const ViewState& view);
+
+// The scene's name: "GPT-2 layer 3" for a checkpoint's layer opened as the scene (edits keep the name; another
+// scene replacing it does not), else "scene".
+std::string sceneName(const AppState& state, const ViewState& view);
+// Remembers that the scene now on show is layer `layer` (from 0) of the model titled `model` (openModelLayerAsScene).
+void nameLayerScene(const AppState& state, ViewState& view, const std::string& model, int layer);
 
 }  // namespace attnscope::app

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "window/model/model_session.h"
-#include "window/model/subject.h"
+#include "window/runviews/runviews.h"
 #include "window/runviews/layer_head_map.h"
 #include "window/widgets/widgets.h"
 #include "window/ui_probe.h"

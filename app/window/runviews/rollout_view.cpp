@@ -10,7 +10,7 @@
 #include "attnscope/export/colormap.h"
 #include "window/model/model_session.h"
 #include "window/model/model_view.h"
-#include "window/model/subject.h"
+#include "window/runviews/runviews.h"
 #include "window/widgets/widgets.h"
 #include "window/ui_probe.h"
 

@@ -12,7 +12,7 @@
 #include "attnscope/compute/tiles.h"
 #include "attnscope/export/colormap.h"
 #include "window/model/model_session.h"
-#include "window/model/subject.h"
+#include "window/runviews/runviews.h"
 #include "window/widgets/widgets.h"
 #include "window/ui_probe.h"
 

@@ -340,4 +340,26 @@ void longSceneNote(const AppState& state, const char* what) {
       what, state.scene().nQ(), state.scene().nK()));
 }
 
+void valueNormSwitch(ViewState& view, const std::string& probe, const std::string& note_probe, const char* over,
+                     bool disabled) {
+  const char* label = "value norms";
+  const float w = ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x + ImGui::CalcTextSize(label).x;
+  const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+  if (ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x + w <= right) ImGui::SameLine();
+  bool weighted = view.run.value_norm == 1;
+  ImGui::BeginDisabled(disabled);
+  if (ImGui::Checkbox(label, &weighted)) view.run.value_norm = weighted ? 1 : 0;
+  ImGui::EndDisabled();
+  probeItem(probe);
+  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+    ImGui::SetTooltip("each weight times the size of what its key's value adds through the head,\n"
+                      "||(x_j W_V + b_V) W_O^h|| (Kobayashi et al. 2020), over %s:\n"
+                      "a weight on a key whose value the head barely writes fades",
+                      over);
+  if (view.run.value_norm == 1 && !disabled) {
+    ImGui::TextDisabled("weights x value norms / %s norm", over);
+    probeItem(note_probe);
+  }
+}
+
 }  // namespace attnscope::app

@@ -118,4 +118,11 @@ bool longScene(const AppState& state);
 // What a panel shows instead of `what` on a long scene: one plain line saying why and what to use instead.
 void longSceneNote(const AppState& state, const char* what);
 
+// The one "value norms" switch (ViewState::run.value_norm, Kobayashi et al. 2020), beside the item before it
+// when it fits: above a scene's heads and above a run's grid, the same setting. `probe`: its name for the tests
+// ("<probe>.value_norm", the note's "<probe>.value_norm_note"); `over`: what the norms are divided by ("the
+// scene's largest"); `disabled` greys it out (the rollout on show). When on (and not disabled), a line says so.
+void valueNormSwitch(ViewState& view, const std::string& probe, const std::string& note_probe, const char* over,
+                     bool disabled = false);
+
 }  // namespace attnscope::app

@@ -11,7 +11,7 @@
 
 #include "attnscope/export/colormap.h"
 #include "window/model/model_session.h"
-#include "window/model/subject.h"
+#include "window/subject/subject.h"
 #include "window/lesson/lesson.h"
 #include "window/panels/panels.h"
 #include "window/ui_probe.h"
@@ -280,8 +280,7 @@ void metricChoice(ViewState& view) {
 
 // A checkpoint run's or a tensor's shown layer (ModelSession::layer): its heads' similarity and statistics
 // (arrays::analyseTensorLayer, cached per layer). A click opens the first head of the pair full-size.
-void modelSimilarity(ViewState& view) {
-  ModelSession& s = *view.run.session;
+void modelSimilarity(ViewState& view, ModelSession& s) {
   if (s.forward().n == 0) {
     textWrappedAtSpaces("The model is still running: its layers' similarity comes when it lands.");
     return;
@@ -317,8 +316,8 @@ void modelSimilarity(ViewState& view) {
 }  // namespace
 
 void drawSimilarityPanel(AppState& state, ViewState& view) {
-  if (subjectKind(view) != SubjectKind::Scene) {  // the shown layer of the model or tensor on show
-    modelSimilarity(view);
+  if (ModelSession* run = Subject(state, view).run()) {  // the shown layer of the model or tensor on show
+    modelSimilarity(view, *run);
     return;
   }
   if (longScene(state)) {  // O(h^2 n^2): minutes at 32k tokens; the CLI streams it

@@ -25,7 +25,7 @@
 #include "attnscope/model/model_export.h"
 #include "window/lesson/lesson.h"
 #include "window/model/model_session.h"
-#include "window/model/subject.h"
+#include "window/subject/subject.h"
 #include "window/panels/panels.h"
 #include "window/files/file_chooser.h"
 #include "window/ui_probe.h"
@@ -229,8 +229,8 @@ void modelWhat(ViewState& view, const ModelSession& s) {
 }
 
 // Everything an export reads from the panel, as one string: the message stays while it is the same.
-std::string exportRequestKey(const ViewState& view, SubjectKind subject) {
-  return std::to_string(static_cast<int>(subject)) + "|" + std::to_string(view.exporter.what) + "|" +
+std::string exportRequestKey(const ViewState& view, const Subject& subject) {
+  return std::string(subject.paneTitle()) + "|" + std::to_string(view.exporter.what) + "|" +
          std::to_string(view.exporter.model_what) + "|" + std::to_string(view.exporter.head) + "|" +
          std::to_string(view.exporter.format) + "|" + std::to_string(view.similarity.metric) + "|" +
          std::to_string(view.exporter.cluster_order) + "|" + std::to_string(view.exporter.annotate) + "|" +
@@ -241,8 +241,8 @@ std::string exportRequestKey(const ViewState& view, SubjectKind subject) {
 }  // namespace
 
 void drawExportPanel(AppState& state, ViewState& view) {
-  const SubjectKind subject = subjectKind(view);
-  if (subject != SubjectKind::Scene && view.run.session->forward().n == 0) {
+  const Subject subject(state, view);
+  if (!subject.ready()) {
     textWrappedAtSpaces("The model is still running: nothing to export yet.");
     probeItem("export.nothing");
     return;
@@ -251,8 +251,8 @@ void drawExportPanel(AppState& state, ViewState& view) {
   const char* what[] = {"one head", "all heads", "similarity", "B - A"};  // in ExportWhat's order
   const char* const* formats = kFormats;
   const char* const* extensions = kExtensions;
-  if (subject != SubjectKind::Scene) {
-    modelWhat(view, *view.run.session);
+  if (ModelSession* run = subject.run()) {
+    modelWhat(view, *run);
   } else {
     ImGui::TextUnformatted("What");
     for (int i = 0; i < 4; ++i) {
@@ -265,7 +265,7 @@ void drawExportPanel(AppState& state, ViewState& view) {
   }
   if (view.exporter.what == 3 && !view.diff.pinned) view.exporter.what = 1;
   int& head = view.exporter.head;
-  const bool scene = subject == SubjectKind::Scene;
+  const bool scene = subject.editable();
   if (scene && view.exporter.what == 0) {
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
     ImGui::SliderInt("head", &head, 1, heads, "%d", ImGuiSliderFlags_AlwaysClamp);  // a typed 0 shows as 1
@@ -327,15 +327,15 @@ void drawExportPanel(AppState& state, ViewState& view) {
   // clears it.
   const std::string request_now = exportRequestKey(view, subject);
   if (request_now != view.exporter.message_request) view.exporter.message.clear(), view.exporter.failed = false;
-  const int model_what = scene                        ? 0
-                         : view.exporter.model_what < 0 ? modelWhatOnShow(*view.run.session)
-                                                      : view.exporter.model_what;
-  const ExportWeighting weighting =
-      scene ? sceneWeighting(state, view) : modelWeighting(view, *view.run.session, model_what);
+  ModelSession* run = subject.run();
+  const int model_what = !run                           ? 0
+                         : view.exporter.model_what < 0 ? modelWhatOnShow(*run)
+                                                        : view.exporter.model_what;
+  const ExportWeighting weighting = run ? modelWeighting(view, *run, model_what) : sceneWeighting(state, view);
   ImGui::BeginDisabled(!problem.empty());
   const bool clicked = ImGui::Button("Export");
-  if (clicked && !scene) {
-    const ModelSession& s = *view.run.session;
+  if (clicked && run) {
+    const ModelSession& s = *run;
     try {
       const auto format = static_cast<ExportFormat>(view.exporter.format);
       writeFileAtomically(view.exporter.path, modelExportBytes(s, model_what, format, view.exporter.path, view.contrast,

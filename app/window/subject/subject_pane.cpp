@@ -10,7 +10,8 @@
 #include "attnscope/model/families.h"
 #include "window/model/model_session.h"
 #include "window/model/model_view.h"
-#include "window/model/subject.h"
+#include "window/runviews/runviews.h"
+#include "window/subject/subject.h"
 #include "window/widgets/widgets.h"
 #include "window/ui_probe.h"
 
@@ -129,23 +130,26 @@ void navigator(ViewState& view, ModelSession& s) {
 
 }  // namespace
 
-void drawSubjectPane(AppState& state, ViewState& view) {
-  ModelSession& s = *view.run.session;
-  probeNote("subject.pane", subjectKind(view) == SubjectKind::Tensor ? "tensor" : "checkpoint");
+void Subject::drawRunPane() const {
+  if (!run_) return;
+  ModelSession& s = *run_;
+  ViewState& view = view_;
+  const bool tensor = kind_ == Kind::Tensor;
+  probeNote("subject.pane", tensor ? "tensor" : "checkpoint");
   if (s.forward().n == 0) {  // the first forward still running
     textWrappedAtSpaces("Loading " + s.dir + "...");
     drawModelProgress(view, "subject");
     return;
   }
-  if (subjectKind(view) == SubjectKind::Checkpoint)
-    modelCard(s);
-  else
+  if (tensor)
     tensorCard(s);
+  else
+    modelCard(s);
   ImGui::Spacing();
   navigator(view, s);
-  if (subjectKind(view) == SubjectKind::Checkpoint && layerSceneUnavailable(s).empty()) {
+  if (!tensor && layerSceneUnavailable(s).empty()) {
     const std::string open = "Open layer " + std::to_string(s.layer + 1) + " as the scene";
-    if (ImGui::Button(open.c_str())) openModelLayerAsScene(state, view, s.layer);
+    if (ImGui::Button(open.c_str())) openModelLayerAsScene(state_, view, s.layer);
     probeItem("subject.open_layer");
   }
   ImGui::Spacing();
@@ -157,7 +161,7 @@ void drawSubjectPane(AppState& state, ViewState& view) {
   ImGui::Spacing();
   // The scene editors have nothing to edit here: say why rather than edit the hidden worked example.
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-  textWrappedAtSpaces(subjectKind(view) == SubjectKind::Tensor
+  textWrappedAtSpaces(tensor
                           ? "The scene editors (Model, Inputs, Projections) are hidden: a saved tensor holds maps "
                             "only, nothing to edit."
                           : "The scene editors (Model, Inputs, Projections) are hidden: open a layer as the scene "
