@@ -98,6 +98,16 @@ void checkLogit(Checker& c, const std::string& dir, const std::string& shot_name
   const std::string want = std::to_string(position) + " " + std::to_string(d["target"].get<int>());
   c.expect(note(shot.layout, "findheads.dla") == want, shot_name + ": the position and target of NumPy's reference '" +
                                                            want + "': '" + note(shot.layout, "findheads.dla") + "'");
+  // One numbering: the position from 0 (as the token list, the token view and the hovers count) in the stepper,
+  // the token line under it and the title over the map.
+  const std::string at = std::to_string(position);
+  c.expect(note(shot.layout, "findheads.dla.position") == at,
+           shot_name + ": the position stepper shows " + at + " (from 0): '" +
+               note(shot.layout, "findheads.dla.position") + "'");
+  c.expect(note(shot.layout, "findheads.dla.token").rfind("token " + at + ": ", 0) == 0,
+           shot_name + ": the token line names token " + at + ": '" + note(shot.layout, "findheads.dla.token") + "'");
+  c.expect(note(shot.layout, "findheads.dla.title").find("at token " + at + ":") != std::string::npos,
+           shot_name + ": the title names token " + at + ": '" + note(shot.layout, "findheads.dla.title") + "'");
   if (!shot.layout.contains("findheads.map")) return;
   const int layers = static_cast<int>(d["heads"].size()), heads = static_cast<int>(d["heads"][0].size());
   double m = 0;

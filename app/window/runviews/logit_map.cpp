@@ -43,10 +43,13 @@ void drawLogitAttributionMap(ViewState& view, ModelSession& s) {
   }
   const int n = s.forward().n;
   if (n == 0) return;
-  int position = (view.find.dla_position < 0 || view.find.dla_position >= n ? n : view.find.dla_position + 1);
-  if (stepperInt("position", "findheads.dla.position", position, 1, n)) view.find.dla_position = position - 1;
-  const int at = position - 1;
-  ImGui::TextDisabled("token %d: '%s'", at + 1, axisLabel(s.labels()[static_cast<std::size_t>(at)]).c_str());
+  // Positions from 0, as the token list, the token view, the hovers and the docs count them.
+  int at = view.find.dla_position < 0 || view.find.dla_position >= n ? n - 1 : view.find.dla_position;
+  if (stepperInt("position", "findheads.dla.position", at, 0, n - 1)) view.find.dla_position = at;
+  const std::string token_line =
+      formatted("token %d: '%s'", at, axisLabel(s.labels()[static_cast<std::size_t>(at)]).c_str());
+  ImGui::TextDisabled("%s", token_line.c_str());
+  probeNote("findheads.dla.token", token_line);
   probeItem("findheads.dla.token");
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted("target");
@@ -77,9 +80,11 @@ void drawLogitAttributionMap(ViewState& view, ModelSession& s) {
     return;
   }
   const model::LogitAttribution& d = a->dla;
-  textWrappedAtSpaces(formatted("Each head's direct share of the logit of '%s' (id %d) at token %d:",
-                                axisLabel(s.tokenLabel(d.target)).c_str(), d.target, d.position + 1));
+  const std::string title = formatted("Each head's direct share of the logit of '%s' (id %d) at token %d:",
+                                      axisLabel(s.tokenLabel(d.target)).c_str(), d.target, d.position);
+  textWrappedAtSpaces(title);
   probeItem("findheads.dla.title");
+  probeNote("findheads.dla.title", title);
   probeNote("findheads.dla", formatted("%d %d", d.position, d.target));
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
   textWrappedAtSpaces(partsText(d));
