@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <regex>
@@ -177,10 +178,39 @@ TEST_F(FiguresCli, DpiScalesThePngFromTheLayoutsNinetySixPerInch) {
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_EQ(pngSize(file("f.png")), std::make_pair(c.w, c.h)) << c.flag;
   }
-  // The SVG is vector: its size is the layout's whatever the dpi.
+  // The SVG is vector: its size is the layout's whatever the dpi, 736 x 386 CSS pixels (1/96 inch) written in
+  // inches, a physical unit every reader takes alike: 736 / 96 = 7.666667 and 386 / 96 = 4.020833 (to 1e-6).
   const CommandRun r = attnscope("export '" + kWorked + "' --what heads --dpi 300 --out '" + file("f.svg") + "'");
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(attnscope::test::slurp(file("f.svg")).find("width=\"736\" height=\"386\""), std::string::npos);
+  EXPECT_NE(attnscope::test::slurp(file("f.svg")).find("width=\"7.666667in\" height=\"4.020833in\" viewBox=\"0 0 736 386\""),
+            std::string::npos);
+}
+
+TEST_F(FiguresCli, APngRecordsItsDpiSoThatSlidesAndLatexPlaceItAtItsSize) {
+  // The pHYs chunk right after IHDR (the 8-byte signature, then IHDR's 4 + 4 + 13 + 4 bytes): 9 data bytes, x and
+  // y pixels per metre = round(dpi / 0.0254), unit 1 (the metre), its CRC-32. Bytes worked out by Python's struct
+  // and zlib.crc32: 300 dpi -> 11811 px/m, 192 (the default) -> 7559, 96 -> 3780. Without it a 300-dpi figure
+  // is placed at 72-96 dpi, three to four times too wide.
+  const struct {
+    std::string flag, chunk_hex;
+  } cases[] = {{"--dpi 300", "000000097048597300002e2300002e230178a53f76"},
+               {"", "000000097048597300001d8700001d87018fe5f165"},
+               {"--dpi 96", "000000097048597300000ec400000ec401952b0e1b"}};
+  for (const auto& c : cases) {
+    const CommandRun r =
+        attnscope("export '" + kWorked + "' --what heads " + c.flag + " --out '" + file("f.png") + "'");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const std::string png = attnscope::test::slurp(file("f.png"));
+    ASSERT_GT(png.size(), 33u + 21u);
+    std::string hex;
+    for (std::size_t i = 33; i < 33 + 21; ++i) {
+      char byte[3];
+      std::snprintf(byte, sizeof byte, "%02x", static_cast<unsigned char>(png[i]));
+      hex += byte;
+    }
+    EXPECT_EQ(hex, c.chunk_hex) << c.flag;
+    EXPECT_EQ(png.find("pHYs", 33 + 21), std::string::npos) << c.flag << ": one pHYs chunk";
+  }
 }
 
 TEST_F(FiguresCli, BadDpiIsOneLineNamingTheFlagAndExitTwo) {

@@ -68,12 +68,12 @@ std::pair<long, long> pngSize(const std::string& bytes) {
   return bytes.size() < 24 ? std::pair<long, long>{0, 0} : std::pair<long, long>{be(16), be(20)};
 }
 
-// An SVG's width and height attributes: the layout's size in CSS pixels (96 dpi).
+// An SVG's width and height: the layout's size in CSS pixels (96 an inch), written in inches.
 std::pair<long, long> svgSize(const std::string& svg) {
   std::smatch m;
-  const std::regex size("<svg[^>]* width=\"([0-9]+)\" height=\"([0-9]+)\"");
+  const std::regex size("<svg[^>]* width=\"([0-9.]+)in\" height=\"([0-9.]+)in\"");
   if (!std::regex_search(svg, m, size)) return {0, 0};
-  return {std::stol(m[1]), std::stol(m[2])};
+  return {std::lround(std::stod(m[1]) * 96), std::lround(std::stod(m[2]) * 96)};
 }
 
 // The largest dpi <= 192 at which a (w, h) layout's PNG, its sides round(side x dpi / 96), is at most 16384 px a side

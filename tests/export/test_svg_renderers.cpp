@@ -4,6 +4,7 @@
 // except in CI (CI=true), where scripts/setup-deps.sh installs all three and a missing one fails.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -97,6 +98,28 @@ class SvgRenderers : public ::testing::Test {
       EXPECT_LE(channelGap(img.at(x, y), png_.at(x, y)), kBarTolerance)
           << renderer << ": colour bar at " << f << " of its height drawn " << text(img.at(x, y)) << ", the PNG has "
           << text(png_.at(x, y));
+    }
+    // Turned titles (the query axis's, the colour bar's) read from bottom to top as in the PNG: turned a quarter
+    // anticlockwise about their anchor, the glyphs stand left of it (their ascent); turned the other way (as MSVG
+    // drew rotate(-90)) they stand right of it. Ink (a channel sum under 384) within one em either side.
+    for (const TextItem& t : layout_.texts) {
+      if (!t.vertical) continue;
+      const auto ink = [&](const Image& image, int x0, int x1) {
+        const int half = static_cast<int>(t.size * t.text.size() * 0.4);
+        int dark = 0;
+        for (int y = static_cast<int>(t.y) - half; y <= static_cast<int>(t.y) + half; ++y)
+          for (int x = x0; x < x1; ++x)
+            if (x >= 0 && y >= 0 && x < image.width && y < image.height) {
+              const Rgb8 c = image.at(x, y);
+              dark += c.r + c.g + c.b < 384;
+            }
+        return dark;
+      };
+      const int x = static_cast<int>(std::lround(t.x)), em = static_cast<int>(std::ceil(t.size));
+      EXPECT_GT(ink(png_, x - em, x), ink(png_, x, x + em)) << "the PNG's '" << t.text << "'";
+      EXPECT_GT(ink(img, x - em, x), ink(img, x, x + em))
+          << renderer << ": '" << t.text << "' turned the other way (ink left of its anchor " << ink(img, x - em, x)
+          << ", right " << ink(img, x, x + em) << ")";
     }
     // Between the maps (white paper in the PNG) nothing is outlined or filled black.
     const PixelRect& m0 = layout_.maps[0];

@@ -351,6 +351,20 @@ int main(int argc, char** argv) {
       request.dpi = attnscope::kDefaultDpi;  // the Export tab's default
       const attnscope::Figure figure = attnscope::makeFigure(scene, attnscope::CpuBackend(1).compute(scene), request);
       const attnscope::FigureLayout layout = attnscope::pngLayout(figure);
+      // It records its dpi: a pHYs chunk right after IHDR (byte 33) of 7559 pixels a metre each way (192 / 0.0254,
+      // rounded), unit 1 (the metre): bytes worked out by Python's struct and zlib.crc32, CRC included.
+      {
+        std::ifstream in(dir + "/exported_heads.png", std::ios::binary);
+        const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        std::string hex;
+        for (std::size_t i = 33; i < std::min<std::size_t>(bytes.size(), 33 + 21); ++i) {
+          char byte[3];
+          std::snprintf(byte, sizeof byte, "%02x", static_cast<unsigned char>(bytes[i]));
+          hex += byte;
+        }
+        c.expect(hex == "000000097048597300001d8700001d87018fe5f165",
+                 "the exported PNG records 192 dpi (pHYs after IHDR): bytes 33-53 " + hex);
+      }
       c.expect(exported.w == layout.width && exported.h == layout.height,
                "export wrote a " + std::to_string(exported.w) + " x " + std::to_string(exported.h) + " PNG, laid out " +
                    std::to_string(layout.width) + " x " + std::to_string(layout.height));

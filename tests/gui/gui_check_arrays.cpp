@@ -189,7 +189,8 @@ void checkOpenArrays(Checker& c, const std::string& dir) {
     return at == std::string::npos ? -1.0 : std::stod(svg.substr(at + std::strlen(name) + 3));
   };
   const Image png = loadPng(dir + "/grid.png");
-  const long want_w = std::lround(attribute("width") * 2), want_h = std::lround(attribute("height") * 2);
+  // (written in inches: pixels = inches x 96)
+  const long want_w = std::lround(attribute("width") * 96 * 2), want_h = std::lround(attribute("height") * 96 * 2);
   c.expect(png.w == want_w && png.h == want_h, "grid.png at 192 dpi: " + std::to_string(png.w) + " x " +
                                                    std::to_string(png.h) + ", the SVG's size x 2 is " +
                                                    std::to_string(want_w) + " x " + std::to_string(want_h));

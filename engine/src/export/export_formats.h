@@ -46,7 +46,12 @@ void checkHeadIndex(const Scene& scene, int head);
 // covers (kMaskedColor when all are masked), each cell over its top under the figure's contrast
 // (contrastTops, log after the mean); with whole-pixel cells that is exactly each cell's cellColor.
 Canvas rasterizeMap(const Figure& figure, int panel, int w, int h);
-std::string encodePng(const Canvas& canvas);
+// The canvas as PNG bytes; `dpi` > 0 also records it (a pHYs chunk in pixels per metre, after IHDR), so that
+// slides, LaTeX and image viewers place a 300-dpi figure at its size rather than at 72 or 96 dpi.
+std::string encodePng(const Canvas& canvas, int dpi = 0);
+// The pHYs chunk (length, "pHYs", x and y pixels per metre = round(dpi / 0.0254), unit 1 = metre, CRC-32) that
+// encodePng inserts.
+std::string pngPhysChunk(int dpi);
 // The NPY 1.0 header of a little-endian float32 C-order array of `shape` (the data starts at a multiple of 64).
 std::string npyHeader(const std::vector<long>& shape);
 

@@ -366,6 +366,7 @@ FigureLayout pngLayout(const Figure& figure) {
                        "a " + std::to_string(L.width) + " x " + std::to_string(L.height) + " px layout of " +
                            std::to_string(figure.panels.size()) + " panels");
   }
+  L.dpi = dpi;
   if (dpi == kLayoutDpi) return L;
   const double s = dpi / static_cast<double>(kLayoutDpi);
   const auto at = [s](double v) { return static_cast<int>(std::lround(v * s)); };

@@ -3,6 +3,9 @@
 #include <stb/stb_image_write.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "attnscope/compute/tiles.h"
@@ -15,6 +18,20 @@ namespace {
 
 void appendBytes(void* context, void* data, int size) {
   static_cast<std::string*>(context)->append(static_cast<const char*>(data), static_cast<std::size_t>(size));
+}
+
+void appendBigEndian(std::string& out, std::uint32_t v) {
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>((v >> shift) & 0xffu));
+}
+
+// PNG's CRC-32 (ISO 3309, polynomial 0xedb88320 reflected), bit by bit: nine bytes a figure, no table needed.
+std::uint32_t crc32(const std::string& bytes) {
+  std::uint32_t c = 0xffffffffu;
+  for (const char byte : bytes) {
+    c ^= static_cast<unsigned char>(byte);
+    for (int k = 0; k < 8; ++k) c = (c & 1u) ? 0xedb88320u ^ (c >> 1) : c >> 1;
+  }
+  return c ^ 0xffffffffu;
 }
 
 }  // namespace
@@ -64,7 +81,20 @@ Canvas rasterizeMap(const Figure& figure, int panel, int w, int h) {
   return c;
 }
 
-std::string encodePng(const Canvas& canvas) {
+std::string pngPhysChunk(int dpi) {
+  const auto per_metre = static_cast<std::uint32_t>(std::lround(dpi / 0.0254));
+  std::string body = "pHYs";
+  appendBigEndian(body, per_metre);
+  appendBigEndian(body, per_metre);
+  body.push_back(1);  // the unit: the metre
+  std::string chunk;
+  appendBigEndian(chunk, 9);
+  chunk += body;
+  appendBigEndian(chunk, crc32(body));
+  return chunk;
+}
+
+std::string encodePng(const Canvas& canvas, int dpi) {
   std::string bytes;
   // stb's flip flag is one for the whole process (libstb): state it for our rows, top first, on every call,
   // so that nothing another part of the program set can turn an export upside down.
@@ -72,6 +102,9 @@ std::string encodePng(const Canvas& canvas) {
   if (!stbi_write_png_to_func(appendBytes, &bytes, canvas.width, canvas.height, 3, canvas.rgb.data(), canvas.width * 3))
     throw InputError("png", "an image stb_image_write can encode",
                      shapeString(canvas.height, canvas.width) + " pixels");
+  // The signature (8 bytes) and IHDR (4 + 4 + 13 + 4) come first; pHYs must come before the image data.
+  constexpr std::size_t kAfterHeader = 8 + 25;
+  if (dpi > 0 && bytes.size() > kAfterHeader) bytes.insert(kAfterHeader, pngPhysChunk(dpi));
   return bytes;
 }
 
@@ -91,7 +124,7 @@ std::string pngBytes(const Figure& figure, const FigureLayout& layout) {
   for (const LineItem& l : layout.lines) canvas.fill({l.x0, l.y0, l.x1 - l.x0 + 1, l.y1 - l.y0 + 1}, l.color);
   const Font& font = Font::exportFont();
   for (const TextItem& t : layout.texts) font.draw(canvas, t);
-  return encodePng(canvas);
+  return encodePng(canvas, layout.dpi);
 }
 
 }  // namespace attnscope

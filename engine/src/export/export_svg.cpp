@@ -51,9 +51,9 @@ std::string hex(Rgb8 c) {
   return buf;
 }
 
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", v);
+std::string num(double v, int decimals = 2) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   std::string s = buf;
   while (s.back() == '0') s.pop_back();
   if (s.back() == '.') s.pop_back();
@@ -93,9 +93,13 @@ std::string image(const PixelRect& r, const std::string& png) {
 
 std::string svgBytes(const Figure& figure, const FigureLayout& layout) {
   const std::string w = std::to_string(layout.width), h = std::to_string(layout.height);
+  // The size in inches (the layout's CSS pixels / 96, to a millionth: 5e-5 px at most off): a physical unit that
+  // every renderer, slide program and LaTeX reads alike, where bare pixels are taken at 72 dpi by some (and
+  // ImageMagick's MSVG reads points as pixels). The drawing itself is in the layout's pixels (the viewBox).
+  const auto inches = [](int px) { return num(px / 96.0, 6) + "in"; };
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out += "<svg xmlns=\"http://www.w3.org/2000/svg\" xmlns:xlink=\"http://www.w3.org/1999/xlink\" width=\"" + w +
-         "\" height=\"" + h + "\" viewBox=\"0 0 " + w + " " + h +
+  out += "<svg xmlns=\"http://www.w3.org/2000/svg\" xmlns:xlink=\"http://www.w3.org/1999/xlink\" width=\"" +
+         inches(layout.width) + "\" height=\"" + inches(layout.height) + "\" viewBox=\"0 0 " + w + " " + h +
          "\" font-family=\"DejaVu Sans\" fill=\"none\" stroke=\"none\">\n";
   // One family in the attribute (MSVG reads no list: a list there drew no text at all); the style sheet, which
   // browsers, librsvg and Inkscape read over the attribute, adds the fallbacks down to a generic family.
@@ -136,11 +140,14 @@ std::string svgBytes(const Figure& figure, const FigureLayout& layout) {
 
   for (const TextItem& t : layout.texts) {
     const char* anchor = t.anchor == TextAnchor::Start ? "start" : t.anchor == TextAnchor::Middle ? "middle" : "end";
-    // Upright text at (0, 0) moved into place: MSVG drops text under rotate(-90 x y), the three-number form.
+    // Upright text at (0, 0) moved into place and turned a quarter anticlockwise, reading from bottom to top:
+    // MSVG drops text under rotate(-90 x y), the three-number form, and turns rotate(-90) and matrix(0 -1 1 0 ..)
+    // the other way (it reads a matrix transposed). So the quarter turn is written as two reflections, each its
+    // own transpose, scale(1 -1) after the swap of x and y: every renderer composes them to the same turn.
     const std::string x = t.vertical ? "0" : num(t.x), y = t.vertical ? "0" : num(t.y);
     out += "<text x=\"" + x + "\" y=\"" + y + "\" font-size=\"" + num(t.size) + "\" text-anchor=\"" + anchor +
            "\" fill=\"" + hex(t.color) + "\" stroke=\"none\"";
-    if (t.vertical) out += " transform=\"translate(" + num(t.x) + " " + num(t.y) + ") rotate(-90)\"";
+    if (t.vertical) out += " transform=\"translate(" + num(t.x) + " " + num(t.y) + ") scale(1 -1) matrix(0 1 1 0 0 0)\"";
     out += " xml:space=\"preserve\">" + xmlEscape(t.text) + "</text>\n";
   }
   out += "</svg>\n";

@@ -109,6 +109,7 @@ struct FigureLayout {
   bool annotations_shown = false;
   std::vector<TextItem> texts;
   std::vector<LineItem> lines;
+  int dpi = kLayoutDpi;  // pixels per inch of this layout (pngLayout's: the dpi drawn, the PNG's pHYs)
 };
 
 // Largest side of an exported image's layout, in pixels (at kLayoutDpi).
