@@ -17,7 +17,7 @@
 #include "attnscope/compute/result.h"
 #include "attnscope/compute/sampled_check.h"
 #include "attnscope/scene/scene.h"
-#include "window/heatmap_tiles.h"
+#include "window/maps/heatmap_tiles.h"
 #include "window/latest_worker.h"
 
 namespace attnscope::app {

@@ -2,7 +2,7 @@
 // colour scale every map shares. The scene itself lives in AppState and changes only through AppState::edit.
 #pragma once
 
-#include "window/heatmap_view.h"
+#include "window/maps/heatmap_view.h"
 #include "window/model/model_view_state.h"
 #include "window/panels/analysis/panel_breakdown.h"
 #include "window/panels/analysis/panel_diff.h"

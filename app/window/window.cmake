@@ -3,7 +3,8 @@ file(GLOB WINDOW_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/*.cpp ${CMA
      ${CMAKE_CURRENT_LIST_DIR}/panels/*/*.cpp ${CMAKE_CURRENT_LIST_DIR}/widgets/*.cpp
      ${CMAKE_CURRENT_LIST_DIR}/model/*.cpp ${CMAKE_CURRENT_LIST_DIR}/files/*.cpp
      ${CMAKE_CURRENT_LIST_DIR}/runviews/*.cpp ${CMAKE_CURRENT_LIST_DIR}/lesson/*.cpp
-     ${CMAKE_CURRENT_LIST_DIR}/subject/*.cpp ${CMAKE_CURRENT_LIST_DIR}/gl/*.cpp)
+     ${CMAKE_CURRENT_LIST_DIR}/subject/*.cpp ${CMAKE_CURRENT_LIST_DIR}/maps/*.cpp
+     ${CMAKE_CURRENT_LIST_DIR}/gl/*.cpp)
 target_sources(attnscope PRIVATE ${WINDOW_SOURCES})
 # Debian ships the GLFW and OpenGL3 backends as example sources; they are compiled here as their own target,
 # without our warning flags. Both they and our code load GL through epoxy (IMGUI_IMPL_OPENGL_LOADER_CUSTOM with

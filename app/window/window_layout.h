@@ -3,7 +3,7 @@
 #pragma once
 
 #include "window/app_state.h"
-#include "window/heatmap_view.h"
+#include "window/maps/heatmap_view.h"
 #include "window/panels/panels.h"
 
 namespace attnscope::app {

@@ -26,7 +26,7 @@
 #include "cli/cli.h"
 #include "cli/cli_args.h"
 #include "window/gl/frame.h"
-#include "window/heatmap_view.h"
+#include "window/maps/heatmap_view.h"
 #include "window/subject/subject.h"
 #include "window/panels/panels.h"
 #include "window/files/file_chooser.h"

@@ -1,4 +1,4 @@
-// The model grid's pooled tiles (app/window/model/model_grid_tiles.h), computed off the UI thread: each block
+// The model grid's pooled tiles (app/window/maps/model_grid_tiles.h), computed off the UI thread: each block
 // the largest weight of its cells, taken here straight from the kept maps of the same forward (an independent
 // max over 4 x 4 cells), for a forward that kept its maps and one that kept none (recomputed from Q and K); and
 // a job replaced while it runs stops early, the newest one finishing.
@@ -13,7 +13,7 @@
 
 #include "attnscope/model/model.h"
 #include "random_model.h"
-#include "window/model/model_grid_tiles.h"
+#include "window/maps/model_grid_tiles.h"
 
 namespace attnscope::app {
 namespace {

@@ -1,4 +1,4 @@
-// HeatmapTileSource (app/window/heatmap_tiles.h), the window's overview worker for long scenes: overviews come
+// HeatmapTileSource (app/window/maps/heatmap_tiles.h), the window's overview worker for long scenes: overviews come
 // from the scene alone, head by head, equal to the max-pooled tile of a forward pass's result; a newer start()
 // makes the older revision's wait give up (its result is then not computed) and hands back nothing of it.
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 
 #include "attnscope/compute/cpu_backend.h"
 #include "attnscope/scene/presets.h"
-#include "window/heatmap_tiles.h"
+#include "window/maps/heatmap_tiles.h"
 
 namespace attnscope::app {
 namespace {

@@ -1,11 +1,11 @@
 // The heatmap shader (shaders/heatmap.vert, .frag, embedded at configure time) with the Viridis colour map it
 // looks colours up in: cells of a map's weights and mask textures (gl/textures.h) drawn as colours into part of
 // a render target. The heads' maps (heatmap_view.cpp) and the model's grid and full-size map
-// (model/model_grid_renderer.cpp) each own one.
+// (model_grid_renderer.cpp, both in window/maps/) each own one.
 #pragma once
 
 #include "attnscope/export/contrast.h"
-#include "window/cell_view.h"
+#include "window/maps/cell_view.h"
 #include "window/gl/textures.h"
 
 namespace attnscope::app::gl {

@@ -10,7 +10,7 @@
 
 #include "attnscope/analysis/walkthrough.h"
 #include "window/app_state.h"
-#include "window/heatmap_view.h"
+#include "window/maps/heatmap_view.h"
 
 namespace attnscope::app {
 

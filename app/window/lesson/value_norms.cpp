@@ -3,7 +3,7 @@
 #include <exception>
 
 #include "attnscope/compute/tiles.h"
-#include "window/heatmap_view.h"
+#include "window/maps/heatmap_view.h"
 #include "window/lesson/lesson.h"
 #include "window/panels/panels.h"
 #include "window/ui_probe.h"

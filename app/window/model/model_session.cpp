@@ -14,7 +14,7 @@
 #include "attnscope/model/head_finding.h"
 #include "attnscope/scene/scene.h"
 #include "attnscope/settings.h"
-#include "window/model/model_grid_renderer.h"
+#include "window/maps/model_grid_renderer.h"
 #include "window/model/model_view.h"
 
 namespace attnscope::app {

@@ -11,7 +11,7 @@
 
 #include "attnscope/compute/tiles.h"
 #include "attnscope/model/families.h"
-#include "window/model/model_grid_renderer.h"
+#include "window/maps/model_grid_renderer.h"
 #include "window/model/model_session.h"
 #include "window/runviews/runviews.h"
 #include "window/widgets/widgets.h"

@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "window/heatmap_view.h"
+#include "window/maps/heatmap_view.h"
 
 namespace attnscope::app {
 

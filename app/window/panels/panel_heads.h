@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "window/heatmap_view.h"
+#include "window/maps/heatmap_view.h"
 
 namespace attnscope::app {
 

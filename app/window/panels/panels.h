@@ -13,7 +13,7 @@
 #include "attnscope/export/colormap.h"
 #include "attnscope/export/export.h"
 #include "attnscope/analysis/walkthrough.h"
-#include "window/heatmap_view.h"
+#include "window/maps/heatmap_view.h"
 #include "window/widgets/widgets.h"
 #include "window/view_state.h"
 

@@ -11,7 +11,7 @@
 
 #include "attnscope/export/colormap.h"
 #include "window/app_state.h"
-#include "window/heatmap_view.h"
+#include "window/maps/heatmap_view.h"
 #include "window/view_state.h"
 
 namespace attnscope::app {

@@ -1,5 +1,5 @@
 // The grid's pooled tiles, computed on a background thread and handed to the UI thread layer by layer.
-#include "window/model/model_grid_tiles.h"
+#include "window/maps/model_grid_tiles.h"
 
 #include <algorithm>
 

@@ -1,5 +1,5 @@
 // The model's maps through the heatmap shader: a pooled atlas for the grid, one full map for the close view.
-#include "window/model/model_grid_renderer.h"
+#include "window/maps/model_grid_renderer.h"
 
 #include <algorithm>
 #include <vector>

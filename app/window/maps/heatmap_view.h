@@ -18,10 +18,10 @@
 
 #include "attnscope/export/contrast.h"
 #include "window/app_state.h"
-#include "window/cell_view.h"
+#include "window/maps/cell_view.h"
 #include "window/gl/heatmap_program.h"
 #include "window/gl/textures.h"
-#include "window/heatmap_tiles.h"
+#include "window/maps/heatmap_tiles.h"
 
 namespace attnscope::app {
 

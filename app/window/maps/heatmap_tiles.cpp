@@ -1,7 +1,7 @@
 // The worker behind HeatmapTileSource: view tiles first (they are small and what the user waits for), then each
 // head's overview from the scene a band of pooled rows at a time (overviewRows: q, k projected here, m and l
 // found on the way), so that a view request or a new scene never waits for a whole head.
-#include "window/heatmap_tiles.h"
+#include "window/maps/heatmap_tiles.h"
 
 #include <algorithm>
 #include <exception>

@@ -15,9 +15,9 @@
 #include "attnscope/model/model.h"
 #include "window/gl/heatmap_program.h"
 #include "window/gl/textures.h"
-#include "window/heatmap_view.h"
+#include "window/maps/heatmap_view.h"
 #include "window/latest_worker.h"
-#include "window/model/model_grid_tiles.h"
+#include "window/maps/model_grid_tiles.h"
 
 namespace attnscope::app {
 

@@ -1,5 +1,5 @@
 // Heatmap textures, and the heatmap shader rendering each head's map into a texture of its on-screen size.
-#include "window/heatmap_view.h"
+#include "window/maps/heatmap_view.h"
 
 #include <algorithm>
 #include <chrono>
