@@ -60,10 +60,17 @@ void probeText(const std::string& id, ImVec2 min, ImVec2 max) {
   g_texts.emplace_back(id, ProbeRect{min, max});
 }
 
+void probeTextRoom(const std::string& id, ImVec2 min, ImVec2 max, float room_min_x, float room_max_x) {
+  if (min.x < room_min_x - kSlack || max.x > room_max_x + kSlack) g_clipped_current.insert("cut:" + id);
+}
+
 void drawProbedText(ImDrawList* list, const std::string& id, ImVec2 pos, ImU32 color, const char* text) {
   list->AddText(pos, color, text);
   const ImVec2 size = ImGui::CalcTextSize(text);
-  probeText(id, pos, ImVec2(pos.x + size.x, pos.y + size.y));
+  const ImVec2 max(pos.x + size.x, pos.y + size.y);
+  probeText(id, pos, max);
+  const ImGuiWindow* window = ImGui::GetCurrentWindow();
+  if (window && !window->ScrollbarX) probeTextRoom(id, pos, max, list->GetClipRectMin().x, list->GetClipRectMax().x);
 }
 
 void probeNote(const std::string& id, const std::string& text) { g_notes_current[id] = text; }

@@ -29,7 +29,11 @@ void probePaneFits(const std::string& pane);
 // A label drawn straight into a draw list (a grid's "H9", an axis' token) over [min, max): two such labels of
 // one frame that overlap are recorded as clipped, "overlap:<id>|<id>" (the first two only, by left edge).
 void probeText(const std::string& id, ImVec2 min, ImVec2 max);
-// Draws `text` at `pos` in `color` and records it with probeText under `id`.
+// A label's room: when [min, max) runs past [room_min_x, room_max_x) sideways (the column it was laid out in,
+// the pane it is drawn in), `id` is recorded as clipped, "cut:<id>": the reader sees part of it ("ttention").
+void probeTextRoom(const std::string& id, ImVec2 min, ImVec2 max, float room_min_x, float room_max_x);
+// Draws `text` at `pos` in `color` and records it with probeText under `id`, and with probeTextRoom against the
+// draw list's clip rectangle (what the pane shows of it) unless the window scrolls sideways.
 void drawProbedText(ImDrawList* list, const std::string& id, ImVec2 pos, ImU32 color, const char* text);
 // A text the window shows, by name (the status bar's subject, the title bar), for the layout's "notes".
 void probeNote(const std::string& id, const std::string& text);

@@ -52,12 +52,20 @@ void cellTooltip(const ModelSession& s, const std::vector<int>& kv, int layer, i
   ImGui::EndTooltip();
 }
 
-// The colour bar beside the grid or the map, over [p0, p0 + (w, h)): the contrast's scale from the bottom up to
-// `top` (PerHead: each tile's own max, said under the bar).
-void modelColorBar(ImVec2 p0, float w, float h, float top, const MapContrast& contrast) {
+// The strip right of the grid or the map that the colour bar and its labels take: a gap, the bar (about a font
+// wide) and its widest label ("1.00", "row max", "1e-03") with a margin, at least 3.5 fonts.
+float modelColorBarWidth(float top, const MapContrast& contrast) {
+  const float font = ImGui::GetFontSize(), line = ImGui::GetTextLineHeight();
+  return std::floor(std::max(font * 3.5f, line * 0.4f + std::floor(font * 1.05f) + 4 +
+                                              colorBarLabelWidth(top, contrast) + line * 0.6f));
+}
+
+// The colour bar beside the grid or the map, over [p0, p0 + (w, h)) (w: modelColorBarWidth): the contrast's scale
+// from the bottom up to `top` (PerHead: each tile's own max, said under the bar).
+void modelColorBar(ImVec2 p0, float h, float top, const MapContrast& contrast) {
   const float line = ImGui::GetTextLineHeight();
   const ImVec2 b0(std::floor(p0.x + line * 0.4f), std::floor(p0.y + line * 0.5f));
-  const ImVec2 b1(b0.x + std::floor(w * 0.3f), std::floor(b0.y + std::min(h - 3 * line, 300.0f)));
+  const ImVec2 b1(b0.x + std::floor(ImGui::GetFontSize() * 1.05f), std::floor(b0.y + std::min(h - 3 * line, 300.0f)));
   if (b1.y - b0.y < 2 * line) return;
   drawColorBar(ImGui::GetWindowDrawList(), b0, b1, top, contrast);
   probeRect("model.colorbar", b0, b1);
@@ -184,10 +192,11 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
 
   drawContrastControl(view);
   ImVec2 avail = ImGui::GetContentRegionAvail();
-  const float bar_w = std::floor(ImGui::GetFontSize() * 3.5f);  // the colour bar's strip, right of the grid
+  const float bar_top = s.renderer->gridTop() > 0 ? s.renderer->gridTop() : 1.0f;
+  const float bar_w = modelColorBarWidth(bar_top, view.contrast);  // the colour bar's strip, right of the grid
   const ImVec2 bar_at(ImGui::GetCursorScreenPos().x + avail.x - bar_w, ImGui::GetCursorScreenPos().y);
   avail.x -= bar_w;
-  modelColorBar(bar_at, bar_w, avail.y, s.renderer->gridTop() > 0 ? s.renderer->gridTop() : 1.0f, view.contrast);
+  modelColorBar(bar_at, avail.y, bar_top, view.contrast);
   // The room the grid has (strip, header and tiles), for the tests of how much of it the grid fills.
   probeRect("model.area", ImGui::GetCursorScreenPos(),
             ImVec2(ImGui::GetCursorScreenPos().x + avail.x, ImGui::GetCursorScreenPos().y + avail.y));
@@ -338,7 +347,7 @@ void focusView(AppState& state, ViewState& view, ModelSession& s) {
   const float line = ImGui::GetTextLineHeight();
   drawContrastControl(view);
   ImVec2 avail = ImGui::GetContentRegionAvail();
-  const float bar_w = std::floor(ImGui::GetFontSize() * 3.5f);  // the colour bar's strip, right of the map
+  const float bar_w = modelColorBarWidth(s.renderer->mapTop(), view.contrast);  // the colour bar's strip
   avail.x -= bar_w;
   const float label_w = std::min(queryLabelWidth(labels), 8 * line);
   float cell = std::min((avail.x - label_w) / zw, (avail.y - 1.2f * line) / zh);
@@ -351,7 +360,7 @@ void focusView(AppState& state, ViewState& view, ModelSession& s) {
   s.renderer->drawMap(list, s.sharedForward(), l * c.n_head + h, s.revision(), m0, m1, z, view.contrast,
                       mapWeighting(view, s));
   probeRect("model.map", m0, m1);
-  modelColorBar(ImVec2(m1.x + line * 0.5f, m0.y), bar_w, m1.y - m0.y + line * 2, s.renderer->mapTop(), view.contrast);
+  modelColorBar(ImVec2(m1.x + line * 0.5f, m0.y), m1.y - m0.y + line * 2, s.renderer->mapTop(), view.contrast);
   drawAxisLabels(labels, labels, z, m0, m1, cell, label_w, turned);
 
   ImGui::SetCursorScreenPos(m0);

@@ -3,6 +3,7 @@
 // mute toggle: muted heads are dimmed and the output change of zero-ablating them is shown under the grid.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "attnscope/compute/tiles.h"
@@ -58,6 +59,28 @@ void toggleMuted(ViewState& view, int head) {
 
 }  // namespace
 
+namespace {
+// What the colour bar says at its top ("1.00", a max, "row\nmax") and bottom (0, or top / 1000 on the log scale).
+struct ColorBarLabels {
+  char top[32], bottom[32];
+};
+ColorBarLabels colorBarLabels(float top, const MapContrast& contrast) {
+  ColorBarLabels l{};
+  const bool rows = contrast.scale == ColorScale::RowMax;
+  if (rows)
+    std::snprintf(l.top, sizeof l.top, "row\nmax");
+  else
+    std::snprintf(l.top, sizeof l.top, "%.2f", top);
+  if (contrast.log && rows)
+    std::snprintf(l.bottom, sizeof l.bottom, "max\n/1000");
+  else if (contrast.log)
+    std::snprintf(l.bottom, sizeof l.bottom, "%.0e", static_cast<double>(top) / 1000);
+  else
+    std::snprintf(l.bottom, sizeof l.bottom, "0");
+  return l;
+}
+}  // namespace
+
 // A vertical colour bar from 0 (bottom) to `top`, one band per colour-map entry, labelled in the contrast's
 // terms: its top ("1.00", a max, "row max") and its bottom (0, or top / 1000 on the log scale).
 void drawColorBar(ImDrawList* list, ImVec2 p0, ImVec2 p1, float top, const MapContrast& contrast) {
@@ -70,28 +93,25 @@ void drawColorBar(ImDrawList* list, ImVec2 p0, ImVec2 p1, float top, const MapCo
                         toImU32(table[static_cast<std::size_t>(i)]));
   }
   list->AddRect(p0, p1, IM_COL32(120, 120, 120, 255));
-  char text[32], bottom[32];
-  const bool rows = contrast.scale == ColorScale::RowMax;
-  if (rows)
-    std::snprintf(text, sizeof text, "row\nmax");
-  else
-    std::snprintf(text, sizeof text, "%.2f", top);
-  if (contrast.log && rows)
-    std::snprintf(bottom, sizeof bottom, "max\n/1000");
-  else if (contrast.log)
-    std::snprintf(bottom, sizeof bottom, "%.0e", static_cast<double>(top) / 1000);
-  else
-    std::snprintf(bottom, sizeof bottom, "0");
+  const ColorBarLabels labels = colorBarLabels(top, contrast);
   const ImU32 color = ImGui::GetColorU32(ImGuiCol_Text);
-  list->AddText(ImVec2(p1.x + 4, p0.y - 2), color, text);
-  list->AddText(ImVec2(p1.x + 4, p1.y - ImGui::CalcTextSize(bottom).y), color, bottom);
+  drawProbedText(list, "colorbar.top", ImVec2(p1.x + 4, p0.y - 2), color, labels.top);
+  drawProbedText(list, "colorbar.bottom", ImVec2(p1.x + 4, p1.y - ImGui::CalcTextSize(labels.bottom).y), color,
+                 labels.bottom);
   if (contrast.log)  // the decades between: 1/10 and 1/100 of the top, a third and two thirds up
     for (int k = 1; k <= 2; ++k) {
       const float y = p0.y + (p1.y - p0.y) * static_cast<float>(k) / 3.0f;
       list->AddLine(ImVec2(p1.x, y), ImVec2(p1.x + 3, y), color);
-      list->AddText(ImVec2(p1.x + 4, y - ImGui::GetFontSize() * 0.5f), ImGui::GetColorU32(ImGuiCol_TextDisabled),
-                    k == 1 ? "/10" : "/100");
+      drawProbedText(list, "colorbar.decade" + std::to_string(k), ImVec2(p1.x + 4, y - ImGui::GetFontSize() * 0.5f),
+                     ImGui::GetColorU32(ImGuiCol_TextDisabled), k == 1 ? "/10" : "/100");
     }
+}
+
+float colorBarLabelWidth(float top, const MapContrast& contrast) {
+  const ColorBarLabels labels = colorBarLabels(top, contrast);
+  float widest = std::max(ImGui::CalcTextSize(labels.top).x, ImGui::CalcTextSize(labels.bottom).x);
+  if (contrast.log) widest = std::max(widest, ImGui::CalcTextSize("/100").x);
+  return widest;
 }
 
 // The contrast control: the scale's top (0 to 1, a max, each row's max) and the log scale, on one row where it

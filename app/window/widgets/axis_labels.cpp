@@ -100,11 +100,15 @@ void drawAxisLabels(const std::vector<std::string>& q_tokens, const std::vector<
   };
   list->PushClipRect(ImVec2(m0.x - label_w, m0.y - 1), ImVec2(m0.x, m1.y + line), true);
   for (const int i : labelledPositions(first_row, last_row, cell, line, row_top)) {
-    const std::string shown = axisLabel(q_tokens[static_cast<std::size_t>(i)]);
+    // Elided to the column it has ("Sente…", never "entence" cut by the clip), measured against it.
+    const std::string shown = elideToWidth(axisLabel(q_tokens[static_cast<std::size_t>(i)]), label_w - 4,
+                                           [](const std::string& text) { return ImGui::CalcTextSize(text.c_str()).x; });
     const char* t = shown.c_str();
     const float y = row_top(i), x = m0.x - 4 - ImGui::CalcTextSize(t).x;
     list->AddText(ImVec2(x, y), text_color, t);
-    probeText("axis.query." + std::to_string(i), ImVec2(std::max(x, m0.x - label_w), y), ImVec2(m0.x - 4, y + line));
+    const std::string id = "axis.query." + std::to_string(i);
+    probeText(id, ImVec2(x, y), ImVec2(m0.x - 4, y + line));
+    probeTextRoom(id, ImVec2(x, y), ImVec2(m0.x - 4, y + line), list->GetClipRectMin().x, m0.x);
   }
   list->PopClipRect();
   // Key labels (below), centred under their column when they fit.

@@ -99,12 +99,15 @@ float queryLabelWidth(const std::vector<std::string>& queries);
 // labels under it, mapAxesHeight() tall.
 void drawMapAxes(const std::vector<std::string>& queries, const std::vector<std::string>& keys, ImVec2 m0, float cell);
 float mapAxesHeight(const std::vector<std::string>& keys, float cell);
+// The colour bar beside a map (from 0 or top / 1000 at the bottom to `top`) and the contrast control above the
+// maps (panel_heads.cpp): one ViewState::contrast for the heads, the model grid and the full-size map. The labels
+// stand right of the bar, from p1.x + 4: colorBarLabelWidth pixels wide at most (callers keep that room); each
+// is probed against the pane ("cut:colorbar.top" when it is not all shown).
+void drawColorBar(ImDrawList* list, ImVec2 p0, ImVec2 p1, float top, const MapContrast& contrast);
+float colorBarLabelWidth(float top, const MapContrast& contrast);
+void drawContrastControl(ViewState& view);
 // The side of a cell of an (n_rows, n_cols) map fitted into (avail_w, avail_h) pixels: square cells, the whole
 // map at least a pixel (a long scene's cells are far below one).
-// The colour bar beside a map (from 0 or top / 1000 at the bottom to `top`) and the contrast control above the
-// maps (panel_heads.cpp): one ViewState::contrast for the heads, the model grid and the full-size map.
-void drawColorBar(ImDrawList* list, ImVec2 p0, ImVec2 p1, float top, const MapContrast& contrast);
-void drawContrastControl(ViewState& view);
 float mapCell(float avail_w, float avail_h, float n_cols, float n_rows);
 // A section title with a rule under it.
 void sectionHeader(const char* title);
