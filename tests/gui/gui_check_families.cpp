@@ -136,6 +136,16 @@ void checkModelBert(Checker& c, const std::string& dir) {
       upper = std::min(upper, sum / static_cast<double>(n - 1));
     }
   c.expect(upper > 0.1, "NumPy's maps put weight on later keys (least mean " + std::to_string(upper) + ")");
+  // Find heads' list: direct logit attribution offered greyed out with the encoder's reason, naming the family as
+  // people write it ("BERT", not the config's "bert"); a click on it changes nothing.
+  const nlohmann::json offer = loadLayout(dir + "/layout_dla_offer.json");
+  const nlohmann::json clicked = loadLayout(dir + "/layout_dla_clicked.json");
+  c.expect(offer.contains("findheads.score.9") &&
+               note(offer, "findheads.dla_refused").find("BERT is an encoder") != std::string::npos,
+           "logit attribution offered disabled, with the reason: '" + note(offer, "findheads.dla_refused") + "'");
+  c.expect(!clicked.contains("findheads.dla.title") && !clicked.contains("findheads.unavailable") &&
+               clicked.contains("findheads.map"),
+           "a click on the disabled entry leaves the head-type map on show");
   int wrong = 0, grey = 0;
   for (int l = 0; l < layers; ++l)
     for (int h = 0; h < heads; ++h) {

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "attnscope/error.h"
+#include "attnscope/model/head_finding.h"
 #include "attnscope/model/model.h"
 #include "compare.h"
 #include "model/test_model_support.h"
@@ -108,6 +110,25 @@ TEST(BertModelHostile, TemplateNamingAnAbsentSpecialToken) {
                                std::string("expected a token named in special_tokens, got '[SEP]'")})
     EXPECT_NE(r.err.find(n), std::string::npos) << "'" << n << "' in " << r.err;
   EXPECT_TRUE(fs::is_empty(out_dir));  // no m.npy, no m.npy.tmp-*
+}
+
+// Direct logit attribution is a decoder's: an encoder's residual stream passes a norm after every sublayer, so the
+// window offers it disabled with this reason and the engine refuses it naming the family as people write it.
+TEST(BertLogitAttribution, RefusedWithTheFamilysName) {
+  const std::string dir = checkpoint("--text '" + kEncoderShort + "'");
+  const model::Model bert = model::loadModel(dir);
+  const std::string why = model::logitAttributionRefusal(bert);
+  EXPECT_NE(why.find("BERT is an encoder"), std::string::npos) << why;
+  const json expected = json::parse(model_test::slurp(dir + "/expected.json"));
+  const model::ForwardResult f = model::modelForward(bert, idsOf(expected), {.keep_ln1 = true});
+  try {
+    (void)model::logitAttribution(bert, f, f.n - 1);
+    ADD_FAILURE() << "an encoder's logit attribution was not refused";
+  } catch (const attnscope::InputError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind("dla: ", 0), 0u) << what;
+    EXPECT_NE(what.find("got BERT, an encoder"), std::string::npos) << what;
+  }
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "attnscope/model/head_finding.h"
 #include "window/model/model_session.h"
 #include "window/runviews/runviews.h"
 #include "window/runviews/layer_head_map.h"
@@ -106,10 +107,17 @@ void drawHeadScoresMap(ViewState& view, ModelSession& s) {
   // Tall enough for every choice: a list that scrolls hides the last ones below its edge.
   if (ImGui::BeginCombo("map", choices[static_cast<std::size_t>(view.find.score)].c_str(),
                         ImGuiComboFlags_HeightLarge)) {
+    // Logit attribution is a decoder's: offered greyed out, with the reason on hover, for an encoder.
+    const std::string no_dla = s.checkpoint() ? model::logitAttributionRefusal(*s.checkpoint()) : "";
     for (int k = 0; k < static_cast<int>(choices.size()); ++k) {
       if (k == scores) ImGui::Separator();
-      if (ImGui::Selectable(choices[static_cast<std::size_t>(k)].c_str(), k == view.find.score)) view.find.score = k;
+      const bool refused = k == scores + 3 && !no_dla.empty();
+      if (ImGui::Selectable(choices[static_cast<std::size_t>(k)].c_str(), k == view.find.score,
+                            refused ? ImGuiSelectableFlags_Disabled : 0))
+        view.find.score = k;
       probeItem("findheads.score." + std::to_string(k));
+      if (refused) probeNote("findheads.dla_refused", no_dla);
+      if (refused && ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) ImGui::SetTooltip("%s", no_dla.c_str());
     }
     ImGui::EndCombo();
   }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "attnscope/model/head_finding.h"
 #include "window/model/model_session.h"
 #include "window/runviews/runviews.h"
 #include "window/runviews/layer_head_map.h"
@@ -39,6 +40,12 @@ void drawLogitAttributionMap(ViewState& view, ModelSession& s) {
   if (!s.checkpoint()) {
     textWrappedAtSpaces("Logit attribution needs a checkpoint's weights: a saved tensor holds maps only.");
     probeItem("findheads.unavailable");
+    return;
+  }
+  if (const std::string why = model::logitAttributionRefusal(*s.checkpoint()); !why.empty()) {
+    textWrappedAtSpaces("Not offered: " + why + ".");
+    probeItem("findheads.unavailable");
+    probeNote("findheads.unavailable", why);
     return;
   }
   const int n = s.forward().n;

@@ -72,6 +72,9 @@ struct LogitAttribution {
   double sum() const;       // every part above: the logit up to the float rounding of the forward's final norm
 };
 
+// Why `model` has no direct logit attribution, in one sentence naming its family; "" when it has one (every
+// decoder). An encoder (BERT, RoBERTa) passes a norm after every sublayer, so no head writes to the logit directly.
+std::string logitAttributionRefusal(const Model& model);
 // `forward` with keep_ln1 and trace_position == position. target < 0: the top prediction at the position. The
 // unembedding of an untied checkpoint is read from its folder (loadUnembedding). Throws InputError("--dla-target")
 // for a target outside the vocabulary, ("--dla-position") for a forward traced elsewhere.

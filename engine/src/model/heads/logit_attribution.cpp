@@ -5,6 +5,7 @@
 
 #include "attnscope/compute/tiles.h"
 #include "attnscope/error.h"
+#include "attnscope/model/families.h"
 #include "attnscope/model/head_finding.h"
 #include "model/arch/model_view.h"
 
@@ -39,14 +40,23 @@ double LogitAttribution::sum() const {
   return s;
 }
 
+std::string logitAttributionRefusal(const Model& model) {
+  const Architecture a = model.architecture();
+  if (a.residual != Residual::PostNorm) return "";
+  // BERT, RoBERTa: norms between the parts, and no unembedding read
+  return "direct logit attribution needs a decoder: " + familyDisplayName(a.model_type) +
+         " is an encoder, whose residual stream passes a norm after every sublayer, so no head writes to a logit "
+         "directly";
+}
+
 LogitAttribution logitAttribution(const Model& model, const ForwardResult& forward, int position, int target,
                                   std::size_t budget_bytes) {
   const ModelView v = viewOf(model);
   const Architecture& a = v.arch;
   const int layers = a.n_layer, H = a.n_head, hd = a.head_dim, d = a.hidden;
-  if (a.residual == Residual::PostNorm)  // BERT, RoBERTa: norms between the parts, and no unembedding read
+  if (a.residual == Residual::PostNorm)
     throw InputError("dla", "a decoder (an encoder's residual stream passes a norm after every sublayer)",
-                     a.model_type);
+                     familyDisplayName(a.model_type) + ", an encoder");
   if (position < 0 || position >= forward.n)
     throw InputError("--dla-position", "a token from 0 to " + std::to_string(forward.n - 1), std::to_string(position));
   if (forward.trace.rows() != 2 * layers + 1 || static_cast<int>(forward.ln1.size()) != layers)
