@@ -209,24 +209,38 @@ void checkFindHeads(Checker& c, const std::string& dir, const Maps& maps) {
 
 // The token view of token 5 (clicked in the strip), in the layer on show (read from the status bar): from it,
 // each chip in viridis(mean over heads of NumPy's w[5][j] / the largest such), keys after 5 grey (causal); to it,
-// the same of w[i][5], queries before 5 grey.
+// the same of w[i][5], queries before 5 grey. With value norms on (tokenview_to_vn), each weight times token 5's
+// value norm through its head over the layer's largest norm (expected.json's "value_norms", as the grid's test).
 void checkTokenView(Checker& c, const std::string& dir, const Maps& maps) {
   const int heads = static_cast<int>(maps[0].size()), n = static_cast<int>(maps[0][0].size()), token = 5;
-  for (const bool to_it : {false, true}) {
-    const std::string name = to_it ? "tokenview_to" : "tokenview";
+  std::ifstream in(dir + "/ckpt/expected.json");
+  const nlohmann::json vn = nlohmann::json::parse(in)["value_norms"];
+  const struct {
+    const char* name;
+    bool to_it, weighted;
+  } views[] = {{"tokenview", false, false}, {"tokenview_to", true, false}, {"tokenview_to_vn", true, true}};
+  for (const auto& [name, to_it, weighted] : views) {
     const Checker shot{loadPng(dir + "/" + name + ".png"), loadLayout(dir + "/layout_" + name + ".json")};
     const std::string status = note(shot.layout, "status.subject");
     const std::size_t at = status.rfind("layer ");
     c.expect(at != std::string::npos && note(shot.layout, "tokenview.token") == "5",
-             name + ": token 5 picked, the layer named: '" + status + "'");
+             std::string(name) + ": token 5 picked, the layer named: '" + status + "'");
+    c.expect(note(shot.layout, "tokenview.colour") == (weighted ? "weighted" : "weights"),
+             std::string(name) + ": the colour line says what it shows: '" + note(shot.layout, "tokenview.colour") +
+                 "'");
     if (at == std::string::npos) continue;
     const int layer = std::stoi(status.substr(at + 6)) - 1;
+    double vn_top = 0;
+    for (const auto& head : vn[layer])
+      for (const auto& v : head) vn_top = std::max(vn_top, v.get<double>());
     std::vector<double> mean(static_cast<std::size_t>(n), 0.0);
     double top = 0;
     for (int k = 0; k < n; ++k) {
       for (int h = 0; h < heads; ++h) {
         const auto& w = maps[static_cast<std::size_t>(layer)][static_cast<std::size_t>(h)];
-        mean[static_cast<std::size_t>(k)] += to_it ? w[static_cast<std::size_t>(k)][token] : w[token][static_cast<std::size_t>(k)];
+        const double scale = weighted ? vn[layer][h][to_it ? token : k].get<double>() / vn_top : 1.0;
+        mean[static_cast<std::size_t>(k)] +=
+            scale * (to_it ? w[static_cast<std::size_t>(k)][token] : w[token][static_cast<std::size_t>(k)]);
       }
       mean[static_cast<std::size_t>(k)] /= heads;
       if (to_it ? k >= token : k <= token) top = std::max(top, mean[static_cast<std::size_t>(k)]);
@@ -242,13 +256,23 @@ void checkTokenView(Checker& c, const std::string& dir, const Maps& maps) {
       const Rgb8 got = shot.img.at(static_cast<int>(r[0]) + 1, static_cast<int>(r[1]) + 1);
       const bool hidden = to_it ? k < token : k > token;
       const double t = mean[static_cast<std::size_t>(k)] / top;
-      // float32 maps within 1e-6 of NumPy's: t within 1e-5, a colour step away at most.
-      const bool ok = hidden ? got == attnscope::kMaskedColor
-                             : got == attnscope::colorAt(ColorMap::Viridis, static_cast<float>(t - 1e-5)) ||
-                                   got == attnscope::colorAt(ColorMap::Viridis, static_cast<float>(t + 1e-5));
-      if (!ok && ++wrong <= 3) std::printf("      %s chip %d: t %.5f drawn %s\n", name.c_str(), k, t, Checker::str(got).c_str());
+      // float32 maps within 1e-6 of NumPy's: t within 1e-5, a colour step away at most. Weighted: the norms
+      // within 1e-5 relative too (test_value_norms.cpp), a ratio of two such sums within 1e-4.
+      const double tol = weighted ? 1e-4 : 1e-5;
+      bool ok = hidden;
+      if (hidden) {
+        ok = got == attnscope::kMaskedColor;
+      } else {
+        const auto entry = [](double v) {
+          return attnscope::colorMapIndex(attnscope::colorMapParameter(static_cast<float>(v), 0.0f, 1.0f));
+        };
+        const auto& table = attnscope::colorMapTable(ColorMap::Viridis);
+        for (int e = entry(t - tol); e <= entry(t + tol) && !ok; ++e) ok = got == table[static_cast<std::size_t>(e)];
+      }
+      if (!ok && ++wrong <= 3)
+        std::printf("      %s chip %d: t %.5f drawn %s\n", name, k, t, Checker::str(got).c_str());
     }
-    c.expect(missing == 0 && wrong == 0, name + ": " + std::to_string(n) + " chips in NumPy's colours, " +
+    c.expect(missing == 0 && wrong == 0, std::string(name) + ": " + std::to_string(n) + " chips in NumPy's colours, " +
                                              std::to_string(wrong) + " wrong, " + std::to_string(missing) + " missing");
   }
 }

@@ -11,6 +11,7 @@
 
 #include "attnscope/compute/tiles.h"
 #include "attnscope/export/colormap.h"
+#include "window/maps/model_grid_tiles.h"
 #include "window/model/model_session.h"
 #include "window/runviews/runviews.h"
 #include "window/widgets/widgets.h"
@@ -22,9 +23,10 @@ namespace {
 
 // The weights of `token` in `layer` for `head` (or every head's mean where head < 0): its row (from it) or its
 // column (to it), (n), with `masked` set where no head may attend (a key after a causal query). One row or one
-// column tile per head, so a forward without kept maps recomputes O(n d) per head, not a map.
+// column tile per head, so a forward without kept maps recomputes O(n d) per head, not a map. `key_scales`
+// (heads, n) non-null: each weight times its key's scale (value-norm weighting, valueNormScales), as the grid.
 std::vector<double> tokenWeights(const ModelSession& s, int layer, int head, int token, bool to_it,
-                                 std::vector<char>& masked) {
+                                 const Matrix* key_scales, std::vector<char>& masked) {
   const model::ForwardResult& f = s.forward();
   const int n = f.n, heads = f.layout.n_head;
   std::vector<double> sum(static_cast<std::size_t>(n), 0.0);
@@ -41,7 +43,8 @@ std::vector<double> tokenWeights(const ModelSession& s, int layer, int head, int
     const Tile tile = f.tile(layer, r);
     for (int k = 0; k < n; ++k) {
       const int i = to_it ? k : 0, j = to_it ? 0 : k;
-      sum[static_cast<std::size_t>(k)] += tile.values(i, j);
+      const double scale = key_scales ? (*key_scales)(h, to_it ? token : k) : 1.0;
+      sum[static_cast<std::size_t>(k)] += tile.values(i, j) * scale;
       if (tile.masked.size() == 0 || !tile.masked(i, j)) masked[static_cast<std::size_t>(k)] = 0;
     }
   }
@@ -85,18 +88,23 @@ void drawTokenView(ViewState& view, ModelSession& s) {
 
   // Recomputed only when what it shows changes: a forward without kept maps pays O(n d) per head for the tiles,
   // which a frame loop must not repeat.
+  // Value norms weigh it as they weigh the grid (a checkpoint's; a tensor has none).
+  const bool weighted = view.run.value_norm == 1 && s.checkpoint() != nullptr;
   struct Shown {
     unsigned revision = 0;
     int layer = -1, head = -2, token = -1, to_it = -1;
+    bool weighted = false;
     std::vector<double> w;
     std::vector<char> masked;
   };
   static Shown cache;
   if (cache.revision != s.revision() + 1 || cache.layer != s.layer || cache.head != view.tokens.head ||
-      cache.token != token || cache.to_it != view.tokens.to_it) {
-    cache.w = tokenWeights(s, s.layer, view.tokens.head, token, view.tokens.to_it == 1, cache.masked);
+      cache.token != token || cache.to_it != view.tokens.to_it || cache.weighted != weighted) {
+    const Matrix scales = weighted ? valueNormScales(*s.checkpoint(), f, s.layer) : Matrix();
+    cache.w = tokenWeights(s, s.layer, view.tokens.head, token, view.tokens.to_it == 1, weighted ? &scales : nullptr,
+                           cache.masked);
     cache.revision = s.revision() + 1, cache.layer = s.layer, cache.head = view.tokens.head, cache.token = token;
-    cache.to_it = view.tokens.to_it;
+    cache.to_it = view.tokens.to_it, cache.weighted = weighted;
   }
   const std::vector<double>& w = cache.w;
   const std::vector<char>& masked = cache.masked;
@@ -105,7 +113,9 @@ void drawTokenView(ViewState& view, ModelSession& s) {
     if (!masked[static_cast<std::size_t>(k)]) top = std::max(top, w[static_cast<std::size_t>(k)]);
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
   textWrappedAtSpaces(
-      formatted("colour: weight / the largest shown (%.3f); grey: masked (a causal query sees no later key)", top));
+      formatted("colour: %s / the largest shown (%.3f); grey: masked (a causal query sees no later key)",
+                weighted ? "weight x value norm / the layer's largest norm" : "weight", top));
+  probeNote("tokenview.colour", weighted ? "weighted" : "weights");
   ImGui::PopStyleColor();
   ImDrawList* list = ImGui::GetWindowDrawList();
   const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
@@ -134,8 +144,8 @@ void drawTokenView(ViewState& view, ModelSession& s) {
                           labels[static_cast<std::size_t>(k)].c_str());
       else
         ImGui::SetTooltip(
-            "token %d '%s'\nweight %.4f (%s)\n%s", k, labels[static_cast<std::size_t>(k)].c_str(),
-            w[static_cast<std::size_t>(k)], shown_head.c_str(),
+            "token %d '%s'\n%s %.4f (%s)\n%s", k, labels[static_cast<std::size_t>(k)].c_str(),
+            weighted ? "weight x value norm / largest" : "weight", w[static_cast<std::size_t>(k)], shown_head.c_str(),
             view.tokens.to_it ? "how much it reads the picked token" : "how much the picked token reads it");
     }
     if (ImGui::IsItemClicked()) view.tokens.token = k;
