@@ -94,6 +94,10 @@ void checkSubjectExports(Checker& c, const std::string& dir, const Maps& maps) {
                note(focus, "subject.card.heads") == "12" && note(focus, "subject.card.kv_heads") == "12" &&
                note(focus, "subject.card.head_dim") == "4",
            "the model card: GPT-2, 12 layers, 12 heads, 12 KV heads, head_dim 4");
+  // The dtype as the files hold it (run_gui_test.sh writes the fixture with --dtype F16, and its config.json names
+  // no torch_dtype), and the compute dtype; the old card said "float32 here (config.json names none)".
+  c.expect(note(focus, "subject.card.dtype") == "float16 on disk, float32 here",
+           "the model card's dtype: '" + note(focus, "subject.card.dtype") + "'");
   c.expect(note(focus, "subject.tokens") == std::to_string(n), "the left pane lists the 11 tokens");
   c.expect(note(focus, "subject.layer") == "5" && note(focus, "subject.head") == "8",
            "the navigator reads layer 5, head 8 after the tile's click: '" + note(focus, "subject.layer") + "', '" +

@@ -131,4 +131,12 @@ TEST(BertLogitAttribution, RefusedWithTheFamilysName) {
   }
 }
 
+// The card's "on disk" dtype is what the files hold, whatever config.json says (the reference writes no torch_dtype
+// for BF16 tensors it stores): the loader reads every tensor's dtype from the safetensors header.
+TEST(BertStoredDtype, TheFilesDtypeNotTheConfigs) {
+  EXPECT_EQ(model::loadModel(checkpoint("--dtype BF16 --text '" + kEncoderShort + "'")).weights.stored_dtype,
+            "bfloat16");
+  EXPECT_EQ(model::loadModel(checkpoint("--text '" + kEncoderShort + "'")).weights.stored_dtype, "float32");
+}
+
 }  // namespace

@@ -23,7 +23,7 @@ namespace {
 
 // config.json's torch_dtype (or dtype), for the model card; "" where it names none or cannot be read (loadModel
 // has read the file already: its errors were said then).
-std::string statedDtype(const std::string& dir) {
+std::string configDtype(const std::string& dir) {
   try {
     const nlohmann::json config = readJsonFile(dir + "/config.json", std::size_t{1} << 20);
     for (const char* field : {"torch_dtype", "dtype"})
@@ -148,7 +148,7 @@ ModelSession::Reply ModelSession::work(const Request& request, Progress& progres
     reply.forward = model::modelForward(*reply.checkpoint, ids, options);
     for (int id : ids) reply.labels.push_back(reply.checkpoint->tokenizer.label(id));
     reply.ids = ids;
-    reply.stored_dtype = statedDtype(request.dir);
+    reply.stated_dtype = configDtype(request.dir);
   } catch (const model::ForwardCancelled&) {
     reply.cancelled = true;
     reply.error = "Cancelled; the model shown before is kept.";
@@ -290,7 +290,7 @@ bool ModelSession::poll() {
   labels_ = std::move(r.labels);
   ids_ = std::move(r.ids);
   ran_text_ = std::move(r.text);
-  stored_dtype_ = std::move(r.stored_dtype);
+  stated_dtype_ = std::move(r.stated_dtype);
   analysis_layer_ = -1;  // the cached analysis was of the previous forward
   focus_head = -1;
   layer = std::min(layer, checkpoint_->layout().n_layer - 1);

@@ -72,7 +72,7 @@ class ModelSession {
   // The checkpoint's shapes in words: "2 layers x 4 heads, 2 KV heads, head_dim 8".
   std::string describe() const;
   // The weights' dtype as config.json states it ("bfloat16", from torch_dtype or dtype), else "".
-  const std::string& storedDtype() const { return stored_dtype_; }
+  const std::string& statedDtype() const { return stated_dtype_; }
   const std::vector<std::string>& labels() const { return labels_; }
   // The tokens as ids (a tensor's: one id per distinct label), for the scores that compare tokens.
   const std::vector<int>& ids() const { return ids_; }
@@ -147,7 +147,7 @@ class ModelSession {
     model::ForwardResult forward;
     std::vector<std::string> labels;
     std::vector<int> ids;
-    std::string text, error, stored_dtype;
+    std::string text, error, stated_dtype;
     bool cancelled = false;
   };
   static Reply work(const Request& request, Progress& progress);
@@ -159,7 +159,7 @@ class ModelSession {
   std::shared_ptr<const model::ForwardResult> forward_ = std::make_shared<const model::ForwardResult>();
   std::vector<std::string> labels_;
   std::string ran_text_;
-  std::string stored_dtype_;
+  std::string stated_dtype_;
   unsigned revision_ = 0;
   std::vector<int> ids_;
   // What a value derived off the UI thread reads: the checkpoint (null for a tensor), the forward and its ids.

@@ -47,8 +47,13 @@ void modelCard(const ModelSession& s) {
   cardRow("heads", std::to_string(arch.n_head), "subject.card.heads");
   cardRow("KV heads", std::to_string(arch.n_kv_head), "subject.card.kv_heads");
   cardRow("head_dim", std::to_string(arch.head_dim), "subject.card.head_dim");
-  cardRow("dtype", s.storedDtype().empty() ? "float32 here (config.json names none)"
-                                           : s.storedDtype() + " on disk, float32 here",
+  // What the files hold (the loader saw every tensor's dtype), then what the engine computes in; config.json's
+  // torch_dtype only where it says something else.
+  const std::string& stored = s.checkpoint()->weights.stored_dtype;
+  const std::string& stated = s.statedDtype();
+  cardRow("dtype",
+          stored + " on disk, float32 here" +
+              (!stated.empty() && stated != stored ? " (config.json says " + stated + ")" : std::string()),
           "subject.card.dtype");
   cardRow("memory",
           mebibytes(model::weightBytes(arch)) + " weights, " + mebibytes(s.forward().buffer.size() * sizeof(float)) +

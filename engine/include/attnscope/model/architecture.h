@@ -123,6 +123,9 @@ struct Weights {
   RowVector embed_norm_g, embed_norm_b;  // (hidden), embed_norm only
   std::vector<LayerWeights> layers;
   RowVector final_g, final_b;  // (hidden); _b empty without norm bias; both empty for PostNorm (no final norm)
+  // The tensors' dtype as the files store them, in torch's names ("bfloat16", "float16", "float32"; two or three
+  // joined by " and " when they mix): every one is widened to float32 here. What config.json says may differ.
+  std::string stored_dtype;
 };
 
 // float32 bytes a loaded checkpoint of `arch` takes: the sum of the tensors the name map reads.

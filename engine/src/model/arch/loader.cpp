@@ -136,9 +136,11 @@ Weights loadWeights(const std::string& dir, const Architecture& a, std::size_t b
     if (norm && !files.has(e.name) && files.has(old_name)) e.name = old_name;
   }
   std::vector<const SafetensorsFile*> where;
+  bool stored[3] = {false, false, false};  // bfloat16, float16, float32 seen
   for (const ExpectedTensor& e : expected) {
     const SafetensorsFile& file = files.fileFor(e.name, "config.json implies it");
     const TensorInfo& info = file.tensors().at(e.name);
+    stored[info.dtype == DType::BF16 ? 0 : info.dtype == DType::F16 ? 1 : 2] = true;
     const std::string field = file.path() + ": tensor '" + e.name + "'";
     if (info.dtype != DType::F32 && info.dtype != DType::F16 && info.dtype != DType::BF16)
       throw InputError(field + " dtype", "F32, F16 or BF16", dtypeName(info.dtype));
@@ -154,6 +156,9 @@ Weights loadWeights(const std::string& dir, const Architecture& a, std::size_t b
   timings.mark("index, dtypes and shapes");
 
   Weights w;
+  const char* const torch_names[3] = {"bfloat16", "float16", "float32"};
+  for (int k = 0; k < 3; ++k)
+    if (stored[k]) w.stored_dtype += (w.stored_dtype.empty() ? "" : " and ") + std::string(torch_names[k]);
   w.arch = a;
   w.layers.resize(static_cast<std::size_t>(a.n_layer));
   const int q = a.qDim(), kv = a.kvDim(), inter = a.intermediate;
