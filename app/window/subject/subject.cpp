@@ -34,21 +34,13 @@ Subject::Subject(AppState& state, ViewState& view) : state_(state), view_(view) 
   const std::shared_ptr<ModelSession>& s = view.run.session;
   if (!s || !s->shown || (s->forward().n == 0 && !s->running())) return;  // the centre shows the scene's heads
   run_ = s.get();
-  kind_ = s->tensorFile().empty() ? Kind::Checkpoint : Kind::Tensor;
 }
+
+bool Subject::tensor() const { return run_ && !run_->tensorFile().empty(); }
 
 bool Subject::ready() const { return !run_ || run_->forward().n > 0; }
 
-std::string Subject::name() const { return run_ ? run_->title() : sceneName(state_, view_); }
-
-const char* Subject::paneTitle() const {
-  switch (kind_) {
-    case Kind::Scene: return "Scene";
-    case Kind::Checkpoint: return "Model";
-    case Kind::Tensor: return "Tensor";
-  }
-  return "";
-}
+const char* Subject::paneTitle() const { return !run_ ? "Scene" : tensor() ? "Tensor" : "Model"; }
 
 std::string Subject::centreTitle() const {
   if (run_) return "Model";
@@ -75,11 +67,11 @@ std::string Subject::windowTitle() const {
 bool Subject::sceneOnlyNote(const char* tab) const {
   if (!run_) return false;
   ModelSession& s = *run_;
-  const std::string what = kind_ == Kind::Tensor ? "a saved attention tensor" : "a checkpoint's grid";
+  const std::string what = tensor() ? "a saved attention tensor" : "a checkpoint's grid";
   textWrappedAtSpaces(std::string(tab) + " explains a scene; the centre shows " + what + " (" + s.title() +
                       "). Open a layer as a scene to see it here.");
   probeItem("subject.scene_only");
-  if (kind_ == Kind::Checkpoint && s.forward().n > 0 && layerSceneUnavailable(s).empty()) {
+  if (!tensor() && s.forward().n > 0 && layerSceneUnavailable(s).empty()) {
     const std::string open = "Open layer " + std::to_string(s.layer + 1) + " as the scene";
     if (ImGui::Button(open.c_str())) openModelLayerAsScene(state_, view_, s.layer);
     probeItem("subject.open_layer");

@@ -28,8 +28,6 @@ class Subject {
   // There is something to show and export: a scene always, a run once its first forward (or tensor) landed.
   bool ready() const;
 
-  // The scene's name, "scene" or "GPT-2 layer 3"; a run's title, "GPT-2" or "att.npy [attn]".
-  std::string name() const;
   // The left pane's title: "Scene", "Model" or "Tensor".
   const char* paneTitle() const;
   // The centre pane's title: "Model", "Heads", or "GPT-2 layer 3: heads" for a checkpoint's layer as the scene.
@@ -49,11 +47,10 @@ class Subject {
   void drawRunPane() const;
 
  private:
-  enum class Kind { Scene, Checkpoint, Tensor };
+  bool tensor() const;  // the run is a saved tensor (no weights), not a checkpoint's forward
   AppState& state_;
   ViewState& view_;
-  ModelSession* run_ = nullptr;
-  Kind kind_ = Kind::Scene;
+  ModelSession* run_ = nullptr;  // null: the scene
 };
 
 }  // namespace attnscope::app

@@ -139,7 +139,7 @@ void Subject::drawRunPane() const {
   if (!run_) return;
   ModelSession& s = *run_;
   ViewState& view = view_;
-  const bool tensor = kind_ == Kind::Tensor;
+  const bool tensor = this->tensor();
   probeNote("subject.pane", tensor ? "tensor" : "checkpoint");
   if (s.forward().n == 0) {  // the first forward still running
     textWrappedAtSpaces("Loading " + s.dir + "...");

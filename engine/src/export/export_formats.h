@@ -49,9 +49,6 @@ Canvas rasterizeMap(const Figure& figure, int panel, int w, int h);
 // The canvas as PNG bytes; `dpi` > 0 also records it (a pHYs chunk in pixels per metre, after IHDR), so that
 // slides, LaTeX and image viewers place a 300-dpi figure at its size rather than at 72 or 96 dpi.
 std::string encodePng(const Canvas& canvas, int dpi = 0);
-// The pHYs chunk (length, "pHYs", x and y pixels per metre = round(dpi / 0.0254), unit 1 = metre, CRC-32) that
-// encodePng inserts.
-std::string pngPhysChunk(int dpi);
 // The NPY 1.0 header of a little-endian float32 C-order array of `shape` (the data starts at a multiple of 64).
 std::string npyHeader(const std::vector<long>& shape);
 

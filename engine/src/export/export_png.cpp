@@ -81,6 +81,9 @@ Canvas rasterizeMap(const Figure& figure, int panel, int w, int h) {
   return c;
 }
 
+namespace {
+
+// The pHYs chunk: length, "pHYs", x and y pixels per metre = round(dpi / 0.0254), unit 1 = metre, CRC-32.
 std::string pngPhysChunk(int dpi) {
   const auto per_metre = static_cast<std::uint32_t>(std::lround(dpi / 0.0254));
   std::string body = "pHYs";
@@ -93,6 +96,8 @@ std::string pngPhysChunk(int dpi) {
   appendBigEndian(chunk, crc32(body));
   return chunk;
 }
+
+}  // namespace
 
 std::string encodePng(const Canvas& canvas, int dpi) {
   std::string bytes;

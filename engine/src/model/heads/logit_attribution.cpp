@@ -41,7 +41,7 @@ double LogitAttribution::sum() const {
 }
 
 std::string logitAttributionRefusal(const Model& model) {
-  const Architecture a = model.architecture();
+  const Architecture& a = model.architecture();
   if (a.residual != Residual::PostNorm) return "";
   // BERT, RoBERTa: norms between the parts, and no unembedding read
   return "direct logit attribution needs a decoder: " + familyDisplayName(a.model_type) +
@@ -54,7 +54,7 @@ LogitAttribution logitAttribution(const Model& model, const ForwardResult& forwa
   const ModelView v = viewOf(model);
   const Architecture& a = v.arch;
   const int layers = a.n_layer, H = a.n_head, hd = a.head_dim, d = a.hidden;
-  if (a.residual == Residual::PostNorm)
+  if (!logitAttributionRefusal(model).empty())
     throw InputError("dla", "a decoder (an encoder's residual stream passes a norm after every sublayer)",
                      familyDisplayName(a.model_type) + ", an encoder");
   if (position < 0 || position >= forward.n)
