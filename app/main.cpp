@@ -1,9 +1,12 @@
 // attnscope's entry point: a subcommand runs headless; no subcommand opens the window.
 #include <fcntl.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
+#include <iterator>
 #include <new>
 #include <string>
 #include <vector>
@@ -47,9 +50,10 @@ const Command kCommands[] = {
 
 void printUsage(std::FILE* to) {
   std::fprintf(to,
-               "usage: attnscope [--scene FILE] [--backend cpu|gpu|auto] [--screenshot PATH --frames N] "
-               "[--frame-stats] [--script FILE]\n"
-               "       (no subcommand: opens the window)\n");
+               "usage: attnscope [SCENE.json | DIR [--text T | --text-file F] | FILE.npy|.npz|.safetensors "
+               "[--tokens T] [--tensor NAME]]\n"
+               "       [--backend cpu|gpu|auto] [--screenshot PATH --frames N] [--frame-stats] [--script FILE]\n"
+               "       (no subcommand: opens the window, on the file or folder named)\n");
   for (const Command& c : kCommands) std::fprintf(to, "       attnscope %s\n", c.usage);
   std::fprintf(to,
                "--backend: cpu (the reference), gpu (OpenGL 4.3 compute), auto (the GPU while it starts and its checks\n"
@@ -73,6 +77,11 @@ int runCommand(const std::vector<std::string>& args) {
     return 0;
   }
   if (args.empty() || args[0].rfind("-", 0) == 0) return attnscope::runWindow(args);
+  // Not a command but a file or folder that exists: the window opens it (attnscope DIR --text T, FILE.npy, ...).
+  const bool command = std::any_of(std::begin(kCommands), std::end(kCommands),
+                                   [&](const Command& c) { return args[0] == c.name; });
+  std::error_code ec;
+  if (!command && std::filesystem::exists(args[0], ec)) return attnscope::runWindow(args);
   for (const Command& c : kCommands) {
     if (args[0] != c.name) continue;
     // A command's outputs may not replace its inputs (compute in.json -o in.json); the window's Save may.
@@ -81,7 +90,8 @@ int runCommand(const std::vector<std::string>& args) {
     attnscope::cli::Args parsed(c.name, std::vector<std::string>(args.begin() + 1, args.end()));
     return c.run(parsed);
   }
-  printError("command: expected one of compute, walkthrough, export, bench, analyze, model, tokenize, import, view, got " +
+  printError("command: expected one of compute, walkthrough, export, bench, analyze, model, tokenize, import, view, "
+             "or a file or folder to open in the window, got " +
              attnscope::quoteFragment(args[0]));
   return 2;
 }

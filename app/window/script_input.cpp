@@ -1,38 +1,143 @@
 // Scripted input through ImGui's input state, one step per frame.
 #include "window/script_input.h"
 
-#include <algorithm>
 #include <GLFW/glfw3.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <cstdio>
+#include <optional>
 #include <sstream>
 
 #include "attnscope/atomic_file.h"
 #include "attnscope/error.h"
+#include "attnscope/text_bounds.h"
 #include "window/ui_probe.h"
 
 namespace attnscope::app {
 
 namespace {
 
+// A line's words; a double-quoted run is one word without its quotes (a target name with spaces).
 std::vector<std::string> splitLine(const std::string& line) {
-  std::istringstream in(line);
   std::vector<std::string> words;
-  for (std::string w; in >> w;) words.push_back(w);
+  std::string word;
+  bool quoted = false, any = false;
+  for (const char c : line) {
+    if (c == '"') {
+      quoted = !quoted, any = true;
+    } else if (!quoted && (c == ' ' || c == '\t' || c == '\r')) {
+      if (any) words.push_back(word);
+      word.clear(), any = false;
+    } else {
+      word += c, any = true;
+    }
+  }
+  if (any) words.push_back(word);
   return words;
 }
 
+constexpr const char* kKeyNames =
+    "Left, Right, Up, Down, Enter, Escape, Tab, Backspace, Delete, Home, End, PageUp, PageDown, Space, A..Z or 0..9";
+
 int glfwKey(const std::string& name) {
-  if (name == "Left") return GLFW_KEY_LEFT;
-  if (name == "Right") return GLFW_KEY_RIGHT;
-  if (name == "Up") return GLFW_KEY_UP;
-  if (name == "Down") return GLFW_KEY_DOWN;
-  if (name == "Enter") return GLFW_KEY_ENTER;
-  if (name == "Escape") return GLFW_KEY_ESCAPE;
-  if (name == "Tab") return GLFW_KEY_TAB;
-  if (name == "Backspace") return GLFW_KEY_BACKSPACE;
+  static const std::vector<std::pair<const char*, int>> named = {
+      {"Left", GLFW_KEY_LEFT},     {"Right", GLFW_KEY_RIGHT},      {"Up", GLFW_KEY_UP},
+      {"Down", GLFW_KEY_DOWN},     {"Enter", GLFW_KEY_ENTER},      {"Escape", GLFW_KEY_ESCAPE},
+      {"Tab", GLFW_KEY_TAB},       {"Backspace", GLFW_KEY_BACKSPACE}, {"Delete", GLFW_KEY_DELETE},
+      {"Home", GLFW_KEY_HOME},     {"End", GLFW_KEY_END},          {"PageUp", GLFW_KEY_PAGE_UP},
+      {"PageDown", GLFW_KEY_PAGE_DOWN}, {"Space", GLFW_KEY_SPACE}};
+  for (const auto& [key_name, key] : named)
+    if (name == key_name) return key;
   if (name.size() == 1 && name[0] >= 'A' && name[0] <= 'Z') return GLFW_KEY_A + (name[0] - 'A');
-  throw InputError("script key", "Left, Right, Up, Down, Enter, Escape, Tab, Backspace or A..Z", name);
+  if (name.size() == 1 && name[0] >= '0' && name[0] <= '9') return GLFW_KEY_0 + (name[0] - '0');
+  throw InputError("script key", kKeyNames, name);
+}
+
+// The character a key types (a letter, a digit, Space), as GLFW's character callback sends it beside the key
+// when neither Ctrl nor Alt is held; 0 for a key that types none.
+unsigned typedCharacter(const std::string& name, bool shift) {
+  if (name == "Space") return ' ';
+  if (name.size() != 1) return 0;
+  if (name[0] >= '0' && name[0] <= '9') return static_cast<unsigned>(name[0]);
+  if (name[0] >= 'A' && name[0] <= 'Z') return static_cast<unsigned>(shift ? name[0] : name[0] - 'A' + 'a');
+  return 0;
+}
+
+bool has(const std::vector<std::string>& words, std::size_t from, const char* word) {
+  return std::find(words.begin() + static_cast<std::ptrdiff_t>(std::min(from, words.size())), words.end(), word) !=
+         words.end();
+}
+
+// A whole number for argument `what` of a script line, within [lo, hi]; throws naming the line.
+int scriptInt(const std::string& where, const std::string& what, const std::string& word, int lo, int hi) {
+  std::size_t used = 0;
+  long value = 0;
+  try {
+    value = std::stol(word, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != word.size() || value < lo || value > hi)
+    throw InputError(where, what + ": a whole number in " + std::to_string(lo) + ".." + std::to_string(hi),
+                     quoteFragment(word));
+  return static_cast<int>(value);
+}
+
+float scriptFloat(const std::string& where, const std::string& what, const std::string& word) {
+  std::size_t used = 0;
+  float value = 0;
+  try {
+    value = std::stof(word, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != word.size() || !std::isfinite(value))
+    throw InputError(where, what + ": a finite number", quoteFragment(word));
+  return value;
+}
+
+// Checks a command's arguments when the script is read, so that a bad line fails before the window opens.
+void checkArguments(const std::string& where, const std::vector<std::string>& w) {
+  const std::string& c = w[0];
+  const auto need = [&](std::size_t count, const char* form) {
+    if (w.size() < count) throw InputError(where, std::string("'") + form + "'", "'" + c + "' with too few words");
+  };
+  if (c == "wait") {
+    need(2, "wait N");
+    scriptInt(where, "N", w[1], 0, 1000000);
+  } else if (c == "move" || c == "click") {
+    need(2, "click TARGET");
+    for (std::size_t i = 2; i < w.size(); ++i)  // pixels "X Y" and "cell H R C" take numbers after the target
+      if (c == "click" && std::isalpha(static_cast<unsigned char>(w[i][0])) &&
+          !(w[i] == "ctrl" || w[i] == "shift" || w[i] == "right" || w[i] == "double"))
+        throw InputError(where, "click's modifiers: ctrl, shift, right, double", quoteFragment(w[i]));
+  } else if (c == "wheel") {
+    need(3, "wheel TARGET STEPS");
+    scriptFloat(where, "STEPS", w.back());
+  } else if (c == "drag") {
+    need(5, "drag TARGET DX DY N");
+    scriptFloat(where, "DX", w[w.size() - 3]);
+    scriptFloat(where, "DY", w[w.size() - 2]);
+    scriptInt(where, "N", w.back(), 1, 100000);
+  } else if (c == "key") {
+    need(2, "key NAME [ctrl] [shift]");
+    glfwKey(w[1]);
+    for (std::size_t i = 2; i < w.size(); ++i)
+      if (w[i] != "ctrl" && w[i] != "shift") throw InputError(where, "key's modifiers: ctrl, shift", quoteFragment(w[i]));
+  } else if (c == "until") {
+    const bool absent = w.size() > 1 && w[1] == "no";
+    need(absent ? 3 : 2, "until [no] NAME [N]");
+    const std::size_t limit_at = absent ? 3 : 2;
+    if (w.size() > limit_at) scriptInt(where, "N", w[limit_at], 1, 10000000);
+  } else if (c == "resize") {
+    need(3, "resize W H");
+    scriptInt(where, "W", w[1], 200, 16384);
+    scriptInt(where, "H", w[2], 200, 16384);
+  } else if (c == "screenshot" || c == "layout") {
+    need(2, "screenshot PATH");
+  }
 }
 
 std::string layoutJson() {
@@ -79,16 +184,26 @@ std::string layoutJson() {
 ScriptInput::ScriptInput(const std::string& path) {
   std::istringstream in(readWholeFile(path, "--script"));
   int number = 0;
-  const std::vector<std::string> known = {"wait", "move", "click", "wheel",  "drag", "key",
-                                          "text", "until", "screenshot", "layout", "quit", "measure"};
+  const std::vector<std::string> known = {"wait", "move", "click", "wheel", "drag", "key", "text", "until",
+                                          "resize", "screenshot", "layout", "names", "measure", "quit"};
   for (std::string line; std::getline(in, line);) {
     ++number;
-    const std::vector<std::string> words = splitLine(line.substr(0, line.find('#')));
+    const std::string where = path + ":" + std::to_string(number);
+    // `text` types the rest of its line as written, '#' included; any other line ends at a '#'.
+    const std::vector<std::string> first = splitLine(line);
+    if (!first.empty() && first[0] == "text") {
+      lines_.push_back(first), texts_.push_back(line);
+      continue;
+    }
+    line = line.substr(0, line.find('#'));
+    const std::vector<std::string> words = splitLine(line);
     if (words.empty()) continue;
     if (std::find(known.begin(), known.end(), words[0]) == known.end())
-      throw InputError(path + ":" + std::to_string(number),
-                       "a command (wait move click wheel drag key text until screenshot layout quit measure)", words[0]);
-    lines_.push_back(line.substr(0, line.find('#')));
+      throw InputError(where,
+                       "a command (wait move click wheel drag key text until resize screenshot layout names measure quit)",
+                       quoteFragment(words[0]));
+    checkArguments(where, words);
+    lines_.push_back(words), texts_.push_back(line);
   }
 }
 
@@ -117,8 +232,12 @@ bool ScriptInput::resolveTarget(const std::vector<std::string>& words, std::size
   return true;
 }
 
+bool ScriptInput::pendingOutput() const {
+  return !pending_screenshot_.empty() || !pending_layout_.empty() || pending_names_ || pending_resize_;
+}
+
 bool ScriptInput::waitingForWork() const {
-  return !done() && pending_screenshot_.empty() && pending_layout_.empty() && splitLine(lines_[line_])[0] == "until";
+  return !done() && !pendingOutput() && lines_[line_][0] == "until";
 }
 
 void ScriptInput::apply(ImGuiIO& io, const AppState& state) {
@@ -128,19 +247,25 @@ void ScriptInput::apply(ImGuiIO& io, const AppState& state) {
   for (bool& down : io.KeysDown) down = false;
   io.KeyCtrl = io.KeyShift = io.KeyAlt = io.KeySuper = false;
   io.MouseWheel = 0;
-  if (done() || !pending_screenshot_.empty() || !pending_layout_.empty()) return;
+  if (done() || pendingOutput()) return;
 
-  const std::vector<std::string> words = splitLine(lines_[line_]);
+  const std::vector<std::string>& words = lines_[line_];
   const std::string& command = words[0];
   auto next = [&] {
     ++line_;
     phase_ = 0;
+    target_waited_ = 0;
   };
-  auto target = [&](std::size_t first) {
+  // The target's centre, or nothing yet: a target not on screen is waited for (a tab switched a frame ago draws
+  // its widgets on the next), kTargetWaitFrames frames at most.
+  auto target = [&](std::size_t first) -> std::optional<ImVec2> {
     ImVec2 at;
-    if (!resolveTarget(words, first, state, at))
-      throw InputError("script line '" + lines_[line_] + "'", "a target that is on screen", "none found");
-    return at;
+    if (resolveTarget(words, first, state, at)) return at;
+    if (++target_waited_ > kTargetWaitFrames)
+      throw InputError("script line '" + texts_[line_] + "'",
+                       "a target that is on screen within " + std::to_string(kTargetWaitFrames) + " frames",
+                       "none found (the `names` command lists those on screen)");
+    return std::nullopt;
   };
   if (command == "wait") {
     if (++phase_ >= std::stoi(words.at(1))) next();
@@ -151,28 +276,46 @@ void ScriptInput::apply(ImGuiIO& io, const AppState& state) {
     const int limit = words.size() > limit_at ? std::stoi(words[limit_at]) : 6000;
     if (lastFrameProbes().count(name) != (absent ? 0u : 1u)) {
       if (++phase_ > limit)
-        throw InputError("script line '" + lines_[line_] + "'", "the awaited state within " + std::to_string(limit) +
-                                                                    " frames", "it did not come");
+        throw InputError("script line '" + texts_[line_] + "'",
+                         "the awaited state within " + std::to_string(limit) + " frames", "it did not come");
     } else {
       next();
     }
   } else if (command == "move") {
-    mouse_ = io.MousePos = target(1);
+    const auto at = target(1);
+    if (!at) return;
+    mouse_ = io.MousePos = *at;
     next();
   } else if (command == "click") {
-    // frame 0: move there; 1: press; 2: release (a click is press then release over the same widget)
-    if (phase_ == 0) mouse_ = io.MousePos = target(1);
-    io.MouseDown[0] = phase_ == 1;
-    io.KeyCtrl = words.back() == "ctrl";  // Ctrl+click: a drag field turns into a text field
-    if (++phase_ > 2) next();
+    // frame 0: move there; 1: press; 2: release (a click is press then release over the same widget); a double
+    // click presses again on 3 and releases on 4, well inside ImGui's 0.3 s.
+    if (phase_ == 0) {
+      const auto at = target(1);
+      if (!at) return;
+      mouse_ = io.MousePos = *at;
+    }
+    const bool twice = has(words, 2, "double");
+    io.MouseDown[has(words, 2, "right") ? 1 : 0] = phase_ == 1 || (twice && phase_ == 3);
+    io.KeyCtrl = has(words, 2, "ctrl");  // Ctrl+click: a drag field turns into a text field
+    io.KeyShift = has(words, 2, "shift");
+    if (++phase_ > (twice ? 4 : 2)) next();
   } else if (command == "wheel") {
-    mouse_ = io.MousePos = target(1);
+    if (phase_ == 0) {
+      const auto at = target(1);
+      if (!at) return;
+      mouse_ = *at;
+    }
+    io.MousePos = mouse_;
     if (phase_ == 1) io.MouseWheel = std::stof(words.back());
     if (++phase_ > 1) next();
   } else if (command == "drag") {
     // frame 0: move there; 1: press; 2..N+1: move a step each frame, held; N+2: release
     const int steps = std::max(1, std::stoi(words.at(words.size() - 1)));
-    if (phase_ == 0) drag_from_ = mouse_ = target(1);
+    if (phase_ == 0) {
+      const auto at = target(1);
+      if (!at) return;
+      drag_from_ = mouse_ = *at;
+    }
     if (phase_ >= 2 && phase_ <= steps + 1) {
       const float f = static_cast<float>(phase_ - 1) / static_cast<float>(steps);
       mouse_ = ImVec2(drag_from_.x + f * std::stof(words.at(words.size() - 3)),
@@ -182,19 +325,28 @@ void ScriptInput::apply(ImGuiIO& io, const AppState& state) {
     io.MouseDown[0] = phase_ >= 1 && phase_ <= steps + 1;
     if (++phase_ > steps + 2) next();
   } else if (command == "key") {
-    io.KeyCtrl = std::find(words.begin() + 2, words.end(), "ctrl") != words.end();
-    io.KeyShift = std::find(words.begin() + 2, words.end(), "shift") != words.end();
+    io.KeyCtrl = has(words, 2, "ctrl");
+    io.KeyShift = has(words, 2, "shift");
     io.KeysDown[glfwKey(words.at(1))] = phase_ == 0;
+    if (phase_ == 0 && !io.KeyCtrl)
+      if (const unsigned c = typedCharacter(words[1], io.KeyShift)) io.AddInputCharacter(c);
     if (++phase_ > 1) next();
   } else if (command == "text") {
-    const std::string& line = lines_[line_];
+    const std::string& line = texts_[line_];
     for (char c : line.substr(line.find("text") + 5)) io.AddInputCharacter(static_cast<unsigned>(c));
     next();
+  } else if (command == "resize") {
+    // Asked after this frame; then two frames for the window system and the layout to follow.
+    if (phase_ == 0) pending_resize_ = std::make_pair(std::stoi(words[1]), std::stoi(words[2]));
+    if (++phase_ > 2) next();
   } else if (command == "screenshot") {
     pending_screenshot_ = words.at(1);
     next();
   } else if (command == "layout") {
     pending_layout_ = words.at(1);
+    next();
+  } else if (command == "names") {
+    pending_names_ = words.size() > 1 ? words[1] : "";
     next();
   } else if (command == "measure") {
     measure_start_ = true;
@@ -205,11 +357,22 @@ void ScriptInput::apply(ImGuiIO& io, const AppState& state) {
   }
 }
 
-bool ScriptInput::afterRender(const std::function<void(const std::string&)>& screenshot) {
-  if (!pending_screenshot_.empty()) screenshot(pending_screenshot_);
+bool ScriptInput::afterRender(const WindowHooks& hooks) {
+  if (!pending_screenshot_.empty()) hooks.screenshot(pending_screenshot_);
   if (!pending_layout_.empty()) writeFileAtomically(pending_layout_, layoutJson());
+  if (pending_names_) {
+    std::string names;
+    for (const auto& [id, r] : lastFrameProbes()) names += id + "\n";
+    if (pending_names_->empty())
+      std::fwrite(names.data(), 1, names.size(), stdout);
+    else
+      writeFileAtomically(*pending_names_, names);
+  }
+  if (pending_resize_) hooks.resize(pending_resize_->first, pending_resize_->second);
   pending_screenshot_.clear();
   pending_layout_.clear();
+  pending_names_.reset();
+  pending_resize_.reset();
   return !quit_;
 }
 

@@ -6,6 +6,7 @@
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
+#include "attnscope/text_bounds.h"
 #include "window/files/file_chooser.h"
 #include "window/files/pane_settings.h"
 #include "window/model/model_session.h"
@@ -74,33 +75,32 @@ void fileBar(AppState& state, ViewState& view) {
     if (ImGui::IsKeyPressed(GLFW_KEY_Z, false)) io.KeyShift ? state.redo() : state.undo();
     if (ImGui::IsKeyPressed(GLFW_KEY_Y, false)) state.redo();
   }
-  // The message gets the rest of the bar, wrapped inside it (fileBarHeight makes room for its lines).
+  // The message gets the rest of the bar, on one line: cut with "..." where it does not fit, whole on hover (a
+  // wrapped message pushed every pane down by its lines).
   if (!state.message().empty()) {
     ImGui::SameLine();
-    if (state.messageIsError())
-      ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.4f, 1.0f));
-    else
-      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
-    ImGui::PushTextWrapPos(0.0f);
-    ImGui::TextUnformatted(state.message().c_str());
-    ImGui::PopTextWrapPos();
-    ImGui::PopStyleColor();
+    const ImVec4 colour = state.messageIsError() ? ImVec4(1.0f, 0.45f, 0.4f, 1.0f)
+                                                 : ImGui::GetStyle().Colors[ImGuiCol_TextDisabled];
+    const std::string& message = state.message();
+    const float room = std::max(ImGui::GetFontSize() * 4, ImGui::GetContentRegionAvail().x);
+    const std::string shown =
+        elideToWidth(message, room, [](const std::string& t) { return ImGui::CalcTextSize(t.c_str()).x; }, 4096);
+    ImGui::TextColored(colour, "%s", shown.c_str());
+    if (shown != message && ImGui::IsItemHovered()) {
+      ImGui::BeginTooltip();
+      ImGui::PushTextWrapPos(ImGui::GetFontSize() * 40);
+      ImGui::TextUnformatted(message.c_str());
+      ImGui::PopTextWrapPos();
+      ImGui::EndTooltip();
+    }
     probeItem("file.message");
-    probeNote("file.message", state.message());
+    probeNote("file.message", message);
+    if (shown != message) probeNote("file.message.shown", shown);
   }
 }
 
-// The file bar is one row of widgets; a long message beside them wraps onto more lines.
-float fileBarHeight(const AppState& state, float display_w) {
-  const ImGuiStyle& style = ImGui::GetStyle();
-  const float one_row = ImGui::GetFrameHeight() + 2 * style.WindowPadding.y;
-  if (state.message().empty()) return one_row;
-  const float widgets = ImGui::CalcTextSize("Scene file * Browse... Open Save Save as... Undo Redo").x +
-                        ImGui::GetFontSize() * 22 + 16 * style.FramePadding.x + 9 * style.ItemSpacing.x;
-  const float room = std::max(ImGui::GetFontSize() * 8, display_w - widgets - 2 * style.WindowPadding.x);
-  const float text_h = ImGui::CalcTextSize(state.message().c_str(), nullptr, false, room).y;
-  return std::max(one_row, text_h + 2 * style.WindowPadding.y + style.FramePadding.y);
-}
+// The file bar is one row of widgets and the message beside them.
+float fileBarHeight() { return ImGui::GetFrameHeight() + 2 * ImGui::GetStyle().WindowPadding.y; }
 
 void statusBar(AppState& state, ViewState& view, double frame_ms) {
   ImGui::AlignTextToFramePadding();
@@ -260,10 +260,10 @@ void drawWindowLayout(AppState& state, ViewState& view, HeatmapRenderer& rendere
                                      std::max(default_side, min_analysis), min_analysis, analysis_max);
   const float side_max = std::max(font * 14, display.x - analysis_w - centre_min);
   const float side_w = paneWidth(panes_now.left_em, panes_now.left_collapsed, default_side, font * 14, side_max);
-  const float body_h = display.y - bar_h - fileBarHeight(state, display.x) - (state.banner().empty() ? 0 : bar_h);
+  const float body_h = display.y - bar_h - fileBarHeight() - (state.banner().empty() ? 0 : bar_h);
   float y = 0;
 
-  const float file_h = fileBarHeight(state, display.x);
+  const float file_h = fileBarHeight();
   placeNext(ImVec2(0, y), ImVec2(display.x, file_h));
   ImGui::Begin("##file", nullptr, kPanelFlags | ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoScrollbar);
   fileBar(state, view);

@@ -1,5 +1,6 @@
 // The window: GLFW + OpenGL 4.3 core + Dear ImGui. A flat init, loop, shutdown; the panels do the rest.
-// Options: --scene FILE, --screenshot PATH --frames N, --frame-stats, --script FILE, --backend cpu|gpu|auto.
+// Options: [PATH] (startup_open.h: a scene, a checkpoint folder with --text, an arrays file with --tokens), --scene
+// FILE, --screenshot PATH --frames N, --frame-stats, --script FILE, --backend cpu|gpu|auto.
 #include <GLFW/glfw3.h>
 #include <imgui.h>
 #include <imgui_impl_glfw.h>
@@ -23,6 +24,7 @@
 #include "attnscope/gpu_backend.h"
 #include "attnscope/scene/scene_json.h"
 #include "attnscope/settings.h"
+#include "attnscope/text_bounds.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
 #include "window/gl/frame.h"
@@ -31,6 +33,7 @@
 #include "window/panels/panels.h"
 #include "window/files/file_chooser.h"
 #include "window/script_input.h"
+#include "window/startup_open.h"
 #include "window/ui_probe.h"
 #include "window/window_layout.h"
 
@@ -39,7 +42,8 @@ namespace attnscope {
 namespace {
 
 struct WindowOptions {
-  std::optional<std::string> scene_path, screenshot_path, script_path;
+  app::StartupArguments open;  // the file or folder to open, and the options that go with it
+  std::optional<std::string> screenshot_path, script_path;
   std::string backend = "auto";  // cpu, gpu, or auto (a hardware GPU when it starts, quietly the CPU otherwise)
   long frames = 0;               // 0 = until closed
   bool frame_stats = false;
@@ -48,13 +52,19 @@ struct WindowOptions {
 WindowOptions parseOptions(const std::vector<std::string>& args) {
   cli::Args parsed("window", args);
   WindowOptions o;
-  o.scene_path = parsed.take("--scene");
+  const std::optional<std::string> scene = parsed.take("--scene");
+  o.open.text = parsed.take("--text");
+  o.open.text_file = parsed.take("--text-file");
+  o.open.tokens = parsed.take("--tokens");
+  o.open.tensor = parsed.take("--tensor");
   o.screenshot_path = parsed.take("--screenshot");
   o.script_path = parsed.take("--script");
   o.frames = parsed.takeInt("--frames", o.screenshot_path ? 3 : 0, 1, 1000000);
   o.frame_stats = parsed.takeFlag("--frame-stats");
   o.backend = parsed.takeChoice("--backend", {"cpu", "gpu", "auto"}, "auto");
-  parsed.positionals(0);
+  const std::vector<std::string> paths = parsed.positionals(1);
+  if (!paths.empty() && scene) throw InputError("--scene", "one file to open", "both --scene and " + quoteFragment(paths[0]));
+  o.open.path = paths.empty() ? scene : std::optional<std::string>(paths[0]);
   return o;
 }
 
@@ -161,7 +171,8 @@ int runWindow(const std::vector<std::string>& args) {
   useDefaultsForBadSettings();
   for (const std::string& line : bad_settings) std::fprintf(stderr, "attnscope: using the default: %s\n", line.c_str());
   // Read the scene and the script first: a bad file is a one-line error before any window appears.
-  Scene scene = options.scene_path ? loadSceneFile(*options.scene_path) : app::initialScene();
+  app::StartupOpen opened = app::readStartupOpen(options.open);
+  Scene scene = opened.scene ? std::move(*opened.scene) : app::initialScene();
   std::unique_ptr<app::ScriptInput> script;
   if (options.script_path) script = std::make_unique<app::ScriptInput>(*options.script_path);
   app::allowDesktopChooser(!script);  // a desktop dialog would take the input a script drives
@@ -224,7 +235,7 @@ int runWindow(const std::vector<std::string>& args) {
   {
     app::AppState state(std::move(scene));
     state.window_renderer = app::gl::rendererName();
-    if (options.scene_path) state.path = *options.scene_path;
+
     if (options.backend == "gpu" || (options.backend == "auto" && !windowRendererIsSoftware())) {
       state.useBackend("gpu");
       if (options.backend == "auto" && state.backend().name() == "cpu") state.clearBanner();  // no GPU: quietly CPU
@@ -235,6 +246,7 @@ int runWindow(const std::vector<std::string>& args) {
       state.refuse("Using the default for a bad setting: " + said);
     }
     app::ViewState view;
+    app::applyStartupOpen(opened, state, view);
     app::HeatmapRenderer renderer;
     std::vector<double> frame_ms, landing_ms;
     long frame = 0;
@@ -268,7 +280,8 @@ int runWindow(const std::vector<std::string>& args) {
       ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
       ++frame;
       if (script)
-        running = script->afterRender([&](const std::string& path) { writeScreenshot(window, path); }) &&
+        running = script->afterRender({[&](const std::string& path) { writeScreenshot(window, path); },
+                                       [&](int w, int h) { glfwSetWindowSize(window, w, h); }}) &&
                   !(script->done() && !options.screenshot_path);
       if (options.screenshot_path && frame >= options.frames && (!script || script->done())) {
         writeScreenshot(window, *options.screenshot_path);

@@ -486,6 +486,10 @@ int main(int argc, char** argv) {
       checkPanes(c, dir);
     } else if (test == "browse") {
       checkBrowse(c, dir);
+    } else if (test == "script_commands") {
+      checkScriptCommands(c, dir);
+    } else if (test == "open_command_line") {
+      checkOpenCommandLine(c, dir);
     } else if (test == "hostile_fields") {
       expectHostileValuesRefused(c, dir);
     } else if (test == "clipping") {

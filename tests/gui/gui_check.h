@@ -228,5 +228,7 @@ void checkLongValueNorms(Checker& c, const std::string& dir);  // gui_check_long
 void checkOpenArrays(Checker& c, const std::string& dir);  // gui_check_arrays.cpp
 void checkPanes(Checker& c, const std::string& dir);       // gui_check_panes.cpp
 void checkBrowse(Checker& c, const std::string& dir);      // gui_check_panes.cpp
+void checkScriptCommands(Checker& c, const std::string& dir);  // gui_check_script.cpp
+void checkOpenCommandLine(Checker& c, const std::string& dir);  // gui_check_script.cpp
 
 }  // namespace gui

@@ -108,6 +108,15 @@ if [[ "$script" == export_value_norms ]]; then
   /usr/bin/python3 "$scripts/../../model/gpt2_reference.py" "$out/ckpt" --dtype F16 --layers 2 --heads 3 --embd 24 \
     --token-strings '["hello", "\u0120t", "he", "r", "e", "\u0120", "c", "a", "t", "s", "!"]'
 fi
+# The window's command line (open_command_line) and the scripted mode's commands (script_commands): a 2-layer x
+# 3-head GPT-2 checkpoint and the arrays files; a file whose name has a space, for a quoted target.
+if [[ "$script" == open_command_line || "$script" == script_commands ]]; then
+  /usr/bin/python3 "$scripts/../../model/gpt2_reference.py" "$out/ckpt" --dtype F16 --layers 2 --heads 3 --embd 24 \
+    --token-strings '["hello", "\u0120t", "he", "r", "e", "\u0120", "c", "a", "t", "s", "!"]'
+  /usr/bin/python3 "$scripts/../open_arrays_fixtures.py" "$out"
+  mkdir -p "$out/pick"
+  cp "$scripts/../../../assets/scenes/sentence_heads.json" "$out/pick/my scene.json"
+fi
 # Opening arrays files: an attention tensor as .npy and safetensors, a torch-mha layer as .npz, with NumPy's
 # weights for each (expected.json).
 if [[ "$script" == open_arrays ]]; then
@@ -129,10 +138,10 @@ if [[ "$script" == gpu_fault ]]; then
   export ATTNSCOPE_GPU_FAULT=1 ATTNSCOPE_GPU_AS_HARDWARE=1
 fi
 # Mesa's software renderer (llvmpipe) under Xvfb; no terminal or display needed beyond this one.
-run_window() {  # SCRIPT_FILE [RUN]: the window once, with @OUT@, @CKPT@ and @RUN@ filled in
+run_window() {  # SCRIPT_FILE [RUN [ARGS...]]: the window once, with @OUT@, @CKPT@ and @RUN@ filled in, ARGS first
   sed -e "s|@OUT@|$out|g" -e "s|@CKPT@|$out/ckpt|g" -e "s|@RUN@|${2:-}|g" "$1" >"$out/script${2:+_$2}.txt"
   env ${scale:+ATTNSCOPE_UI_SCALE=$scale} ${maps:+ATTNSCOPE_MODEL_MAPS=$maps} DISPLAY=":$display" LIBGL_ALWAYS_SOFTWARE=1 \
-    timeout 120 "$app" --backend "$backend" --script "$out/script${2:+_$2}.txt" </dev/null
+    timeout 120 "$app" "${@:3}" --backend "$backend" --script "$out/script${2:+_$2}.txt" </dev/null
 }
 if [[ "$script" == panes ]]; then
   # Four runs of the window: the panes moved and saved; read back; a corrupt settings file; an unwritable one.
@@ -144,6 +153,14 @@ if [[ "$script" == panes ]]; then
   printf 'a file, not a folder' >"$out/config_file"
   XDG_CONFIG_HOME="$out/config_file" run_window "$scripts/panes.txt" unwritable
   cp "$out/again.png" "$out/window.png" && cp "$out/layout_again.json" "$out/layout.json"
+elif [[ "$script" == open_command_line ]]; then
+  # What the window opens from its command line: a checkpoint on a text, a tensor with its tokens, an .npy file
+  # through --scene (the Open form, saying the tokens it needs), a scene file; each run's layout for gui_check.
+  run_window "$scripts/open_command_line.txt" checkpoint "$out/ckpt" --text "hello there cats!"
+  run_window "$scripts/open_command_line.txt" tensor "$out/att.npy" --tokens "$out/tokens.json"
+  run_window "$scripts/open_command_line_still.txt" form --scene "$out/att.npy"
+  run_window "$scripts/open_command_line_still.txt" scene "$out/pick/my scene.json"
+  cp "$out/checkpoint.png" "$out/window.png" && cp "$out/layout_checkpoint.json" "$out/layout.json"
 else
   run_window "$scripts/$script.txt"
 fi

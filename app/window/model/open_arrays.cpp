@@ -13,6 +13,7 @@
 #include "attnscope/arrays/attention_tensor.h"
 #include "attnscope/arrays/user_layer.h"
 #include "attnscope/error.h"
+#include "attnscope/text_bounds.h"
 #include "window/model/model_session.h"
 #include "window/widgets/widgets.h"
 #include "window/ui_probe.h"
@@ -27,19 +28,19 @@ bool endsWith(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
+// The tensor of `arrays` (read from `path`) named `tensor` (needed where there are several), with the typed tokens;
+// throws InputError on a bad tensor or token list.
+arrays::AttentionTensor attentionOf(const std::map<std::string, arrays::NamedArray>& arrays, const std::string& path,
+                                    const std::optional<std::string>& tensor, const std::string& tokens) {
+  if (tokens.empty()) throw InputError("tokens", "one token per position: a JSON list, a token file or words", "none");
+  return arrays::attentionTensorFrom(arrays, path, tensor, formTokens(tokens));
+}
+
 // The chosen tensor shown in the model view; throws InputError on a bad tensor or token list.
 void openAttention(AppState& state, ViewState& view, OpenArraysForm& f) {
   std::optional<std::string> tensor;
   if (f.arrays.size() > 1) tensor = std::next(f.arrays.begin(), f.tensor)->first;
-  if (f.tokens.empty()) throw InputError("tokens", "one token per position: a JSON list, a token file or words", "none");
-  arrays::AttentionTensor t = arrays::attentionTensorFrom(f.arrays, f.path, tensor, formTokens(f.tokens));
-  const model::HeadLayout c = t.forward.layout;
-  const int n = t.forward.n;
-  if (!view.run.session) view.run.session = std::make_shared<ModelSession>();
-  view.run.session->showTensor(std::move(t), f.path);
-  const auto count = [](int k, const char* one, const char* many) { return std::to_string(k) + (k == 1 ? one : many); };
-  state.inform("Opened " + f.path + " as an attention tensor: " + count(c.n_layer, " layer", " layers") + " x " +
-               count(c.n_head, " head, ", " heads, ") + count(n, " token", " tokens") + " (in the centre)");
+  showAttention(state, view, attentionOf(f.arrays, f.path, tensor, f.tokens), f.path);
 }
 
 // The user's layer as the scene (undoable); throws InputError naming the key or field that is wrong.
@@ -78,11 +79,35 @@ std::vector<std::string> formTokens(const std::string& typed) {
   return arrays::splitTokenText(typed);
 }
 
-void beginOpenArrays(AppState& state, ViewState& view, const std::string& path) {
+void showAttention(AppState& state, ViewState& view, arrays::AttentionTensor tensor, const std::string& path) {
+  const model::HeadLayout c = tensor.forward.layout;
+  const int n = tensor.forward.n;
+  if (!view.run.session) view.run.session = std::make_shared<ModelSession>();
+  view.run.session->showTensor(std::move(tensor), path);
+  const auto count = [](int k, const char* one, const char* many) { return std::to_string(k) + (k == 1 ? one : many); };
+  state.inform("Opened " + path + " as an attention tensor: " + count(c.n_layer, " layer", " layers") + " x " +
+               count(c.n_head, " head, ", " heads, ") + count(n, " token", " tokens") + " (in the centre)");
+}
+
+arrays::AttentionTensor readAttentionFile(const std::string& path, const std::string& tokens,
+                                          const std::optional<std::string>& tensor) {
+  const std::map<std::string, arrays::NamedArray> all = arrays::readArrays(path);
+  if (tensor && all.size() == 1 && all.begin()->first.empty())
+    throw InputError("--tensor", "none (" + path + " holds one unnamed array)", quoteFragment(*tensor));
+  if (tensor && !all.count(*tensor)) {
+    std::string names;
+    for (const auto& [name, a] : all) names += (names.empty() ? "" : ", ") + name;
+    throw InputError("--tensor", "one of " + names, quoteFragment(*tensor));
+  }
+  return attentionOf(all, path, tensor, tokens);
+}
+
+void beginOpenArrays(AppState& state, ViewState& view, const std::string& path,
+                     std::optional<std::map<std::string, arrays::NamedArray>> read) {
   try {
     auto form = std::make_shared<OpenArraysForm>();
     form->path = path;
-    form->arrays = arrays::readArrays(path);
+    form->arrays = read ? std::move(*read) : arrays::readArrays(path);
     if (form->arrays.empty()) throw InputError(path, "at least one array", "none");
     form->detected_attention = form->as_attention = arrays::looksLikeAttention(form->arrays);
     if (view.run.open_arrays) {  // keep what was typed last time: the same tokens and layout are likely again
@@ -155,6 +180,18 @@ void drawOpenArraysForm(AppState& state, ViewState& view) {
     radio("none", "open.mask.none", f.mask, 1);
     ImGui::SameLine();
     radio("causal", "open.mask.causal", f.mask, 2);
+  }
+  // What the tokens must be, before Open can fail on them: one a position of the chosen tensor.
+  if (f.as_attention && !f.arrays.empty()) {
+    const arrays::NamedArray& chosen =
+        std::next(f.arrays.begin(), std::clamp(f.tensor, 0, static_cast<int>(f.arrays.size()) - 1))->second;
+    if (chosen.shape.size() >= 2) {
+      const std::int64_t n = chosen.shape.back();
+      textWrappedAtSpaces("Tokens: " + std::to_string(n) + " needed, one a position of the " + std::to_string(n) +
+                          " x " + std::to_string(n) + " maps");
+      probeItem("open.tokens_needed");
+      probeNote("open.tokens_needed", std::to_string(n));
+    }
   }
   ImGui::SetNextItemWidth(-1);
   ImGui::InputTextWithHint("##open_tokens", "tokens: [\"a\", \"b\"], a token file (one a line), or words", &f.tokens);

@@ -5,10 +5,12 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "attnscope/arrays/array_file.h"
+#include "attnscope/arrays/attention_tensor.h"
 #include "window/app_state.h"
 #include "window/view_state.h"
 
@@ -30,8 +32,17 @@ struct OpenArraysForm {
 
 // True for a path the form reads (.npy, .npz, .safetensors); other paths open as scene files.
 bool isArraysFile(const std::string& path);
-// Reads `path` and opens the form; a file that does not read is said in red in the file bar, and nothing changes.
-void beginOpenArrays(AppState& state, ViewState& view, const std::string& path);
+// Reads `path` (unless `read` holds its arrays already) and opens the form; a file that does not read is said in red
+// in the file bar, and nothing changes.
+void beginOpenArrays(AppState& state, ViewState& view, const std::string& path,
+                     std::optional<std::map<std::string, arrays::NamedArray>> read = std::nullopt);
+// `path`'s attention tensor (`tensor`, needed where it stores several) with `tokens` (as the form reads them); the
+// window's command line reads it before the window opens (`attnscope FILE.npy --tokens T [--tensor NAME]`). Throws
+// InputError naming the file, the tensor or the tokens.
+arrays::AttentionTensor readAttentionFile(const std::string& path, const std::string& tokens,
+                                          const std::optional<std::string>& tensor);
+// The tensor in the centre (a checkpoint run's place), said in the file bar.
+void showAttention(AppState& state, ViewState& view, arrays::AttentionTensor tensor, const std::string& path);
 // The form as a modal popup, while one is open; call once a frame outside any pane.
 void drawOpenArraysForm(AppState& state, ViewState& view);
 // The tokens typed in the form: a JSON list ("[..."), else a file's path when one exists, else words.

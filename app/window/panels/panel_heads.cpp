@@ -1,6 +1,7 @@
 // Heads panel: a grid of per-head heatmaps (GPU-drawn) with token labels, hover details, a colour bar;
 // a click enlarges one head with zoom (mouse wheel) and pan (drag). Each tile carries its head-type label and a
-// mute toggle: muted heads are dimmed and the output change of zero-ablating them is shown under the grid.
+// mute toggle (a right click on the map offers mute and enlarge too): muted heads are dimmed and the output change
+// of zero-ablating them is shown under the grid.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -44,6 +45,15 @@ ImU32 toImU32(Rgb8 c) { return IM_COL32(c.r, c.g, c.b, 255); }
 
 // A muted head's map is covered by black at this alpha (of 255): each channel drawn at (255 - a) / 255.
 constexpr int kMutedDim = 160;
+
+// Shift+click on mute: every head but `head` muted, so that the output change is all the others' and the map on
+// show the one left; the same again (it is already alone) unmutes every head.
+void soloHead(ViewState& view, int head, int heads) {
+  std::vector<int> others;
+  for (int h = 0; h < heads; ++h)
+    if (h != head) others.push_back(h);
+  view.heads.muted = view.heads.muted == others ? std::vector<int>{} : others;
+}
 
 bool isMuted(const ViewState& view, int head) {
   return std::binary_search(view.heads.muted.begin(), view.heads.muted.end(), head);
@@ -221,7 +231,12 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
   const ImVec2 after_title = ImGui::GetCursorScreenPos();
   ImGui::SetCursorScreenPos(ImVec2(title_end + line * 0.5f, p0.y - 1));
   ImGui::PushID(head);
-  if (ImGui::SmallButton(muted ? "unmute" : "mute")) toggleMuted(view, head);
+  if (ImGui::SmallButton(muted ? "unmute" : "mute")) {
+    if (ImGui::GetIO().KeyShift)
+      soloHead(view, head, scene.numHeads());
+    else
+      toggleMuted(view, head);
+  }
   probeItem("head" + std::to_string(head) + ".mute");
   if (enlargeable) {
     ImGui::SameLine();
@@ -275,12 +290,27 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
   ImGui::SetCursorScreenPos(m0);
   out.clicked = ImGui::InvisibleButton(("map" + std::to_string(head)).c_str(),
                                        ImVec2(std::max(1.0f, m1.x - m0.x), std::max(1.0f, m1.y - m0.y)));
+  const bool map_active = ImGui::IsItemActive(), map_hovered = ImGui::IsItemHovered();
+  // A right click on the map: what its title's buttons do, where the hand already is.
+  if (ImGui::BeginPopupContextItem(("map_menu" + std::to_string(head)).c_str())) {
+    const std::string id = "head" + std::to_string(head) + ".menu.";
+    ImGui::TextDisabled("Head %d", head + 1);
+    if (ImGui::MenuItem(isMuted(view, head) ? "Unmute" : "Mute")) toggleMuted(view, head);
+    probeItem(id + "mute");
+    if (ImGui::MenuItem("This head alone", "Shift+click mute")) soloHead(view, head, scene.numHeads());
+    probeItem(id + "alone");
+    if (grid_tile) {
+      if (ImGui::MenuItem("Enlarge")) out.enlarge = true;
+      probeItem(id + "enlarge");
+    }
+    ImGui::EndPopup();
+  }
   const ImGuiIO& io = ImGui::GetIO();
-  if (zoomable && ImGui::IsItemActive() && ImGui::IsMouseDragging(ImGuiMouseButton_Left, 0.0f)) {
+  if (zoomable && map_active && ImGui::IsMouseDragging(ImGuiMouseButton_Left, 0.0f)) {
     const float dx = io.MouseDelta.x / cell, dy = io.MouseDelta.y / cell;
     view.heads.zoom.col0 -= dx, view.heads.zoom.col1 -= dx, view.heads.zoom.row0 -= dy, view.heads.zoom.row1 -= dy;
   }
-  if (ImGui::IsItemHovered()) {
+  if (map_hovered) {
     out.enlarge = out.enlarge || (grid_tile && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left));
     const float col = cells.col0 + (io.MousePos.x - m0.x) / cell;
     const float row = cells.row0 + (io.MousePos.y - m0.y) / cell;
@@ -373,6 +403,7 @@ void drawMutedEffect(const AppState& state, ViewState& view, ImVec2 p0, float wi
   text += total;
   const float room = p0.x + width - text_x;
   probeFit("heads.muted_effect.text", ImGui::CalcTextSize(text.c_str()).x <= room);
+  probeNote("heads.muted_effect.text", text);
   list->PushClipRect(ImVec2(text_x, p0.y), ImVec2(p0.x + width, p0.y + line * 1.2f), true);
   list->AddText(ImVec2(text_x, p0.y), text_color, text.c_str());
   list->PopClipRect();

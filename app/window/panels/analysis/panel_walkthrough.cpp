@@ -157,6 +157,7 @@ void drawWalkthroughPanel(AppState& state, ViewState& view) {
   view.walk.step = std::clamp(view.walk.step, 0, count - 1);
   ImGui::SameLine();
   ImGui::Text("step %d of %d", view.walk.step + 1, count);
+  probeNote("walk.step", std::to_string(view.walk.step + 1));
   // Which printed numbers disagree, each in a sentence (the first three; the rest counted), not just how many.
   const std::vector<std::string> sentences = disagreementSentences(walk);
   if (!sentences.empty()) {
