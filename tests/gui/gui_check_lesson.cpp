@@ -160,15 +160,37 @@ void checkLessonWalk(Checker& c, const std::string& dir) {
       c.expect(ok, "thumbnail cell (" + std::to_string(i) + "," + std::to_string(j) + ") " +
                        (j > i ? "masked grey" : "weight " + fixed3(w[i][j])) + ": drawn " + Checker::str(got));
     }
-  // The banner names the one number the text misprints here: head 2's V = X W2_V, row x3, column v2. The text
-  // prints [0, 0] for that row (seed 001); X's row x3 = [1, 1, 0, 0] times the scene's W2_V (the seed's input).
+  // The errata where they apply (issue 43). Under the causal mask the one number the text misprints is head 2's
+  // V = X W2_V, row x3, column v2 (the text prints [0, 0] for that row, seed 001): the weights step has no red
+  // paragraph, only the line that names V's step.
+  c.expect(note(weights.layout, "walk.disagreements").empty() &&
+               has(note(weights.layout, "walk.errata"), "(Head 2's V)") &&
+               !has(note(weights.layout, "walk.errata"), "scaled scores"),
+           "the weights step lists the misprinted step, head 2's V, without the red paragraph: '" +
+               note(weights.layout, "walk.errata") + "'");
+  // Unmasked, step 1: the start cue and both misprinted steps listed (step 6, head 1's scaled scores, and V's).
+  const nlohmann::json start = loadLayout(dir + "/layout_start.json");
+  c.expect(start.contains("walk.start") && note(start, "walk.disagreements").empty() &&
+               has(note(start, "walk.errata"), "step 6 (Head 1's scaled scores)") &&
+               has(note(start, "walk.errata"), "(Head 2's V)"),
+           "step 1: start here, and the misprinted steps: '" + note(start, "walk.errata") + "'");
+  // Its first button went to step 6, which says its misprints in red: head 1's Q K^T scaled by 1/sqrt(2) at
+  // x1 -> x1 is q1 . k1 / sqrt(2) = ([1, 0] . [0, 1]) / sqrt(2) = 0 (X row x1 = [1, 0, 1, 0], W1_Q and W1_K as
+  // printed), where the text prints 0.71.
+  const nlohmann::json errata = loadLayout(dir + "/layout_errata.json");
+  const std::string red = note(errata, "walk.disagreements");
+  c.expect(note(errata, "walk.step") == "6" && !errata.contains("walk.start") &&
+               red.rfind("Head 1's scaled score for x1 -> x1 does not match the text: 0.71 printed, 0.000 computed.", 0) == 0,
+           "step 6 says its misprints in red: '" + red + "'");
+  // And V's step (under the mask, after the weights step): the sentence with the number worked out here. X's row
+  // x3 = [1, 1, 0, 0] times the scene's W2_V (the seed's input).
   const attnscope::Scene worked = attnscope::workedExampleScene();
   double v = 0;
   for (int d = 0; d < 4; ++d) v += kX[2][static_cast<std::size_t>(d)] * worked.heads[1].w_v(d, 1);
-  const std::string banner = note(weights.layout, "walk.disagreements");
+  const std::string banner = note(loadLayout(dir + "/layout_v2.json"), "walk.disagreements");
   const std::string want =
       "Head 2's V at row x3, column v2 does not match the text: 0.00 printed, " + fixed3(v) + " computed.";
-  c.expect(banner == want, "the banner says which number disagrees: '" + banner + "', expected '" + want + "'");
+  c.expect(banner == want, "V's step says which number disagrees: '" + banner + "', expected '" + want + "'");
   c.expect(has(note(weights.layout, "walk.dropped.weights"), "no longer apply"),
            "the dropped comparison in plain English");
   c.expect(clippedOf(weights.layout).empty(),

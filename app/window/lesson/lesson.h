@@ -80,8 +80,14 @@ struct AxisNames {
   std::vector<std::string> rows, cols;
 };
 AxisNames walkAxisNames(const StepMatrix& m, bool head_step);
-// Each number the text prints that the computation does not reproduce, in a sentence: "Head 2's weight for
-// x1 -> x3 does not match the text: 0.41 printed, 0.380 computed." (in the walkthrough's order).
-std::vector<std::string> disagreementSentences(const Walkthrough& walk);
+// Each number of `step` that the text prints and the computation does not reproduce, in a sentence: "Head 2's
+// weight for x1 -> x3 does not match the text: 0.41 printed, 0.380 computed." (in the step's order).
+std::vector<std::string> disagreementSentences(const Step& step);
+// The steps that hold such numbers (0-based) and what is misprinted there: "Head 1's scaled scores".
+struct MisprintedStep {
+  int step = 0;
+  std::string what;
+};
+std::vector<MisprintedStep> misprintedSteps(const Walkthrough& walk);
 
 }  // namespace attnscope::app

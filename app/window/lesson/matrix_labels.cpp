@@ -57,30 +57,46 @@ AxisNames walkAxisNames(const StepMatrix& m, bool head_step) {
   return names;
 }
 
-std::vector<std::string> disagreementSentences(const Walkthrough& walk) {
+namespace {
+std::string ownerOf(const Step& step) {
+  return step.head >= 0 ? "Head " + std::to_string(step.head + 1) + "'s " : "The ";
+}
+}  // namespace
+
+std::vector<std::string> disagreementSentences(const Step& step) {
   std::vector<std::string> sentences;
-  for (const Step& step : walk.steps)
-    for (const StepMatrix& m : step.matrices) {
-      if (m.disagreements.empty()) continue;
-      const AxisNames names = walkAxisNames(m, step.head >= 0);
-      const std::string owner = step.head >= 0 ? "Head " + std::to_string(step.head + 1) + "'s " : "The ";
-      for (const Disagreement& d : m.disagreements) {
-        const std::string& row = names.rows[static_cast<std::size_t>(d.row)];
-        const std::string& col = names.cols[static_cast<std::size_t>(d.col)];
-        // Weights and scores are a query's over a key: "x1 -> x3"; other matrices by row and column.
-        std::string what;
-        if (m.name == "weights")
-          what = "weight for " + row + " -> " + col;
-        else if (m.name == "scores" || m.name == "scaled scores")
-          what = m.name.substr(0, m.name.size() - 1) + " for " + row + " -> " + col;
-        else
-          what = m.name + " at row " + row + ", column " + col;
-        char numbers[96];
-        std::snprintf(numbers, sizeof numbers, ": %.2f printed, %.3f computed.", d.printed, d.computed);
-        sentences.push_back(owner + what + " does not match the text" + numbers);
-      }
+  for (const StepMatrix& m : step.matrices) {
+    if (m.disagreements.empty()) continue;
+    const AxisNames names = walkAxisNames(m, step.head >= 0);
+    for (const Disagreement& d : m.disagreements) {
+      const std::string& row = names.rows[static_cast<std::size_t>(d.row)];
+      const std::string& col = names.cols[static_cast<std::size_t>(d.col)];
+      // Weights and scores are a query's over a key: "x1 -> x3"; other matrices by row and column.
+      std::string what;
+      if (m.name == "weights")
+        what = "weight for " + row + " -> " + col;
+      else if (m.name == "scores" || m.name == "scaled scores")
+        what = m.name.substr(0, m.name.size() - 1) + " for " + row + " -> " + col;
+      else
+        what = m.name + " at row " + row + ", column " + col;
+      char numbers[96];
+      std::snprintf(numbers, sizeof numbers, ": %.2f printed, %.3f computed.", d.printed, d.computed);
+      sentences.push_back(ownerOf(step) + what + " does not match the text" + numbers);
     }
+  }
   return sentences;
+}
+
+std::vector<MisprintedStep> misprintedSteps(const Walkthrough& walk) {
+  std::vector<MisprintedStep> steps;
+  for (std::size_t k = 0; k < walk.steps.size(); ++k) {
+    const Step& step = walk.steps[k];
+    std::string what;
+    for (const StepMatrix& m : step.matrices)
+      if (!m.disagreements.empty()) what += (what.empty() ? ownerOf(step) : ", ") + m.name;
+    if (!what.empty()) steps.push_back({static_cast<int>(k), what});
+  }
+  return steps;
 }
 
 }  // namespace attnscope::app

@@ -1,5 +1,5 @@
-// Walkthrough panel: the worked example step by step (Prev/Next, or the arrow keys), each matrix as a small
-// table and heatmap, the tutorial's printed numbers beside the computed ones with disagreements highlighted.
+// Walkthrough panel: the worked example step by step (Prev/Next, the arrow keys, Home and End), each matrix as a
+// small table and heatmap, the tutorial's printed numbers beside the computed ones with disagreements highlighted.
 // Built from the current scene, so an edit updates every step (and drops comparisons that no longer apply).
 // The scene's inputs shown in the steps (X, W_Q, W_K, W_V, biases, W_O) are editable tables, as in the Inputs
 // and Projections panels; computed matrices are read-only.
@@ -154,23 +154,48 @@ void drawWalkthroughPanel(AppState& state, ViewState& view) {
     ++view.walk.step;
   ImGui::EndDisabled();
   probeItem("walk.next");
+  if (keys && ImGui::IsKeyPressed(GLFW_KEY_HOME)) view.walk.step = 0;  // the first step and the last
+  if (keys && ImGui::IsKeyPressed(GLFW_KEY_END)) view.walk.step = count - 1;
   view.walk.step = std::clamp(view.walk.step, 0, count - 1);
   ImGui::SameLine();
   ImGui::Text("step %d of %d", view.walk.step + 1, count);
   probeNote("walk.step", std::to_string(view.walk.step + 1));
-  // Which printed numbers disagree, each in a sentence (the first three; the rest counted), not just how many.
-  const std::vector<std::string> sentences = disagreementSentences(walk);
+  // The text's misprints where they are: this step's in red, each in a sentence (the first three; the rest
+  // counted); on the other steps one line naming the steps that hold them, each a button that goes there.
+  const std::vector<std::string> sentences = disagreementSentences(walk.steps[static_cast<std::size_t>(view.walk.step)]);
   if (!sentences.empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, kDisagree);
     std::string said;
     for (std::size_t k = 0; k < sentences.size() && k < 3; ++k) said += (k ? " " : "") + sentences[k];
     if (sentences.size() > 3)
-      said += formatted(" %zu more number%s disagree%s (red in their steps; hover for both).", sentences.size() - 3,
+      said += formatted(" %zu more number%s disagree%s (red below; hover for both).", sentences.size() - 3,
                         sentences.size() == 4 ? "" : "s", sentences.size() == 4 ? "s" : "");
     textWrappedAtSpaces(said);
     probeNote("walk.disagreements", said);
     probeItem("walk.disagreements");
     ImGui::PopStyleColor();
+  } else if (const std::vector<MisprintedStep> misprinted = misprintedSteps(walk); !misprinted.empty()) {
+    ImGui::AlignTextToFramePadding();
+    ImGui::TextDisabled("Misprinted in the text:");
+    std::string said;
+    for (std::size_t k = 0; k < misprinted.size(); ++k) {
+      const MisprintedStep& m = misprinted[k];
+      const std::string label = "step " + std::to_string(m.step + 1);
+      ImGui::SameLine();
+      if (ImGui::GetContentRegionAvail().x < ImGui::CalcTextSize(label.c_str()).x + ImGui::GetFontSize()) ImGui::NewLine();
+      if (ImGui::SmallButton((label + "##errata" + std::to_string(k)).c_str())) view.walk.step = m.step;
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s: numbers the text prints differ from the computed ones", m.what.c_str());
+      probeItem("walk.errata." + std::to_string(k));
+      said += (k ? ", " : "") + label + " (" + m.what + ")";
+    }
+    probeNote("walk.errata", said);
+  }
+  if (view.walk.step == 0) {  // where a reader begins: what a step is and how to go on
+    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(0.55f, 0.75f, 1.0f, 1.0f));
+    textWrappedAtSpaces("Start here: each step computes one matrix of the worked example from the ones before it. "
+                        "Next > (or the Right arrow key) goes on; the heatmaps in the centre are the result.");
+    ImGui::PopStyleColor();
+    probeItem("walk.start");
   }
 
   const Step& step = walk.steps[static_cast<std::size_t>(view.walk.step)];
