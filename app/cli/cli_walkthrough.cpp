@@ -19,35 +19,6 @@ namespace {
 constexpr int kMaxShown = 12;  // rows and columns shown of a larger matrix
 constexpr std::size_t kWrap = 100;
 
-// Up to `decimals` decimals, trailing zeros dropped: 0.70710677 -> "0.7071", 2 -> "2"; -inf for masked.
-std::string number(double x, int decimals = 4, bool sign = false) {
-  if (std::isinf(x)) return x < 0 ? "-inf" : "inf";
-  if (std::isnan(x)) return "nan";
-  char text[48];
-  std::snprintf(text, sizeof text, sign ? "%+.*f" : "%.*f", decimals, x);
-  std::string s = text;
-  if (s.find('.') != std::string::npos) {
-    while (s.back() == '0') s.pop_back();
-    if (s.back() == '.') s.pop_back();
-  }
-  if (s == "-0" || s == "+0") s = "0";
-  return s;
-}
-
-// As the text printed it: 0.30, not 0.3.
-std::string fixedNumber(double x, int decimals) {
-  char text[48];
-  std::snprintf(text, sizeof text, "%.*f", decimals, x);
-  return text;
-}
-
-// Decimals the text printed with, from the tolerance (half a unit of the last printed digit).
-int printedDecimals(double tolerance) {
-  int decimals = 0;
-  for (double unit = 2 * tolerance; unit < 0.999 && decimals < 8; unit *= 10) ++decimals;
-  return decimals;
-}
-
 // A matrix as aligned lines: an optional header of column labels, then "label [ a  b  c ]" per row.
 std::vector<std::string> matrixLines(const Matrix& m, const std::vector<std::string>& row_labels,
                                      const std::vector<std::string>& col_labels, int decimals, bool fixed) {
@@ -62,7 +33,7 @@ std::vector<std::string> matrixLines(const Matrix& m, const std::vector<std::str
   for (long i = 0; i < shown_rows; ++i)
     for (long j = 0; j < shown_cols; ++j) {
       const double x = m(i, j);
-      cells[i].push_back(fixed && std::isfinite(x) ? fixedNumber(x, decimals) : number(x, decimals));
+      cells[i].push_back(fixed && std::isfinite(x) ? printedNumber(x, decimals) : computedNumber(x, decimals));
       width[j] = std::max(width[j], cells[i].back().size());
     }
   std::size_t label_width = 0;
@@ -122,7 +93,7 @@ void printStep(const Step& step, int number_of_step) {
     std::vector<std::string> left = matrixLines(m.computed, m.row_labels, m.col_labels, 4, false);
     if (m.printed) {
       const std::vector<std::string> right =
-          matrixLines(*m.printed, {}, {}, printedDecimals(m.printed_tolerance), true);
+          matrixLines(*m.printed, {}, {}, m.printedDecimals(), true);
       std::size_t w = 0;
       for (const std::string& l : left) w = std::max(w, l.size());
       const std::size_t offset = left.size() - std::min(left.size(), right.size());  // skip the column header
@@ -132,15 +103,15 @@ void printStep(const Step& step, int number_of_step) {
       }
     }
     for (const std::string& l : left) std::printf("    %s\n", l.c_str());
-    const int decimals = printedDecimals(m.printed_tolerance);
+    const int decimals = m.printedDecimals();
     for (const Disagreement& d : m.disagreements) {
       const std::string tokens = entryTokens(m, d);
       std::printf(
           "differs: step %d \"%s\", head %d, matrix %s, entry (%d, %d)%s: printed %s, computed %s, "
           "difference %s\n",
           number_of_step, step.title.c_str(), step.head + 1, m.name.c_str(), d.row + 1, d.col + 1,
-          tokens.empty() ? "" : (" " + tokens).c_str(), fixedNumber(d.printed, decimals).c_str(),
-          number(d.computed).c_str(), number(d.difference(), 4, true).c_str());
+          tokens.empty() ? "" : (" " + tokens).c_str(), printedNumber(d.printed, decimals).c_str(),
+          computedNumber(d.computed).c_str(), computedNumber(d.difference(), 4, true).c_str());
     }
   }
 }

@@ -180,17 +180,38 @@ void checkLessonWalk(Checker& c, const std::string& dir) {
   const nlohmann::json errata = loadLayout(dir + "/layout_errata.json");
   const std::string red = note(errata, "walk.disagreements");
   c.expect(note(errata, "walk.step") == "6" && !errata.contains("walk.start") &&
-               red.rfind("Head 1's scaled score for x1 -> x1 does not match the text: 0.71 printed, 0.000 computed.", 0) == 0,
+               red.rfind("Head 1's scaled score for x1 -> x1 does not match the text: 0.71 printed, 0 computed.", 0) == 0,
            "step 6 says its misprints in red: '" + red + "'");
+  // One precision: the text's numbers as it printed them (two decimals here), the computed ones to 4 decimals
+  // without trailing zeros (q1 . k2 / sqrt(2) = 1 / sqrt(2) = 0.70711 -> "0.7071"), the tolerance in the text's
+  // own terms (half its last digit).
+  c.expect(note(errata, "walk.scaled scores.printed.0.0") == "0.71" && note(errata, "walk.scaled scores.0.0") == "0" &&
+               note(errata, "walk.scaled scores.0.1") == "0.7071" &&
+               has(note(errata, "walk.scaled scores.precision"), "beyond the printed precision (+-0.005)"),
+           "step 6's numbers: printed '" + note(errata, "walk.scaled scores.printed.0.0") + "', computed '" +
+               note(errata, "walk.scaled scores.0.0") + "', '" + note(errata, "walk.scaled scores.0.1") + "'; '" +
+               note(errata, "walk.scaled scores.precision") + "'");
   // And V's step (under the mask, after the weights step): the sentence with the number worked out here. X's row
   // x3 = [1, 1, 0, 0] times the scene's W2_V (the seed's input).
+  // The text prints V2 in whole numbers: so are its printed table, the sentence and the tolerance.
   const attnscope::Scene worked = attnscope::workedExampleScene();
   double v = 0;
   for (int d = 0; d < 4; ++d) v += kX[2][static_cast<std::size_t>(d)] * worked.heads[1].w_v(d, 1);
-  const std::string banner = note(loadLayout(dir + "/layout_v2.json"), "walk.disagreements");
-  const std::string want =
-      "Head 2's V at row x3, column v2 does not match the text: 0.00 printed, " + fixed3(v) + " computed.";
+  c.expect(v == 2, "by hand, V2's row x3, column v2 is 2: " + fixed3(v));
+  const nlohmann::json v2 = loadLayout(dir + "/layout_v2.json");
+  const std::string banner = note(v2, "walk.disagreements");
+  const std::string want = "Head 2's V at row x3, column v2 does not match the text: 0 printed, 2 computed.";
   c.expect(banner == want, "V's step says which number disagrees: '" + banner + "', expected '" + want + "'");
+  c.expect(note(v2, "walk.V.printed.2.1") == "0" && note(v2, "walk.V.2.1") == "2" &&
+               note(v2, "walk.V.precision") == "1 value differs beyond the printed precision (+-0.5)",
+           "whole numbers printed whole ('" + note(v2, "walk.V.printed.2.1") + "'), computed '" +
+               note(v2, "walk.V.2.1") + "'; '" + note(v2, "walk.V.precision") + "'");
+  // The Projections tab names W_Q's rows and columns as the Steps tab does (dim 1.., q1..; W_V's v1..).
+  const nlohmann::json proj = loadLayout(dir + "/layout_proj.json");
+  c.expect(note(proj, "proj.w_q.row.0") == "dim 1" && note(proj, "proj.w_q.row.3") == "dim 4" &&
+               note(proj, "proj.w_q.col.1") == "q2" && note(proj, "proj.w_v.col.0") == "v1",
+           "Projections: W_Q's rows '" + note(proj, "proj.w_q.row.0") + "', columns '" + note(proj, "proj.w_q.col.1") +
+               "', W_V's '" + note(proj, "proj.w_v.col.0") + "'");
   c.expect(has(note(weights.layout, "walk.dropped.weights"), "no longer apply"),
            "the dropped comparison in plain English");
   c.expect(clippedOf(weights.layout).empty(),

@@ -80,6 +80,9 @@ struct AxisNames {
   std::vector<std::string> rows, cols;
 };
 AxisNames walkAxisNames(const StepMatrix& m, bool head_step);
+// The dimensions alone, for a scene input by its walkthrough name ("W_Q", "b_V", "W_O"): what the Projections
+// tab calls its rows and columns, so that both tabs number alike.
+AxisNames dimensionNames(const std::string& name, Eigen::Index rows, Eigen::Index cols, bool head_step = true);
 // Each number of `step` that the text prints and the computation does not reproduce, in a sentence: "Head 2's
 // weight for x1 -> x3 does not match the text: 0.41 printed, 0.380 computed." (in the step's order).
 std::vector<std::string> disagreementSentences(const Step& step);

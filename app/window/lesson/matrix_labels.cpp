@@ -38,22 +38,23 @@ std::string columnSpace(const std::string& name, bool head_step) {
 
 }  // namespace
 
-AxisNames walkAxisNames(const StepMatrix& m, bool head_step) {
+AxisNames dimensionNames(const std::string& name, Eigen::Index rows, Eigen::Index cols, bool head_step) {
   AxisNames names;
+  names.cols = numbered(columnSpace(name, head_step), cols);
+  if (name.rfind("b_", 0) == 0)
+    names.rows = {"b"};
+  else if (name == "W_O")
+    names.rows = numbered("c", rows);
+  else  // W_Q, W_K, W_V: one row per input dimension
+    names.rows = numbered("dim ", rows);
+  return names;
+}
+
+AxisNames walkAxisNames(const StepMatrix& m, bool head_step) {
   const Eigen::Index rows = m.computed.rows(), cols = m.computed.cols();
-  names.rows =
-      m.row_labels.size() == static_cast<std::size_t>(rows) ? shortened(m.row_labels) : std::vector<std::string>{};
-  names.cols =
-      m.col_labels.size() == static_cast<std::size_t>(cols) ? shortened(m.col_labels) : std::vector<std::string>{};
-  if (names.cols.empty()) names.cols = numbered(columnSpace(m.name, head_step), cols);
-  if (names.rows.empty()) {
-    if (m.name.rfind("b_", 0) == 0)
-      names.rows = {"b"};
-    else if (m.name == "W_O")
-      names.rows = numbered("c", rows);
-    else  // W_Q, W_K, W_V: one row per input dimension
-      names.rows = numbered("dim ", rows);
-  }
+  AxisNames names = dimensionNames(m.name, rows, cols, head_step);
+  if (m.row_labels.size() == static_cast<std::size_t>(rows)) names.rows = shortened(m.row_labels);
+  if (m.col_labels.size() == static_cast<std::size_t>(cols)) names.cols = shortened(m.col_labels);
   return names;
 }
 
@@ -79,9 +80,10 @@ std::vector<std::string> disagreementSentences(const Step& step) {
         what = m.name.substr(0, m.name.size() - 1) + " for " + row + " -> " + col;
       else
         what = m.name + " at row " + row + ", column " + col;
-      char numbers[96];
-      std::snprintf(numbers, sizeof numbers, ": %.2f printed, %.3f computed.", d.printed, d.computed);
-      sentences.push_back(ownerOf(step) + what + " does not match the text" + numbers);
+      // Printed as the text printed it, computed as the tables show it (walkthrough.h): "0 printed, 2 computed."
+      sentences.push_back(ownerOf(step) + what + " does not match the text: " +
+                          printedNumber(d.printed, m.printedDecimals()) + " printed, " + computedNumber(d.computed) +
+                          " computed.");
     }
   }
   return sentences;

@@ -284,4 +284,30 @@ Walkthrough buildWalkthrough(const Scene& scene, const Result& result) {
   return std::move(b.walkthrough);
 }
 
+int StepMatrix::printedDecimals() const {
+  int decimals = 0;
+  for (double unit = 2 * printed_tolerance; unit < 0.999 && decimals < 8; unit *= 10) ++decimals;
+  return decimals;
+}
+
+std::string computedNumber(double x, int decimals, bool sign) {
+  if (std::isinf(x)) return x < 0 ? "-inf" : "inf";
+  if (std::isnan(x)) return "nan";
+  char text[48];
+  std::snprintf(text, sizeof text, sign ? "%+.*f" : "%.*f", decimals, x);
+  std::string s = text;
+  if (s.find('.') != std::string::npos) {
+    while (s.back() == '0') s.pop_back();
+    if (s.back() == '.') s.pop_back();
+  }
+  if (s == "-0" || s == "+0") s = "0";
+  return s;
+}
+
+std::string printedNumber(double x, int decimals) {
+  char text[48];
+  std::snprintf(text, sizeof text, "%.*f", decimals, x);
+  return text;
+}
+
 }  // namespace attnscope

@@ -28,11 +28,20 @@ const ImVec4 kEdited(0.95f, 0.78f, 0.35f, 1.0f);  // amber: not wrong, just no l
 // `disagreements` marks cells in red with both numbers on hover; `dim` greys the numbers; `masked` (null: none)
 // writes "masked" in grey where a key is masked, as the heads' maps do. `probe` names the labels
 // ("<probe>.row.<i>", "<probe>.col.<j>").
-void numberGrid(const Matrix& m, const std::vector<Disagreement>& disagreements, bool dim, const char* format,
-                const AxisNames& names, const std::string& probe, const MaskMatrix* masked = nullptr) {
+// `printed_decimals` >= 0: numbers as the text printed them, with that many decimals ("0.71", "0"); else computed
+// ones, to 4 decimals without trailing zeros ("0.7071", "0", "2"), as the CLI writes them (walkthrough.h).
+// `wrong_decimals`: the printed numbers' decimals, for the disagreements' tooltips.
+void numberGrid(const Matrix& m, const std::vector<Disagreement>& disagreements, bool dim, int printed_decimals,
+                const AxisNames& names, const std::string& probe, const MaskMatrix* masked = nullptr,
+                int wrong_decimals = 2) {
   const Eigen::Index rows = std::min<Eigen::Index>(m.rows(), 16), cols = std::min<Eigen::Index>(m.cols(), 16);
   const float pad = ImGui::GetFontSize() * 0.3f;
-  float cell_w = std::max(ImGui::CalcTextSize("-0.000").x, masked ? ImGui::CalcTextSize("masked").x : 0.0f);
+  const auto text_of = [&](double x) {
+    return printed_decimals >= 0 && std::isfinite(x) ? printedNumber(x, printed_decimals) : computedNumber(x);
+  };
+  float cell_w = std::max(ImGui::CalcTextSize("-0.00").x, masked ? ImGui::CalcTextSize("masked").x : 0.0f);
+  for (Eigen::Index i = 0; i < rows; ++i)
+    for (Eigen::Index j = 0; j < cols; ++j) cell_w = std::max(cell_w, ImGui::CalcTextSize(text_of(m(i, j)).c_str()).x);
   for (Eigen::Index j = 0; j < cols; ++j)
     cell_w = std::max(cell_w, ImGui::CalcTextSize(names.cols[static_cast<std::size_t>(j)].c_str()).x);
   cell_w += 2 * pad;
@@ -64,22 +73,17 @@ void numberGrid(const Matrix& m, const std::vector<Disagreement>& disagreements,
       for (const Disagreement& d : disagreements)
         if (d.row == i && d.col == j) wrong = &d;
       const bool is_masked = masked && i < masked->rows() && j < masked->cols() && (*masked)(i, j);
-      char text[24];
-      if (is_masked)
-        std::snprintf(text, sizeof text, "masked");
-      else if (std::isinf(m(i, j)))
-        std::snprintf(text, sizeof text, "-inf");
-      else
-        std::snprintf(text, sizeof text, format, m(i, j));
-      if (is_masked && i < 8 && j < 8) probeNote(probe + "." + std::to_string(i) + "." + std::to_string(j), text);
+      const std::string shown = is_masked ? "masked" : text_of(m(i, j));
+      const char* text = shown.c_str();
+      if (i < 8 && j < 8) probeNote(probe + "." + std::to_string(i) + "." + std::to_string(j), shown);
       const ImVec2 c0(p0.x + cell_w * j, p0.y + cell_h * i);
       const ImU32 color = wrong ? ImGui::GetColorU32(kDisagree)
                                 : (dim || is_masked ? grey : ImGui::GetColorU32(ImGuiCol_Text));
       list->AddText(ImVec2(c0.x + cell_w - ImGui::CalcTextSize(text).x - pad, c0.y + 1), color, text);
       if (wrong && ImGui::IsWindowHovered() && mouse.x >= c0.x && mouse.x < c0.x + cell_w && mouse.y >= c0.y &&
           mouse.y < c0.y + cell_h)
-        ImGui::SetTooltip("printed %.3f, computed %.4f, difference %+.4f", wrong->printed, wrong->computed,
-                          wrong->difference());
+        ImGui::SetTooltip("printed %s, computed %s, difference %s", printedNumber(wrong->printed, wrong_decimals).c_str(),
+                          computedNumber(wrong->computed).c_str(), computedNumber(wrong->difference(), 4, true).c_str());
     }
   ImGui::Dummy(ImVec2(label_w + cell_w * cols, cell_h * (rows + 1)));
 }
@@ -231,22 +235,26 @@ void drawWalkthroughPanel(AppState& state, ViewState& view) {
     } else if (sm.printed) {
       ImGui::BeginGroup();
       ImGui::TextDisabled("computed");
-      numberGrid(sm.computed, sm.disagreements, false, "%.3f", names, "walk." + sm.name, mask);
+      const int decimals = sm.printedDecimals();
+      numberGrid(sm.computed, sm.disagreements, false, -1, names, "walk." + sm.name, mask, decimals);
       ImGui::EndGroup();
       ImGui::SameLine(0, ImGui::GetFontSize() * 1.5f);
       ImGui::BeginGroup();
       ImGui::TextDisabled("printed in the text");
-      numberGrid(*sm.printed, {}, true, "%.2f", names, "walk." + sm.name + ".printed", mask);
+      numberGrid(*sm.printed, {}, true, decimals, names, "walk." + sm.name + ".printed", mask);
       ImGui::EndGroup();
-      if (!sm.disagreements.empty())
-      {
+      if (!sm.disagreements.empty()) {
+        // The precision as the text's own: "+-0.005" for two decimals, "+-0.5" for whole numbers.
+        const std::string said = formatted("%zu value%s beyond the printed precision (+-%s)", sm.disagreements.size(),
+                                           sm.disagreements.size() == 1 ? " differs" : "s differ",
+                                           computedNumber(sm.printed_tolerance, decimals + 1).c_str());
         ImGui::PushStyleColor(ImGuiCol_Text, kDisagree);
-        textWrappedAtSpaces(formatted("%zu value%s beyond the printed precision (+-%.3f)", sm.disagreements.size(),
-                                      sm.disagreements.size() == 1 ? " differs" : "s differ", sm.printed_tolerance));
+        textWrappedAtSpaces(said);
         ImGui::PopStyleColor();
+        probeNote("walk." + sm.name + ".precision", said);
       }
     } else {
-      numberGrid(sm.computed, {}, false, "%.3f", names, "walk." + sm.name, mask);
+      numberGrid(sm.computed, {}, false, -1, names, "walk." + sm.name, mask);
     }
     if (sm.printed_dropped) {
       ImGui::PushStyleColor(ImGuiCol_Text, kEdited);

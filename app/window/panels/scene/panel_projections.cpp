@@ -4,6 +4,7 @@
 
 #include "attnscope/error.h"
 #include "attnscope/scene/scene_edit.h"
+#include "window/lesson/lesson.h"
 #include "window/panels/panels.h"
 #include "window/ui_probe.h"
 
@@ -56,7 +57,9 @@ void biasRow(AppState& state, const char* label, int head, BiasOf member, bool q
   if (bias) {
     Matrix as_matrix = *bias, edited;
     bool continuing = false;
-    if (matrixTable("bias", as_matrix, edited, continuing))
+    const AxisNames names = dimensionNames(label, 1, size);  // b, and q1.. / k1.. / v1.. as on the Steps tab
+    if (matrixTable("bias", as_matrix, edited, continuing, (std::string("proj.") + label).c_str(), &names.rows,
+                    &names.cols))
       state.edit(
           label, [&](Scene& s) { member(s, head) = RowVector(edited.row(0)); }, head,
           continuing);
@@ -104,10 +107,11 @@ void drawProjectionsPanel(AppState& state, ViewState& view) {
   const struct {
     const char* name;
     const char* probe;
+    const char* short_name;  // the walkthrough's, for its rows' and columns' names
     MatrixOf member;
-  } mats[] = {{"W_Q (d_model x d_k)", "proj.w_q", [](Scene& s, int i) -> Matrix& { return s.heads[static_cast<std::size_t>(i)].w_q; }},
-              {"W_K (d_model x d_k)", "proj.w_k", [](Scene& s, int i) -> Matrix& { return s.wK(i); }},
-              {"W_V (d_model x d_v)", "proj.w_v", [](Scene& s, int i) -> Matrix& { return s.wV(i); }}};
+  } mats[] = {{"W_Q (d_model x d_k)", "proj.w_q", "W_Q", [](Scene& s, int i) -> Matrix& { return s.heads[static_cast<std::size_t>(i)].w_q; }},
+              {"W_K (d_model x d_k)", "proj.w_k", "W_K", [](Scene& s, int i) -> Matrix& { return s.wK(i); }},
+              {"W_V (d_model x d_v)", "proj.w_v", "W_V", [](Scene& s, int i) -> Matrix& { return s.wV(i); }}};
   if (scene.grouped()) {  // wrapped: on one line it ran off the pane (gui_clipping)
     ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
     textWrappedAtSpaces(formatted("W_K, W_V and their biases are key/value head %d's, shared by its query heads",
@@ -122,7 +126,9 @@ void drawProjectionsPanel(AppState& state, ViewState& view) {
                 [h, member](Scene& s, Matrix m) { member(s, h) = std::move(m); });
     Matrix edited;
     bool continuing = false;
-    if (matrixTable(entry.name, current(), edited, continuing, entry.probe))
+    // Rows dim 1.., columns q1.. / k1.. / v1..: the Steps tab's names for the same matrix.
+    const AxisNames names = dimensionNames(entry.short_name, current().rows(), current().cols());
+    if (matrixTable(entry.name, current(), edited, continuing, entry.probe, &names.rows, &names.cols))
       state.edit(
           entry.name, [&](Scene& s) { member(s, h) = edited; }, h, continuing);
   }
@@ -144,7 +150,8 @@ void drawProjectionsPanel(AppState& state, ViewState& view) {
     fillButtons(state, view, "W_O", scene.concatWidth(), d, -1, [](Scene& s, Matrix m) { s.w_o = std::move(m); });
     Matrix edited;
     bool continuing = false;
-    if (matrixTable("W_O", *scene.w_o, edited, continuing))
+    const AxisNames names = dimensionNames("W_O", scene.w_o->rows(), scene.w_o->cols());  // c1.. x dim 1..
+    if (matrixTable("W_O", *scene.w_o, edited, continuing, "proj.w_o", &names.rows, &names.cols))
       state.edit(
           "W_O", [&](Scene& s) { s.w_o = edited; }, -1, continuing);
   }
