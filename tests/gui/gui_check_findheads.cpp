@@ -42,7 +42,10 @@ Rgb8 mapCell(const Checker& shot, int l, int h, int layers, int heads) {
 }
 
 // Composition through the query: the writer picked by clicking the strongest pair is NumPy's strongest pair's
-// writer; its row of the map: heads of later layers in viridis(score / the largest of them), earlier ones grey.
+// writer; its row of the map: heads of later layers coloured by their score, earlier ones grey. By default the
+// colours are centred on the random baseline b = 1 / sqrt(d_model) (E ||A M||^2 = ||A||^2 ||M||^2 / d for
+// rotation-invariant random A: the score of noise): the diverging map's white at b, 0 at its blue end, the larger
+// of the top score and 2b at its red end, linear on each side. Switched off: viridis(score / the largest).
 void checkComposition(Checker& c, const std::string& dir) {
   const nlohmann::json q = loadJson(dir + "/ckpt/analysis_10.json")["composition"]["q"];
   const int layers = static_cast<int>(q.size()), heads = static_cast<int>(q[0].size());
@@ -71,22 +74,36 @@ void checkComposition(Checker& c, const std::string& dir) {
   double top = 0;
   for (int lb = la + 1; lb < layers; ++lb)
     for (int hb = 0; hb < heads; ++hb) top = std::max(top, at(la, ha, lb, hb));
-  int wrong = 0;
-  for (int l = 0; l < layers; ++l)
-    for (int h = 0; h < heads; ++h) {
-      const Rgb8 got = mapCell(shot, l, h, layers, heads);
-      // The engine's scores are within 1e-8 of NumPy's (test_head_finding.cpp's kCompositionTol), the scale's
-      // top too: within 1e-6 of the value on the 0..top scale is a colour step at most.
-      const bool ok = l <= la
-                          ? got == attnscope::kMaskedColor
-                          : colourNear(got, ColorMap::Viridis, at(la, ha, l, h), 1e-6 * std::max(top, 1e-3), 0, top);
-      if (!ok && ++wrong <= 3)
-        std::printf("      composition L%d H%d: %.6f of %.6f drawn %s\n", l + 1, h + 1, l > la ? at(la, ha, l, h) : 0.0,
-                    top, Checker::str(got).c_str());
-    }
-  c.expect(wrong == 0, "composition: " + std::to_string(layers * heads) +
-                           " cells in viridis(NumPy's score / the largest) or grey before the writer, " +
-                           std::to_string(wrong) + " wrong");
+  // d_model from the fixture's config (GPT-2's n_embd).
+  const double d_model = loadJson(dir + "/ckpt/config.json")["n_embd"].get<double>();
+  const double baseline = 1 / std::sqrt(d_model), upper = std::max(top, 2 * baseline);
+  // The note has 6 significant digits: within half a unit of the sixth, 5e-7 at 0.144.
+  c.expect(std::fabs(std::stod("0" + note(shot.layout, "findheads.baseline")) - baseline) <= 5e-7,
+           "composition: the bar's baseline is 1/sqrt(" + std::to_string(static_cast<int>(d_model)) + ") = " +
+               std::to_string(baseline) + ": '" + note(shot.layout, "findheads.baseline") + "'");
+  const auto place = [&](double v) { return v <= baseline ? 0.5 * v / baseline : 0.5 + 0.5 * (v - baseline) / (upper - baseline); };
+  const Checker plain{loadPng(dir + "/composition_plain.png"), loadLayout(dir + "/layout_composition_plain.json")};
+  for (const bool centred : {true, false}) {
+    const Checker& shown_map = centred ? shot : plain;
+    int wrong = 0;
+    for (int l = 0; l < layers; ++l)
+      for (int h = 0; h < heads; ++h) {
+        const Rgb8 got = mapCell(shown_map, l, h, layers, heads);
+        // The engine's scores are within 1e-8 of NumPy's (test_head_finding.cpp's kCompositionTol), the scale's
+        // top too: within 1e-6 of the value on its scale is a colour step at most.
+        const double v = l > la ? at(la, ha, l, h) : 0.0;
+        const bool ok = l <= la ? got == attnscope::kMaskedColor
+                        : centred ? colourNear(got, ColorMap::Diverging, place(v), 1e-6, 0, 1)
+                                  : colourNear(got, ColorMap::Viridis, v, 1e-6 * std::max(top, 1e-3), 0, top);
+        if (!ok && ++wrong <= 3)
+          std::printf("      composition L%d H%d: %.6f of %.6f drawn %s\n", l + 1, h + 1, v, top,
+                      Checker::str(got).c_str());
+      }
+    c.expect(wrong == 0, "composition: " + std::to_string(layers * heads) +
+                             (centred ? " cells on the diverging map centred on the baseline"
+                                      : " cells in viridis(NumPy's score / the largest), switched off,") +
+                             " or grey before the writer, " + std::to_string(wrong) + " wrong");
+  }
 }
 
 // Direct logit attribution at `position`: NumPy's top prediction as the target, each head's share in the diverging

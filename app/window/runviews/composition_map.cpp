@@ -1,11 +1,15 @@
 // Find heads' composition map: pick a head (the writer) and see, for every head of every later layer, how much
 // its query, key or value reads what the writer writes (Elhage et al. 2021's composition score, from the weights
 // alone: ModelSession::composition, head_finding.h's compositionScores), and the model's strongest pairs. Scores
-// lie in 0..1 but are small (two random matrices score about 1 / sqrt(d_model)): viridis from 0 to the largest
-// shown, the bar saying so. Heads not after the writer have no score (masked grey).
+// lie in 0..1 but are small: two independent random matrices score about b = 1 / sqrt(d_model) (for A, M with one
+// of them rotation-invariant, E ||A M||^2 = ||A||^2 ||M||^2 / d_model), so every head of a random model scores
+// ~b. By default the colours are centred on b: white at b, blue below it (noise), red above it up to the larger
+// of the top score and 2b; the bar and the tooltips say b. Or viridis from 0 to the largest shown. Heads not
+// after the writer have no score (masked grey).
 #include <imgui.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -59,8 +63,29 @@ void drawCompositionMap(ViewState& view, ModelSession& s, int mode) {
   probeNote("findheads.writer.head", formatted("%d %d", la, ha));
   const float font = ImGui::GetFontSize();
   const float vmax = top > 0 ? static_cast<float>(top) : 1.0f;
-  drawScaleBar(ImGui::GetWindowDrawList(), ImGui::GetCursorScreenPos(),
-               std::min(ImGui::GetContentRegionAvail().x, 12 * font), 0.6f * font, ColorMap::Viridis, 0.0f, vmax);
+  const int d_model = s.checkpoint()->architecture().hidden;
+  const double baseline = d_model > 0 ? 1.0 / std::sqrt(static_cast<double>(d_model)) : 0.0;
+  const bool centred = view.find.comp_baseline && baseline > 0;
+  ImGui::Checkbox("centre the colours on the random baseline", &view.find.comp_baseline);
+  probeItem("findheads.baseline");
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("Two random matrices score about 1/sqrt(d_model) = %.3f: white there, blue below, red above",
+                      baseline);
+  // Centred: the score's place on a diverging bar, 0 -> 0 (blue), b -> 0.5 (white), upper -> 1 (red), linear on
+  // each side; upper = max(top, 2b), so that a score just over b is not drawn as strong.
+  const double upper = std::max(top, 2 * baseline);
+  const auto place = [&](double v) { return v <= baseline ? 0.5 * v / baseline : 0.5 + 0.5 * (v - baseline) / (upper - baseline); };
+  const ImVec2 bar0 = ImGui::GetCursorScreenPos();
+  const float bar_w = std::min(ImGui::GetContentRegionAvail().x, 12 * font);
+  if (centred) {
+    // The bar in scores: 0, the baseline in the middle (white), the top.
+    drawScaleBar(ImGui::GetWindowDrawList(), bar0, bar_w, 0.6f * font, ColorMap::Diverging,
+                 {"0", formatted("random %.3g", baseline), formatted("%.3g", upper)});
+    probeNote("findheads.baseline", formatted("%.6g", baseline));
+    probeNote("findheads.upper", formatted("%.6g", upper));
+  } else {
+    drawScaleBar(ImGui::GetWindowDrawList(), bar0, bar_w, 0.6f * font, ColorMap::Viridis, 0.0f, vmax);
+  }
   ImGui::Dummy(ImVec2(1, 1.9f * ImGui::GetTextLineHeight()));
   probeNote("findheads.vmax", formatted("%.6g", vmax));
 
@@ -68,9 +93,11 @@ void drawCompositionMap(ViewState& view, ModelSession& s, int mode) {
   map.id = "findheads", map.layers = c.n_layer, map.heads = c.n_head;
   map.value = [&](int l, int h) -> std::optional<double> {
     if (l <= la) return std::nullopt;
-    return c.at(scores, la, ha, l, h);
+    const double v = c.at(scores, la, ha, l, h);
+    return centred ? place(v) : v;
   };
-  map.vmax = vmax;
+  if (centred) map.colors = ColorMap::Diverging;
+  map.vmax = centred ? 1.0f : vmax;
   map.marked_layer = la, map.marked_head = ha;
   map.tooltip = [&](int l, int h) {
     if (l <= la)
@@ -78,10 +105,11 @@ void drawCompositionMap(ViewState& view, ModelSession& s, int mode) {
           "layer %d, head %d: not after layer %d, so it cannot read it\nclick: show what later heads "
           "read from this head",
           l + 1, h + 1, la + 1);
+    const double v = c.at(scores, la, ha, l, h);
     return formatted(
-        "layer %d, head %d reads layer %d, head %d\nthrough its %s: %.3f\nclick: show what later heads "
-        "read from this head",
-        l + 1, h + 1, la + 1, ha + 1, reads, c.at(scores, la, ha, l, h));
+        "layer %d, head %d reads layer %d, head %d\nthrough its %s: %.3f, %.1fx the random baseline %.3f "
+        "(1/sqrt(%d))\nclick: show what later heads read from this head",
+        l + 1, h + 1, la + 1, ha + 1, reads, v, baseline > 0 ? v / baseline : 0.0, baseline, d_model);
   };
   if (const auto cell = drawLayerHeadMap(map)) view.find.comp_layer = cell->first, view.find.comp_head = cell->second;
   if (la == c.n_layer - 1) {

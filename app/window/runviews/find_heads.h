@@ -10,6 +10,7 @@ struct FindHeadsState {
   // attribution (head_scores_map.cpp's list).
   int score = 0;
   int comp_layer = -1, comp_head = -1;  // the head whose composition with later heads is shown (-1: the shown one)
+  bool comp_baseline = true;            // composition's colours centred on the random baseline 1/sqrt(d_model)
   int dla_position = -1;                // the attributed position (from 0; -1: the last)
   int dla_target = -1;                  // the target token's id (-1: the top prediction)
   std::string dla_target_text;          // as typed: an id or a token's text

@@ -304,7 +304,8 @@ void hoverMatrixCells(const Scene& scene, const Matrix& values, ImVec2 p0, float
   ImGui::EndTooltip();
 }
 
-void drawScaleBar(ImDrawList* list, ImVec2 p0, float width, float height, ColorMap map, float vmin, float vmax) {
+void drawScaleBar(ImDrawList* list, ImVec2 p0, float width, float height, ColorMap map,
+                  const std::array<std::string, 3>& labels) {
   const auto& table = colorMapTable(map);
   for (int i = 0; i < kColorMapSize; ++i) {
     const float x0 = p0.x + width * static_cast<float>(i) / kColorMapSize;
@@ -312,15 +313,20 @@ void drawScaleBar(ImDrawList* list, ImVec2 p0, float width, float height, ColorM
     const Rgb8 c = table[static_cast<std::size_t>(i)];
     list->AddRectFilled(ImVec2(x0, p0.y), ImVec2(x1 + 0.5f, p0.y + height), IM_COL32(c.r, c.g, c.b, 255));
   }
-  char lo[32], mid[32], hi[32];
-  std::snprintf(lo, sizeof lo, "%.3g", vmin);
-  std::snprintf(mid, sizeof mid, "%.3g", 0.5f * (vmin + vmax));
-  std::snprintf(hi, sizeof hi, vmin < 0 ? "+%.3g" : "%.3g", vmax);
   const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
   const float below = p0.y + height + 2;
+  const char* lo = labels[0].c_str();
+  const char* mid = labels[1].c_str();
+  const char* hi = labels[2].c_str();
   list->AddText(ImVec2(p0.x, below), text, lo);
   list->AddText(ImVec2(p0.x + width * 0.5f - ImGui::CalcTextSize(mid).x * 0.5f, below), text, mid);
   list->AddText(ImVec2(p0.x + width - ImGui::CalcTextSize(hi).x, below), text, hi);
+}
+
+void drawScaleBar(ImDrawList* list, ImVec2 p0, float width, float height, ColorMap map, float vmin, float vmax) {
+  drawScaleBar(list, p0, width, height, map,
+               {formatted("%.3g", vmin), formatted("%.3g", 0.5f * (vmin + vmax)),
+                formatted(vmin < 0 ? "+%.3g" : "%.3g", vmax)});
 }
 
 void drawDivergingBar(ImDrawList* list, ImVec2 p0, float width, float height, float m) {

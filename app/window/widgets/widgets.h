@@ -5,6 +5,7 @@
 
 #include <imgui.h>
 
+#include <array>
 #include <functional>
 #include <string>
 #include <vector>
@@ -70,6 +71,9 @@ void drawMatrixCells(ImDrawList* list, const Matrix& values, ImVec2 p0, float ce
 void hoverMatrixCells(const Scene& scene, const Matrix& values, ImVec2 p0, float cell, const char* what);
 // A horizontal colour bar of `map` from vmin (left) to vmax, labelled at both ends and the middle.
 void drawScaleBar(ImDrawList* list, ImVec2 p0, float width, float height, ColorMap map, float vmin, float vmax);
+// The same with its own labels under the left end, the middle and the right end.
+void drawScaleBar(ImDrawList* list, ImVec2 p0, float width, float height, ColorMap map,
+                  const std::array<std::string, 3>& labels);
 // The diverging map from -m (left) through 0 (white) to +m.
 void drawDivergingBar(ImDrawList* list, ImVec2 p0, float width, float height, float m);
 // Token labels around a map (axis_labels.cpp). A token as an axis label: at most 24 characters, elided with "…".
