@@ -35,6 +35,7 @@ const std::vector<Setting>& settingsTable() {
       {"ATTNSCOPE_GPU_AS_HARDWARE", Kind::Flag},    // a test aid: llvmpipe taken as a hardware GPU
       {"ATTNSCOPE_GPU_FAULT", Kind::Flag},          // a test aid: the GPU's last head made wrong (run-time check)
       {"ATTNSCOPE_MODEL_MAPS", Kind::Words, 0, 0, {"auto", "drop"}},  // a test aid: the window's forward keeps no maps
+      {"ATTNSCOPE_EXPORT_DELAY", Kind::Number, 0, 60},  // a test aid: seconds the window's export waits to start
       {"ATTNSCOPE_FONT", Kind::Path},               // the figures' font
       {"ATTNSCOPE_SHADER_DIR", Kind::Path},         // shaders read from disk
   };

@@ -490,6 +490,8 @@ int main(int argc, char** argv) {
       checkScriptCommands(c, dir);
     } else if (test == "open_command_line") {
       checkOpenCommandLine(c, dir);
+    } else if (test == "export_background") {
+      checkExportBackground(c, dir);
     } else if (test == "hostile_fields") {
       expectHostileValuesRefused(c, dir);
     } else if (test == "clipping") {

@@ -230,5 +230,6 @@ void checkPanes(Checker& c, const std::string& dir);       // gui_check_panes.cp
 void checkBrowse(Checker& c, const std::string& dir);      // gui_check_panes.cpp
 void checkScriptCommands(Checker& c, const std::string& dir);  // gui_check_script.cpp
 void checkOpenCommandLine(Checker& c, const std::string& dir);  // gui_check_script.cpp
+void checkExportBackground(Checker& c, const std::string& dir);  // gui_check_script.cpp
 
 }  // namespace gui

@@ -89,4 +89,20 @@ void checkOpenCommandLine(Checker& c, const std::string& dir) {
            "the scene file opened: '" + note(scene, "status.subject") + "'");
 }
 
+void checkExportBackground(Checker& c, const std::string& dir) {
+  // Three frames after Export the window drew the tab saying it is writing: the file is made on another thread
+  // (the writer waits a second first, ATTNSCOPE_EXPORT_DELAY=1), where it once took the frame.
+  const nlohmann::json writing = loadLayout(dir + "/layout_writing.json");
+  c.expect(writing.contains("export.writing"), "the window drew frames while the export was written, saying so");
+  const std::string refused = note(loadLayout(dir + "/layout_refused.json"), "export.error");
+  c.expect(refused.rfind("Not started: still writing " + dir + "/first.png", 0) == 0,
+           "a second Export while one runs is refused with a word: '" + refused + "'");
+  const std::string wrote = note(c.layout, "export.message");
+  c.expect(!c.layout.contains("export.writing") && wrote == "Wrote " + dir + "/first.png",
+           "then the tab says it wrote the file: '" + wrote + "'");
+  const Image first = loadPng(dir + "/first.png");
+  c.expect(first.w > 100 && first.h > 100, "first.png is a whole PNG: " + std::to_string(first.w) + " x " +
+                                                std::to_string(first.h));
+}
+
 }  // namespace gui

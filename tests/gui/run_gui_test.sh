@@ -133,6 +133,10 @@ if [[ "$script" == long_value_norms ]]; then
   export ATTNSCOPE_MAPS_LIMIT=8M
   if [[ "$backend" == gpu ]]; then export ATTNSCOPE_GPU_AS_HARDWARE=1; fi
 fi
+# The Export tab's writer held back a second (a test aid), so that the script sees it writing.
+if [[ "$script" == export_background ]]; then
+  export ATTNSCOPE_EXPORT_DELAY=1
+fi
 # The GPU's run-time check against a GPU made wrong on purpose (a test aid), on the hardware-GPU path.
 if [[ "$script" == gpu_fault ]]; then
   export ATTNSCOPE_GPU_FAULT=1 ATTNSCOPE_GPU_AS_HARDWARE=1

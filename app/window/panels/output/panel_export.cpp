@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cctype>
 #include <exception>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <utility>
@@ -25,6 +26,7 @@
 #include "attnscope/model/model_export.h"
 #include "window/lesson/lesson.h"
 #include "window/model/model_session.h"
+#include "window/panels/output/export_writer.h"
 #include "window/subject/subject.h"
 #include "window/panels/panels.h"
 #include "window/files/file_chooser.h"
@@ -80,22 +82,41 @@ std::string dpiProblem(int dpi) {
          std::to_string(dpi);
 }
 
+// What a checkpoint run's or tensor's export reads of the session, taken when Export is clicked: the forward and
+// the checkpoint shared (never mutated), the rest copied, so the writer's thread reads nothing the UI thread
+// changes (a new forward landing meanwhile replaces the session's, not this).
+struct RunSnapshot {
+  std::shared_ptr<const model::ForwardResult> forward;
+  std::shared_ptr<const model::Model> checkpoint;  // null for a tensor
+  std::vector<std::string> labels;
+  std::string title;
+  int layer = 0, focus_head = -1;
+  std::vector<int> windows;  // per layer: ModelSession::windowOf
+  const model::HeadLayout& layout() const { return forward->layout; }
+};
+
+RunSnapshot snapshotOf(const ModelSession& s) {
+  RunSnapshot r{s.sharedForward(), s.sharedCheckpoint(), s.labels(), s.title(), s.layer, s.focus_head, {}};
+  for (int l = 0; l < s.layout().n_layer; ++l) r.windows.push_back(s.windowOf(l));
+  return r;
+}
+
 // Layer `layer` of a model's forward or a tensor as a scene of its maps with a result holding them: n tokens, h
 // heads without projections, the forward's mask (causal, and a sliding window) as the scene's, and the heads'
 // similarity; so that the scene exporters write one head, all heads or the similarity unchanged.
-std::pair<Scene, Result> layerMaps(const ModelSession& s, int layer) {
-  const model::ForwardResult& f = s.forward();
+std::pair<Scene, Result> layerMaps(const RunSnapshot& s, int layer) {
+  const model::ForwardResult& f = *s.forward;
   const int n = f.n, h = s.layout().n_head;
   Scene scene;
-  scene.description = s.title() + " layer " + std::to_string(layer + 1);
+  scene.description = s.title + " layer " + std::to_string(layer + 1);
   scene.d_model = 1;
-  scene.query_tokens = s.labels();
+  scene.query_tokens = s.labels;
   scene.query = Matrix::Zero(n, 1);  // only its row count (n) is read by the exporters
   scene.heads.resize(static_cast<std::size_t>(h));
-  const int window = s.windowOf(layer);
-  if (s.checkpoint() && s.layout().causal && window == 0) {
+  const int window = s.windows[static_cast<std::size_t>(layer)];
+  if (s.checkpoint && s.layout().causal && window == 0) {
     scene.mask = MaskKind::Causal;
-  } else if (s.checkpoint() && s.layout().causal) {  // key j visible to query i when i - window < j <= i
+  } else if (s.checkpoint && s.layout().causal) {  // key j visible to query i when i - window < j <= i
     scene.mask = MaskKind::Explicit;
     scene.explicit_mask = MaskMatrix::Zero(n, n);
     for (int i = 0; i < n; ++i)
@@ -143,11 +164,11 @@ ExportWeighting modelWeighting(const ViewState& view, const ModelSession& s, int
 
 // Every layer's (heads, n) value norms (model::valueNorms, as `attnscope model --weighting value-norm`), or only
 // layer `layer`'s (the others empty) when layer >= 0.
-model::KeyScales modelValueNorms(const ModelSession& s, int layer) {
+model::KeyScales modelValueNorms(const RunSnapshot& s, int layer) {
   model::KeyScales norms(static_cast<std::size_t>(s.layout().n_layer));
   for (int l = 0; l < s.layout().n_layer; ++l)
     if (layer < 0 || l == layer)
-      norms[static_cast<std::size_t>(l)] = model::valueNorms(*s.checkpoint(), s.forward(), l);
+      norms[static_cast<std::size_t>(l)] = model::valueNorms(*s.checkpoint, *s.forward, l);
   return norms;
 }
 
@@ -157,21 +178,21 @@ int modelWhatOnShow(const ModelSession& s) { return s.focused() ? 0 : 2; }
 // The bytes of a model's or tensor's export: `what` as ViewState::exporter.model_what, of the session's layer (and
 // focused head), in `format`; figures of weights in the window's colours (`contrast`). `weighted`: value-norm
 // weighting (modelWeighting's on).
-std::string modelExportBytes(const ModelSession& s, int what, ExportFormat format, const std::string& path,
+std::string modelExportBytes(const RunSnapshot& s, int what, ExportFormat format, const std::string& path,
                              const MapContrast& contrast, int dpi, bool weighted) {
   const bool figure = format == ExportFormat::Png || format == ExportFormat::Svg;
   const int layer = what == 2 ? -1 : s.layer;
   const model::KeyScales norms = weighted ? modelValueNorms(s, layer) : model::KeyScales();
   const model::KeyScales* scales = weighted ? &norms : nullptr;
   const auto grid = [&](int shown) {  // every layer (-1) or one, as `model --grid-out` draws them
-    Figure f = model::modelGridFigure(s.forward(), s.layout(), s.labels(), shown, contrast, s.title(), scales);
+    Figure f = model::modelGridFigure(*s.forward, s.layout(), s.labels, shown, contrast, s.title, scales);
     f.dpi = dpi;
     return model::figureBytes(f, format);
   };
   if (what == 2) {  // every layer: the grid figure, or (layers, heads, n, n) as NPY
     if (format == ExportFormat::Csv)
       throw InputError("path", "a .png, .svg or .npy path for every layer's maps (CSV holds one layer's)", path);
-    return figure ? grid(-1) : model::modelResultNpy(s.forward(), s.layout(), -1, scales);
+    return figure ? grid(-1) : model::modelResultNpy(*s.forward, s.layout(), -1, scales);
   }
   if (what == 1 && figure) return grid(s.layer);
   const auto [scene, result] = layerMaps(s, s.layer);
@@ -180,11 +201,21 @@ std::string modelExportBytes(const ModelSession& s, int what, ExportFormat forma
   request.head = std::max(0, s.focus_head);
   request.format = format;
   request.metric = SimilarityMetric::Cosine;
-  request.subject = s.title() + " layer " + std::to_string(s.layer + 1);  // "GPT-2 layer 6, head 4: ..."
+  request.subject = s.title + " layer " + std::to_string(s.layer + 1);  // "GPT-2 layer 6, head 4: ..."
   request.dpi = dpi;
   if (what != 3) request.contrast = contrast;
   if (weighted) request.value_norms = &norms[static_cast<std::size_t>(s.layer)];
   return exportBytes(scene, result, request);
+}
+
+// "Wrote PATH", and for a relative path the folder it went to ("Wrote attnscope_export.png in /home/me"): the
+// window's working folder is not on show anywhere else.
+std::string wroteLine(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::path p(path);
+  if (p.is_absolute()) return "Wrote " + path;
+  const std::filesystem::path folder = std::filesystem::absolute(p, ec).parent_path();
+  return "Wrote " + path + (ec ? std::string() : " in " + folder.lexically_normal().string());
 }
 
 // What the export's colours will be, under the button: the window's colour scale for a figure of weights, and
@@ -332,43 +363,64 @@ void drawExportPanel(AppState& state, ViewState& view) {
                          : view.exporter.model_what < 0 ? modelWhatOnShow(*run)
                                                         : view.exporter.model_what;
   const ExportWeighting weighting = run ? modelWeighting(view, *run, model_what) : sceneWeighting(state, view);
+  if (!view.exporter.writer) view.exporter.writer = std::make_shared<ExportWriter>();
+  ExportWriter& writer = *view.exporter.writer;
+  if (const std::optional<ExportWriter::Outcome> done = writer.poll()) {
+    view.exporter.message = done->message;
+    view.exporter.failed = done->failed;
+  }
   ImGui::BeginDisabled(!problem.empty());
   const bool clicked = ImGui::Button("Export");
-  if (clicked && run) {
-    const ModelSession& s = *run;
-    try {
-      const auto format = static_cast<ExportFormat>(view.exporter.format);
-      writeFileAtomically(view.exporter.path, modelExportBytes(s, model_what, format, view.exporter.path, view.contrast,
-                                                             view.exporter.dpi, weighting.on));
-      view.exporter.message =
-          "Wrote " + view.exporter.path + " (" + s.title() + (weighting.on ? ", weights x value norms)" : ")");
-      view.exporter.failed = false;
-    } catch (const std::exception& e) {
-      view.exporter.message = std::string("Not written: ") + e.what();
-      view.exporter.failed = true;
-    }
+  const auto format = static_cast<ExportFormat>(view.exporter.format);
+  const std::string& path = view.exporter.path;
+  if (clicked && writer.busy()) {
+    // One export at a time: the one running is not disturbed, and this click is said not to have started one.
+    view.exporter.message = formatted("Not started: still writing %s (%.1f s so far); export again when it is done",
+                                      writer.path().c_str(), writer.seconds());
+    view.exporter.failed = true;
+  } else if (clicked && run) {
+    // A snapshot of the run: the file is made and written on the writer's thread.
+    const RunSnapshot snapshot = snapshotOf(*run);
+    const MapContrast contrast = view.contrast;
+    const int dpi = view.exporter.dpi;
+    const bool weighted = weighting.on;
+    ExportWriter::Job job;
+    job.path = path;
+    job.write = [snapshot, model_what, format, path, contrast, dpi, weighted] {
+      writeFileAtomically(path, modelExportBytes(snapshot, model_what, format, path, contrast, dpi, weighted));
+    };
+    job.wrote = wroteLine(path) + " (" + run->title() + (weighted ? ", weights x value norms)" : ")");
+    job.what = run->title();
+    writer.start(std::move(job));
+    view.exporter.message.clear(), view.exporter.failed = false;
   } else if (clicked) {
     ExportRequest request;
     request.what = static_cast<ExportWhat>(view.exporter.what);
     request.head = head - 1;
-    request.format = static_cast<ExportFormat>(view.exporter.format);
+    request.format = format;
     request.metric = view.similarity.metric == 0 ? SimilarityMetric::Cosine : SimilarityMetric::JensenShannon;
     request.annotate = view.exporter.annotate;
-    request.path = view.exporter.path;
+    request.path = path;
     request.dendrogram = view.exporter.what == 2 && view.exporter.cluster_order;
     request.dpi = view.exporter.dpi;
-    if (view.exporter.what == 3) request.baseline = &view.diff.a;
     if (view.exporter.what <= 1) request.contrast = view.contrast;  // a head or all heads: weights
-    try {
-      const Matrix norms = weighting.on ? sceneValueNorms(state.scene()) : Matrix();  // (heads, n_k)
-      if (weighting.on) request.value_norms = &norms;
-      exportResult(state.scene(), state.result(), request);
-      view.exporter.message = "Wrote " + view.exporter.path + (weighting.on ? " (weights x value norms)" : "");
-      view.exporter.failed = false;
-    } catch (const std::exception& e) {
-      view.exporter.message = std::string("Not written: ") + e.what();
-      view.exporter.failed = true;
-    }
+    // Copies of the scene and its result (and B - A's pinned A): an edit meanwhile changes none of them.
+    const auto scene_copy = std::make_shared<const Scene>(state.scene());
+    const auto result_copy = std::make_shared<const Result>(state.result());
+    const auto baseline = view.exporter.what == 3 ? std::make_shared<const Result>(view.diff.a) : nullptr;
+    const bool weighted = weighting.on;
+    ExportWriter::Job job;
+    job.path = path;
+    job.write = [scene_copy, result_copy, baseline, request, weighted]() mutable {
+      const Matrix norms = weighted ? sceneValueNorms(*scene_copy) : Matrix();  // (heads, n_k)
+      if (weighted) request.value_norms = &norms;
+      if (baseline) request.baseline = baseline.get();
+      exportResult(*scene_copy, *result_copy, request);
+    };
+    job.wrote = wroteLine(path) + (weighted ? " (weights x value norms)" : "");
+    job.what = "the scene";
+    writer.start(std::move(job));
+    view.exporter.message.clear(), view.exporter.failed = false;
   }
   ImGui::EndDisabled();
   probeItem("export.button");
@@ -381,12 +433,18 @@ void drawExportPanel(AppState& state, ViewState& view) {
     ImGui::PopStyleColor();
     probeItem("export.value_norm_why");
   }
+  if (writer.busy()) {  // the writer's progress, as loading shows its own
+    ImGui::TextDisabled("Writing %s (%s)... %.1f s", writer.path().c_str(), writer.what().c_str(), writer.seconds());
+    probeItem("export.writing");
+  }
   if (view.exporter.failed) {
     errorText(view.exporter.message);
     probeItem("export.error");
+    probeNote("export.error", view.exporter.message);
   } else if (!view.exporter.message.empty()) {
     ImGui::TextWrapped("%s", view.exporter.message.c_str());
     probeItem("export.message");
+    probeNote("export.message", view.exporter.message);
   }
 }
 

@@ -1,11 +1,14 @@
 // The Export tab's state (panel_export.cpp): what to write, where, how, and the last export's word.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "attnscope/export/export.h"
 
 namespace attnscope::app {
+
+class ExportWriter;  // export_writer.h: the file written off the UI thread
 
 struct ExportState {
   std::string path = "attnscope_export.png";
@@ -20,6 +23,7 @@ struct ExportState {
   std::string message;
   bool failed = false;          // message is an error (shown in red)
   std::string message_request;  // the request message is about: a changed request clears it
+  std::shared_ptr<ExportWriter> writer;  // made at the first draw; one export at a time
 };
 
 }  // namespace attnscope::app
