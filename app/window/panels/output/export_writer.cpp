@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "attnscope/settings.h"
+#include "window/panels/output/panel_export.h"
 
 namespace attnscope::app {
 
@@ -17,9 +18,9 @@ ExportWriter::Outcome write(const ExportWriter::Job& job) {
     std::this_thread::sleep_for(std::chrono::duration<double>(*delay));
   try {
     job.write();
-    return {job.wrote, false};
+    return {job.wrote, false, job.owner};
   } catch (const std::exception& e) {
-    return {std::string("Not written: ") + e.what(), true};
+    return {std::string("Not written: ") + e.what(), true, job.owner};
   }
 }
 
@@ -33,14 +34,23 @@ void ExportWriter::start(Job job) {
   worker_.request(std::move(job));
 }
 
-std::optional<ExportWriter::Outcome> ExportWriter::poll() {
-  std::optional<std::pair<std::uint64_t, Outcome>> done = worker_.take();
-  if (!done) return std::nullopt;
-  return std::move(done->second);
+std::optional<ExportWriter::Outcome> ExportWriter::poll(const std::string& owner) {
+  if (std::optional<std::pair<std::uint64_t, Outcome>> done = worker_.take())
+    landed_[done->second.owner] = std::move(done->second);
+  const auto it = landed_.find(owner);
+  if (it == landed_.end()) return std::nullopt;
+  Outcome out = std::move(it->second);
+  landed_.erase(it);
+  return out;
 }
 
 double ExportWriter::seconds() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+}
+
+ExportWriter& exportWriter(ExportState& state) {
+  if (!state.writer) state.writer = std::make_shared<ExportWriter>();
+  return *state.writer;
 }
 
 }  // namespace attnscope::app

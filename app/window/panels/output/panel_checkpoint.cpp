@@ -6,15 +6,17 @@
 #include <imgui_stdlib.h>
 
 #include <algorithm>
-
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "attnscope/atomic_file.h"
+#include "attnscope/error.h"
 #include "attnscope/model/families.h"
 #include "attnscope/model/model_export.h"
 #include "window/model/model_session.h"
 #include "window/model/model_view.h"
+#include "window/panels/output/export_writer.h"
 #include "window/panels/panels.h"
 #include "window/files/file_chooser.h"
 #include "window/ui_probe.h"
@@ -26,7 +28,10 @@ namespace {
 // The shown model's or tensor's layers x heads grid as the figure `view --grid-out` / `model --grid-out` write
 // (model::modelGridFigure): every layer, or the layer on show; .png or .svg from the path; in the window's
 // colours (`contrast`, ViewState's); a PNG at the Export tab's dpi (`dpi`, the window's one figure resolution).
-void drawGridFigureExport(ModelSession& s, const MapContrast& contrast, int dpi) {
+// Made and written by the window's export writer (export_writer.h), off the UI thread, one export at a time.
+void drawGridFigureExport(ModelSession& s, const MapContrast& contrast, int dpi, ExportWriter& writer) {
+  if (const std::optional<ExportWriter::Outcome> done = writer.poll("checkpoint"))
+    (done->failed ? s.figure_error : s.figure_note) = done->message;
   sectionHeader("Grid figure");
   ImGui::SetNextItemWidth(-1);
   ImGui::InputTextWithHint("##figure_path", "grid.png or grid.svg", &s.figure_path);
@@ -41,12 +46,25 @@ void drawGridFigureExport(ModelSession& s, const MapContrast& contrast, int dpi)
   if (ImGui::Button("Export grid figure")) {
     s.figure_note.clear(), s.figure_error.clear();
     try {
+      if (writer.busy())
+        throw InputError("Export", "one export at a time", "still writing " + writer.path() + "; export again when it is done");
       const ExportFormat format = model::figureFormat("figure path", s.figure_path);
       const int layer = s.figure_all_layers ? -1 : shown_layer;
-      Figure figure = model::modelGridFigure(s.forward(), s.layout(), s.labels(), layer, contrast, s.title());
-      figure.dpi = dpi;
-      writeFileAtomically(s.figure_path, model::figureBytes(figure, format));
-      s.figure_note = "Wrote " + s.figure_path + (format == ExportFormat::Png ? " at " + std::to_string(dpi) + " dpi" : "");
+      // What the figure reads, held by the job: the forward shared, the rest copied.
+      const std::shared_ptr<const model::ForwardResult> forward = s.sharedForward();
+      const std::vector<std::string> labels = s.labels();
+      const std::string title = s.title(), path = s.figure_path;
+      ExportWriter::Job job;
+      job.path = path;
+      job.write = [forward, labels, title, path, layer, contrast, dpi, format] {
+        Figure figure = model::modelGridFigure(*forward, forward->layout, labels, layer, contrast, title);
+        figure.dpi = dpi;
+        writeFileAtomically(path, model::figureBytes(figure, format));
+      };
+      job.wrote = "Wrote " + path + (format == ExportFormat::Png ? " at " + std::to_string(dpi) + " dpi" : "");
+      job.what = "grid figure";
+      job.owner = "checkpoint";
+      writer.start(std::move(job));
     } catch (const std::exception& e) {
       s.figure_error = e.what();
     }
@@ -63,6 +81,10 @@ void drawGridFigureExport(ModelSession& s, const MapContrast& contrast, int dpi)
     textWrappedAtSpaces(s.figure_note);
     probeItem("checkpoint.figure.note");
   }
+  if (writer.busy()) {
+    ImGui::TextDisabled("Writing %s (%s)... %.1f s", writer.path().c_str(), writer.what().c_str(), writer.seconds());
+    probeItem("checkpoint.figure.writing");
+  }
 }
 
 }  // namespace
@@ -73,7 +95,7 @@ void drawCheckpointPanel(AppState& state, ViewState& view) {
   if (!s.tensorFile().empty() && s.forward().n > 0) {  // an opened tensor: its analysis first, then the checkpoint
     drawTensorAnalysis(s);
     ImGui::Spacing();
-    drawGridFigureExport(s, view.contrast, view.exporter.dpi);
+    drawGridFigureExport(s, view.contrast, view.exporter.dpi, exportWriter(view.exporter));
     ImGui::Spacing();
   }
   sectionHeader("Checkpoint");
@@ -151,7 +173,7 @@ void drawCheckpointPanel(AppState& state, ViewState& view) {
     probeItem("checkpoint.open_layer.why_not");
   }
   ImGui::Spacing();
-  drawGridFigureExport(s, view.contrast, view.exporter.dpi);
+  drawGridFigureExport(s, view.contrast, view.exporter.dpi, exportWriter(view.exporter));
 }
 
 }  // namespace attnscope::app

@@ -363,9 +363,8 @@ void drawExportPanel(AppState& state, ViewState& view) {
                          : view.exporter.model_what < 0 ? modelWhatOnShow(*run)
                                                         : view.exporter.model_what;
   const ExportWeighting weighting = run ? modelWeighting(view, *run, model_what) : sceneWeighting(state, view);
-  if (!view.exporter.writer) view.exporter.writer = std::make_shared<ExportWriter>();
-  ExportWriter& writer = *view.exporter.writer;
-  if (const std::optional<ExportWriter::Outcome> done = writer.poll()) {
+  ExportWriter& writer = exportWriter(view.exporter);
+  if (const std::optional<ExportWriter::Outcome> done = writer.poll("export")) {
     view.exporter.message = done->message;
     view.exporter.failed = done->failed;
   }
@@ -391,6 +390,7 @@ void drawExportPanel(AppState& state, ViewState& view) {
     };
     job.wrote = wroteLine(path) + " (" + run->title() + (weighted ? ", weights x value norms)" : ")");
     job.what = run->title();
+    job.owner = "export";
     writer.start(std::move(job));
     view.exporter.message.clear(), view.exporter.failed = false;
   } else if (clicked) {
@@ -419,6 +419,7 @@ void drawExportPanel(AppState& state, ViewState& view) {
     };
     job.wrote = wroteLine(path) + (weighted ? " (weights x value norms)" : "");
     job.what = "the scene";
+    job.owner = "export";
     writer.start(std::move(job));
     view.exporter.message.clear(), view.exporter.failed = false;
   }

@@ -23,7 +23,11 @@ struct ExportState {
   std::string message;
   bool failed = false;          // message is an error (shown in red)
   std::string message_request;  // the request message is about: a changed request clears it
-  std::shared_ptr<ExportWriter> writer;  // made at the first draw; one export at a time
+  std::shared_ptr<ExportWriter> writer;  // exportWriter(): one export at a time, the Checkpoint tab's figure too
 };
+
+// The writer every export of the window goes through (made on first use): the Export tab and the Checkpoint tab's
+// grid figure, so that one runs at a time.
+ExportWriter& exportWriter(ExportState& state);
 
 }  // namespace attnscope::app
