@@ -492,6 +492,8 @@ int main(int argc, char** argv) {
       checkOpenCommandLine(c, dir);
     } else if (test == "export_background") {
       checkExportBackground(c, dir);
+    } else if (test == "model_gemma2") {
+      checkModelGemma2(c);
     } else if (test == "hostile_fields") {
       expectHostileValuesRefused(c, dir);
     } else if (test == "clipping") {

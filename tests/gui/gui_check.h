@@ -231,5 +231,6 @@ void checkBrowse(Checker& c, const std::string& dir);      // gui_check_panes.cp
 void checkScriptCommands(Checker& c, const std::string& dir);  // gui_check_script.cpp
 void checkOpenCommandLine(Checker& c, const std::string& dir);  // gui_check_script.cpp
 void checkExportBackground(Checker& c, const std::string& dir);  // gui_check_script.cpp
+void checkModelGemma2(Checker& c);                                // gui_check_script.cpp
 
 }  // namespace gui

@@ -105,4 +105,16 @@ void checkExportBackground(Checker& c, const std::string& dir) {
                                                 std::to_string(first.h));
 }
 
+void checkModelGemma2(Checker& c) {
+  // The grid drawn (3 layers x 4 heads), the layer button greyed out with its reason, and its click changed
+  // nothing: the centre still shows the model.
+  c.expect(c.layout.contains("model.tile.2.3") && note(c.layout, "subject.card.family") == "Gemma 2",
+           "the Gemma 2 grid: '" + note(c.layout, "status.subject") + "'");
+  const std::string why = note(c.layout, "model.open_layer.why_not");
+  c.expect(contains(why, "Gemma 2 soft-caps its attention scores") && contains(why, "do not open as scenes"),
+           "Open layer as scene says why not: '" + why + "'");
+  c.expect(note(c.layout, "pane.left.title") == "Model" && contains(note(c.layout, "status.subject"), "Gemma 2"),
+           "the click on the greyed-out button left the model on show: '" + note(c.layout, "status.subject") + "'");
+}
+
 }  // namespace gui

@@ -21,6 +21,9 @@ if [[ "$name" == model_phi3 || "$name" == model_olmo2 || "$name" == model_mixtra
 fi
 # model_gemma: the same on a Gemma checkpoint ((1 + w) norms, scaled embeddings, GeGLU), gemma_reference.py's maps.
 if [[ "$name" == model_gemma ]]; then script=model_llama check_name=model_llama gemma=1; fi
+# model_gemma2: a soft-capped Gemma 2 (3 layers x 4 heads in 2 KV groups, soft cap 3), whose layers do not open
+# as scenes.
+if [[ "$name" == model_gemma2 ]]; then gemma2=1; fi
 rm -rf "$out" && mkdir -p "$out"
 # The panes' widths are remembered in the user's config directory: each test has its own, empty at the start.
 export XDG_CONFIG_HOME="$out/config"
@@ -70,6 +73,9 @@ fi
 if [[ -n "${kin_family:-}" ]]; then
   /usr/bin/python3 "$scripts/../../model/llama_kin_reference.py" "$out/ckpt" --family "$kin_family" --layers 3 --heads 8 \
     --kv-heads 4 --hidden 64 --text "The cat sat on the mat."
+elif [[ -n "${gemma2:-}" ]]; then
+  /usr/bin/python3 "$scripts/../../model/gemma_reference.py" "$out/ckpt" --family gemma2 --layers 3 --heads 4 \
+    --kv-heads 2 --hidden 48 --head-dim 16 --softcap 3 --text "The cat sat on the mat."
 elif [[ -n "${gemma:-}" ]]; then
   /usr/bin/python3 "$scripts/../../model/gemma_reference.py" "$out/ckpt" --family gemma --layers 3 --heads 8 \
     --kv-heads 4 --hidden 64 --head-dim 8 --text "The cat sat on the mat."

@@ -140,6 +140,7 @@ void openLayerButton(AppState& state, ViewState& view, const std::string& label,
   if (ImGui::Button(label.c_str())) openModelLayerAsScene(state, view, layer);
   ImGui::EndDisabled();
   probeItem(probe);
+  if (!why_not.empty()) probeNote(std::string(probe) + ".why_not", why_not);
   if (!why_not.empty() && ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
     ImGui::SetTooltip("%s", why_not.c_str());
 }
