@@ -306,6 +306,17 @@ void checkRolloutView(Checker& c, const std::string& dir) {
     }
   c.expect(wrong == 0, "rollout: " + std::to_string(n * n) + " cells in viridis(NumPy's rollout) or grey, " +
                            std::to_string(wrong) + " wrong");
+  // Export with the rollout on show wrote the rollout: (n, n) within 1e-5 of NumPy's (the tolerance above).
+  const std::string wrote = note(loadLayout(dir + "/layout_rollout_export.json"), "export.message");
+  c.expect(wrote == "Wrote " + dir + "/rollout_export.npy (GPT-2)", "the rollout exported: '" + wrote + "'");
+  const Npy npy = loadNpy(dir + "/rollout_export.npy");
+  double worst = npy.shape == std::vector<long>{n, n} ? 0 : 1;
+  for (int i = 0; i < n && worst < 1; ++i)
+    for (int j = 0; j < n; ++j)
+      worst = std::max(worst, std::fabs(npy.values[static_cast<std::size_t>(i * n + j)] -
+                                        r[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]));
+  c.expect(worst <= 1e-5, "the exported rollout is NumPy's (" + std::to_string(n) + " x " + std::to_string(n) +
+                              "), largest error " + std::to_string(worst));
   // Its axes carry the tokens: 11 tokens on a map this size all fit, queries left, keys under it.
   int labelled = 0;
   for (int i = 0; i < n; ++i)

@@ -1,7 +1,7 @@
 // Export panel: what is on show. For a scene: the current head, all heads, the similarity matrix (with its
 // dendrogram in cluster order, a choice of its own: the heads grid keeps its order) or B - A against the Diff tab's
 // pinned A; for a checkpoint run or a saved tensor: the focused map, the shown layer's heads, every layer (the
-// grid) or the shown layer's similarity. PNG (at a dpi), SVG, CSV or NPY: a path's known extension sets the
+// grid), the shown layer's similarity or the rollout (the choice while the rollout is on show). PNG (at a dpi), SVG, CSV or NPY: a path's known extension sets the
 // format, and a picked format the path's extension. Through the same exporters as `attnscope export` and
 // `attnscope model`; a message says where the file went or why not, until the request changes. With the value
 // norms switch on, the maps are exported weighted (alpha_ij times key j's value norm, the CLI's numbers), or a
@@ -92,13 +92,41 @@ struct RunSnapshot {
   std::string title;
   int layer = 0, focus_head = -1;
   std::vector<int> windows;  // per layer: ModelSession::windowOf
+  std::shared_ptr<const Matrix> rollout;  // (n, n), when the rollout is asked for (a copy of the session's)
   const model::HeadLayout& layout() const { return forward->layout; }
 };
 
-RunSnapshot snapshotOf(const ModelSession& s) {
-  RunSnapshot r{s.sharedForward(), s.sharedCheckpoint(), s.labels(), s.title(), s.layer, s.focus_head, {}};
+RunSnapshot snapshotOf(const ModelSession& s, const Matrix* rollout) {
+  RunSnapshot r{s.sharedForward(), s.sharedCheckpoint(), s.labels(), s.title(), s.layer, s.focus_head, {}, nullptr};
   for (int l = 0; l < s.layout().n_layer; ++l) r.windows.push_back(s.windowOf(l));
+  if (rollout) r.rollout = std::make_shared<const Matrix>(*rollout);
   return r;
+}
+
+// The rollout (n, n): as `model --rollout-out` draws it (a figure titled "<name> attention rollout"), or its
+// numbers as one map's CSV or NPY (a one-head scene of it, causal where the model is).
+std::string rolloutBytes(const RunSnapshot& s, ExportFormat format, const MapContrast& contrast, int dpi) {
+  const bool causal = s.layout().causal;
+  if (format == ExportFormat::Png || format == ExportFormat::Svg) {
+    Figure f = model::rolloutFigure(*s.rollout, s.labels, causal, contrast, s.title);
+    f.dpi = dpi;
+    return model::figureBytes(f, format);
+  }
+  const int n = static_cast<int>(s.rollout->rows());
+  Scene scene;
+  scene.description = s.title + " attention rollout";
+  scene.d_model = 1;
+  scene.query_tokens = s.labels;
+  scene.query = Matrix::Zero(n, 1);  // only its row count (n) is read by the exporters
+  scene.heads.resize(1);
+  if (causal) scene.mask = MaskKind::Causal;
+  Result result;
+  result.heads.resize(1);
+  result.heads[0].weights = *s.rollout;
+  ExportRequest request;
+  request.what = ExportWhat::Head;
+  request.format = format;
+  return exportBytes(scene, result, request);
 }
 
 // Layer `layer` of a model's forward or a tensor as a scene of its maps with a result holding them: n tokens, h
@@ -159,6 +187,7 @@ ExportWeighting modelWeighting(const ViewState& view, const ModelSession& s, int
   if (!s.checkpoint())
     return {false, "value norms: a saved tensor holds no values (W_V, W_O), so this file holds the weights"};
   if (what == 3) return {false, "value norms: the similarity is of the plain weights"};
+  if (what == 4) return {false, "value norms: the rollout is of the plain weights"};
   return {true, ""};
 }
 
@@ -172,14 +201,17 @@ model::KeyScales modelValueNorms(const RunSnapshot& s, int layer) {
   return norms;
 }
 
-// What is on show, as ViewState::exporter.model_what counts it: the focused map, else the grid.
-int modelWhatOnShow(const ModelSession& s) { return s.focused() ? 0 : 2; }
+// What is on show, as ViewState::exporter.model_what counts it: the rollout, else the focused map, else the grid.
+int modelWhatOnShow(const ViewState& view, const ModelSession& s) {
+  return view.run.rollout == 1 ? 4 : s.focused() ? 0 : 2;
+}
 
 // The bytes of a model's or tensor's export: `what` as ViewState::exporter.model_what, of the session's layer (and
 // focused head), in `format`; figures of weights in the window's colours (`contrast`). `weighted`: value-norm
 // weighting (modelWeighting's on).
 std::string modelExportBytes(const RunSnapshot& s, int what, ExportFormat format, const std::string& path,
                              const MapContrast& contrast, int dpi, bool weighted) {
+  if (what == 4) return rolloutBytes(s, format, contrast, dpi);
   const bool figure = format == ExportFormat::Png || format == ExportFormat::Svg;
   const int layer = what == 2 ? -1 : s.layer;
   const model::KeyScales norms = weighted ? modelValueNorms(s, layer) : model::KeyScales();
@@ -242,20 +274,29 @@ void contrastLine(const MapContrast& contrast, ExportFormat format, bool weights
 }
 
 // The "What" choices for a checkpoint run or a tensor, named after the session's layer and focused head.
-void modelWhat(ViewState& view, const ModelSession& s) {
+void modelWhat(ViewState& view, ModelSession& s) {
   if (view.exporter.model_what == 0 && !s.focused()) view.exporter.model_what = -1;  // the map went back to the grid
-  int what = view.exporter.model_what < 0 ? modelWhatOnShow(s) : view.exporter.model_what;
+  // What is on show changed (the rollout switched on, a map opened): the choice follows it again.
+  const int on_show = modelWhatOnShow(view, s);
+  if (on_show != view.exporter.model_on_show) view.exporter.model_what = -1, view.exporter.model_on_show = on_show;
+  int what = view.exporter.model_what < 0 ? modelWhatOnShow(view, s) : view.exporter.model_what;
   const std::string layer = "layer " + std::to_string(s.layer + 1);
   const std::string labels[] = {
       s.focused() ? layer + ", head " + std::to_string(s.focus_head + 1) : std::string("one map (click a tile)"),
-      layer + "'s heads", "every layer", layer + "'s similarity"};
+      layer + "'s heads", "every layer", layer + "'s similarity", "the rollout"};
+  // The rollout once computed (asked for here when it is the choice; the centre's rollout view asks too).
+  const bool rollout_ready = what == 4 ? s.rollout() != nullptr : true;
   ImGui::TextUnformatted("What");
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < 5; ++i) {
     sameLineIfFits(radioWidth(labels[i].c_str()));
     ImGui::BeginDisabled(i == 0 && !s.focused());
     if (ImGui::RadioButton(labels[i].c_str(), &what, i)) view.exporter.model_what = i;
     ImGui::EndDisabled();
     probeItem(std::string("export.model.what.") + std::to_string(i));
+  }
+  if (!rollout_ready) {
+    ImGui::TextDisabled("computing the rollout...");
+    probeItem("export.rollout_pending");
   }
 }
 
@@ -360,7 +401,7 @@ void drawExportPanel(AppState& state, ViewState& view) {
   if (request_now != view.exporter.message_request) view.exporter.message.clear(), view.exporter.failed = false;
   ModelSession* run = subject.run();
   const int model_what = !run                           ? 0
-                         : view.exporter.model_what < 0 ? modelWhatOnShow(*run)
+                         : view.exporter.model_what < 0 ? modelWhatOnShow(view, *run)
                                                         : view.exporter.model_what;
   const ExportWeighting weighting = run ? modelWeighting(view, *run, model_what) : sceneWeighting(state, view);
   ExportWriter& writer = exportWriter(view.exporter);
@@ -377,9 +418,12 @@ void drawExportPanel(AppState& state, ViewState& view) {
     view.exporter.message = formatted("Not started: still writing %s (%.1f s so far); export again when it is done",
                                       writer.path().c_str(), writer.seconds());
     view.exporter.failed = true;
+  } else if (clicked && run && model_what == 4 && !run->rollout()) {
+    view.exporter.message = "Not started: the rollout is still computing; export again when it is shown";
+    view.exporter.failed = true;
   } else if (clicked && run) {
     // A snapshot of the run: the file is made and written on the writer's thread.
-    const RunSnapshot snapshot = snapshotOf(*run);
+    const RunSnapshot snapshot = snapshotOf(*run, model_what == 4 ? run->rollout() : nullptr);
     const MapContrast contrast = view.contrast;
     const int dpi = view.exporter.dpi;
     const bool weighted = weighting.on;
@@ -427,7 +471,7 @@ void drawExportPanel(AppState& state, ViewState& view) {
   probeItem("export.button");
   if (clicked) view.exporter.message_request = request_now;
   contrastLine(view.contrast, static_cast<ExportFormat>(view.exporter.format),
-               scene ? view.exporter.what <= 1 : model_what <= 2, weighting.on);
+               scene ? view.exporter.what <= 1 : model_what <= 2 || model_what == 4, weighting.on);
   if (!weighting.why.empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
     textWrappedAtSpaces(weighting.why);

@@ -13,9 +13,10 @@ class ExportWriter;  // export_writer.h: the file written off the UI thread
 struct ExportState {
   std::string path = "attnscope_export.png";
   int what = 1, format = 0;
-  // A model's or tensor's export: -1 = what is on show (the focused map, else the grid); 0 the focused map, 1 the
-  // layer's heads, 2 every layer (the grid), 3 the layer's heads' similarity.
+  // A model's or tensor's export: -1 = what is on show (the rollout, else the focused map, else the grid); 0 the
+  // focused map, 1 the layer's heads, 2 every layer (the grid), 3 the layer's heads' similarity, 4 the rollout.
   int model_what = -1;
+  int model_on_show = -1;  // what was on show when model_what was last set (a change of it resets model_what)
   int head = 1;  // 1-based, as shown
   bool annotate = false;
   int dpi = kDefaultDpi;       // a PNG figure's pixels per inch (export.h)
