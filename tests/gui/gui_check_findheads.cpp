@@ -81,6 +81,32 @@ void checkComposition(Checker& c, const std::string& dir) {
   c.expect(std::fabs(std::stod("0" + note(shot.layout, "findheads.baseline")) - baseline) <= 5e-7,
            "composition: the bar's baseline is 1/sqrt(" + std::to_string(static_cast<int>(d_model)) + ") = " +
                std::to_string(baseline) + ": '" + note(shot.layout, "findheads.baseline") + "'");
+  // Export wrote that map: the CSV's layer,head,composition rows are NumPy's scores (within 1e-6: float32 of
+  // scores NumPy and the engine agree on to 1e-8), empty before the writer's layer; the PNG a whole image.
+  const nlohmann::json exported = loadLayout(dir + "/layout_composition_export.json");
+  c.expect(note(exported, "export.message").rfind("Wrote " + dir + "/composition_export.csv (GPT-2: what later heads "
+                                                  "read from layer " + std::to_string(la + 1), 0) == 0,
+           "Export names the composition map it wrote: '" + note(exported, "export.message") + "'");
+  {
+    std::ifstream csv(dir + "/composition_export.csv");
+    std::string line;
+    std::getline(csv, line);
+    int rows = 0, bad = 0;
+    c.expect(line == "layer,head,composition", "the CSV's header: '" + line + "'");
+    while (std::getline(csv, line)) {
+      int l = 0, h = 0;
+      char value[64] = "";
+      const int got = std::sscanf(line.c_str(), "%d,%d,%63s", &l, &h, value);
+      const bool before = l - 1 <= la;
+      const bool ok = got >= 2 && (before ? got == 2 : std::fabs(std::atof(value) - at(la, ha, l - 1, h - 1)) <= 1e-6);
+      bad += ok ? 0 : 1;
+      ++rows;
+    }
+    c.expect(rows == layers * heads && bad == 0, "the CSV holds every head's score: " + std::to_string(rows) +
+                                                     " rows, " + std::to_string(bad) + " wrong");
+    const Image png = loadPng(dir + "/composition_export.png");
+    c.expect(png.w > 100 && png.h > 100, "the map as a PNG: " + std::to_string(png.w) + " x " + std::to_string(png.h));
+  }
   const auto place = [&](double v) { return v <= baseline ? 0.5 * v / baseline : 0.5 + 0.5 * (v - baseline) / (upper - baseline); };
   const Checker plain{loadPng(dir + "/composition_plain.png"), loadLayout(dir + "/layout_composition_plain.json")};
   for (const bool centred : {true, false}) {

@@ -111,6 +111,18 @@ void drawCompositionMap(ViewState& view, ModelSession& s, int mode) {
         "(1/sqrt(%d))\nclick: show what later heads read from this head",
         l + 1, h + 1, la + 1, ha + 1, reads, v, baseline > 0 ? v / baseline : 0.0, baseline, d_model);
   };
+  map.title = formatted("%s: what later heads read from layer %d, head %d through their %s (composition)",
+                        s.title().c_str(), la + 1, ha + 1, reads);
+  map.scale_label = centred ? "composition score (white: the random baseline)" : "composition score";
+  map.number_name = "composition";
+  if (centred) {
+    map.bar_labels = {"0", formatted("random %.3g", baseline), formatted("%.3g", upper)};
+    map.number = [&](int l, int h) -> std::optional<double> {
+      if (l <= la) return std::nullopt;
+      return c.at(scores, la, ha, l, h);
+    };
+  }
+  rememberShown(view, map);
   if (const auto cell = drawLayerHeadMap(map)) view.find.comp_layer = cell->first, view.find.comp_head = cell->second;
   if (la == c.n_layer - 1) {
     textWrappedAtSpaces("Layer " + std::to_string(la + 1) +

@@ -1,7 +1,12 @@
 // Find heads' state (head_scores_map.cpp, composition_map.cpp, logit_map.cpp): the map chosen and what each asks.
 #pragma once
 
+#include <memory>
 #include <string>
+
+namespace attnscope::model {
+struct LayerHeadValues;  // model_export.h: a layers x heads map as drawn and as numbers
+}
 
 namespace attnscope::app {
 
@@ -14,6 +19,9 @@ struct FindHeadsState {
   int dla_position = -1;                // the attributed position (from 0; -1: the last)
   int dla_target = -1;                  // the target token's id (-1: the top prediction)
   std::string dla_target_text;          // as typed: an id or a token's text
+  // The map last drawn, titled, for Export (layer_head_map.h's rememberShown), and the frame it was drawn in.
+  std::shared_ptr<const model::LayerHeadValues> shown;
+  int shown_frame = -1;
 };
 
 }  // namespace attnscope::app

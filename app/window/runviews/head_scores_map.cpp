@@ -57,6 +57,10 @@ void drawScoreMap(ViewState& view, ModelSession& s, const std::string& name) {
     return formatted("layer %d, head %d\nno %s score: no query row has such a key\nclick: open its map", l + 1, h + 1,
                      headTypeText(name));
   };
+  map.title = s.title() + " " + headTypeText(name) + " score";
+  map.scale_label = std::string(headTypeText(name)) + " score";
+  map.number_name = "score";
+  rememberShown(view, map);
   if (const auto cell = drawLayerHeadMap(map)) openHeadMap(view, s, cell->first, cell->second);
 
   // The strongest heads, in words, each a click away.

@@ -5,7 +5,9 @@
 #include <cmath>
 #include <vector>
 
+#include "attnscope/model/model_export.h"
 #include "window/ui_probe.h"
+#include "window/view_state.h"
 
 namespace attnscope::app {
 
@@ -93,6 +95,22 @@ std::optional<int> drawRankedButtons(const std::string& id, const std::vector<st
     probeItem(id + ".top." + std::to_string(k));
   }
   return clicked;
+}
+
+void rememberShown(ViewState& view, const LayerHeadMap& map) {
+  auto values = std::make_shared<model::LayerHeadValues>();
+  values->title = map.title, values->scale_label = map.scale_label, values->number_name = map.number_name;
+  values->map = map.colors, values->vmin = map.vmin, values->vmax = map.vmax, values->bar_labels = map.bar_labels;
+  values->shown = Matrix::Zero(map.layers, map.heads);
+  values->numbers = Matrix::Constant(map.layers, map.heads, std::nanf(""));
+  for (int l = 0; l < map.layers; ++l)
+    for (int h = 0; h < map.heads; ++h)
+      if (const std::optional<double> v = map.value(l, h)) {
+        values->shown(l, h) = static_cast<float>(*v);
+        values->numbers(l, h) = static_cast<float>(map.number ? map.number(l, h).value_or(*v) : *v);
+      }
+  view.find.shown = std::move(values);
+  view.find.shown_frame = ImGui::GetFrameCount();
 }
 
 }  // namespace attnscope::app

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "attnscope/export/colormap.h"
 
@@ -24,7 +25,17 @@ struct LayerHeadMap {
   int marked_layer = -1, marked_head = -1;  // the cell outlined in white (-1: none)
   // The hovered cell's tooltip (layer, head from 0).
   std::function<std::string(int layer, int head)> tooltip;
+  // For Export (rememberShown): what the map is ("GPT-2 previous-token score"), its bar's label, the CSV's value
+  // column, the bar's three labels ("" : the numbers), and the numbers when `value` is not them (the composition
+  // centred on its baseline draws places on the bar; null: `value`).
+  std::string title, scale_label, number_name;
+  std::vector<std::string> bar_labels;
+  std::function<std::optional<double>(int layer, int head)> number;
 };
+
+struct ViewState;
+// `map` as the Export tab writes it (its values and numbers read once), kept in ViewState::find for this frame.
+void rememberShown(ViewState& view, const LayerHeadMap& map);
 
 // Draws `map` at the cursor, as wide as the pane allows; the clicked cell (layer, head), if any.
 std::optional<std::pair<int, int>> drawLayerHeadMap(const LayerHeadMap& map);

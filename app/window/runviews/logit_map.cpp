@@ -118,6 +118,11 @@ void drawLogitAttributionMap(ViewState& view, ModelSession& s) {
   map.tooltip = [&](int l, int h) {
     return formatted("layer %d, head %d\n%+.4f of the logit\nclick: open its map", l + 1, h + 1, share(l, h));
   };
+  map.title = formatted("%s: each head's direct share of the logit of %s at position %d", s.title().c_str(),
+                        s.tokenLabel(d.target).c_str(), d.position);
+  map.scale_label = "share of the logit";
+  map.number_name = "logit_share";
+  rememberShown(view, map);
   if (const auto cell = drawLayerHeadMap(map)) openHeadMap(view, s, cell->first, cell->second);
 
   drawStrongestHeads(view, s, map, "%+.3f", true);  // the heads that move it most, either way

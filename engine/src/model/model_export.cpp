@@ -3,9 +3,11 @@
 #include "attnscope/model/model_export.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 
+#include "attnscope/arrays/array_file.h"
 #include "attnscope/compute/tiles.h"
 #include "attnscope/error.h"
 #include "attnscope/scene/scene_json.h"
@@ -170,6 +172,52 @@ Figure rolloutFigure(const Matrix& rollout, const std::vector<std::string>& toke
   f.panels.push_back(std::move(p));
   setContrast(f, contrast, "rollout weight", "map");
   return f;
+}
+
+Figure layerHeadFigure(const LayerHeadValues& values) {
+  Figure f;
+  f.title = values.title;
+  f.row_axis = "Layer";
+  f.col_axis = "Head";
+  f.scale_label = values.scale_label;
+  f.map = values.map;
+  f.vmin = values.vmin, f.vmax = values.vmax;
+  f.ticks = {values.vmin, 0.5f * (values.vmin + values.vmax), values.vmax};
+  f.tick_decimals = 3;
+  if (values.bar_labels.size() == 3) f.tick_labels = values.bar_labels;
+  HeatmapPanel p;
+  p.values = values.shown;
+  const Eigen::Index layers = values.numbers.rows(), heads = values.numbers.cols();
+  p.masked = MaskMatrix::Zero(layers, heads);
+  for (Eigen::Index l = 0; l < layers; ++l)
+    for (Eigen::Index h = 0; h < heads; ++h) p.masked(l, h) = std::isnan(values.numbers(l, h)) ? 1 : 0;
+  for (Eigen::Index l = 0; l < layers; ++l) p.row_labels.push_back("L" + std::to_string(l + 1));
+  for (Eigen::Index h = 0; h < heads; ++h) p.col_labels.push_back("H" + std::to_string(h + 1));
+  f.panels.push_back(std::move(p));
+  return f;
+}
+
+std::string layerHeadCsv(const LayerHeadValues& values) {
+  std::string csv = "layer,head," + values.number_name + "\n";
+  for (Eigen::Index l = 0; l < values.numbers.rows(); ++l)
+    for (Eigen::Index h = 0; h < values.numbers.cols(); ++h) {
+      const float v = values.numbers(l, h);
+      csv += std::to_string(l + 1) + "," + std::to_string(h + 1) + ",";
+      if (!std::isnan(v)) {  // the shortest text that reads back as the same float32, as the CSV exports write
+        char buf[32];
+        csv.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+      }
+      csv += "\n";
+    }
+  return csv;
+}
+
+std::string layerHeadNpy(const LayerHeadValues& values) {
+  const Eigen::Index layers = values.numbers.rows(), heads = values.numbers.cols();
+  std::vector<float> data;
+  for (Eigen::Index l = 0; l < layers; ++l)
+    for (Eigen::Index h = 0; h < heads; ++h) data.push_back(values.numbers(l, h));
+  return arrays::npyBytes({layers, heads}, data);
 }
 
 ExportFormat figureFormat(const std::string& field, const std::string& path) {

@@ -1,7 +1,8 @@
 // Export panel: what is on show. For a scene: the current head, all heads, the similarity matrix (with its
 // dendrogram in cluster order, a choice of its own: the heads grid keeps its order) or B - A against the Diff tab's
 // pinned A; for a checkpoint run or a saved tensor: the focused map, the shown layer's heads, every layer (the
-// grid), the shown layer's similarity or the rollout (the choice while the rollout is on show). PNG (at a dpi), SVG, CSV or NPY: a path's known extension sets the
+// grid), the shown layer's similarity, the rollout (the choice while the rollout is on show) or the subject pane's
+// Find heads map (a head-type score, composition or logit attribution: as drawn, or its numbers). PNG (at a dpi), SVG, CSV or NPY: a path's known extension sets the
 // format, and a picked format the path's extension. Through the same exporters as `attnscope export` and
 // `attnscope model`; a message says where the file went or why not, until the request changes. With the value
 // norms switch on, the maps are exported weighted (alpha_ij times key j's value norm, the CLI's numbers), or a
@@ -93,11 +94,14 @@ struct RunSnapshot {
   int layer = 0, focus_head = -1;
   std::vector<int> windows;  // per layer: ModelSession::windowOf
   std::shared_ptr<const Matrix> rollout;  // (n, n), when the rollout is asked for (a copy of the session's)
+  std::shared_ptr<const model::LayerHeadValues> scores;  // Find heads' map, when it is asked for
   const model::HeadLayout& layout() const { return forward->layout; }
 };
 
-RunSnapshot snapshotOf(const ModelSession& s, const Matrix* rollout) {
-  RunSnapshot r{s.sharedForward(), s.sharedCheckpoint(), s.labels(), s.title(), s.layer, s.focus_head, {}, nullptr};
+RunSnapshot snapshotOf(const ModelSession& s, const Matrix* rollout,
+                       std::shared_ptr<const model::LayerHeadValues> scores) {
+  RunSnapshot r{s.sharedForward(), s.sharedCheckpoint(), s.labels(), s.title(), s.layer, s.focus_head, {}, nullptr,
+                std::move(scores)};
   for (int l = 0; l < s.layout().n_layer; ++l) r.windows.push_back(s.windowOf(l));
   if (rollout) r.rollout = std::make_shared<const Matrix>(*rollout);
   return r;
@@ -188,6 +192,7 @@ ExportWeighting modelWeighting(const ViewState& view, const ModelSession& s, int
     return {false, "value norms: a saved tensor holds no values (W_V, W_O), so this file holds the weights"};
   if (what == 3) return {false, "value norms: the similarity is of the plain weights"};
   if (what == 4) return {false, "value norms: the rollout is of the plain weights"};
+  if (what == 5) return {false, "value norms: Find heads' map holds its own numbers"};
   return {true, ""};
 }
 
@@ -212,6 +217,13 @@ int modelWhatOnShow(const ViewState& view, const ModelSession& s) {
 std::string modelExportBytes(const RunSnapshot& s, int what, ExportFormat format, const std::string& path,
                              const MapContrast& contrast, int dpi, bool weighted) {
   if (what == 4) return rolloutBytes(s, format, contrast, dpi);
+  if (what == 5) {  // Find heads' map: as drawn (its own colours), or its numbers
+    if (format == ExportFormat::Csv) return model::layerHeadCsv(*s.scores);
+    if (format == ExportFormat::Npy) return model::layerHeadNpy(*s.scores);
+    Figure f = model::layerHeadFigure(*s.scores);
+    f.dpi = dpi;
+    return model::figureBytes(f, format);
+  }
   const bool figure = format == ExportFormat::Png || format == ExportFormat::Svg;
   const int layer = what == 2 ? -1 : s.layer;
   const model::KeyScales norms = weighted ? modelValueNorms(s, layer) : model::KeyScales();
@@ -283,13 +295,16 @@ void modelWhat(ViewState& view, ModelSession& s) {
   const std::string layer = "layer " + std::to_string(s.layer + 1);
   const std::string labels[] = {
       s.focused() ? layer + ", head " + std::to_string(s.focus_head + 1) : std::string("one map (click a tile)"),
-      layer + "'s heads", "every layer", layer + "'s similarity", "the rollout"};
+      layer + "'s heads", "every layer", layer + "'s similarity", "the rollout", "Find heads' map"};
   // The rollout once computed (asked for here when it is the choice; the centre's rollout view asks too).
   const bool rollout_ready = what == 4 ? s.rollout() != nullptr : true;
   ImGui::TextUnformatted("What");
-  for (int i = 0; i < 5; ++i) {
+  // Find heads' map while the subject pane draws one (this frame or the last).
+  const bool scores_shown = view.find.shown && view.find.shown_frame >= ImGui::GetFrameCount() - 1;
+  if (what == 5 && !scores_shown) what = modelWhatOnShow(view, s), view.exporter.model_what = -1;
+  for (int i = 0; i < 6; ++i) {
     sameLineIfFits(radioWidth(labels[i].c_str()));
-    ImGui::BeginDisabled(i == 0 && !s.focused());
+    ImGui::BeginDisabled((i == 0 && !s.focused()) || (i == 5 && !scores_shown));
     if (ImGui::RadioButton(labels[i].c_str(), &what, i)) view.exporter.model_what = i;
     ImGui::EndDisabled();
     probeItem(std::string("export.model.what.") + std::to_string(i));
@@ -297,6 +312,10 @@ void modelWhat(ViewState& view, ModelSession& s) {
   if (!rollout_ready) {
     ImGui::TextDisabled("computing the rollout...");
     probeItem("export.rollout_pending");
+  }
+  if (what == 5) {
+    textWrappedAtSpaces(view.find.shown->title);
+    probeNote("export.scores_title", view.find.shown->title);
   }
 }
 
@@ -423,7 +442,8 @@ void drawExportPanel(AppState& state, ViewState& view) {
     view.exporter.failed = true;
   } else if (clicked && run) {
     // A snapshot of the run: the file is made and written on the writer's thread.
-    const RunSnapshot snapshot = snapshotOf(*run, model_what == 4 ? run->rollout() : nullptr);
+    const RunSnapshot snapshot = snapshotOf(*run, model_what == 4 ? run->rollout() : nullptr,
+                                            model_what == 5 ? view.find.shown : nullptr);
     const MapContrast contrast = view.contrast;
     const int dpi = view.exporter.dpi;
     const bool weighted = weighting.on;
@@ -432,7 +452,8 @@ void drawExportPanel(AppState& state, ViewState& view) {
     job.write = [snapshot, model_what, format, path, contrast, dpi, weighted] {
       writeFileAtomically(path, modelExportBytes(snapshot, model_what, format, path, contrast, dpi, weighted));
     };
-    job.wrote = wroteLine(path) + " (" + run->title() + (weighted ? ", weights x value norms)" : ")");
+    job.wrote = wroteLine(path) + " (" + (model_what == 5 ? snapshot.scores->title : run->title()) +
+                (weighted ? ", weights x value norms)" : ")");
     job.what = run->title();
     job.owner = "export";
     writer.start(std::move(job));

@@ -14,7 +14,7 @@ struct ExportState {
   std::string path = "attnscope_export.png";
   int what = 1, format = 0;
   // A model's or tensor's export: -1 = what is on show (the rollout, else the focused map, else the grid); 0 the
-  // focused map, 1 the layer's heads, 2 every layer (the grid), 3 the layer's heads' similarity, 4 the rollout.
+  // focused map, 1 the layer's heads, 2 every layer (the grid), 3 the layer's heads' similarity, 4 the rollout, 5 Find heads' map.
   int model_what = -1;
   int model_on_show = -1;  // what was on show when model_what was last set (a change of it resets model_what)
   int head = 1;  // 1-based, as shown

@@ -45,6 +45,26 @@ std::string figureBytes(const Figure& figure, ExportFormat format);
 // Png or Svg from the path's extension; InputError(field, "a path ending in .png or .svg", the path) otherwise.
 ExportFormat figureFormat(const std::string& field, const std::string& path);
 
+// A layers x heads map of one number per head (the window's Find heads: a head-type score, composition with a
+// picked head, direct logit attribution), as it is drawn and as numbers. `shown` (layers, heads): the value each
+// cell is coloured by on `map` from vmin to vmax; `numbers`: the scores themselves (NaN where a head has none,
+// drawn masked). `bar_labels`: the colour bar's left, middle and right labels ("" : vmin, the middle, vmax).
+struct LayerHeadValues {
+  std::string title;        // "GPT-2 previous-token score"
+  std::string scale_label;  // "previous-token score"
+  std::string number_name;  // the CSV's value column: "score", "composition", "logit"
+  Matrix shown, numbers;
+  ColorMap map = ColorMap::Viridis;
+  float vmin = 0, vmax = 1;
+  std::vector<std::string> bar_labels;
+};
+// The figure: rows "Layer" (L1..), columns "Head" (H1..), heads with no number in the masked grey.
+Figure layerHeadFigure(const LayerHeadValues& values);
+// The numbers as CSV, `layer,head,<number_name>` (both from 1, as the window names them), one row a head, empty
+// where a head has none; or as NPY, (layers, heads) float32, NaN there.
+std::string layerHeadCsv(const LayerHeadValues& values);
+std::string layerHeadNpy(const LayerHeadValues& values);
+
 // Head `head` of `layer`'s map, each column j times (*scales)[layer](head, j) when scales is given.
 Matrix weightedMap(const ForwardResult& forward, int layer, int head, const KeyScales* scales);
 
