@@ -70,31 +70,24 @@ bool has(const std::vector<std::string>& words, std::size_t from, const char* wo
          words.end();
 }
 
-// A whole number for argument `what` of a script line, within [lo, hi]; throws naming the line.
-int scriptInt(const std::string& where, const std::string& what, const std::string& word, int lo, int hi) {
+// Argument `what` of a script line as a finite number (within [lo, hi] and whole, when `whole`); throws naming
+// the line.
+double scriptNumber(const std::string& where, const std::string& what, const std::string& word, bool whole = false,
+                    double lo = -1e30, double hi = 1e30) {
   std::size_t used = 0;
-  long value = 0;
+  double value = 0;
   try {
-    value = std::stol(word, &used);
+    value = std::stod(word, &used);
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used != word.size() || value < lo || value > hi)
-    throw InputError(where, what + ": a whole number in " + std::to_string(lo) + ".." + std::to_string(hi),
+  const bool ok = used == word.size() && std::isfinite(value) && value >= lo && value <= hi &&
+                  (!whole || word.find_first_not_of("-0123456789") == std::string::npos);  // as std::stoi reads it
+  if (!ok)
+    throw InputError(where, what + (whole ? ": a whole number in " + std::to_string(static_cast<long>(lo)) + ".." +
+                                                std::to_string(static_cast<long>(hi))
+                                          : std::string(": a finite number")),
                      quoteFragment(word));
-  return static_cast<int>(value);
-}
-
-float scriptFloat(const std::string& where, const std::string& what, const std::string& word) {
-  std::size_t used = 0;
-  float value = 0;
-  try {
-    value = std::stof(word, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != word.size() || !std::isfinite(value))
-    throw InputError(where, what + ": a finite number", quoteFragment(word));
   return value;
 }
 
@@ -106,7 +99,7 @@ void checkArguments(const std::string& where, const std::vector<std::string>& w)
   };
   if (c == "wait") {
     need(2, "wait N");
-    scriptInt(where, "N", w[1], 0, 1000000);
+    scriptNumber(where, "N", w[1], true, 0, 1000000);
   } else if (c == "move" || c == "click") {
     need(2, "click TARGET");
     for (std::size_t i = 2; i < w.size(); ++i)  // pixels "X Y" and "cell H R C" take numbers after the target
@@ -115,12 +108,12 @@ void checkArguments(const std::string& where, const std::vector<std::string>& w)
         throw InputError(where, "click's modifiers: ctrl, shift, right, double", quoteFragment(w[i]));
   } else if (c == "wheel") {
     need(3, "wheel TARGET STEPS");
-    scriptFloat(where, "STEPS", w.back());
+    scriptNumber(where, "STEPS", w.back());
   } else if (c == "drag") {
     need(5, "drag TARGET DX DY N");
-    scriptFloat(where, "DX", w[w.size() - 3]);
-    scriptFloat(where, "DY", w[w.size() - 2]);
-    scriptInt(where, "N", w.back(), 1, 100000);
+    scriptNumber(where, "DX", w[w.size() - 3]);
+    scriptNumber(where, "DY", w[w.size() - 2]);
+    scriptNumber(where, "N", w.back(), true, 1, 100000);
   } else if (c == "key") {
     need(2, "key NAME [ctrl] [shift]");
     glfwKey(w[1]);
@@ -130,11 +123,11 @@ void checkArguments(const std::string& where, const std::vector<std::string>& w)
     const bool absent = w.size() > 1 && w[1] == "no";
     need(absent ? 3 : 2, "until [no] NAME [N]");
     const std::size_t limit_at = absent ? 3 : 2;
-    if (w.size() > limit_at) scriptInt(where, "N", w[limit_at], 1, 10000000);
+    if (w.size() > limit_at) scriptNumber(where, "N", w[limit_at], true, 1, 10000000);
   } else if (c == "resize") {
     need(3, "resize W H");
-    scriptInt(where, "W", w[1], 200, 16384);
-    scriptInt(where, "H", w[2], 200, 16384);
+    scriptNumber(where, "W", w[1], true, 200, 16384);
+    scriptNumber(where, "H", w[2], true, 200, 16384);
   } else if (c == "screenshot" || c == "layout") {
     need(2, "screenshot PATH");
   }

@@ -47,7 +47,7 @@ StartupOpen readStartupOpen(const StartupArguments& args) {
     refuseOption(args.tensor, "--tensor", "an arrays file", quoted + ", a checkpoint");
     if (args.text && args.text_file) throw InputError("--text", "either --text or --text-file", "both");
     open.checkpoint_text = args.text_file ? readWholeFile(*args.text_file, "--text-file", kMaxTextFileBytes)
-                                          : args.text.value_or(ModelSession().text);
+                                          : args.text.value_or(ModelSession::kDefaultText);
     return open;
   }
   refuseOption(args.text ? args.text : args.text_file, args.text ? "--text" : "--text-file", "a checkpoint folder",

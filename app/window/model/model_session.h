@@ -30,7 +30,8 @@ class ModelSession {
   ~ModelSession();  // stops a running forward at its next layer
 
   std::string dir;                               // the checkpoint folder, as typed
-  std::string text = "The cat sat on the mat.";  // as typed
+  static constexpr const char* kDefaultText = "The cat sat on the mat.";
+  std::string text = kDefaultText;  // as typed
 
   // Starts loading `dir` (once per folder) and the forward over `text`, replacing one that has not started. A
   // path to a file in the folder (its config.json) opens the folder; a folder that is not there is refused in

@@ -9,6 +9,7 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -77,10 +78,10 @@ void drawCompositionMap(ViewState& view, ModelSession& s, int mode) {
   const auto place = [&](double v) { return v <= baseline ? 0.5 * v / baseline : 0.5 + 0.5 * (v - baseline) / (upper - baseline); };
   const ImVec2 bar0 = ImGui::GetCursorScreenPos();
   const float bar_w = std::min(ImGui::GetContentRegionAvail().x, 12 * font);
+  // The centred bar in scores: 0, the baseline in the middle (white), the top; the exported figure's bar too.
+  const std::array<std::string, 3> centred_labels = {"0", formatted("random %.3g", baseline), formatted("%.3g", upper)};
   if (centred) {
-    // The bar in scores: 0, the baseline in the middle (white), the top.
-    drawScaleBar(ImGui::GetWindowDrawList(), bar0, bar_w, 0.6f * font, ColorMap::Diverging,
-                 {"0", formatted("random %.3g", baseline), formatted("%.3g", upper)});
+    drawScaleBar(ImGui::GetWindowDrawList(), bar0, bar_w, 0.6f * font, ColorMap::Diverging, centred_labels);
     probeNote("findheads.baseline", formatted("%.6g", baseline));
     probeNote("findheads.upper", formatted("%.6g", upper));
   } else {
@@ -93,10 +94,9 @@ void drawCompositionMap(ViewState& view, ModelSession& s, int mode) {
   map.id = "findheads", map.layers = c.n_layer, map.heads = c.n_head;
   map.value = [&](int l, int h) -> std::optional<double> {
     if (l <= la) return std::nullopt;
-    const double v = c.at(scores, la, ha, l, h);
-    return centred ? place(v) : v;
+    return c.at(scores, la, ha, l, h);
   };
-  if (centred) map.colors = ColorMap::Diverging;
+  if (centred) map.colors = ColorMap::Diverging, map.place = place;
   map.vmax = centred ? 1.0f : vmax;
   map.marked_layer = la, map.marked_head = ha;
   map.tooltip = [&](int l, int h) {
@@ -115,13 +115,7 @@ void drawCompositionMap(ViewState& view, ModelSession& s, int mode) {
                         s.title().c_str(), la + 1, ha + 1, reads);
   map.scale_label = centred ? "composition score (white: the random baseline)" : "composition score";
   map.number_name = "composition";
-  if (centred) {
-    map.bar_labels = {"0", formatted("random %.3g", baseline), formatted("%.3g", upper)};
-    map.number = [&](int l, int h) -> std::optional<double> {
-      if (l <= la) return std::nullopt;
-      return c.at(scores, la, ha, l, h);
-    };
-  }
+  if (centred) map.bar_labels.assign(centred_labels.begin(), centred_labels.end());
   rememberShown(view, map);
   if (const auto cell = drawLayerHeadMap(map)) view.find.comp_layer = cell->first, view.find.comp_head = cell->second;
   if (la == c.n_layer - 1) {

@@ -59,7 +59,9 @@ std::optional<std::pair<int, int>> drawLayerHeadMap(const LayerHeadMap& map) {
     for (int h = 0; h < heads; ++h) {
       const std::optional<double> v = map.value(l, h);
       const Rgb8 c =
-          v ? colorAt(map.colors, colorMapParameter(static_cast<float>(*v), map.vmin, map.vmax)) : kMaskedColor;
+          v ? colorAt(map.colors, colorMapParameter(static_cast<float>(map.place ? map.place(*v) : *v), map.vmin,
+                                                    map.vmax))
+            : kMaskedColor;
       const ImVec2 c0(p0.x + h * cell_w, p0.y + l * cell_h);
       list->AddRectFilled(c0, ImVec2(c0.x + cell_w - gap, c0.y + cell_h - gap), IM_COL32(c.r, c.g, c.b, 255));
     }
@@ -106,8 +108,8 @@ void rememberShown(ViewState& view, const LayerHeadMap& map) {
   for (int l = 0; l < map.layers; ++l)
     for (int h = 0; h < map.heads; ++h)
       if (const std::optional<double> v = map.value(l, h)) {
-        values->shown(l, h) = static_cast<float>(*v);
-        values->numbers(l, h) = static_cast<float>(map.number ? map.number(l, h).value_or(*v) : *v);
+        values->shown(l, h) = static_cast<float>(map.place ? map.place(*v) : *v);
+        values->numbers(l, h) = static_cast<float>(*v);
       }
   view.find.shown = std::move(values);
   view.find.shown_frame = ImGui::GetFrameCount();

@@ -25,12 +25,13 @@ struct LayerHeadMap {
   int marked_layer = -1, marked_head = -1;  // the cell outlined in white (-1: none)
   // The hovered cell's tooltip (layer, head from 0).
   std::function<std::string(int layer, int head)> tooltip;
+  // Where a value lies on the colours' vmin..vmax (null: the value itself): the composition centred on its
+  // random baseline draws each score at its place on a diverging bar.
+  std::function<double(double)> place;
   // For Export (rememberShown): what the map is ("GPT-2 previous-token score"), its bar's label, the CSV's value
-  // column, the bar's three labels ("" : the numbers), and the numbers when `value` is not them (the composition
-  // centred on its baseline draws places on the bar; null: `value`).
+  // column and the bar's three labels (empty: the numbers).
   std::string title, scale_label, number_name;
   std::vector<std::string> bar_labels;
-  std::function<std::optional<double>(int layer, int head)> number;
 };
 
 struct ViewState;

@@ -104,7 +104,7 @@ float queryLabelWidth(const std::vector<std::string>& queries);
 void drawMapAxes(const std::vector<std::string>& queries, const std::vector<std::string>& keys, ImVec2 m0, float cell);
 float mapAxesHeight(const std::vector<std::string>& keys, float cell);
 // The colour bar beside a map (from 0 or top / 1000 at the bottom to `top`) and the contrast control above the
-// maps (panel_heads.cpp): one ViewState::contrast for the heads, the model grid and the full-size map. The labels
+// maps (color_bar.cpp): one ViewState::contrast for the heads, the model grid and the full-size map. The labels
 // stand right of the bar, from p1.x + 4: colorBarLabelWidth pixels wide at most (callers keep that room); each
 // is probed against the pane ("cut:colorbar.top" when it is not all shown).
 void drawColorBar(ImDrawList* list, ImVec2 p0, ImVec2 p1, float top, const MapContrast& contrast);
