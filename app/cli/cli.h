@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attnscope/export/contrast.h"
+#include "attnscope/export/export.h"
 #include "cli/cli_args.h"
 
 namespace attnscope::cli {
@@ -34,6 +35,12 @@ MapContrast takeContrast(Args& args);
 // the largest below it that the figure fits); and its help.
 int takeDpi(Args& args);
 std::string dpiHelp(int column);
+// --width IN, --height IN and --font-size PT: a figure's page (FigureSize, export.h), checked (checkFigureSize);
+// all 0 when absent. And their help.
+FigureSize takeFigureSize(Args& args);
+std::string figureSizeHelp(int column);
+// The first of the three options a size gives ("--width" before "--height" before "--font-size"): errors name it.
+const char* figureSizeOption(const FigureSize& size);
 // The two options' lines for a command's --help, their text starting at `column` as the command's others.
 std::string contrastHelp(int column);
 

@@ -12,6 +12,7 @@
 #include "attnscope/error.h"
 #include "attnscope/export/export.h"
 #include "attnscope/scene/scene_json.h"
+#include "attnscope/text_bounds.h"
 #include "backend_choice.h"
 #include "cli/cli.h"
 
@@ -25,6 +26,7 @@ constexpr const char* kExportHelp =
     "                        [--annotate] [--metric cosine|js] [--backend "
     "cpu|gpu|auto] [--rows A:B] [--cols C:D]\n"
     "                        [--contrast fixed|shared|head|row] [--log] [--dpi N] [--weighting weight|value-norm]\n"
+    "                        [--width IN] [--height IN] [--font-size PT]\n"
     "  --what head:N     one head's attention weights; heads are numbered from "
     "1 (head:1 is the first)\n"
     "         heads      every head: a grid of heatmaps with one colour bar, "
@@ -155,6 +157,46 @@ std::string dpiHelp(int column) {
          "An SVG is vector, sized at 96 per inch and sharp at any size\n";
 }
 
+FigureSize takeFigureSize(Args& args) {
+  // Any number is taken here, so that checkFigureSize refuses every out-of-range one with the range, in one place.
+  const auto number = [&args](const char* name) {
+    const std::optional<std::string> value = args.take(name);
+    if (!value) return 0.0;
+    char* end = nullptr;
+    const double x = std::strtod(value->c_str(), &end);
+    if (value->empty() || *end != '\0')
+      throw InputError(name, "a number", "'" + elideLabel(*value, 40) + "'");
+    return x;
+  };
+  FigureSize size;
+  size.width_in = number("--width");
+  size.height_in = number("--height");
+  size.font_pt = number("--font-size");
+  checkFigureSize(size);
+  return size;
+}
+
+const char* figureSizeOption(const FigureSize& size) {
+  return size.width_in != 0 ? "--width" : size.height_in != 0 ? "--height" : "--font-size";
+}
+
+std::string figureSizeHelp(int column) {
+  const auto option = [column](const std::string& name) {
+    return name + std::string(static_cast<std::size_t>(std::max(1, column - static_cast<int>(name.size()))), ' ');
+  };
+  const std::string pad(static_cast<std::size_t>(column), ' ');
+  char range[160];
+  std::snprintf(range, sizeof range, "%g to %g inches; the maps grow or shrink to fill it, the text keeps its size",
+                kMinFigureInches, kMaxFigureInches);
+  char font[160];
+  std::snprintf(font, sizeof font, "%g to %g (default 9.75: 13 px); titles and axis names in proportion",
+                kMinFontPt, kMaxFontPt);
+  return option("  --width IN") + "a figure's width (PNG, SVG; default: its layout's own), " + range + "\n" +
+         option("  --height IN") + "a figure's height, as --width (both: the maps as large as fit, centred)\n" +
+         option("  --font-size PT") + "the figure's tick and token labels in points, " + font + "\n" + pad +
+         "(a PNG's pixels are inches times --dpi)\n";
+}
+
 MapContrast takeContrast(Args& args) {
   const std::string scale = args.takeChoice("--contrast", {"fixed", "shared", "head", "row"}, "fixed");
   return parseContrast(scale, args.takeFlag("--log"));
@@ -166,6 +208,7 @@ int runExport(Args& args) {
     std::fputs(contrastHelp(20).c_str(), stdout);
     std::fputs("                    (head:N and heads; similarity and diff keep their own scales)\n", stdout);
     std::fputs(dpiHelp(20).c_str(), stdout);
+    std::fputs(figureSizeHelp(20).c_str(), stdout);
     return 0;
   }
   const std::optional<std::string> what = args.take("--what");
@@ -180,6 +223,9 @@ int runExport(Args& args) {
   request.contrast = takeContrast(args);
   const long dpi_given = args.takeInt("--dpi", 0, kMinDpi, kMaxDpi);  // 0: not given
   request.dpi = dpi_given != 0 ? static_cast<int>(dpi_given) : kFitDpi;
+  request.size = takeFigureSize(args);
+  if (request.size != FigureSize{} && (request.format == ExportFormat::Csv || request.format == ExportFormat::Npy))
+    throw InputError(figureSizeOption(request.size), "only with a PNG or SVG figure", request.format == ExportFormat::Csv ? "csv" : "npy");
   if (dpi_given != 0 && (request.format == ExportFormat::Csv || request.format == ExportFormat::Npy))
     throw InputError("--dpi", "only with a PNG or SVG figure", request.format == ExportFormat::Csv ? "csv" : "npy");
   const std::optional<std::string> against = args.take("--against");

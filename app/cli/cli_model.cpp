@@ -28,7 +28,7 @@ constexpr const char* kModelHelp =
     "                       [--grid-out GRID.png|.svg]\n"
     "                       [--rollout-out ROLLOUT.png|.svg] [--analysis-out A.json [--dla-position P]\n"
     "                       [--dla-target ID]] [--backend cpu|gpu|auto] [--contrast fixed|shared|head|row]\n"
-    "                       [--log] [--dpi N]\n"
+    "                       [--log] [--dpi N] [--width IN] [--height IN] [--font-size PT]\n"
     "  DIR             a checkpoint folder, its family from config.json's model_type: GPT-2 (config.json,\n"
     "                  model.safetensors, vocab.json, merges.txt), or llama, mistral, qwen2, qwen3, gpt_neox,\n"
     "                  phi3, olmo2, mixtral (config.json,\n"
@@ -82,6 +82,7 @@ int runModel(Args& args) {
     std::fputs(kModelHelp, stdout);
     std::fputs(contrastHelp(18).c_str(), stdout);
     std::fputs(dpiHelp(18).c_str(), stdout);
+    std::fputs(figureSizeHelp(18).c_str(), stdout);
     std::fputs("                  (--grid-out and --rollout-out)\n", stdout);
     return 0;
   }
@@ -104,6 +105,7 @@ int runModel(Args& args) {
   const std::string backend_name = args.takeChoice("--backend", {"cpu", "gpu", "auto"}, "cpu");
   const MapContrast contrast = takeContrast(args);
   const int dpi = takeDpi(args);
+  const FigureSize figure_size = takeFigureSize(args);
   const bool value_norm = args.takeChoice("--weighting", {"weight", "value-norm"}, "weight") == "value-norm";
   if (value_norm && !out) throw InputError("--weighting", "--out to write the weighted maps to", "none");
   const std::vector<std::string> dirs = args.positionals(1);
@@ -111,6 +113,8 @@ int runModel(Args& args) {
   if (contrast != MapContrast{} && !grid_out && !rollout_out)
     throw InputError(contrast.scale != ColorScale::Fixed ? "--contrast" : "--log", "--grid-out or --rollout-out to colour",
                      "neither");
+  if (figure_size != FigureSize{} && !grid_out && !rollout_out)
+    throw InputError(figureSizeOption(figure_size), "--grid-out or --rollout-out to size", "neither");
   if (text && text_file) throw InputError("--text", "either --text or --text-file", "both");
   if (repeated > 0 && (text || text_file))
     throw InputError("--repeated-random", "either a text or --repeated-random", "both");
@@ -217,13 +221,15 @@ int runModel(Args& args) {
     scene_file->write(formatJson(sceneToJson(scene)));
   }
   if (grid_file) {
-    Figure grid = model::modelGridFigure(forward, config, labels, static_cast<int>(layer), contrast, family);
+    Figure grid =
+        model::modelGridFigure(forward, config, labels, static_cast<int>(layer), contrast, family, nullptr, figure_size);
     grid.dpi = dpi;
     grid_file->write(model::figureBytes(grid, grid_format));
   }
   if (rollout_file) {
     Figure rollout_figure = model::rolloutFigure(rollout, labels, checkpoint.layout().causal, contrast, family);
     rollout_figure.dpi = dpi;
+    rollout_figure.size = figure_size;
     rollout_file->write(model::figureBytes(rollout_figure, rollout_format));
   }
   if (analysis_file) {

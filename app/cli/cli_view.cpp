@@ -25,7 +25,7 @@ using nlohmann::ordered_json;
 constexpr const char* kViewHelp =
     "usage: attnscope view FILE --tokens TOKENS [--tensor NAME] [--window W] [-o OUT.json]\n"
     "                      [--grid-out GRID.png|.svg] [--layer L] [--contrast fixed|shared|head|row] [--log] [--dpi N]\n"
-    "                      [--analysis-out A.json]\n"
+    "                      [--width IN] [--height IN] [--font-size PT] [--analysis-out A.json]\n"
     "  FILE        a (layers, heads, n, n) or (heads, n, n) float array of attention weights: .npy, .npz or\n"
     "              .safetensors (--tensor NAME when the file holds several)\n"
     "  --tokens    a JSON list (inline, starting with '[') or a file: a JSON list or one token a line\n"
@@ -85,6 +85,7 @@ int runView(Args& args) {
     std::fputs(kViewHelp, stdout);
     std::fputs(contrastHelp(14).c_str(), stdout);
     std::fputs(dpiHelp(14).c_str(), stdout);
+    std::fputs(figureSizeHelp(14).c_str(), stdout);
     std::fputs("              (--grid-out)\n", stdout);
     return 0;
   }
@@ -97,11 +98,13 @@ int runView(Args& args) {
   const int window = static_cast<int>(args.takeInt("--window", kDefaultLocalWindow, 0, 1 << 20));
   const MapContrast contrast = takeContrast(args);
   const int dpi = takeDpi(args);
+  const FigureSize figure_size = takeFigureSize(args);
   const std::vector<std::string> files = args.positionals(1);
   if (files.empty()) throw InputError("view", "an attention tensor file: attnscope view FILE --tokens TOKENS", "none");
   if (!tokens_arg) throw InputError("--tokens", "a JSON list or a file of tokens", "none");
   if (contrast != MapContrast{} && !grid_out)
     throw InputError(contrast.scale != ColorScale::Fixed ? "--contrast" : "--log", "--grid-out to colour", "none");
+  if (figure_size != FigureSize{} && !grid_out) throw InputError(figureSizeOption(figure_size), "--grid-out to size", "none");
   const ExportFormat grid_format = grid_out ? model::figureFormat("--grid-out", *grid_out) : ExportFormat::Png;
   std::vector<std::string> tokens = arrays::tokensFromArgument(*tokens_arg);
   std::vector<PendingFile> files_out;
@@ -129,7 +132,7 @@ int runView(Args& args) {
     checkMemoryBudget(*grid_out, what + " and the figure", estimate);
     // Titled after the tensor's file name ("attn.npy layer 6: attention weights, 16 heads").
     grid = model::modelGridFigure(t.forward, c, t.tokens, static_cast<int>(layer), contrast,
-                                  std::filesystem::path(files[0]).filename().string());
+                                  std::filesystem::path(files[0]).filename().string(), nullptr, figure_size);
     if (grid_format == ExportFormat::Png) grid.dpi = dpi;  // an SVG's size is the layout's
     checkMemoryBudget(*grid_out, what + " and the figure's image", estimate + model::figureImageBytes(grid));
   }

@@ -108,9 +108,11 @@ TEST_F(FiguresCli, ALayerOfSixteenHeadsWrapsFourByFourWithThinnedTokensAndNamedT
   EXPECT_EQ(ys.size(), 4u) << "rows";
   EXPECT_EQ(textCount(svg, "attn.npy layer 1: attention weights, 16 heads"), 1);
   for (int h = 1; h <= 16; ++h) EXPECT_EQ(textCount(svg, "Head " + std::to_string(h)), 1) << h;
-  EXPECT_EQ(textCount(svg, "t0"), 32);  // each panel's two axes
-  EXPECT_EQ(textCount(svg, "t64"), 32);
-  EXPECT_EQ(textCount(svg, "t2"), 32);
+  // Shared axes: the query labels left of the first column (4 rows), the key labels under each column's lowest
+  // panel (4 columns): 8 of each.
+  EXPECT_EQ(textCount(svg, "t0"), 8);
+  EXPECT_EQ(textCount(svg, "t64"), 8);
+  EXPECT_EQ(textCount(svg, "t2"), 8);
   EXPECT_EQ(textCount(svg, "t1"), 0);
   EXPECT_EQ(textCount(svg, "t63"), 0);
   EXPECT_EQ(textCount(svg, "Query"), 1);  // tokens, not positions
@@ -119,16 +121,19 @@ TEST_F(FiguresCli, ALayerOfSixteenHeadsWrapsFourByFourWithThinnedTokensAndNamedT
 TEST_F(FiguresCli, EveryLayerGridNumbersSmallMapsMoreThanZero) {
   // Two layers x 16 heads: 16 columns, budget max(96, 2560 / 16) = 160, cells min(160 / 65, max(48, 3)) = 2 px,
   // maps 130 px. 2 px < 3: positions numbered, about 130 / 4 = 32.5 px apart: the first step of 1, 2, 5, 10,
-  // 20 with step x 2 px >= 32.5 is 20: 0, 20, 40, 60 on both axes of all 32 panels.
+  // 20 with step x 2 px >= 32.5 is 20: 0, 20, 40, 60 on the shared axes, left of the first column (2 rows) and
+  // under the lowest row (16 columns): 18 of each. The rows named L1, L2 once, the columns H1 .. H16 once.
   writeTensor(file("attn.npy"), 2, 16, 65);
   std::ofstream(file("tokens.json")) << tokensJson(65);
   const CommandRun r = attnscope("view '" + file("attn.npy") + "' --tokens '" + file("tokens.json") + "' -o '" +
                                  file("v.json") + "' --grid-out '" + file("g.svg") + "'");
   ASSERT_EQ(r.status, 0) << r.err;
   const std::string svg = attnscope::test::slurp(file("g.svg"));
-  for (const char* tick : {"0", "20", "40", "60"}) EXPECT_EQ(textCount(svg, tick), 64) << tick;
+  for (const char* tick : {"0", "20", "40", "60"}) EXPECT_EQ(textCount(svg, tick), 18) << tick;
   EXPECT_EQ(textCount(svg, "attn.npy: attention weights, 2 layers x 16 heads"), 1);
-  EXPECT_EQ(textCount(svg, "L2 H16"), 1);
+  EXPECT_EQ(textCount(svg, "L2"), 1);
+  EXPECT_EQ(textCount(svg, "H16"), 1);
+  EXPECT_EQ(textCount(svg, "L2 H16"), 0);
   EXPECT_EQ(textCount(svg, "Query position"), 1);
 }
 
@@ -165,25 +170,28 @@ std::pair<long, long> pngSize(const std::string& path) {
 const std::string kWorked = std::string(ATTNSCOPE_SOURCE_DIR) + "/assets/scenes/worked_example.json";
 
 TEST_F(FiguresCli, DpiScalesThePngFromTheLayoutsNinetySixPerInch) {
-  // The worked example's two heads are laid out 736 x 386 px (CSS px, 96 an inch: the SVG's size). A PNG at
-  // N dpi is round(736 N / 96) x round(386 N / 96): 96 -> 736 x 386; the default 192 -> 1472 x 772;
-  // 300 -> 2300 x 1206.25 -> 1206; 72 -> 552 x 289.5 -> 290 (half away from zero).
-  const struct {
-    std::string flag;
-    long w, h;
-  } cases[] = {{"--dpi 96", 736, 386}, {"", 1472, 772}, {"--dpi 300", 2300, 1206}, {"--dpi=72", 552, 290}};
-  for (const auto& c : cases) {
-    const CommandRun r =
-        attnscope("export '" + kWorked + "' --what heads " + c.flag + " --out '" + file("f.png") + "'");
-    ASSERT_EQ(r.status, 0) << r.err;
-    EXPECT_EQ(pngSize(file("f.png")), std::make_pair(c.w, c.h)) << c.flag;
-  }
-  // The SVG is vector: its size is the layout's whatever the dpi, 736 x 386 CSS pixels (1/96 inch) written in
-  // inches, a physical unit every reader takes alike: 736 / 96 = 7.666667 and 386 / 96 = 4.020833 (to 1e-6).
+  // The SVG is vector: its size is the layout's whatever the dpi, W x H CSS pixels (1/96 inch; its viewBox)
+  // written in inches, a physical unit every reader takes alike, to 1e-6. A PNG at N dpi is round(W N / 96) x
+  // round(H N / 96), half away from zero: 96 the layout itself, the default 192 twice it a side, 300, 72.
   const CommandRun r = attnscope("export '" + kWorked + "' --what heads --dpi 300 --out '" + file("f.svg") + "'");
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(attnscope::test::slurp(file("f.svg")).find("width=\"7.666667in\" height=\"4.020833in\" viewBox=\"0 0 736 386\""),
-            std::string::npos);
+  const std::string svg = attnscope::test::slurp(file("f.svg"));
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(svg, m, std::regex(R"re(width="([0-9.]+)in" height="([0-9.]+)in" viewBox="0 0 (\d+) (\d+)")re")));
+  const long w = std::stol(m[3]), h = std::stol(m[4]);
+  EXPECT_NEAR(std::stod(m[1]), w / 96.0, 1e-6);
+  EXPECT_NEAR(std::stod(m[2]), h / 96.0, 1e-6);
+  const struct {
+    std::string flag;
+    int dpi;
+  } cases[] = {{"--dpi 96", 96}, {"", 192}, {"--dpi 300", 300}, {"--dpi=72", 72}};
+  for (const auto& c : cases) {
+    const CommandRun png =
+        attnscope("export '" + kWorked + "' --what heads " + c.flag + " --out '" + file("f.png") + "'");
+    ASSERT_EQ(png.status, 0) << png.err;
+    EXPECT_EQ(pngSize(file("f.png")), std::make_pair(std::lround(w * c.dpi / 96.0), std::lround(h * c.dpi / 96.0)))
+        << c.flag;
+  }
 }
 
 TEST_F(FiguresCli, APngRecordsItsDpiSoThatSlidesAndLatexPlaceItAtItsSize) {

@@ -221,20 +221,20 @@ TEST(TrustRound4, ConfigNumbersThatRoundToZeroInFloat32AreRefused) {
 
 // [SECTION] class 5: defaults that refuse
 
-// `view --grid-out` of 64 layers x 64 heads and `model --grid-out` of 200 layers x 4 heads, no --dpi: the PNG is
-// drawn at the largest dpi <= 192 that its layout (the SVG's size) allows, worked out by fittingDpi (189 and 111
-// here); a --dpi the user gives past it is still refused naming --dpi. 1000 layers x 4 heads, a layer a row,
+// `view --grid-out` of 160 layers x 160 heads and `model --grid-out` of 400 layers x 4 heads, no --dpi: the PNG is
+// drawn at the largest dpi <= 192 that its layout (the SVG's size) allows, worked out by fittingDpi (below 192
+// here, checked); a --dpi the user gives past it is still refused naming --dpi. 1000 layers x 4 heads, a layer a row,
 // would lay out 70,070 px tall, past 16,384 px even at 96 dpi: the layout wraps layers, about square, and the
 // default dpi fits that (it was refused).
 TEST(TrustRound4, DefaultDpiAdaptsToLargeGrids) {
   const std::string dir = model_test::tempDir();
   attnscope::test::TestTensor t;
-  t.shape = {64, 64, 2, 2};
-  t.data.assign(64 * 64 * 4, 0.5f);  // every row [1/2, 1/2]
+  t.shape = {160, 160, 2, 2};
+  t.data.assign(160 * 160 * 4, 0.5f);  // every row [1/2, 1/2]
   attnscope::test::writeSafetensors(dir + "/a.safetensors", {{"attentions", t}});
   model_test::spit(dir + "/tokens.txt", "a\nb\n");
   const std::string view = "view '" + dir + "/a.safetensors' --tokens '" + dir + "/tokens.txt' --grid-out '" + dir;
-  const std::string ckpt = model_test::tinyCheckpoint("--layers 200 --heads 4 --embd 8 --tokens 2");
+  const std::string ckpt = model_test::tinyCheckpoint("--layers 400 --heads 4 --embd 8 --tokens 2");
   const std::string model = "model '" + ckpt + "' --text hi --grid-out '" + dir;
   for (const std::string& base : {view, model}) {
     SCOPED_TRACE(base.substr(0, 5));

@@ -172,16 +172,18 @@ void checkOpenArrays(Checker& c, const std::string& dir) {
                note(similarity, "similarity.subject") + "'");
 
   // The Checkpoint tab's grid figure of the tensor (model::modelGridFigure, tested against references by `view
-  // --grid-out`'s tests): written, an SVG, one panel per (layer, head) titled from 1, the tokens on its axes.
+  // --grid-out`'s tests): written, an SVG, a row a layer named L1, L2 at its left, a column a head named H1 .. H3
+  // on top (counted from 1), the tokens on its axes.
   c.expect(loadLayout(dir + "/layout_figure.json").contains("checkpoint.figure.note"),
            "Export grid figure says what it wrote");
   std::ifstream svg_in(dir + "/grid.svg");
   const std::string svg((std::istreambuf_iterator<char>(svg_in)), std::istreambuf_iterator<char>());
   bool titled = svg.find("<svg") != std::string::npos;
-  for (int l = 1; l <= 2; ++l)
-    for (int h = 1; h <= 3; ++h) titled = titled && svg.find(">L" + std::to_string(l) + " H" + std::to_string(h) + "<") != std::string::npos;
-  c.expect(titled && svg.find(">cat<") != std::string::npos && svg.find(">L3 H1<") == std::string::npos,
-           "grid.svg: an SVG with panels L1 H1 .. L2 H3 and the tensor's tokens");
+  for (int l = 1; l <= 2; ++l) titled = titled && svg.find(">L" + std::to_string(l) + "<") != std::string::npos;
+  for (int h = 1; h <= 3; ++h) titled = titled && svg.find(">H" + std::to_string(h) + "<") != std::string::npos;
+  c.expect(titled && svg.find(">cat<") != std::string::npos && svg.find(">L3<") == std::string::npos &&
+               svg.find(">H4<") == std::string::npos,
+           "grid.svg: an SVG with rows L1, L2 and columns H1 .. H3, and the tensor's tokens");
   // The same figure as a PNG at the window's dpi (the Export tab's, 192 by default): the SVG's size in CSS pixels
   // (96 a inch) times 192 / 96, rounded.
   const auto attribute = [&](const char* name) {

@@ -278,6 +278,22 @@ void checkTokenView(Checker& c, const std::string& dir, const Maps& maps) {
     }
     c.expect(missing == 0 && wrong == 0, std::string(name) + ": " + std::to_string(n) + " chips in NumPy's colours, " +
                                              std::to_string(wrong) + " wrong, " + std::to_string(missing) + " missing");
+    if (!weighted) continue;
+    // Export with this view on show (the Export tab's "token view"): its numbers as NPY, (n), each NumPy's mean
+    // weight x value norm over the largest norm (masked ones 0), within the chips' 1e-4 (float32 products
+    // against float64, ~1e-6 seen); the SVG titled with the token and the direction, one chip a token.
+    const Npy npy = loadNpy(dir + "/tokenview.npy");
+    double worst = npy.shape == std::vector<long>{n} ? 0.0 : 1e9;
+    for (int k = 0; k < n && worst < 1e9; ++k) {
+      const double want = k < token ? 0.0 : mean[static_cast<std::size_t>(k)];
+      worst = std::max(worst, std::fabs(npy.values[static_cast<std::size_t>(k)] - want));
+    }
+    c.expect(worst <= 1e-4, "the token view's NPY is NumPy's weighted column of token 5, worst " + std::to_string(worst));
+    std::ifstream svg_in(dir + "/tokenview.svg");
+    const std::string svg((std::istreambuf_iterator<char>(svg_in)), std::istreambuf_iterator<char>());
+    c.expect(svg.find(": attention to token 5 ") != std::string::npos &&
+                 svg.find(">weight x value norm / largest norm</text>") != std::string::npos,
+             "the token view's SVG is titled 'attention to token 5' and its bar says what it shows");
   }
 }
 

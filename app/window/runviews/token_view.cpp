@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attnscope/compute/tiles.h"
@@ -14,24 +15,21 @@
 #include "window/maps/model_grid_tiles.h"
 #include "window/model/model_session.h"
 #include "window/runviews/runviews.h"
+#include "window/runviews/token_view.h"
 #include "window/widgets/widgets.h"
 #include "window/ui_probe.h"
 
 namespace attnscope::app {
 
-namespace {
-
-// The weights of `token` in `layer` for `head` (or every head's mean where head < 0): its row (from it) or its
-// column (to it), (n), with `masked` set where no head may attend (a key after a causal query). One row or one
-// column tile per head, so a forward without kept maps recomputes O(n d) per head, not a map. `key_scales`
-// (heads, n) non-null: each weight times its key's scale (value-norm weighting, valueNormScales), as the grid.
-std::vector<double> tokenWeights(const ModelSession& s, int layer, int head, int token, bool to_it,
-                                 const Matrix* key_scales, std::vector<char>& masked) {
-  const model::ForwardResult& f = s.forward();
-  const int n = f.n, heads = f.layout.n_head;
-  std::vector<double> sum(static_cast<std::size_t>(n), 0.0);
-  masked.assign(static_cast<std::size_t>(n), 1);
-  const int first = head < 0 ? 0 : head, last = head < 0 ? heads : head + 1;
+TokenViewValues tokenViewValues(const model::ForwardResult& f, int layer, const TokenViewState& state,
+                                const model::Model* checkpoint) {
+  const int n = f.n, heads = f.layout.n_head, token = state.token;
+  const bool to_it = state.to_it == 1;
+  const Matrix key_scales = checkpoint ? valueNormScales(*checkpoint, f, layer) : Matrix();  // (heads, n)
+  TokenViewValues out;
+  out.w.assign(static_cast<std::size_t>(n), 0.0);
+  out.masked.assign(static_cast<std::size_t>(n), 1);
+  const int first = state.head < 0 ? 0 : state.head, last = state.head < 0 ? heads : state.head + 1;
   for (int h = first; h < last; ++h) {
     TileRequest r;
     r.head = h;
@@ -43,16 +41,34 @@ std::vector<double> tokenWeights(const ModelSession& s, int layer, int head, int
     const Tile tile = f.tile(layer, r);
     for (int k = 0; k < n; ++k) {
       const int i = to_it ? k : 0, j = to_it ? 0 : k;
-      const double scale = key_scales ? (*key_scales)(h, to_it ? token : k) : 1.0;
-      sum[static_cast<std::size_t>(k)] += tile.values(i, j) * scale;
-      if (tile.masked.size() == 0 || !tile.masked(i, j)) masked[static_cast<std::size_t>(k)] = 0;
+      const double scale = checkpoint ? key_scales(h, to_it ? token : k) : 1.0;
+      out.w[static_cast<std::size_t>(k)] += tile.values(i, j) * scale;
+      if (tile.masked.size() == 0 || !tile.masked(i, j)) out.masked[static_cast<std::size_t>(k)] = 0;
     }
   }
-  for (double& v : sum) v /= static_cast<double>(last - first);
-  return sum;
+  for (double& v : out.w) v /= static_cast<double>(last - first);
+  return out;
 }
 
-}  // namespace
+TokenText tokenViewText(const model::ForwardResult& forward, const std::vector<std::string>& labels,
+                        const std::string& subject, int layer, const TokenViewState& state,
+                        const model::Model* checkpoint) {
+  const TokenViewValues v = tokenViewValues(forward, layer, state, checkpoint);
+  TokenText t;
+  const std::string heads = state.head < 0 ? "mean of " + std::to_string(forward.layout.n_head) + " heads"
+                                           : "head " + std::to_string(state.head + 1);
+  t.title = subject + " layer " + std::to_string(layer + 1) + ", " + heads + ": attention " +
+            (state.to_it ? "to" : "from") + " token " + std::to_string(state.token) + " '" +
+            axisLabel(labels[static_cast<std::size_t>(state.token)]) + "'" +
+            (checkpoint ? ", weights x value norms" : "");
+  t.scale_label = checkpoint ? "weight x value norm / largest norm" : "attention weight";
+  t.value_name = checkpoint ? "weight_x_value_norm" : "weight";
+  t.tokens = labels;
+  t.values.assign(v.w.begin(), v.w.end());
+  t.masked = v.masked;
+  t.picked = state.token;
+  return t;
+}
 
 void drawTokenView(ViewState& view, ModelSession& s) {
   sectionHeader("Token view");
@@ -100,9 +116,9 @@ void drawTokenView(ViewState& view, ModelSession& s) {
   static Shown cache;
   if (cache.revision != s.revision() + 1 || cache.layer != s.layer || cache.head != view.tokens.head ||
       cache.token != token || cache.to_it != view.tokens.to_it || cache.weighted != weighted) {
-    const Matrix scales = weighted ? valueNormScales(*s.checkpoint(), f, s.layer) : Matrix();
-    cache.w = tokenWeights(s, s.layer, view.tokens.head, token, view.tokens.to_it == 1, weighted ? &scales : nullptr,
-                           cache.masked);
+    TokenViewValues values = tokenViewValues(f, s.layer, view.tokens, weighted ? s.checkpoint() : nullptr);
+    cache.w = std::move(values.w);
+    cache.masked = std::move(values.masked);
     cache.revision = s.revision() + 1, cache.layer = s.layer, cache.head = view.tokens.head, cache.token = token;
     cache.to_it = view.tokens.to_it, cache.weighted = weighted;
   }

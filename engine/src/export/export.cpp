@@ -3,6 +3,8 @@
 // (a failure never leaves a partial file).
 #include "attnscope/export/export.h"
 
+#include <cstdio>
+
 #include "attnscope/analysis/analysis.h"
 #include "attnscope/atomic_file.h"
 #include "attnscope/error.h"
@@ -41,6 +43,21 @@ void writeExport(const Scene& scene, const Result& result, const ExportRequest& 
 }
 
 }  // namespace
+
+void checkFigureSize(const FigureSize& size) {
+  const auto check = [](const char* field, double v, double least, double most, const char* unit) {
+    if (v == 0) return;  // the layout's own
+    if (!(v >= least && v <= most)) {  // NaN fails too
+      char expected[64], got[32];
+      std::snprintf(expected, sizeof expected, "%g to %g %s (or 0: the figure's own)", least, most, unit);
+      std::snprintf(got, sizeof got, "%g", v);
+      throw InputError(field, expected, got);
+    }
+  };
+  check("--width", size.width_in, kMinFigureInches, kMaxFigureInches, "inches");
+  check("--height", size.height_in, kMinFigureInches, kMaxFigureInches, "inches");
+  check("--font-size", size.font_pt, kMinFontPt, kMaxFontPt, "points");
+}
 
 std::string exportBytes(const Scene& scene, const Result& result, const ExportRequest& request) {
   std::string bytes;

@@ -8,15 +8,14 @@
 
 namespace attnscope {
 
-namespace {
-
-// RFC 4180: a field holding a comma, a quote, CR or LF is quoted, with its quotes doubled.
 std::string csvField(const std::string& s) {
   if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
   std::string q = "\"";
   for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
   return q + "\"";
 }
+
+namespace {
 
 // The shortest text that reads back as the same float32 (std::to_chars), e.g. 0.5, 0.33333334.
 void appendNumber(std::string& out, float v) {

@@ -233,6 +233,7 @@ Figure makeFigure(const Scene& scene, const Result& result, const ExportRequest&
   Figure f;
   f.annotate = request.annotate;
   f.dpi = request.dpi;
+  f.size = request.size;
   const int h = scene.numHeads();
   if (request.what == ExportWhat::Similarity) {
     const bool cosine = request.metric == SimilarityMetric::Cosine;

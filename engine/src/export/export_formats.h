@@ -49,6 +49,8 @@ Canvas rasterizeMap(const Figure& figure, int panel, int w, int h);
 // The canvas as PNG bytes; `dpi` > 0 also records it (a pHYs chunk in pixels per metre, after IHDR), so that
 // slides, LaTeX and image viewers place a 300-dpi figure at its size rather than at 72 or 96 dpi.
 std::string encodePng(const Canvas& canvas, int dpi = 0);
+// RFC 4180: a field holding a comma, a quote, CR or LF is quoted, with its quotes doubled.
+std::string csvField(const std::string& s);
 // The NPY 1.0 header of a little-endian float32 C-order array of `shape` (the data starts at a multiple of 64).
 std::string npyHeader(const std::vector<long>& shape);
 

@@ -122,6 +122,7 @@ std::string pngBytes(const Figure& figure, const FigureLayout& layout) {
       std::copy_n(&map.rgb[static_cast<std::size_t>(y) * m.w * 3], static_cast<std::size_t>(m.w) * 3,
                   &canvas.rgb[(static_cast<std::size_t>(m.y + y) * canvas.width + m.x) * 3]);
   }
+  for (const FillItem& f : layout.fills) canvas.fill(f.rect, f.color);
   // Colour bar: pixel row y shows the value at its centre, vmax at the top.
   const PixelRect& bar = layout.colorbar;
   for (int y = 0; y < bar.h; ++y)

@@ -128,6 +128,7 @@ std::string svgBytes(const Figure& figure, const FigureLayout& layout) {
       out += image(m, encodePng(rasterizeMap(figure, static_cast<int>(p), m.w, m.h)));
     }
   }
+  for (const FillItem& f : layout.fills) out += rect(f.rect.x, f.rect.y, f.rect.w, f.rect.h, f.color);
   // Colour bar: an embedded PNG of the PNG export's own bar pixels (row y the value at its centre, vmax at the
   // top), at its size, so that no renderer resamples it. ImageMagick's MSVG draws a linearGradient black.
   const PixelRect& bar = layout.colorbar;

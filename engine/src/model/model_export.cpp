@@ -79,6 +79,7 @@ void wrapTallGrid(Figure& f, const ForwardResult& forward) {
   const int layers = forward.layout.n_layer;
   const int per_row = std::min(layers, static_cast<int>(std::ceil(std::sqrt(double(one.height) / one.width))));
   f.grid_columns = forward.layout.n_head * per_row;
+  f.row_titles.clear(), f.column_titles.clear();  // several layers a row: each panel titled "L1 H1" again
 }
 
 void poolPanels(const ForwardResult& forward, int first_layer, Figure& f, const KeyScales* scales) {
@@ -106,12 +107,19 @@ void poolPanels(const ForwardResult& forward, int first_layer, Figure& f, const 
 }  // namespace
 
 Figure modelGridFigure(const ForwardResult& forward, const HeadLayout& c, const std::vector<std::string>& tokens,
-                       int layer, const MapContrast& contrast, const std::string& name, const KeyScales* scales) {
+                       int layer, const MapContrast& contrast, const std::string& name, const KeyScales* scales,
+                       const FigureSize& size) {
   checkLayer(c, layer);
   Figure f;
   setWeightScale(f);
-  // A layer a row (wrapTallGrid wraps a tall grid); one layer's heads about square.
+  f.size = size;  // before the placement the pooling reads
+  // A layer a row, named once at the left ("L1") and each head once on top ("H1"): wrapTallGrid wraps a tall
+  // grid, its panels then titled; one layer's heads about square, each titled.
   f.grid_columns = layer < 0 ? c.n_head : 0;
+  if (layer < 0) {
+    for (int l = 0; l < c.n_layer; ++l) f.row_titles.push_back("L" + std::to_string(l + 1));
+    for (int h = 0; h < c.n_head; ++h) f.column_titles.push_back("H" + std::to_string(h + 1));
+  }
   const int first = layer < 0 ? 0 : layer, last = layer < 0 ? c.n_layer : layer + 1;
   for (int l = first; l < last; ++l) {
     const MaskMatrix masked = forward.keepsMaps() ? maskOf(forward.n, c, l) : MaskMatrix();  // window's cells too

@@ -2,6 +2,7 @@
 #include "window/panels/output/export_writer.h"
 
 #include <exception>
+#include <filesystem>
 #include <thread>
 
 #include "attnscope/settings.h"
@@ -51,6 +52,14 @@ double ExportWriter::seconds() const {
 ExportWriter& exportWriter(ExportState& state) {
   if (!state.writer) state.writer = std::make_shared<ExportWriter>();
   return *state.writer;
+}
+
+std::string wroteLine(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::path p(path);
+  if (p.is_absolute()) return "Wrote " + path;
+  const std::filesystem::path folder = std::filesystem::absolute(p, ec).parent_path();
+  return "Wrote " + path + (ec ? std::string() : " in " + folder.lexically_normal().string());
 }
 
 }  // namespace attnscope::app

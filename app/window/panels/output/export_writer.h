@@ -49,4 +49,8 @@ class ExportWriter {
   LatestWorker<Job, Outcome> worker_;  // last: its thread stops (finishing the job) before the members above go
 };
 
+// "Wrote PATH", and for a relative path the folder it went to ("Wrote attnscope_export.png in /home/me"): the
+// window's working folder is not on show anywhere else.
+std::string wroteLine(const std::string& path);
+
 }  // namespace attnscope::app

@@ -27,9 +27,11 @@ namespace {
 
 // The shown model's or tensor's layers x heads grid as the figure `view --grid-out` / `model --grid-out` write
 // (model::modelGridFigure): every layer, or the layer on show; .png or .svg from the path; in the window's
-// colours (`contrast`, ViewState's); a PNG at the Export tab's dpi (`dpi`, the window's one figure resolution).
+// colours (`contrast`, ViewState's); a PNG at the Export tab's dpi and size (`dpi`, `size`: the window's one
+// figure resolution and page).
 // Made and written by the window's export writer (export_writer.h), off the UI thread, one export at a time.
-void drawGridFigureExport(ModelSession& s, const MapContrast& contrast, int dpi, ExportWriter& writer) {
+void drawGridFigureExport(ModelSession& s, const MapContrast& contrast, int dpi, const FigureSize& size,
+                          ExportWriter& writer) {
   if (const std::optional<ExportWriter::Outcome> done = writer.poll("checkpoint"))
     (done->failed ? s.figure_error : s.figure_note) = done->message;
   sectionHeader("Grid figure");
@@ -56,12 +58,13 @@ void drawGridFigureExport(ModelSession& s, const MapContrast& contrast, int dpi,
       const std::string title = s.title(), path = s.figure_path;
       ExportWriter::Job job;
       job.path = path;
-      job.write = [forward, labels, title, path, layer, contrast, dpi, format] {
-        Figure figure = model::modelGridFigure(*forward, forward->layout, labels, layer, contrast, title);
+      job.write = [forward, labels, title, path, layer, contrast, dpi, size, format] {
+        Figure figure =
+            model::modelGridFigure(*forward, forward->layout, labels, layer, contrast, title, nullptr, size);
         figure.dpi = dpi;
         writeFileAtomically(path, model::figureBytes(figure, format));
       };
-      job.wrote = "Wrote " + path + (format == ExportFormat::Png ? " at " + std::to_string(dpi) + " dpi" : "");
+      job.wrote = wroteLine(path) + (format == ExportFormat::Png ? " at " + std::to_string(dpi) + " dpi" : "");
       job.what = "grid figure";
       job.owner = "checkpoint";
       writer.start(std::move(job));
@@ -95,7 +98,7 @@ void drawCheckpointPanel(AppState& state, ViewState& view) {
   if (!s.tensorFile().empty() && s.forward().n > 0) {  // an opened tensor: its analysis first, then the checkpoint
     drawTensorAnalysis(s);
     ImGui::Spacing();
-    drawGridFigureExport(s, view.contrast, view.exporter.dpi, exportWriter(view.exporter));
+    drawGridFigureExport(s, view.contrast, view.exporter.dpi, view.exporter.size, exportWriter(view.exporter));
     ImGui::Spacing();
   }
   sectionHeader("Checkpoint");
@@ -173,7 +176,7 @@ void drawCheckpointPanel(AppState& state, ViewState& view) {
     probeItem("checkpoint.open_layer.why_not");
   }
   ImGui::Spacing();
-  drawGridFigureExport(s, view.contrast, view.exporter.dpi, exportWriter(view.exporter));
+  drawGridFigureExport(s, view.contrast, view.exporter.dpi, view.exporter.size, exportWriter(view.exporter));
 }
 
 }  // namespace attnscope::app

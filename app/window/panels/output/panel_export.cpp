@@ -2,7 +2,8 @@
 // dendrogram in cluster order, a choice of its own: the heads grid keeps its order) or B - A against the Diff tab's
 // pinned A; for a checkpoint run or a saved tensor: the focused map, the shown layer's heads, every layer (the
 // grid), the shown layer's similarity, the rollout (the choice while the rollout is on show) or the subject pane's
-// Find heads map (a head-type score, composition or logit attribution: as drawn, or its numbers). PNG (at a dpi), SVG, CSV or NPY: a path's known extension sets the
+// Find heads map (a head-type score, composition or logit attribution: as drawn, or its numbers), or the token
+// view (the picked token's attention as coloured text, or its numbers). PNG (at a dpi), SVG, CSV or NPY: a path's known extension sets the
 // format, and a picked format the path's extension. Through the same exporters as `attnscope export` and
 // `attnscope model`; a message says where the file went or why not, until the request changes. With the value
 // norms switch on, the maps are exported weighted (alpha_ij times key j's value norm, the CLI's numbers), or a
@@ -28,6 +29,7 @@
 #include "window/lesson/lesson.h"
 #include "window/model/model_session.h"
 #include "window/panels/output/export_writer.h"
+#include "window/runviews/token_view.h"
 #include "window/subject/subject.h"
 #include "window/panels/panels.h"
 #include "window/files/file_chooser.h"
@@ -76,6 +78,42 @@ std::string extensionMismatch(const std::string& path, const char* format, const
          ". Change the path or pick the format.";
 }
 
+bool isFigureFormat(int format) {
+  return format == static_cast<int>(ExportFormat::Png) || format == static_cast<int>(ExportFormat::Svg);
+}
+
+// "" for a figure size the exporters take (checkFigureSize), else its line.
+std::string sizeProblem(const FigureSize& size) {
+  try {
+    checkFigureSize(size);
+    return "";
+  } catch (const InputError& e) {
+    return e.what();
+  }
+}
+
+// The figure's page: width and height in inches and the labels' font in points, 0 = the figure's own; greyed out
+// for CSV and NPY (numbers have no size).
+void sizeInputs(FigureSize& size, bool figure) {
+  ImGui::BeginDisabled(!figure);
+  const float w = ImGui::GetFontSize() * 4.5f;
+  const auto input = [&](const char* label, double& v, const char* id, const char* tip) {
+    ImGui::SetNextItemWidth(w);
+    ImGui::InputDouble(label, &v, 0, 0, v == 0 ? "auto" : "%g");
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) ImGui::SetTooltip("%s", tip);
+    probeItem(id);
+  };
+  input("width in", size.width_in, "export.width",
+        "The figure's width in inches (1 to 42; 0 = its own): the maps grow or shrink to fill it");
+  ImGui::SameLine();
+  input("height in", size.height_in, "export.height",
+        "The figure's height in inches (1 to 42; 0 = its own); with a width too, the maps as large as fit, centred");
+  ImGui::SameLine();
+  input("font pt", size.font_pt, "export.font",
+        "The labels' font size in points (4 to 48; 0 = 9.75): titles and axis names in proportion");
+  ImGui::EndDisabled();
+}
+
 // "" for a dpi the exporters take, else the line that says why not.
 std::string dpiProblem(int dpi) {
   if (dpi >= kMinDpi && dpi <= kMaxDpi) return "";
@@ -95,13 +133,14 @@ struct RunSnapshot {
   std::vector<int> windows;  // per layer: ModelSession::windowOf
   std::shared_ptr<const Matrix> rollout;  // (n, n), when the rollout is asked for (a copy of the session's)
   std::shared_ptr<const model::LayerHeadValues> scores;  // Find heads' map, when it is asked for
+  TokenViewState tokens;  // the token view's token, direction and head
   const model::HeadLayout& layout() const { return forward->layout; }
 };
 
 RunSnapshot snapshotOf(const ModelSession& s, const Matrix* rollout,
-                       std::shared_ptr<const model::LayerHeadValues> scores) {
+                       std::shared_ptr<const model::LayerHeadValues> scores, const TokenViewState& tokens) {
   RunSnapshot r{s.sharedForward(), s.sharedCheckpoint(), s.labels(), s.title(), s.layer, s.focus_head, {}, nullptr,
-                std::move(scores)};
+                std::move(scores), tokens};
   for (int l = 0; l < s.layout().n_layer; ++l) r.windows.push_back(s.windowOf(l));
   if (rollout) r.rollout = std::make_shared<const Matrix>(*rollout);
   return r;
@@ -109,11 +148,13 @@ RunSnapshot snapshotOf(const ModelSession& s, const Matrix* rollout,
 
 // The rollout (n, n): as `model --rollout-out` draws it (a figure titled "<name> attention rollout"), or its
 // numbers as one map's CSV or NPY (a one-head scene of it, causal where the model is).
-std::string rolloutBytes(const RunSnapshot& s, ExportFormat format, const MapContrast& contrast, int dpi) {
+std::string rolloutBytes(const RunSnapshot& s, ExportFormat format, const MapContrast& contrast, int dpi,
+                         const FigureSize& size) {
   const bool causal = s.layout().causal;
   if (format == ExportFormat::Png || format == ExportFormat::Svg) {
     Figure f = model::rolloutFigure(*s.rollout, s.labels, causal, contrast, s.title);
     f.dpi = dpi;
+    f.size = size;
     return model::figureBytes(f, format);
   }
   const int n = static_cast<int>(s.rollout->rows());
@@ -193,6 +234,7 @@ ExportWeighting modelWeighting(const ViewState& view, const ModelSession& s, int
   if (what == 3) return {false, "value norms: the similarity is of the plain weights"};
   if (what == 4) return {false, "value norms: the rollout is of the plain weights"};
   if (what == 5) return {false, "value norms: Find heads' map holds its own numbers"};
+  // what 6, the token view: weighted as the view draws it
   return {true, ""};
 }
 
@@ -215,13 +257,20 @@ int modelWhatOnShow(const ViewState& view, const ModelSession& s) {
 // focused head), in `format`; figures of weights in the window's colours (`contrast`). `weighted`: value-norm
 // weighting (modelWeighting's on).
 std::string modelExportBytes(const RunSnapshot& s, int what, ExportFormat format, const std::string& path,
-                             const MapContrast& contrast, int dpi, bool weighted) {
-  if (what == 4) return rolloutBytes(s, format, contrast, dpi);
+                             const MapContrast& contrast, int dpi, const FigureSize& size, bool weighted) {
+  if (what == 4) return rolloutBytes(s, format, contrast, dpi, size);
+  if (what == 6) {  // the token view, as it shows (weighted when the view is)
+    TokenText t = tokenViewText(*s.forward, s.labels, s.title, s.layer, s.tokens, weighted ? s.checkpoint.get() : nullptr);
+    t.dpi = dpi;
+    t.size = size;
+    return tokenTextBytes(t, format);
+  }
   if (what == 5) {  // Find heads' map: as drawn (its own colours), or its numbers
     if (format == ExportFormat::Csv) return model::layerHeadCsv(*s.scores);
     if (format == ExportFormat::Npy) return model::layerHeadNpy(*s.scores);
     Figure f = model::layerHeadFigure(*s.scores);
     f.dpi = dpi;
+    f.size = size;
     return model::figureBytes(f, format);
   }
   const bool figure = format == ExportFormat::Png || format == ExportFormat::Svg;
@@ -229,7 +278,7 @@ std::string modelExportBytes(const RunSnapshot& s, int what, ExportFormat format
   const model::KeyScales norms = weighted ? modelValueNorms(s, layer) : model::KeyScales();
   const model::KeyScales* scales = weighted ? &norms : nullptr;
   const auto grid = [&](int shown) {  // every layer (-1) or one, as `model --grid-out` draws them
-    Figure f = model::modelGridFigure(*s.forward, s.layout(), s.labels, shown, contrast, s.title, scales);
+    Figure f = model::modelGridFigure(*s.forward, s.layout(), s.labels, shown, contrast, s.title, scales, size);
     f.dpi = dpi;
     return model::figureBytes(f, format);
   };
@@ -247,19 +296,10 @@ std::string modelExportBytes(const RunSnapshot& s, int what, ExportFormat format
   request.metric = SimilarityMetric::Cosine;
   request.subject = s.title + " layer " + std::to_string(s.layer + 1);  // "GPT-2 layer 6, head 4: ..."
   request.dpi = dpi;
+  request.size = size;
   if (what != 3) request.contrast = contrast;
   if (weighted) request.value_norms = &norms[static_cast<std::size_t>(s.layer)];
   return exportBytes(scene, result, request);
-}
-
-// "Wrote PATH", and for a relative path the folder it went to ("Wrote attnscope_export.png in /home/me"): the
-// window's working folder is not on show anywhere else.
-std::string wroteLine(const std::string& path) {
-  std::error_code ec;
-  const std::filesystem::path p(path);
-  if (p.is_absolute()) return "Wrote " + path;
-  const std::filesystem::path folder = std::filesystem::absolute(p, ec).parent_path();
-  return "Wrote " + path + (ec ? std::string() : " in " + folder.lexically_normal().string());
 }
 
 // What the export's colours will be, under the button: the window's colour scale for a figure of weights, and
@@ -293,18 +333,21 @@ void modelWhat(ViewState& view, ModelSession& s) {
   if (on_show != view.exporter.model_on_show) view.exporter.model_what = -1, view.exporter.model_on_show = on_show;
   int what = view.exporter.model_what < 0 ? modelWhatOnShow(view, s) : view.exporter.model_what;
   const std::string layer = "layer " + std::to_string(s.layer + 1);
+  const bool token_picked = view.tokens.token >= 0 && view.tokens.token < s.forward().n;  // the token view shows one
   const std::string labels[] = {
       s.focused() ? layer + ", head " + std::to_string(s.focus_head + 1) : std::string("one map (click a tile)"),
-      layer + "'s heads", "every layer", layer + "'s similarity", "the rollout", "Find heads' map"};
+      layer + "'s heads", "every layer", layer + "'s similarity", "the rollout", "Find heads' map",
+      token_picked ? "token view (token " + std::to_string(view.tokens.token) + ")" : std::string("token view")};
   // The rollout once computed (asked for here when it is the choice; the centre's rollout view asks too).
   const bool rollout_ready = what == 4 ? s.rollout() != nullptr : true;
   ImGui::TextUnformatted("What");
   // Find heads' map while the subject pane draws one (this frame or the last).
   const bool scores_shown = view.find.shown && view.find.shown_frame >= ImGui::GetFrameCount() - 1;
   if (what == 5 && !scores_shown) what = modelWhatOnShow(view, s), view.exporter.model_what = -1;
-  for (int i = 0; i < 6; ++i) {
+  if (what == 6 && !token_picked) what = modelWhatOnShow(view, s), view.exporter.model_what = -1;
+  for (int i = 0; i < 7; ++i) {
     sameLineIfFits(radioWidth(labels[i].c_str()));
-    ImGui::BeginDisabled((i == 0 && !s.focused()) || (i == 5 && !scores_shown));
+    ImGui::BeginDisabled((i == 0 && !s.focused()) || (i == 5 && !scores_shown) || (i == 6 && !token_picked));
     if (ImGui::RadioButton(labels[i].c_str(), &what, i)) view.exporter.model_what = i;
     ImGui::EndDisabled();
     probeItem(std::string("export.model.what.") + std::to_string(i));
@@ -325,7 +368,9 @@ std::string exportRequestKey(const ViewState& view, const Subject& subject) {
          std::to_string(view.exporter.model_what) + "|" + std::to_string(view.exporter.head) + "|" +
          std::to_string(view.exporter.format) + "|" + std::to_string(view.similarity.metric) + "|" +
          std::to_string(view.exporter.cluster_order) + "|" + std::to_string(view.exporter.annotate) + "|" +
-         std::to_string(view.exporter.dpi) + "|" + contrastName(view.contrast) + "|" +
+         std::to_string(view.exporter.dpi) + "|" + std::to_string(view.exporter.size.width_in) + "|" +
+         std::to_string(view.exporter.size.height_in) + "|" + std::to_string(view.exporter.size.font_pt) + "|" +
+         contrastName(view.contrast) + "|" +
          std::to_string(view.run.value_norm) + "|" + view.exporter.path;
 }
 
@@ -393,6 +438,7 @@ void drawExportPanel(AppState& state, ViewState& view) {
       ImGui::SetTooltip(png ? "PNG pixels per inch: 96 is the layout's own size, 192 twice it a side, 300 for print"
                             : "SVG is vector (sharp at any size); CSV and NPY are numbers: no dpi");
     probeItem("export.dpi");
+    sizeInputs(view.exporter.size, isFigureFormat(view.exporter.format));
   }
   const ImGuiStyle& style = ImGui::GetStyle();
   ImGui::SetNextItemWidth(-(ImGui::CalcTextSize("Browse...").x + 2 * style.FramePadding.x + style.ItemSpacing.x));
@@ -407,12 +453,15 @@ void drawExportPanel(AppState& state, ViewState& view) {
   // refused until it changes; so is a dpi the exporters refuse.
   const std::string mismatch =
       extensionMismatch(view.exporter.path, formats[view.exporter.format], extensions[view.exporter.format]);
-  const std::string problem = !mismatch.empty() || view.exporter.format != static_cast<int>(ExportFormat::Png)
-                                  ? mismatch
-                                  : dpiProblem(view.exporter.dpi);
+  const bool figure = isFigureFormat(view.exporter.format);
+  std::string problem = !mismatch.empty() || view.exporter.format != static_cast<int>(ExportFormat::Png)
+                            ? mismatch
+                            : dpiProblem(view.exporter.dpi);
+  if (problem.empty() && figure) problem = sizeProblem(view.exporter.size);
   if (!problem.empty()) {
     errorText(problem);
-    probeItem(mismatch.empty() ? "export.dpi_error" : "export.mismatch");
+    probeItem(!mismatch.empty() ? "export.mismatch" : dpiProblem(view.exporter.dpi).empty() ? "export.size_error"
+                                                                                             : "export.dpi_error");
   }
   // The last message is about the request it answered: another request (what, head, format, path, dpi, order, ...)
   // clears it.
@@ -443,16 +492,20 @@ void drawExportPanel(AppState& state, ViewState& view) {
   } else if (clicked && run) {
     // A snapshot of the run: the file is made and written on the writer's thread.
     const RunSnapshot snapshot = snapshotOf(*run, model_what == 4 ? run->rollout() : nullptr,
-                                            model_what == 5 ? view.find.shown : nullptr);
+                                            model_what == 5 ? view.find.shown : nullptr, view.tokens);
     const MapContrast contrast = view.contrast;
     const int dpi = view.exporter.dpi;
+    const FigureSize size = view.exporter.size;
     const bool weighted = weighting.on;
     ExportWriter::Job job;
     job.path = path;
-    job.write = [snapshot, model_what, format, path, contrast, dpi, weighted] {
-      writeFileAtomically(path, modelExportBytes(snapshot, model_what, format, path, contrast, dpi, weighted));
+    job.write = [snapshot, model_what, format, path, contrast, dpi, size, weighted] {
+      writeFileAtomically(path, modelExportBytes(snapshot, model_what, format, path, contrast, dpi, size, weighted));
     };
-    job.wrote = wroteLine(path) + " (" + (model_what == 5 ? snapshot.scores->title : run->title()) +
+    job.wrote = wroteLine(path) + " (" +
+                (model_what == 5   ? snapshot.scores->title
+                 : model_what == 6 ? run->title() + " token view, token " + std::to_string(view.tokens.token)
+                                   : run->title()) +
                 (weighted ? ", weights x value norms)" : ")");
     job.what = run->title();
     job.owner = "export";
@@ -468,6 +521,7 @@ void drawExportPanel(AppState& state, ViewState& view) {
     request.path = path;
     request.dendrogram = view.exporter.what == 2 && view.exporter.cluster_order;
     request.dpi = view.exporter.dpi;
+    request.size = view.exporter.size;
     if (view.exporter.what <= 1) request.contrast = view.contrast;  // a head or all heads: weights
     // Copies of the scene and its result (and B - A's pinned A): an edit meanwhile changes none of them.
     const auto scene_copy = std::make_shared<const Scene>(state.scene());

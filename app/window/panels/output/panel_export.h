@@ -14,12 +14,13 @@ struct ExportState {
   std::string path = "attnscope_export.png";
   int what = 1, format = 0;
   // A model's or tensor's export: -1 = what is on show (the rollout, else the focused map, else the grid); 0 the
-  // focused map, 1 the layer's heads, 2 every layer (the grid), 3 the layer's heads' similarity, 4 the rollout, 5 Find heads' map.
+  // focused map, 1 the layer's heads, 2 every layer (the grid), 3 the layer's heads' similarity, 4 the rollout, 5 Find heads' map, 6 the token view.
   int model_what = -1;
   int model_on_show = -1;  // what was on show when model_what was last set (a change of it resets model_what)
   int head = 1;  // 1-based, as shown
   bool annotate = false;
   int dpi = kDefaultDpi;       // a PNG figure's pixels per inch (export.h)
+  FigureSize size;             // a figure's width, height and font (0: its own)
   bool cluster_order = false;  // the similarity figure in cluster order: the Export tab's own choice
   std::string message;
   bool failed = false;          // message is an error (shown in red)

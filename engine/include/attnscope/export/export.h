@@ -26,6 +26,22 @@ constexpr int kLayoutDpi = 96, kDefaultDpi = 192, kMinDpi = 24, kMaxDpi = 1200;
 // refused as InputError("figure", ...), never "--dpi". A dpi given is drawn as given or refused ("--dpi").
 constexpr int kFitDpi = 0;
 
+// A figure's size on the page, as matplotlib's figsize and font size; 0 = the layout's own (maps at their cell
+// sizes, labels at 13 px, 9.75 pt). A width or height given is the whole figure's, the maps grown or shrunk to
+// fill it (labels, titles and the colour bar keep the font's size) and centred on the rest; a font size is the
+// tick and token labels', titles and axis names in proportion. Checked by checkFigureSize; a size too small for a
+// figure's labels is refused by the layout (InputError "--width" or "--height", naming the least that fits).
+struct FigureSize {
+  double width_in = 0, height_in = 0;  // inches, 96 layout pixels each (the SVG's size; a PNG's at its dpi)
+  double font_pt = 0;                  // points, 1/72 inch
+  bool operator==(const FigureSize&) const = default;
+};
+constexpr double kMinFigureInches = 1, kMaxFigureInches = 42;  // 42 in: 4032 px, within kMaxImageSide
+constexpr double kMinFontPt = 4, kMaxFontPt = 48;
+// Throws InputError("--width" | "--height" | "--font-size", ...) for a side outside kMinFigureInches ..
+// kMaxFigureInches or a font outside kMinFontPt .. kMaxFontPt (0, or not finite: NaN is refused too, 0 is "own").
+void checkFigureSize(const FigureSize& size);
+
 struct ExportRequest {
   ExportWhat what = ExportWhat::Heads;
   int head = 0;  // for ExportWhat::Head
@@ -46,6 +62,7 @@ struct ExportRequest {
   // attention weights"); "" for the plain titles ("Head 4 attention weights").
   std::string subject;
   int dpi = kLayoutDpi;  // PNG: pixels per inch of the figure (SVG is vector, its size the layout's)
+  FigureSize size;       // PNG and SVG: the figure's width, height and font (default: the layout's own)
   std::string path;
   // Head and Heads: value-norm weighting (Kobayashi et al. 2020), (heads, n_k) norms (analysis/value_norms.h's
   // sceneValueNorms, or a checkpoint layer's model::valueNorms): every format holds alpha_ij * norms(h, j), the

@@ -42,6 +42,10 @@ struct Figure {
   MapContrast contrast;
   bool annotate = false;  // write each cell's value (2 decimals) in the cell when it fits
   int grid_columns = 0;   // panels per row of the grid; 0 = about square (ceil(sqrt(panels)))
+  // A grid's rows and columns named once, at its left and over its top ("L1".. and "H1".. for a model's layers x
+  // heads), in place of the panels' own titles; empty = each panel titled above it.
+  std::vector<std::string> row_titles, column_titles;
+  FigureSize size;  // the page's width, height and font (export.h); default the layout's own
   // The PNG's pixels per inch, the layout's pixels being 1/96 inch (CSS pixels, the SVG's units): 96 draws the
   // layout as it is, 192 twice as many pixels a side, 300 3.125 times (pngLayout).
   int dpi = kLayoutDpi;
@@ -101,9 +105,15 @@ struct LineItem {  // a 1-pixel axis-aligned line (ticks, frames): pixels [x0, x
   Rgb8 color{0, 0, 0};
 };
 
+struct FillItem {  // a filled rectangle (a token's chip in a token text figure), drawn under lines and text
+  PixelRect rect;
+  Rgb8 color{0, 0, 0};
+};
+
 struct FigureLayout {
   int width = 0, height = 0;
   std::vector<PixelRect> maps;  // one per panel: the heatmap's pixels
+  std::vector<FillItem> fills;  // drawn after the maps, before the lines
   PixelRect colorbar;           // top = figure.vmax, bottom = figure.vmin
   bool labels_shown = false;    // token labels on the axes, every k-th on small cells (positions on tiny ones)
   bool annotations_shown = false;
@@ -123,10 +133,15 @@ constexpr long long kMaxPngPixels = 8192LL * 8192;
 // (more for a few tokens, about 256 px a side) down to 1 px; the budget is 1024 px for one map (n itself up to
 // 2048 for longer sequences) and 2560 / grid columns per head in a grid. Past the budget the map keeps it and
 // each pixel shows the mean of the unmasked cells it covers (masked only when all are; under a contrast, the
-// mean of the cells each over its top, contrastTops). Every token labels
-// cells of 10 px, every k-th token cells of 3 to 10 px (k cells make 10 px), else positions are numbered;
-// annotations need cells wide enough for their text (else none). The
-// maps shrink until no side exceeds kMaxImageSide. Needs the font (throws InputError when it is missing).
+// mean of the cells each over its top, contrastTops). Every token labels cells of 10 px, every k-th token cells
+// of 3 to 10 px (k cells make 10 px), else positions are numbered; annotations need cells wide enough for their
+// text (else none). A grid's panels share their axes (query labels left of the first column, key labels under
+// each column's lowest panel) and stand 10 px apart, or as far as their titles need. The maps shrink until no
+// side exceeds kMaxImageSide.
+// figure.size: a font of font_pt scales every text, the 10 px a label needs, the margins and the colour bar by
+// font_pt / 9.75; a width or height makes the maps the largest (cells uncapped) whose layout fits within it, the
+// layout then centred on a page of exactly that size (InputError "--width" / "--height" naming the least size
+// when even 8 px maps do not fit). Needs the font (throws InputError when it is missing).
 FigureLayout layoutFigure(const Figure& figure);
 // The PNG's layout: layoutFigure's scaled by s = figure.dpi / 96: the image round(width * s) x round(height * s),
 // each map and the colour bar from round(x * s) to round((x + w) * s), each line's pixels [x0, x1] from
@@ -135,6 +150,8 @@ FigureLayout layoutFigure(const Figure& figure);
 // dpi the figure allows). figure.dpi kFitDpi (export.h): kDefaultDpi or the largest dpi below it that fits, down
 // to kLayoutDpi (InputError("figure", ...) past that).
 FigureLayout pngLayout(const Figure& figure);
+// pngLayout's scaling of any layout of the figure (a token text's too): `layout` at figure.dpi.
+FigureLayout scaledToDpi(const Figure& figure, FigureLayout layout);
 // The side, in blocks, a long map in a figure of `panels` maps is pooled to, so that layoutFigure gives each
 // block one pixel: 1024 for a lone map, max(96, 2560 / grid columns) in a grid.
 int pooledMapSide(int panels);

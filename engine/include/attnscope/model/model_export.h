@@ -19,7 +19,9 @@ namespace attnscope::model {
 // (value-norm weighting: valueNorms, model/head_finding.h). Null: the weights as they are.
 using KeyScales = std::vector<Matrix>;
 
-// One panel per (layer, head), layer by layer, n_head panels a row, titled "L1 H1"; causal cells masked (none for
+// One panel per (layer, head), layer by layer, n_head panels a row, the rows named "L1".. at the left and the
+// columns "H1".. on top (a grid too tall to keep a layer a row wraps, each panel then titled "L1 H1"; every
+// panel's HeatmapPanel::title is "L1 H1" either way); causal cells masked (none for
 // an encoder, layout.causal false), and the cells a layer's sliding window (layout.window) hides.
 // layer >= 0: only that layer's heads, titled "Head 1", wrapped into an about square grid (ceil(sqrt(n_head))
 // columns: 16 heads 4 x 4). `name` ("GPT-2", "qwen3"; "" for none) leads the title: "GPT-2 layer 6: attention
@@ -30,7 +32,7 @@ using KeyScales = std::vector<Matrix>;
 // the layers drawn (under a Fixed contrast; its top a weight of 1 on that key).
 Figure modelGridFigure(const ForwardResult& forward, const HeadLayout& layout, const std::vector<std::string>& tokens,
                        int layer = -1, const MapContrast& contrast = {}, const std::string& name = "",
-                       const KeyScales* scales = nullptr);
+                       const KeyScales* scales = nullptr, const FigureSize& size = {});
 // The rollout (n, n) as one map on 0..1 (or under `contrast`, its PerHead top the map's max); the upper triangle
 // (zero for a causal model) masked, nothing for an encoder (causal false). Titled "<name> attention rollout".
 Figure rolloutFigure(const Matrix& rollout, const std::vector<std::string>& tokens, bool causal = true,
