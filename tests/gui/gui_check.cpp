@@ -470,6 +470,8 @@ int main(int argc, char** argv) {
       checkLesson(c, dir);
     } else if (test == "lesson_walk") {
       checkLessonWalk(c, dir);
+    } else if (test == "teacher_figure") {
+      checkTeacherFigure(c, dir);
     } else if (test == "row_profile") {
       checkRowProfile(c, dir);
     } else if (test == "long_gpu") {

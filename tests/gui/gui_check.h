@@ -220,6 +220,7 @@ void checkPanels(Checker& c, const std::string& dir);
 void checkRowProfile(Checker& c, const std::string& dir);  // gui_check_panels.cpp
 void checkLesson(Checker& c, const std::string& dir);  // gui_check_lesson.cpp: issue 33's lesson
 void checkLessonWalk(Checker& c, const std::string& dir);  // its walkthrough tables and an edit's marks
+void checkTeacherFigure(Checker& c, const std::string& dir);  // sentence_heads' tiles: every token, every chip
 void checkLongZoom(Checker& c, const std::string& dir, bool long_scene);  // gui_check_long.cpp
 // gui_long_grid: eight heads of a 32768-token scene, each map inside its own place in the grid.
 void checkLongGrid(Checker& c);                          // gui_check_long.cpp

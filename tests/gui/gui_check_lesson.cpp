@@ -251,4 +251,26 @@ void checkLessonWalk(Checker& c, const std::string& dir) {
            "head 2's Q step: the printed Q2 said to no longer apply");
 }
 
+void checkTeacherFigure(Checker& c, const std::string& /*dir: the layout and screenshot are in c*/) {
+  // sentence_heads.json's tokens and the head types its four heads were built to show (its description):
+  // previous-token, first-token, induction, duplicate-token.
+  const char* types[] = {"previous-token", "first-token", "induction", "duplicate-token"};
+  int queries = 0, keys = 0;
+  for (int i = 0; i < 10; ++i) {
+    queries += c.layout.contains("axis.query." + std::to_string(i));
+    keys += c.layout.contains("axis.key." + std::to_string(i));
+  }
+  c.expect(queries == 10 && keys == 10, "every token labels the tiles' axes: " + std::to_string(queries) +
+                                            " of 10 queries, " + std::to_string(keys) + " of 10 keys");
+  for (int h = 0; h < 4; ++h) {
+    const std::string id = "head" + std::to_string(h);
+    const std::vector<float> title = rectOf(c.layout, id + ".title"), type = rectOf(c.layout, id + ".type"),
+                             map = rectOf(c.layout, id + ".map");
+    c.expect(c.layout.contains(id + ".type") && note(c.layout, id + ".type") == types[h],
+             id + "'s type chip drawn: '" + note(c.layout, id + ".type") + "', want '" + types[h] + "'");
+    c.expect(type[1] >= title[1] && type[3] <= map[1] + 1, id + "'s chip lies between its title's top and its map");
+  }
+  c.expect(clippedOf(c.layout).empty(), "nothing clipped:" + clippedOf(c.layout));
+}
+
 }  // namespace gui

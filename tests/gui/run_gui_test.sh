@@ -171,6 +171,8 @@ elif [[ "$script" == open_command_line ]]; then
   run_window "$scripts/open_command_line_still.txt" form --scene "$out/att.npy"
   run_window "$scripts/open_command_line_still.txt" scene "$out/pick/my scene.json"
   cp "$out/checkpoint.png" "$out/window.png" && cp "$out/layout_checkpoint.json" "$out/layout.json"
+elif [[ "$script" == teacher_figure ]]; then
+  run_window "$scripts/teacher_figure.txt" "" "$(dirname "$0")/../../assets/scenes/sentence_heads.json"
 else
   run_window "$scripts/$script.txt"
 fi

@@ -26,10 +26,19 @@ std::string entropyValue(double entropy) {
   return text;
 }
 
-float drawHeadTitle(ImDrawList* list, int head, const char* type, const float* entropy, ImVec2 p0, float max_x) {
-  const float line = ImGui::GetTextLineHeight(), gap = 0.6f * line, pad = 0.25f * line;
+float oneLineTitleWidth() {
+  const float line = ImGui::GetTextLineHeight(), pad = ImGui::GetStyle().FramePadding.x;
+  return ImGui::CalcTextSize("Head 12").x + 0.6f * line + ImGui::CalcTextSize("duplicate-token").x + 0.5f * line +
+         0.5f * line + ImGui::CalcTextSize("unmute").x + 2 * pad + ImGui::GetStyle().ItemSpacing.x +
+         enlargeButtonWidth();
+}
+
+float drawHeadTitle(ImDrawList* list, int head, const char* type, const float* entropy, ImVec2 p0, float max_x,
+                    bool with_name) {
+  const float line = ImGui::GetTextLineHeight(), pad = 0.25f * line;
   const std::string id = "head" + std::to_string(head);
-  const std::string name = "Head " + std::to_string(head + 1);
+  const std::string name = with_name ? "Head " + std::to_string(head + 1) : "";
+  const float gap = with_name ? 0.6f * line : 0.0f;  // a line of its own starts with the chip
   const bool has_type = type && *type;
   const float name_w = ImGui::CalcTextSize(name.c_str()).x;
   const float chip_w = has_type ? ImGui::CalcTextSize(type).x + 2 * pad : 0;
@@ -38,15 +47,18 @@ float drawHeadTitle(ImDrawList* list, int head, const char* type, const float* e
   const float room = max_x - p0.x;
   // What fits, dropped in order: "mean", the unit, the entropy, the chip, "Head" itself (the tooltip keeps the
   // whole meaning).
-  const auto fits = [&] { return name_w + gap + chip_w + gap + ImGui::CalcTextSize(stat.c_str()).x <= room; };
+  const float stat_gap = with_name || has_type ? 0.6f * line : 0.0f;  // before the entropy
+  const auto fits = [&] { return name_w + gap + chip_w + stat_gap + ImGui::CalcTextSize(stat.c_str()).x <= room; };
   if (entropy && !fits()) stat = "row entropy " + entropyValue(*entropy) + " " + kEntropyUnit;
   if (entropy && !fits()) stat = "row entropy " + entropyValue(*entropy);
   if (!fits()) stat.clear();
   const bool chip = has_type && name_w + gap + chip_w <= room;
-  const std::string shown = name_w <= room ? name : "H" + std::to_string(head + 1);
+  const std::string shown = !with_name || name_w <= room ? name : "H" + std::to_string(head + 1);
   float x = p0.x;
-  drawProbedText(list, id + ".title", ImVec2(x, p0.y), ImGui::GetColorU32(ImGuiCol_Text), shown.c_str());
-  x += ImGui::CalcTextSize(shown.c_str()).x;
+  if (with_name) {
+    drawProbedText(list, id + ".title", ImVec2(x, p0.y), ImGui::GetColorU32(ImGuiCol_Text), shown.c_str());
+    x += ImGui::CalcTextSize(shown.c_str()).x;
+  }
   if (chip) {
     // A rounded chip in the head-type's own colour, a gap each side, so "previous-token" never reads as part
     // of the title or the entropy.
@@ -54,10 +66,11 @@ float drawHeadTitle(ImDrawList* list, int head, const char* type, const float* e
     const ImVec2 c0(x, p0.y - 1), c1(x + chip_w, p0.y + line + 1);
     list->AddRectFilled(c0, c1, IM_COL32(70, 60, 120, 255), 0.5f * line);
     drawProbedText(list, id + ".type", ImVec2(x + pad, p0.y), IM_COL32(225, 215, 255, 255), type);
+    probeNote(id + ".type", type);
     x += chip_w;
   }
   if (!stat.empty()) {
-    x += gap;
+    x += chip || with_name ? 0.6f * line : 0.0f;
     drawProbedText(list, id + ".entropy", ImVec2(x, p0.y), ImGui::GetColorU32(ImGuiCol_TextDisabled), stat.c_str());
     probeNote(id + ".entropy", stat);
     const ImVec2 s1(x + ImGui::CalcTextSize(stat.c_str()).x, p0.y + line);

@@ -85,7 +85,9 @@ float widestQueryLabel(const Scene& scene) {
 // `cell` pixels, the key labels turned upright or not. One rule for drawTile and for the grid choosing its columns.
 struct TileGeometry {
   float label_w = 0, cell = 0, height = 0;  // height: title, map and key labels
+  float title_h = 0;                        // the title's line, or two (type_line)
   bool labels = false, turned = false;
+  bool type_line = false;  // the head's type chip and entropy on a line of their own under its name
 };
 
 TileGeometry tileGeometry(const Scene& scene, float widest_query, float width, float height, const CellView& cells) {
@@ -94,16 +96,20 @@ TileGeometry tileGeometry(const Scene& scene, float widest_query, float width, f
   // Small tiles (many heads) give all their room to the map; the tooltip still names the tokens.
   g.labels = width >= 7 * line && height >= 6 * line;
   g.label_w = g.labels ? std::min(widest_query, width * 0.3f) : 0;
+  // A labelled tile too narrow for the name, the type chip and the entropy beside the buttons gives them a
+  // second line (a teacher's 2 x 2 tiles kept neither).
+  g.type_line = g.labels && width < oneLineTitleWidth();
+  g.title_h = (g.type_line ? 2.3f : 1.2f) * line;
   const float n_cols = cells.col1 - cells.col0, n_rows = cells.row1 - cells.row0;
   const float avail_w = width - g.label_w;
   float key_h = g.labels ? 1.2f * line : 0.1f * line;
-  g.cell = mapCell(avail_w, height - 1.2f * line - key_h, n_cols, n_rows);
+  g.cell = mapCell(avail_w, height - g.title_h - key_h, n_cols, n_rows);
   g.turned = g.labels && keyLabelsTurned(scene, g.cell);
   if (g.turned) {
     key_h = keyLabelHeight(scene, true);
-    g.cell = mapCell(avail_w, height - 1.2f * line - key_h, n_cols, n_rows);
+    g.cell = mapCell(avail_w, height - g.title_h - key_h, n_cols, n_rows);
   }
-  g.height = 1.2f * line + std::floor(g.cell * n_rows) + key_h;
+  g.height = g.title_h + std::floor(g.cell * n_rows) + key_h;
   return g;
 }
 
@@ -146,7 +152,12 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
   const bool grid_tile = !zoomable && view.heads.compare_a < 0;
   const bool enlargeable = grid_tile && enlargeFits(head, mute_only_w + tag_w, p1.x - p0.x);
   const float mute_w = mute_only_w + (enlargeable ? enlargeButtonWidth() + ImGui::GetStyle().ItemSpacing.x : 0.0f);
-  const float title_end = drawHeadTitle(list, head, label, entropy, p0, p1.x - mute_w - tag_w - 0.5f * line);
+  // A narrow labelled tile: the name on the first line, the type chip and the entropy on a second (TileGeometry).
+  const TileGeometry g = tileGeometry(scene, widest_query, p1.x - p0.x, p1.y - p0.y, cells);
+  const float title_end = g.type_line
+                              ? drawHeadTitle(list, head, "", nullptr, p0, p1.x - mute_w - tag_w - 0.5f * line)
+                              : drawHeadTitle(list, head, label, entropy, p0, p1.x - mute_w - tag_w - 0.5f * line);
+  if (g.type_line) drawHeadTitle(list, head, label, entropy, ImVec2(p0.x, p0.y + 1.15f * line), p1.x, false);
   const bool muted = isMuted(view, head);
   const ImVec2 after_title = ImGui::GetCursorScreenPos();
   ImGui::SetCursorScreenPos(ImVec2(title_end + line * 0.5f, p0.y - 1));
@@ -177,10 +188,9 @@ TileResult drawTile(AppState& state, ViewState& view, HeatmapRenderer& renderer,
   // The map: square cells where the space allows, at most the tile; below it the key labels, turned upright
   // when they would otherwise have to be thinned.
   const float n_cols = cells.col1 - cells.col0, n_rows = cells.row1 - cells.row0;
-  const TileGeometry g = tileGeometry(scene, widest_query, p1.x - p0.x, p1.y - p0.y, cells);
   const float label_w = g.label_w, cell = g.cell;
   const bool labels = g.labels, turned = g.turned;
-  const ImVec2 m0(std::floor(p0.x + label_w), std::floor(p0.y + 1.2f * line));  // whole pixels: one texel each
+  const ImVec2 m0(std::floor(p0.x + label_w), std::floor(p0.y + g.title_h));  // whole pixels: one texel each
   const ImVec2 m1(std::floor(m0.x + cell * n_cols), std::floor(m0.y + cell * n_rows));
   out.map_min = m0;
   out.map_max = m1;
