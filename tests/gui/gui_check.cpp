@@ -382,6 +382,17 @@ int main(int argc, char** argv) {
                                                    std::to_string(w[i][j]) + " drawn " + Checker::str(got));
             }
         }
+      // The page typed into the tab: 6 x 4 inches (576 x 384 layout pixels, 96 an inch) and 12-point labels, 16 px
+      // (12 x 96 / 72): the colour bar's top tick "1.0" at that size.
+      {
+        std::ifstream in(dir + "/sized_heads.svg");
+        const std::string svg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        c.expect(svg.find("width=\"6in\" height=\"4in\" viewBox=\"0 0 576 384\"") != std::string::npos,
+                 "the Export tab's width 6 and height 4 wrote a 6in x 4in SVG");
+        c.expect(svg.find("font-size=\"16\" text-anchor=\"start\" fill=\"#262626\" stroke=\"none\" "
+                          "xml:space=\"preserve\">1.0</text>") != std::string::npos,
+                 "its font 12 pt drew the ticks at 16 px");
+      }
     } else if (test == "export_after_screenshot") {
       // The engine's figure layout says where each cell lands; its colour must be the one of the weight worked
       // out here for that row and column (a flipped image puts row 2's colours on row 0).
