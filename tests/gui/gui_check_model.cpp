@@ -379,6 +379,13 @@ void checkModelGrid(Checker& c, const std::string& dir, bool maps_dropped) {
   c.expect(first[0] > 0.2f * static_cast<float>(c.img.w) && last[2] < tab[0],
            "the grid lies in the centre pane, left of the analysis tabs");
 
+  // The strip over the grid reads the text as words: the fixture's byte-level pieces of "hello there cats!" are
+  // hello | ␣t he r e | ␣ | c a t s ! (NumPy's tokenizer run, expected.json's "ids"), so the words start at tokens
+  // 0, 1, 5 and 6 and read "hello", "there", the space's own label, "cats!" (no "he", "r" or "a" shown alone).
+  const std::string w0 = note(c.layout, "model.word.0"), w1 = note(c.layout, "model.word.1"),
+                    w6 = note(c.layout, "model.word.6");
+  c.expect(w0 == "hello" && w1 == "there" && w6 == "cats!" && !c.layout["notes"].contains("model.word.2"),
+           "the strip shows words: '" + w0 + "', '" + w1 + "', '" + w6 + "'");
   // A token hovered in the strip (token 2): in every tile its query row is outlined in red (255, 60, 60) and its
   // key column in white. The lines run along the band's first pixel row / column, read away from the crossing.
   const Checker strip{loadPng(dir + "/strip.png"), loadLayout(dir + "/layout_strip.json")};

@@ -11,6 +11,7 @@
 
 #include "attnscope/compute/tiles.h"
 #include "attnscope/model/families.h"
+#include "attnscope/model/tokenizer.h"
 #include "window/maps/model_grid_renderer.h"
 #include "window/model/model_session.h"
 #include "window/runviews/runviews.h"
@@ -94,37 +95,48 @@ int tokenStrip(const std::vector<std::string>& labels, float x0, float width) {
         ImVec2(a, y0), ImVec2(std::max(a + 1, b - 1), y0 + h),
         on ? IM_COL32(90, 90, 120, 255) : (t % 2 ? IM_COL32(38, 38, 48, 255) : IM_COL32(52, 52, 64, 255)));
   }
-  // The labels, each centred on its cell (kept inside the strip), never shortened to "...": from the left, each
-  // that clears the last one drawn (a cell too narrow for its token lends its neighbours' room), the last token
-  // always (those it would overlap give way). Hovering any cell names its token.
+  // The words, each centred over its tokens' cells (kept inside the strip), never shortened to "...": a byte-level
+  // tokenizer's pieces read as text ("cats", not "c" "ats"; bytes merged into characters), tokenWords' words.
+  // From the left, each that clears the last one drawn, the last word always (those it would overlap give way).
+  // Hovering any cell names its token.
   const float pad = line * 0.4f;
-  std::vector<std::pair<int, float>> shown;  // (token, label's left x)
-  const auto text_w = [&](int t) {
-    return ImGui::CalcTextSize(axisLabel(labels[static_cast<std::size_t>(t)]).c_str()).x;
+  const std::vector<model::TokenWord> words = model::tokenWords(labels);
+  std::vector<std::pair<std::size_t, float>> shown;  // (word, label's left x)
+  const auto text_of = [&](std::size_t k) { return axisLabel(words[k].text); };
+  const auto text_w = [&](std::size_t k) { return ImGui::CalcTextSize(text_of(k).c_str()).x; };
+  const auto left_of = [&](std::size_t k) {
+    const float centre = x0 + 0.5f * static_cast<float>(words[k].first + words[k].last + 1) * w;
+    return std::clamp(centre - text_w(k) * 0.5f, x0, x0 + width - text_w(k));
   };
-  const auto left_of = [&](int t) {
-    return std::clamp(x0 + (static_cast<float>(t) + 0.5f) * w - text_w(t) * 0.5f, x0, x0 + width - text_w(t));
-  };
-  for (int t = 0; t < n; ++t) {
-    const float x = left_of(t);
-    if (shown.empty() || x >= shown.back().second + text_w(shown.back().first) + pad) shown.emplace_back(t, x);
+  for (std::size_t k = 0; k < words.size(); ++k) {
+    const float x = left_of(k);
+    if (shown.empty() || x >= shown.back().second + text_w(shown.back().first) + pad) shown.emplace_back(k, x);
   }
-  if (n > 0 && shown.back().first != n - 1) {
-    const float x = left_of(n - 1);
+  if (!words.empty() && shown.back().first != words.size() - 1) {
+    const float x = left_of(words.size() - 1);
     while (!shown.empty() && shown.size() > 1 && shown.back().second + text_w(shown.back().first) + pad > x)
       shown.pop_back();
-    shown.emplace_back(n - 1, x);
+    shown.emplace_back(words.size() - 1, x);
   }
   list->PushClipRect(ImVec2(x0, y0), ImVec2(x0 + width, y0 + h), true);
-  for (const auto& [t, x] : shown)
-    drawProbedText(list, "model.tokentext." + std::to_string(t), ImVec2(x, y0 + line * 0.15f),
-                   ImGui::GetColorU32(ImGuiCol_Text), axisLabel(labels[static_cast<std::size_t>(t)]).c_str());
+  for (const auto& [k, x] : shown) {
+    // Probed as its first token's text, and each further token of the word as named by it.
+    const model::TokenWord& word = words[k];
+    drawProbedText(list, "model.tokentext." + std::to_string(word.first), ImVec2(x, y0 + line * 0.15f),
+                   ImGui::GetColorU32(ImGuiCol_Text), text_of(k).c_str());
+    for (int t = word.first + 1; t <= word.last; ++t)
+      probeRect("model.tokentext." + std::to_string(t), ImVec2(x, y0), ImVec2(x + text_w(k), y0 + h));
+    probeNote("model.word." + std::to_string(word.first), word.text);
+  }
   list->PopClipRect();
   probeRect("model.strip", ImVec2(x0, y0), ImVec2(x0 + width, y0 + h));
   ImGui::Dummy(ImVec2(width, h + 2));
   if (hovered >= 0) {
     ImGui::BeginTooltip();
     ImGui::Text("%s  (position %d)", labels[static_cast<std::size_t>(hovered)].c_str(), hovered);
+    for (const model::TokenWord& word : words)
+      if (word.first <= hovered && hovered <= word.last && word.last > word.first)
+        ImGui::TextDisabled("a piece of '%s' (tokens %d-%d)", axisLabel(word.text).c_str(), word.first, word.last);
     ImGui::TextDisabled("red: the row it reads from; white: the column of those that read it");
     ImGui::TextDisabled("click: its attention as text in the left pane's token view");
     ImGui::EndTooltip();

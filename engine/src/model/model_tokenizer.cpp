@@ -5,6 +5,7 @@
 #include <unicode/uchar.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -227,6 +228,78 @@ std::string tokenLabel(const std::string& bytes) {
     ++i;
   }
   return out;
+}
+
+namespace {
+
+// A label's bytes: tokenLabel undone ('\u2423' a space, '\u21B5' a newline, '\u21E5' a tab, <0xNN> the byte).
+std::string labelBytes(const std::string& label) {
+  std::string out;
+  for (std::size_t i = 0; i < label.size();) {
+    if (label.compare(i, 3, "\u2423") == 0) {
+      out += ' ', i += 3;
+    } else if (label.compare(i, 3, "\u21B5") == 0) {
+      out += '\n', i += 3;
+    } else if (label.compare(i, 3, "\u21E5") == 0) {
+      out += '\t', i += 3;
+    } else if (i + 6 <= label.size() && label.compare(i, 3, "<0x") == 0 && label[i + 5] == '>' &&
+               std::isxdigit(static_cast<unsigned char>(label[i + 3])) &&
+               std::isxdigit(static_cast<unsigned char>(label[i + 4]))) {
+      out += static_cast<char>(std::stoi(label.substr(i + 3, 2), nullptr, 16)), i += 6;
+    } else {
+      out += label[i++];
+    }
+  }
+  return out;
+}
+
+bool isSpace(char c) { return c == ' ' || c == '\n' || c == '\t'; }
+
+// `bytes` as text: whole UTF-8 characters kept, any other byte U+FFFD.
+std::string wholeCharacters(const std::string& bytes) {
+  std::string out;
+  for (std::size_t i = 0; i < bytes.size();) {
+    const std::size_t len = validCharLength(bytes, i);
+    if (len > 0) {
+      out += bytes.substr(i, len), i += len;
+    } else {
+      out += "\uFFFD", ++i;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<TokenWord> tokenWords(const std::vector<std::string>& labels) {
+  std::vector<std::string> bytes;
+  bool any_space = false;  // byte-level and SentencePiece pieces carry their spaces; WordPiece's and users' do not
+  for (const std::string& label : labels) {
+    bytes.push_back(labelBytes(label));
+    any_space = any_space || (!bytes.back().empty() && isSpace(bytes.back().front()));
+  }
+  std::vector<TokenWord> words;
+  std::string joined;  // the current word's bytes
+  const auto close = [&](int last) {
+    TokenWord& w = words.back();
+    w.last = last;
+    const std::size_t a = joined.find_first_not_of(" \n\t"), b = joined.find_last_not_of(" \n\t");
+    w.text = a == std::string::npos ? labels[static_cast<std::size_t>(w.first)] : wholeCharacters(joined.substr(a, b - a + 1));
+  };
+  for (std::size_t t = 0; t < labels.size(); ++t) {
+    const std::string& b = bytes[t];
+    const bool continues = b.rfind("##", 0) == 0;  // WordPiece's continuation
+    const bool starts = t == 0 || (!b.empty() && isSpace(b.front())) ||
+                        (!bytes[t - 1].empty() && isSpace(bytes[t - 1].back())) || (!any_space && !continues);
+    if (starts) {
+      if (!words.empty()) close(static_cast<int>(t) - 1);
+      words.push_back({static_cast<int>(t), static_cast<int>(t), ""});
+      joined.clear();
+    }
+    joined += continues && !starts ? b.substr(2) : b;
+  }
+  if (!words.empty()) close(static_cast<int>(labels.size()) - 1);
+  return words;
 }
 
 Tokenizer Tokenizer::fromText(const std::string& vocab_json, const std::string& merges_text,

@@ -68,4 +68,16 @@ class Tokenizer {
 // A label for a byte string (as Tokenizer::label).
 std::string tokenLabel(const std::string& bytes);
 
+// The words of a sequence of token labels (tokenLabel's), for a strip of tokens a reader reads as text: a word starts
+// at the first token, at a token that starts with a space, newline or tab, and after one that ends with one; where
+// no token starts with one (WordPiece, a user's tokens) every token but a "##" continuation starts a word. Its text:
+// its tokens' bytes joined (a "##" dropped), so that bytes split across tokens merge into their character
+// ("<0xC3>", "<0xA9>" read "\u00e9"), white space trimmed at both ends, any byte not part of a whole character
+// U+FFFD; a word of white space alone keeps its first token's label ("\u21B5"). Tokens [first, last], from 0.
+struct TokenWord {
+  int first = 0, last = 0;
+  std::string text;
+};
+std::vector<TokenWord> tokenWords(const std::vector<std::string>& labels);
+
 }  // namespace attnscope::model
