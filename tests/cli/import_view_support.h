@@ -34,6 +34,26 @@ inline void writeSafetensors(const std::string& path, const std::map<std::string
 }
 
 // NumPy's own np.savez (or np.savez_compressed) of a safetensors file's tensors, parsed in Python.
+// A (layers, heads, n, n) float32 NPY of uniform causal rows: row i is 1 / (i + 1) on keys 0..i, 0 after.
+inline void writeUniformCausalNpy(const std::string& path, int layers, int heads, int n) {
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(layers) + ", " +
+                       std::to_string(heads) + ", " + std::to_string(n) + ", " + std::to_string(n) + "), }";
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::string bytes = "\x93NUMPY\x01";
+  bytes += '\0';
+  bytes += static_cast<char>(header.size() & 0xff);
+  bytes += static_cast<char>(header.size() >> 8);
+  bytes += header;
+  for (int m = 0; m < layers * heads; ++m)
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) {
+        const float w = j <= i ? 1.0f / static_cast<float>(i + 1) : 0.0f;
+        bytes.append(reinterpret_cast<const char*>(&w), 4);  // x86-64 is little-endian, as '<f4' says
+      }
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
 inline CommandRun safetensorsToNpz(const std::string& from, const std::string& to, bool compressed = false) {
   return run(std::string("/usr/bin/python3 -c \"import json, struct, sys, numpy as np\n"
                          "b = open(sys.argv[1], 'rb').read(); n = struct.unpack('<Q', b[:8])[0]\n"

@@ -18,6 +18,7 @@
 #include "attnscope/export/colormap.h"
 #include "attnscope/export/export_layout.h"
 #include "attnscope/export/token_text.h"
+#include "cli/import_view_support.h"
 #include "command_support.h"
 #include "export/test_export_support.h"
 
@@ -156,34 +157,13 @@ TEST_F(FigureSizes, AGridSharesItsAxesSoEveryTokenIsLabelledOnceAnAxis) {
   for (int h = 1; h <= 4; ++h) EXPECT_EQ(textCount(svg, "Head " + std::to_string(h)), 1) << h;
 }
 
-// A (layers, heads, n, n) float32 NPY of uniform causal rows, as test_figures_cli.cpp writes it.
-void writeTensor(const std::string& path, int layers, int heads, int n) {
-  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(layers) + ", " +
-                       std::to_string(heads) + ", " + std::to_string(n) + ", " + std::to_string(n) + "), }";
-  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
-  header += '\n';
-  std::string bytes = "\x93NUMPY\x01";
-  bytes += '\0';
-  bytes += static_cast<char>(header.size() & 0xff);
-  bytes += static_cast<char>(header.size() >> 8);
-  bytes += header;
-  for (int m = 0; m < layers * heads; ++m)
-    for (int i = 0; i < n; ++i)
-      for (int j = 0; j < n; ++j) {
-        const float w = j <= i ? 1.0f / static_cast<float>(i + 1) : 0.0f;
-        char le[4];
-        std::memcpy(le, &w, 4);
-        bytes.append(le, 4);
-      }
-  std::ofstream(path, std::ios::binary) << bytes;
-}
 
 TEST_F(FigureSizes, EveryLayerOfTwentyEightBySixteenHeadsIsMostlyMaps) {
   // 28 layers x 16 heads of 194 tokens (Qwen3-0.6B's grid): a row a layer, named L1 .. L28 once at the left, a
   // column a head, H1 .. H16 once on top; no "L1 H1" over every map and no repeated position ticks between them.
   // The maps (embedded images of equal sides) cover at least 60% of the page (about 24% when every panel had
   // its own labels and title: 72 px maps in 148 x 145 px cells).
-  writeTensor(file("a.npy"), 28, 16, 194);
+  attnscope::test::writeUniformCausalNpy(file("a.npy"), 28, 16, 194);
   std::string tokens = "[";
   for (int i = 0; i < 194; ++i) tokens += (i ? ",\"t" : "\"t") + std::to_string(i) + "\"";
   std::ofstream(file("t.json")) << tokens + "]";

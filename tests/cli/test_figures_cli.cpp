@@ -18,6 +18,7 @@
 #include "attnscope/compute/cpu_backend.h"
 #include "attnscope/export/export.h"
 #include "attnscope/export/export_layout.h"
+#include "cli/import_view_support.h"
 #include "command_support.h"
 #include "export/test_export_support.h"
 
@@ -29,28 +30,7 @@ CommandRun attnscope(const std::string& args) {
   return attnscope::test::run(std::string(ATTNSCOPE_BINARY) + " " + args);
 }
 
-// A (layers, heads, n, n) float32 NPY of uniform causal rows (row i: 1 / (i + 1) on keys 0..i), and tokens t0 ...
-void writeTensor(const std::string& path, int layers, int heads, int n) {
-  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(layers) + ", " +
-                       std::to_string(heads) + ", " + std::to_string(n) + ", " + std::to_string(n) + "), }";
-  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
-  header += '\n';
-  std::string bytes = "\x93NUMPY\x01";
-  bytes += '\0';
-  bytes += static_cast<char>(header.size() & 0xff);
-  bytes += static_cast<char>(header.size() >> 8);
-  bytes += header;
-  for (int m = 0; m < layers * heads; ++m)
-    for (int i = 0; i < n; ++i)
-      for (int j = 0; j < n; ++j) {
-        const float w = j <= i ? 1.0f / static_cast<float>(i + 1) : 0.0f;
-        char le[4];
-        std::memcpy(le, &w, 4);  // x86-64 is little-endian, as '<f4' says
-        bytes.append(le, 4);
-      }
-  std::ofstream(path, std::ios::binary) << bytes;
-}
-
+// ["t0", "t1", ...]: the tokens of writeUniformCausalNpy's tensors.
 std::string tokensJson(int n) {
   std::string j = "[";
   for (int i = 0; i < n; ++i) j += (i ? ", \"t" : "\"t") + std::to_string(i) + "\"";
@@ -88,7 +68,7 @@ TEST_F(FiguresCli, ALayerOfSixteenHeadsWrapsFourByFourWithThinnedTokensAndNamedT
   // One layer of 16 heads over 65 tokens: ceil(sqrt(16)) = 4 columns, 4 rows. Budget 2560 / 4 = 640 px a map,
   // cells min(640 / 65, max(48, 256 / 65)) = 9 px, maps 585 px. 9 px < 10: every ceil(10 / 9) = 2nd token
   // labels the axes: t0, t2, ..., t64 (33 a side), never t1.
-  writeTensor(file("attn.npy"), 1, 16, 65);
+  attnscope::test::writeUniformCausalNpy(file("attn.npy"), 1, 16, 65);
   std::ofstream(file("tokens.json")) << tokensJson(65);
   const CommandRun r = attnscope("view '" + file("attn.npy") + "' --tokens '" + file("tokens.json") +
                                  "' --layer 1 -o '" + file("v.json") + "' --grid-out '" + file("g.svg") + "'");
@@ -123,7 +103,7 @@ TEST_F(FiguresCli, EveryLayerGridNumbersSmallMapsMoreThanZero) {
   // maps 130 px. 2 px < 3: positions numbered, about 130 / 4 = 32.5 px apart: the first step of 1, 2, 5, 10,
   // 20 with step x 2 px >= 32.5 is 20: 0, 20, 40, 60 on the shared axes, left of the first column (2 rows) and
   // under the lowest row (16 columns): 18 of each. The rows named L1, L2 once, the columns H1 .. H16 once.
-  writeTensor(file("attn.npy"), 2, 16, 65);
+  attnscope::test::writeUniformCausalNpy(file("attn.npy"), 2, 16, 65);
   std::ofstream(file("tokens.json")) << tokensJson(65);
   const CommandRun r = attnscope("view '" + file("attn.npy") + "' --tokens '" + file("tokens.json") + "' -o '" +
                                  file("v.json") + "' --grid-out '" + file("g.svg") + "'");
@@ -241,7 +221,7 @@ TEST_F(FiguresCli, APngPast8192SquaredPixelsIsRefusedNamingTheLargestDpi) {
   // 16 heads of 65 tokens; its layout's size read from the PNG at 96 dpi. The refusal names the largest dpi N
   // the figure allows: at N the image round(W N / 96) x round(H N / 96) is within 8192 x 8192 pixels and 16384 a
   // side, at N + 1 it is not (worked here from W and H); N itself writes.
-  writeTensor(file("attn.npy"), 1, 16, 65);
+  attnscope::test::writeUniformCausalNpy(file("attn.npy"), 1, 16, 65);
   std::ofstream(file("tokens.json")) << tokensJson(65);
   const std::string base = "view '" + file("attn.npy") + "' --tokens '" + file("tokens.json") + "' --layer 1 -o '" +
                            file("v.json") + "' --grid-out '" + file("g.png") + "'";

@@ -14,14 +14,6 @@ Rgb8 hex(unsigned v) {
   return {static_cast<std::uint8_t>(v >> 16), static_cast<std::uint8_t>(v >> 8), static_cast<std::uint8_t>(v)};
 }
 
-double relativeLuminance(Rgb8 c) {
-  auto lin = [](std::uint8_t v) {
-    const double s = v / 255.0;
-    return s <= 0.04045 ? s / 12.92 : std::pow((s + 0.055) / 1.055, 2.4);
-  };
-  return 0.2126 * lin(c.r) + 0.7152 * lin(c.g) + 0.0722 * lin(c.b);
-}
-
 }  // namespace
 
 TEST(ColorMap, ViridisMatchesMatplotlibsPublishedColours) {

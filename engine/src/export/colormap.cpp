@@ -158,6 +158,14 @@ int colorMapIndex(float t) {
 
 Rgb8 colorAt(ColorMap map, float t) { return colorMapTable(map)[static_cast<std::size_t>(colorMapIndex(t))]; }
 
+double relativeLuminance(Rgb8 c) {
+  const auto lin = [](std::uint8_t v) {
+    const double s = v / 255.0;
+    return s <= 0.03928 ? s / 12.92 : std::pow((s + 0.055) / 1.055, 2.4);
+  };
+  return 0.2126 * lin(c.r) + 0.7152 * lin(c.g) + 0.0722 * lin(c.b);
+}
+
 float colorMapParameter(float value, float vmin, float vmax) {
   if (!(vmax > vmin)) return 0.0f;
   return std::clamp((value - vmin) / (vmax - vmin), 0.0f, 1.0f);

@@ -43,28 +43,8 @@ std::string formatNumber(double v, int decimals) {
 // does: the figure shows 160 pixels of it whatever its length.
 constexpr std::size_t kMaxLabelChars = 64;  // 160 px at the smallest label size holds fewer than this
 std::string displayLabel(const std::string& token, const Font& font, float size, double max_width) {
-  std::string s;
-  const std::string head = elideLabel(token, kMaxLabelChars + 1);  // the rest could never be shown
-  for (char c : head) {
-    if (c == '\n')
-      s += "\\n";
-    else if (c == '\t')
-      s += "\\t";
-    else if (static_cast<unsigned char>(c) < 0x20)
-      s += "\uFFFD";
-    else
-      s += c;
-  }
+  const std::string s = visibleText(elideLabel(token, kMaxLabelChars + 1));  // the rest could never be shown
   return elideToWidth(s, max_width, [&](const std::string& t) { return font.textWidth(t, size); }, kMaxLabelChars);
-}
-
-// Relative luminance of an sRGB colour (WCAG), as seaborn picks annotation colours: dark text above 0.408.
-double luminance(Rgb8 c) {
-  auto lin = [](std::uint8_t v) {
-    const double s = v / 255.0;
-    return s <= 0.03928 ? s / 12.92 : std::pow((s + 0.055) / 1.055, 2.4);
-  };
-  return 0.2126 * lin(c.r) + 0.7152 * lin(c.g) + 0.0722 * lin(c.b);
 }
 
 // The dendrogram of a clustered similarity matrix as axis-aligned lines in `band` (x: the root's height at the
@@ -311,7 +291,7 @@ FigureLayout layoutWithBudget(const Figure& fig, const Font& font, int budget, b
         const Rgb8 under = cellColor(fig, v, false, tops[static_cast<std::size_t>(i)]);
         L.texts.push_back({formatNumber(v, 2), annot_size, map.x + (j + 0.5) * s.cell_w,
                            map.y + (i + 0.5) * s.cell_h + kDigitHalf * annot_size, TextAnchor::Middle, false,
-                           luminance(under) > 0.408 ? kText : kLightText});
+                           relativeLuminance(under) > 0.408 ? kText : kLightText});
       }
     }
   }

@@ -181,4 +181,19 @@ void Font::draw(Canvas& canvas, const TextItem& item) const {
   }
 }
 
+std::string visibleText(const std::string& text) {
+  std::string s;
+  for (char c : text) {
+    if (c == '\n')
+      s += "\\n";
+    else if (c == '\t')
+      s += "\\t";
+    else if (static_cast<unsigned char>(c) < 0x20)
+      s += "\uFFFD";
+    else
+      s += c;
+  }
+  return s;
+}
+
 }  // namespace attnscope

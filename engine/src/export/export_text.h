@@ -42,6 +42,9 @@ class Font {
   std::vector<unsigned char> info_;  // stbtt_fontinfo, kept opaque so that this header needs no stb
 };
 
+// A label as a figure shows it: newlines and tabs as "\\n" and "\\t", any other control character U+FFFD.
+std::string visibleText(const std::string& text);
+
 // UTF-8 -> code points; a malformed byte becomes U+FFFD.
 std::vector<char32_t> decodeUtf8(const std::string& text);
 

@@ -36,31 +36,6 @@ float topOf(const TokenText& t) {
   return top > 0 ? top : 1.0f;
 }
 
-// Control characters made visible, as the heatmaps' labels show them; a long token cut with an ellipsis.
-std::string chipText(const std::string& token) {
-  std::string s;
-  for (char c : elideLabel(token, kMaxTokenChars)) {
-    if (c == '\n')
-      s += "\\n";
-    else if (c == '\t')
-      s += "\\t";
-    else if (static_cast<unsigned char>(c) < 0x20)
-      s += "\uFFFD";
-    else
-      s += c;
-  }
-  return s;
-}
-
-// Relative wcagLuminance (WCAG), as the heatmaps' annotations pick their colour: dark text above 0.408.
-double wcagLuminance(Rgb8 c) {
-  auto lin = [](std::uint8_t v) {
-    const double s = v / 255.0;
-    return s <= 0.03928 ? s / 12.92 : std::pow((s + 0.055) / 1.055, 2.4);
-  };
-  return 0.2126 * lin(c.r) + 0.7152 * lin(c.g) + 0.0722 * lin(c.b);
-}
-
 }  // namespace
 
 Figure tokenTextFigure(const TokenText& t) {
@@ -115,7 +90,7 @@ FigureLayout tokenTextLayout(const TokenText& t) {
   const int line_h = chip_h + px(kLineGap);
   int x = text_x0, y = top;
   for (std::size_t k = 0; k < t.tokens.size(); ++k) {
-    const std::string text = chipText(t.tokens[k]);
+    const std::string text = visibleText(elideLabel(t.tokens[k], kMaxTokenChars));
     const int w = static_cast<int>(std::ceil(font.textWidth(text, text_size))) + 2 * pad;
     if (x > text_x0 && x + w > text_x1) x = text_x0, y += line_h;
     const int chip_w = std::min(w, text_x1 - text_x0);
@@ -124,7 +99,7 @@ FigureLayout tokenTextLayout(const TokenText& t) {
     L.fills.push_back({{x, y, chip_w, chip_h}, color});
     L.texts.push_back({text, text_size, static_cast<double>(x + pad),
                        y + (chip_h + font.ascent(text_size) - font.descent(text_size)) / 2.0, TextAnchor::Start, false,
-                       wcagLuminance(color) > 0.408 ? kInk : kLightInk});
+                       relativeLuminance(color) > 0.408 ? kInk : kLightInk});
     if (static_cast<int>(k) == t.picked) {  // a 2-pixel red frame just outside the chip
       const int x0 = x - 2, y0 = y - 2, x1 = x + chip_w + 1, y1 = y + chip_h + 1;
       for (int d = 0; d < 2; ++d) {

@@ -5,21 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "attnscope/scene/rope_scaling.h"
 #include "attnscope/types.h"
 
 namespace attnscope {
-
-// config.json's `rope_scaling`. None: plain RoPE. Linear: every inverse frequency divided by `factor` (positions
-// interpolated). Llama3 (Llama 3.1+): long wavelengths divided by `factor`, short ones kept, the band between
-// blended, as transformers' _compute_llama3_parameters does.
-struct RopeScaling {
-  enum class Type { None, Linear, Llama3 };
-  Type type = Type::None;
-  double factor = 1.0;
-  double low_freq_factor = 1.0;   // llama3 only
-  double high_freq_factor = 4.0;  // llama3 only
-  int original_max_position_embeddings = 8192;  // llama3 only
-};
 
 // The dims/2 inverse frequencies: f_t = theta^(-2t/dims) for t < dims/2, then scaled. Computed in double.
 // InputError (field `field`) if theta <= 0 or not finite, dims odd or < 2, or the scaling's numbers are absurd.

@@ -27,6 +27,9 @@ const std::array<Rgb8, kColorMapSize>& colorMapTable(ColorMap map);
 int colorMapIndex(float t);
 // t in [0, 1] (clamped) -> colour: colorMapTable(map)[colorMapIndex(t)].
 Rgb8 colorAt(ColorMap map, float t);
+// Relative luminance of an sRGB colour (WCAG 2), 0 (black) to 1 (white): text on a colour is dark above 0.408, as
+// seaborn picks its annotation colour.
+double relativeLuminance(Rgb8 c);
 // A value on the scale [vmin, vmax] -> t in [0, 1], clamped (0 when the scale is empty).
 float colorMapParameter(float value, float vmin, float vmax);
 // The colour shown for a masked cell (score -inf).

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "attnscope/compute/rope.h"
+#include "attnscope/scene/rope_scaling.h"
 #include "attnscope/types.h"
 
 namespace attnscope {
