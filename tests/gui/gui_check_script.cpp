@@ -65,6 +65,13 @@ void checkScriptCommands(Checker& c, const std::string& dir) {
   c.expect(contains(whole, "this/one.json") && !shown.empty() && shown.size() < whole.size() &&
                contains(shown, "\xE2\x80\xA6"),
            "cut with an ellipsis ('" + shown + "'), the whole on hover");
+  const Checker muted{Image{}, loadLayout(dir + "/layout_resized_muted.json")};
+  bool effect_clipped = false;
+  for (const auto& id : muted.layout.value("clipped", nlohmann::json::array()))
+    effect_clipped = effect_clipped || id == "heads.muted_effect.text";
+  c.expect(muted.layout.contains("heads.mute_mode") && contains(note(muted.layout, "heads.muted_effect.text"), "muted heads 2 ") &&
+               !effect_clipped,
+           "a muted head's effect line at 1000 x 700 fits its room: '" + note(muted.layout, "heads.muted_effect.text") + "'");
 }
 
 void checkOpenCommandLine(Checker& c, const std::string& dir) {

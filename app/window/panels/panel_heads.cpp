@@ -331,12 +331,18 @@ void drawMutedEffect(const AppState& state, ViewState& view, ImVec2 p0, float wi
   char total[64];
   std::snprintf(total, sizeof total, ": output change (L2) %.4f", ab.total_change);
   text += total;
+  // In a narrow pane (1000 x 700) the line is cut with "…" to its room and shown whole on hover.
   const float room = p0.x + width - text_x;
-  probeFit("heads.muted_effect.text", ImGui::CalcTextSize(text.c_str()).x <= room);
+  const std::string shown =
+      elideToWidth(text, room, [](const std::string& t) { return ImGui::CalcTextSize(t.c_str()).x; });
+  probeFit("heads.muted_effect.text", ImGui::CalcTextSize(shown.c_str()).x <= room);
   probeNote("heads.muted_effect.text", text);
   list->PushClipRect(ImVec2(text_x, p0.y), ImVec2(p0.x + width, p0.y + line * 1.2f), true);
-  list->AddText(ImVec2(text_x, p0.y), text_color, text.c_str());
+  list->AddText(ImVec2(text_x, p0.y), text_color, shown.c_str());
   list->PopClipRect();
+  if (shown != text && ImGui::IsWindowHovered() &&
+      ImGui::IsMouseHoveringRect(ImVec2(text_x, p0.y), ImVec2(p0.x + width, p0.y + line)))
+    ImGui::SetTooltip("%s", text.c_str());
 
   // The bars: one per query, height in proportion to its change; the scale (0 .. largest) on the left.
   double largest = 0;
