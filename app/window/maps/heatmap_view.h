@@ -26,7 +26,7 @@
 namespace attnscope::app {
 
 // How weights become colours (MapContrast, contrastT: attnscope/export/contrast.h, shared with the exports): one
-// setting for every map view (heads grid, model grid, full-size map: the ViewState's `contrast`).
+// setting for every map view (heads grid, model grid, full-size map: the window's one `contrast`, view_state.h).
 
 class HeatmapRenderer {
  public:

@@ -33,7 +33,7 @@ class ModelGridRenderer {
   // pixels (at most n), drawn into tiles of tile_w x tile_h pixels (the grid fills its pane, so tiles need not
   // be square). Each layer that has landed since the last call is uploaded and rendered. Until then a layer's
   // tiles keep what they showed (the same size), or a neutral grey. Weights 0..1 span the colour map.
-  // `contrast` (ViewState's, heatmap_view.h) colours the tiles; a new one renders the landed layers again.
+  // `contrast` (the window's one, heatmap_view.h) colours the tiles; a new one renders the landed layers again.
   // `weighting` non-null: value-norm weighting (model_grid_tiles.h's valueNormScales of that checkpoint); a change
   // of it starts again like a new forward.
   void syncGrid(const std::shared_ptr<const model::ForwardResult>& forward, int layers, int heads, unsigned revision,

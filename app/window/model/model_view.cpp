@@ -203,7 +203,7 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
     probeItem("model.grid_pending");
   }
 
-  drawContrastControl(view);
+  drawContrastControl(view.contrast);
   ImVec2 avail = ImGui::GetContentRegionAvail();
   const float bar_top = s.renderer->gridTop() > 0 ? s.renderer->gridTop() : 1.0f;
   const float bar_w = modelColorBarWidth(bar_top, view.contrast);  // the colour bar's strip, right of the grid
@@ -358,7 +358,7 @@ void focusView(AppState& state, ViewState& view, ModelSession& s) {
   z.col0 = std::clamp(z.col0, 0.0f, all - zw), z.row0 = std::clamp(z.row0, 0.0f, all - zh);
   z.col1 = z.col0 + zw, z.row1 = z.row0 + zh;
   const float line = ImGui::GetTextLineHeight();
-  drawContrastControl(view);
+  drawContrastControl(view.contrast);
   ImVec2 avail = ImGui::GetContentRegionAvail();
   const float bar_w = modelColorBarWidth(s.renderer->mapTop(), view.contrast);  // the colour bar's strip
   avail.x -= bar_w;
@@ -481,7 +481,7 @@ void drawModelView(AppState& state, ViewState& view) {
   if (!s.renderer) s.renderer = std::make_unique<ModelGridRenderer>();
   // The run's views: its heads (the grid, or one map full-size) or its rollout (runviews/rollout_view.cpp).
   if (view.run.rollout == 1) {
-    drawRolloutView(view, s);
+    drawRolloutView(view.run, view.contrast, s);
     return;
   }
   if (s.focused())

@@ -399,7 +399,7 @@ void drawHeadsPanel(AppState& state, ViewState& view, HeatmapRenderer& renderer)
   if (view.heads.focus >= heads) view.heads.focus = -1;
   if (view.heads.compare_a >= heads || view.heads.compare_b >= heads) view.heads.compare_a = view.heads.compare_b = -1;
 
-  drawContrastControl(view);
+  drawContrastControl(view.contrast);
   drawValueNormSwitch(view);
   if (state.resultPending()) {  // a big scene recomputes off the UI thread: the maps show the previous result
     ImGui::SameLine();

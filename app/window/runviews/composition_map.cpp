@@ -15,14 +15,15 @@
 #include <vector>
 
 #include "window/model/model_session.h"
-#include "window/runviews/runviews.h"
+#include "window/model/model_view_state.h"
+#include "window/runviews/find_heads.h"
 #include "window/runviews/layer_head_map.h"
 #include "window/widgets/widgets.h"
 #include "window/ui_probe.h"
 
 namespace attnscope::app {
 
-void drawCompositionMap(ViewState& view, ModelSession& s, int mode) {
+void drawCompositionMap(FindHeadsState& find, ModelViewState& run, ModelSession& s, int mode) {
   static constexpr const char* kReads[] = {"query", "key", "value"};
   const char* reads = kReads[std::clamp(mode, 0, 2)];
   if (!s.checkpoint()) {
@@ -48,10 +49,10 @@ void drawCompositionMap(ViewState& view, ModelSession& s, int mode) {
   }
   const model::Composition& c = result->scores;
   const std::vector<double>& scores = mode == 0 ? c.q : mode == 1 ? c.k : c.v;
-  if (view.find.comp_layer < 0 || view.find.comp_head < 0)  // the head on show, else the first
-    view.find.comp_layer = s.focused() ? s.layer : 0, view.find.comp_head = s.focused() ? s.focus_head : 0;
-  const int la = std::clamp(view.find.comp_layer, 0, c.n_layer - 1), ha = std::clamp(view.find.comp_head, 0, c.n_head - 1);
-  view.find.comp_layer = la, view.find.comp_head = ha;
+  if (find.comp_layer < 0 || find.comp_head < 0)  // the head on show, else the first
+    find.comp_layer = s.focused() ? s.layer : 0, find.comp_head = s.focused() ? s.focus_head : 0;
+  const int la = std::clamp(find.comp_layer, 0, c.n_layer - 1), ha = std::clamp(find.comp_head, 0, c.n_head - 1);
+  find.comp_layer = la, find.comp_head = ha;
 
   double top = 0;
   for (int lb = la + 1; lb < c.n_layer; ++lb)
@@ -66,8 +67,8 @@ void drawCompositionMap(ViewState& view, ModelSession& s, int mode) {
   const float vmax = top > 0 ? static_cast<float>(top) : 1.0f;
   const int d_model = s.checkpoint()->architecture().hidden;
   const double baseline = d_model > 0 ? 1.0 / std::sqrt(static_cast<double>(d_model)) : 0.0;
-  const bool centred = view.find.comp_baseline && baseline > 0;
-  ImGui::Checkbox("centre the colours on the random baseline", &view.find.comp_baseline);
+  const bool centred = find.comp_baseline && baseline > 0;
+  ImGui::Checkbox("centre the colours on the random baseline", &find.comp_baseline);
   probeItem("findheads.baseline");
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip("Two random matrices score about 1/sqrt(d_model) = %.3f: white there, blue below, red above",
@@ -116,14 +117,14 @@ void drawCompositionMap(ViewState& view, ModelSession& s, int mode) {
   map.scale_label = centred ? "composition score (white: the random baseline)" : "composition score";
   map.number_name = "composition";
   if (centred) map.bar_labels.assign(centred_labels.begin(), centred_labels.end());
-  rememberShown(view, map);
-  if (const auto cell = drawLayerHeadMap(map)) view.find.comp_layer = cell->first, view.find.comp_head = cell->second;
+  rememberShown(find, map);
+  if (const auto cell = drawLayerHeadMap(map)) find.comp_layer = cell->first, find.comp_head = cell->second;
   if (la == c.n_layer - 1) {
     textWrappedAtSpaces("Layer " + std::to_string(la + 1) +
                         " is the last: no later head reads it. Pick a head of an earlier layer.");
   }
   const std::string open = formatted("Open layer %d, head %d's map", la + 1, ha + 1);
-  if (ImGui::SmallButton(open.c_str())) openHeadMap(view, s, la, ha);
+  if (ImGui::SmallButton(open.c_str())) openHeadMap(run, s, la, ha);
   probeItem("findheads.open_writer");
 
   // The model's strongest pairs for this mode; a click picks the writer.
@@ -136,7 +137,7 @@ void drawCompositionMap(ViewState& view, ModelSession& s, int mode) {
   ImGui::TextDisabled("strongest pairs:");
   if (const std::optional<int> k = drawRankedButtons("findheads", texts)) {
     const ModelSession::HeadPair& p = pairs[static_cast<std::size_t>(*k)];
-    view.find.comp_layer = p.la, view.find.comp_head = p.ha;
+    find.comp_layer = p.la, find.comp_head = p.ha;
   }
 }
 

@@ -60,26 +60,26 @@ void drawScoreMap(ViewState& view, ModelSession& s, const std::string& name) {
   map.title = s.title() + " " + headTypeText(name) + " score";
   map.scale_label = std::string(headTypeText(name)) + " score";
   map.number_name = "score";
-  rememberShown(view, map);
-  if (const auto cell = drawLayerHeadMap(map)) openHeadMap(view, s, cell->first, cell->second);
+  rememberShown(view.find, map);
+  if (const auto cell = drawLayerHeadMap(map)) openHeadMap(view.run, s, cell->first, cell->second);
 
   // The strongest heads, in words, each a click away.
-  if (!drawStrongestHeads(view, s, map, "%.3f", false))
+  if (!drawStrongestHeads(view.run, s, map, "%.3f", false))
     textWrappedAtSpaces(std::string("No head has a ") + headTypeText(name) +
                         " score on this text: no token repeats. Try repeated random tokens.");
 }
 
 }  // namespace
 
-void openHeadMap(ViewState& view, ModelSession& s, int layer, int head) {
+void openHeadMap(ModelViewState& run, ModelSession& s, int layer, int head) {
   s.layer = layer;
   s.focus_head = head;
   s.shown = true;
-  view.run.rollout = 0;  // the heads, not the rollout
-  view.run.zoom = CellView{0, 0, static_cast<float>(s.forward().n), static_cast<float>(s.forward().n)};
+  run.rollout = 0;  // the heads, not the rollout
+  run.zoom = CellView{0, 0, static_cast<float>(s.forward().n), static_cast<float>(s.forward().n)};
 }
 
-bool drawStrongestHeads(ViewState& view, ModelSession& s, const LayerHeadMap& map, const char* value_format,
+bool drawStrongestHeads(ModelViewState& run, ModelSession& s, const LayerHeadMap& map, const char* value_format,
                         bool by_magnitude) {
   std::vector<std::pair<double, int>> ranked;  // (value, layer * heads + head)
   for (int l = 0; l < map.layers; ++l)
@@ -97,7 +97,7 @@ bool drawStrongestHeads(ViewState& view, ModelSession& s, const LayerHeadMap& ma
   ImGui::TextDisabled("strongest:");
   if (const std::optional<int> k = drawRankedButtons(map.id, texts)) {
     const int index = ranked[static_cast<std::size_t>(*k)].second;
-    openHeadMap(view, s, index / map.heads, index % map.heads);
+    openHeadMap(run, s, index / map.heads, index % map.heads);
   }
   return true;
 }
@@ -129,9 +129,9 @@ void drawHeadScoresMap(ViewState& view, ModelSession& s) {
   if (view.find.score < scores)
     drawScoreMap(view, s, headTypeScoreNames()[static_cast<std::size_t>(view.find.score)]);
   else if (view.find.score < scores + 3)
-    drawCompositionMap(view, s, view.find.score - scores);
+    drawCompositionMap(view.find, view.run, s, view.find.score - scores);
   else
-    drawLogitAttributionMap(view, s);
+    drawLogitAttributionMap(view.find, view.run, s);
 }
 
 }  // namespace attnscope::app

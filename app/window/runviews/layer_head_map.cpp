@@ -7,7 +7,7 @@
 
 #include "attnscope/model/model_export.h"
 #include "window/ui_probe.h"
-#include "window/view_state.h"
+#include "window/runviews/find_heads.h"
 
 namespace attnscope::app {
 
@@ -99,7 +99,7 @@ std::optional<int> drawRankedButtons(const std::string& id, const std::vector<st
   return clicked;
 }
 
-void rememberShown(ViewState& view, const LayerHeadMap& map) {
+void rememberShown(FindHeadsState& find, const LayerHeadMap& map) {
   auto values = std::make_shared<model::LayerHeadValues>();
   values->title = map.title, values->scale_label = map.scale_label, values->number_name = map.number_name;
   values->map = map.colors, values->vmin = map.vmin, values->vmax = map.vmax, values->bar_labels = map.bar_labels;
@@ -111,8 +111,8 @@ void rememberShown(ViewState& view, const LayerHeadMap& map) {
         values->shown(l, h) = static_cast<float>(map.place ? map.place(*v) : *v);
         values->numbers(l, h) = static_cast<float>(*v);
       }
-  view.find.shown = std::move(values);
-  view.find.shown_frame = ImGui::GetFrameCount();
+  find.shown = std::move(values);
+  find.shown_frame = ImGui::GetFrameCount();
 }
 
 }  // namespace attnscope::app

@@ -34,9 +34,9 @@ struct LayerHeadMap {
   std::vector<std::string> bar_labels;
 };
 
-struct ViewState;
-// `map` as the Export tab writes it (its values and numbers read once), kept in ViewState::find for this frame.
-void rememberShown(ViewState& view, const LayerHeadMap& map);
+struct FindHeadsState;
+// `map` as the Export tab writes it (its values and numbers read once), kept in FindHeadsState::shown for this frame.
+void rememberShown(FindHeadsState& find, const LayerHeadMap& map);
 
 // Draws `map` at the cursor, as wide as the pane allows; the clicked cell (layer, head), if any.
 std::optional<std::pair<int, int>> drawLayerHeadMap(const LayerHeadMap& map);
@@ -49,17 +49,18 @@ std::optional<int> drawRankedButtons(const std::string& id, const std::vector<st
 
 namespace attnscope::app {
 
-struct ViewState;
+struct FindHeadsState;
+struct ModelViewState;
 class ModelSession;
-// Opens head `head` of `layer` full-size in the centre (the heads, not the rollout).
-void openHeadMap(ViewState& view, ModelSession& s, int layer, int head);
+// Opens head `head` of `layer` full-size in the centre (the heads, not the rollout: `run`, the centre's view of it).
+void openHeadMap(ModelViewState& run, ModelSession& s, int layer, int head);
 // "strongest:" and the five heads of `map` with the largest values (`by_magnitude`: the largest |value|), each a
 // button ("layer 3, head 2: " and the value in `value_format`) that opens its map. False when no head has a value.
-bool drawStrongestHeads(ViewState& view, ModelSession& s, const LayerHeadMap& map, const char* value_format,
+bool drawStrongestHeads(ModelViewState& run, ModelSession& s, const LayerHeadMap& map, const char* value_format,
                         bool by_magnitude);
 // Find heads' other maps (composition_map.cpp, logit_map.cpp): what later heads read from a picked head through
 // their query, key or value (`mode` 0, 1, 2), and each head's direct share of a predicted token's logit.
-void drawCompositionMap(ViewState& view, ModelSession& s, int mode);
-void drawLogitAttributionMap(ViewState& view, ModelSession& s);
+void drawCompositionMap(FindHeadsState& find, ModelViewState& run, ModelSession& s, int mode);
+void drawLogitAttributionMap(FindHeadsState& find, ModelViewState& run, ModelSession& s);
 
 }  // namespace attnscope::app

@@ -12,7 +12,8 @@
 
 #include "attnscope/model/head_finding.h"
 #include "window/model/model_session.h"
-#include "window/runviews/runviews.h"
+#include "window/model/model_view_state.h"
+#include "window/runviews/find_heads.h"
 #include "window/runviews/layer_head_map.h"
 #include "window/widgets/widgets.h"
 #include "window/ui_probe.h"
@@ -36,7 +37,7 @@ std::string partsText(const model::LogitAttribution& d) {
 
 }  // namespace
 
-void drawLogitAttributionMap(ViewState& view, ModelSession& s) {
+void drawLogitAttributionMap(FindHeadsState& find, ModelViewState& run, ModelSession& s) {
   if (!s.checkpoint()) {
     textWrappedAtSpaces("Logit attribution needs a checkpoint's weights: a saved tensor holds maps only.");
     probeItem("findheads.unavailable");
@@ -51,8 +52,8 @@ void drawLogitAttributionMap(ViewState& view, ModelSession& s) {
   const int n = s.forward().n;
   if (n == 0) return;
   // Positions from 0, as the token list, the token view, the hovers and the docs count them.
-  int at = view.find.dla_position < 0 || view.find.dla_position >= n ? n - 1 : view.find.dla_position;
-  if (stepperInt("position", "findheads.dla.position", at, 0, n - 1)) view.find.dla_position = at;
+  int at = find.dla_position < 0 || find.dla_position >= n ? n - 1 : find.dla_position;
+  if (stepperInt("position", "findheads.dla.position", at, 0, n - 1)) find.dla_position = at;
   const std::string token_line =
       formatted("token %d: '%s'", at, axisLabel(s.labels()[static_cast<std::size_t>(at)]).c_str());
   ImGui::TextDisabled("%s", token_line.c_str());
@@ -62,10 +63,10 @@ void drawLogitAttributionMap(ViewState& view, ModelSession& s) {
   ImGui::TextUnformatted("target");
   ImGui::SameLine(ImGui::GetFontSize() * 6.5f);
   std::string typed;
-  if (committedText("findheads.dla.target", view.find.dla_target_text, ImGui::GetFontSize() * 8, typed)) {
+  if (committedText("findheads.dla.target", find.dla_target_text, ImGui::GetFontSize() * 8, typed)) {
     std::string why;
     if (const std::optional<int> id = s.targetId(typed, why)) {
-      view.find.dla_target = *id, view.find.dla_target_text = typed;
+      find.dla_target = *id, find.dla_target_text = typed;
       setFieldError("findheads.dla.target", "");
     } else {
       setFieldError("findheads.dla.target", why);
@@ -76,7 +77,7 @@ void drawLogitAttributionMap(ViewState& view, ModelSession& s) {
   textWrappedAtSpaces("target: an id or one token; empty: the top prediction");
   ImGui::PopStyleColor();
 
-  const ModelSession::Attribution* a = s.logitAttribution(at, view.find.dla_target);
+  const ModelSession::Attribution* a = s.logitAttribution(at, find.dla_target);
   if (!a) {
     ImGui::TextDisabled(at == n - 1 ? "attributing..." : "attributing (a forward traced at this position)...");
     probeItem("findheads.pending");
@@ -122,10 +123,10 @@ void drawLogitAttributionMap(ViewState& view, ModelSession& s) {
                         s.tokenLabel(d.target).c_str(), d.position);
   map.scale_label = "share of the logit";
   map.number_name = "logit_share";
-  rememberShown(view, map);
-  if (const auto cell = drawLayerHeadMap(map)) openHeadMap(view, s, cell->first, cell->second);
+  rememberShown(find, map);
+  if (const auto cell = drawLayerHeadMap(map)) openHeadMap(run, s, cell->first, cell->second);
 
-  drawStrongestHeads(view, s, map, "%+.3f", true);  // the heads that move it most, either way
+  drawStrongestHeads(run, s, map, "%+.3f", true);  // the heads that move it most, either way
 }
 
 }  // namespace attnscope::app

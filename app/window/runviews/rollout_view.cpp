@@ -39,8 +39,8 @@ void poolRollout(const Matrix& r, bool causal, int blocks, Matrix& shown, MaskMa
 
 }  // namespace
 
-void drawRolloutView(ViewState& view, ModelSession& s) {
-  if (ImGui::Button("Back to the heads")) view.run.rollout = 0;
+void drawRolloutView(ModelViewState& run, MapContrast& contrast, ModelSession& s) {
+  if (ImGui::Button("Back to the heads")) run.rollout = 0;
   probeItem("model.view.heads");
   textWrappedAtSpaces(
       "Attention rollout (Abnar and Zuidema, 2020): per layer the mean of its heads, half and half "
@@ -52,7 +52,7 @@ void drawRolloutView(ViewState& view, ModelSession& s) {
     probeItem("model.rollout.pending");
     return;
   }
-  drawContrastControl(view);
+  drawContrastControl(contrast);
   const int n = static_cast<int>(r->rows());
   const bool causal = s.forward().layout.causal;
   const int blocks = std::min(n, kMaxBlocks);
@@ -95,12 +95,12 @@ void drawRolloutView(ViewState& view, ModelSession& s) {
     float row_top = 0;
     for (int bx = 0; bx < blocks; ++bx)
       if (!masked(by, bx)) row_top = std::max(row_top, shown(by, bx));
-    const float top = view.contrast.scale == ColorScale::Fixed    ? 1.0f
-                      : view.contrast.scale == ColorScale::RowMax ? row_top
+    const float top = contrast.scale == ColorScale::Fixed    ? 1.0f
+                      : contrast.scale == ColorScale::RowMax ? row_top
                                                                   : map_top;
     for (int bx = 0; bx < blocks; ++bx) {
       const Rgb8 c =
-          masked(by, bx) ? kMaskedColor : colorAt(ColorMap::Viridis, contrastT(view.contrast, shown(by, bx), top));
+          masked(by, bx) ? kMaskedColor : colorAt(ColorMap::Viridis, contrastT(contrast, shown(by, bx), top));
       const ImVec2 a(std::floor(p0.x + bx * cell), std::floor(p0.y + by * cell));
       const ImVec2 b(std::floor(p0.x + (bx + 1) * cell), std::floor(p0.y + (by + 1) * cell));
       list->AddRectFilled(a, b, IM_COL32(c.r, c.g, c.b, 255));
@@ -108,8 +108,8 @@ void drawRolloutView(ViewState& view, ModelSession& s) {
   }
   drawColorBar(list, ImVec2(p0.x + side + line * 0.6f, p0.y),
                ImVec2(p0.x + side + line * 0.6f + bar_w * 0.3f, p0.y + std::min(side, 300.0f)),
-               view.contrast.scale == ColorScale::Fixed || view.contrast.scale == ColorScale::RowMax ? 1.0f : map_top,
-               view.contrast);
+               contrast.scale == ColorScale::Fixed || contrast.scale == ColorScale::RowMax ? 1.0f : map_top,
+               contrast);
   ImGui::SetCursorScreenPos(p0);
   ImGui::InvisibleButton("model.rollout.map", ImVec2(side, side));
   probeItem("model.rollout.map");

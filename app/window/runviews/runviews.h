@@ -10,7 +10,9 @@ namespace attnscope::app {
 
 class ModelSession;
 void drawHeadScoresMap(ViewState& view, ModelSession& s);
-void drawTokenView(ViewState& view, ModelSession& s);
-void drawRolloutView(ViewState& view, ModelSession& s);
+// The token view reads and sets its own state; `value_norms`: weighted as the grid is (the centre's switch on).
+void drawTokenView(TokenViewState& tokens, bool value_norms, ModelSession& s);
+// The rollout in the centre's colour scale (`contrast`); its "Back to the heads" switches `run`'s rollout off.
+void drawRolloutView(ModelViewState& run, MapContrast& contrast, ModelSession& s);
 
 }  // namespace attnscope::app

@@ -70,34 +70,34 @@ TokenText tokenViewText(const model::ForwardResult& forward, const std::vector<s
   return t;
 }
 
-void drawTokenView(ViewState& view, ModelSession& s) {
+void drawTokenView(TokenViewState& tokens, bool value_norms, ModelSession& s) {
   sectionHeader("Token view");
   const model::ForwardResult& f = s.forward();
   const std::vector<std::string>& labels = s.labels();
   const int n = f.n;
-  if (view.tokens.token < 0 || view.tokens.token >= n) {
+  if (tokens.token < 0 || tokens.token >= n) {
     ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
     textWrappedAtSpaces("Click a token (in the strip over the grid, or below) to see its attention as text.");
     ImGui::PopStyleColor();
     return;
   }
-  const int token = view.tokens.token, heads = f.layout.n_head;
-  view.tokens.head = std::clamp(view.tokens.head, -1, heads - 1);
+  const int token = tokens.token, heads = f.layout.n_head;
+  tokens.head = std::clamp(tokens.head, -1, heads - 1);
   textWrappedAtSpaces(formatted("token %d '%s', layer %d", token,
                                 axisLabel(labels[static_cast<std::size_t>(token)]).c_str(), s.layer + 1));
   probeNote("tokenview.token", std::to_string(token));
-  ImGui::RadioButton("from it (where it reads)", &view.tokens.to_it, 0);
+  ImGui::RadioButton("from it (where it reads)", &tokens.to_it, 0);
   probeItem("tokenview.from");
   ImGui::SameLine();
-  ImGui::RadioButton("to it (who reads it)", &view.tokens.to_it, 1);
+  ImGui::RadioButton("to it (who reads it)", &tokens.to_it, 1);
   probeItem("tokenview.to");
-  const std::string shown_head = view.tokens.head < 0 ? "mean of the layer's " + std::to_string(heads) + " heads"
-                                                     : "head " + std::to_string(view.tokens.head + 1);
+  const std::string shown_head = tokens.head < 0 ? "mean of the layer's " + std::to_string(heads) + " heads"
+                                                     : "head " + std::to_string(tokens.head + 1);
   ImGui::SetNextItemWidth(std::min(ImGui::GetContentRegionAvail().x, 16 * ImGui::GetFontSize()));
   if (ImGui::BeginCombo("##token_head", shown_head.c_str())) {
-    if (ImGui::Selectable("mean of the layer's heads", view.tokens.head < 0)) view.tokens.head = -1;
+    if (ImGui::Selectable("mean of the layer's heads", tokens.head < 0)) tokens.head = -1;
     for (int h = 0; h < heads; ++h)
-      if (ImGui::Selectable(("head " + std::to_string(h + 1)).c_str(), h == view.tokens.head)) view.tokens.head = h;
+      if (ImGui::Selectable(("head " + std::to_string(h + 1)).c_str(), h == tokens.head)) tokens.head = h;
     ImGui::EndCombo();
   }
   probeItem("tokenview.head");
@@ -105,7 +105,7 @@ void drawTokenView(ViewState& view, ModelSession& s) {
   // Recomputed only when what it shows changes: a forward without kept maps pays O(n d) per head for the tiles,
   // which a frame loop must not repeat.
   // Value norms weigh it as they weigh the grid (a checkpoint's; a tensor has none).
-  const bool weighted = view.run.value_norm == 1 && s.checkpoint() != nullptr;
+  const bool weighted = value_norms && s.checkpoint() != nullptr;
   struct Shown {
     unsigned revision = 0;
     int layer = -1, head = -2, token = -1, to_it = -1;
@@ -114,13 +114,13 @@ void drawTokenView(ViewState& view, ModelSession& s) {
     std::vector<char> masked;
   };
   static Shown cache;
-  if (cache.revision != s.revision() + 1 || cache.layer != s.layer || cache.head != view.tokens.head ||
-      cache.token != token || cache.to_it != view.tokens.to_it || cache.weighted != weighted) {
-    TokenViewValues values = tokenViewValues(f, s.layer, view.tokens, weighted ? s.checkpoint() : nullptr);
+  if (cache.revision != s.revision() + 1 || cache.layer != s.layer || cache.head != tokens.head ||
+      cache.token != token || cache.to_it != tokens.to_it || cache.weighted != weighted) {
+    TokenViewValues values = tokenViewValues(f, s.layer, tokens, weighted ? s.checkpoint() : nullptr);
     cache.w = std::move(values.w);
     cache.masked = std::move(values.masked);
-    cache.revision = s.revision() + 1, cache.layer = s.layer, cache.head = view.tokens.head, cache.token = token;
-    cache.to_it = view.tokens.to_it, cache.weighted = weighted;
+    cache.revision = s.revision() + 1, cache.layer = s.layer, cache.head = tokens.head, cache.token = token;
+    cache.to_it = tokens.to_it, cache.weighted = weighted;
   }
   const std::vector<double>& w = cache.w;
   const std::vector<char>& masked = cache.masked;
@@ -162,9 +162,9 @@ void drawTokenView(ViewState& view, ModelSession& s) {
         ImGui::SetTooltip(
             "token %d '%s'\n%s %.4f (%s)\n%s", k, labels[static_cast<std::size_t>(k)].c_str(),
             weighted ? "weight x value norm / largest" : "weight", w[static_cast<std::size_t>(k)], shown_head.c_str(),
-            view.tokens.to_it ? "how much it reads the picked token" : "how much the picked token reads it");
+            tokens.to_it ? "how much it reads the picked token" : "how much the picked token reads it");
     }
-    if (ImGui::IsItemClicked()) view.tokens.token = k;
+    if (ImGui::IsItemClicked()) tokens.token = k;
   }
 }
 

@@ -160,7 +160,7 @@ void Subject::drawRunPane() const {
   ImGui::Spacing();
   drawHeadScoresMap(view, s);
   ImGui::Spacing();
-  drawTokenView(view, s);
+  drawTokenView(view.tokens, view.run.value_norm == 1, s);
   ImGui::Spacing();
   tokenList(view, s);
   ImGui::Spacing();

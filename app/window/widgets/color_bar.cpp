@@ -1,5 +1,5 @@
 // The colour bar beside the heads' and the model's maps, labelled in the contrast's terms, and the contrast control
-// above them (widgets.h): one ViewState::contrast colours the heads, the model grid, the full-size map and the
+// above them (widgets.h): one MapContrast (the window's) colours the heads, the model grid, the full-size map and the
 // rollout.
 #include <imgui.h>
 
@@ -70,16 +70,16 @@ float colorBarLabelWidth(float top, const MapContrast& contrast) {
 }
 
 // The contrast control: the scale's top (0 to 1, a max, each row's max) and the log scale, on one row where it
-// fits. The same ViewState::contrast colours the heads, the model grid and the full-size map.
-void drawContrastControl(ViewState& view) {
+// fits. The same MapContrast colours the heads, the model grid and the full-size map.
+void drawContrastControl(MapContrast& contrast) {
   ImGui::TextUnformatted("Colour scale");
-  int scale = static_cast<int>(view.contrast.scale);
+  int scale = static_cast<int>(contrast.scale);
   const char* names[] = {"0 to 1", "shared max", "per-head max", "row max"};
   for (int i = 0; i < 4; ++i) {
     const float w = ImGui::CalcTextSize(names[i]).x + ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x;
     const float row_end = ImGui::GetItemRectMax().x - ImGui::GetWindowPos().x + ImGui::GetStyle().ItemSpacing.x;
     if (row_end + w <= ImGui::GetWindowContentRegionMax().x) ImGui::SameLine();
-    if (ImGui::RadioButton(names[i], scale == i)) view.contrast.scale = static_cast<ColorScale>(i);
+    if (ImGui::RadioButton(names[i], scale == i)) contrast.scale = static_cast<ColorScale>(i);
     probeItem(std::string("heads.scale.") + std::to_string(i));
     if (i == 3 && ImGui::IsItemHovered())
       ImGui::SetTooltip("Each query row over its own largest weight: where each token looks, whatever its spread.");
@@ -87,7 +87,7 @@ void drawContrastControl(ViewState& view) {
   const float log_w = ImGui::CalcTextSize("log").x + ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x;
   const float row_end = ImGui::GetItemRectMax().x - ImGui::GetWindowPos().x + ImGui::GetStyle().ItemSpacing.x;
   if (row_end + log_w <= ImGui::GetWindowContentRegionMax().x) ImGui::SameLine();
-  ImGui::Checkbox("log", &view.contrast.log);
+  ImGui::Checkbox("log", &contrast.log);
   probeItem("heads.scale.log");
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("A log scale over 3 decades: from the top down to a thousandth of it.");
 }

@@ -109,7 +109,7 @@ float mapAxesHeight(const std::vector<std::string>& keys, float cell);
 // is probed against the pane ("cut:colorbar.top" when it is not all shown).
 void drawColorBar(ImDrawList* list, ImVec2 p0, ImVec2 p1, float top, const MapContrast& contrast);
 float colorBarLabelWidth(float top, const MapContrast& contrast);
-void drawContrastControl(ViewState& view);
+void drawContrastControl(MapContrast& contrast);
 // The side of a cell of an (n_rows, n_cols) map fitted into (avail_w, avail_h) pixels: square cells, the whole
 // map at least a pixel (a long scene's cells are far below one).
 float mapCell(float avail_w, float avail_h, float n_cols, float n_rows);
