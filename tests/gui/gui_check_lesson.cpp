@@ -269,6 +269,11 @@ void checkTeacherFigure(Checker& c, const std::string& /*dir: the layout and scr
     c.expect(c.layout.contains(id + ".type") && note(c.layout, id + ".type") == types[h],
              id + "'s type chip drawn: '" + note(c.layout, id + ".type") + "', want '" + types[h] + "'");
     c.expect(type[1] >= title[1] && type[3] <= map[1] + 1, id + "'s chip lies between its title's top and its map");
+    // Its mean row entropy beside the chip, shortened to the room ("H 0.634" at the shortest; the hover says it).
+    const std::string entropy = note(c.layout, id + ".entropy");
+    const std::vector<float> e = rectOf(c.layout, id + ".entropy");
+    c.expect(!entropy.empty() && e[0] >= type[2] && e[3] <= map[1] + 1,
+             id + "'s entropy beside its chip: '" + entropy + "'");
   }
   c.expect(clippedOf(c.layout).empty(), "nothing clipped:" + clippedOf(c.layout));
 }

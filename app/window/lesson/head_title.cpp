@@ -45,12 +45,14 @@ float drawHeadTitle(ImDrawList* list, int head, const char* type, const float* e
   std::string stat;
   if (entropy) stat = std::string(kEntropyName) + " " + entropyValue(*entropy) + " " + kEntropyUnit;
   const float room = max_x - p0.x;
-  // What fits, dropped in order: "mean", the unit, the entropy, the chip, "Head" itself (the tooltip keeps the
-  // whole meaning).
+  // What fits, dropped in order: "mean", the unit, "row", "entropy" for its letter H, the entropy, the chip,
+  // "Head" itself (the tooltip keeps the whole meaning).
   const float stat_gap = with_name || has_type ? 0.6f * line : 0.0f;  // before the entropy
   const auto fits = [&] { return name_w + gap + chip_w + stat_gap + ImGui::CalcTextSize(stat.c_str()).x <= room; };
   if (entropy && !fits()) stat = "row entropy " + entropyValue(*entropy) + " " + kEntropyUnit;
   if (entropy && !fits()) stat = "row entropy " + entropyValue(*entropy);
+  if (entropy && !fits()) stat = "entropy " + entropyValue(*entropy);
+  if (entropy && !fits()) stat = "H " + entropyValue(*entropy);  // the usual letter; the hover says it whole
   if (!fits()) stat.clear();
   const bool chip = has_type && name_w + gap + chip_w <= room;
   const std::string shown = !with_name || name_w <= room ? name : "H" + std::to_string(head + 1);

@@ -26,10 +26,10 @@ inline constexpr const char* kEntropyMeaning =
 std::string entropyValue(double entropy);  // "0.836"
 
 // A head's title line in [p0.x, max_x): "Head 2", its type as a chip (own colour, a gap each side) and its mean
-// row entropy, each dropped in turn (entropy, then the chip) where they do not fit; "H2" on narrow tiles. Each
-// piece is probed (probeText "head<h>.title", ".type", ".entropy": overlap is recorded as clipped) and the
-// entropy's text noted. Returns the x where the title ends (the mute button goes there). `name` false: the chip
-// and the entropy alone, from p0.x (a narrow tile's second title line, headTypeLineWidth below).
+// row entropy (shortened down to "H 0.634"), each dropped in turn (entropy, then the chip) where they do not fit;
+// "H2" on narrow tiles. Each piece is probed (probeText "head<h>.title", ".type", ".entropy": overlap is recorded
+// as clipped) and the entropy's text noted. Returns the x where the title ends (the mute button goes there).
+// `name` false: the chip and the entropy alone, from p0.x (a narrow tile's second title line, oneLineTitleWidth).
 float drawHeadTitle(ImDrawList* list, int head, const char* type, const float* entropy, ImVec2 p0, float max_x,
                     bool name = true);
 // The width a title line needs for "Head 12" and the widest type chip beside the mute and enlarge buttons: a tile
