@@ -190,6 +190,7 @@ void ModelSession::showTensor(arrays::AttentionTensor tensor, const std::string&
   if (running_) cancel();  // its reply, when it comes, is dropped below
   forward_ = std::make_shared<const model::ForwardResult>(std::move(tensor.forward));
   labels_ = std::move(tensor.tokens);
+  words_ = model::tokenWords(labels_);
   // A tensor has labels, not ids: the same label is the same token (as `view` scores a tensor's heads).
   ids_.clear();
   std::map<std::string, int> distinct;
@@ -288,6 +289,7 @@ bool ModelSession::poll() {
   checkpoint_ = std::move(r.checkpoint);
   forward_ = std::make_shared<const model::ForwardResult>(std::move(r.forward));
   labels_ = std::move(r.labels);
+  words_ = model::tokenWords(labels_);
   ids_ = std::move(r.ids);
   ran_text_ = std::move(r.text);
   stated_dtype_ = std::move(r.stated_dtype);

@@ -18,6 +18,7 @@
 #include "attnscope/arrays/attention_tensor.h"
 #include "attnscope/model/head_finding.h"
 #include "attnscope/model/model.h"
+#include "attnscope/model/tokenizer.h"
 #include "window/latest_worker.h"
 
 namespace attnscope::app {
@@ -75,6 +76,9 @@ class ModelSession {
   // The weights' dtype as config.json states it ("bfloat16", from torch_dtype or dtype), else "".
   const std::string& statedDtype() const { return stated_dtype_; }
   const std::vector<std::string>& labels() const { return labels_; }
+  // The labels as words a reader reads (model::tokenWords), made once when the labels change: the token strip
+  // draws them every frame.
+  const std::vector<model::TokenWord>& words() const { return words_; }
   // The tokens as ids (a tensor's: one id per distinct label), for the scores that compare tokens.
   const std::vector<int>& ids() const { return ids_; }
   // Every layer's and head's head-type scores ([layer][head], head_finding.h's modelHeadScores), computed off the
@@ -159,6 +163,7 @@ class ModelSession {
   std::shared_ptr<const model::Model> checkpoint_;
   std::shared_ptr<const model::ForwardResult> forward_ = std::make_shared<const model::ForwardResult>();
   std::vector<std::string> labels_;
+  std::vector<model::TokenWord> words_;  // tokenWords(labels_)
   std::string ran_text_;
   std::string stated_dtype_;
   unsigned revision_ = 0;

@@ -75,8 +75,10 @@ void modelColorBar(ImVec2 p0, float h, float top, const MapContrast& contrast) {
                                         "x map\nmax");
 }
 
-// The tokens in a strip of equal cells over [x0, x0 + width); returns the hovered token or -1.
-int tokenStrip(const std::vector<std::string>& labels, float x0, float width) {
+// The tokens in a strip of equal cells over [x0, x0 + width), read as `words` (ModelSession::words); returns the
+// hovered token or -1.
+int tokenStrip(const std::vector<std::string>& labels, const std::vector<model::TokenWord>& words, float x0,
+               float width) {
   ImDrawList* list = ImGui::GetWindowDrawList();
   const float line = ImGui::GetTextLineHeight();
   const float y0 = ImGui::GetCursorScreenPos().y, h = line * 1.3f;
@@ -100,7 +102,6 @@ int tokenStrip(const std::vector<std::string>& labels, float x0, float width) {
   // From the left, each that clears the last one drawn, the last word always (those it would overlap give way).
   // Hovering any cell names its token.
   const float pad = line * 0.4f;
-  const std::vector<model::TokenWord> words = model::tokenWords(labels);
   std::vector<std::pair<std::size_t, float>> shown;  // (word, label's left x)
   const auto text_of = [&](std::size_t k) { return axisLabel(words[k].text); };
   const auto text_w = [&](std::size_t k) { return ImGui::CalcTextSize(text_of(k).c_str()).x; };
@@ -237,7 +238,7 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
   const float grid_w = column(c.n_head - 1) + step;
 
   const ImVec2 start = ImGui::GetCursorScreenPos();
-  const int token = tokenStrip(s.labels(), start.x + label_w, grid_w - label_w - gap);
+  const int token = tokenStrip(s.labels(), s.words(), start.x + label_w, grid_w - label_w - gap);
   if (token >= 0 && ImGui::IsMouseClicked(ImGuiMouseButton_Left)) view.tokens.token = token;  // the token view's
   ImDrawList* list = ImGui::GetWindowDrawList();
   const ImVec2 header = ImGui::GetCursorScreenPos();
