@@ -237,10 +237,12 @@ void AppState::recompute(int only_head, const Scene* previous) {
     return snapshot;
   };
   if (heads_from_overviews_) {
-    if (!overviews_) overviews_ = std::make_unique<HeatmapTileSource>();
-    overviews_->start(shared_scene(), ++overview_revision_);
+    if (!overviews_) overviews_ = std::make_unique<TileWorker>();
+    overview_source_ = std::make_shared<SceneTiles>(shared_scene());
+    overviews_->start(overview_source_, ++overview_revision_);
   } else if (overviews_) {
     overviews_->clear();  // a compute still waiting for a long scene's overviews is stale: it gives up
+    overview_source_.reset();
   }
   if (computesOffTheUiThread() && (same_shapes || previous || shown_)) {
     // A new shape: what is on show stays (the scene the result describes) until the new result lands.

@@ -17,7 +17,8 @@
 #include "attnscope/compute/result.h"
 #include "attnscope/compute/sampled_check.h"
 #include "attnscope/scene/scene.h"
-#include "window/maps/heatmap_tiles.h"
+#include "window/maps/map_sources.h"
+#include "window/maps/tile_worker.h"
 #include "window/latest_worker.h"
 
 namespace attnscope::app {
@@ -128,7 +129,9 @@ class AppState {
   // once would halve each). headsScene() is the scene the heads panel draws: the edited scene as soon as it is
   // long, else scene(). weightsPending(): the result for headsScene() has not landed, so no exact weight (hover,
   // cell text, row profile) may be shown from result().
-  HeatmapTileSource* overviews() const { return overviews_.get(); }
+  TileWorker* overviews() const { return overviews_.get(); }
+  // What overviews() draws: the long scene's source (its scene, for the value norms), null when none.
+  const std::shared_ptr<SceneTiles>& overviewSource() const { return overview_source_; }
   bool headsFromOverviews() const { return heads_from_overviews_; }
   const Scene& headsScene() const { return heads_from_overviews_ ? scene_ : scene(); }
   bool weightsPending() const { return heads_from_overviews_ && result_pending_; }
@@ -181,7 +184,8 @@ class AppState {
   bool backendWorksOffTheUiThread() const;
   bool computesOffTheUiThread() const;  // ... and the edited scene is big
   // Declared before worker_, so that it outlives the worker's wait on it (~AppState stops it first).
-  std::unique_ptr<HeatmapTileSource> overviews_;  // created on the first long scene
+  std::unique_ptr<TileWorker> overviews_;
+  std::shared_ptr<SceneTiles> overview_source_;  // created on the first long scene
   unsigned overview_revision_ = 0;               // of the last overviews_->start
   bool heads_from_overviews_ = false;            // the edited scene is long, computed off the UI thread
   std::unique_ptr<LatestWorker<ComputeRequest, ComputeReply>> worker_;  // created on the first big edit

@@ -2,7 +2,7 @@
 // colour scale every map shares. The scene itself lives in AppState and changes only through AppState::edit.
 #pragma once
 
-#include "window/maps/heatmap_view.h"
+#include "attnscope/export/contrast.h"
 #include "window/model/model_view_state.h"
 #include "window/panels/analysis/panel_breakdown.h"
 #include "window/panels/analysis/panel_diff.h"
@@ -20,7 +20,7 @@
 namespace attnscope::app {
 
 struct ViewState {
-  MapContrast contrast;  // every map's colours (heatmap_view.h): the heads, the model grid, the full map, exports
+  MapContrast contrast;  // every map's colours (attnscope/export/contrast.h): the heads, the model grid, the full map, exports
   HeadsState heads;
   SimilarityState similarity;
   ModelViewState run;  // the centre's checkpoint run or tensor

@@ -171,7 +171,7 @@ void checkLogit(Checker& c, const std::string& dir, const std::string& shot_name
                            " cells in the diverging colour of NumPy's share, " + std::to_string(wrong) + " wrong");
 }
 
-// Value-norm weighting of the grid and a full-size map (model_grid_tiles.h's valueNormScales): cell (i, j) of head
+// Value-norm weighting of the grid and a full-size map (maps/map_sources.h's valueNormScales): cell (i, j) of head
 // h in layer l is viridis(w_ij * vn[h][j] / max over the layer's heads and keys of vn), w and vn NumPy's
 // (expected.json's "weights" and "value_norms": ||v_j W_O^h||). The float32 forward's weights are within 2e-4 of
 // NumPy's in every layer (gui_check_model.cpp's kDeepTol), its norms within 1e-5 relative (test_value_norms.cpp):

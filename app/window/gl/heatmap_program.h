@@ -1,7 +1,6 @@
 // The heatmap shader (shaders/heatmap.vert, .frag, embedded at configure time) with the Viridis colour map it
 // looks colours up in: cells of a map's weights and mask textures (gl/textures.h) drawn as colours into part of
-// a render target. The heads' maps (heatmap_view.cpp) and the model's grid and full-size map
-// (model_grid_renderer.cpp, both in window/maps/) each own one.
+// a render target. Each of the window's renderers (window/maps/heatmap_view.h) owns one.
 #pragma once
 
 #include "attnscope/export/contrast.h"

@@ -7,7 +7,7 @@
 
 #include "attnscope/compute/tiles.h"
 #include "window/lesson/lesson.h"
-#include "window/panels/panels.h"
+#include "window/view_state.h"
 #include "window/ui_probe.h"
 
 namespace attnscope::app {

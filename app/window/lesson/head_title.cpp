@@ -5,7 +5,7 @@
 #include <string>
 
 #include "window/lesson/lesson.h"
-#include "window/panels/panels.h"
+#include "window/view_state.h"
 #include "window/ui_probe.h"
 
 namespace attnscope::app {

@@ -5,7 +5,8 @@
 #include "attnscope/compute/tiles.h"
 #include "window/maps/heatmap_view.h"
 #include "window/lesson/lesson.h"
-#include "window/panels/panels.h"
+#include "window/view_state.h"
+#include "window/widgets/widgets.h"
 #include "window/ui_probe.h"
 
 namespace attnscope::app {

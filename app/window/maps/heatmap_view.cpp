@@ -12,7 +12,6 @@
 
 #include "attnscope/analysis/value_norms.h"
 #include "attnscope/settings.h"
-#include "window/lesson/lesson.h"
 #include "window/ui_probe.h"
 
 namespace attnscope::app {
@@ -54,10 +53,11 @@ Matrix HeatmapRenderer::workValueNorms(const Scene& scene) {
   return top > 0 ? Matrix((norms / top).cast<float>()) : Matrix(Matrix::Zero(norms.rows(), norms.cols()));
 }
 
-HeatmapRenderer::HeatmapRenderer() { mask_ = gl::makeNearestTexture(); }
+HeatmapRenderer::HeatmapRenderer(RendererMarks marks) : marks_(marks) { mask_ = gl::makeNearestTexture(); }
 
 HeatmapRenderer::~HeatmapRenderer() {
   for (Rendered& r : rendered_) gl::deleteRenderTarget(r.target);
+  gl::deleteRenderTarget(atlas_.target);
   gl::deleteTextures(head_textures_.data(), head_textures_.size());
   for (TiledHead& t : tiled_heads_)
     for (TiledHead::Texture* x : {&t.overview, &t.view, &t.overview_fill, &t.view_fill}) {
@@ -123,30 +123,19 @@ void HeatmapRenderer::sync(AppState& state, bool value_norms) {
           state.computeMs());
     }
     // Value-norm weighting: the tiles' key scales, worked once per scene (O(heads n d)) on the scene drawn.
-    const std::shared_ptr<const Scene> drawn = tiles_->scene();
+    const std::shared_ptr<SceneTiles>& drawn = state.overviewSource();
     if (value_norms && drawn) {
       if (tile_scales_of_.lock() != drawn) {
-        tile_scales_ = std::make_shared<const Matrix>(workValueNorms(*drawn));
+        tile_scales_ = std::make_shared<const Matrix>(workValueNorms(*drawn->scene()));
         tile_scales_of_ = drawn;
       }
-      tiles_->setKeyScales(drawn, tile_scales_);
+      tiles_->setKeyScales(drawn.get(), tile_scales_);
     } else if (drawn) {
-      tiles_->setKeyScales(drawn, nullptr);
+      tiles_->setKeyScales(drawn.get(), nullptr);
       if (tile_scales_) value_norms_.resize(0, 0), value_norm_top_ = 0;
       tile_scales_.reset(), tile_scales_of_.reset();
     }
-    std::fill(tile_revisions_.begin(), tile_revisions_.end(), tiles_->tilesRevision());
-    tiled_heads_.resize(static_cast<std::size_t>(heads));
-    for (const HeatmapTileSource::Landed& landed : tiles_->take()) {
-      if (landed.head >= heads) continue;
-      TiledHead& t = tiled_heads_[static_cast<std::size_t>(landed.head)];
-      upload(landed.overview ? t.overview : t.view, landed);
-      // Measurement aid (docs/window.md, long scenes): when each overview lands, counted from the edit that started it.
-      if (landed.overview && log)
-        std::fprintf(
-            stderr, "tiles: head %d overview after %.0f ms\n", landed.head + 1,
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tiles_reset_at_).count());
-    }
+    uploadLanded(heads, log);
   } else if (state.fullRevision() != mask_revision_) {
     mask_revision_ = state.fullRevision();
     // mask: (n_q, n_k) bytes, 255 = may attend (maps kept: a scene small enough for its (n, n) bytes)
@@ -154,12 +143,7 @@ void HeatmapRenderer::sync(AppState& state, bool value_norms) {
     for (Eigen::Index i = 0; i < allowed.size(); ++i) allowed.data()[i] = allowed.data()[i] ? 255 : 0;
     gl::setMaskTexels(mask_, scene.nK(), scene.nQ(), allowed.data());
   }
-  while (static_cast<int>(head_textures_.size()) < heads) {
-    head_textures_.push_back(gl::makeNearestTexture());
-    head_revisions_.push_back(~0u);
-    head_uploads_.push_back(0);
-    rendered_.emplace_back();
-  }
+  sizeFor(heads);
   // Weighted maps are ours to upload from the CPU result (kept maps), whichever backend computed them; a change of
   // the switch or of the scales re-uploads every head.
   const bool weighted = value_norms && !tiled_;
@@ -176,9 +160,6 @@ void HeatmapRenderer::sync(AppState& state, bool value_norms) {
   }
   weighted_ = weighted;
   const bool own = cpu || weighted;
-  sources_.resize(static_cast<std::size_t>(heads));
-  source_revisions_.resize(static_cast<std::size_t>(heads));
-  upload_pending_.assign(static_cast<std::size_t>(heads), false);
   std::size_t uploaded = 0;
   for (int h = 0; h < heads; ++h) {
     const std::size_t at = static_cast<std::size_t>(h);
@@ -194,6 +175,7 @@ void HeatmapRenderer::sync(AppState& state, bool value_norms) {
       if (uploaded > 0 && uploaded + static_cast<std::size_t>(w.size()) > kUploadBudgetWeights) {
         upload_pending_[at] = true;  // next frame; the previous map stays on show, marked stale
       } else {
+        if (!head_textures_[at]) head_textures_[at] = gl::makeNearestTexture();
         gl::setWeightTexels(head_textures_[at], static_cast<int>(w.cols()), static_cast<int>(w.rows()), w.data());
         head_revisions_[at] = state.headRevision(h);
         head_uploads_[at] = ++uploads_;
@@ -206,14 +188,76 @@ void HeatmapRenderer::sync(AppState& state, bool value_norms) {
   }
 }
 
-void HeatmapRenderer::upload(TiledHead::Texture& texture, const HeatmapTileSource::Landed& landed) {
+void HeatmapRenderer::sizeFor(int maps) {
+  // A map's own texture (a scene's kept map, uploaded) is made when first needed: a run's maps are all tiles.
+  head_textures_.resize(std::max(head_textures_.size(), static_cast<std::size_t>(maps)), 0);
+  head_revisions_.resize(head_textures_.size(), ~0u);
+  head_uploads_.resize(head_textures_.size(), 0);
+  if (rendered_.size() < static_cast<std::size_t>(maps)) rendered_.resize(static_cast<std::size_t>(maps));
+  sources_.resize(static_cast<std::size_t>(maps));
+  source_revisions_.resize(static_cast<std::size_t>(maps));
+  upload_pending_.assign(static_cast<std::size_t>(maps), false);
+  tile_revisions_.resize(static_cast<std::size_t>(maps));
+}
+
+void HeatmapRenderer::uploadLanded(int maps, bool log) {
+  std::fill(tile_revisions_.begin(), tile_revisions_.end(), tiles_->tilesRevision());
+  tiled_heads_.resize(static_cast<std::size_t>(maps));
+  for (const TileWorker::Landed& landed : tiles_->take()) {
+    if (landed.map >= maps) continue;
+    TiledHead& t = tiled_heads_[static_cast<std::size_t>(landed.map)];
+    upload(landed.overview ? t.overview : t.view, landed);
+    // Measurement aid (docs/window.md, long scenes): when each overview lands, counted from the edit that started it.
+    if (landed.overview && log)
+      std::fprintf(
+          stderr, "tiles: head %d overview after %.0f ms\n", landed.map + 1,
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tiles_reset_at_).count());
+  }
+}
+
+void HeatmapRenderer::syncTiles(TileWorker& tiles) {
+  const std::shared_ptr<MapSource> source = tiles.source();
+  if (!source) return;
+  const int maps = source->maps();
+  tiles_ = &tiles, gpu_tiles_ = nullptr, tiled_ = true;
+  n_q_ = source->rows(), n_k_ = source->cols();
+  full_revision_ = tiles.revision();
+  sizeFor(maps);
+  uploadLanded(maps, false);
+  for (std::size_t m = 0; m < sources_.size(); ++m) sources_[m] = 0, source_revisions_[m] = 0;
+}
+
+void HeatmapRenderer::useAtlas(int columns, int rows, int tile_w, int tile_h) {
+  Atlas& a = atlas_;
+  if (a.target.texture && a.columns == columns && a.rows == rows && a.tile_w == tile_w && a.tile_h == tile_h) return;
+  a.columns = columns, a.rows = rows, a.tile_w = tile_w, a.tile_h = tile_h;
+  gl::allocateRenderTarget(a.target, columns * tile_w, rows * tile_h);
+  gl::clearRenderTarget(a.target, 0.25f, 0.25f, 0.28f, 1.0f);  // fresh texels are undefined
+  ++atlas_made_;
+}
+
+bool HeatmapRenderer::overviewLanded(int map) const {
+  const std::size_t m = static_cast<std::size_t>(map);
+  return m < tiled_heads_.size() && m < tile_revisions_.size() && overviewCurrent(m);
+}
+
+float HeatmapRenderer::overviewMax(int map) const {
+  const std::size_t m = static_cast<std::size_t>(map);
+  return m < tiled_heads_.size() && tiled_heads_[m].overview.ready ? tiled_heads_[m].overview.max : 0.0f;
+}
+
+void HeatmapRenderer::upload(TiledHead::Texture& texture, const TileWorker::Landed& landed) {
   if (!texture.weights) texture.weights = gl::makeNearestTexture(), texture.mask = gl::makeNearestTexture();
   const Matrix& values = landed.tile.values;  // (rows, cols) row-major: a texture cols wide, rows tall
   const int cols = static_cast<int>(values.cols()), rows = static_cast<int>(values.rows());
   gl::setWeightTexels(texture.weights, cols, rows, values.data());
   // The tile's mask (1 = masked, evaluated from indices by the engine) as the shader's 255 = may attend.
   std::vector<std::uint8_t> allowed(static_cast<std::size_t>(landed.tile.masked.size()));
-  for (std::size_t i = 0; i < allowed.size(); ++i) allowed[i] = landed.tile.masked.data()[i] ? 0 : 255;
+  texture.max = 0;
+  for (std::size_t i = 0; i < allowed.size(); ++i) {
+    allowed[i] = landed.tile.masked.data()[i] ? 0 : 255;
+    if (allowed[i]) texture.max = std::max(texture.max, values.data()[i]);
+  }
   gl::setMaskTexels(texture.mask, cols, rows, allowed.data());
   texture.request = landed.request;
   texture.request.out_rows = rows, texture.request.out_cols = cols;
@@ -304,7 +348,7 @@ std::string HeatmapRenderer::progress(const AppState& state, bool& stale) const 
     }
   } else {
     done = tiles_->revision() == full_revision_ ? tiles_->overviewsDone() : 0;
-    head = tiles_->overviewHead(), fraction = tiles_->overviewFraction();
+    head = tiles_->overviewMap(), fraction = tiles_->overviewFraction();
   }
   if (done >= heads) return "";
   char text[64];
@@ -393,45 +437,62 @@ void HeatmapRenderer::draw(ImDrawList* list, int head, ImVec2 p0, ImVec2 p1, con
   if (tiled_) {
     unsigned stamp = 0;
     if (!tiledSource(head, view, width, height, weights, mask, texel_view, stamp, stale)) {
-      // Nothing landed yet for this head: a placeholder, never a wait.
-      list->AddRectFilled(p0, p1, IM_COL32(50, 50, 55, 255));
-      list->AddText(ImVec2(p0.x + 4, p0.y + 4), IM_COL32(220, 220, 220, 255), "computing overview...");
-      probeRect("heads.view_pending", p0, p1);
+      // Nothing landed yet for this map: a placeholder, never a wait.
+      list->AddRectFilled(p0, p1, marks_.placeholder);
+      if (marks_.placeholder_text)
+        list->AddText(ImVec2(p0.x + 4, p0.y + 4), IM_COL32(220, 220, 220, 255), marks_.placeholder_text);
+      probeRect(std::string(marks_.probe) + ".view_pending", p0, p1);
       return;
     }
     source_revision = mask_revision = stamp;
   }
-  if (view_pending_) probeRect("heads.view_pending", p0, p1), view_pending_ = false;
+  if (view_pending_) probeRect(std::string(marks_.probe) + ".view_pending", p0, p1), view_pending_ = false;
   const bool same_view = r.view.col0 == texel_view.col0 && r.view.row0 == texel_view.row0 &&
                          r.view.col1 == texel_view.col1 && r.view.row1 == texel_view.row1;
-  if (r.target.width != width || r.target.height != height || !same_view || r.lo != lo || r.hi != hi ||
-      r.contrast != contrast || r.source != weights || r.mask != mask || r.source_revision != source_revision ||
-      r.mask_revision != mask_revision) {
+  const Atlas& a = atlas_;
+  const bool in_atlas = a.target.texture && head < a.columns * a.rows && width == a.tile_w && height == a.tile_h;
+  const bool same_place = in_atlas ? r.atlas == atlas_made_ : r.atlas == 0 && r.target.width == width &&
+                                                                  r.target.height == height;
+  if (!same_place || !same_view || r.lo != lo || r.hi != hi || r.contrast != contrast || r.source != weights ||
+      r.mask != mask || r.source_revision != source_revision || r.mask_revision != mask_revision) {
     r.view = texel_view, r.lo = lo, r.hi = hi, r.contrast = contrast;
     r.source = weights, r.mask = mask, r.source_revision = source_revision, r.mask_revision = mask_revision;
-    render(r, width, height);
+    render(r, width, height, head, in_atlas);
   }
-  // The texture's first row is the bottom of the map (GL), so v runs from 1 at the top to 0.
-  list->AddImage(gl::imguiTexture(r.target.texture), p0,
-                 ImVec2(p0.x + static_cast<float>(width), p0.y + static_cast<float>(height)), ImVec2(0, 1),
-                 ImVec2(1, 0));
-  if (stale) {  // an older result (or a map not uploaded yet) is on show
+  // The texture's first row is the bottom of the map (GL), so v runs from 1 at the top to 0; an atlas' tile row
+  // k (from the top) is its GL rows [(rows - 1 - k) tile_h, (rows - k) tile_h).
+  const ImVec2 p1_drawn(p0.x + static_cast<float>(width), p0.y + static_cast<float>(height));
+  if (in_atlas) {
+    const float cols = static_cast<float>(a.columns), rows = static_cast<float>(a.rows);
+    const float col = static_cast<float>(head % a.columns), row = static_cast<float>(head / a.columns);
+    list->AddImage(gl::imguiTexture(a.target.texture), p0, p1_drawn, ImVec2(col / cols, (rows - row) / rows),
+                   ImVec2((col + 1) / cols, (rows - 1 - row) / rows));
+  } else {
+    list->AddImage(gl::imguiTexture(r.target.texture), p0, p1_drawn, ImVec2(0, 1), ImVec2(1, 0));
+  }
+  if (stale && marks_.stale) {  // an older result (or a map not uploaded yet) is on show
     const ImVec2 size = ImGui::CalcTextSize("stale");
     list->AddRectFilled(ImVec2(p0.x + 2, p0.y + 2), ImVec2(p0.x + size.x + 8, p0.y + size.y + 4),
                         IM_COL32(0, 0, 0, 170));
     list->AddText(ImVec2(p0.x + 5, p0.y + 3), IM_COL32(255, 190, 80, 255), "stale");
-    probeRect("heads.stale_map", p0, p1);
+    probeRect(std::string(marks_.probe) + ".stale_map", p0, p1);
   }
 }
 
-void HeatmapRenderer::render(Rendered& rendered, int width, int height) {
-  gl::allocateRenderTarget(rendered.target, width, height);  // fresh storage each time, as drawn whole
+void HeatmapRenderer::render(Rendered& rendered, int width, int height, int map, bool in_atlas) {
+  // Its own target: fresh storage each time, as drawn whole. An atlas tile: drawn over in place.
+  if (!in_atlas) gl::allocateRenderTarget(rendered.target, width, height);
+  rendered.atlas = in_atlas ? atlas_made_ : 0;
   // A row's max over the whole source texture's row (a head's map, or its overview; a zoomed view tile holds
   // the columns in view only, so there the max is of those): HeatmapCells' default row span.
   gl::HeatmapCells cells;
   cells.weights = rendered.source, cells.mask = rendered.mask, cells.view = rendered.view;
   cells.lo = rendered.lo, cells.hi = rendered.hi, cells.contrast = rendered.contrast;
-  program_.draw(rendered.target, 0, 0, width, height, cells);
+  if (in_atlas)
+    program_.draw(atlas_.target, (map % atlas_.columns) * width,
+                  (atlas_.rows - 1 - map / atlas_.columns) * height, width, height, cells);
+  else
+    program_.draw(rendered.target, 0, 0, width, height, cells);
 }
 
 }  // namespace attnscope::app

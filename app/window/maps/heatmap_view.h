@@ -1,9 +1,10 @@
+// The window's one heatmap renderer, for every map view: a scene's heads, a run's grid and its full-size map.
 // Heatmaps drawn on the GPU: each head's weights live in an R32F texture (uploaded from the CPU result, or the
 // GPU backend's own resident texture) and a small shader maps them through the colour map texture made from
 // colorMapTable(ColorMap::Viridis) into a texture that ImGui shows as an image. A head whose map the result does
-// not keep (a long scene) is drawn from tiles: its max-pooled overview, and when zoomed the visible cells at
-// screen resolution. On the CPU (and a software-rendered GPU) they come from HeatmapTileSource's worker and are
-// uploaded; from a GPU backend's resident result on the flash path (a hardware GPU) the tile shader writes them
+// not keep (a long scene, and every map of a run) is drawn from tiles: its max-pooled overview, and when zoomed the
+// visible cells at screen resolution. On the CPU (and a software-rendered GPU) they come from the tile worker
+// (tile_worker.h) and are uploaded; from a GPU backend's resident result on the flash path (a hardware GPU) the tile shader writes them
 // straight into the textures drawn (GpuBackend::weightTileRowsToTexture), a bounded band of rows per frame.
 #pragma once
 
@@ -21,16 +22,27 @@
 #include "window/maps/cell_view.h"
 #include "window/gl/heatmap_program.h"
 #include "window/gl/textures.h"
-#include "window/maps/heatmap_tiles.h"
+#include "window/maps/map_sources.h"
+#include "window/maps/tile_worker.h"
 
 namespace attnscope::app {
 
 // How weights become colours (MapContrast, contrastT: attnscope/export/contrast.h, shared with the exports): one
 // setting for every map view (heads grid, model grid, full-size map: the window's one `contrast`, view_state.h).
 
+// How a renderer marks what is not on show yet: the probes' prefix ("heads": heads.view_pending, heads.stale_map),
+// the placeholder's colour and text, and whether an older map on show says "stale".
+struct RendererMarks {
+  const char* probe = "heads";
+  ImU32 placeholder = IM_COL32(50, 50, 55, 255);
+  const char* placeholder_text = "computing overview...";  // null: none
+  bool stale = true;
+};
+
 class HeatmapRenderer {
  public:
-  HeatmapRenderer();  // needs a current GL 4.3 context; throws std::runtime_error on a shader error
+  // Needs a current GL 4.3 context; throws std::runtime_error on a shader error.
+  explicit HeatmapRenderer(RendererMarks marks = {});
   ~HeatmapRenderer();
   HeatmapRenderer(const HeatmapRenderer&) = delete;
   HeatmapRenderer& operator=(const HeatmapRenderer&) = delete;
@@ -39,8 +51,19 @@ class HeatmapRenderer {
   // flash path fills the next band of an overview (state's backend writes it). `value_norms`: each head's map
   // with column j times key j's value norm through head h over the scene's largest (analysis/value_norms.h's
   // sceneValueNorms, computed here once per edit): uploaded so from the CPU result when the maps are kept, and a
-  // long scene's tiles (CPU, HeatmapTileSource) computed with those key scales.
+  // long scene's tiles (CPU, the tile worker) computed with those key scales.
   void sync(AppState& state, bool value_norms = false);
+  // Instead of sync: every map of `tiles`' source (maps() of (rows(), cols()) cells) drawn from its tiles; what
+  // landed since the last call is uploaded. Maps are then numbered as the source numbers them.
+  void syncTiles(TileWorker& tiles);
+  // Map `map`'s overview of the current tiles is on show (syncTiles, sync's long scenes), and its largest allowed
+  // weight (0 before it lands).
+  bool overviewLanded(int map) const;
+  float overviewMax(int map) const;
+  // Maps drawn at (tile_w, tile_h) become tiles of one atlas texture, map m at column m % columns, row
+  // m / columns, so that ImGui draws them all in one call (a run's grid of 448 maps, each its own texture, took
+  // llvmpipe ~80 ms a frame; one texture ~10). A new shape starts a fresh atlas (grey until each is rendered).
+  void useAtlas(int columns, int rows, int tile_w, int tile_h);
   // The value norms (heads, n_k) and their largest that the weighted maps were last uploaded with (the cells'
   // tooltips read them rather than computing them again each frame); empty while the switch is off.
   const Matrix& valueNorms() const { return value_norms_; }
@@ -71,6 +94,7 @@ class HeatmapRenderer {
     float lo = 0, hi = 0;
     MapContrast contrast;
     unsigned source = 0, mask = 0, source_revision = ~0u, mask_revision = ~0u;
+    unsigned atlas = 0;  // the atlas (atlas_made_) its tile was rendered into; 0: its own target
   };
   // A head drawn from tiles: its overview and its last view tile, each an R32F weights texture with an R8 mask
   // texture of the same (rows, cols), covering `request`'s cells. On the GPU path the *_fill textures are being
@@ -79,6 +103,7 @@ class HeatmapRenderer {
   struct TiledHead {
     struct Texture {
       unsigned weights = 0, mask = 0, stamp = 0, revision = ~0u;
+      float max = 0;  // its largest allowed weight (CPU tiles)
       TileRequest request;
       bool ready = false;
       int rows_done = 0;
@@ -86,8 +111,11 @@ class HeatmapRenderer {
     TileRequest asked{-1};  // the view last requested (head -1: none)
     unsigned asked_revision = ~0u;
   };
-  void render(Rendered& rendered, int width, int height);  // its view, range and contrast, at that size
-  void upload(TiledHead::Texture& texture, const HeatmapTileSource::Landed& landed);
+  // Its view, range and contrast, at that size: into its own target, or into map `map`'s tile of the atlas.
+  void render(Rendered& rendered, int width, int height, int map, bool in_atlas);
+  void upload(TiledHead::Texture& texture, const TileWorker::Landed& landed);
+  void uploadLanded(int maps, bool log);  // tiles_' tiles landed since the last call
+  void sizeFor(int maps);                 // per-map slots for `maps` maps (at least)
   // GPU path: starts filling `fill` with `request` (fresh texture storage, no rows yet).
   void startFill(TiledHead::Texture& fill, const TileRequest& request, unsigned revision);
   TileRequest withKeyScale(TileRequest request) const;  // the GPU path's value-norm scales of its head, when on
@@ -102,6 +130,7 @@ class HeatmapRenderer {
   bool tiledSource(int head, const CellView& view, int width, int height, unsigned& weights, unsigned& mask,
                    CellView& texel_view, unsigned& stamp, bool& stale);
 
+  RendererMarks marks_;
   gl::HeatmapProgram program_;
   unsigned mask_ = 0;  // the scene's mask while the maps are kept: (n_q, n_k), 255 = may attend
   std::vector<unsigned> head_textures_;  // our own R32F copies of the CPU result, one per head
@@ -114,8 +143,8 @@ class HeatmapRenderer {
   Matrix value_norms_;
   float value_norm_top_ = 0;
   std::vector<unsigned> scales_of_;
-  // A long scene's (CPU tiles): the scene the norms are of, and norm / largest, (heads, n_k), handed to tiles_.
-  std::weak_ptr<const Scene> tile_scales_of_;
+  // A long scene's (CPU tiles): the source the norms are of, and norm / largest, (heads, n_k), handed to tiles_.
+  std::weak_ptr<SceneTiles> tile_scales_of_;
   std::shared_ptr<const Matrix> tile_scales_;
   // The GPU flash path's: one row of norm / largest per head (the fills' requests point at them), the revisions
   // they are of, and a count of their recomputes that the heads' tile revisions carry (a change refills them).
@@ -125,6 +154,11 @@ class HeatmapRenderer {
   std::vector<unsigned> sources_;  // the weights texture each head is drawn from this frame
   std::vector<unsigned> source_revisions_;
   std::vector<Rendered> rendered_;
+  struct Atlas {
+    gl::RenderTarget target;
+    int columns = 0, rows = 0, tile_w = 0, tile_h = 0;
+  } atlas_;
+  unsigned atlas_made_ = 0;  // counts the atlases made: a Rendered of an older one is rendered again
   unsigned mask_revision_ = ~0u;
   // Long scenes (the result keeps no maps).
   bool tiled_ = false;
@@ -132,7 +166,7 @@ class HeatmapRenderer {
   unsigned full_revision_ = ~0u, stamps_ = 0;             // full_revision_: the overviews' revision (AppState's)
   unsigned result_revision_ = ~0u;                        // the last result logged (ATTNSCOPE_TILE_LOG)
   std::chrono::steady_clock::time_point tiles_reset_at_;  // when the overviews started (ATTNSCOPE_TILE_LOG)
-  HeatmapTileSource* tiles_ = nullptr;                    // AppState's (overviews()): null before the first long scene
+  TileWorker* tiles_ = nullptr;  // AppState's (overviews()) or syncTiles': null before the first long scene
   // The state's GPU backend while its resident result keeps no maps (the flash path): it writes the tiles. Else null.
   ResidentMaps* gpu_tiles_ = nullptr;
   std::vector<unsigned> tile_revisions_;  // per head: the revision its tiles must have to be current

@@ -14,7 +14,7 @@
 #include "attnscope/model/head_finding.h"
 #include "attnscope/scene/scene.h"
 #include "attnscope/settings.h"
-#include "window/maps/model_grid_renderer.h"
+#include "window/maps/run_maps.h"
 #include "window/model/model_view.h"
 
 namespace attnscope::app {
@@ -132,7 +132,7 @@ ModelSession::Reply ModelSession::work(const Request& request, Progress& progres
     // Every map kept while they fit the memory budget (as before maps on demand: the grid and a full-size map
     // are drawn straight from them, and drawing is cheap); past it, the forward keeps Q, K and the row
     // statistics, and the grid's pooled tiles are recomputed from them (seconds at 1024 tokens of a 28-layer
-    // model: on the grid's worker, model_grid_tiles.h, layer by layer while the grid fills in).
+    // model: on the grid's tile worker, maps/run_maps.h, map by map while the grid fills in).
     options.maps = MapPolicy::Keep;
     const model::Model& m = *reply.checkpoint;
     const int n = static_cast<int>(ids.size());

@@ -23,7 +23,7 @@
 
 namespace attnscope::app {
 
-class ModelGridRenderer;  // model_grid_renderer.h
+class RunMaps;  // maps/run_maps.h
 
 class ModelSession {
  public:
@@ -135,7 +135,7 @@ class ModelSession {
   std::string figure_path = "attention_grid.png";
   bool figure_all_layers = true;
   std::string figure_note, figure_error;
-  std::unique_ptr<ModelGridRenderer> renderer;  // created on first draw (needs the GL context)
+  std::unique_ptr<RunMaps> renderer;  // created on first draw (needs the GL context)
 
  private:
   struct Progress {

@@ -12,7 +12,7 @@
 #include "attnscope/compute/tiles.h"
 #include "attnscope/model/families.h"
 #include "attnscope/model/tokenizer.h"
-#include "window/maps/model_grid_renderer.h"
+#include "window/maps/run_maps.h"
 #include "window/model/model_session.h"
 #include "window/runviews/runviews.h"
 #include "window/widgets/widgets.h"
@@ -206,7 +206,7 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
 
   drawContrastControl(view.contrast);
   ImVec2 avail = ImGui::GetContentRegionAvail();
-  const float bar_top = s.renderer->gridTop() > 0 ? s.renderer->gridTop() : 1.0f;
+  const float bar_top = s.renderer->gridTop(view.contrast) > 0 ? s.renderer->gridTop(view.contrast) : 1.0f;
   const float bar_w = modelColorBarWidth(bar_top, view.contrast);  // the colour bar's strip, right of the grid
   const ImVec2 bar_at(ImGui::GetCursorScreenPos().x + avail.x - bar_w, ImGui::GetCursorScreenPos().y);
   avail.x -= bar_w;
@@ -228,7 +228,7 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
   const int tile_w = static_cast<int>(std::clamp(std::min(fit_w, 2 * fit_h), 4.0f, 256.0f));
   const int tile_h = static_cast<int>(std::clamp(std::min(fit_h, 2 * fit_w), 4.0f, 256.0f));
   const float step = static_cast<float>(tile_w) + gap, row_step = static_cast<float>(tile_h) + gap + group_gap;
-  s.renderer->syncGrid(s.sharedForward(), c.n_layer, c.n_head, s.revision(), tile_w, tile_h, view.contrast,
+  s.renderer->syncGrid(s.sharedForward(), c.n_layer, c.n_head, s.revision(), tile_w, tile_h,
                        mapWeighting(view, s));
   const int layers_shown = s.renderer->gridLayersShown();
   // Column x of head h (from the grid's left edge) and the grid's width.
@@ -284,7 +284,7 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
                      ("L" + std::to_string(l + 1)).c_str());
     for (int h = 0; h < c.n_head; ++h) {
       const ImVec2 p0(origin.x + column(h), y), p1(p0.x + tw, p0.y + th);
-      s.renderer->drawTile(list, l, h, p0);
+      s.renderer->drawTile(list, l, h, p0, view.contrast);
       if (l >= layers_shown)  // not computed yet: dimmed (the previous picture, or grey)
         list->AddRectFilled(p0, p1, IM_COL32(20, 20, 24, 160));
       probeRect("model.tile." + std::to_string(l) + "." + std::to_string(h), p0, p1);
@@ -346,7 +346,7 @@ void focusView(AppState& state, ViewState& view, ModelSession& s) {
                 kv[static_cast<std::size_t>(h)] + 1);
   else
     ImGui::Text("Layer %d, head %d  (wheel: zoom, drag: pan)", l + 1, h + 1);
-  if (s.renderer->mapPending(l * c.n_head + h, s.revision())) {  // the map is fetched off the UI thread (scripts: until no model.map_pending)
+  if (s.renderer->mapPending(l * c.n_head + h, s.revision())) {  // the map's tiles come off the UI thread (scripts: until no model.map_pending)
     ImGui::SameLine();
     ImGui::TextDisabled("computing the map...");
     probeItem("model.map_pending");
@@ -361,7 +361,7 @@ void focusView(AppState& state, ViewState& view, ModelSession& s) {
   const float line = ImGui::GetTextLineHeight();
   drawContrastControl(view.contrast);
   ImVec2 avail = ImGui::GetContentRegionAvail();
-  const float bar_w = modelColorBarWidth(s.renderer->mapTop(), view.contrast);  // the colour bar's strip
+  const float bar_w = modelColorBarWidth(s.renderer->mapTop(view.contrast), view.contrast);  // the colour bar's strip
   avail.x -= bar_w;
   const float label_w = std::min(queryLabelWidth(labels), 8 * line);
   float cell = std::min((avail.x - label_w) / zw, (avail.y - 1.2f * line) / zh);
@@ -374,7 +374,7 @@ void focusView(AppState& state, ViewState& view, ModelSession& s) {
   s.renderer->drawMap(list, s.sharedForward(), l * c.n_head + h, s.revision(), m0, m1, z, view.contrast,
                       mapWeighting(view, s));
   probeRect("model.map", m0, m1);
-  modelColorBar(ImVec2(m1.x + line * 0.5f, m0.y), m1.y - m0.y + line * 2, s.renderer->mapTop(), view.contrast);
+  modelColorBar(ImVec2(m1.x + line * 0.5f, m0.y), m1.y - m0.y + line * 2, s.renderer->mapTop(view.contrast), view.contrast);
   drawAxisLabels(labels, labels, z, m0, m1, cell, label_w, turned);
 
   ImGui::SetCursorScreenPos(m0);
@@ -479,7 +479,7 @@ void drawModelView(AppState& state, ViewState& view) {
       errorText(s.error);
   }
   if (!s.shown || s.forward().n == 0) return;
-  if (!s.renderer) s.renderer = std::make_unique<ModelGridRenderer>();
+  if (!s.renderer) s.renderer = std::make_unique<RunMaps>();
   // The run's views: its heads (the grid, or one map full-size) or its rollout (runviews/rollout_view.cpp).
   if (view.run.rollout == 1) {
     drawRolloutView(view.run, view.contrast, s);

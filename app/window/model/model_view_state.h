@@ -16,7 +16,7 @@ struct ModelViewState {
   std::shared_ptr<ModelSession> session;        // created by the Checkpoint panel on first draw (or an Open of a tensor)
   std::shared_ptr<OpenArraysForm> open_arrays;  // the file bar's Open form for arrays files (open_arrays.h)
   int rollout = 0;     // the centre's view of a run: 0 its heads (the grid or one map), 1 its rollout
-  int value_norm = 0;  // the grid and full-size map weighted by value norms (model_grid_tiles.h): 1 on
+  int value_norm = 0;  // the grid and full-size map weighted by value norms (map_sources.h's valueNormScales): 1 on
   CellView zoom;       // the full-size map: the cells in view
   // A checkpoint's layer opened as the scene: its name ("GPT-2 layer 3") while the scene's description is still
   // the one it was opened with (subject.h).

@@ -1,0 +1,70 @@
+// What the tile worker (tile_worker.h) reads: a long scene's heads, from the scene alone, and a run's maps, from
+// its forward. Each is made on the UI thread and then read by the worker only.
+#pragma once
+
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "attnscope/model/forward.h"
+#include "attnscope/model/model.h"
+#include "window/maps/tile_worker.h"
+
+namespace attnscope::app {
+
+// A scene's heads, each overview at kOverviewSide a side at most, from q, k projected here (headQuery, headKey)
+// with each query row's m, l found on the way (overviewRows): no forward pass needed. A head's view tiles need
+// its overview first (its m, l).
+class SceneTiles final : public MapSource {
+ public:
+  // `scene` is shared with the window's compute request, not copied (64 MB at 32k tokens, d_model 512).
+  explicit SceneTiles(std::shared_ptr<const Scene> scene);
+  const std::shared_ptr<const Scene>& scene() const { return scene_; }
+  int maps() const override { return scene_->numHeads(); }
+  int rows() const override { return scene_->nQ(); }
+  int cols() const override { return scene_->nK(); }
+  std::pair<int, int> overviewSize() const override;
+  bool viewsNeedOverview() const override { return true; }
+  void overviewRows(int map, int y0, int y1, Tile& overview, const RowVector* key_scale) override;
+  void finishOverview(int map) override;
+  Tile viewTile(const TileRequest& request) override;
+
+ private:
+  std::shared_ptr<const Scene> scene_;
+  Result result_;  // per head q, k, row_max, row_sum only, once its overview is in
+  Matrix q_, k_;   // the head being built
+  RowVector m_, l_;
+};
+
+// A run's maps, numbered layer * heads + head (`first`, `count`: a range of them, renumbered from 0: the
+// full-size map is one), from its forward: kept maps pooled, or recomputed from Q, K and the row statistics
+// (ForwardResult::tile). `overview`: the blocks a side each overview gets. `weighting` non-null: value-norm
+// weighting, each map's columns times valueNormScales of that checkpoint (worked per layer on the worker).
+class RunTiles final : public MapSource {
+ public:
+  RunTiles(std::shared_ptr<const model::ForwardResult> forward, int first, int count, int overview,
+           std::shared_ptr<const model::Model> weighting);
+  int maps() const override { return count_; }
+  int rows() const override { return forward_->n; }
+  int cols() const override { return forward_->n; }
+  std::pair<int, int> overviewSize() const override { return {overview_, overview_}; }
+  int overviewStep() const override { return overview_; }  // a map at a time: ForwardResult::tile pools whole maps
+  void overviewRows(int map, int y0, int y1, Tile& overview, const RowVector* key_scale) override;
+  Tile viewTile(const TileRequest& request) override;
+
+ private:
+  // The map's layer and head, and its key scales when weighted (else `given`).
+  TileRequest resolve(TileRequest request, int& layer, RowVector& scales, const RowVector* given);
+  std::shared_ptr<const model::ForwardResult> forward_;
+  int first_ = 0, count_ = 0, overview_ = 1;
+  std::shared_ptr<const model::Model> weighting_;
+  int scales_layer_ = -1;
+  Matrix layer_scales_;  // (heads, n) of scales_layer_
+};
+
+// Value-norm weighting (Kobayashi et al. 2020) for the window's maps of `layer`: (heads, n), head h's value norm
+// for key j (head_finding.h's valueNorms: ||(x_j W_V + b_V) W_O^h||) over the layer's largest, so that a weighted
+// map alpha_ij * scale(h, j) lies in 0..1 like the weights, and heads of one layer compare.
+Matrix valueNormScales(const model::Model& checkpoint, const model::ForwardResult& forward, int layer);
+
+}  // namespace attnscope::app
