@@ -8,7 +8,7 @@
 #include "attnscope/error.h"
 #include "attnscope/scene/scene_json.h"
 #include "attnscope/text_bounds.h"
-#include "window/model/model_session.h"
+#include "window/subject/model_session.h"
 #include "window/model/open_arrays.h"
 
 namespace attnscope::app {

@@ -9,7 +9,7 @@
 #include "attnscope/text_bounds.h"
 #include "window/files/file_chooser.h"
 #include "window/files/pane_settings.h"
-#include "window/model/model_session.h"
+#include "window/subject/model_session.h"
 #include "window/model/model_view.h"
 #include "window/model/open_arrays.h"
 #include "window/subject/subject.h"
@@ -306,7 +306,7 @@ void drawWindowLayout(AppState& state, ViewState& view, HeatmapRenderer& rendere
     ImGui::Begin(left_title.c_str(), nullptr, kPanelFlags);
     probeNote("pane.left.title", subject.paneTitle());
     if (!subject.editable()) {
-      subject.drawRunPane();
+      drawRunPane(state, view, *subject.run());
     } else if (ImGui::BeginTabBar("scene_tabs")) {
       // edit_origin: an edit that fails is shown by the panel that made it, once.
       if (tab("Model", "tab.model")) state.edit_origin = "model", drawModelPanel(state, view), ImGui::EndTabItem();

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "attnscope/export/contrast.h"
-#include "window/maps/cell_view.h"
+#include "window/cell_view.h"
 #include "window/gl/textures.h"
 
 namespace attnscope::app::gl {

@@ -19,7 +19,7 @@
 
 #include "attnscope/export/contrast.h"
 #include "window/app_state.h"
-#include "window/maps/cell_view.h"
+#include "window/cell_view.h"
 #include "window/gl/heatmap_program.h"
 #include "window/gl/textures.h"
 #include "window/maps/map_sources.h"

@@ -12,7 +12,7 @@
 #include "attnscope/export/contrast.h"
 #include "attnscope/model/forward.h"
 #include "attnscope/model/model.h"
-#include "window/maps/cell_view.h"
+#include "window/cell_view.h"
 #include "window/maps/heatmap_view.h"
 #include "window/maps/tile_worker.h"
 

@@ -18,23 +18,11 @@ void drawModelView(AppState& state, ViewState& view);
 void drawBackToModel(ViewState& view);
 // The forward's progress bar and its Cancel button while it runs (the centre and the Checkpoint tab both show it).
 void drawModelProgress(ViewState& view, const char* probe);
-// Layer `layer` (from 0) of the model as the scene being edited; the centre then shows the scene's heads.
-// Does nothing where layerSceneUnavailable() gives a reason; a refused scene is said in the session's error.
-void openModelLayerAsScene(AppState& state, ViewState& view, int layer);
-// Why the checkpoint's layers cannot open as scenes (one line for a disabled button's tooltip); "" when they can:
-// every family, from a forward that kept each layer's input (ModelSession's does).
-std::string layerSceneUnavailable(const ModelSession& session);
 // An opened attention tensor's head-type scores, statistics and similarity for one layer (tensor_analysis.cpp).
 void drawTensorAnalysis(ModelSession& session);
 // The kv head of each query head (one entry per head, from 0; empty before a forward): the grid frames each
 // group of heads sharing one. GPT-2 has no grouped-query attention: every head is its own group, and no frame
 // is drawn.
 std::vector<int> kvHeadOfEachHead(const ViewState& view);
-
-// The scene's name: "GPT-2 layer 3" for a checkpoint's layer opened as the scene (edits keep the name; another
-// scene replacing it does not), else "scene".
-std::string sceneName(const AppState& state, const ViewState& view);
-// Remembers that the scene now on show is layer `layer` (from 0) of the model titled `model` (openModelLayerAsScene).
-void nameLayerScene(const AppState& state, ViewState& view, const std::string& model, int layer);
 
 }  // namespace attnscope::app

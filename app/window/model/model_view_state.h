@@ -9,7 +9,7 @@
 
 namespace attnscope::app {
 
-class ModelSession;     // window/model/model_session.h: the opened checkpoint and its forward
+class ModelSession;     // window/subject/model_session.h: the opened checkpoint and its forward
 struct OpenArraysForm;  // window/model/open_arrays.h: the Open form for .npy, .npz and .safetensors files
 
 struct ModelViewState {

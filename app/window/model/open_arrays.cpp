@@ -14,7 +14,7 @@
 #include "attnscope/arrays/user_layer.h"
 #include "attnscope/error.h"
 #include "attnscope/text_bounds.h"
-#include "window/model/model_session.h"
+#include "window/subject/model_session.h"
 #include "window/widgets/widgets.h"
 #include "window/ui_probe.h"
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "window/model/model_session.h"
+#include "window/subject/model_session.h"
 #include "window/model/model_view.h"
 #include "window/widgets/widgets.h"
 #include "window/ui_probe.h"

@@ -35,6 +35,10 @@ void drawDiffPanel(AppState& state, ViewState& view);       // panel_diff.cpp
 void drawBreakdownPanel(AppState& state, ViewState& view);  // panel_breakdown.cpp
 void drawPitfallsPanel(AppState& state, ViewState& view);   // panel_pitfalls.cpp
 void drawCheckpointPanel(AppState& state, ViewState& view);  // panel_checkpoint.cpp
+// The left pane while a run (a checkpoint's forward or a saved tensor) is the subject (panel_run.cpp): the model
+// card (family, layers, heads, KV heads, head_dim, dtype, memory) or the tensor's shape, the layer and head
+// navigator, Find heads, the token view, the tokens, and why the scene editors are hidden.
+void drawRunPane(AppState& state, ViewState& view, ModelSession& run);
 // The row profile of view.profile.query under the enlarged head, rowProfileHeight() tall from p0.
 void drawRowProfile(const AppState& state, ViewState& view, int head, ImVec2 p0, float width);
 float rowProfileHeight();

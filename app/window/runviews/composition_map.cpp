@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "window/model/model_session.h"
-#include "window/model/model_view_state.h"
+#include "window/subject/model_session.h"
+#include "window/view_state.h"
 #include "window/runviews/find_heads.h"
 #include "window/runviews/layer_head_map.h"
 #include "window/widgets/widgets.h"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "attnscope/model/head_finding.h"
-#include "window/model/model_session.h"
+#include "window/subject/model_session.h"
 #include "window/runviews/runviews.h"
 #include "window/runviews/layer_head_map.h"
 #include "window/widgets/widgets.h"

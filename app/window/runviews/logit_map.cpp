@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "attnscope/model/head_finding.h"
-#include "window/model/model_session.h"
-#include "window/model/model_view_state.h"
+#include "window/subject/model_session.h"
+#include "window/view_state.h"
 #include "window/runviews/find_heads.h"
 #include "window/runviews/layer_head_map.h"
 #include "window/widgets/widgets.h"

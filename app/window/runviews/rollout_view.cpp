@@ -8,8 +8,7 @@
 
 #include "attnscope/compute/tiles.h"
 #include "attnscope/export/colormap.h"
-#include "window/model/model_session.h"
-#include "window/model/model_view.h"
+#include "window/subject/model_session.h"
 #include "window/runviews/runviews.h"
 #include "window/widgets/widgets.h"
 #include "window/ui_probe.h"

@@ -13,7 +13,7 @@
 #include "attnscope/compute/tiles.h"
 #include "attnscope/export/colormap.h"
 #include "window/maps/map_sources.h"
-#include "window/model/model_session.h"
+#include "window/subject/model_session.h"
 #include "window/runviews/runviews.h"
 #include "window/runviews/token_view.h"
 #include "window/widgets/widgets.h"

@@ -3,8 +3,8 @@
 
 #include <imgui.h>
 
-#include "window/model/model_session.h"
-#include "window/model/model_view.h"
+#include "window/subject/layer_scene.h"
+#include "window/subject/model_session.h"
 #include "window/widgets/widgets.h"
 #include "window/ui_probe.h"
 

@@ -41,10 +41,6 @@ class Subject {
   // saying so, and where the model's layer can open as a scene, a button that does. True then: the tab draws
   // nothing else. `tab`: its name, as in "Steps explains a scene".
   bool sceneOnlyNote(const char* tab) const;
-  // The left pane while a run is the subject (subject_pane.cpp): the model card (family, layers, heads, KV heads,
-  // head_dim, dtype, memory) or the tensor's shape, the layer and head navigator, Find heads, the token view,
-  // the tokens, and why the scene editors are hidden.
-  void drawRunPane() const;
 
  private:
   bool tensor() const;  // the run is a saved tensor (no weights), not a checkpoint's forward

@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "attnscope/export/colormap.h"
-#include "window/model/model_session.h"
+#include "window/subject/model_session.h"
 #include "window/subject/subject.h"
 #include "window/lesson/lesson.h"
 #include "window/panels/panels.h"

@@ -27,7 +27,7 @@
 #include "attnscope/model/head_finding.h"
 #include "attnscope/model/model_export.h"
 #include "window/lesson/lesson.h"
-#include "window/model/model_session.h"
+#include "window/subject/model_session.h"
 #include "window/panels/output/export_writer.h"
 #include "window/runviews/token_view.h"
 #include "window/subject/subject.h"

@@ -1,5 +1,5 @@
 // The checkpoint and its forward, off the UI thread.
-#include "window/model/model_session.h"
+#include "window/subject/model_session.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -15,7 +15,6 @@
 #include "attnscope/scene/scene.h"
 #include "attnscope/settings.h"
 #include "window/maps/run_maps.h"
-#include "window/model/model_view.h"
 
 namespace attnscope::app {
 

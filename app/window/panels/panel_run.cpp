@@ -1,4 +1,4 @@
-// The left pane while a checkpoint run or a saved tensor is the subject (subject.h): what it is (the model card,
+// The left pane while a checkpoint run or a saved tensor is the subject (subject/subject.h): what it is (the model card,
 // or the tensor's shape), the tokens its maps are over, and the navigator of the one layer and head
 // (ModelSession::layer, focus_head) that the grid, the Checkpoint tab, Export and the status bar also read.
 #include <imgui.h>
@@ -8,10 +8,11 @@
 
 #include "attnscope/model/architecture.h"
 #include "attnscope/model/families.h"
-#include "window/model/model_session.h"
+#include "window/subject/layer_scene.h"
+#include "window/subject/model_session.h"
 #include "window/model/model_view.h"
 #include "window/runviews/runviews.h"
-#include "window/subject/subject.h"
+#include "window/panels/panels.h"
 #include "window/widgets/widgets.h"
 #include "window/ui_probe.h"
 
@@ -135,11 +136,8 @@ void navigator(ViewState& view, ModelSession& s) {
 
 }  // namespace
 
-void Subject::drawRunPane() const {
-  if (!run_) return;
-  ModelSession& s = *run_;
-  ViewState& view = view_;
-  const bool tensor = this->tensor();
+void drawRunPane(AppState& state, ViewState& view, ModelSession& s) {
+  const bool tensor = !s.tensorFile().empty();
   probeNote("subject.pane", tensor ? "tensor" : "checkpoint");
   if (s.forward().n == 0) {  // the first forward still running
     textWrappedAtSpaces("Loading " + s.dir + "...");
@@ -154,7 +152,7 @@ void Subject::drawRunPane() const {
   navigator(view, s);
   if (!tensor && layerSceneUnavailable(s).empty()) {
     const std::string open = "Open layer " + std::to_string(s.layer + 1) + " as the scene";
-    if (ImGui::Button(open.c_str())) openModelLayerAsScene(state_, view, s.layer);
+    if (ImGui::Button(open.c_str())) openModelLayerAsScene(state, view, s.layer);
     probeItem("subject.open_layer");
   }
   ImGui::Spacing();
