@@ -7,6 +7,7 @@
 
 #include "attnscope/analysis/analysis.h"
 #include "attnscope/arrays/attention_tensor.h"
+#include "attnscope/arrays/capture.h"
 #include "attnscope/atomic_file.h"
 #include "attnscope/error.h"
 #include "attnscope/json_file.h"
@@ -23,11 +24,14 @@ namespace {
 using nlohmann::ordered_json;
 
 constexpr const char* kViewHelp =
-    "usage: attnscope view FILE --tokens TOKENS [--tensor NAME] [--window W] [-o OUT.json]\n"
+    "usage: attnscope view (FILE --tokens TOKENS [--tensor NAME] | CAPTURE) [--window W] [-o OUT.json]\n"
     "                      [--grid-out GRID.png|.svg] [--layer L] [--contrast fixed|shared|head|row] [--log] [--dpi N]\n"
     "                      [--width IN] [--height IN] [--font-size PT] [--analysis-out A.json]\n"
     "  FILE        a (layers, heads, n, n) or (heads, n, n) float array of attention weights: .npy, .npz or\n"
     "              .safetensors (--tensor NAME when the file holds several)\n"
+    "  CAPTURE     a capture folder (capture.json and each layer's queries and keys, as\n"
+    "              tools/capture/attnscope_capture.py writes them from a model run elsewhere; docs/capture.md):\n"
+    "              every map computed from them on demand, the tokens its own\n"
     "  --tokens    a JSON list (inline, starting with '[') or a file: a JSON list or one token a line\n"
     "  -o, --out   every head's type scores, statistics, and each layer's head similarity (JSON; default:\n"
     "              standard output)\n"
@@ -100,20 +104,26 @@ int runView(Args& args) {
   const int dpi = takeDpi(args);
   const FigureSize figure_size = takeFigureSize(args);
   const std::vector<std::string> files = args.positionals(1);
-  if (files.empty()) throw InputError("view", "an attention tensor file: attnscope view FILE --tokens TOKENS", "none");
-  if (!tokens_arg) throw InputError("--tokens", "a JSON list or a file of tokens", "none");
+  if (files.empty())
+    throw InputError("view", "an attention tensor file or a capture folder: attnscope view FILE --tokens TOKENS", "none");
+  const bool capture = arrays::isCaptureFolder(files[0]);
+  if (capture && (tokens_arg || tensor))
+    throw InputError(tokens_arg ? "--tokens" : "--tensor", "none with a capture (it names its tokens and tensors)",
+                     tokens_arg ? *tokens_arg : *tensor);
+  if (!capture && !tokens_arg) throw InputError("--tokens", "a JSON list or a file of tokens", "none");
   if (contrast != MapContrast{} && !grid_out)
     throw InputError(contrast.scale != ColorScale::Fixed ? "--contrast" : "--log", "--grid-out to colour", "none");
   if (figure_size != FigureSize{} && !grid_out) throw InputError(figureSizeOption(figure_size), "--grid-out to size", "none");
   const ExportFormat grid_format = grid_out ? model::figureFormat("--grid-out", *grid_out) : ExportFormat::Png;
-  std::vector<std::string> tokens = arrays::tokensFromArgument(*tokens_arg);
+  std::vector<std::string> tokens = capture ? std::vector<std::string>() : arrays::tokensFromArgument(*tokens_arg);
   std::vector<PendingFile> files_out;
   files_out.reserve(3);
   PendingFile* json_file = out ? &files_out.emplace_back(*out) : nullptr;
   PendingFile* grid_file = grid_out ? &files_out.emplace_back(*grid_out) : nullptr;
   PendingFile* analysis_file = analysis_out ? &files_out.emplace_back(*analysis_out) : nullptr;
 
-  const arrays::AttentionTensor t = arrays::readAttentionTensor(files[0], tensor, std::move(tokens));
+  const arrays::AttentionTensor t =
+      capture ? arrays::readCapture(files[0]) : arrays::readAttentionTensor(files[0], tensor, std::move(tokens));
   checkPendingOutputs();  // none of them is the file just read
   const model::HeadLayout& c = t.forward.layout;
   if (layer >= c.n_layer) throw InputError("--layer", "1 to " + std::to_string(c.n_layer), std::to_string(layer + 1));
@@ -130,9 +140,12 @@ int runView(Args& args) {
     const std::int64_t panels = static_cast<std::int64_t>(c.n_head) * (layer >= 0 ? 1 : c.n_layer);
     estimate += model::gridFigureBytes(panels, t.forward.n, token_bytes);
     checkMemoryBudget(*grid_out, what + " and the figure", estimate);
-    // Titled after the tensor's file name ("attn.npy layer 6: attention weights, 16 heads").
-    grid = model::modelGridFigure(t.forward, c, t.tokens, static_cast<int>(layer), contrast,
-                                  std::filesystem::path(files[0]).filename().string(), nullptr, figure_size);
+    // Titled after the tensor's file name ("attn.npy layer 6: attention weights, 16 heads"), or the captured
+    // model's name.
+    const std::string title = capture && !t.tensor_name.empty() ? t.tensor_name
+                                                                 : std::filesystem::path(files[0]).filename().string();
+    grid = model::modelGridFigure(t.forward, c, t.tokens, static_cast<int>(layer), contrast, title, nullptr,
+                                  figure_size);
     if (grid_format == ExportFormat::Png) grid.dpi = dpi;  // an SVG's size is the layout's
     checkMemoryBudget(*grid_out, what + " and the figure's image", estimate + model::figureImageBytes(grid));
   }

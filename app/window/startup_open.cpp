@@ -40,6 +40,14 @@ StartupOpen readStartupOpen(const StartupArguments& args) {
   std::error_code ec;
   const fs::path path(open.path);
   const std::string quoted = quoteFragment(open.path);
+  if (arrays::isCaptureFolder(open.path)) {  // its tokens are its own
+    refuseOption(args.text ? args.text : args.text_file, args.text ? "--text" : "--text-file", "a checkpoint folder",
+                 quoted + ", a capture");
+    refuseOption(args.tokens, "--tokens", "an attention tensor file", quoted + ", a capture");
+    refuseOption(args.tensor, "--tensor", "an arrays file", quoted + ", a capture");
+    open.tensor = arrays::readCapture(open.path);
+    return open;
+  }
   const bool checkpoint = fs::is_directory(path, ec) || path.filename() == "config.json";
   if (checkpoint) {
     if (!fs::exists(path, ec)) throw InputError(open.path, "a checkpoint folder or its config.json", "no such file");

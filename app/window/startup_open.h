@@ -6,6 +6,8 @@
 //   attnscope FILE.npy|.npz|.safetensors --tokens T [--tensor NAME]
 //                                                     an attention tensor in the centre; without --tokens the Open
 //                                                     form, with the file read, asks for them
+//   attnscope CAPTURE                                 a capture folder (capture.json: each layer's queries and keys
+//                                                     from a model run elsewhere) in the centre, with its own tokens
 // --scene PATH is the same as PATH (it once read an .npy file as JSON).
 #pragma once
 
@@ -25,7 +27,7 @@ struct StartupOpen {
   std::string path;                                               // "" : the worked example
   std::optional<Scene> scene;                                     // a scene file
   std::optional<std::string> checkpoint_text;                     // a checkpoint folder: the text to run
-  std::optional<arrays::AttentionTensor> tensor;                  // an arrays file with its tokens
+  std::optional<arrays::AttentionTensor> tensor;                  // an arrays file with its tokens, or a capture
   std::optional<std::map<std::string, arrays::NamedArray>> form;  // an arrays file without: the Open form
 };
 

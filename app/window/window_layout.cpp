@@ -35,7 +35,7 @@ void fileBar(AppState& state, ViewState& view) {
   if (ImGui::IsItemHovered() && state.dirty()) ImGui::SetTooltip("Unsaved changes");
   ImGui::SameLine();
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 22);
-  ImGui::InputTextWithHint("##path", "scene.json, or attention / layer .npy .npz .safetensors", &state.path);
+  ImGui::InputTextWithHint("##path", "scene.json, attention / layer .npy .npz .safetensors, a capture", &state.path);
   probeItem("file.path");
   ImGui::SameLine();
   const bool browsed_open = browseButton("open.browse", state.path, ChooseWhat::OpenFile);  // then opened
@@ -47,6 +47,8 @@ void fileBar(AppState& state, ViewState& view) {
       state.refuse(no_path);
     else if (isArraysFile(state.path))
       beginOpenArrays(state, view, state.path);
+    else if (arrays::isCaptureFolder(state.path))
+      openCapture(state, view, state.path);
     else
       state.open(state.path);
   }

@@ -1,5 +1,5 @@
 // The window: GLFW + OpenGL 4.3 core + Dear ImGui. A flat init, loop, shutdown; the panels do the rest.
-// Options: [PATH] (startup_open.h: a scene, a checkpoint folder with --text, an arrays file with --tokens), --scene
+// Options: [PATH] (startup_open.h: a scene, a checkpoint folder with --text, an arrays file with --tokens, a capture), --scene
 // FILE, --screenshot PATH --frames N, --frame-stats, --script FILE, --backend cpu|gpu|auto.
 #include <GLFW/glfw3.h>
 #include <imgui.h>

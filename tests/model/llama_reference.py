@@ -76,12 +76,13 @@ def head_value_norms(v, o):
     return np.stack([np.linalg.norm(v[c] @ o[:, c * hd:(c + 1) * hd].T, axis=1) for c in range(v.shape[0])])
 
 
-def forward(w, cfg, ids, dtype=np.float64, trace=None, value_norms=None):
+def forward(w, cfg, ids, dtype=np.float64, trace=None, value_norms=None, attention=None):
     """(maps (L, H, n, n), final normed hidden state (n, d)) in `dtype`. w: name -> array (PyTorch layouts).
     A dict `trace` gets "x": the residual stream after the embedding and after each attention and MLP add,
     "heads": per layer each head's output through its columns of o_proj (H, n, d), "attn_bias": o_proj's bias.
     A list `value_norms` gets per layer (H, n): ||v_j W_O^h||, what head h writes for key j (Kobayashi et al. 2020;
-    v_j from its KV head)."""
+    v_j from its KV head). `attention(layer, q, k, v, window)`, when given, sees each layer's q (H, n, hd) and k, v
+    (KV, n, hd) after RoPE and before repeat_kv, as transformers hands them to an attention function."""
     t = cfg["model_type"]
     H, KV, d = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["hidden_size"]
     hd = cfg.get("head_dim") or d // H
@@ -113,6 +114,8 @@ def forward(w, cfg, ids, dtype=np.float64, trace=None, value_norms=None):
             q = rms_norm(q, w[p + "self_attn.q_norm.weight"], eps)
             k = rms_norm(k, w[p + "self_attn.k_norm.weight"], eps)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        if attention is not None:
+            attention(layer, q, k, v, window)
         k, v = np.repeat(k, H // KV, axis=0), np.repeat(v, H // KV, axis=0)  # repeat_kv: head h reads h // (H/KV)
         s = (q @ k.transpose(0, 2, 1)) * dtype(hd ** -0.5)  # (H, n, n)
         i, j = np.arange(n)[:, None], np.arange(n)[None, :]
@@ -262,6 +265,10 @@ def main():
     ap.add_argument("--tie", action="store_true")
     ap.add_argument("--attention-bias", action="store_true")
     ap.add_argument("--text", default="Hello there, attention heads!")
+    ap.add_argument("--capture", help="also write an attnscope capture of the run to this folder, through "
+                    "tools/capture/attnscope_capture.py's attention function called as transformers calls it")
+    ap.add_argument("--capture-ranks", type=int, default=1, help="as that many tensor-parallel ranks, then merged")
+    ap.add_argument("--capture-dtype", default="F32", choices=["F32", "BF16"])
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     rng = np.random.default_rng(args.seed)
@@ -273,13 +280,64 @@ def main():
         json.dump(tokenizer_json(), f, ensure_ascii=False)
     ids = [256] + list(args.text.encode("utf-8"))  # BOS, then one token per byte
     value_norms = []
-    maps, hidden = forward(held, cfg, ids, value_norms=value_norms)
+    maps, hidden = forward(held, cfg, ids, value_norms=value_norms,
+                           attention=capture_attention(args, cfg, ids) if args.capture else None)
     group = args.heads // args.kv_heads
     expected = {"ids": ids, "kv_head": [h // group for h in range(args.heads)], "weights": maps.tolist(),
                 "hidden": hidden.tolist(), "rollout": rollout(maps).tolist(),
                 "value_norms": np.stack(value_norms).tolist()}
     with open(os.path.join(args.out, "expected.json"), "w") as f:
         json.dump(expected, f)
+    if args.capture:
+        for c in CAPTURES:
+            c.save()
+        if args.capture_ranks > 1:
+            attnscope_capture.merge(args.capture, args.capture_ranks)
+
+
+CAPTURES = []
+
+
+def capture_attention(args, cfg, ids):
+    """The reference forward's attention hook: each layer's q, k, v handed to attnscope_capture's attention
+    function as transformers calls it (module with layer_idx; query (1, H, n, hd) after RoPE, key and value
+    (1, KV, n, hd); the scaling and sliding_window keywords), by each of --capture-ranks ranks for its heads.
+    Checks that what it returns is the attention's output (the forward goes on unchanged)."""
+    global attnscope_capture, torch
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "capture"))
+    import attnscope_capture  # noqa: E402
+    import torch  # noqa: E402
+    ranks = args.capture_ranks
+    dtype = torch.float32 if args.capture_dtype == "F32" else torch.bfloat16
+    texts = ["<bos>"] + [chr(b) if 32 <= b < 127 else f"<0x{b:02X}>" for b in args.text.encode("utf-8")]
+    CAPTURES.extend(attnscope_capture.Capture(args.capture, model=f"tiny {args.family}", token_ids=ids, tokens=texts,
+                                              dtype=dtype, rank=r, world_size=ranks) for r in range(ranks))
+    hd = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+
+    class Module:  # what an attention function reads of its module
+        training = False
+
+        def __init__(self, layer):
+            self.layer_idx = layer
+
+    def hook(layer, q, k, v, window):
+        H, KV, n = q.shape[0], k.shape[0], q.shape[1]
+        i, j = np.arange(n)[:, None], np.arange(n)[None, :]
+        allowed = (j <= i) & ((j > i - window) if window else True)
+        mask = torch.from_numpy(allowed)[None, None]  # (1, 1, n, n), True = attend (transformers' boolean mask)
+        for r, capture in enumerate(CAPTURES):
+            hs, kvs = slice(r * H // ranks, (r + 1) * H // ranks), slice(r * KV // ranks, (r + 1) * KV // ranks)
+            t = lambda a, s: torch.from_numpy(np.ascontiguousarray(a[s], dtype=np.float32))[None]
+            out, _ = capture.attention(Module(layer), t(q, hs), t(k, kvs), t(v, kvs), mask, scaling=hd ** -0.5,
+                                       dropout=0.0, sliding_window=window)
+            # What the forward goes on with: the rank's heads' attention output, (1, n, heads, hd), against NumPy's.
+            kr, vr = np.repeat(k[kvs], H // KV, axis=0), np.repeat(v[kvs], H // KV, axis=0)
+            s = np.where(allowed, (q[hs] @ kr.transpose(0, 2, 1)) * hd ** -0.5, -np.inf)
+            a = np.exp(s - s.max(axis=-1, keepdims=True))
+            want = ((a / a.sum(axis=-1, keepdims=True)) @ vr).transpose(1, 0, 2)[None]
+            worst = float(np.abs(out.double().numpy() - want).max())
+            assert worst < 1e-5, f"layer {layer} rank {r}: the attention output differs by {worst}"
+    return hook
 
 
 if __name__ == "__main__":

@@ -85,7 +85,8 @@ void showAttention(AppState& state, ViewState& view, arrays::AttentionTensor ten
   if (!view.run.session) view.run.session = std::make_shared<ModelSession>();
   view.run.session->showTensor(std::move(tensor), path);
   const auto count = [](int k, const char* one, const char* many) { return std::to_string(k) + (k == 1 ? one : many); };
-  state.inform("Opened " + path + " as an attention tensor: " + count(c.n_layer, " layer", " layers") + " x " +
+  const std::string as = arrays::isCaptureFolder(path) ? " as a capture: " : " as an attention tensor: ";
+  state.inform("Opened " + path + as + count(c.n_layer, " layer", " layers") + " x " +
                count(c.n_head, " head, ", " heads, ") + count(n, " token", " tokens") + " (in the centre)");
 }
 
@@ -100,6 +101,14 @@ arrays::AttentionTensor readAttentionFile(const std::string& path, const std::st
     throw InputError("--tensor", "one of " + names, quoteFragment(*tensor));
   }
   return attentionOf(all, path, tensor, tokens);
+}
+
+void openCapture(AppState& state, ViewState& view, const std::string& path) {
+  try {
+    showAttention(state, view, arrays::readCapture(path), path);
+  } catch (const std::exception& e) {
+    state.refuse(std::string("Could not open: ") + e.what());
+  }
 }
 
 void beginOpenArrays(AppState& state, ViewState& view, const std::string& path,

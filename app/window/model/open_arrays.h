@@ -11,6 +11,7 @@
 
 #include "attnscope/arrays/array_file.h"
 #include "attnscope/arrays/attention_tensor.h"
+#include "attnscope/arrays/capture.h"
 #include "window/app_state.h"
 #include "window/view_state.h"
 
@@ -41,6 +42,10 @@ void beginOpenArrays(AppState& state, ViewState& view, const std::string& path,
 // InputError naming the file, the tensor or the tokens.
 arrays::AttentionTensor readAttentionFile(const std::string& path, const std::string& tokens,
                                           const std::optional<std::string>& tensor);
+// The capture folder `path` (attnscope/arrays/capture.h: each layer's queries and keys from a model run elsewhere)
+// in the centre, every map computed from them on demand; a capture that does not read is said in red in the file
+// bar, and nothing changes.
+void openCapture(AppState& state, ViewState& view, const std::string& path);
 // The tensor in the centre (a checkpoint run's place), said in the file bar.
 void showAttention(AppState& state, ViewState& view, arrays::AttentionTensor tensor, const std::string& path);
 // The form as a modal popup, while one is open; call once a frame outside any pane.

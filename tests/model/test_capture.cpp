@@ -1,0 +1,201 @@
+// Captures (attnscope/arrays/capture.h): each layer's q after RoPE and k, written by tools/capture/
+// attnscope_capture.py's attention function called exactly as transformers calls one (llama_reference.py
+// --capture: module.layer_idx, query (1, H, n, hd), key and value (1, KV, n, hd), scaling, sliding_window), read
+// back into maps computed on demand, against the NumPy forward's maps of the same checkpoint: GQA, a sliding
+// window, Qwen3's q_norm / k_norm, Llama 3's scaled RoPE, two tensor-parallel ranks merged. Then the log-sum-exp
+// path, `attnscope view CAPTURE`, and every malformed capture refused in one line naming the field.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "attnscope/arrays/capture.h"
+#include "attnscope/error.h"
+#include "cli/import_view_support.h"
+#include "model/test_model_support.h"
+
+namespace {
+
+using attnscope::InputError;
+using attnscope::Matrix;
+using attnscope::arrays::readCapture;
+using nlohmann::json;
+
+struct CaptureRow {
+  const char* name;
+  const char* args;  // llama_reference.py's
+};
+
+// A folder holding ckpt/ (the checkpoint, with expected.json) and capture/ (its capture), from one run of
+// llama_reference.py ARGS --capture.
+std::string capturedRun(const CaptureRow& row) {
+  const std::string base = model_test::tempDir();
+  const model_test::CommandRun r =
+      model_test::run(std::string(model_test::kPython) + " '" + ATTNSCOPE_SOURCE_DIR +
+                      "/tests/model/llama_reference.py' '" + base + "/ckpt' " + row.args + " --capture '" + base +
+                      "/capture'");
+  if (r.status != 0) throw std::runtime_error(std::string("llama_reference.py --capture failed: ") + r.err);
+  return base;
+}
+
+class CaptureReference : public ::testing::TestWithParam<CaptureRow> {};
+
+// Maps from q and k stored as float32 (rounded once from NumPy's float64, 2^-24 relative) and scored in float32
+// against NumPy's float64 maps of the same stored weights: the same arithmetic as the forward's own last step,
+// whose bar (kWeightTol, 1e-5, test_model_support.h) holds with the forward's earlier float32 steps on top. Seen:
+// at most 3.6e-7 over the rows (mistral, two ranks).
+TEST_P(CaptureReference, MapsEqualTheNumPyForward) {
+  ATTNSCOPE_REQUIRE_PYTHON_MODULE("torch");
+  const std::string dir = capturedRun(GetParam());
+  const json expected = json::parse(model_test::slurp(dir + "/ckpt/expected.json"));
+  const attnscope::arrays::AttentionTensor t = readCapture(dir + "/capture");
+  ASSERT_EQ(t.forward.layout.n_layer, static_cast<int>(expected["weights"].size()));
+  ASSERT_EQ(t.forward.layout.n_head, static_cast<int>(expected["weights"][0].size()));
+  for (int h = 0; h < t.forward.layout.n_head; ++h)
+    EXPECT_EQ(t.forward.layout.kvHead(h), expected["kv_head"][static_cast<std::size_t>(h)].get<int>()) << "head " << h;
+  EXPECT_EQ(static_cast<int>(t.tokens.size()), t.forward.n);
+  EXPECT_EQ(t.tokens[0], "<bos>");
+  const double worst = model_test::worstMap(t.forward, expected);
+  std::printf("%s: worst map error %.3g\n", GetParam().name, worst);
+  EXPECT_LE(worst, model_test::kWeightTol);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Families, CaptureReference,
+    ::testing::Values(CaptureRow{"llama_gqa", "--family llama --heads 4 --kv-heads 2"},
+                      CaptureRow{"mistral_window_two_ranks", "--family mistral --window 5 --kv-heads 2 --capture-ranks 2"},
+                      CaptureRow{"qwen3_qk_norm", "--family qwen3 --head-dim 12 --seed 5"},
+                      CaptureRow{"llama3_rope_scaling", "--family llama --rope-scaling llama3 --kv-heads 1"}),
+    [](const ::testing::TestParamInfo<CaptureRow>& row) { return std::string(row.param.name); });
+
+// A copy of a capture folder to break one piece of.
+std::string copyOf(const std::string& capture) {
+  const std::string to = model_test::tempDir() + "/capture";
+  std::filesystem::copy(capture, to);
+  return to;
+}
+
+json readJson(const std::string& path) { return json::parse(model_test::slurp(path)); }
+void writeJson(const std::string& path, const json& j) { std::ofstream(path) << j.dump(); }
+
+// The message of readCapture's refusal of `dir`, "" when it reads.
+std::string refusal(const std::string& dir) {
+  try {
+    readCapture(dir);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Row statistics from a stored log-sum-exp (lse_i = m_i + ln l_i, worked here from the one-pass statistics) give
+// the same maps: w = exp(s - lse) against exp(s - m) / l, within a float32 rounding of the exponent (lse rounded
+// to float32: |lse| < 20 here, an ulp of 2e-6 in s - lse, a relative 2e-6 in w). Seen: 8.9e-7.
+TEST(Capture, AStoredLogSumExpGivesTheSameMaps) {
+  ATTNSCOPE_REQUIRE_PYTHON_MODULE("torch");
+  const std::string dir = capturedRun({"lse", "--family llama --heads 4 --kv-heads 2"});
+  const attnscope::arrays::AttentionTensor plain = readCapture(dir + "/capture");
+  const std::string with_lse = copyOf(dir + "/capture");
+  const json info = readJson(with_lse + "/capture.json");
+  const int heads = info["n_head"], kv = info["n_kv_head"], n = info["n_tokens"], d = info["head_dim"];
+  const double scale = info["scale"];
+  for (int l = 0; l < info["n_layer"].get<int>(); ++l) {
+    const std::string file = with_lse + "/" + info["files"][static_cast<std::size_t>(l)].get<std::string>();
+    const attnscope::Result& r = plain.forward.stats[static_cast<std::size_t>(l)];
+    attnscope::test::TestTensor q{{heads, n, d}, {}}, k{{kv, n, d}, {}}, lse{{heads, n}, {}};
+    for (int h = 0; h < heads; ++h)
+      for (int i = 0; i < n; ++i) {
+        for (int c = 0; c < d; ++c) q.data.push_back(static_cast<float>(r.heads[h].q(i, c) / scale));
+        lse.data.push_back(r.heads[h].row_max[i] + std::log(r.heads[h].row_sum[i]));
+      }
+    for (int g = 0; g < kv; ++g)
+      for (int i = 0; i < n; ++i)
+        for (int c = 0; c < d; ++c) k.data.push_back(r.heads[g * (heads / kv)].k()(i, c));
+    attnscope::test::writeSafetensors(file, {{"q", q}, {"k", k}, {"lse", lse}});
+  }
+  const attnscope::arrays::AttentionTensor from_lse = readCapture(with_lse);
+  double worst = 0;
+  for (int l = 0; l < plain.forward.layout.n_layer; ++l)
+    for (int h = 0; h < heads; ++h)
+      worst = std::max(worst, static_cast<double>((from_lse.forward.map(l, h) - plain.forward.map(l, h)).cwiseAbs().maxCoeff()));
+  std::printf("maps from the stored log-sum-exp: worst difference %.3g\n", worst);
+  EXPECT_LE(worst, 1e-5);
+}
+
+// `attnscope view CAPTURE`: the analysis JSON and the grid figure, titled with the captured model's name; the
+// tokens are the capture's own (--tokens is refused beside it).
+TEST(Capture, ViewReadsACaptureFolder) {
+  ATTNSCOPE_REQUIRE_PYTHON_MODULE("torch");
+  const std::string dir = capturedRun({"view", "--family mistral --window 5 --kv-heads 2"});
+  const std::string out = model_test::tempDir();
+  const model_test::CommandRun r = attnscope::test::runAttnscope("view '" + dir + "/capture' -o '" + out +
+                                                                 "/v.json' --grid-out '" + out + "/g.svg'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json v = readJson(out + "/v.json");
+  EXPECT_EQ(v["layers"], 2);
+  EXPECT_EQ(v["tokens"][0], "<bos>");
+  EXPECT_NE(model_test::slurp(out + "/g.svg").find("tiny mistral"), std::string::npos);
+  const model_test::CommandRun twice =
+      attnscope::test::runAttnscope("view '" + dir + "/capture' --tokens '[\"a\"]'");
+  EXPECT_EQ(twice.status, 2);
+  EXPECT_NE(twice.err.find("--tokens"), std::string::npos) << twice.err;
+}
+
+// Each malformed capture: one line naming the field, nothing read past it.
+TEST(Capture, MalformedCapturesAreRefusedNamingTheField) {
+  ATTNSCOPE_REQUIRE_PYTHON_MODULE("torch");
+  const std::string dir = capturedRun({"bad", "--family llama --heads 4 --kv-heads 2"});
+  const std::string good = dir + "/capture";
+  ASSERT_EQ(refusal(good), "");
+  struct Case {
+    const char* want;  // in the message
+    std::function<void(json&)> edit;
+  };
+  const std::vector<Case> cases = {
+      {"format", [](json& j) { j["format"] = "something-else"; }},
+      {"version", [](json& j) { j["version"] = 2; }},
+      {"n_head", [](json& j) { j.erase("n_head"); }},
+      {"n_kv_head", [](json& j) { j["n_kv_head"] = 3; }},
+      {"n_tokens", [](json& j) { j["n_tokens"] = 0; }},
+      {"scale", [](json& j) { j["scale"] = -1; }},
+      {"softcap", [](json& j) { j["softcap"] = 30.0; }},
+      {"sliding_window", [](json& j) { j["sliding_window"] = {5}; }},
+      {"tokens", [](json& j) { j["tokens"].erase(0); }},
+      {"files", [](json& j) { j["files"][0] = "../elsewhere.safetensors"; }},
+      {"'q' shape", [](json& j) { j["head_dim"] = 9; }},  // the layer file's q is then of another shape
+  };
+  for (const Case& c : cases) {
+    const std::string broken = copyOf(good);
+    json j = readJson(broken + "/capture.json");
+    c.edit(j);
+    writeJson(broken + "/capture.json", j);
+    const std::string message = refusal(broken);
+    EXPECT_NE(message.find(c.want), std::string::npos) << c.want << ": " << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
+  // A NaN in a layer's k.
+  const std::string nan = copyOf(good);
+  const json info = readJson(nan + "/capture.json");
+  const int heads = info["n_head"], kv = info["n_kv_head"], n = info["n_tokens"], d = info["head_dim"];
+  attnscope::test::TestTensor q{{heads, n, d}, std::vector<float>(static_cast<std::size_t>(heads * n * d), 0.1f)};
+  attnscope::test::TestTensor k{{kv, n, d}, std::vector<float>(static_cast<std::size_t>(kv * n * d), 0.1f)};
+  k.data[5] = NAN;
+  attnscope::test::writeSafetensors(nan + "/" + info["files"][0].get<std::string>(), {{"q", q}, {"k", k}});
+  EXPECT_NE(refusal(nan).find("tensor 'k': expected finite"), std::string::npos) << refusal(nan);
+  // Past the memory budget: refused before any layer is read.
+  try {
+    readCapture(good, 1000);
+    ADD_FAILURE() << "a 1000-byte budget read a capture";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("capture.json"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
