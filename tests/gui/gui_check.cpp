@@ -495,6 +495,8 @@ int main(int argc, char** argv) {
       checkLongZoom(c, dir, test == "long_zoom");
     } else if (test == "open_arrays") {
       checkOpenArrays(c, dir);
+    } else if (test == "capture") {
+      checkCapture(c, dir);
     } else if (test == "panes") {
       checkPanes(c, dir);
     } else if (test == "browse") {

@@ -256,6 +256,48 @@ void checkModelLlama(Checker& c, const std::string& dir) {
            "Open-as-scene puts layer 2's 8 heads in the centre, with the way back to the model");
 }
 
+// A capture (scripts/capture.txt): refused in one red line when broken, then its grid and one map full-size, every
+// cell in the colour of NumPy's weight of the checkpoint the capture was taken from, or grey outside the causal
+// 5-key window; the query heads framed by their KV group.
+void checkCapture(Checker& c, const std::string& dir) {
+  std::ifstream in(dir + "/ckpt/expected.json");
+  const nlohmann::json expected = nlohmann::json::parse(in);
+  const Maps maps = expected["weights"].get<Maps>();
+  const int n = static_cast<int>(expected["ids"].size()), window = 5;
+  c.expect(maps.size() == 2 && maps[0].size() == 4 && n == 24, "NumPy's maps: 2 layers x 4 heads, 24 tokens");
+
+  const Checker broken{loadPng(dir + "/broken.png"), loadLayout(dir + "/layout_broken.json")};
+  c.expect(broken.layout.contains("file.message") && broken.layout.contains("head0.map") &&
+               !broken.layout.contains("model.tile.0.0"),
+           "a broken capture: a message in the file bar, the worked example still shown");
+  if (broken.layout.contains("file.message")) {
+    const std::vector<float> r = broken.rect("file.message");
+    int red = 0;
+    for (int y = static_cast<int>(r[1]); y < static_cast<int>(r[3]); ++y)
+      for (int x = static_cast<int>(r[0]); x < static_cast<int>(r[2]); ++x) {
+        const Rgb8 p = broken.img.at(x, y);
+        red += p.r > 180 && p.g < 140 && p.b < 140;
+      }
+    c.expect(red > 30, "the message is red (" + std::to_string(red) + " red pixels)");
+    c.expect(note(broken.layout, "file.message").find("n_kv_head") != std::string::npos,
+             "it names the field: '" + note(broken.layout, "file.message") + "'");
+  }
+
+  int wrong = 0;
+  for (int l = 0; l < 2; ++l)
+    for (int h = 0; h < 4; ++h)
+      wrong += wrongCausalCells(c, "model.tile." + std::to_string(l) + "." + std::to_string(h),
+                                maps[static_cast<std::size_t>(l)][static_cast<std::size_t>(h)], n, window);
+  c.expect(wrong == 0, "grid: 8 tiles x 576 cells in colorAt(NumPy's weight) or masked, " + std::to_string(wrong) +
+                           " wrong");
+  c.expect(c.layout.contains("model.kvframe.0.1") && !c.layout.contains("model.kvframe.0.2"),
+           "each layer's heads framed in 2 KV groups");
+  const Checker focus{loadPng(dir + "/focus.png"), loadLayout(dir + "/layout_focus.json")};
+  c.expect(focus.layout.contains("model.map") &&
+               wrongCausalCells(focus, "model.map", maps[1][2], n, window, Checker::kAboveText) == 0,
+           "layer 2, head 3 full-size: every cell in colorAt(NumPy's weight) or masked");
+}
+
 void checkModelLlamaScene(Checker& c, const std::string& dir) {
   std::ifstream in(dir + "/ckpt/expected.json");
   const nlohmann::json expected = nlohmann::json::parse(in);

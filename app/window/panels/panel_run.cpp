@@ -65,6 +65,18 @@ void modelCard(const ModelSession& s) {
 
 void tensorCard(const ModelSession& s) {
   const model::ForwardResult& f = s.forward();
+  if (!f.keepsMaps()) {  // a capture (attnscope/arrays/capture.h): queries and keys, no map stored
+    sectionHeader("Capture");
+    textWrappedAtSpaces(s.title());
+    probeItem("subject.tensor.name");
+    const std::string shape = formatted("(%d, %d, %d, %d)", f.layout.n_layer, f.layout.n_head, f.n, f.n);
+    textWrappedAtSpaces(formatted("queries and keys of %d layers x %d heads (%d KV heads), %d tokens: each map "
+                                  "computed from them when shown",
+                                  f.layout.n_layer, f.layout.n_head, f.layout.n_kv_head, f.n));
+    probeItem("subject.tensor.shape");
+    probeNote("subject.tensor.shape", shape);
+    return;
+  }
   sectionHeader("Saved tensor");
   textWrappedAtSpaces(s.title());
   probeItem("subject.tensor.name");
@@ -165,8 +177,8 @@ void drawRunPane(AppState& state, ViewState& view, ModelSession& s) {
   // The scene editors have nothing to edit here: say why rather than edit the hidden worked example.
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
   textWrappedAtSpaces(tensor
-                          ? "The scene editors (Model, Inputs, Projections) are hidden: a saved tensor holds maps "
-                            "only, nothing to edit."
+                          ? "The scene editors (Model, Inputs, Projections) are hidden: a saved tensor or a capture "
+                            "holds maps or queries and keys only, nothing to edit."
                           : "The scene editors (Model, Inputs, Projections) are hidden: open a layer as the scene "
                             "to edit its weights and inputs.");
   ImGui::PopStyleColor();
