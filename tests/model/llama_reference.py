@@ -269,6 +269,7 @@ def main():
                     "tools/capture/attnscope_capture.py's attention function called as transformers calls it")
     ap.add_argument("--capture-ranks", type=int, default=1, help="as that many tensor-parallel ranks, then merged")
     ap.add_argument("--capture-dtype", default="F32", choices=["F32", "BF16"])
+    ap.add_argument("--capture-lse", action="store_true", help="the capture stores each row's log-sum-exp")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     rng = np.random.default_rng(args.seed)
@@ -311,7 +312,8 @@ def capture_attention(args, cfg, ids):
     dtype = torch.float32 if args.capture_dtype == "F32" else torch.bfloat16
     texts = ["<bos>"] + [chr(b) if 32 <= b < 127 else f"<0x{b:02X}>" for b in args.text.encode("utf-8")]
     CAPTURES.extend(attnscope_capture.Capture(args.capture, model=f"tiny {args.family}", token_ids=ids, tokens=texts,
-                                              dtype=dtype, rank=r, world_size=ranks) for r in range(ranks))
+                                              dtype=dtype, rank=r, world_size=ranks, lse=args.capture_lse)
+                    for r in range(ranks))
     hd = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
 
     class Module:  # what an attention function reads of its module

@@ -2,7 +2,8 @@
 // attnscope_capture.py's attention function called exactly as transformers calls one (llama_reference.py
 // --capture: module.layer_idx, query (1, H, n, hd), key and value (1, KV, n, hd), scaling, sliding_window), read
 // back into maps computed on demand, against the NumPy forward's maps of the same checkpoint: GQA, a sliding
-// window, Qwen3's q_norm / k_norm, Llama 3's scaled RoPE, two tensor-parallel ranks merged. Then the log-sum-exp
+// window, Qwen3's q_norm / k_norm, Llama 3's scaled RoPE, two tensor-parallel ranks merged, the rows' log-sum-exp
+// stored by the capture. Then the log-sum-exp
 // path, `attnscope view CAPTURE`, and every malformed capture refused in one line naming the field.
 #include <gtest/gtest.h>
 
@@ -49,8 +50,10 @@ class CaptureReference : public ::testing::TestWithParam<CaptureRow> {};
 
 // Maps from q and k stored as float32 (rounded once from NumPy's float64, 2^-24 relative) and scored in float32
 // against NumPy's float64 maps of the same stored weights: the same arithmetic as the forward's own last step,
-// whose bar (kWeightTol, 1e-5, test_model_support.h) holds with the forward's earlier float32 steps on top. Seen:
-// at most 3.6e-7 over the rows (mistral, two ranks).
+// whose bar (kWeightTol, 1e-5, test_model_support.h) holds with the forward's earlier float32 steps on top; with
+// the stored log-sum-exp, w = exp(s - lse) where lse (float32, |lse| < 4 here) carries PyTorch's own rounding of
+// the same sum, a relative error of a few float32 ulps of the exponent. Seen: 3.6e-7 (the rows' statistics worked
+// out here), 1.4e-6 (stored log-sum-exp).
 TEST_P(CaptureReference, MapsEqualTheNumPyForward) {
   ATTNSCOPE_REQUIRE_PYTHON_MODULE("torch");
   const std::string dir = capturedRun(GetParam());
@@ -72,6 +75,10 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(CaptureRow{"llama_gqa", "--family llama --heads 4 --kv-heads 2"},
                       CaptureRow{"mistral_window_two_ranks", "--family mistral --window 5 --kv-heads 2 --capture-ranks 2"},
                       CaptureRow{"qwen3_qk_norm", "--family qwen3 --head-dim 12 --seed 5"},
+                      // The rows' log-sum-exp computed by the capture (attnscope_capture.row_log_sum_exp, in
+                      // float32 where q and k are) and stored: opened without attnscope's own pass over the keys.
+                      CaptureRow{"mistral_window_stored_lse",
+                                 "--family mistral --window 5 --kv-heads 2 --capture-ranks 2 --capture-lse"},
                       CaptureRow{"llama3_rope_scaling", "--family llama --rope-scaling llama3 --kv-heads 1"}),
     [](const ::testing::TestParamInfo<CaptureRow>& row) { return std::string(row.param.name); });
 

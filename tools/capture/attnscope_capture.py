@@ -68,6 +68,26 @@ def eager_attention(module, query, key, value, attention_mask, scaling=None, dro
     return (weights @ value).transpose(1, 2).contiguous(), weights
 
 
+def row_log_sum_exp(q, k, scale, causal, window, block=1024):
+    """(heads, n) float32: per query row, log sum_j exp(s_ij) over its allowed keys (j <= i when causal, and
+    j > i - window with a sliding window), s = scale q k^T in float32; q (heads, n, d), k (kv_heads, n, d) on any
+    device, blocks of `block` query rows at a time."""
+    heads, n, _ = q.shape
+    k = k.float().repeat_interleave(heads // k.shape[0], dim=0)
+    out = torch.empty(heads, n, dtype=torch.float32, device=q.device)
+    j = torch.arange(n, device=q.device)[None, :]
+    for r0 in range(0, n, block):
+        i = torch.arange(r0, min(n, r0 + block), device=q.device)[:, None]
+        s = (q[:, r0:r0 + block].float() @ k.transpose(-1, -2)) * scale  # (heads, rows, n)
+        allowed = torch.ones_like(s[0], dtype=torch.bool)
+        if causal:
+            allowed &= j <= i
+        if window:
+            allowed &= j > i - window
+        out[:, r0:r0 + block] = torch.logsumexp(s.masked_fill(~allowed, float("-inf")), dim=-1)
+    return out
+
+
 def stock_attention(module, query, key, value, attention_mask, **kwargs):
     try:
         from transformers.integrations.sdpa_attention import sdpa_attention_forward
@@ -84,18 +104,21 @@ class Capture:
     token_ids, tokens: the run's token ids and their texts (tokens default to the ids as text)
     dtype:     what q and k are stored as (torch.float32, torch.float16 or torch.bfloat16; default float32)
     causal:    the model's mask (False for an encoder)
+    lse:       also store each query row's log-sum-exp of its scaled, masked scores, computed here where q and k
+               are (on the GPU: O(n^2 d) a layer, in blocks of query rows, never an (n, n) matrix), so that attnscope
+               opens the capture in O(n d) instead of working the rows' statistics out itself
     rank, heads_per_rank: under tensor parallelism each rank sees its own query heads
                [rank * heads_per_rank, ...) and KV heads; it writes layer files of its heads only
                (layer_L.rankR.safetensors) and merge() joins them (heads_per_rank None: one process, all heads)
     """
 
     def __init__(self, out_dir, model="", token_ids=None, tokens=None, dtype=torch.float32, causal=True,
-                 rank=0, world_size=1):
-        self.out_dir, self.model, self.dtype, self.causal = out_dir, model, dtype, causal
+                 rank=0, world_size=1, lse=False):
+        self.out_dir, self.model, self.dtype, self.causal, self.lse = out_dir, model, dtype, causal, lse
         self.token_ids = list(token_ids) if token_ids is not None else None
         self.tokens = list(tokens) if tokens is not None else None
         self.rank, self.world_size = rank, world_size
-        self.layers = {}  # layer -> (q (heads, n, d), k (kv_heads, n, d))
+        self.layers = {}  # layer -> (q (heads, n, d), k (kv_heads, n, d)), or with lse (q, k, lse (heads, n))
         self.windows, self.scale, self.softcap = {}, None, None
 
     def attention(self, module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
@@ -106,8 +129,12 @@ class Capture:
         if self.scale is not None and not math.isclose(scale, self.scale, rel_tol=1e-6):
             raise ValueError(f"attnscope capture: layer {layer}'s scale {scale} differs from {self.scale}")
         self.scale = scale
-        self.layers[layer] = (query[0].detach().to("cpu", self.dtype), key[0].detach().to("cpu", self.dtype))
         self.windows[layer] = int(kwargs.get("sliding_window") or 0)
+        kept = (query[0].detach().to("cpu", self.dtype), key[0].detach().to("cpu", self.dtype))
+        if self.lse:
+            kept += (row_log_sum_exp(query[0].detach(), key[0].detach(), scale, self.causal,
+                                     self.windows[layer]).to("cpu"),)
+        self.layers[layer] = kept
         self.softcap = kwargs.get("softcap") or self.softcap
         return stock_attention(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
 
@@ -123,9 +150,12 @@ class Capture:
             raise ValueError(f"attnscope capture: layers {layers} captured, expected 0 .. {len(layers) - 1}")
         os.makedirs(self.out_dir, exist_ok=True)
         for layer in layers:
-            q, k = self.layers[layer]
-            write_safetensors(os.path.join(self.out_dir, self._file(layer)), {"q": q, "k": k})
-        q, k = self.layers[0]
+            kept = self.layers[layer]
+            tensors = {"q": kept[0], "k": kept[1]}
+            if len(kept) > 2:
+                tensors["lse"] = kept[2]
+            write_safetensors(os.path.join(self.out_dir, self._file(layer)), tensors)
+        q, k = self.layers[0][:2]
         n = q.shape[1]
         ids = self.token_ids if self.token_ids is not None else list(range(n))
         info = {"format": FORMAT, "version": VERSION, "model": self.model, "n_layer": len(layers),
@@ -173,7 +203,7 @@ def merge(out_dir, world_size):
         parts = [read_safetensors(os.path.join(out_dir, f"layer_{layer:03d}.rank{r}.safetensors"))
                  for r in range(world_size)]
         write_safetensors(os.path.join(out_dir, f"layer_{layer:03d}.safetensors"),
-                          {"q": torch.cat([p["q"] for p in parts]), "k": torch.cat([p["k"] for p in parts])})
+                          {name: torch.cat([p[name] for p in parts]) for name in parts[0]})
     tmp = os.path.join(out_dir, "capture.json.partial")
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(info, f, ensure_ascii=False)

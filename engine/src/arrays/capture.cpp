@@ -31,11 +31,12 @@ long long captureInt(const nlohmann::json& j, const std::string& name, const cha
   return x;
 }
 
-// The row statistics of one head over its allowed keys: m_i the largest scaled score, l_i = sum exp(s_ij - m_i).
-// q (n, d) scaled, k (n, d); blocks of 256 query rows against every key (one GEMM each).
+// The row statistics of one head over its allowed keys: m_i the largest scaled score, l_i = sum exp(s_ij - m_i)
+// (summed in double: up to 4M terms). q (n, d) scaled, k (n, d); blocks of 256 query rows against every key (one
+// GEMM each). A row's allowed keys are one run [lo, hi): causal j <= i, a sliding window W j > i - W.
 void captureRowStatistics(const Matrix& q, const Matrix& k, const model::HeadLayout& layout, int layer, RowVector& m,
-                   RowVector& l) {
-  const int n = static_cast<int>(q.rows());
+                          RowVector& l) {
+  const int n = static_cast<int>(q.rows()), window = layout.windowOf(layer);
   m.resize(n), l.resize(n);
   constexpr int kBlock = 256;
   Matrix s;
@@ -44,14 +45,14 @@ void captureRowStatistics(const Matrix& q, const Matrix& k, const model::HeadLay
     s.noalias() = q.middleRows(r0, rows) * k.transpose();
     for (int r = 0; r < rows; ++r) {
       const int i = r0 + r;
-      float top = -std::numeric_limits<float>::infinity();
-      for (int j = 0; j < n; ++j)
-        if (layout.keyAllowed(layer, i, j)) top = std::max(top, s(r, j));
-      double sum = 0;
-      if (std::isfinite(top))
-        for (int j = 0; j < n; ++j)
-          if (layout.keyAllowed(layer, i, j)) sum += std::exp(static_cast<double>(s(r, j) - top));
-      m[i] = top, l[i] = static_cast<float>(sum);
+      const int lo = window > 0 ? std::max(0, i - window + 1) : 0, hi = layout.causal ? i + 1 : n;
+      if (hi <= lo) {
+        m[i] = -std::numeric_limits<float>::infinity(), l[i] = 0;
+        continue;
+      }
+      const auto run = s.row(r).segment(lo, hi - lo).array();
+      const float top = run.maxCoeff();
+      m[i] = top, l[i] = static_cast<float>((run - top).exp().template cast<double>().sum());
     }
   }
 }
@@ -137,9 +138,9 @@ AttentionTensor readCapture(const std::string& dir, std::size_t budget) {
   const int group = heads / kv_heads;
   for (int l = 0; l < layers; ++l) {
     const std::string path = (std::filesystem::path(dir) / files[static_cast<std::size_t>(l)]).string();
-    const model::SafetensorsFile file(path);  // readMatrix refuses a NaN or infinity, naming the tensor and the cell
-    const Matrix q = file.readMatrix("q", {heads, n, d});  // (heads n, d)
-    const Matrix k = file.readMatrix("k", {kv_heads, n, d});
+    // Read head by head straight into the forward's matrices (no second copy of the layer); a NaN or infinity is
+    // refused naming the tensor and the cell.
+    const model::SafetensorsFile file(path);
     Matrix lse;
     if (file.has("lse")) {
       lse = file.readMatrix("lse", {heads, n});
@@ -148,11 +149,17 @@ AttentionTensor readCapture(const std::string& dir, std::size_t budget) {
     r.heads.resize(static_cast<std::size_t>(heads));
     for (int h = 0; h < heads; ++h) {
       HeadResult& hr = r.heads[static_cast<std::size_t>(h)];
-      hr.q = q.middleRows(static_cast<Eigen::Index>(h) * n, n) * scale;
-      if (h % group == 0)
-        hr.ownK() = k.middleRows(static_cast<Eigen::Index>(h / group) * n, n);
-      else
+      hr.q.resize(n, d);
+      file.readRowsInto("q", {heads, n, d}, static_cast<std::size_t>(h) * n, static_cast<std::size_t>(n), hr.q.data());
+      hr.q *= scale;
+      if (h % group == 0) {
+        Matrix& k = hr.ownK();
+        k.resize(n, d);
+        file.readRowsInto("k", {kv_heads, n, d}, static_cast<std::size_t>(h / group) * n, static_cast<std::size_t>(n),
+                          k.data());
+      } else {
         hr.shareKeyValues(r.heads[static_cast<std::size_t>(h - h % group)]);
+      }
       if (lse.size() > 0) {  // w_ij = exp(s_ij - lse_i): m = lse, l = 1
         hr.row_max = lse.row(h);
         hr.row_sum = RowVector::Ones(n);

@@ -217,12 +217,22 @@ Matrix SafetensorsFile::readMatrix(const std::string& name, const std::vector<st
 }
 
 void SafetensorsFile::readInto(const std::string& name, const std::vector<std::int64_t>& shape, float* dst) const {
+  std::size_t rows = 1;
+  for (std::size_t i = 0; i + 1 < shape.size(); ++i) rows *= static_cast<std::size_t>(shape[i]);
+  readRowsInto(name, shape, 0, rows, dst);
+}
+
+void SafetensorsFile::readRowsInto(const std::string& name, const std::vector<std::int64_t>& shape, std::size_t row0,
+                                   std::size_t rows, float* dst) const {
   const TensorInfo& info = checkedTensor(name, shape);
   const std::string field = path_ + ": tensor '" + name + "'";
   const long cols = shape.empty() ? 1 : static_cast<long>(shape.back());
-  std::size_t count = 1;
-  for (std::int64_t s : shape) count *= static_cast<std::size_t>(s);
-  const unsigned char* src = map_ + data_start_ + info.begin;
+  std::size_t all_rows = 1;
+  for (std::size_t i = 0; i + 1 < shape.size(); ++i) all_rows *= static_cast<std::size_t>(shape[i]);
+  if (row0 > all_rows || rows > all_rows - row0)
+    throw InputError(field, "rows within its " + std::to_string(all_rows), std::to_string(row0) + " + " + std::to_string(rows));
+  const std::size_t count = rows * static_cast<std::size_t>(cols);
+  const unsigned char* src = map_ + data_start_ + info.begin + row0 * static_cast<std::size_t>(cols) * dtypeSize(info.dtype);
   const Eigen::Map<const RowVector> m(dst, static_cast<Eigen::Index>(count));  // for the finiteness check
   if (info.dtype == DType::F32) {
     std::memcpy(dst, src, count * 4);  // unaligned in the file: copied, not cast
@@ -250,7 +260,7 @@ void SafetensorsFile::readInto(const std::string& name, const std::vector<std::i
   if (std::isnan((m.array() * 0.0f).sum()))
     for (Eigen::Index i = 0; i < m.size(); ++i)
       if (!std::isfinite(m.data()[i])) {
-        const Eigen::Index r = i / cols, c = i % cols;  // row-major
+        const Eigen::Index r = i / cols + static_cast<Eigen::Index>(row0), c = i % cols;  // row-major
         const std::string at = shape.size() < 2 ? "[" + std::to_string(c) + "]"
                                                 : "[" + std::to_string(r) + "][" + std::to_string(c) + "]";
         throw InputError(field, std::string("finite ") + dtypeName(info.dtype) + " weights",

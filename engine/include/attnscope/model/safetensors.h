@@ -51,6 +51,10 @@ class SafetensorsFile {
   // The same into `dst`, the product of `shape` floats (a row-major block of full rows, e.g. a fused weight
   // matrix's topRows): the loader fills its fused matrices without a temporary and a second copy.
   void readInto(const std::string& name, const std::vector<std::int64_t>& shape, float* dst) const;
+  // Rows [row0, row0 + rows) of it (rows as readMatrix counts them) into `dst`, rows x the last dimension floats:
+  // one head's block of a (heads, n, d) tensor, read without the others.
+  void readRowsInto(const std::string& name, const std::vector<std::int64_t>& shape, std::size_t row0,
+                    std::size_t rows, float* dst) const;
 
  private:
   // The tensor `name`, present, of a float dtype and of `shape`; else InputError naming the file, tensor and field.
