@@ -41,14 +41,12 @@ void RunMaps::syncGrid(const std::shared_ptr<const model::ForwardResult>& forwar
     if (!all) break;
     ++shown_layers_;
   }
+  shown_max_ = 0;  // once a frame here, not once a tile in gridTop
+  for (int k = 0; k < shown_layers_ * heads_; ++k) shown_max_ = std::max(shown_max_, grid_.overviewMax(k));
 }
 
 float RunMaps::gridTop(const MapContrast& contrast) const {
-  if (contrast.scale == ColorScale::Shared) {
-    float top = 0;
-    for (int k = 0; k < shown_layers_ * heads_; ++k) top = std::max(top, grid_.overviewMax(k));
-    return top > 0 ? top : 1.0f;
-  }
+  if (contrast.scale == ColorScale::Shared) return shown_max_ > 0 ? shown_max_ : 1.0f;
   return contrast.scale == ColorScale::PerHead ? 0.0f : 1.0f;
 }
 

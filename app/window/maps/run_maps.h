@@ -53,6 +53,7 @@ class RunMaps {
   TileWorker grid_tiles_, map_tiles_;
   HeatmapRenderer grid_, map_;
   int layers_ = 0, heads_ = 0, n_ = 0, tile_w_ = 0, tile_h_ = 0, shown_layers_ = 0;
+  float shown_max_ = 0;  // the largest allowed weight of the layers on show (syncGrid)
   unsigned grid_revision_ = ~0u, starts_ = 0;
   const model::Model* grid_weighting_ = nullptr;  // the grid's value-norm weighting (null: plain weights)
   int map_index_ = -1;
