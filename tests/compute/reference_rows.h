@@ -86,6 +86,43 @@ inline MatrixD referenceRows(const Scene& s, int head, int row0, int row1, std::
   return w;
 }
 
+// How far float32 arithmetic may move head `head`'s weights in rows [row0, row1), from the scene's own numbers:
+// Higham's bound, which holds for any summation order, FMA or not, any SIMD width (u = 2^-24, gamma_k =
+// k u / (1 - k u)). q and k are dots of d_model products plus a bias: |dq_ic| <= gamma_{dm+1} (|x_i| |W_q| + |b_q|)_c,
+// likewise dk. A score is a scaled dot of d_k products: |ds_ij| <= scale (gamma_{dk+1} sum_c |q_ic| |k_jc| +
+// sum_c (|dq_ic| |k_jc| + |q_ic| |dk_jc|)). The softmax moves w_ij by w_ij (ds_ij - sum_j' w_ij' ds_ij') to first
+// order, and its own exp(s - m) (argument and result), row sum (n terms) and division add w_ij (|s_ij - m_i| u +
+// (n + 4) u). So |dw_ij| <= w_ij (2 max_j' |ds_ij'| + |s_ij - m_i| u + (n + 4) u), taken here as its largest over
+// the rows, doubled for the second-order terms.
+inline double referenceWeightBound(const Scene& s, int head, int row0, int row1) {
+  constexpr double u = 0x1p-24;
+  const auto gamma = [](int k) { return k * u / (1 - k * u); };
+  const HeadParams& p = s.heads[static_cast<std::size_t>(head)];
+  const MatrixD x = s.query.cast<double>().middleRows(row0, row1 - row0), keys = s.keyRows().cast<double>();
+  const MatrixD wq = p.w_q.cast<double>(), wk = p.w_k.cast<double>();
+  MatrixD q = x * wq, k = keys * wk;
+  MatrixD dq = x.cwiseAbs() * wq.cwiseAbs(), dk = keys.cwiseAbs() * wk.cwiseAbs();
+  if (p.b_q) q.rowwise() += p.b_q->cast<double>(), dq.rowwise() += p.b_q->cast<double>().cwiseAbs();
+  if (p.b_k) k.rowwise() += p.b_k->cast<double>(), dk.rowwise() += p.b_k->cast<double>().cwiseAbs();
+  const int d_model = static_cast<int>(wq.rows()), d_k = static_cast<int>(wq.cols());
+  dq *= gamma(d_model + 1), dk *= gamma(d_model + 1);
+  const double scale = s.scale ? *s.scale : 1.0 / std::sqrt(static_cast<double>(p.dK()));
+  const MatrixD ds = scale * (gamma(d_k + 1) * q.cwiseAbs() * k.cwiseAbs().transpose() +
+                              dq * k.cwiseAbs().transpose() + q.cwiseAbs() * dk.transpose());
+  const MatrixD scores = scale * q * k.transpose();
+  const MatrixD w = referenceRows(s, head, row0, row1);
+  double bound = 0;
+  for (int r = 0; r < w.rows(); ++r) {
+    double top = -std::numeric_limits<double>::infinity(), worst_ds = 0;
+    for (int j = 0; j < w.cols(); ++j)
+      if (referenceAllowed(s, row0 + r, j)) top = std::max(top, scores(r, j)), worst_ds = std::max(worst_ds, ds(r, j));
+    for (int j = 0; j < w.cols(); ++j)
+      if (referenceAllowed(s, row0 + r, j))
+        bound = std::max(bound, w(r, j) * (2 * worst_ds + std::abs(scores(r, j) - top) * u + (w.cols() + 4) * u));
+  }
+  return 2 * bound;
+}
+
 // The whole reference map `ref` (n_q, n_k) max-pooled to (out_rows, out_cols) over allowed cells only, block
 // edges worked out by hand (block y covers the rows i with ceil(y n / out) <= i < ceil((y + 1) n / out));
 // `masked` 1 where a block has no allowed cell.

@@ -10,7 +10,8 @@ KeyMask::KeyMask(const Scene& scene)
       has_padding_(!scene.key_padding.empty()),
       padding_(&scene.key_padding),
       explicit_(&scene.explicit_mask),
-      n_k_(scene.nK()) {
+      n_k_(scene.nK()),
+      window_(scene.mask == MaskKind::Causal ? scene.sliding_window : 0) {
   if (has_padding_) {
     padded_before_.assign(static_cast<std::size_t>(n_k_) + 1, 0);
     for (int j = 0; j < n_k_; ++j)
@@ -23,9 +24,11 @@ void KeyMask::fillRow(int query, int key0, int key1, std::uint8_t* out) const {
   const int n = key1 - key0;
   switch (kind_) {
     case MaskKind::None: std::fill_n(out, n, std::uint8_t{1}); break;
-    case MaskKind::Causal:
-      for (int j = 0; j < n; ++j) out[j] = key0 + j <= query ? 1 : 0;
+    case MaskKind::Causal: {
+      const int lo = window_ > 0 ? query - window_ : -1;  // keys at or before lo are outside the window
+      for (int j = 0; j < n; ++j) out[j] = key0 + j <= query && key0 + j > lo ? 1 : 0;
       break;
+    }
     case MaskKind::Explicit: std::copy_n(&(*explicit_)(query, key0), n, out); break;
   }
   if (has_padding_)
@@ -42,7 +45,9 @@ KeyMask::Block KeyMask::block(int query0, int query1, int key0, int key1) const 
     case MaskKind::None: return padded == 0 ? Block::All : Block::Some;
     case MaskKind::Causal:
       if (key0 > query1 - 1) return Block::None;  // every key after the last query
-      return padded == 0 && key1 - 1 <= query0 ? Block::All : Block::Some;
+      if (window_ > 0 && key1 - 1 <= query0 - window_) return Block::None;  // every key before the first's window
+      return padded == 0 && key1 - 1 <= query0 && (window_ <= 0 || key0 > query1 - 1 - window_) ? Block::All
+                                                                                                : Block::Some;
     case MaskKind::Explicit: break;
   }
   return Block::Some;
@@ -54,7 +59,8 @@ int KeyMask::allowedCount(int query) const {
     case MaskKind::None: return n_k_ - padded(n_k_);
     case MaskKind::Causal: {
       const int end = std::clamp(query + 1, 0, n_k_);
-      return end - padded(end);
+      const int begin = window_ > 0 ? std::clamp(query - window_ + 1, 0, end) : 0;
+      return end - begin - (padded(end) - padded(begin));
     }
     case MaskKind::Explicit: break;
   }

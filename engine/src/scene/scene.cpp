@@ -271,6 +271,9 @@ void validateScene(const Scene& scene, const Limits& limits) {
     checkBias("b_o", scene.b_o, d);
   }
 
+  if (scene.sliding_window != 0)
+    throw InputError("sliding_window", "0 in a scene to compute (a window is a forward's tiles' rule)",
+                     std::to_string(scene.sliding_window));
   if (scene.mask == MaskKind::Explicit) {
     checkShape("mask", scene.explicit_mask.rows(), scene.explicit_mask.cols(), n_q, n_k);
     for (Eigen::Index i = 0; i < scene.explicit_mask.size(); ++i)

@@ -1,4 +1,5 @@
-// Which keys each query may attend, evaluated from indices: causal from i and j, key padding from its list,
+// Which keys each query may attend, evaluated from indices: causal (with a sliding window) from i and j, key
+// padding from its list,
 // an explicit mask from the scene's own (n_q, n_k) matrix. Never builds an (n_q, n_k) matrix of its own, so a
 // 32k-token causal scene costs O(n) here, not 1 GiB.
 #pragma once
@@ -18,7 +19,7 @@ class KeyMask {
   bool allowed(int query, int key) const {
     if (has_padding_ && (*padding_)[static_cast<std::size_t>(key)]) return false;
     switch (kind_) {
-      case MaskKind::Causal: return key <= query;
+      case MaskKind::Causal: return key <= query && (window_ <= 0 || key > query - window_);
       case MaskKind::Explicit: return (*explicit_)(query, key) != 0;
       case MaskKind::None: break;
     }
@@ -39,6 +40,7 @@ class KeyMask {
   const std::vector<std::uint8_t>* padding_;
   const MaskMatrix* explicit_;
   int n_k_;
+  int window_;  // Scene::sliding_window (with Causal): 0 none
   std::vector<int> padded_before_;  // (n_k + 1) padded keys among [0, j): the causal row count in O(1)
 };
 

@@ -75,6 +75,10 @@ struct Scene {
   std::optional<RowVector> b_o;           // (d_model); only with w_o
   MaskKind mask = MaskKind::None;
   MaskMatrix explicit_mask;               // (n_q, n_k), 1 = may attend; used when mask == Explicit
+  // > 0 with mask == Causal: query i also never sees keys j <= i - W (a forward's sliding-window layer as the tile
+  // engine reads it, ForwardResult::tileScene: O(n) where an explicit mask is n^2 bytes, 16 GiB at 128k tokens).
+  // KeyMask and allowedMask honour it; the backends do not compute such a scene (validateScene refuses it).
+  int sliding_window = 0;
   std::vector<std::uint8_t> key_padding;  // n_k or empty, 1 = padded (never attended)
   std::optional<float> scale;             // absent = 1/sqrt(d_k) of each head
 
@@ -101,7 +105,7 @@ struct Scene {
   std::vector<int> queryPositions() const;  // query_positions, or 0..n_q-1
   std::vector<int> keyPositions() const;    // key_positions, or 0..n_k-1
   float headScale(int head) const;    // the override, or 1/sqrt(d_k of that head)
-  bool hasMask() const { return mask != MaskKind::None || !key_padding.empty(); }
+  bool hasMask() const { return mask != MaskKind::None || !key_padding.empty() || sliding_window > 0; }
 };
 
 // The combined mask (n_q, n_k), 1 = may attend: mask kind AND NOT key_padding. The one place masks are combined;
