@@ -39,7 +39,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpt2_reference import rollout, write_safetensors  # noqa: E402  (shared helpers)
-from llama_reference import head_value_norms, tokenizer_json  # noqa: E402  (byte-level BPE, BOS 256; shared)
+from llama_reference import capture_attention, finish_capture, head_value_norms, tokenizer_json  # noqa: E402
 
 V = 300
 
@@ -65,9 +65,10 @@ def in_dtype(x, torch_dtype):
     return round(m * 2 ** bits) / 2 ** bits * 2 ** e
 
 
-def forward(w, c, ids, value_norms=None):
+def forward(w, c, ids, value_norms=None, attention=None):
     """(maps (L, H, n, n), final norm output (n, d)) in float64. w: name -> array (PyTorch layouts), names without
-    the body prefix; c: the reference's switches."""
+    the body prefix; c: the reference's switches. `attention(layer, q, k, v, window)`, when given, sees each layer's
+    q (H, n, hd) and k, v (K, n, hd) after RoPE, before repeat_kv (llama_reference.capture_attention)."""
     H, K, hd, eps = c["heads"], c["kv_heads"], c["head_dim"], 1e-6
     n = len(ids)
     pos = np.arange(n, dtype=np.float64)
@@ -100,6 +101,8 @@ def forward(w, c, ids, value_norms=None):
         else:
             cos, sin = cos_sin(c["rope_theta"], c["linear_factor"])
         q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+        if attention is not None:
+            attention(layer, q, k, v, c["window"] if sliding else 0)
         k, v = np.repeat(k, H // K, axis=0), np.repeat(v, H // K, axis=0)  # repeat_kv
         s = (q @ k.transpose(0, 2, 1)) * c["scaling"]
         if c["softcap"]:
@@ -238,6 +241,10 @@ def main():
     ap.add_argument("--positions", type=int, default=256)
     ap.add_argument("--bad-shape", action="store_true")
     ap.add_argument("--text", default="Hello there, attention heads!")
+    ap.add_argument("--capture", help="also write an attnscope capture of the run to this folder "
+                    "(llama_reference.capture_attention: the capture's attention function called as transformers does)")
+    ap.add_argument("--capture-lse", action="store_true", help="the capture stores each row's log-sum-exp")
+    ap.add_argument("--capture-values", action="store_true", help="the capture stores v and W_O's rows")
     a = ap.parse_args()
     if a.layer_types and len(a.layer_types) != a.layers:
         sys.exit("--layer-types needs one letter per layer")
@@ -265,7 +272,15 @@ def main():
            "local_theta": a.local_theta if a.family.startswith("gemma3") else None}
     ids = [256] + list(a.text.encode("utf-8"))  # BOS, then one token per byte
     value_norms = []
-    maps, hidden = forward(w, ref, ids, value_norms)
+    hook = None
+    if a.capture:
+        texts = ["<bos>"] + [chr(b) if 32 <= b < 127 else f"<0x{b:02X}>" for b in a.text.encode("utf-8")]
+        hook = capture_attention(a.capture, f"tiny {a.family}", ids, texts, ref["scaling"], lse=a.capture_lse,
+                                 values=a.capture_values, softcap=ref["softcap"] or 0,
+                                 o_proj=lambda l: w[f"layers.{l}.self_attn.o_proj.weight"])
+    maps, hidden = forward(w, ref, ids, value_norms, attention=hook)
+    if a.capture:
+        finish_capture(a.capture, 1)
     expected = {"ids": ids, "kv_head": [h // (a.heads // a.kv_heads) for h in range(a.heads)],
                 "weights": maps.tolist(), "hidden": hidden.tolist(), "rollout": rollout(maps).tolist(),
                 "value_norms": np.stack(value_norms).tolist()}

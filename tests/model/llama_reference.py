@@ -270,6 +270,7 @@ def main():
     ap.add_argument("--capture-ranks", type=int, default=1, help="as that many tensor-parallel ranks, then merged")
     ap.add_argument("--capture-dtype", default="F32", choices=["F32", "BF16"])
     ap.add_argument("--capture-lse", action="store_true", help="the capture stores each row's log-sum-exp")
+    ap.add_argument("--capture-values", action="store_true", help="the capture stores v and W_O's rows")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     rng = np.random.default_rng(args.seed)
@@ -281,8 +282,14 @@ def main():
         json.dump(tokenizer_json(), f, ensure_ascii=False)
     ids = [256] + list(args.text.encode("utf-8"))  # BOS, then one token per byte
     value_norms = []
-    maps, hidden = forward(held, cfg, ids, value_norms=value_norms,
-                           attention=capture_attention(args, cfg, ids) if args.capture else None)
+    texts = ["<bos>"] + [chr(b) if 32 <= b < 127 else f"<0x{b:02X}>" for b in args.text.encode("utf-8")]
+    hd = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+    hook = None
+    if args.capture:
+        hook = capture_attention(args.capture, f"tiny {args.family}", ids, texts, hd ** -0.5, ranks=args.capture_ranks,
+                                 dtype=args.capture_dtype, lse=args.capture_lse, values=args.capture_values,
+                                 o_proj=lambda l: held[f"model.layers.{l}.self_attn.o_proj.weight"])
+    maps, hidden = forward(held, cfg, ids, value_norms=value_norms, attention=hook)
     group = args.heads // args.kv_heads
     expected = {"ids": ids, "kv_head": [h // group for h in range(args.heads)], "weights": maps.tolist(),
                 "hidden": hidden.tolist(), "rollout": rollout(maps).tolist(),
@@ -290,56 +297,70 @@ def main():
     with open(os.path.join(args.out, "expected.json"), "w") as f:
         json.dump(expected, f)
     if args.capture:
-        for c in CAPTURES:
-            c.save()
-        if args.capture_ranks > 1:
-            attnscope_capture.merge(args.capture, args.capture_ranks)
+        finish_capture(args.capture, args.capture_ranks)
 
 
 CAPTURES = []
 
 
-def capture_attention(args, cfg, ids):
-    """The reference forward's attention hook: each layer's q, k, v handed to attnscope_capture's attention
-    function as transformers calls it (module with layer_idx; query (1, H, n, hd) after RoPE, key and value
-    (1, KV, n, hd); the scaling and sliding_window keywords), by each of --capture-ranks ranks for its heads.
-    Checks that what it returns is the attention's output (the forward goes on unchanged)."""
+def capture_attention(out_dir, model, ids, texts, scaling, ranks=1, dtype="F32", lse=False, values=False, softcap=0,
+                      o_proj=None):
+    """A reference forward's attention hook (also gemma_reference.py's): each layer's q, k, v handed to
+    attnscope_capture's attention function as transformers calls it (module with layer_idx and o_proj; query
+    (1, H, n, hd) after RoPE, key and value (1, KV, n, hd); the scaling, sliding_window and softcap keywords), by
+    each of `ranks` tensor-parallel ranks for its heads (and its columns of o_proj, `o_proj(layer)` (d, H hd)).
+    Checks that what it returns is the attention's output (the forward goes on unchanged). finish_capture() writes
+    the folder."""
     global attnscope_capture, torch
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "capture"))
     import attnscope_capture  # noqa: E402
     import torch  # noqa: E402
-    ranks = args.capture_ranks
-    dtype = torch.float32 if args.capture_dtype == "F32" else torch.bfloat16
-    texts = ["<bos>"] + [chr(b) if 32 <= b < 127 else f"<0x{b:02X}>" for b in args.text.encode("utf-8")]
-    CAPTURES.extend(attnscope_capture.Capture(args.capture, model=f"tiny {args.family}", token_ids=ids, tokens=texts,
-                                              dtype=dtype, rank=r, world_size=ranks, lse=args.capture_lse)
+    stored = torch.float32 if dtype == "F32" else torch.bfloat16
+    CAPTURES.extend(attnscope_capture.Capture(out_dir, model=model, token_ids=ids, tokens=texts, dtype=stored, rank=r,
+                                              world_size=ranks, lse=lse, values=values)
                     for r in range(ranks))
-    hd = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+
+    class Linear:  # a module's o_proj as transformers' nn.Linear holds it: weight (out, in)
+        def __init__(self, weight):
+            self.weight = torch.from_numpy(np.ascontiguousarray(weight, dtype=np.float32))
 
     class Module:  # what an attention function reads of its module
         training = False
 
-        def __init__(self, layer):
+        def __init__(self, layer, o_proj_weight):
             self.layer_idx = layer
+            self.o_proj = Linear(o_proj_weight) if o_proj_weight is not None else None
 
     def hook(layer, q, k, v, window):
-        H, KV, n = q.shape[0], k.shape[0], q.shape[1]
+        H, KV, n, hd = q.shape[0], k.shape[0], q.shape[1], q.shape[2]
         i, j = np.arange(n)[:, None], np.arange(n)[None, :]
         allowed = (j <= i) & ((j > i - window) if window else True)
         mask = torch.from_numpy(allowed)[None, None]  # (1, 1, n, n), True = attend (transformers' boolean mask)
         for r, capture in enumerate(CAPTURES):
             hs, kvs = slice(r * H // ranks, (r + 1) * H // ranks), slice(r * KV // ranks, (r + 1) * KV // ranks)
             t = lambda a, s: torch.from_numpy(np.ascontiguousarray(a[s], dtype=np.float32))[None]
-            out, _ = capture.attention(Module(layer), t(q, hs), t(k, kvs), t(v, kvs), mask, scaling=hd ** -0.5,
-                                       dropout=0.0, sliding_window=window)
+            o = o_proj(layer)[:, hs.start * hd:hs.stop * hd] if o_proj else None  # the rank's columns (row-parallel)
+            out, _ = capture.attention(Module(layer, o), t(q, hs), t(k, kvs), t(v, kvs), mask, scaling=scaling,
+                                       dropout=0.0, sliding_window=window, softcap=softcap or None)
             # What the forward goes on with: the rank's heads' attention output, (1, n, heads, hd), against NumPy's.
             kr, vr = np.repeat(k[kvs], H // KV, axis=0), np.repeat(v[kvs], H // KV, axis=0)
-            s = np.where(allowed, (q[hs] @ kr.transpose(0, 2, 1)) * hd ** -0.5, -np.inf)
+            s = (q[hs] @ kr.transpose(0, 2, 1)) * scaling
+            if softcap:
+                s = np.tanh(s / softcap) * softcap
+            s = np.where(allowed, s, -np.inf)
             a = np.exp(s - s.max(axis=-1, keepdims=True))
             want = ((a / a.sum(axis=-1, keepdims=True)) @ vr).transpose(1, 0, 2)[None]
             worst = float(np.abs(out.double().numpy() - want).max())
             assert worst < 1e-5, f"layer {layer} rank {r}: the attention output differs by {worst}"
     return hook
+
+
+def finish_capture(out_dir, ranks):
+    """Writes each rank's capture, then merges the ranks' files (more than one rank)."""
+    for c in CAPTURES:
+        c.save()
+    if ranks > 1:
+        attnscope_capture.merge(out_dir, ranks)
 
 
 if __name__ == "__main__":

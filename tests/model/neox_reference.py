@@ -27,7 +27,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpt2_reference import layer_norm, quantise, rollout  # noqa: E402  (shared helpers)
-from llama_reference import head_value_norms, tokenizer_json  # noqa: E402  (byte-level BPE, BOS 256; shared)
+from llama_reference import capture_attention, finish_capture, head_value_norms, tokenizer_json  # noqa: E402
 
 
 def gelu(x, act):
@@ -41,8 +41,10 @@ def rotate_half(x):
     return np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
 
 
-def forward(w, cfg, ids, value_norms=None):
-    """(maps (L, H, n, n), final_layer_norm output (n, d)) in float64. w: name -> array (PyTorch layouts)."""
+def forward(w, cfg, ids, value_norms=None, attention=None):
+    """(maps (L, H, n, n), final_layer_norm output (n, d)) in float64. w: name -> array (PyTorch layouts).
+    `attention(layer, q, k, v, 0)`, when given, sees each layer's q, k (H, n, hd) after the partial rotary, and v
+    (llama_reference.capture_attention)."""
     H, d = cfg["num_attention_heads"], cfg["hidden_size"]
     hd = d // H
     rot = int(hd * cfg["rotary"])
@@ -71,6 +73,8 @@ def forward(w, cfg, ids, value_norms=None):
         k = qkv[..., hd:2 * hd].transpose(1, 0, 2)
         v = qkv[..., 2 * hd:].transpose(1, 0, 2)
         q, k = rope(q), rope(k)
+        if attention is not None:
+            attention(layer, q, k, v, 0)
         s = (q @ k.transpose(0, 2, 1)) * hd ** -0.5
         i, j = np.arange(n)[:, None], np.arange(n)[None, :]
         s = np.where(j <= i, s, -np.inf)
@@ -194,6 +198,8 @@ def main():
     ap.add_argument("--positions", type=int, default=64)
     ap.add_argument("--bad-qkv", action="store_true")  # hostile: query_key_value with 2 x hidden rows, no forward
     ap.add_argument("--text", default="Hello there, attention heads!")
+    ap.add_argument("--capture", help="also write an attnscope capture of the run to this folder "
+                    "(llama_reference.capture_attention: the capture's attention function called as transformers does)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     rng = np.random.default_rng(a.seed)
@@ -210,7 +216,13 @@ def main():
            "layer_norm_eps": cfg["layer_norm_eps"], "num_attention_heads": a.heads, "hidden_size": a.hidden,
            "num_hidden_layers": a.layers}
     value_norms = []
-    maps, hidden = forward(held, ref, ids, value_norms)
+    hook = None
+    if a.capture:
+        texts = ["<bos>"] + [chr(b) if 32 <= b < 127 else f"<0x{b:02X}>" for b in a.text.encode("utf-8")]
+        hook = capture_attention(a.capture, "tiny gpt_neox", ids, texts, (a.hidden // a.heads) ** -0.5)
+    maps, hidden = forward(held, ref, ids, value_norms, attention=hook)
+    if a.capture:
+        finish_capture(a.capture, 1)
     expected = {"ids": ids, "weights": maps.tolist(), "hidden": hidden.tolist(), "rollout": rollout(maps).tolist(),
                 "value_norms": np.stack(value_norms).tolist()}
     with open(os.path.join(a.out, "expected.json"), "w") as f:

@@ -3,15 +3,18 @@
 // --capture: module.layer_idx, query (1, H, n, hd), key and value (1, KV, n, hd), scaling, sliding_window), read
 // back into maps computed on demand, against the NumPy forward's maps of the same checkpoint: GQA, a sliding
 // window, Qwen3's q_norm / k_norm, Llama 3's scaled RoPE, two tensor-parallel ranks merged, the rows' log-sum-exp
-// stored by the capture. Then the log-sum-exp
-// path, `attnscope view CAPTURE`, and every malformed capture refused in one line naming the field.
+// stored by the capture, Gemma 2's soft cap (gemma_reference.py), GPT-NeoX's partial rotary (neox_reference.py).
+// Then the log-sum-exp path, layers read when asked, value norms from v and W_O, `attnscope view CAPTURE`, and
+// every malformed capture refused in one line naming the field.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
@@ -31,18 +34,18 @@ using nlohmann::json;
 
 struct CaptureRow {
   const char* name;
-  const char* args;  // llama_reference.py's
+  const char* args;                          // the reference script's
+  const char* script = "llama_reference.py";  // or gemma_reference.py (soft caps)
 };
 
-// A folder holding ckpt/ (the checkpoint, with expected.json) and capture/ (its capture), from one run of
-// llama_reference.py ARGS --capture.
+// A folder holding ckpt/ (the checkpoint, with expected.json) and capture/ (its capture), from one run of the
+// reference script ARGS --capture.
 std::string capturedRun(const CaptureRow& row) {
   const std::string base = model_test::tempDir();
   const model_test::CommandRun r =
-      model_test::run(std::string(model_test::kPython) + " '" + ATTNSCOPE_SOURCE_DIR +
-                      "/tests/model/llama_reference.py' '" + base + "/ckpt' " + row.args + " --capture '" + base +
-                      "/capture'");
-  if (r.status != 0) throw std::runtime_error(std::string("llama_reference.py --capture failed: ") + r.err);
+      model_test::run(std::string(model_test::kPython) + " '" + ATTNSCOPE_SOURCE_DIR + "/tests/model/" + row.script +
+                      "' '" + base + "/ckpt' " + row.args + " --capture '" + base + "/capture'");
+  if (r.status != 0) throw std::runtime_error(std::string(row.script) + " --capture failed: " + r.err);
   return base;
 }
 
@@ -61,10 +64,11 @@ TEST_P(CaptureReference, MapsEqualTheNumPyForward) {
   const attnscope::arrays::AttentionTensor t = readCapture(dir + "/capture");
   ASSERT_EQ(t.forward.layout.n_layer, static_cast<int>(expected["weights"].size()));
   ASSERT_EQ(t.forward.layout.n_head, static_cast<int>(expected["weights"][0].size()));
-  for (int h = 0; h < t.forward.layout.n_head; ++h)
+  for (int h = 0; h < t.forward.layout.n_head && expected.contains("kv_head"); ++h)  // GPT-NeoX: no groups
     EXPECT_EQ(t.forward.layout.kvHead(h), expected["kv_head"][static_cast<std::size_t>(h)].get<int>()) << "head " << h;
   EXPECT_EQ(static_cast<int>(t.tokens.size()), t.forward.n);
   EXPECT_EQ(t.tokens[0], "<bos>");
+  EXPECT_TRUE(t.forward.reader) << "a capture's layers are read when asked";
   const double worst = model_test::worstMap(t.forward, expected);
   std::printf("%s: worst map error %.3g\n", GetParam().name, worst);
   EXPECT_LE(worst, model_test::kWeightTol);
@@ -79,7 +83,15 @@ INSTANTIATE_TEST_SUITE_P(
                       // float32 where q and k are) and stored: opened without attnscope's own pass over the keys.
                       CaptureRow{"mistral_window_stored_lse",
                                  "--family mistral --window 5 --kv-heads 2 --capture-ranks 2 --capture-lse"},
-                      CaptureRow{"llama3_rope_scaling", "--family llama --rope-scaling llama3 --kv-heads 1"}),
+                      CaptureRow{"llama3_rope_scaling", "--family llama --rope-scaling llama3 --kv-heads 1"},
+                      // Gemma 2: scores soft-capped at 1 (tanh bites: the tiny model's scores reach several units),
+                      // a sliding window on even layers, GQA, query_pre_attn_scalar's scale; with and without the
+                      // stored log-sum-exp (of the capped scores).
+                      CaptureRow{"gemma2_softcap", "--family gemma2 --softcap 1", "gemma_reference.py"},
+                      CaptureRow{"gemma2_softcap_stored_lse", "--family gemma2 --softcap 1 --capture-lse",
+                                 "gemma_reference.py"},
+                      // GPT-NeoX (Pythia): the rotary on the first quarter of each head's dims only.
+                      CaptureRow{"neox_partial_rotary", "--rotary-pct 0.25", "neox_reference.py"}),
     [](const ::testing::TestParamInfo<CaptureRow>& row) { return std::string(row.param.name); });
 
 // A copy of a capture folder to break one piece of.
@@ -92,10 +104,12 @@ std::string copyOf(const std::string& capture) {
 json readJson(const std::string& path) { return json::parse(model_test::slurp(path)); }
 void writeJson(const std::string& path, const json& j) { std::ofstream(path) << j.dump(); }
 
-// The message of readCapture's refusal of `dir`, "" when it reads.
+// The message of readCapture's refusal of `dir`, or of its first layer's when asked (a layer's numbers are read
+// then), "" when every layer reads.
 std::string refusal(const std::string& dir) {
   try {
-    readCapture(dir);
+    const attnscope::arrays::AttentionTensor t = readCapture(dir);
+    for (int l = 0; l < t.forward.layout.n_layer; ++l) t.forward.layerStats(l);
   } catch (const InputError& e) {
     return e.what();
   }
@@ -115,7 +129,7 @@ TEST(Capture, AStoredLogSumExpGivesTheSameMaps) {
   const double scale = info["scale"];
   for (int l = 0; l < info["n_layer"].get<int>(); ++l) {
     const std::string file = with_lse + "/" + info["files"][static_cast<std::size_t>(l)].get<std::string>();
-    const attnscope::Result& r = plain.forward.stats[static_cast<std::size_t>(l)];
+    const attnscope::Result& r = *plain.forward.layerStats(l);
     attnscope::test::TestTensor q{{heads, n, d}, {}}, k{{kv, n, d}, {}}, lse{{heads, n}, {}};
     for (int h = 0; h < heads; ++h)
       for (int i = 0; i < n; ++i) {
@@ -172,7 +186,7 @@ TEST(Capture, MalformedCapturesAreRefusedNamingTheField) {
       {"n_kv_head", [](json& j) { j["n_kv_head"] = 3; }},
       {"n_tokens", [](json& j) { j["n_tokens"] = 0; }},
       {"scale", [](json& j) { j["scale"] = -1; }},
-      {"softcap", [](json& j) { j["softcap"] = 30.0; }},
+      {"softcap", [](json& j) { j["softcap"] = -30.0; }},
       {"sliding_window", [](json& j) { j["sliding_window"] = {5}; }},
       {"tokens", [](json& j) { j["tokens"].erase(0); }},
       {"files", [](json& j) { j["files"][0] = "../elsewhere.safetensors"; }},
@@ -196,6 +210,12 @@ TEST(Capture, MalformedCapturesAreRefusedNamingTheField) {
   k.data[5] = NAN;
   attnscope::test::writeSafetensors(nan + "/" + info["files"][0].get<std::string>(), {{"q", q}, {"k", k}});
   EXPECT_NE(refusal(nan).find("tensor 'k': expected finite"), std::string::npos) << refusal(nan);
+  // v without the heads' rows of W_O: the value norms need both.
+  const std::string half = copyOf(good);
+  k.data[5] = 0.1f;
+  attnscope::test::TestTensor v = k;
+  attnscope::test::writeSafetensors(half + "/" + info["files"][0].get<std::string>(), {{"q", q}, {"k", k}, {"v", v}});
+  EXPECT_NE(refusal(half).find("w_o"), std::string::npos) << refusal(half);
   // Past the memory budget: refused before any layer is read.
   try {
     readCapture(good, 1000);
@@ -203,6 +223,66 @@ TEST(Capture, MalformedCapturesAreRefusedNamingTheField) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("capture.json"), std::string::npos) << e.what();
   }
+}
+
+// Opening reads capture.json and each layer file's header only; a layer's numbers are read when a map of it is
+// first asked, two layers held at a time. Seen here by breaking layer 1's numbers after the capture is open: layer
+// 0's maps still come, layer 1's are refused naming the tensor, and layer 0, dropped for layers 2 and 3, reads
+// again.
+TEST(Capture, LayersAreReadWhenAsked) {
+  ATTNSCOPE_REQUIRE_PYTHON_MODULE("torch");
+  const std::string dir = capturedRun({"lazy", "--family llama --heads 4 --kv-heads 2 --layers 4"});
+  const std::string capture = copyOf(dir + "/capture");
+  const attnscope::arrays::AttentionTensor t = readCapture(capture);
+  const json info = readJson(capture + "/capture.json");
+  const int heads = info["n_head"], kv = info["n_kv_head"], n = info["n_tokens"], d = info["head_dim"];
+  attnscope::test::TestTensor q{{heads, n, d}, std::vector<float>(static_cast<std::size_t>(heads * n * d), 0.1f)};
+  attnscope::test::TestTensor k{{kv, n, d}, std::vector<float>(static_cast<std::size_t>(kv * n * d), 0.1f)};
+  q.data[7] = NAN;
+  attnscope::test::writeSafetensors(capture + "/" + info["files"][1].get<std::string>(), {{"q", q}, {"k", k}});
+  const json expected = json::parse(model_test::slurp(dir + "/ckpt/expected.json"));
+  const Matrix first = t.forward.map(0, 1);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j)
+      EXPECT_NEAR(first(i, j), expected["weights"][0][1][i][j].get<double>(), model_test::kWeightTol) << i << "," << j;
+  try {
+    t.forward.map(1, 0);
+    ADD_FAILURE() << "layer 1's NaN was not seen";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor 'q': expected finite"), std::string::npos) << e.what();
+  }
+  // Layers 2 and 3 asked: layer 0, the least recently asked, is dropped, and read again when asked.
+  EXPECT_NEAR(t.forward.weight(2, 3, n - 1, 0), expected["weights"][2][3][n - 1][0].get<double>(),
+              model_test::kWeightTol);
+  EXPECT_NEAR(t.forward.weight(3, 2, n - 1, 1), expected["weights"][3][2][n - 1][1].get<double>(),
+              model_test::kWeightTol);
+  EXPECT_NEAR(t.forward.weight(0, 0, n - 1, 0), expected["weights"][0][0][n - 1][0].get<double>(),
+              model_test::kWeightTol);
+}
+
+// Value norms from a capture storing v and each head's rows of W_O (two tensor-parallel ranks' columns of o_proj,
+// merged): ||v_j W_O^h|| per head and key against NumPy's float64 norms of the same stored weights. The norms are
+// worked in double from float32 v and W_O (each rounded once from float64, 2^-24 relative), then rounded to float32:
+// a relative error of a few 1e-7. Bar 1e-5 relative. Seen: printed.
+TEST(Capture, ValueNormsFromVAndWO) {
+  ATTNSCOPE_REQUIRE_PYTHON_MODULE("torch");
+  const std::string dir = capturedRun({"values", "--family llama --heads 4 --kv-heads 2 --capture-values --capture-ranks 2"});
+  const json expected = json::parse(model_test::slurp(dir + "/ckpt/expected.json"));
+  const attnscope::arrays::AttentionTensor t = readCapture(dir + "/capture");
+  double worst = 0;
+  for (int l = 0; l < t.forward.layout.n_layer; ++l) {
+    const std::shared_ptr<const attnscope::Result> r = t.forward.layerStats(l);
+    for (int h = 0; h < t.forward.layout.n_head; ++h) {
+      const attnscope::RowVector& norms = r->heads[static_cast<std::size_t>(h)].value_norm;
+      ASSERT_EQ(norms.size(), t.forward.n);
+      for (int j = 0; j < t.forward.n; ++j) {
+        const double want = expected["value_norms"][l][h][j].get<double>();
+        worst = std::max(worst, std::abs(norms[j] - want) / want);
+      }
+    }
+  }
+  std::printf("value norms from the capture: worst relative error %.3g\n", worst);
+  EXPECT_LE(worst, 1e-5);
 }
 
 }  // namespace

@@ -68,10 +68,10 @@ def eager_attention(module, query, key, value, attention_mask, scaling=None, dro
     return (weights @ value).transpose(1, 2).contiguous(), weights
 
 
-def row_log_sum_exp(q, k, scale, causal, window, block=1024):
+def row_log_sum_exp(q, k, scale, causal, window, softcap=0, block=1024):
     """(heads, n) float32: per query row, log sum_j exp(s_ij) over its allowed keys (j <= i when causal, and
-    j > i - window with a sliding window), s = scale q k^T in float32; q (heads, n, d), k (kv_heads, n, d) on any
-    device, blocks of `block` query rows at a time."""
+    j > i - window with a sliding window), s = scale q k^T in float32, soft-capped (s -> c tanh(s / c)) when
+    softcap > 0; q (heads, n, d), k (kv_heads, n, d) on any device, blocks of `block` query rows at a time."""
     heads, n, _ = q.shape
     k = k.float().repeat_interleave(heads // k.shape[0], dim=0)
     out = torch.empty(heads, n, dtype=torch.float32, device=q.device)
@@ -79,6 +79,8 @@ def row_log_sum_exp(q, k, scale, causal, window, block=1024):
     for r0 in range(0, n, block):
         i = torch.arange(r0, min(n, r0 + block), device=q.device)[:, None]
         s = (q[:, r0:r0 + block].float() @ k.transpose(-1, -2)) * scale  # (heads, rows, n)
+        if softcap:
+            s = torch.tanh(s / softcap) * softcap
         allowed = torch.ones_like(s[0], dtype=torch.bool)
         if causal:
             allowed &= j <= i
@@ -104,6 +106,8 @@ class Capture:
     token_ids, tokens: the run's token ids and their texts (tokens default to the ids as text)
     dtype:     what q and k are stored as (torch.float32, torch.float16 or torch.bfloat16; default float32)
     causal:    the model's mask (False for an encoder)
+    values:    also store each layer's v (kv_heads, n, d) and its heads' rows of W_O (heads, d, d_model, from
+               module.o_proj.weight), so that attnscope weights the maps by value norms ||v_j W_O^h||
     lse:       also store each query row's log-sum-exp of its scaled, masked scores, computed here where q and k
                are (on the GPU: O(n^2 d) a layer, in blocks of query rows, never an (n, n) matrix), so that attnscope
                opens the capture in O(n d) instead of working the rows' statistics out itself
@@ -113,12 +117,13 @@ class Capture:
     """
 
     def __init__(self, out_dir, model="", token_ids=None, tokens=None, dtype=torch.float32, causal=True,
-                 rank=0, world_size=1, lse=False):
+                 rank=0, world_size=1, lse=False, values=False):
         self.out_dir, self.model, self.dtype, self.causal, self.lse = out_dir, model, dtype, causal, lse
+        self.values = values
         self.token_ids = list(token_ids) if token_ids is not None else None
         self.tokens = list(tokens) if tokens is not None else None
         self.rank, self.world_size = rank, world_size
-        self.layers = {}  # layer -> (q (heads, n, d), k (kv_heads, n, d)), or with lse (q, k, lse (heads, n))
+        self.layers = {}  # layer -> {"q": (heads, n, d), "k": (kv_heads, n, d)[, "lse", "v", "w_o"]}
         self.windows, self.scale, self.softcap = {}, None, None
 
     def attention(self, module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
@@ -130,12 +135,20 @@ class Capture:
             raise ValueError(f"attnscope capture: layer {layer}'s scale {scale} differs from {self.scale}")
         self.scale = scale
         self.windows[layer] = int(kwargs.get("sliding_window") or 0)
-        kept = (query[0].detach().to("cpu", self.dtype), key[0].detach().to("cpu", self.dtype))
+        softcap = float(kwargs.get("softcap") or 0)
+        if self.softcap is not None and softcap != self.softcap:
+            raise ValueError(f"attnscope capture: layer {layer}'s softcap {softcap} differs from {self.softcap}")
+        self.softcap = softcap
+        kept = {"q": query[0].detach().to("cpu", self.dtype), "k": key[0].detach().to("cpu", self.dtype)}
         if self.lse:
-            kept += (row_log_sum_exp(query[0].detach(), key[0].detach(), scale, self.causal,
-                                     self.windows[layer]).to("cpu"),)
+            kept["lse"] = row_log_sum_exp(query[0].detach(), key[0].detach(), scale, self.causal,
+                                          self.windows[layer], softcap).to("cpu")
+        if self.values:  # o_proj.weight (d_model, heads d): head h's rows of W_O are its columns, transposed
+            heads, d = query.shape[1], query.shape[3]
+            w_o = module.o_proj.weight.detach()
+            kept["v"] = value[0].detach().to("cpu", self.dtype)
+            kept["w_o"] = w_o.t().reshape(heads, d, w_o.shape[0]).to("cpu", self.dtype)
         self.layers[layer] = kept
-        self.softcap = kwargs.get("softcap") or self.softcap
         return stock_attention(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
 
     def _file(self, layer):
@@ -150,12 +163,8 @@ class Capture:
             raise ValueError(f"attnscope capture: layers {layers} captured, expected 0 .. {len(layers) - 1}")
         os.makedirs(self.out_dir, exist_ok=True)
         for layer in layers:
-            kept = self.layers[layer]
-            tensors = {"q": kept[0], "k": kept[1]}
-            if len(kept) > 2:
-                tensors["lse"] = kept[2]
-            write_safetensors(os.path.join(self.out_dir, self._file(layer)), tensors)
-        q, k = self.layers[0][:2]
+            write_safetensors(os.path.join(self.out_dir, self._file(layer)), self.layers[layer])
+        q, k = self.layers[0]["q"], self.layers[0]["k"]
         n = q.shape[1]
         ids = self.token_ids if self.token_ids is not None else list(range(n))
         info = {"format": FORMAT, "version": VERSION, "model": self.model, "n_layer": len(layers),

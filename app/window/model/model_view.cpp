@@ -10,6 +10,7 @@
 #include <variant>
 
 #include "attnscope/compute/tiles.h"
+#include "attnscope/error.h"
 #include "attnscope/model/families.h"
 #include "attnscope/model/tokenizer.h"
 #include "window/maps/run_maps.h"
@@ -31,6 +32,15 @@ constexpr ImU32 kColumnHighlight = IM_COL32(255, 255, 255, 255);
 // KV-group frames (and their "KV n" labels) in a colour no viridis entry has.
 constexpr ImU32 kGroupFrame = IM_COL32(230, 160, 60, 255);
 
+// "weight 0.1234", or in red why it cannot be had (a capture's layer file broken since it was opened).
+void weightLine(const model::ForwardResult& f, int layer, int head, int i, int j) {
+  try {
+    ImGui::Text("weight %.4f", f.weight(layer, head, i, j));
+  } catch (const InputError& e) {
+    errorText(e.what());
+  }
+}
+
 // A cell's tooltip: layer and head from 1, the kv head where heads share one (from 1, as the heads panel's
 // "KV n"), positions from 0 with their tokens.
 void cellTooltip(const ModelSession& s, const std::vector<int>& kv, int layer, int head, int i, int j, int pooled,
@@ -47,8 +57,10 @@ void cellTooltip(const ModelSession& s, const std::vector<int>& kv, int layer, i
     ImGui::TextUnformatted("masked (causal: a later token)");
   else if (window > 0 && j <= i - window)
     ImGui::Text("masked (sliding window: the last %d keys)", window);
+  else if (s.forward().reader && !s.forward().reader->ready(layer, head))  // a capture's layer not read yet
+    ImGui::TextDisabled("weight: once the layer is read (the map's worker reads it)");
   else
-    ImGui::Text("weight %.4f", s.forward().weight(layer, head, i, j));
+    weightLine(s.forward(), layer, head, i, j);
   if (weighted) ImGui::TextDisabled("drawn times its key's value norm over the layer's largest");
   if (pooled > 1) ImGui::TextDisabled("each pixel shows the largest of ~%d x %d cells", pooled, pooled);
   ImGui::EndTooltip();

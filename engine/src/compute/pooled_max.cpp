@@ -67,6 +67,7 @@ struct PoolPass {
   const Matrix& q;
   const Matrix& k;
   float scale;
+  float cap;  // > 0: scores soft-capped, s -> cap tanh(s / cap) (Result::score_cap)
   int row0, rows, col0, cols, out_rows, out_cols;
   const float* m_in;
   const float* l_in;
@@ -104,6 +105,7 @@ void poolRows(const PoolPass& p, int y0, int y1, Tile& tile) {
         if (state == KeyMask::Block::None) continue;
         scores.resize(n, kn);
         scores.noalias() = p.scale * p.q.middleRows(q0, n) * p.k.middleRows(p.col0 + k0, kn).transpose();
+        if (p.cap > 0) scores = ((scores.array() * (1.0f / p.cap)).tanh() * p.cap).matrix();  // before the mask
         if (state == KeyMask::Block::Some)
           for (int i = 0; i < n; ++i) {
             p.mask.fillRow(q0 + i, p.col0 + k0, p.col0 + k1, allowed.data());
@@ -177,9 +179,10 @@ void maxPooledRows(const Scene& scene, const Result& result, const KeyMask& mask
   checkPooledRows(y0, y1, r.out_rows);
   shapeTile(tile, r.out_rows, r.out_cols);
   const RowVector log_scale = logScales(r.key_scale);
-  const PoolPass pass{scene,  mask,       hr.q,       hr.k(),     scene.headScale(r.head), r.row0,  r.row1 - r.row0,
-                      r.col0, r.col1 - r.col0, r.out_rows, r.out_cols, hr.row_max.data(), hr.row_sum.data(), nullptr,
-                      nullptr, r.key_scale ? log_scale.data() : nullptr};
+  const PoolPass pass{scene,           mask,          hr.q,       hr.k(),           scene.headScale(r.head),
+                      result.score_cap, r.row0,        r.row1 - r.row0, r.col0,     r.col1 - r.col0,
+                      r.out_rows,      r.out_cols,    hr.row_max.data(), hr.row_sum.data(), nullptr,
+                      nullptr,         r.key_scale ? log_scale.data() : nullptr};
   poolRows(pass, y0, y1, tile);
 }
 
@@ -201,7 +204,7 @@ void overviewRows(const Scene& scene, int head, const Matrix& q, const Matrix& k
   if (row_max.size() != scene.nQ()) row_max.resize(scene.nQ());
   if (row_sum.size() != scene.nQ()) row_sum.resize(scene.nQ());
   const RowVector log_scale = logScales(key_scale);
-  const PoolPass pass{scene,     mask,     q,       k,       scene.headScale(head), 0, scene.nQ(), 0, scene.nK(),
+  const PoolPass pass{scene,     mask,     q,       k,       scene.headScale(head), 0.0f, 0, scene.nQ(), 0, scene.nK(),
                       out_rows,  out_cols, nullptr, nullptr, row_max.data(),        row_sum.data(),
                       key_scale ? log_scale.data() : nullptr};
   poolRows(pass, y0, y1, tile);

@@ -40,12 +40,14 @@ std::pair<int, int> pooledRange(int p, int blocks, int n) {
 
 namespace {
 
-// Rows [row0, row1) x keys [col0, col1) of head `head` into out, from Q, K and the row statistics.
-void recomputeBlock(const HeadResult& hr, const KeyMask& mask, float scale, int row0, int row1,
+// Rows [row0, row1) x keys [col0, col1) of head `head` into out, from Q, K and the row statistics (of the scores
+// soft-capped by `cap` when > 0: Result::score_cap).
+void recomputeBlock(const HeadResult& hr, const KeyMask& mask, float scale, float cap, int row0, int row1,
                     int col0, int col1, Matrix& out) {
   const int rows = row1 - row0, cols = col1 - col0;
   out.resize(rows, cols);
   out.noalias() = scale * hr.q.middleRows(row0, rows) * hr.k().middleRows(col0, cols).transpose();
+  if (cap > 0) out = ((out.array() * (1.0f / cap)).tanh() * cap).matrix();
   std::vector<std::uint8_t> allowed(static_cast<std::size_t>(mask.any() ? cols : 0));
   for (int r = 0; r < rows; ++r) {
     const int i = row0 + r;
@@ -88,7 +90,7 @@ void weightRows(const Scene& scene, const Result& result, const KeyMask& mask, i
   }
   if (hr.row_sum.size() != scene.nQ())
     throw InputError("result", "a result with weight maps or row statistics", "neither (computed elsewhere)");
-  recomputeBlock(hr, mask, scene.headScale(head), row0, row1, 0, scene.nK(), out);
+  recomputeBlock(hr, mask, scene.headScale(head), result.score_cap, row0, row1, 0, scene.nK(), out);
 }
 
 TileRequest checkedTileRequest(const Scene& scene, const Result& result, const TileRequest& request) {
@@ -132,7 +134,7 @@ Tile weightTile(const Scene& scene, const Result& result, const TileRequest& unc
   // A block of rows of the tile's weights, from the map or recomputed, each times its key's scale when asked.
   const auto block = [&](int r0, int r1, Matrix& out) {
     if (hr.hasMap()) out = hr.weights.block(r0, col0, r1 - r0, cols);
-    else recomputeBlock(hr, mask, scale, r0, r1, col0, col1, out);
+    else recomputeBlock(hr, mask, scale, result.score_cap, r0, r1, col0, col1, out);
     if (request.key_scale) out.array().rowwise() *= request.key_scale->segment(col0, cols).array();
   };
 

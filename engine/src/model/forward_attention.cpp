@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cfloat>
 #include <cmath>
 #include <new>
@@ -145,7 +146,10 @@ Scene ForwardResult::tileScene(int layer, bool with_window) const {
   s.heads.resize(static_cast<std::size_t>(layout.n_head));
   s.scale = 1.0f;  // the stored Q carries the scale
   const int window = layout.windowOf(layer);
-  if (window > 0 && with_window) {  // (n, n) bytes, for this one request (KeyMask has no sliding-window rule)
+  if (window > 0 && layout.causal) {  // KeyMask's own rule: O(1) a cell
+    s.mask = MaskKind::Causal;
+    s.sliding_window = window;
+  } else if (window > 0 && with_window) {  // a window without the causal rule: (n, n) bytes, for this request
     s.mask = MaskKind::Explicit;
     s.explicit_mask.resize(n, n);
     for (int i = 0; i < n; ++i)
@@ -165,7 +169,7 @@ Matrix ForwardResult::map(int layer, int head) const {
   if (keepsMaps()) return keptMap(layer * layout.n_head + head);
   const Scene scene = tileScene(layer);
   Matrix out;  // (n, n)
-  weightRows(scene, stats.at(static_cast<std::size_t>(layer)), head, 0, n, out);
+  weightRows(scene, *layerStats(layer, head), head, 0, n, out);
   return out;
 }
 
@@ -178,18 +182,75 @@ float ForwardResult::weight(int layer, int head, int i, int j) const {
   // An allowed cell's weight needs only its row's m and l, which the window already set: the layer's scene
   // without the window serves, with no (n, n) mask built per hovered cell.
   const Scene scene = tileScene(layer, false);
-  return weightTile(scene, stats.at(static_cast<std::size_t>(layer)),
+  return weightTile(scene, *layerStats(layer, head),
                     {.head = head, .row0 = i, .row1 = i + 1, .col0 = j, .col1 = j + 1})
       .values(0, 0);
 }
 
 Tile ForwardResult::tile(int layer, const TileRequest& request) const {
   const Scene scene = tileScene(layer);
-  if (!keepsMaps()) return weightTile(scene, stats.at(static_cast<std::size_t>(layer)), request);
+  if (!keepsMaps()) return weightTile(scene, *layerStats(layer, request.head), request);
   Result one;  // the one head's kept map as a result, so that kept and recomputed tiles are the same code
   one.heads.resize(static_cast<std::size_t>(layout.n_head));
   one.heads.at(static_cast<std::size_t>(request.head)).weights = keptMap(layer * layout.n_head + request.head);
   return weightTile(scene, one, request);
+}
+
+std::shared_ptr<const Result> ForwardResult::layerStats(int layer, int head) const {
+  if (reader) return reader->layer(layer, head);
+  return {std::shared_ptr<const Result>(), &stats.at(static_cast<std::size_t>(layer))};  // held here: no owner
+}
+
+struct LayerReader::Held {
+  int layer;
+  Result result;
+  std::vector<std::once_flag> stats_once;     // per head
+  std::vector<std::atomic<bool>> stats_ready;  // per head: its statistics are in (after stats_once ran)
+  Held(int l, Result r)
+      : layer(l), result(std::move(r)), stats_once(result.heads.size()), stats_ready(result.heads.size()) {}
+};
+
+LayerReader::LayerReader(Read read, RowStatistics row_statistics, int resident)
+    : read_(std::move(read)),
+      row_statistics_(std::move(row_statistics)),
+      resident_(static_cast<std::size_t>(std::max(1, resident))) {}
+
+std::shared_ptr<const Result> LayerReader::layer(int layer, int head) const {
+  std::shared_ptr<Held> held;
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    const auto it = std::find_if(held_.begin(), held_.end(), [layer](const auto& h) { return h->layer == layer; });
+    if (it != held_.end()) {
+      held = *it;
+      held_.erase(it);
+    } else {
+      held = std::make_shared<Held>(layer, read_(layer));  // under the lock: a layer is read once, one at a time
+    }
+    held_.push_front(held);
+    while (held_.size() > resident_) held_.pop_back();
+  }
+  // Each head's statistics once, outside the list's lock (a head's pass may take seconds): a second asker of the
+  // same head waits for the first's; other heads go on.
+  const int heads = static_cast<int>(held->result.heads.size());
+  const int h0 = head < 0 ? 0 : head, h1 = head < 0 ? heads : std::min(head + 1, heads);
+  for (int h = h0; h < h1; ++h) {
+    HeadResult& hr = held->result.heads[static_cast<std::size_t>(h)];
+    std::call_once(held->stats_once[static_cast<std::size_t>(h)], [&] {
+      if (hr.row_sum.size() != hr.q.rows()) row_statistics_(layer, hr);
+      held->stats_ready[static_cast<std::size_t>(h)] = true;
+    });
+  }
+  return {held, &held->result};
+}
+
+bool LayerReader::ready(int layer, int head) const {
+  const std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) return false;  // a layer is being read
+  for (const std::shared_ptr<Held>& held : held_)
+    if (held->layer == layer)
+      return head >= 0 && head < static_cast<int>(held->stats_ready.size()) &&
+             held->stats_ready[static_cast<std::size_t>(head)].load();
+  return false;
 }
 
 }  // namespace attnscope::model

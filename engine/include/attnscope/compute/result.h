@@ -28,6 +28,9 @@ struct HeadResult {
   // Row statistics, with which q, k and the mask give any weight: w_ij = exp(s_ij - row_max_i) / row_sum_i.
   RowVector row_max;  // (n_q) the row's largest scaled score over its allowed keys; -inf when all are masked
   RowVector row_sum;  // (n_q) sum over allowed keys of exp(s_ij - row_max_i); 0 when all are masked
+  // (n_k) each key's value norm ||v_j W_O^h|| (Kobayashi et al. 2020) where a result knows it without its model (a
+  // capture storing v and the head's rows of W_O: arrays/capture.h); else empty.
+  RowVector value_norm;
 
   bool hasMap() const { return weights.size() > 0; }
 
@@ -65,6 +68,9 @@ struct Result {
   Similarity similarity;
   std::vector<HeadStats> stats;       // one per head
   std::vector<std::string> warnings;  // e.g. a query row whose keys are all masked
+  // > 0: the scores were soft-capped before the softmax, s -> c tanh(s / c) (Gemma 2's attn_logit_softcapping, a
+  // capture's softcap); the row statistics are of the capped scores, and the tile engine caps what it recomputes.
+  float score_cap = 0;
 };
 
 }  // namespace attnscope

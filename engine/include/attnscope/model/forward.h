@@ -5,6 +5,9 @@
 
 #include <cstddef>
 #include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -77,6 +80,33 @@ struct HeadLayout {
   }
 };
 
+// A forward's layers read when asked rather than held (a capture: arrays/capture.h). layer(l, h) gives layer l's
+// statistics (a Result: each head's q, k() and row statistics, as ForwardResult::stats holds them) with head h's
+// row statistics present (every head's for h < 0): the layer read through `read` on its first use, a head's
+// statistics worked out through `row_statistics` on its first use when the read gave none (a capture without
+// log-sum-exp: one pass over the keys, O(n^2 d), so never up front). At most `resident` layers are held, the least
+// recently asked dropped (a caller's pointer keeps its layer alive while it works), so memory is O(n d) for a
+// layer however many layers there are. Thread-safe: the window's tile workers and its analysis ask from their own
+// threads; one layer is read at a time.
+class LayerReader {
+ public:
+  using Read = std::function<Result(int layer)>;
+  using RowStatistics = std::function<void(int layer, HeadResult& head)>;  // fills head.row_max, head.row_sum
+  LayerReader(Read read, RowStatistics row_statistics, int resident = 2);
+  std::shared_ptr<const Result> layer(int layer, int head = -1) const;
+  // Whether layer(layer, head) would answer at once: the layer held and the head's row statistics in (the window's
+  // hover asks before it reads a weight on the UI thread; a layer read at 128k tokens takes seconds). Never waits.
+  bool ready(int layer, int head) const;
+
+ private:
+  struct Held;
+  Read read_;
+  RowStatistics row_statistics_;
+  std::size_t resident_;
+  mutable std::mutex mutex_;
+  mutable std::list<std::shared_ptr<Held>> held_;  // the most recently asked first
+};
+
 // Whether a forward of `layers` x `heads` maps of (n, n) keeps them under `policy` (Auto: within mapsLimitBytes()).
 bool forwardKeepsMaps(int layers, int heads, int n, MapPolicy policy);
 
@@ -89,6 +119,8 @@ struct ForwardResult {
   // heads[h].q (n, dh) as the scores use it (after RoPE and q_norm, the scale folded in), heads[h].k() (n, dh)
   // held once per kv head (the query heads of a group share it), row_max m and row_sum l (n). No V, no maps.
   std::vector<Result> stats;
+  // Non-null (stats then empty): the layers' statistics read when asked, a few held at a time (a capture).
+  std::shared_ptr<const LayerReader> reader;
   std::vector<Matrix> ln1;  // per layer, (n, d): ln_1's output (empty unless keep_ln1)
   Matrix hidden;            // (n, d): ln_f's output
   // (2 n_layer + 1, d) at ForwardOptions::trace_position, else empty: the residual stream after the embedding,
@@ -96,7 +128,10 @@ struct ForwardResult {
   // row is the final norm's input.
   Matrix trace;
 
-  bool keepsMaps() const { return stats.empty(); }
+  bool keepsMaps() const { return stats.empty() && !reader; }
+  // Maps not kept: layer `layer`'s statistics with head `head`'s row statistics present (every head's for -1),
+  // from stats or read through the reader; hold the pointer while using the layer.
+  std::shared_ptr<const Result> layerStats(int layer, int head = -1) const;
   // Head `head` of `layer`'s (n, n) map by value: the kept one copied, or recomputed from the layer's stats (one
   // map's memory at a time). Masked cells exactly 0. The index form: index = layer * n_head + head.
   Matrix map(int layer, int head) const;
@@ -106,8 +141,9 @@ struct ForwardResult {
   // A tile of it, plain or pooled, through the scene tile engine (weightTile); request.head is the query head.
   Tile tile(int layer, const TileRequest& request) const;
   // The shape and mask of `layer` as a scene for the tile engine: n queries and keys (no rows: Q and K are in
-  // stats), scale 1 (Q is scaled), causal, or the sliding window as an explicit (n, n) mask built on demand
-  // (`with_window` false: causal only, for cells known to be inside the window).
+  // stats), scale 1 (Q is scaled), causal with the layer's sliding window (Scene::sliding_window, O(1) a cell); a
+  // window without the causal rule as an explicit (n, n) mask built on demand (`with_window` false: none, for
+  // cells known to be inside the window).
   Scene tileScene(int layer, bool with_window = true) const;
   // Kept maps only: a view of map `index` (what the forward writes and a loaded tensor fills).
   Eigen::Map<const Matrix> keptMap(int index) const {

@@ -55,10 +55,11 @@ class SafetensorsFile {
   // one head's block of a (heads, n, d) tensor, read without the others.
   void readRowsInto(const std::string& name, const std::vector<std::int64_t>& shape, std::size_t row0,
                     std::size_t rows, float* dst) const;
+  // The tensor `name`, present, of a float dtype and of `shape`; else InputError naming the file, tensor and field
+  // ("PATH: tensor 'q' shape"). What every read checks first; a reader checks a file's tensors with it up front.
+  const TensorInfo& checkedTensor(const std::string& name, const std::vector<std::int64_t>& shape) const;
 
  private:
-  // The tensor `name`, present, of a float dtype and of `shape`; else InputError naming the file, tensor and field.
-  const TensorInfo& checkedTensor(const std::string& name, const std::vector<std::int64_t>& shape) const;
 
   std::string path_;
   const unsigned char* map_ = nullptr;

@@ -19,7 +19,7 @@ using VectorD = Eigen::RowVectorXd;
 VectorD weightRow(const ForwardResult& f, int layer, int head, int position) {
   if (f.keepsMaps()) return f.keptMap(layer * f.layout.n_head + head).row(position).cast<double>();
   Matrix row;  // (1, n)
-  weightRows(f.tileScene(layer), f.stats[static_cast<std::size_t>(layer)], head, position, position + 1, row);
+  weightRows(f.tileScene(layer), *f.layerStats(layer, head), head, position, position + 1, row);
   return row.row(0).cast<double>();
 }
 

@@ -38,7 +38,7 @@ std::vector<std::vector<HeadTypeScores>> modelHeadScores(const ForwardResult& fo
       for (int h = 0; h < layout.n_head; ++h)
         layer[static_cast<std::size_t>(h)] = headTypeScores(scene, forward.keptMap(l * layout.n_head + h), local_window);
     } else {
-      layer = allHeadTypeScores(scene, forward.stats[static_cast<std::size_t>(l)], local_window);
+      layer = allHeadTypeScores(scene, *forward.layerStats(l), local_window);
     }
     timings.mark(forward.keepsMaps() ? "kept maps" : "recomputed rows");
   }
