@@ -185,6 +185,17 @@ struct Checker {
 
 // `got` is the colour of weight w: the window draws the float32 weight, the references are double, so a weight
 // within 1e-5 of a boundary between two colour-map entries may show either.
+// Whether `got` is the colour of some value within `tol` of `v` on the scale [vmin, vmax] of `map`.
+inline bool colourNear(Rgb8 got, ColorMap map, double v, double tol, double vmin, double vmax) {
+  const int lo = attnscope::colorMapIndex(
+      attnscope::colorMapParameter(static_cast<float>(v - tol), static_cast<float>(vmin), static_cast<float>(vmax)));
+  const int hi = attnscope::colorMapIndex(
+      attnscope::colorMapParameter(static_cast<float>(v + tol), static_cast<float>(vmin), static_cast<float>(vmax)));
+  for (int k = lo; k <= hi; ++k)
+    if (got == attnscope::colorMapTable(map)[static_cast<std::size_t>(k)]) return true;
+  return false;
+}
+
 inline bool isWeightColor(Rgb8 got, double w) {
   return got == attnscope::colorAt(ColorMap::Viridis, static_cast<float>(w - 1e-5)) ||
          got == attnscope::colorAt(ColorMap::Viridis, static_cast<float>(w + 1e-5));

@@ -40,6 +40,23 @@ int wrongCausalCells(const Checker& c, const std::string& rect_id, const std::ve
   return wrong;
 }
 
+// The same for value-norm weighted maps (values w_ij vn_j / top in 0..1): within 2e-5 of the colour's value.
+int wrongWeightedCells(const Checker& c, const std::string& rect_id, const std::vector<std::vector<double>>& w, int n,
+                       int window, float fy = 0.5f) {
+  int wrong = 0;
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      const Rgb8 got = c.cell(rect_id, i, j, n, n, fy);
+      const double want = w[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
+      const bool masked = j > i || (window > 0 && j <= i - window);
+      if (!(masked ? got == attnscope::kMaskedColor : colourNear(got, ColorMap::Viridis, want, 2e-5, 0, 1)) &&
+          ++wrong <= 2)
+        std::printf("      %s cell (%d,%d): weighted %.5f drawn %s\n", rect_id.c_str(), i, j, want,
+                    Checker::str(got).c_str());
+    }
+  return wrong;
+}
+
 bool inside(const std::vector<float>& inner, const std::vector<float>& outer) {
   return inner[0] >= outer[0] && inner[1] >= outer[1] && inner[2] <= outer[2] && inner[3] <= outer[3];
 }
@@ -296,6 +313,33 @@ void checkCapture(Checker& c, const std::string& dir) {
   c.expect(focus.layout.contains("model.map") &&
                wrongCausalCells(focus, "model.map", maps[1][2], n, window, Checker::kAboveText) == 0,
            "layer 2, head 3 full-size: every cell in colorAt(NumPy's weight) or masked");
+
+  // Value norms from the capture's v and W_O rows: cell (i, j) of head h in colorAt(w_ij vn[h][j] / the layer's
+  // largest vn), w and vn NumPy's float64. The capture's maps are within 1e-5 of NumPy's and its norms within 1e-5
+  // relative (test_capture.cpp), inside isWeightColor's 1e-5 either side of a colour step only where no step lies
+  // between: 2e-5 on the 0..1 scale covers both.
+  const auto weighted = [&](int l, int h) {
+    const nlohmann::json& vn = expected["value_norms"][static_cast<std::size_t>(l)];
+    double top = 0;
+    for (const auto& head : vn)
+      for (const auto& v : head) top = std::max(top, v.get<double>());
+    Grid w = maps[static_cast<std::size_t>(l)][static_cast<std::size_t>(h)];
+    for (auto& row : w)
+      for (int j = 0; j < n; ++j) row[static_cast<std::size_t>(j)] *= vn[h][j].get<double>() / top;
+    return w;
+  };
+  const Checker vmap{loadPng(dir + "/value_norm_map.png"), loadLayout(dir + "/layout_value_norm_map.json")};
+  c.expect(vmap.layout.contains("model.value_norm_note") && vmap.layout.contains("model.map") &&
+               wrongWeightedCells(vmap, "model.map", weighted(1, 2), n, window, Checker::kAboveText) == 0,
+           "value norms: layer 2, head 3 full-size in colorAt(NumPy's weight x norm / the layer's largest norm)");
+  const Checker vgrid{loadPng(dir + "/value_norm_grid.png"), loadLayout(dir + "/layout_value_norm_grid.json")};
+  int wrong_weighted = 0;
+  for (int l = 0; l < 2; ++l)
+    for (int h = 0; h < 4; ++h)
+      wrong_weighted += wrongWeightedCells(vgrid, "model.tile." + std::to_string(l) + "." + std::to_string(h),
+                                           weighted(l, h), n, window);
+  c.expect(wrong_weighted == 0, "value norms: the grid's 8 tiles weighted as NumPy's, " +
+                                    std::to_string(wrong_weighted) + " cells wrong");
 }
 
 void checkModelLlamaScene(Checker& c, const std::string& dir) {

@@ -24,17 +24,6 @@ nlohmann::json loadJson(const std::string& path) {
   return nlohmann::json::parse(in);
 }
 
-// Whether `got` is the colour of some value within `tol` of `v` on the scale [vmin, vmax] of `map`.
-bool colourNear(Rgb8 got, ColorMap map, double v, double tol, double vmin, double vmax) {
-  const int lo = attnscope::colorMapIndex(
-      attnscope::colorMapParameter(static_cast<float>(v - tol), static_cast<float>(vmin), static_cast<float>(vmax)));
-  const int hi = attnscope::colorMapIndex(
-      attnscope::colorMapParameter(static_cast<float>(v + tol), static_cast<float>(vmin), static_cast<float>(vmax)));
-  for (int k = lo; k <= hi; ++k)
-    if (got == attnscope::colorMapTable(map)[static_cast<std::size_t>(k)]) return true;
-  return false;
-}
-
 Rgb8 mapCell(const Checker& shot, int l, int h, int layers, int heads) {
   const std::vector<float> m = shot.rect("findheads.map");
   const float cw = (m[2] - m[0]) / static_cast<float>(heads), ch = (m[3] - m[1]) / static_cast<float>(layers);

@@ -124,11 +124,13 @@ if [[ "$script" == open_command_line || "$script" == script_commands ]]; then
   cp "$scripts/../../../assets/scenes/sentence_heads.json" "$out/pick/my scene.json"
 fi
 # A capture (a Mistral checkpoint's queries and keys, 4 heads in 2 KV groups, a 5-key sliding window, written by
-# two tensor-parallel ranks and merged: tools/capture/attnscope_capture.py through llama_reference.py --capture),
-# NumPy's maps in ckpt/expected.json; and a copy whose capture.json says 3 KV heads for 4 query heads.
+# two tensor-parallel ranks and merged: tools/capture/attnscope_capture.py through llama_reference.py --capture,
+# with v and W_O's rows for value norms), NumPy's maps and norms in ckpt/expected.json; and a copy whose
+# capture.json says 3 KV heads for 4 query heads.
 if [[ "$script" == capture ]]; then
   /usr/bin/python3 "$scripts/../../model/llama_reference.py" "$out/ckpt" --family mistral --layers 2 --heads 4 \
-    --kv-heads 2 --hidden 32 --window 5 --text "The cat sat on the mat." --capture "$out/capture" --capture-ranks 2
+    --kv-heads 2 --hidden 32 --window 5 --text "The cat sat on the mat." --capture "$out/capture" --capture-ranks 2 \
+    --capture-values
   cp -r "$out/capture" "$out/broken"
   /usr/bin/python3 -c 'import json, sys; p = sys.argv[1]; j = json.load(open(p)); j["n_kv_head"] = 3; json.dump(j, open(p, "w"))' \
     "$out/broken/capture.json"

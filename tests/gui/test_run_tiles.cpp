@@ -40,7 +40,7 @@ Forwards runForwards() {
 // Every map's overview of `forward` (kLayers x kHeads maps at kBlocks a side), once the worker has them all.
 std::vector<Tile> gridOf(TileWorker& worker, const std::shared_ptr<const model::ForwardResult>& forward,
                          unsigned revision) {
-  worker.start(std::make_shared<RunTiles>(forward, 0, kLayers * kHeads, kBlocks, nullptr), revision);
+  worker.start(std::make_shared<RunTiles>(forward, 0, kLayers * kHeads, kBlocks, MapWeighting{}), revision);
   EXPECT_TRUE(worker.waitOverviews(revision));
   std::vector<Tile> maps(kLayers * kHeads);
   for (TileWorker::Landed& l : worker.take()) {
@@ -85,7 +85,7 @@ TEST(RunTiles, KeptAndRecomputedMapsPoolToTheMaxOfEachBlock) {
 TEST(RunTiles, TheWorkerFinishesTheNewestSourceAndDropsTheOneItReplaced) {
   const Forwards f = runForwards();
   TileWorker worker;
-  worker.start(std::make_shared<RunTiles>(f.dropped, 0, kLayers * kHeads, kBlocks, nullptr), 1);
+  worker.start(std::make_shared<RunTiles>(f.dropped, 0, kLayers * kHeads, kBlocks, MapWeighting{}), 1);
   const std::vector<Tile> grid = gridOf(worker, f.kept, 2);
   EXPECT_FALSE(worker.waitOverviews(1));
   EXPECT_LE(worstBlock(grid, *f.kept), 1e-5);
@@ -97,7 +97,7 @@ TEST(RunTiles, OneMapFullSizeIsTheMapItself) {
   const Forwards f = runForwards();
   const int index = 1 * kHeads + 2;  // layer 2, head 3
   TileWorker worker;
-  worker.start(std::make_shared<RunTiles>(f.dropped, index, 1, kTokens, nullptr), 5);
+  worker.start(std::make_shared<RunTiles>(f.dropped, index, 1, kTokens, MapWeighting{}), 5);
   ASSERT_TRUE(worker.waitOverviews(5));
   std::vector<TileWorker::Landed> landed = worker.take();
   ASSERT_EQ(landed.size(), 1u);

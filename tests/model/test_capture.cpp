@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -55,8 +56,10 @@ class CaptureReference : public ::testing::TestWithParam<CaptureRow> {};
 // against NumPy's float64 maps of the same stored weights: the same arithmetic as the forward's own last step,
 // whose bar (kWeightTol, 1e-5, test_model_support.h) holds with the forward's earlier float32 steps on top; with
 // the stored log-sum-exp, w = exp(s - lse) where lse (float32, |lse| < 4 here) carries PyTorch's own rounding of
-// the same sum, a relative error of a few float32 ulps of the exponent. Seen: 3.6e-7 (the rows' statistics worked
-// out here), 1.4e-6 (stored log-sum-exp).
+// the same sum, a relative error of a few float32 ulps of the exponent; a soft cap's tanh moves a score by at most
+// its own error (slope <= 1) plus a float32 rounding of the cap. Seen: 3.8e-7 (the rows' statistics worked out
+// here, soft caps and partial rotary included), 1.4e-6 to 2.3e-6 (stored log-sum-exp); the max-pooled overviews the
+// same.
 TEST_P(CaptureReference, MapsEqualTheNumPyForward) {
   ATTNSCOPE_REQUIRE_PYTHON_MODULE("torch");
   const std::string dir = capturedRun(GetParam());
@@ -72,6 +75,27 @@ TEST_P(CaptureReference, MapsEqualTheNumPyForward) {
   const double worst = model_test::worstMap(t.forward, expected);
   std::printf("%s: worst map error %.3g\n", GetParam().name, worst);
   EXPECT_LE(worst, model_test::kWeightTol);
+  // The max-pooled overview (the window's grid and first map: pooled_max.cpp's blocked pass, which caps and masks
+  // scores on its own) against NumPy's maps pooled here: block y of 5 covers the rows ceil(y n / 5) <= i <
+  // ceil((y + 1) n / 5), likewise the keys; a block's largest allowed weight, the same bar.
+  const int n = t.forward.n, side = 5;
+  double worst_pooled = 0;
+  for (int l = 0; l < t.forward.layout.n_layer; ++l)
+    for (int h = 0; h < t.forward.layout.n_head; ++h) {
+      const attnscope::Tile tile =
+          t.forward.tile(l, {.head = h, .pooling = attnscope::Pooling::Max, .out_rows = side, .out_cols = side});
+      const json& w = expected["weights"][static_cast<std::size_t>(l)][static_cast<std::size_t>(h)];
+      for (int y = 0; y < side; ++y)
+        for (int x = 0; x < side; ++x) {
+          double want = 0;
+          for (int i = (y * n + side - 1) / side; i < ((y + 1) * n + side - 1) / side; ++i)
+            for (int j = (x * n + side - 1) / side; j < ((x + 1) * n + side - 1) / side; ++j)
+              want = std::max(want, w[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)].get<double>());
+          worst_pooled = std::max(worst_pooled, std::abs(tile.values(y, x) - want));
+        }
+    }
+  std::printf("%s: worst max-pooled error %.3g\n", GetParam().name, worst_pooled);
+  EXPECT_LE(worst_pooled, model_test::kWeightTol);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -114,6 +138,22 @@ std::string refusal(const std::string& dir) {
     return e.what();
   }
   return "";
+}
+
+// Layer `layer` of capture `dir` rewritten with q and k of 0.1 everywhere, the tensors `extra` beside them, and a
+// NaN at flat index `at` of tensor `nan_in` ("q" or "k"; "" none).
+void rewriteLayer(const std::string& dir, int layer, const std::string& nan_in, int at,
+                  const std::map<std::string, attnscope::test::TestTensor>& extra = {}) {
+  const json info = readJson(dir + "/capture.json");
+  const int heads = info["n_head"], kv = info["n_kv_head"], n = info["n_tokens"], d = info["head_dim"];
+  std::map<std::string, attnscope::test::TestTensor> tensors = {
+      {"q", {{heads, n, d}, std::vector<float>(static_cast<std::size_t>(heads * n * d), 0.1f)}},
+      {"k", {{kv, n, d}, std::vector<float>(static_cast<std::size_t>(kv * n * d), 0.1f)}}};
+  for (auto& [name, tensor] : tensors)
+    if (name == nan_in) tensor.data[static_cast<std::size_t>(at)] = NAN;
+  tensors.insert(extra.begin(), extra.end());
+  attnscope::test::writeSafetensors(dir + "/" + info["files"][static_cast<std::size_t>(layer)].get<std::string>(),
+                                    tensors);
 }
 
 // Row statistics from a stored log-sum-exp (lse_i = m_i + ln l_i, worked here from the one-pass statistics) give
@@ -203,18 +243,13 @@ TEST(Capture, MalformedCapturesAreRefusedNamingTheField) {
   }
   // A NaN in a layer's k.
   const std::string nan = copyOf(good);
-  const json info = readJson(nan + "/capture.json");
-  const int heads = info["n_head"], kv = info["n_kv_head"], n = info["n_tokens"], d = info["head_dim"];
-  attnscope::test::TestTensor q{{heads, n, d}, std::vector<float>(static_cast<std::size_t>(heads * n * d), 0.1f)};
-  attnscope::test::TestTensor k{{kv, n, d}, std::vector<float>(static_cast<std::size_t>(kv * n * d), 0.1f)};
-  k.data[5] = NAN;
-  attnscope::test::writeSafetensors(nan + "/" + info["files"][0].get<std::string>(), {{"q", q}, {"k", k}});
+  rewriteLayer(nan, 0, "k", 5);
   EXPECT_NE(refusal(nan).find("tensor 'k': expected finite"), std::string::npos) << refusal(nan);
   // v without the heads' rows of W_O: the value norms need both.
   const std::string half = copyOf(good);
-  k.data[5] = 0.1f;
-  attnscope::test::TestTensor v = k;
-  attnscope::test::writeSafetensors(half + "/" + info["files"][0].get<std::string>(), {{"q", q}, {"k", k}, {"v", v}});
+  const json info = readJson(half + "/capture.json");
+  const int kv = info["n_kv_head"], n = info["n_tokens"], d = info["head_dim"];
+  rewriteLayer(half, 0, "", 0, {{"v", {{kv, n, d}, std::vector<float>(static_cast<std::size_t>(kv * n * d), 0.1f)}}});
   EXPECT_NE(refusal(half).find("w_o"), std::string::npos) << refusal(half);
   // Past the memory budget: refused before any layer is read.
   try {
@@ -234,12 +269,8 @@ TEST(Capture, LayersAreReadWhenAsked) {
   const std::string dir = capturedRun({"lazy", "--family llama --heads 4 --kv-heads 2 --layers 4"});
   const std::string capture = copyOf(dir + "/capture");
   const attnscope::arrays::AttentionTensor t = readCapture(capture);
-  const json info = readJson(capture + "/capture.json");
-  const int heads = info["n_head"], kv = info["n_kv_head"], n = info["n_tokens"], d = info["head_dim"];
-  attnscope::test::TestTensor q{{heads, n, d}, std::vector<float>(static_cast<std::size_t>(heads * n * d), 0.1f)};
-  attnscope::test::TestTensor k{{kv, n, d}, std::vector<float>(static_cast<std::size_t>(kv * n * d), 0.1f)};
-  q.data[7] = NAN;
-  attnscope::test::writeSafetensors(capture + "/" + info["files"][1].get<std::string>(), {{"q", q}, {"k", k}});
+  const int n = readJson(capture + "/capture.json")["n_tokens"];
+  rewriteLayer(capture, 1, "q", 7);
   const json expected = json::parse(model_test::slurp(dir + "/ckpt/expected.json"));
   const Matrix first = t.forward.map(0, 1);
   for (int i = 0; i < n; ++i)

@@ -36,7 +36,7 @@ Tile SceneTiles::viewTile(const TileRequest& request) {
 }
 
 RunTiles::RunTiles(std::shared_ptr<const model::ForwardResult> forward, int first, int count, int overview,
-                   std::shared_ptr<const model::Model> weighting)
+                   MapWeighting weighting)
     : forward_(std::move(forward)), first_(first), count_(count), overview_(overview), weighting_(std::move(weighting)) {}
 
 TileRequest RunTiles::resolve(TileRequest request, int& layer, RowVector& scales, const RowVector* given) {
@@ -44,8 +44,9 @@ TileRequest RunTiles::resolve(TileRequest request, int& layer, RowVector& scales
   layer = index / heads;
   request.head = index % heads;
   request.key_scale = given;
-  if (weighting_) {
-    if (layer != scales_layer_) layer_scales_ = valueNormScales(*weighting_, *forward_, layer), scales_layer_ = layer;
+  if (weighting_.on) {
+    if (layer != scales_layer_)
+      layer_scales_ = valueNormScales(weighting_.checkpoint.get(), *forward_, layer), scales_layer_ = layer;
     scales = layer_scales_.row(request.head);
     request.key_scale = &scales;
   }
@@ -69,9 +70,10 @@ Tile RunTiles::viewTile(const TileRequest& request) {
   return forward_->tile(layer, r);
 }
 
-Matrix valueNormScales(const model::Model& checkpoint, const model::ForwardResult& forward, int layer) {
+Matrix valueNormScales(const model::Model* checkpoint, const model::ForwardResult& forward, int layer) {
   // Over the double norms: norm / largest is finite in [0, 1] even where a norm is past float32's range.
-  const Eigen::MatrixXd norms = model::valueNormsDouble(checkpoint, forward, layer);
+  const Eigen::MatrixXd norms = checkpoint ? model::valueNormsDouble(*checkpoint, forward, layer)
+                                           : Eigen::MatrixXd(model::carriedValueNorms(forward, layer).cast<double>());
   const double top = norms.size() > 0 ? norms.maxCoeff() : 0.0;
   return top > 0 ? Matrix((norms / top).cast<float>()) : Matrix(norms.cast<float>());
 }

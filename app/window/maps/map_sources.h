@@ -36,14 +36,23 @@ class SceneTiles final : public MapSource {
   RowVector m_, l_;
 };
 
+// Value-norm weighting of a run's maps: off, or on with the checkpoint the norms are worked from (valueNorms of
+// its weights and the forward's ln_1), or on with none: the norms the forward carries (a capture storing v and
+// W_O's rows, carriedValueNorms).
+struct MapWeighting {
+  bool on = false;
+  std::shared_ptr<const model::Model> checkpoint;
+  bool operator==(const MapWeighting& other) const { return on == other.on && checkpoint == other.checkpoint; }
+};
+
 // A run's maps, numbered layer * heads + head (`first`, `count`: a range of them, renumbered from 0: the
 // full-size map is one), from its forward: kept maps pooled, or recomputed from Q, K and the row statistics
-// (ForwardResult::tile). `overview`: the blocks a side each overview gets. `weighting` non-null: value-norm
-// weighting, each map's columns times valueNormScales of that checkpoint (worked per layer on the worker).
+// (ForwardResult::tile). `overview`: the blocks a side each overview gets. `weighting` on: each map's columns times
+// valueNormScales (worked per layer on the worker).
 class RunTiles final : public MapSource {
  public:
   RunTiles(std::shared_ptr<const model::ForwardResult> forward, int first, int count, int overview,
-           std::shared_ptr<const model::Model> weighting);
+           MapWeighting weighting);
   int maps() const override { return count_; }
   int rows() const override { return forward_->n; }
   int cols() const override { return forward_->n; }
@@ -57,14 +66,15 @@ class RunTiles final : public MapSource {
   TileRequest resolve(TileRequest request, int& layer, RowVector& scales, const RowVector* given);
   std::shared_ptr<const model::ForwardResult> forward_;
   int first_ = 0, count_ = 0, overview_ = 1;
-  std::shared_ptr<const model::Model> weighting_;
+  MapWeighting weighting_;
   int scales_layer_ = -1;
   Matrix layer_scales_;  // (heads, n) of scales_layer_
 };
 
 // Value-norm weighting (Kobayashi et al. 2020) for the window's maps of `layer`: (heads, n), head h's value norm
-// for key j (head_finding.h's valueNorms: ||(x_j W_V + b_V) W_O^h||) over the layer's largest, so that a weighted
-// map alpha_ij * scale(h, j) lies in 0..1 like the weights, and heads of one layer compare.
-Matrix valueNormScales(const model::Model& checkpoint, const model::ForwardResult& forward, int layer);
+// for key j (head_finding.h's valueNorms: ||(x_j W_V + b_V) W_O^h||, of `checkpoint`, or with none the norms the
+// forward carries) over the layer's largest, so that a weighted map alpha_ij * scale(h, j) lies in 0..1 like the
+// weights, and heads of one layer compare.
+Matrix valueNormScales(const model::Model* checkpoint, const model::ForwardResult& forward, int layer);
 
 }  // namespace attnscope::app

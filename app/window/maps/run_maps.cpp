@@ -23,12 +23,12 @@ RendererMarks runMarks() {
 RunMaps::RunMaps() : grid_(runMarks()), map_(runMarks()) {}
 
 void RunMaps::syncGrid(const std::shared_ptr<const model::ForwardResult>& forward, int layers, int heads,
-                       unsigned revision, int tile_w, int tile_h, const std::shared_ptr<const model::Model>& weighting) {
+                       unsigned revision, int tile_w, int tile_h, const MapWeighting& weighting) {
   tile_w = std::max(1, tile_w), tile_h = std::max(1, tile_h);
   if (revision != grid_revision_ || tile_w != tile_w_ || tile_h != tile_h_ || layers != layers_ || heads != heads_ ||
-      weighting.get() != grid_weighting_) {
+      !(weighting == grid_weighting_)) {
     grid_revision_ = revision, tile_w_ = tile_w, tile_h_ = tile_h, layers_ = layers, heads_ = heads, n_ = forward->n;
-    grid_weighting_ = weighting.get();
+    grid_weighting_ = weighting;
     const int blocks = std::min(forward->n, std::max(tile_w, tile_h));  // never more texels than pixels on a side
     grid_tiles_.start(std::make_shared<RunTiles>(forward, 0, layers * heads, blocks, weighting), ++starts_);
   }
@@ -67,9 +67,9 @@ void RunMaps::drawTile(ImDrawList* list, int layer, int head, ImVec2 p0, const M
 
 void RunMaps::drawMap(ImDrawList* list, const std::shared_ptr<const model::ForwardResult>& forward, int index,
                       unsigned revision, ImVec2 p0, ImVec2 p1, const CellView& view, const MapContrast& contrast,
-                      const std::shared_ptr<const model::Model>& weighting) {
-  if (index != map_index_ || revision != map_revision_ || weighting.get() != map_weighting_) {
-    map_index_ = index, map_revision_ = revision, map_weighting_ = weighting.get();
+                      const MapWeighting& weighting) {
+  if (index != map_index_ || revision != map_revision_ || !(weighting == map_weighting_)) {
+    map_index_ = index, map_revision_ = revision, map_weighting_ = weighting;
     map_tiles_.start(std::make_shared<RunTiles>(forward, index, 1, std::min(forward->n, kOverviewSide), weighting),
                      ++starts_);
   }

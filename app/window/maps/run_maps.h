@@ -14,6 +14,7 @@
 #include "attnscope/model/model.h"
 #include "window/cell_view.h"
 #include "window/maps/heatmap_view.h"
+#include "window/maps/map_sources.h"
 #include "window/maps/tile_worker.h"
 
 namespace attnscope::app {
@@ -25,9 +26,9 @@ class RunMaps {
   // Once a frame. A new `revision`, tile size or weighting starts every map (layer * heads + head) of `forward`
   // on the grid's worker, square blocks drawn into tiles of tile_w x tile_h pixels (the grid fills its pane, so
   // tiles need not be square); until a map lands its tile keeps what it showed, or a neutral grey. `weighting`
-  // non-null: value-norm weighting (map_sources.h's valueNormScales of that checkpoint).
+  // on: value-norm weighting (map_sources.h).
   void syncGrid(const std::shared_ptr<const model::ForwardResult>& forward, int layers, int heads, unsigned revision,
-                int tile_w, int tile_h, const std::shared_ptr<const model::Model>& weighting = nullptr);
+                int tile_w, int tile_h, const MapWeighting& weighting = {});
   // Layers of the last syncGrid's forward on show (from the top: every head of each in); pending while fewer than
   // all, or while the grid of `revision` is not synced yet.
   int gridLayersShown() const { return shown_layers_; }
@@ -38,7 +39,7 @@ class RunMaps {
   // tokens), and zoomed past that the visible cells at screen resolution; grey until it lands.
   void drawMap(ImDrawList* list, const std::shared_ptr<const model::ForwardResult>& forward, int index,
                unsigned revision, ImVec2 p0, ImVec2 p1, const CellView& view, const MapContrast& contrast,
-               const std::shared_ptr<const model::Model>& weighting = nullptr);
+               const MapWeighting& weighting = {});
   // The top the grid's colours are drawn against under `contrast` (the largest weight of the layers on show under
   // Shared, 1 under Fixed and RowMax; PerHead: each its own, 0 returned), and the full-size map's (its own largest
   // under Shared and PerHead).
@@ -55,10 +56,10 @@ class RunMaps {
   int layers_ = 0, heads_ = 0, n_ = 0, tile_w_ = 0, tile_h_ = 0, shown_layers_ = 0;
   float shown_max_ = 0;  // the largest allowed weight of the layers on show (syncGrid)
   unsigned grid_revision_ = ~0u, starts_ = 0;
-  const model::Model* grid_weighting_ = nullptr;  // the grid's value-norm weighting (null: plain weights)
+  MapWeighting grid_weighting_;  // the grid's value-norm weighting
   int map_index_ = -1;
   unsigned map_revision_ = ~0u;
-  const model::Model* map_weighting_ = nullptr;  // the full-size map's
+  MapWeighting map_weighting_;  // the full-size map's
 };
 
 }  // namespace attnscope::app

@@ -172,20 +172,22 @@ void openLayerButton(AppState& state, ViewState& view, const std::string& label,
 }
 
 // The switches of the run's views, on the line of the grid's (or the map's) buttons while they fit: the rollout in
-// place of the heads, and value-norm weighting of the heads' maps (a checkpoint's: a tensor has no weights).
+// place of the heads, and value-norm weighting of the heads' maps (a checkpoint's, or a capture's with v and W_O: a
+// saved tensor has no values).
 void viewToggles(ViewState& view, const ModelSession& s) {
   bool on = view.run.rollout == 1;
   if (ImGui::Checkbox("rollout", &on)) view.run.rollout = on ? 1 : 0;
   probeItem("model.view.rollout");
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("the attention rollout of every layer, in place of the heads");
-  if (!s.checkpoint()) return;
+  if (!s.hasValueNorms()) return;
   valueNormSwitch(view, "model.view.value_norm", "model.value_norm_note", "the layer's largest",
                   view.run.rollout == 1);
 }
 
-// The weighting the heads' maps are drawn with: the checkpoint's value norms while the switch is on, else none.
-std::shared_ptr<const model::Model> mapWeighting(const ViewState& view, const ModelSession& s) {
-  return view.run.value_norm == 1 ? s.sharedCheckpoint() : nullptr;
+// The weighting the heads' maps are drawn with: value norms (the checkpoint's, or the capture's own) while the
+// switch is on and the subject has them, else none.
+MapWeighting mapWeighting(const ViewState& view, const ModelSession& s) {
+  return {view.run.value_norm == 1 && s.hasValueNorms(), s.sharedCheckpoint()};
 }
 
 void gridView(AppState& state, ViewState& view, ModelSession& s) {
@@ -314,7 +316,7 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
         const int i = std::min(n - 1, static_cast<int>((mouse.y - p0.y) / cell_y));
         const int j = std::min(n - 1, static_cast<int>((mouse.x - p0.x) / cell_x));
         const int blocks = std::min(n, std::max(tile_w, tile_h));  // as the renderer pools
-        cellTooltip(s, kv, l, h, i, j, (n + blocks - 1) / blocks, view.run.value_norm == 1);
+        cellTooltip(s, kv, l, h, i, j, (n + blocks - 1) / blocks, mapWeighting(view, s).on);
         if (ImGui::IsMouseClicked(ImGuiMouseButton_Left)) {
           s.layer = l, s.focus_head = h;
           view.run.zoom = CellView{0, 0, static_cast<float>(n), static_cast<float>(n)};
@@ -409,7 +411,7 @@ void focusView(AppState& state, ViewState& view, ModelSession& s) {
     if (i >= 0 && i < n && j >= 0 && j < n) {
       const ImVec2 q0(m0.x + (static_cast<float>(j) - z.col0) * cell, m0.y + (static_cast<float>(i) - z.row0) * cell);
       list->AddRect(q0, ImVec2(q0.x + cell, q0.y + cell), IM_COL32_WHITE, 0, 0, 2.0f);
-      cellTooltip(s, kv, l, h, i, j, 1, view.run.value_norm == 1);
+      cellTooltip(s, kv, l, h, i, j, 1, mapWeighting(view, s).on);
     }
   }
 }

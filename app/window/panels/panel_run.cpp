@@ -70,9 +70,10 @@ void tensorCard(const ModelSession& s) {
     textWrappedAtSpaces(s.title());
     probeItem("subject.tensor.name");
     const std::string shape = formatted("(%d, %d, %d, %d)", f.layout.n_layer, f.layout.n_head, f.n, f.n);
-    textWrappedAtSpaces(formatted("queries and keys of %d layers x %d heads (%d KV heads), %d tokens: each map "
-                                  "computed from them when shown",
-                                  f.layout.n_layer, f.layout.n_head, f.layout.n_kv_head, f.n));
+    textWrappedAtSpaces(formatted("queries and keys of %d layers x %d heads (%d KV heads), %d tokens%s: each map "
+                                  "computed from them when shown, a layer read when first shown",
+                                  f.layout.n_layer, f.layout.n_head, f.layout.n_kv_head, f.n,
+                                  s.hasValueNorms() ? ", with values and W_O's rows (value norms)" : ""));
     probeItem("subject.tensor.shape");
     probeNote("subject.tensor.shape", shape);
     return;

@@ -22,10 +22,10 @@
 namespace attnscope::app {
 
 TokenViewValues tokenViewValues(const model::ForwardResult& f, int layer, const TokenViewState& state,
-                                const model::Model* checkpoint) {
+                                const MapWeighting& weighting) {
   const int n = f.n, heads = f.layout.n_head, token = state.token;
   const bool to_it = state.to_it == 1;
-  const Matrix key_scales = checkpoint ? valueNormScales(*checkpoint, f, layer) : Matrix();  // (heads, n)
+  const Matrix key_scales = weighting.on ? valueNormScales(weighting.checkpoint.get(), f, layer) : Matrix();  // (heads, n)
   TokenViewValues out;
   out.w.assign(static_cast<std::size_t>(n), 0.0);
   out.masked.assign(static_cast<std::size_t>(n), 1);
@@ -41,7 +41,7 @@ TokenViewValues tokenViewValues(const model::ForwardResult& f, int layer, const 
     const Tile tile = f.tile(layer, r);
     for (int k = 0; k < n; ++k) {
       const int i = to_it ? k : 0, j = to_it ? 0 : k;
-      const double scale = checkpoint ? key_scales(h, to_it ? token : k) : 1.0;
+      const double scale = weighting.on ? key_scales(h, to_it ? token : k) : 1.0;
       out.w[static_cast<std::size_t>(k)] += tile.values(i, j) * scale;
       if (tile.masked.size() == 0 || !tile.masked(i, j)) out.masked[static_cast<std::size_t>(k)] = 0;
     }
@@ -52,17 +52,17 @@ TokenViewValues tokenViewValues(const model::ForwardResult& f, int layer, const 
 
 TokenText tokenViewText(const model::ForwardResult& forward, const std::vector<std::string>& labels,
                         const std::string& subject, int layer, const TokenViewState& state,
-                        const model::Model* checkpoint) {
-  const TokenViewValues v = tokenViewValues(forward, layer, state, checkpoint);
+                        const MapWeighting& weighting) {
+  const TokenViewValues v = tokenViewValues(forward, layer, state, weighting);
   TokenText t;
   const std::string heads = state.head < 0 ? "mean of " + std::to_string(forward.layout.n_head) + " heads"
                                            : "head " + std::to_string(state.head + 1);
   t.title = subject + " layer " + std::to_string(layer + 1) + ", " + heads + ": attention " +
             (state.to_it ? "to" : "from") + " token " + std::to_string(state.token) + " '" +
             axisLabel(labels[static_cast<std::size_t>(state.token)]) + "'" +
-            (checkpoint ? ", weights x value norms" : "");
-  t.scale_label = checkpoint ? "weight x value norm / largest norm" : "attention weight";
-  t.value_name = checkpoint ? "weight_x_value_norm" : "weight";
+            (weighting.on ? ", weights x value norms" : "");
+  t.scale_label = weighting.on ? "weight x value norm / largest norm" : "attention weight";
+  t.value_name = weighting.on ? "weight_x_value_norm" : "weight";
   t.tokens = labels;
   t.values.assign(v.w.begin(), v.w.end());
   t.masked = v.masked;
@@ -104,8 +104,8 @@ void drawTokenView(TokenViewState& tokens, bool value_norms, ModelSession& s) {
 
   // Recomputed only when what it shows changes: a forward without kept maps pays O(n d) per head for the tiles,
   // which a frame loop must not repeat.
-  // Value norms weigh it as they weigh the grid (a checkpoint's; a tensor has none).
-  const bool weighted = value_norms && s.checkpoint() != nullptr;
+  // Value norms weigh it as they weigh the grid (a checkpoint's or a capture's; a saved tensor has none).
+  const bool weighted = value_norms && s.hasValueNorms();
   struct Shown {
     unsigned revision = 0;
     int layer = -1, head = -2, token = -1, to_it = -1;
@@ -116,7 +116,7 @@ void drawTokenView(TokenViewState& tokens, bool value_norms, ModelSession& s) {
   static Shown cache;
   if (cache.revision != s.revision() + 1 || cache.layer != s.layer || cache.head != tokens.head ||
       cache.token != token || cache.to_it != tokens.to_it || cache.weighted != weighted) {
-    TokenViewValues values = tokenViewValues(f, s.layer, tokens, weighted ? s.checkpoint() : nullptr);
+    TokenViewValues values = tokenViewValues(f, s.layer, tokens, MapWeighting{weighted, s.sharedCheckpoint()});
     cache.w = std::move(values.w);
     cache.masked = std::move(values.masked);
     cache.revision = s.revision() + 1, cache.layer = s.layer, cache.head = tokens.head, cache.token = token;

@@ -6,11 +6,7 @@
 #include <vector>
 
 #include "attnscope/export/token_text.h"
-
-namespace attnscope::model {
-struct ForwardResult;
-struct Model;
-}  // namespace attnscope::model
+#include "window/maps/map_sources.h"
 
 namespace attnscope::app {
 
@@ -22,18 +18,18 @@ struct TokenViewState {
 
 // The weights of `token` in `layer` for `head` (or every head's mean where head < 0): its row (from it) or its
 // column (to it), (n), `masked` 1 where no head may attend (a key after a causal query). One row or one column
-// tile per head, so a forward without kept maps recomputes O(n d) per head, not a map. `checkpoint` non-null:
-// each weight times its key's value-norm scale (valueNormScales: the norm over the layer's largest), as the grid.
+// tile per head, so a forward without kept maps recomputes O(n d) per head, not a map. `weighting` on: each weight
+// times its key's value-norm scale (valueNormScales: the norm over the layer's largest), as the grid.
 struct TokenViewValues {
   std::vector<double> w;
   std::vector<char> masked;
 };
 TokenViewValues tokenViewValues(const model::ForwardResult& forward, int layer, const TokenViewState& state,
-                                const model::Model* checkpoint);
+                                const MapWeighting& weighting);
 // What the view shows as a token text (token_text.h): titled "<subject> layer L, head H: attention from token k
 // 'cat'" ("mean of 12 heads", "to token k"), the tokens as `labels`, the values as tokenViewValues gives them.
 TokenText tokenViewText(const model::ForwardResult& forward, const std::vector<std::string>& labels,
                         const std::string& subject, int layer, const TokenViewState& state,
-                        const model::Model* checkpoint);
+                        const MapWeighting& weighting);
 
 }  // namespace attnscope::app

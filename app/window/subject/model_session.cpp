@@ -196,6 +196,7 @@ void ModelSession::showTensor(arrays::AttentionTensor tensor, const std::string&
   for (const std::string& label : labels_)
     ids_.push_back(distinct.emplace(label, static_cast<int>(distinct.size())).first->second);
   tensor_name_ = tensor.tensor_name;
+  tensor_value_norms_ = tensor.value_norms;
   tensor_file_ = path;
   ran_text_.clear();
   analysis_layer_ = -1;

@@ -65,6 +65,8 @@ class ModelSession {
   // The checkpoint that made forward(); null while a tensor is shown.
   const model::Model* checkpoint() const { return tensor_file_.empty() ? checkpoint_.get() : nullptr; }
   std::shared_ptr<const model::Model> sharedCheckpoint() const { return tensor_file_.empty() ? checkpoint_ : nullptr; }
+  // Whether the maps can be weighted by value norms: a checkpoint's, or a capture's that stores v and W_O's rows.
+  bool hasValueNorms() const { return checkpoint() != nullptr || (!tensor_file_.empty() && tensor_value_norms_); }
   // The checkpoint's layers x heads and each head's kv head (call only with a checkpoint).
   const model::HeadLayout& layout() const { return forward_->layout; }
   int numLayers() const { return checkpoint_->layout().n_layer; }
@@ -224,6 +226,7 @@ class ModelSession {
   unsigned checkpoint_revision_ = 0;  // bumped when another checkpoint is loaded
   std::string tensor_file_;           // "" unless a tensor is shown
   std::string tensor_name_;           // the tensor chosen in it ("" for a .npy file)
+  bool tensor_value_norms_ = false;   // the tensor carries value norms (arrays::AttentionTensor::value_norms)
   int analysis_layer_ = -1;           // the layer analysis_ describes
   arrays::TensorLayerAnalysis analysis_;
 };

@@ -226,9 +226,12 @@ AttentionTensor readCapture(const std::string& dir, std::size_t budget) {
   // Every layer's file checked now (its header: tensors, dtypes and shapes against bytes), its numbers when read.
   const CaptureShape shape{heads, kv_heads, n, d};
   std::vector<std::string> paths;
+  t.value_norms = true;
   for (const std::string& file : files) {
     paths.push_back((std::filesystem::path(dir) / file).string());
-    checkCaptureLayer(model::SafetensorsFile(paths.back()), shape);
+    const model::SafetensorsFile layer(paths.back());
+    checkCaptureLayer(layer, shape);
+    t.value_norms = t.value_norms && layer.has("v");
   }
   t.forward.layout = layout;
   t.forward.n = n;

@@ -226,10 +226,10 @@ ExportWeighting sceneWeighting(const AppState& state, const ViewState& view) {
   return {true, ""};
 }
 
-// A checkpoint run's: a map, a layer's heads or every layer (a saved tensor has no values).
+// A checkpoint run's or a capture's with values: a map, a layer's heads or every layer (a saved tensor has none).
 ExportWeighting modelWeighting(const ViewState& view, const ModelSession& s, int what) {
   if (view.run.value_norm != 1) return {};
-  if (!s.checkpoint())
+  if (!s.hasValueNorms())
     return {false, "value norms: a saved tensor holds no values (W_V, W_O), so this file holds the weights"};
   if (what == 3) return {false, "value norms: the similarity is of the plain weights"};
   if (what == 4) return {false, "value norms: the rollout is of the plain weights"};
@@ -244,7 +244,8 @@ model::KeyScales modelValueNorms(const RunSnapshot& s, int layer) {
   model::KeyScales norms(static_cast<std::size_t>(s.layout().n_layer));
   for (int l = 0; l < s.layout().n_layer; ++l)
     if (layer < 0 || l == layer)
-      norms[static_cast<std::size_t>(l)] = model::valueNorms(*s.checkpoint, *s.forward, l);
+      norms[static_cast<std::size_t>(l)] =
+          s.checkpoint ? model::valueNorms(*s.checkpoint, *s.forward, l) : model::carriedValueNorms(*s.forward, l);
   return norms;
 }
 
@@ -260,7 +261,7 @@ std::string modelExportBytes(const RunSnapshot& s, int what, ExportFormat format
                              const MapContrast& contrast, int dpi, const FigureSize& size, bool weighted) {
   if (what == 4) return rolloutBytes(s, format, contrast, dpi, size);
   if (what == 6) {  // the token view, as it shows (weighted when the view is)
-    TokenText t = tokenViewText(*s.forward, s.labels, s.title, s.layer, s.tokens, weighted ? s.checkpoint.get() : nullptr);
+    TokenText t = tokenViewText(*s.forward, s.labels, s.title, s.layer, s.tokens, MapWeighting{weighted, s.checkpoint});
     t.dpi = dpi;
     t.size = size;
     return tokenTextBytes(t, format);

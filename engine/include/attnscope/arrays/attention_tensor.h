@@ -18,6 +18,7 @@ struct AttentionTensor {
   model::ForwardResult forward;     // maps layer * heads + head, each (n, n); forward.layout: layers x heads
   std::vector<std::string> tokens;  // n
   std::string tensor_name;          // the chosen array ("" for a .npy file)
+  bool value_norms = false;         // a capture whose every layer stores v and W_O's rows (model::carriedValueNorms)
 };
 
 // Rows of a weight map must sum to 1 within this (float32 softmax rows sum to 1 within ~1e-6; fp16 within ~1e-3).

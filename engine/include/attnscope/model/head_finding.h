@@ -96,6 +96,9 @@ nlohmann::ordered_json logitAttributionJson(const LogitAttribution& dla);
 // in float32 takes them through float32ValueNorms (analysis/value_norms.h), which refuses such a norm by name.
 Matrix valueNorms(const Model& model, const ForwardResult& forward, int layer);
 Eigen::MatrixXd valueNormsDouble(const Model& model, const ForwardResult& forward, int layer);
+// The value norms a forward carries itself, with no model: a capture storing v and W_O's rows (arrays/capture.h,
+// HeadResult::value_norm). (n_head, n) of `layer`; InputError "value norms" when that layer has none.
+Matrix carriedValueNorms(const ForwardResult& forward, int layer);
 
 // `length` ids drawn uniformly from [0, vocab_size) by a seeded generator (the same ids for the same seed on
 // every machine), then the same `length` ids again: on the second half an induction head attends to the token

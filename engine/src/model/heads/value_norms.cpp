@@ -1,6 +1,7 @@
 // Value-norm weighting (head_finding.h): per head and key, the norm of what the head writes for that key,
 // ||(x_j W_V + b_V) W_O^h||, from the layer's kept attention input. Through head_dim x head_dim Grams of W_O's rows:
 // never the (n, d) product per head.
+#include <memory>
 #include <string>
 
 #include "attnscope/error.h"
@@ -45,6 +46,23 @@ Eigen::MatrixXd valueNormsDouble(const Model& model, const ForwardResult& forwar
 
 Matrix valueNorms(const Model& model, const ForwardResult& forward, int layer) {
   return valueNormsDouble(model, forward, layer).cast<float>();
+}
+
+Matrix carriedValueNorms(const ForwardResult& forward, int layer) {
+  if (layer < 0 || layer >= forward.layout.n_layer)
+    throw InputError("layer", "0 to " + std::to_string(forward.layout.n_layer - 1), std::to_string(layer));
+  if (forward.keepsMaps())
+    throw InputError("value norms", "a forward that carries them (a capture with v and w_o)", "kept maps only");
+  const std::shared_ptr<const Result> r = forward.layerStats(layer);
+  Matrix norms(forward.layout.n_head, forward.n);
+  for (int h = 0; h < forward.layout.n_head; ++h) {
+    const RowVector& row = r->heads.at(static_cast<std::size_t>(h)).value_norm;
+    if (row.size() != forward.n)
+      throw InputError("value norms", "layer " + std::to_string(layer) + "'s v and w_o (a capture with values=True)",
+                       "none");
+    norms.row(h) = row;
+  }
+  return norms;
 }
 
 }  // namespace attnscope::model
