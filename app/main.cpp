@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "attnscope/atomic_file.h"
+#include "attnscope/compute/blas_kernels.h"
 #include "attnscope/error.h"
 #include "attnscope/text_bounds.h"
 #include "cli/cli.h"
@@ -99,6 +100,7 @@ int runCommand(const std::vector<std::string>& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  attnscope::rerunWithFasterBlasKernels(argv);  // before anything: OpenBLAS on its SSE3 fallback is 4x slower
   // A standard descriptor closed by the caller (`>&-`) holds /dev/null opened the wrong way round, so that a
   // file the command opens never becomes its standard output, and a write there still fails (EBADF).
   for (int fd = 0; fd <= 2; ++fd)

@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "attnscope/compute/blas_kernels.h"
 #include "attnscope/compute/scene_rope.h"
 #include "attnscope/compute/similarity.h"
 #include "attnscope/compute/thread_limit.h"
@@ -253,7 +254,8 @@ CpuBackend::CpuBackend(int threads)
                         threads > 0 ? threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency())))) {}
 
 std::string CpuBackend::device() const {
-  return cpuModelName() + ", " + std::to_string(threads_) + " thread" + (threads_ == 1 ? "" : "s") + " (Eigen)";
+  return cpuModelName() + ", " + std::to_string(threads_) + " thread" + (threads_ == 1 ? "" : "s") +
+         " (Eigen, OpenBLAS " + blasCoreName() + " kernels)";
 }
 
 void CpuBackend::computeInto(const Scene& scene, Result& result, const ComputeOptions& options) {
