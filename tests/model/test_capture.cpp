@@ -228,6 +228,7 @@ TEST(Capture, MalformedCapturesAreRefusedNamingTheField) {
       {"scale", [](json& j) { j["scale"] = -1; }},
       {"softcap", [](json& j) { j["softcap"] = -30.0; }},
       {"sliding_window", [](json& j) { j["sliding_window"] = {5}; }},
+      {"key_padding", [](json& j) { j["key_padding"] = {1, 0}; }},  // 2 flags for 30 keys
       {"tokens", [](json& j) { j["tokens"].erase(0); }},
       {"files", [](json& j) { j["files"][0] = "../elsewhere.safetensors"; }},
       {"'q' shape", [](json& j) { j["head_dim"] = 9; }},  // the layer file's q is then of another shape
@@ -314,6 +315,56 @@ TEST(Capture, ValueNormsFromVAndWO) {
   }
   std::printf("value norms from the capture: worst relative error %.3g\n", worst);
   EXPECT_LE(worst, 1e-5);
+}
+
+// A padded batch row (capture.json's key_padding, from Capture(attention_mask=...)): the first 3 of 12 keys padded,
+// never attended; the rows of padded queries (every key they may see padded) all 0. Against the softmax written out
+// here in double over the stored (scaled) q and k: float32 scores of 8-term dots, within 1e-5 (seen printed). With
+// the capture's own log-sum-exp too (0 for a row with no allowed key: its cells are masked).
+TEST(Capture, PaddedKeysAreNeverAttended) {
+  ATTNSCOPE_REQUIRE_PYTHON_MODULE("torch");
+  for (const bool lse : {false, true}) {
+    const std::string base = model_test::tempDir(), dir = base + "/capture";
+    const std::string script =
+        std::string("import sys, torch; sys.path.insert(0, '") + ATTNSCOPE_SOURCE_DIR +
+        "/tools/capture'); import attnscope_capture as ac\n"
+        "torch.manual_seed(3); n = 12\n"
+        "c = ac.Capture(sys.argv[1], model='padded', attention_mask=[0] * 3 + [1] * (n - 3), lse=" +
+        (lse ? "True" : "False") +
+        ")\n"
+        "class M: layer_idx = 0; training = False\n"
+        "allowed = torch.ones(n, n, dtype=torch.bool).tril(); allowed[3:, :3] = False\n"
+        "c.attention(M(), 2 * torch.randn(1, 4, n, 8), 2 * torch.randn(1, 2, n, 8), torch.randn(1, 2, n, 8),\n"
+        "            allowed[None, None], scaling=8 ** -0.5)\n"
+        "c.save()\n";
+    std::ofstream(base + "/padded.py") << script;
+    const model_test::CommandRun r =
+        model_test::run(std::string(model_test::kPython) + " '" + base + "/padded.py' '" + dir + "'");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const attnscope::arrays::AttentionTensor t = readCapture(dir);
+    ASSERT_EQ(t.forward.layout.key_padding.size(), 12u);
+    const std::shared_ptr<const attnscope::Result> layer = t.forward.layerStats(0);
+    double worst = 0;
+    for (int h = 0; h < 4; ++h) {
+      const attnscope::HeadResult& hr = layer->heads[static_cast<std::size_t>(h)];
+      const Matrix got = t.forward.map(0, h);
+      for (int i = 0; i < 12; ++i) {
+        std::vector<double> w(12, 0.0);
+        double top = -INFINITY, sum = 0;
+        for (int j = 3; j <= i; ++j) top = std::max(top, static_cast<double>(hr.q.row(i).dot(hr.k().row(j))));
+        for (int j = 3; j <= i; ++j) sum += w[j] = std::exp(static_cast<double>(hr.q.row(i).dot(hr.k().row(j))) - top);
+        for (int j = 0; j < 12; ++j) {
+          const double want = sum > 0 ? w[j] / sum : 0.0;
+          worst = std::max(worst, std::abs(got(i, j) - want));
+          if (j < 3 || j > i) {
+            EXPECT_EQ(got(i, j), 0.0f) << "masked cell " << i << "," << j;
+          }
+        }
+      }
+    }
+    std::printf("padded keys%s: worst map error %.3g\n", lse ? ", stored lse" : "", worst);
+    EXPECT_LE(worst, model_test::kWeightTol);
+  }
 }
 
 }  // namespace

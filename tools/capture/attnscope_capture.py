@@ -68,14 +68,16 @@ def eager_attention(module, query, key, value, attention_mask, scaling=None, dro
     return (weights @ value).transpose(1, 2).contiguous(), weights
 
 
-def row_log_sum_exp(q, k, scale, causal, window, softcap=0, block=1024):
-    """(heads, n) float32: per query row, log sum_j exp(s_ij) over its allowed keys (j <= i when causal, and
-    j > i - window with a sliding window), s = scale q k^T in float32, soft-capped (s -> c tanh(s / c)) when
-    softcap > 0; q (heads, n, d), k (kv_heads, n, d) on any device, blocks of `block` query rows at a time."""
+def row_log_sum_exp(q, k, scale, causal, window, softcap=0, key_padding=None, block=1024):
+    """(heads, n) float32: per query row, log sum_j exp(s_ij) over its allowed keys (j <= i when causal, j > i -
+    window with a sliding window, and not a padded key: key_padding[j] 1), s = scale q k^T in float32, soft-capped
+    (s -> c tanh(s / c)) when softcap > 0; 0 for a row with no allowed key (its cells are masked: any finite value
+    serves); q (heads, n, d), k (kv_heads, n, d) on any device, blocks of `block` query rows at a time."""
     heads, n, _ = q.shape
     k = k.float().repeat_interleave(heads // k.shape[0], dim=0)
     out = torch.empty(heads, n, dtype=torch.float32, device=q.device)
     j = torch.arange(n, device=q.device)[None, :]
+    padded = torch.tensor(key_padding, dtype=torch.bool, device=q.device)[None, :] if key_padding else None
     for r0 in range(0, n, block):
         i = torch.arange(r0, min(n, r0 + block), device=q.device)[:, None]
         s = (q[:, r0:r0 + block].float() @ k.transpose(-1, -2)) * scale  # (heads, rows, n)
@@ -86,8 +88,10 @@ def row_log_sum_exp(q, k, scale, causal, window, softcap=0, block=1024):
             allowed &= j <= i
         if window:
             allowed &= j > i - window
+        if padded is not None:
+            allowed &= ~padded
         out[:, r0:r0 + block] = torch.logsumexp(s.masked_fill(~allowed, float("-inf")), dim=-1)
-    return out
+    return torch.nan_to_num(out, neginf=0.0)
 
 
 def stock_attention(module, query, key, value, attention_mask, **kwargs):
@@ -106,6 +110,8 @@ class Capture:
     token_ids, tokens: the run's token ids and their texts (tokens default to the ids as text)
     dtype:     what q and k are stored as (torch.float32, torch.float16 or torch.bfloat16; default float32)
     causal:    the model's mask (False for an encoder)
+    attention_mask: the tokenizer's attention mask of the captured row (1 a token, 0 padding; a list or a tensor of
+               n): padded keys are never attended in attnscope's maps (None: no padding)
     values:    also store each layer's v (kv_heads, n, d) and its heads' rows of W_O (heads, d, d_model, from
                module.o_proj.weight), so that attnscope weights the maps by value norms ||v_j W_O^h||
     lse:       also store each query row's log-sum-exp of its scaled, masked scores, computed here where q and k
@@ -117,9 +123,10 @@ class Capture:
     """
 
     def __init__(self, out_dir, model="", token_ids=None, tokens=None, dtype=torch.float32, causal=True,
-                 rank=0, world_size=1, lse=False, values=False):
+                 rank=0, world_size=1, lse=False, values=False, attention_mask=None):
         self.out_dir, self.model, self.dtype, self.causal, self.lse = out_dir, model, dtype, causal, lse
         self.values = values
+        self.key_padding = None if attention_mask is None else [0 if int(m) else 1 for m in list(attention_mask)]
         self.token_ids = list(token_ids) if token_ids is not None else None
         self.tokens = list(tokens) if tokens is not None else None
         self.rank, self.world_size = rank, world_size
@@ -142,7 +149,7 @@ class Capture:
         kept = {"q": query[0].detach().to("cpu", self.dtype), "k": key[0].detach().to("cpu", self.dtype)}
         if self.lse:
             kept["lse"] = row_log_sum_exp(query[0].detach(), key[0].detach(), scale, self.causal,
-                                          self.windows[layer], softcap).to("cpu")
+                                          self.windows[layer], softcap, self.key_padding).to("cpu")
         if self.values:  # o_proj.weight (d_model, heads d): head h's rows of W_O are its columns, transposed
             heads, d = query.shape[1], query.shape[3]
             w_o = module.o_proj.weight.detach()
@@ -170,7 +177,8 @@ class Capture:
         info = {"format": FORMAT, "version": VERSION, "model": self.model, "n_layer": len(layers),
                 "n_head": q.shape[0] * self.world_size, "n_kv_head": k.shape[0] * self.world_size,
                 "head_dim": q.shape[2], "n_tokens": n, "scale": self.scale, "softcap": self.softcap or 0,
-                "causal": self.causal, "sliding_window": [self.windows[l] for l in layers], "token_ids": ids,
+                "causal": self.causal, "sliding_window": [self.windows[l] for l in layers],
+                "key_padding": self.key_padding, "token_ids": ids,
                 "tokens": self.tokens if self.tokens is not None else [str(i) for i in ids],
                 "files": [f"layer_{l:03d}.safetensors" for l in layers]}
         name = "capture.json" if self.world_size == 1 else f"capture.rank{self.rank}.json"

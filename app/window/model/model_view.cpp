@@ -57,6 +57,8 @@ void cellTooltip(const ModelSession& s, const std::vector<int>& kv, int layer, i
     ImGui::TextUnformatted("masked (causal: a later token)");
   else if (window > 0 && j <= i - window)
     ImGui::Text("masked (sliding window: the last %d keys)", window);
+  else if (!s.layout().keyAllowed(layer, i, j))
+    ImGui::TextUnformatted("masked (a padding key)");
   else if (s.forward().reader && !s.forward().reader->ready(layer, head))  // a capture's layer not read yet
     ImGui::TextDisabled("weight: once the layer is read (the map's worker reads it)");
   else

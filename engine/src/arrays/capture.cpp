@@ -93,8 +93,15 @@ void captureRowStatistics(const Matrix& q, const Matrix& k, const model::HeadLay
         m[i] = -std::numeric_limits<float>::infinity(), l[i] = 0;
         continue;
       }
-      const auto run = s.row(r).segment(lo, hi - lo).array();
+      auto run = s.row(r).segment(lo, hi - lo).array();
+      if (!layout.key_padding.empty())  // a padded key takes no part: -inf, exp gives 0
+        for (int j = lo; j < hi; ++j)
+          if (layout.key_padding[static_cast<std::size_t>(j)]) run[j - lo] = -std::numeric_limits<float>::infinity();
       const float top = run.maxCoeff();
+      if (top == -std::numeric_limits<float>::infinity()) {  // every key of the row padded
+        m[i] = top, l[i] = 0;
+        continue;
+      }
       m[i] = top, l[i] = static_cast<float>((run - top).exp().template cast<double>().sum());
     }
   }
@@ -195,6 +202,19 @@ AttentionTensor readCapture(const std::string& dir, std::size_t budget) {
         throw InputError(name + ": sliding_window", "integers from 0 (none) to 4194304", describeJson(x));
       layout.window.push_back(static_cast<int>(x.get<long long>()));
     }
+  }
+  if (j.contains("key_padding") && !j["key_padding"].is_null()) {
+    const nlohmann::json& p = j["key_padding"];
+    if (!p.is_array() || static_cast<int>(p.size()) != n)
+      throw InputError(name + ": key_padding", std::to_string(n) + " flags (n_tokens), 1 for a padded key",
+                       describeJson(p));
+    for (const nlohmann::json& x : p) {
+      if (!(x.is_boolean() || (x.is_number_integer() && (x.get<long long>() == 0 || x.get<long long>() == 1))))
+        throw InputError(name + ": key_padding", "0 or 1 (or false or true) for each key", describeJson(x));
+      layout.key_padding.push_back(x.is_boolean() ? x.get<bool>() : x.get<long long>() == 1);
+    }
+    if (std::none_of(layout.key_padding.begin(), layout.key_padding.end(), [](std::uint8_t f) { return f != 0; }))
+      layout.key_padding.clear();  // none padded: no rule to apply
   }
   AttentionTensor t;
   t.tensor_name = j.contains("model") && j["model"].is_string() ? j["model"].get<std::string>() : "";

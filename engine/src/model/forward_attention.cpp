@@ -157,6 +157,7 @@ Scene ForwardResult::tileScene(int layer, bool with_window) const {
   } else {
     s.mask = layout.causal ? MaskKind::Causal : MaskKind::None;
   }
+  s.key_padding = layout.key_padding;
   return s;
 }
 

@@ -21,8 +21,8 @@ inline constexpr int kCaptureVersion = 1;
 bool isCaptureFolder(const std::string& path);
 
 // The capture in folder `dir`: each layer's q (heads, n, head_dim) and k (kv_heads, n, head_dim) (F32, F16 or
-// BF16), scaled by capture.json's scale, soft-capped by its softcap, the mask (causal, a sliding window per layer)
-// and the KV grouping. Opening reads capture.json and each layer file's header only: the layers are read when a
+// BF16), scaled by capture.json's scale, soft-capped by its softcap, the mask (causal, a sliding window per layer,
+// padded keys) and the KV grouping. Opening reads capture.json and each layer file's header only: the layers are read when a
 // map of theirs is first asked (the forward's LayerReader, two held at a time: memory O(n d) for the layer on
 // show), and each head's row statistics (m, l) are taken from the layer's optional lse (heads, n), the log-sum-exp
 // of the row's scaled (capped) scores as FlashAttention returns it, or else worked out in one pass over the keys on

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <list>
 #include <memory>
@@ -70,13 +71,17 @@ struct HeadLayout {
   std::vector<int> window;
   // Keys after the query are masked (a decoder's forward); false for a saved tensor, whose every cell is shown.
   bool causal = true;
+  // Per key, 1 = padding, never attended (a capture of a padded batch row); empty = none.
+  std::vector<std::uint8_t> key_padding;
   int windowOf(int layer) const {
     return layer >= 0 && layer < static_cast<int>(window.size()) ? window[static_cast<std::size_t>(layer)] : 0;
   }
-  // Whether query i of `layer` reads key j: not after it (causal), nor at or before i - W (a sliding window W).
+  // Whether query i of `layer` reads key j: not after it (causal), nor at or before i - W (a sliding window W), nor
+  // a padded key.
   bool keyAllowed(int layer, int i, int j) const {
     const int w = windowOf(layer);
-    return !(causal && j > i) && !(w > 0 && j <= i - w);
+    return !(causal && j > i) && !(w > 0 && j <= i - w) &&
+           !(!key_padding.empty() && key_padding[static_cast<std::size_t>(j)]);
   }
 };
 
