@@ -191,6 +191,26 @@ TEST(ModelTiles, MistralWindowPastTheLimitMatchesKeptMapsAndNumPy) {
   EXPECT_LE(worst, kSameTol);
 }
 
+TEST(ModelTiles, Gemma2SoftCapPastTheLimitMatchesKeptMapsAndNumPy) {
+  // Gemma 2 with its scores soft-capped at 1 (the cap bites: the tiny model's scores reach several units), 151
+  // tokens (two blocks of query rows), a sliding window of 40 on even layers: the forward past the maps limit keeps
+  // the statistics of the capped scores (attendHeadStats), and the tiles cap what they recompute (score_cap).
+  const std::string dir = model_test::tempDir() + "/ckpt";
+  const model_test::CommandRun made = model_test::run(
+      std::string(model_test::kPython) + " '" + ATTNSCOPE_SOURCE_DIR + "/tests/model/gemma_reference.py' '" + dir +
+      "' --family gemma2 --softcap 1 --window 40 --text '" + model_test::kLong + "'");
+  ASSERT_EQ(made.status, 0) << made.err;
+  const json expected = json::parse(model_test::slurp(dir + "/expected.json"));
+  const model::Model m = model::loadModel(dir);
+  const std::vector<int> ids = idsOf(expected);
+  const model::ForwardResult kept = model::modelForward(m, ids, {.maps = attnscope::MapPolicy::Keep});
+  const model::ForwardResult tiled = model::modelForward(m, ids, {.maps = attnscope::MapPolicy::Drop});
+  ASSERT_EQ(tiled.stats.size(), 2u);
+  EXPECT_EQ(tiled.stats[0].score_cap, 1.0f);
+  compareForwards("Gemma 2", kept, tiled, expected);
+  expectSameGrid(kept, tiled, labels(m, ids), -1);
+}
+
 TEST(ModelTiles, ForwardMemoryPastTheLimitIsLinearInTokens) {
   // A Qwen3-0.6B-shaped config: 28 layers, 16 query heads on 8 kv heads, head_dim 128, hidden 1024, inter 3072.
   model::LlamaConfig c;

@@ -44,7 +44,7 @@ void attendHead(const HeadColumns& q, const HeadColumns& k, const HeadColumns& v
 }
 
 void attendHeadStats(const HeadColumns& q, const HeadColumns& k, const HeadColumns& v, int window, bool causal,
-                     HeadOutput out, HeadResult& stats) {
+                     HeadOutput out, HeadResult& stats, float softcap) {
   constexpr long kRows = 128, kKeys = 256;  // a (128, 256) score block: 128 KiB, in cache, big enough for BLAS
   const long n = q.rows();
   stats.row_max.resize(n);
@@ -61,6 +61,7 @@ void attendHeadStats(const HeadColumns& q, const HeadColumns& k, const HeadColum
     for (long k0 = first; k0 < key_end; k0 += kKeys) {  // key blocks wholly after every query are never computed
       const long k1 = std::min(key_end, k0 + kKeys), kn = k1 - k0;
       s.noalias() = q.middleRows(r0, rows) * k.middleRows(k0, kn).transpose();  // (rows, kn), Q already scaled
+      if (softcap > 0) s = ((s.array() * (1.0f / softcap)).tanh() * softcap).matrix();  // before the mask
       for (long r = 0; r < rows; ++r) {
         const long i = r0 + r;
         const long lo = std::max(k0, window > 0 ? i - window + 1 : 0L);  // keys [lo, hi)

@@ -27,9 +27,10 @@ void attendHead(const HeadColumns& q, const HeadColumns& k, const HeadColumns& v
 // The same attention flash-style, writing no (n, n) map: key blocks of 256 against blocks of 128 query rows with
 // an online softmax (the running max m and sum l rescaled as each block raises m), blocks wholly masked (after the
 // query, before its window) never computed. weights * v into `out` (n, dh); m and l into stats.row_max/row_sum
-// (n), from which tiles recompute any weight.
+// (n), from which tiles recompute any weight. softcap > 0: scores capped as attendHead's (the statistics are then of
+// the capped scores: the layer's Result::score_cap says so to the tiles).
 void attendHeadStats(const HeadColumns& q, const HeadColumns& k, const HeadColumns& v, int window, bool causal,
-                     HeadOutput out, HeadResult& stats);
+                     HeadOutput out, HeadResult& stats, float softcap = 0);
 
 // What a layer scene is built from, checked: 0 <= layer < n_layer, a forward run with keep_ln1 (one input per
 // layer), one token label per position.

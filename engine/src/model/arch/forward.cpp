@@ -105,14 +105,10 @@ void normInPlace(const Architecture& a, const NormView& slot, Matrix& x, Matrix&
   checkStage(x, l, stage);
 }
 
-// Whether the forward keeps every map. Gemma 2's soft-capped scores cannot be recomputed by the tiles from Q, K, m
-// and l (they know no cap), so its maps are always kept (within the memory budget), and dropping them is refused.
+// Whether the forward keeps every map (Gemma 2's soft-capped ones too: the tiles cap what they recompute,
+// Result::score_cap).
 bool keepsMaps(const Architecture& a, int n, MapPolicy policy) {
-  if (a.attn_softcap <= 0) return forwardKeepsMaps(a.n_layer, a.n_head, n, policy);
-  if (policy == MapPolicy::Drop)
-    throw InputError("maps", "kept (attn_logit_softcapping: soft-capped maps cannot be recomputed from Q, K and row "
-                             "statistics)", "dropped");
-  return true;
+  return forwardKeepsMaps(a.n_layer, a.n_head, n, policy);
 }
 
 // A backend's layer result without maps into the forward's stats: Q scaled as the tiles' scale-1 scene reads it,
@@ -163,6 +159,7 @@ void attendLayer(const Architecture& a, int l, const Matrix& qkv, Matrix& concat
   const bool kept = r.keepsMaps();
   Result* stats = kept ? nullptr : &r.stats[static_cast<std::size_t>(l)];
   if (stats) {  // K once per kv head, shared by its group's query heads
+    stats->score_cap = softcap;  // the row statistics are of the capped scores; the tiles cap theirs
     stats->heads.resize(static_cast<std::size_t>(a.n_head));
     for (int h = 0; h < a.n_head; ++h) {
       HeadResult& hr = stats->heads[static_cast<std::size_t>(h)];
@@ -180,7 +177,7 @@ void attendLayer(const Architecture& a, int l, const Matrix& qkv, Matrix& concat
     } else {
       HeadResult& hr = stats->heads[static_cast<std::size_t>(h)];
       hr.q = q;  // (n, hd) after q_norm and RoPE, scaled
-      attendHeadStats(q, k, v, window, a.causal, concat.middleCols(h * hd, hd), hr);
+      attendHeadStats(q, k, v, window, a.causal, concat.middleCols(h * hd, hd), hr, softcap);
     }
   }
 }
