@@ -131,16 +131,27 @@ void expectSameGrid(const model::ForwardResult& kept, const model::ForwardResult
   EXPECT_EQ(wrong, 0);
 }
 
+// A checkpoint's forward twice over expected.json's ids, its maps kept and past the limit (dropped: tiles).
+struct TwoForwards {
+  json expected;
+  model::Model m;
+  std::vector<int> ids;
+  model::ForwardResult kept, tiled;
+};
+TwoForwards twoForwards(const std::string& dir) {
+  TwoForwards f{json::parse(model_test::slurp(dir + "/expected.json")), model::loadModel(dir), {}, {}, {}};
+  f.ids = idsOf(f.expected);
+  f.kept = model::modelForward(f.m, f.ids, {.maps = attnscope::MapPolicy::Keep});
+  f.tiled = model::modelForward(f.m, f.ids, {.maps = attnscope::MapPolicy::Drop});
+  return f;
+}
+
 }  // namespace
 
 TEST(ModelTiles, Gpt2PastTheLimitMatchesKeptMapsAndNumPy) {
   // 200 tokens: two blocks of query rows, one key block (256); 2 layers x 4 heads, d 32.
-  const std::string dir = model_test::tinyCheckpoint("--tokens 200 --positions 256 --layers 2 --seed 3");
-  const json expected = json::parse(model_test::slurp(dir + "/expected.json"));
-  const model::Model m = model::loadModel(dir);
-  const std::vector<int> ids = idsOf(expected);
-  const model::ForwardResult kept = model::modelForward(m, ids, {.maps = attnscope::MapPolicy::Keep});
-  const model::ForwardResult tiled = model::modelForward(m, ids, {.maps = attnscope::MapPolicy::Drop});
+  const TwoForwards f = twoForwards(model_test::tinyCheckpoint("--tokens 200 --positions 256 --layers 2 --seed 3"));
+  const auto& [expected, m, ids, kept, tiled] = f;
   ASSERT_EQ(tiled.stats.size(), 2u);
   for (const attnscope::HeadResult& hr : tiled.stats[0].heads) {  // O(n d) per head: Q, K (n, 8), m and l (n)
     EXPECT_EQ(hr.q.rows(), 200);
@@ -159,18 +170,12 @@ TEST(ModelTiles, MistralWindowPastTheLimitMatchesKeptMapsAndNumPy) {
   std::string text;
   while (text.size() < 300) text += "Windows and blocks: a query sees only its last seventy keys. ";
   text.resize(300);
-  const std::string dir = model_test::tempDir() + "/ckpt";
-  const model_test::CommandRun made = model_test::run(
-      std::string(model_test::kPython) + " '" + ATTNSCOPE_SOURCE_DIR + "/tests/model/llama_reference.py' '" + dir +
-      "' --family mistral --heads 16 --kv-heads 4 --head-dim 8 --layers 2 --window 70 --positions 512 --text '" +
-      text + "'");
-  ASSERT_EQ(made.status, 0) << made.err;
-  const json expected = json::parse(model_test::slurp(dir + "/expected.json"));
-  const model::Model m = model::loadModel(dir);
-  const std::vector<int> ids = idsOf(expected);
+  const TwoForwards f = twoForwards(model_test::referenceCheckpoint(
+      "llama_reference.py",
+      "--family mistral --heads 16 --kv-heads 4 --head-dim 8 --layers 2 --window 70 --positions 512 --text '" + text +
+          "'"));
+  const auto& [expected, m, ids, kept, tiled] = f;
   ASSERT_EQ(ids.size(), 301u);
-  const model::ForwardResult kept = model::modelForward(m, ids, {.maps = attnscope::MapPolicy::Keep});
-  const model::ForwardResult tiled = model::modelForward(m, ids, {.maps = attnscope::MapPolicy::Drop});
   ASSERT_EQ(tiled.stats.size(), 2u);
   const auto& heads = tiled.stats[1].heads;
   for (int h = 0; h < 16; ++h)  // K held once per kv head: query heads 4g .. 4g + 3 share head 4g's
@@ -195,16 +200,9 @@ TEST(ModelTiles, Gemma2SoftCapPastTheLimitMatchesKeptMapsAndNumPy) {
   // Gemma 2 with its scores soft-capped at 1 (the cap bites: the tiny model's scores reach several units), 151
   // tokens (two blocks of query rows), a sliding window of 40 on even layers: the forward past the maps limit keeps
   // the statistics of the capped scores (attendHeadStats), and the tiles cap what they recompute (score_cap).
-  const std::string dir = model_test::tempDir() + "/ckpt";
-  const model_test::CommandRun made = model_test::run(
-      std::string(model_test::kPython) + " '" + ATTNSCOPE_SOURCE_DIR + "/tests/model/gemma_reference.py' '" + dir +
-      "' --family gemma2 --softcap 1 --window 40 --text '" + model_test::kLong + "'");
-  ASSERT_EQ(made.status, 0) << made.err;
-  const json expected = json::parse(model_test::slurp(dir + "/expected.json"));
-  const model::Model m = model::loadModel(dir);
-  const std::vector<int> ids = idsOf(expected);
-  const model::ForwardResult kept = model::modelForward(m, ids, {.maps = attnscope::MapPolicy::Keep});
-  const model::ForwardResult tiled = model::modelForward(m, ids, {.maps = attnscope::MapPolicy::Drop});
+  const TwoForwards f = twoForwards(model_test::referenceCheckpoint(
+      "gemma_reference.py", "--family gemma2 --softcap 1 --window 40 --text '" + model_test::kLong + "'"));
+  const auto& [expected, m, ids, kept, tiled] = f;
   ASSERT_EQ(tiled.stats.size(), 2u);
   EXPECT_EQ(tiled.stats[0].score_cap, 1.0f);
   compareForwards("Gemma 2", kept, tiled, expected);

@@ -11,6 +11,7 @@
 #include "attnscope/json_file.h"
 #include "attnscope/model/safetensors.h"
 #include "attnscope/scene/scene.h"
+#include "compute/soft_cap.h"
 
 namespace attnscope::arrays {
 
@@ -85,7 +86,7 @@ void captureRowStatistics(const Matrix& q, const Matrix& k, const model::HeadLay
   for (int r0 = 0; r0 < n; r0 += kBlock) {
     const int rows = std::min(kBlock, n - r0);
     s.noalias() = q.middleRows(r0, rows) * k.transpose();
-    if (softcap > 0) s = ((s.array() * (1.0f / softcap)).tanh() * softcap).matrix();
+    softCapScores(s, softcap);
     for (int r = 0; r < rows; ++r) {
       const int i = r0 + r;
       const int lo = window > 0 ? std::max(0, i - window + 1) : 0, hi = layout.causal ? i + 1 : n;
@@ -178,7 +179,7 @@ AttentionTensor readCapture(const std::string& dir, std::size_t budget) {
     throw InputError(name + ": scale", "a finite number > 0 (1/sqrt(head_dim) unless the model says otherwise)",
                      j.contains("scale") ? describeJson(j["scale"]) : "none");
   const float scale = static_cast<float>(j["scale"].get<double>());
-  float softcap = 0;  // Gemma 2's attn_logit_softcapping: s -> c tanh(s / c) before the mask
+  float softcap = 0;  // the scores' soft cap, s -> c tanh(s / c) before the mask (Result::score_cap); 0: none
   if (j.contains("softcap") && !j["softcap"].is_null()) {
     const nlohmann::json& c = j["softcap"];
     if (!c.is_number() || !std::isfinite(c.get<double>()) || c.get<double>() < 0 || c.get<double>() > 1e6)

@@ -15,6 +15,7 @@
 
 #include "attnscope/compute/tiles.h"
 #include "attnscope/error.h"
+#include "compute/soft_cap.h"
 
 namespace attnscope {
 
@@ -105,7 +106,7 @@ void poolRows(const PoolPass& p, int y0, int y1, Tile& tile) {
         if (state == KeyMask::Block::None) continue;
         scores.resize(n, kn);
         scores.noalias() = p.scale * p.q.middleRows(q0, n) * p.k.middleRows(p.col0 + k0, kn).transpose();
-        if (p.cap > 0) scores = ((scores.array() * (1.0f / p.cap)).tanh() * p.cap).matrix();  // before the mask
+        softCapScores(scores, p.cap);
         if (state == KeyMask::Block::Some)
           for (int i = 0; i < n; ++i) {
             p.mask.fillRow(q0 + i, p.col0 + k0, p.col0 + k1, allowed.data());

@@ -9,6 +9,7 @@
 
 #include "attnscope/error.h"
 #include "attnscope/settings.h"
+#include "compute/soft_cap.h"
 
 namespace attnscope {
 
@@ -47,7 +48,7 @@ void recomputeBlock(const HeadResult& hr, const KeyMask& mask, float scale, floa
   const int rows = row1 - row0, cols = col1 - col0;
   out.resize(rows, cols);
   out.noalias() = scale * hr.q.middleRows(row0, rows) * hr.k().middleRows(col0, cols).transpose();
-  if (cap > 0) out = ((out.array() * (1.0f / cap)).tanh() * cap).matrix();
+  softCapScores(out, cap);
   std::vector<std::uint8_t> allowed(static_cast<std::size_t>(mask.any() ? cols : 0));
   for (int r = 0; r < rows; ++r) {
     const int i = row0 + r;

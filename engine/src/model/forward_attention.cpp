@@ -13,6 +13,7 @@
 #include "attnscope/compute/tiles.h"
 #include "attnscope/error.h"
 #include "attnscope/model/forward.h"
+#include "compute/soft_cap.h"
 #include "model/forward_shared.h"
 
 namespace attnscope::model {
@@ -27,7 +28,7 @@ void attendHead(const HeadColumns& q, const HeadColumns& k, const HeadColumns& v
     const long k0 = window > 0 ? std::max(0L, r0 - window + 1) : 0;  // the block's first visible key
     auto scores = weights.block(r0, k0, rows, k1 - k0);              // (rows, k1 - k0)
     scores.noalias() = q.middleRows(r0, rows) * k.middleRows(k0, k1 - k0).transpose();
-    if (softcap > 0) scores = (scores.array() * (1.0f / softcap)).tanh() * softcap;  // masked cells reset below
+    softCapScores(scores, softcap);  // masked cells reset below
     for (long i = r0; i < last; ++i) {
       const long lo = window > 0 ? std::max(0L, i - window + 1) : 0, hi = causal ? i + 1 : n;  // keys [lo, hi)
       auto row = weights.row(i);
@@ -61,7 +62,7 @@ void attendHeadStats(const HeadColumns& q, const HeadColumns& k, const HeadColum
     for (long k0 = first; k0 < key_end; k0 += kKeys) {  // key blocks wholly after every query are never computed
       const long k1 = std::min(key_end, k0 + kKeys), kn = k1 - k0;
       s.noalias() = q.middleRows(r0, rows) * k.middleRows(k0, kn).transpose();  // (rows, kn), Q already scaled
-      if (softcap > 0) s = ((s.array() * (1.0f / softcap)).tanh() * softcap).matrix();  // before the mask
+      softCapScores(s, softcap);
       for (long r = 0; r < rows; ++r) {
         const long i = r0 + r;
         const long lo = std::max(k0, window > 0 ? i - window + 1 : 0L);  // keys [lo, hi)
