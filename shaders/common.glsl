@@ -134,17 +134,27 @@ void gemmTile(uint m, uint n, uint k_total) {
 #endif  // ATTNSCOPE_GEMM
 
 #ifdef ATTNSCOPE_KEY_MASK
-// [SECTION] which keys a query may attend, from indices (the CPU's KeyMask): a causal mask from i and j, key
-// padding from one bit per key; only an explicit mask is read from its (n_q, n_k) bits (which then already
-// hold the padding: allowedMask on the host). No (n, n) buffer for causal or padded scenes.
+// [SECTION] which keys a query may attend, from indices (the CPU's KeyMask): a causal mask (and a sliding
+// window) from i and j, key padding from one bit per key; only an explicit mask is read from its (n_q, n_k) bits
+// (which then already hold the padding: allowedMask on the host). No (n, n) buffer for causal or padded scenes.
 layout(std430, binding = 2) readonly buffer BMask { uint b_mask[]; };        // explicit: (n_q, u_mask_words), 1 = may attend
 layout(std430, binding = 6) readonly buffer BPadding { uint b_padding[]; };  // (u_mask_words), 1 = padded key
 uniform bool u_explicit_mask, u_causal, u_has_padding;
 uniform uint u_mask_words;  // ceil(n_k / 32)
+uniform uint u_window;      // with u_causal: a sliding window W, query i reads keys i - W < j <= i; 0: none
 
 bool keyAllowed(uint i, uint j) {
   if (u_explicit_mask) return ((b_mask[i * u_mask_words + (j >> 5u)] >> (j & 31u)) & 1u) != 0u;
-  if (u_causal && j > i) return false;
+  if (u_causal && (j > i || (u_window > 0u && j + u_window <= i))) return false;
   return !u_has_padding || ((b_padding[j >> 5u] >> (j & 31u)) & 1u) == 0u;
+}
+// A soft cap on a scaled score, s -> cap tanh(s / cap) (compute/soft_cap.h); cap <= 0: none. Applied before the
+// mask. Past |x| = 10 tanh is 1 in float; taken as +-1 there, since a tanh written as a ratio of exponentials
+// gives inf / inf = NaN for large x.
+uniform float u_score_cap;
+float softCap(float s) {
+  if (!(u_score_cap > 0.0)) return s;
+  const float x = s / u_score_cap;
+  return u_score_cap * (abs(x) >= 10.0 ? sign(x) : tanh(x));
 }
 #endif

@@ -117,7 +117,7 @@ void main() {
         if (key >= key_end || !keyAllowed(i, key)) continue;
         float dot_qk = 0.0;  // the lanes' parts in lane order: every lane of the row gets the same sum
         for (uint t = 0u; t < FLASH_LANES; ++t) dot_qk += s_part[(t * FLASH_BK + j) * FLASH_ROWS + r];
-        s[j] = dot_qk * head.scale;
+        s[j] = softCap(dot_qk * head.scale);
         block_max = max(block_max, s[j]);
         allowed |= 1u << j;
       }

@@ -81,7 +81,7 @@ void main() {
       if (!keyAllowed(i, j)) continue;
       float dot_qk = 0.0;
       for (uint c4 = 0u; c4 < d4; ++c4) dot_qk += dot(q[c4], load4(b_k, j * u_ld + u_k_col, 4u * c4));
-      const float w = exp(dot_qk * u_scale - stats.x) / stats.y * (u_key_scaled ? b_key_scale[j] : 1.0);
+      const float w = exp(softCap(dot_qk * u_scale) - stats.x) / stats.y * (u_key_scaled ? b_key_scale[j] : 1.0);
       sum += w;
       peak = max(peak, w);
       ++count;

@@ -331,6 +331,28 @@ void GpuBackend::weightTileRowsToTexture(const TileRequest& request, int y0, int
   impl_->weightTile(request, y0, y1, nullptr, texture, mask_texture);
 }
 
+void GpuBackend::residentHead(const Scene& scene, const HeadResult& head, float score_cap, RowVector* found_max,
+                              RowVector* found_sum) {
+  CallScope scope(impl_->egl.get());
+  Impl& s = *impl_;
+  s.resident = false;
+  const bool find = head.row_sum.size() != scene.nQ() || head.row_max.size() != scene.nQ();
+  s.loadHead(scene, head, score_cap);
+  s.resident = true;
+  if (!find || (!found_max && !found_sum)) return;
+  const std::size_t n_q = static_cast<std::size_t>(scene.nQ());
+  std::vector<float> ml(2 * n_q);
+  glMemoryBarrier(GL_BUFFER_UPDATE_BARRIER_BIT);  // glGetBufferSubData reads what the flash pass wrote
+  s.stats.download(ml.data(), ml.size() * sizeof(float));
+  if (found_max) found_max->resize(scene.nQ());
+  if (found_sum) found_sum->resize(scene.nQ());
+  for (std::size_t i = 0; i < n_q; ++i) {
+    if (found_max) (*found_max)[static_cast<Eigen::Index>(i)] = ml[2 * i];
+    if (found_sum) (*found_sum)[static_cast<Eigen::Index>(i)] = ml[2 * i + 1];
+  }
+  gpu::checkGl("reading row statistics back");
+}
+
 bool GpuBackend::keepsResidentMaps() const { return impl_->resident && !impl_->flash; }
 
 void GpuBackend::readBack(const Scene& scene, Result& result, const ComputeOptions& options) {

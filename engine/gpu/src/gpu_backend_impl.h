@@ -73,6 +73,8 @@ struct GpuBackend::Impl {
   // The mask as the flash and tile shaders read it (common.glsl, ATTNSCOPE_KEY_MASK): an explicit mask from
   // `mask`'s bits, else causal from indices and key padding from `padding`'s bits (one per key).
   bool explicit_mask = false, causal = false, has_padding = false;
+  unsigned window = 0;   // with causal: a sliding window (a forward's layer; a scene has none)
+  float score_cap = 0;   // a soft cap on the scores (a forward's layer; a scene has none)
   GlBuffer padding, stats, tile_ranges, tile_values, tile_key_scale;  // tile_key_scale: (n_k) of a scaled tile
   std::vector<float> head_scales;  // scene.headScale(i), as in the head table
   GlBuffer x_q, x_k, x_v, w_q, w_k, w_v, b_q, b_k, b_v, w_o, b_o;
@@ -157,6 +159,8 @@ struct GpuBackend::Impl {
   void bindKeyMask(const gpu::ComputeProgram& program) const;
   // Output and (m, l) of heads [first, first + count), key blocks with an online softmax, no (n_q, n_k) buffer.
   void flashHeads(int first, int count);
+  // One head's given Q and K (and row statistics, else found by flashHeads) as the resident head 0, flash path.
+  void loadHead(const Scene& scene, const HeadResult& head, float cap);
   // Output rows [y0, y1) (y1 -1: every row) of the tile `request` asks for, into `tile` (read back) or, when
   // texture != 0, into that R32F texture (and the R8 `mask_texture` when not 0) at texel rows y0 .. y1 - 1.
   void weightTile(const TileRequest& request, int y0, int y1, Tile* tile, GLuint texture, GLuint mask_texture);

@@ -183,6 +183,7 @@ void GpuBackend::Impl::upload(const Scene& scene) {
   has_mask = scene.hasMask();
   explicit_mask = scene.mask == MaskKind::Explicit;
   causal = scene.mask == MaskKind::Causal;
+  window = 0, score_cap = 0;  // a scene has neither (validateScene)
   has_padding = !scene.key_padding.empty() &&
                 std::any_of(scene.key_padding.begin(), scene.key_padding.end(), [](std::uint8_t p) { return p != 0; });
   mask_words = groupsFor(n_k, 32);

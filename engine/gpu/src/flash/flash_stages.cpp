@@ -8,12 +8,14 @@
 // texture reads; the R8 mask image likewise). Within a dispatch, shared memory passes through memoryBarrierShared() +
 // barrier() only.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "attnscope/error.h"
 #include "gpu_backend_impl.h"
+#include "gpu_memory.h"
 
 namespace attnscope {
 
@@ -71,6 +73,92 @@ void GpuBackend::Impl::bindKeyMask(const gpu::ComputeProgram& program) const {
   program.set("u_causal", causal);
   program.set("u_has_padding", has_padding);
   program.set("u_mask_words", mask_words);
+  program.set("u_window", window);
+  program.set("u_score_cap", score_cap);
+}
+
+void GpuBackend::Impl::loadHead(const Scene& scene, const HeadResult& head, float cap) {
+  const Matrix& hq = head.q;
+  const Matrix& hk = head.k();
+  const std::size_t n_q = static_cast<std::size_t>(scene.nQ()), n_k = static_cast<std::size_t>(scene.nK());
+  const std::size_t d = static_cast<std::size_t>(hq.cols());
+  if (hq.rows() != scene.nQ() || hk.rows() != scene.nK() || hk.cols() != hq.cols() || d == 0)
+    throw InputError("q, k", shapeString(scene.nQ(), hq.cols()) + " and " + shapeString(scene.nK(), hq.cols()),
+                     shapeString(hq.rows(), hq.cols()) + " and " + shapeString(hk.rows(), hk.cols()));
+  if (d > kMaxFlashWidth)
+    throw InputError("head width", "at most " + std::to_string(kMaxFlashWidth) + " on the GPU", std::to_string(d));
+  if (std::max(n_q, n_k) * d * sizeof(float) > max_block_bytes)
+    throw InputError("gpu buffer", "at most " + std::to_string(max_block_bytes >> 20) + " MiB in one buffer (" +
+                                       renderer + ")",
+                     std::to_string((std::max(n_q, n_k) * d * sizeof(float)) >> 20) + " MiB for one head's Q or K");
+  if (n_q > static_cast<std::size_t>(max_groups_x))
+    throw InputError("query rows", "at most " + std::to_string(max_groups_x) + " on " + renderer, std::to_string(n_q));
+  constexpr std::size_t kValueWidth = 8;  // the flash pass's output is not used: the narrowest V it takes, zeros
+  const std::size_t need = (n_q + n_k) * d * sizeof(float) + n_k * kValueWidth * sizeof(float) +
+                           n_q * (kValueWidth + 2) * sizeof(float) + (explicit_mask ? n_q * (n_k / 8 + 4) : n_k / 8);
+  const gpu::MemoryBudget budget = gpu::memoryBudget(options.memory_budget_bytes, heldBytes());
+  if (need > budget.bytes)
+    throw InputError("gpu memory", "at most " + std::to_string(budget.bytes >> 20) + " MiB (" + budget.source + ")",
+                     std::to_string(need >> 20) + " MiB for this head");
+
+  if (!textures.empty()) glDeleteTextures(static_cast<GLsizei>(textures.size()), textures.data());
+  textures.clear();
+  texture_stale.clear();
+  weight_groups.clear();
+  flash = true;
+  analysis = similarity_current = false;
+  shape = gpu::Shape{.n_q = scene.nQ(), .n_k = scene.nK(), .d_model = 0, .d_k = {static_cast<int>(d)},
+                     .d_v = {static_cast<int>(kValueWidth)}};
+  k_col = {0}, v_col = {0};
+  sum_dk = static_cast<unsigned>(d), sum_dv = static_cast<unsigned>(kValueWidth);
+  head_scales = {1.0f};  // the scale is folded into q
+  std::uint32_t one_bits = 0;
+  std::memcpy(&one_bits, &head_scales[0], sizeof one_bits);
+  const std::uint32_t table[8] = {0u, sum_dk, 0u, sum_dv, one_bits, 0u, 0u, 0u};
+  heads_table.upload(table, sizeof table);
+  q.upload(hq.data(), n_q * d * sizeof(float));  // row-major (types.h): (n, d) as the shaders index it
+  k.upload(hk.data(), n_k * d * sizeof(float));
+  const std::vector<float> zeros(n_k * kValueWidth, 0.0f);
+  v.upload(zeros.data(), zeros.size() * sizeof(float));
+  concat.ensure(n_q * kValueWidth * sizeof(float));
+
+  // The mask as upload() sets it, with the forward's sliding window and soft cap.
+  explicit_mask = scene.mask == MaskKind::Explicit;
+  causal = scene.mask == MaskKind::Causal;
+  window = causal ? static_cast<unsigned>(std::max(0, scene.sliding_window)) : 0u;
+  score_cap = cap > 0 ? cap : 0.0f;
+  has_padding = std::any_of(scene.key_padding.begin(), scene.key_padding.end(), [](std::uint8_t p) { return p != 0; });
+  mask_words = groupsFor(n_k, 32);
+  std::vector<std::uint32_t> bits(explicit_mask ? n_q * mask_words : 1, 0u);
+  if (explicit_mask) {
+    if (scene.explicit_mask.rows() != scene.nQ() || scene.explicit_mask.cols() != scene.nK())
+      throw InputError("explicit_mask", shapeString(scene.nQ(), scene.nK()),
+                       shapeString(scene.explicit_mask.rows(), scene.explicit_mask.cols()));
+    for (std::size_t i = 0; i < n_q; ++i)
+      for (std::size_t j = 0; j < n_k; ++j)
+        if (scene.explicit_mask(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) &&
+            !(has_padding && scene.key_padding[j]))
+          bits[i * mask_words + j / 32] |= 1u << (j % 32);
+  }
+  mask.upload(bits.data(), bits.size() * sizeof(std::uint32_t));
+  std::vector<std::uint32_t> padded(mask_words, 0u);  // bit set = padded key
+  if (has_padding)
+    for (std::size_t j = 0; j < n_k; ++j)
+      if (scene.key_padding[j]) padded[j / 32] |= 1u << (j % 32);
+  padding.upload(padded.data(), padded.size() * sizeof(std::uint32_t));
+
+  if (head.row_sum.size() == static_cast<Eigen::Index>(n_q) && head.row_max.size() == static_cast<Eigen::Index>(n_q)) {
+    std::vector<float> ml(2 * n_q);
+    for (std::size_t i = 0; i < n_q; ++i) {
+      ml[2 * i] = head.row_max[static_cast<Eigen::Index>(i)];
+      ml[2 * i + 1] = head.row_sum[static_cast<Eigen::Index>(i)];
+    }
+    stats.upload(ml.data(), ml.size() * sizeof(float));
+  } else {
+    stats.ensure(n_q * 2 * sizeof(float));
+    flashHeads(0, 1);  // (m, l) of every row; its output (of the zero V) is not read
+  }
+  gpu::checkGl("uploading a head's Q and K");
 }
 
 void GpuBackend::Impl::flashHeads(int first, int count) {
