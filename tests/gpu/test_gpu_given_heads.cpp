@@ -137,7 +137,9 @@ TEST(GpuGivenHeads, TilesAndRowStatisticsEqualTheDoubleReference) {
         hr.row_sum = RowVector::Ones(c.n);
       }
       RowVector m, l;
-      gpu->residentHead(scene, hr, c.cap, &m, &l);
+      const GivenHead given{.q = &hr.q, .k = &hr.k(), .row_max = c.stored_lse ? &hr.row_max : nullptr,
+                            .row_sum = c.stored_lse ? &hr.row_sum : nullptr, .score_cap = c.cap};
+      gpu->residentHead(scene, given, &m, &l);
       if (!c.stored_lse) {
         // Found on the GPU: m within ds (+ its own rounding), l relatively within 2 ds + (n + 4) u.
         ASSERT_EQ(m.size(), c.n);
@@ -184,7 +186,8 @@ TEST(GpuGivenHeads, TilesAndRowStatisticsEqualTheDoubleReference) {
 TEST(GpuGivenHeads, ASceneAfterAGivenHeadKeepsItsOwnMask) {
   ATTNSCOPE_REQUIRE_GPU(gpu);
   model::ForwardResult f = givenLayer(kCases[0], 90);
-  gpu->residentHead(f.tileScene(0), f.stats[0].heads[0], kCases[0].cap);
+  const HeadResult& hr = f.stats[0].heads[0];
+  gpu->residentHead(f.tileScene(0), {.q = &hr.q, .k = &hr.k(), .score_cap = kCases[0].cap});
   const Scene scene = test::peakedScene(120, 120, 2, 16, 8, 8, true, 91);
   CpuBackend cpu;
   const Result want = cpu.compute(scene, {.keep_scores = false, .analysis = false, .maps = MapPolicy::Keep});
@@ -199,7 +202,7 @@ TEST(GpuGivenHeads, ShapesThatDisagreeAreRefusedNamingThem) {
   HeadResult wrong = f.stats[0].heads[0];
   wrong.q = Matrix::Ones(10, 64);
   try {
-    gpu->residentHead(f.tileScene(0), wrong, 0);
+    gpu->residentHead(f.tileScene(0), {.q = &wrong.q, .k = &wrong.k()});
     ADD_FAILURE() << "a q of 10 rows for 257 tokens was taken";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("q, k"), std::string::npos) << e.what();
@@ -207,5 +210,9 @@ TEST(GpuGivenHeads, ShapesThatDisagreeAreRefusedNamingThem) {
   HeadResult wide;
   wide.q = Matrix::Ones(257, 300);
   wide.ownK() = Matrix::Ones(257, 300);
-  EXPECT_THROW(gpu->residentHead(f.tileScene(0), wide, 0), InputError);
+  EXPECT_THROW(gpu->residentHead(f.tileScene(0), {.q = &wide.q, .k = &wide.k()}), InputError);
+  const RowVector short_m = RowVector::Zero(3);
+  const HeadResult& good = f.stats[0].heads[0];
+  EXPECT_THROW(gpu->residentHead(f.tileScene(0), {.q = &good.q, .k = &good.k(), .row_max = &short_m, .row_sum = &short_m}),
+               InputError);
 }

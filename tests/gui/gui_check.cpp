@@ -451,6 +451,10 @@ int main(int argc, char** argv) {
                "the Cell tab at 3-digit positions: drawn, nothing clipped" + (clipped.empty() ? "" : " (clipped:" + clipped + ")"));
     } else if (test == "model_grid" || test == "model_grid_ondemand") {
       checkModelGrid(c, dir, test == "model_grid_ondemand");
+      // Maps not kept, on the GPU backend: every tile recomputed by the grid worker's GPU (RunTiles), 12 x 12.
+      if (test == "model_grid_ondemand" && argc == 4 && std::string(argv[3]) == "gpu")
+        c.expect(note(c.layout, "model.grid_gpu_tiles") == "144" && !c.layout.contains("model.grid_problem"),
+                 "the grid's 144 maps drawn on the GPU (" + note(c.layout, "model.grid_gpu_tiles") + ")");
     } else if (test == "model_wide") {
       checkModelWide(c, dir);
       checkModelGridFills(c);
@@ -496,7 +500,7 @@ int main(int argc, char** argv) {
     } else if (test == "open_arrays") {
       checkOpenArrays(c, dir);
     } else if (test == "capture") {
-      checkCapture(c, dir);
+      checkCapture(c, dir, argc == 4 ? argv[3] : "auto");
     } else if (test == "panes") {
       checkPanes(c, dir);
     } else if (test == "browse") {

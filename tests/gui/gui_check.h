@@ -239,7 +239,7 @@ void checkLongGpu(Checker& c, const std::string& dir);  // gui_check_long.cpp
 void checkLongValueNorms(Checker& c, const std::string& dir);  // gui_check_long.cpp
 void checkOpenArrays(Checker& c, const std::string& dir);  // gui_check_arrays.cpp
 // gui_capture: a capture folder opened in the window, its maps in NumPy's colours (gui_check_families.cpp).
-void checkCapture(Checker& c, const std::string& dir);
+void checkCapture(Checker& c, const std::string& dir, const std::string& backend);
 void checkPanes(Checker& c, const std::string& dir);       // gui_check_panes.cpp
 void checkBrowse(Checker& c, const std::string& dir);      // gui_check_panes.cpp
 void checkScriptCommands(Checker& c, const std::string& dir);  // gui_check_script.cpp

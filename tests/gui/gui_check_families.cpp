@@ -275,8 +275,10 @@ void checkModelLlama(Checker& c, const std::string& dir) {
 
 // A capture (scripts/capture.txt): refused in one red line when broken, then its grid and one map full-size, every
 // cell in the colour of NumPy's weight of the checkpoint the capture was taken from, or grey outside the causal
-// 5-key window; the query heads framed by their KV group.
-void checkCapture(Checker& c, const std::string& dir) {
+// 5-key window; the query heads framed by their KV group. On the GPU backend every tile and the full-size map are
+// the GPU's (RunTiles on the tile workers' own contexts: the grid's 8 overviews, the map's overview), with no
+// fallback said.
+void checkCapture(Checker& c, const std::string& dir, const std::string& backend) {
   std::ifstream in(dir + "/ckpt/expected.json");
   const nlohmann::json expected = nlohmann::json::parse(in);
   const Maps maps = expected["weights"].get<Maps>();
@@ -298,6 +300,17 @@ void checkCapture(Checker& c, const std::string& dir) {
     c.expect(red > 30, "the message is red (" + std::to_string(red) + " red pixels)");
     c.expect(note(broken.layout, "file.message").find("n_kv_head") != std::string::npos,
              "it names the field: '" + note(broken.layout, "file.message") + "'");
+  }
+
+  if (backend == "gpu") {
+    const Checker focus_gpu{loadPng(dir + "/focus.png"), loadLayout(dir + "/layout_focus.json")};
+    c.expect(note(c.layout, "model.grid_gpu_tiles") == "8" && !c.layout.contains("model.grid_problem"),
+             "the grid's 8 maps drawn on the GPU (" + note(c.layout, "model.grid_gpu_tiles") + ")");
+    c.expect(std::atoi(note(focus_gpu.layout, "model.map_gpu_tiles").c_str()) >= 1 &&
+                 !focus_gpu.layout.contains("model.map_problem"),
+             "the full-size map drawn on the GPU (" + note(focus_gpu.layout, "model.map_gpu_tiles") + " tiles)");
+  } else {
+    c.expect(note(c.layout, "model.grid_gpu_tiles") == "0", "on the CPU backend no tile is the GPU's");
   }
 
   int wrong = 0;
@@ -340,6 +353,11 @@ void checkCapture(Checker& c, const std::string& dir) {
                                            weighted(l, h), n, window);
   c.expect(wrong_weighted == 0, "value norms: the grid's 8 tiles weighted as NumPy's, " +
                                     std::to_string(wrong_weighted) + " cells wrong");
+  // The token view of a capture: its layer read and its numbers worked out off the UI thread, then shown.
+  const nlohmann::json tokens = loadLayout(dir + "/layout_tokenview.json");
+  c.expect(note(tokens, "tokenview.token") == "5" && tokens.contains("tokenview.from") &&
+               !tokens.contains("tokenview.error") && !tokens.contains("tokenview.pending"),
+           "the token view shows token 5 of the capture, computed off the UI thread");
 }
 
 void checkModelLlamaScene(Checker& c, const std::string& dir) {

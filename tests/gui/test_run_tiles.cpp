@@ -8,9 +8,11 @@
 #include <cmath>
 #include <memory>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "attnscope/error.h"
 #include "attnscope/model/model.h"
 #include "random_model.h"
 #include "window/maps/map_sources.h"
@@ -113,6 +115,34 @@ TEST(RunTiles, OneMapFullSizeIsTheMapItself) {
   ASSERT_EQ(landed.size(), 1u);
   EXPECT_FALSE(landed[0].overview);
   EXPECT_LE((landed[0].tile.values - want.block(10, 3, 4, 6)).cwiseAbs().maxCoeff(), 1e-5f);
+}
+
+// A layer that cannot be read when shown (a capture's file changed since it was opened): its maps are masked grey
+// and the worker says which layer and head and why, once, while the other layers' maps are drawn.
+TEST(RunTiles, AMapThatCannotBeReadIsMaskedAndSaid) {
+  const Forwards f = runForwards();
+  auto broken = std::make_shared<model::ForwardResult>();
+  broken->n = f.dropped->n, broken->maps = f.dropped->maps, broken->layout = f.dropped->layout;
+  const std::shared_ptr<const model::ForwardResult> source = f.dropped;
+  broken->reader = std::make_shared<const model::LayerReader>(
+      [source](int l) {
+        if (l == 1) throw InputError("layer 2: q", "(4, 64, 8) float32", "a file of 12 bytes");
+        return source->stats.at(static_cast<std::size_t>(l));
+      },
+      [](int, HeadResult&) {});
+  TileWorker worker;
+  EXPECT_EQ(worker.problem(), "");
+  worker.start(std::make_shared<RunTiles>(broken, 0, kLayers * kHeads, kBlocks, MapWeighting{}), 1);
+  ASSERT_TRUE(worker.waitOverviews(1));
+  const std::string problem = worker.problem();
+  EXPECT_NE(problem.find("layer 2, head 1"), std::string::npos) << problem;
+  EXPECT_NE(problem.find("a file of 12 bytes"), std::string::npos) << problem;
+  for (TileWorker::Landed& l : worker.take()) {
+    const bool unreadable = l.map / kHeads == 1;
+    EXPECT_EQ(l.tile.masked.minCoeff() == 1, unreadable) << "map " << l.map;
+  }
+  worker.start(std::make_shared<RunTiles>(f.dropped, 0, kLayers * kHeads, kBlocks, MapWeighting{}), 2);
+  EXPECT_EQ(worker.problem(), "") << "a new source starts without the old one's problem";
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // Captures (attnscope/arrays/capture.h): each layer's q after RoPE and k, written by tools/capture/
 // attnscope_capture.py's attention function called exactly as transformers calls one (llama_reference.py
 // --capture: module.layer_idx, query (1, H, n, hd), key and value (1, KV, n, hd), scaling, sliding_window), read
-// back into maps computed on demand, against the NumPy forward's maps of the same checkpoint: GQA, a sliding
+// back into maps computed on demand, against the NumPy forward's maps of the same checkpoint (and attnscope's own
+// forward of it): GQA, a sliding
 // window, Qwen3's q_norm / k_norm, Llama 3's scaled RoPE, two tensor-parallel ranks merged, the rows' log-sum-exp
 // stored by the capture, Gemma 2's soft cap (gemma_reference.py), GPT-NeoX's partial rotary (neox_reference.py).
 // Then the log-sum-exp path, layers read when asked, value norms from v and W_O, `attnscope view CAPTURE`, and
@@ -23,6 +24,7 @@
 
 #include "attnscope/arrays/capture.h"
 #include "attnscope/error.h"
+#include "attnscope/model/model.h"
 #include "cli/import_view_support.h"
 #include "model/test_model_support.h"
 
@@ -96,6 +98,19 @@ TEST_P(CaptureReference, MapsEqualTheNumPyForward) {
     }
   std::printf("%s: worst max-pooled error %.3g\n", GetParam().name, worst_pooled);
   EXPECT_LE(worst_pooled, model_test::kWeightTol);
+  // attnscope's own forward of the same checkpoint on the same ids: both within kWeightTol of NumPy's float64 maps,
+  // so of each other within twice that.
+  std::vector<int> ids;
+  for (const json& id : expected["ids"]) ids.push_back(id.get<int>());
+  const attnscope::model::ForwardResult own =
+      attnscope::model::modelForward(attnscope::model::loadModel(dir + "/ckpt"), ids);
+  double worst_own = 0;
+  for (int l = 0; l < t.forward.layout.n_layer; ++l)
+    for (int h = 0; h < t.forward.layout.n_head; ++h)
+      worst_own = attnscope::test::worse(
+          worst_own, attnscope::test::maxError(t.forward.map(l, h), own.map(l, h), {}, "maps"));
+  std::printf("%s: worst error against attnscope's own forward %.3g\n", GetParam().name, worst_own);
+  EXPECT_LE(worst_own, 2 * model_test::kWeightTol);
 }
 
 INSTANTIATE_TEST_SUITE_P(

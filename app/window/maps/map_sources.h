@@ -2,7 +2,11 @@
 // its forward. Each is made on the UI thread and then read by the worker only.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -49,10 +53,15 @@ struct MapWeighting {
 // full-size map is one), from its forward: kept maps pooled, or recomputed from Q, K and the row statistics
 // (ForwardResult::tile). `overview`: the blocks a side each overview gets. `weighting` on: each map's columns times
 // valueNormScales (worked per layer on the worker).
+// `on_gpu` (the window's GPU backend chosen): maps not kept are recomputed by the worker thread's own GPU engine
+// (a headless context of its own, made on first use and kept for the thread's life): each head's q, k and row
+// statistics uploaded once (GpuBackend::residentHead), a head without statistics (a capture without lse) having
+// them found on the GPU and handed to the forward's reader for the CPU's use. Found statistics are checked on
+// sampled query rows against the CPU; a failed check, or no GPU, draws on the CPU from then on, said in notice().
 class RunTiles final : public MapSource {
  public:
   RunTiles(std::shared_ptr<const model::ForwardResult> forward, int first, int count, int overview,
-           MapWeighting weighting);
+           MapWeighting weighting, bool on_gpu = false);
   int maps() const override { return count_; }
   int rows() const override { return forward_->n; }
   int cols() const override { return forward_->n; }
@@ -60,12 +69,24 @@ class RunTiles final : public MapSource {
   int overviewStep() const override { return overview_; }  // a map at a time: ForwardResult::tile pools whole maps
   void overviewRows(int map, int y0, int y1, Tile& overview, const RowVector* key_scale) override;
   Tile viewTile(const TileRequest& request) override;
+  std::string notice() const override;
+  int gpuTiles() const override { return gpu_tiles_; }
 
  private:
   // The map's layer and head, and its key scales when weighted (else `given`).
   TileRequest resolve(TileRequest request, int& layer, RowVector& scales, const RowVector* given);
+  // `request` (head: of `layer`) on the worker's GPU; false where the CPU must draw it (maps kept, no GPU, a
+  // failed check or a head the device refused).
+  bool gpuTile(int layer, const TileRequest& request, Tile& out);
+  Tile tile(int layer, const TileRequest& request);  // on the GPU when it can, else ForwardResult::tile
+  void setNotice(std::string text);
   std::shared_ptr<const model::ForwardResult> forward_;
   int first_ = 0, count_ = 0, overview_ = 1;
+  bool on_gpu_ = false;
+  std::uint64_t id_;  // this source among all made: which one's head the worker's GPU holds
+  mutable std::mutex notice_mutex_;
+  std::string notice_;  // why the GPU does not draw (empty: it does, or was not asked)
+  std::atomic<int> gpu_tiles_{0};
   MapWeighting weighting_;
   int scales_layer_ = -1;
   Matrix layer_scales_;  // (heads, n) of scales_layer_

@@ -23,14 +23,14 @@ RendererMarks runMarks() {
 RunMaps::RunMaps() : grid_(runMarks()), map_(runMarks()) {}
 
 void RunMaps::syncGrid(const std::shared_ptr<const model::ForwardResult>& forward, int layers, int heads,
-                       unsigned revision, int tile_w, int tile_h, const MapWeighting& weighting) {
+                       unsigned revision, int tile_w, int tile_h, const MapWeighting& weighting, bool on_gpu) {
   tile_w = std::max(1, tile_w), tile_h = std::max(1, tile_h);
   if (revision != grid_revision_ || tile_w != tile_w_ || tile_h != tile_h_ || layers != layers_ || heads != heads_ ||
-      !(weighting == grid_weighting_)) {
+      !(weighting == grid_weighting_) || on_gpu != grid_gpu_) {
     grid_revision_ = revision, tile_w_ = tile_w, tile_h_ = tile_h, layers_ = layers, heads_ = heads, n_ = forward->n;
-    grid_weighting_ = weighting;
+    grid_weighting_ = weighting, grid_gpu_ = on_gpu;
     const int blocks = std::min(forward->n, std::max(tile_w, tile_h));  // never more texels than pixels on a side
-    grid_tiles_.start(std::make_shared<RunTiles>(forward, 0, layers * heads, blocks, weighting), ++starts_);
+    grid_tiles_.start(std::make_shared<RunTiles>(forward, 0, layers * heads, blocks, weighting, on_gpu), ++starts_);
   }
   grid_.syncTiles(grid_tiles_);
   grid_.useAtlas(heads_, layers_, tile_w_, tile_h_);
@@ -67,11 +67,12 @@ void RunMaps::drawTile(ImDrawList* list, int layer, int head, ImVec2 p0, const M
 
 void RunMaps::drawMap(ImDrawList* list, const std::shared_ptr<const model::ForwardResult>& forward, int index,
                       unsigned revision, ImVec2 p0, ImVec2 p1, const CellView& view, const MapContrast& contrast,
-                      const MapWeighting& weighting) {
-  if (index != map_index_ || revision != map_revision_ || !(weighting == map_weighting_)) {
-    map_index_ = index, map_revision_ = revision, map_weighting_ = weighting;
-    map_tiles_.start(std::make_shared<RunTiles>(forward, index, 1, std::min(forward->n, kOverviewSide), weighting),
-                     ++starts_);
+                      const MapWeighting& weighting, bool on_gpu) {
+  if (index != map_index_ || revision != map_revision_ || !(weighting == map_weighting_) || on_gpu != map_gpu_) {
+    map_index_ = index, map_revision_ = revision, map_weighting_ = weighting, map_gpu_ = on_gpu;
+    map_tiles_.start(
+        std::make_shared<RunTiles>(forward, index, 1, std::min(forward->n, kOverviewSide), weighting, on_gpu),
+        ++starts_);
   }
   map_.syncTiles(map_tiles_);
   if (mapPending(index, revision)) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <string>
 
 #include "window/latest_worker.h"  // yieldToTheUiThread
 
@@ -50,11 +51,22 @@ void TileWorker::replaceSnapshot(std::shared_ptr<MapSource> source, unsigned rev
   snapshot->source = std::move(source);
   snapshot->key_scales = std::move(key_scales);
   snapshot_ = std::move(snapshot);
+  failed_.clear();
   view_.reset();
   landed_.clear();
   overviews_done_ = 0;
   overview_map_ = 0;
   overview_rows_done_ = 0;
+}
+
+std::string TileWorker::problem() const {
+  std::shared_ptr<Snapshot> snapshot;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!failed_.empty()) return failed_;
+    snapshot = snapshot_;
+  }
+  return snapshot ? snapshot->source->notice() : std::string();
 }
 
 void TileWorker::start(std::shared_ptr<MapSource> source, unsigned revision) {
@@ -193,13 +205,17 @@ void TileWorker::run() {
     const int map = building_map;
     const int y0 = overview_rows_done_, y1 = std::min(out_rows, y0 + source.overviewStep());
     lock.unlock();
+    std::string failed;
     try {
       source.overviewRows(map, y0, y1, overview, snapshot->key_scales ? &key_scale : nullptr);
-    } catch (const std::exception&) {
-      overview.values.middleRows(y0, y1 - y0).setZero();  // not expected on a validated source: shown as masked
+    } catch (const std::exception& e) {
+      // A layer that could not be read (a capture's file changed since it was opened): masked grey, and said.
+      overview.values.middleRows(y0, y1 - y0).setZero();
       overview.masked.middleRows(y0, y1 - y0).setOnes();
+      failed = e.what();  // the source names the map (RunTiles: "layer L, head H: ...")
     }
     lock.lock();
+    if (!failed.empty() && snapshot_ == snapshot && failed_.empty()) failed_ = std::move(failed);
     if (snapshot_ != snapshot) continue;  // a new source: start over
     overview_rows_done_ = y1;
     if (overview_rows_done_ < out_rows) continue;

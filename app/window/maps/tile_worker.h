@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -42,6 +43,10 @@ class MapSource {
   virtual void finishOverview(int /*map*/) {}
   // A view tile (request.head: the map; request.key_scale set when weighted). Throws on a request outside the map.
   virtual Tile viewTile(const TileRequest& request) = 0;
+  // A line the window shows about how the maps are drawn (a GPU that failed its check), or empty. Any thread.
+  virtual std::string notice() const { return {}; }
+  // Tiles drawn on a GPU so far (a run's RunTiles with on_gpu); any thread.
+  virtual int gpuTiles() const { return 0; }
 };
 
 // The largest overview a scene's head (and a run's full-size map) gets, per side: a (min(n_q, 1024),
@@ -101,6 +106,9 @@ class TileWorker {
   unsigned revision() const;  // the current source's (start's), ~0u without one
   // The tiles' own revision (Landed::tiles_revision of the current tiles): start() and setKeyScales() move it on.
   unsigned tilesRevision() const;
+  // The current source's first failed overview's message (that map drawn masked grey), else its notice(), else
+  // empty: the line the window shows over a map view.
+  std::string problem() const;
 
  private:
   struct Snapshot {
@@ -126,6 +134,7 @@ class TileWorker {
   unsigned tiles_revisions_ = 0;
   int overview_map_ = 0;  // the map in progress
   int overview_rows_done_ = 0, overview_rows_ = 1;
+  std::string failed_;  // the current source's first failed overview (problem())
   bool stopping_ = false;
   std::thread thread_;  // last: started once every member above exists
 };

@@ -188,6 +188,9 @@ void viewToggles(ViewState& view, const ModelSession& s) {
 
 // The weighting the heads' maps are drawn with: value norms (the checkpoint's, or the capture's own) while the
 // switch is on and the subject has them, else none.
+// The window's GPU backend chosen: a run's maps not kept are recomputed on the GPU (RunTiles).
+bool onGpu(const AppState& state) { return state.backend().name() == "gpu"; }
+
 MapWeighting mapWeighting(const ViewState& view, const ModelSession& s) {
   return {view.run.value_norm == 1 && s.hasValueNorms(), s.sharedCheckpoint()};
 }
@@ -220,6 +223,12 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
     ImGui::TextDisabled("grid %d/%d layers", s.renderer->gridLayersShown(), c.n_layer);
     probeItem("model.grid_pending");
   }
+  // A map that could not be drawn (its layer unreadable: masked grey) or a GPU that fell back to the CPU.
+  if (const std::string problem = s.renderer->gridProblem(); !problem.empty()) {
+    errorText(problem);
+    probeItem("model.grid_problem");
+  }
+  probeNote("model.grid_gpu_tiles", std::to_string(s.renderer->gridGpuTiles()));
 
   drawContrastControl(view.contrast);
   ImVec2 avail = ImGui::GetContentRegionAvail();
@@ -246,7 +255,7 @@ void gridView(AppState& state, ViewState& view, ModelSession& s) {
   const int tile_h = static_cast<int>(std::clamp(std::min(fit_h, 2 * fit_w), 4.0f, 256.0f));
   const float step = static_cast<float>(tile_w) + gap, row_step = static_cast<float>(tile_h) + gap + group_gap;
   s.renderer->syncGrid(s.sharedForward(), c.n_layer, c.n_head, s.revision(), tile_w, tile_h,
-                       mapWeighting(view, s));
+                       mapWeighting(view, s), onGpu(state));
   const int layers_shown = s.renderer->gridLayersShown();
   // Column x of head h (from the grid's left edge) and the grid's width.
   auto column = [&](int h) {
@@ -368,6 +377,11 @@ void focusView(AppState& state, ViewState& view, ModelSession& s) {
     ImGui::TextDisabled("computing the map...");
     probeItem("model.map_pending");
   }
+  if (const std::string problem = s.renderer->mapProblem(); !problem.empty()) {
+    errorText(problem);
+    probeItem("model.map_problem");
+  }
+  probeNote("model.map_gpu_tiles", std::to_string(s.renderer->mapGpuTiles()));
 
   const std::vector<std::string>& labels = s.labels();
   CellView& z = view.run.zoom;
@@ -389,7 +403,7 @@ void focusView(AppState& state, ViewState& view, ModelSession& s) {
   const ImVec2 m1(std::floor(m0.x + cell * zw), std::floor(m0.y + cell * zh));
   ImDrawList* list = ImGui::GetWindowDrawList();
   s.renderer->drawMap(list, s.sharedForward(), l * c.n_head + h, s.revision(), m0, m1, z, view.contrast,
-                      mapWeighting(view, s));
+                      mapWeighting(view, s), onGpu(state));
   probeRect("model.map", m0, m1);
   modelColorBar(ImVec2(m1.x + line * 0.5f, m0.y), m1.y - m0.y + line * 2, s.renderer->mapTop(view.contrast), view.contrast);
   drawAxisLabels(labels, labels, z, m0, m1, cell, label_w, turned);

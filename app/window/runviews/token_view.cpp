@@ -21,35 +21,6 @@
 
 namespace attnscope::app {
 
-TokenViewValues tokenViewValues(const model::ForwardResult& f, int layer, const TokenViewState& state,
-                                const MapWeighting& weighting) {
-  const int n = f.n, heads = f.layout.n_head, token = state.token;
-  const bool to_it = state.to_it == 1;
-  const Matrix key_scales = weighting.on ? valueNormScales(weighting.checkpoint.get(), f, layer) : Matrix();  // (heads, n)
-  TokenViewValues out;
-  out.w.assign(static_cast<std::size_t>(n), 0.0);
-  out.masked.assign(static_cast<std::size_t>(n), 1);
-  const int first = state.head < 0 ? 0 : state.head, last = state.head < 0 ? heads : state.head + 1;
-  for (int h = first; h < last; ++h) {
-    TileRequest r;
-    r.head = h;
-    if (to_it) {
-      r.col0 = token, r.col1 = token + 1;
-    } else {
-      r.row0 = token, r.row1 = token + 1;
-    }
-    const Tile tile = f.tile(layer, r);
-    for (int k = 0; k < n; ++k) {
-      const int i = to_it ? k : 0, j = to_it ? 0 : k;
-      const double scale = weighting.on ? key_scales(h, to_it ? token : k) : 1.0;
-      out.w[static_cast<std::size_t>(k)] += tile.values(i, j) * scale;
-      if (tile.masked.size() == 0 || !tile.masked(i, j)) out.masked[static_cast<std::size_t>(k)] = 0;
-    }
-  }
-  for (double& v : out.w) v /= static_cast<double>(last - first);
-  return out;
-}
-
 TokenText tokenViewText(const model::ForwardResult& forward, const std::vector<std::string>& labels,
                         const std::string& subject, int layer, const TokenViewState& state,
                         const MapWeighting& weighting) {
@@ -102,28 +73,25 @@ void drawTokenView(TokenViewState& tokens, bool value_norms, ModelSession& s) {
   }
   probeItem("tokenview.head");
 
-  // Recomputed only when what it shows changes: a forward without kept maps pays O(n d) per head for the tiles,
-  // which a frame loop must not repeat.
+  // Computed off the UI thread when what it shows changes (ModelSession::tokenAttention): a capture's layer is read
+  // and its heads' row statistics worked out there, seconds at 128k tokens. Until the new numbers land the last
+  // ones stay on show, with a line saying so (a checkpoint's land within a frame or two).
   // Value norms weigh it as they weigh the grid (a checkpoint's or a capture's; a saved tensor has none).
   const bool weighted = value_norms && s.hasValueNorms();
-  struct Shown {
-    unsigned revision = 0;
-    int layer = -1, head = -2, token = -1, to_it = -1;
-    bool weighted = false;
-    std::vector<double> w;
-    std::vector<char> masked;
-  };
-  static Shown cache;
-  if (cache.revision != s.revision() + 1 || cache.layer != s.layer || cache.head != tokens.head ||
-      cache.token != token || cache.to_it != tokens.to_it || cache.weighted != weighted) {
-    TokenViewValues values = tokenViewValues(f, s.layer, tokens, MapWeighting{weighted, s.sharedCheckpoint()});
-    cache.w = std::move(values.w);
-    cache.masked = std::move(values.masked);
-    cache.revision = s.revision() + 1, cache.layer = s.layer, cache.head = tokens.head, cache.token = token;
-    cache.to_it = tokens.to_it, cache.weighted = weighted;
+  static TokenViewValues last;  // the last numbers landed, drawn while newer ones compute
+  if (const TokenViewValues* landed = s.tokenAttention(s.layer, tokens, weighted)) last = *landed;
+  if (s.tokenAttentionPending()) {
+    ImGui::TextDisabled("computing the token's attention in layer %d...", s.layer + 1);
+    probeItem("tokenview.pending");
   }
-  const std::vector<double>& w = cache.w;
-  const std::vector<char>& masked = cache.masked;
+  if (!last.error.empty()) {
+    errorText(last.error);
+    probeItem("tokenview.error");
+    return;
+  }
+  if (last.w.size() != static_cast<std::size_t>(n)) return;  // nothing of this subject has landed yet
+  const std::vector<double>& w = last.w;
+  const std::vector<char>& masked = last.masked;
   double top = 0;
   for (int k = 0; k < n; ++k)
     if (!masked[static_cast<std::size_t>(k)]) top = std::max(top, w[static_cast<std::size_t>(k)]);

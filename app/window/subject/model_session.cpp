@@ -95,6 +95,18 @@ ModelSession::ModelSession()
           r.error = e.what();
         }
         return r;
+      }),
+      token_attention_([](const Inputs& in, const TokenAttentionKey& key) {
+        const auto& [revision, of_layer, head, token, to_it, weighted, checkpoint] = key;
+        (void)revision;
+        try {
+          return tokenViewValues(*in.forward, of_layer, TokenViewState{token, to_it, head},
+                                 MapWeighting{weighted, checkpoint});
+        } catch (const std::exception& e) {  // a capture's layer that cannot be read: said in the view
+          TokenViewValues failed;
+          failed.error = e.what();
+          return failed;
+        }
       }) {}
 
 ModelSession::~ModelSession() {
@@ -217,6 +229,12 @@ const arrays::TensorLayerAnalysis& ModelSession::tensorAnalysis(int of_layer) {
 
 const ModelSession::HeadScores* ModelSession::headScores() {
   return forward_->n == 0 ? nullptr : scores_.get(inputs(), revision_);
+}
+
+const TokenViewValues* ModelSession::tokenAttention(int of_layer, const TokenViewState& state, bool weighted) {
+  if (forward_->n == 0) return nullptr;
+  return token_attention_.get(inputs(), TokenAttentionKey{revision_, of_layer, state.head, state.token, state.to_it,
+                                                          weighted, weighted ? sharedCheckpoint() : nullptr});
 }
 
 const Matrix* ModelSession::rollout() { return forward_->n == 0 ? nullptr : rollout_.get(inputs(), revision_); }

@@ -20,6 +20,7 @@
 #include "attnscope/model/model.h"
 #include "attnscope/model/tokenizer.h"
 #include "window/latest_worker.h"
+#include "window/maps/token_attention.h"
 
 namespace attnscope::app {
 
@@ -113,6 +114,11 @@ class ModelSession {
     std::string error;  // why not (an id outside the vocabulary ...)
   };
   const Attribution* logitAttribution(int position, int target);
+  // The token view's numbers (maps/token_attention.h) for `of_layer` and `state`, off the UI thread: a capture's
+  // layer is read and its heads' row statistics worked out there (seconds at 128k tokens). Null until they land;
+  // `weighted`: times the value-norm scales (MapWeighting on).
+  const TokenViewValues* tokenAttention(int of_layer, const TokenViewState& state, bool weighted);
+  bool tokenAttentionPending() const { return token_attention_.pending(); }
   bool attributing() const { return attribution_.pending(); }
   // The tokenizer's label of id `id` (" mat"), for the attribution's target.
   std::string tokenLabel(int id) const;
@@ -223,6 +229,9 @@ class ModelSession {
   std::shared_ptr<std::atomic<float>> composition_done_ = std::make_shared<std::atomic<float>>(0.0f);
   PerForward<CompositionResult> composition_;
   PerForward<Attribution, std::tuple<unsigned, int, int>> attribution_;
+  // revision, layer, head, token, to_it, the weighting (its checkpoint, null for a capture's own norms)
+  using TokenAttentionKey = std::tuple<unsigned, int, int, int, int, bool, std::shared_ptr<const model::Model>>;
+  PerForward<TokenViewValues, TokenAttentionKey> token_attention_;
   unsigned checkpoint_revision_ = 0;  // bumped when another checkpoint is loaded
   std::string tensor_file_;           // "" unless a tensor is shown
   std::string tensor_name_;           // the tensor chosen in it ("" for a .npy file)

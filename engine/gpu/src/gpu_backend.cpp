@@ -331,13 +331,12 @@ void GpuBackend::weightTileRowsToTexture(const TileRequest& request, int y0, int
   impl_->weightTile(request, y0, y1, nullptr, texture, mask_texture);
 }
 
-void GpuBackend::residentHead(const Scene& scene, const HeadResult& head, float score_cap, RowVector* found_max,
-                              RowVector* found_sum) {
+void GpuBackend::residentHead(const Scene& scene, const GivenHead& head, RowVector* found_max, RowVector* found_sum) {
   CallScope scope(impl_->egl.get());
   Impl& s = *impl_;
   s.resident = false;
-  const bool find = head.row_sum.size() != scene.nQ() || head.row_max.size() != scene.nQ();
-  s.loadHead(scene, head, score_cap);
+  const bool find = !head.row_max || !head.row_sum;
+  s.loadHead(scene, head);
   s.resident = true;
   if (!find || (!found_max && !found_sum)) return;
   const std::size_t n_q = static_cast<std::size_t>(scene.nQ());

@@ -160,7 +160,7 @@ struct GpuBackend::Impl {
   // Output and (m, l) of heads [first, first + count), key blocks with an online softmax, no (n_q, n_k) buffer.
   void flashHeads(int first, int count);
   // One head's given Q and K (and row statistics, else found by flashHeads) as the resident head 0, flash path.
-  void loadHead(const Scene& scene, const HeadResult& head, float cap);
+  void loadHead(const Scene& scene, const GivenHead& head);
   // Output rows [y0, y1) (y1 -1: every row) of the tile `request` asks for, into `tile` (read back) or, when
   // texture != 0, into that R32F texture (and the R8 `mask_texture` when not 0) at texel rows y0 .. y1 - 1.
   void weightTile(const TileRequest& request, int y0, int y1, Tile* tile, GLuint texture, GLuint mask_texture);

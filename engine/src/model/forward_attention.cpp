@@ -210,7 +210,10 @@ struct LayerReader::Held {
   std::vector<std::once_flag> stats_once;     // per head
   std::vector<std::atomic<bool>> stats_ready;  // per head: its statistics are in (after stats_once ran)
   Held(int l, Result r)
-      : layer(l), result(std::move(r)), stats_once(result.heads.size()), stats_ready(result.heads.size()) {}
+      : layer(l), result(std::move(r)), stats_once(result.heads.size()), stats_ready(result.heads.size()) {
+    for (std::size_t h = 0; h < result.heads.size(); ++h)  // read with the layer (a stored log-sum-exp)
+      stats_ready[h] = result.heads[h].row_sum.size() == result.heads[h].q.rows();
+  }
 };
 
 LayerReader::LayerReader(Read read, RowStatistics row_statistics, int resident)
@@ -218,7 +221,34 @@ LayerReader::LayerReader(Read read, RowStatistics row_statistics, int resident)
       row_statistics_(std::move(row_statistics)),
       resident_(static_cast<std::size_t>(std::max(1, resident))) {}
 
-std::shared_ptr<const Result> LayerReader::layer(int layer, int head) const {
+std::shared_ptr<const Result> ForwardResult::layerData(int layer, int head, bool& known) const {
+  if (!reader) {
+    known = true;
+    return layerStats(layer, head);
+  }
+  std::shared_ptr<const Result> r = reader->layer(layer, head, false);
+  known = reader->ready(layer, head);
+  return r;
+}
+
+void LayerReader::setStatistics(int layer, int head, RowVector row_max, RowVector row_sum) const {
+  std::shared_ptr<Held> held;
+  {
+    const std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+    if (!lock.owns_lock()) return;  // a layer is being read: the statistics are worked out on the CPU when asked
+    for (const std::shared_ptr<Held>& h : held_)
+      if (h->layer == layer) held = h;
+  }
+  if (!held || head < 0 || head >= static_cast<int>(held->result.heads.size())) return;
+  HeadResult& hr = held->result.heads[static_cast<std::size_t>(head)];
+  if (row_max.size() != hr.q.rows() || row_sum.size() != hr.q.rows()) return;
+  std::call_once(held->stats_once[static_cast<std::size_t>(head)], [&] {
+    if (hr.row_sum.size() != hr.q.rows()) hr.row_max = std::move(row_max), hr.row_sum = std::move(row_sum);
+    held->stats_ready[static_cast<std::size_t>(head)] = true;
+  });
+}
+
+std::shared_ptr<const Result> LayerReader::layer(int layer, int head, bool statistics) const {
   std::shared_ptr<Held> held;
   {
     const std::lock_guard<std::mutex> lock(mutex_);
@@ -232,6 +262,7 @@ std::shared_ptr<const Result> LayerReader::layer(int layer, int head) const {
     held_.push_front(held);
     while (held_.size() > resident_) held_.pop_back();
   }
+  if (!statistics) return {held, &held->result};
   // Each head's statistics once, outside the list's lock (a head's pass may take seconds): a second asker of the
   // same head waits for the first's; other heads go on.
   const int heads = static_cast<int>(held->result.heads.size());

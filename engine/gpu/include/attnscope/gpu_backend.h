@@ -29,6 +29,15 @@ enum class ReadbackPath { Auto, Staged, Direct };
 // the CPU, tens of times slower than the CPU backend.
 bool isSoftwareRenderer(const std::string& renderer);
 
+// One head's numbers given rather than projected (GpuBackend::residentHead). Not owned; read during the call.
+struct GivenHead {
+  const Matrix* q = nullptr;  // (n_q, d), the scale folded in; d at most 256
+  const Matrix* k = nullptr;  // (n_k, d)
+  const RowVector* row_max = nullptr;  // m and l (n_q each) when known, both or neither (compute/tiles.h)
+  const RowVector* row_sum = nullptr;
+  float score_cap = 0;  // s -> cap tanh(s / cap) when > 0 (Result::score_cap)
+};
+
 struct GpuOptions {
   GlContextMode context = GlContextMode::OwnHeadless;
   std::size_t memory_budget_bytes = 0;  // 0 = what the driver reports free (NVX/ATI), else a default budget
@@ -107,14 +116,13 @@ class GpuBackend final : public Backend, public ResidentMaps {
   // The same rows read back into `tile`, resized to (out_rows, out_cols) when its shape differs; other rows are
   // left as they were (as maxPooledRows does).
   void weightTileRows(const TileRequest& request, int y0, int y1, Tile& tile);
-  // [SECTION] attention from given Q and K (a capture, a checkpoint's layer past the maps limit: ForwardResult)
-  // Makes one head resident as head 0, for the tile functions above: `head`'s q (n_q, d) with the scale folded in
-  // and k() (n_k, d), d at most 256, under `scene`'s mask (ForwardResult::tileScene: causal with its sliding
-  // window, key padding, or explicit; n_q, n_k and nothing else of it read) and soft cap `score_cap` (0: none).
-  // The head's row statistics are uploaded when it has them (row_sum of n_q); else the flash pass finds them on
-  // the GPU and, when the pointers are not null, they are read back into found_max, found_sum (n_q), to be kept
-  // for the CPU's tiles. Throws InputError naming the field for shapes that disagree or do not fit the device.
-  void residentHead(const Scene& scene, const HeadResult& head, float score_cap, RowVector* found_max = nullptr,
+  // [SECTION] attention from given Q and K (a capture, a forward's layer past the maps limit: ForwardResult)
+  // Makes one head resident as head 0, for the tile functions above: `head`'s q and k under `scene`'s mask
+  // (ForwardResult::tileScene: causal with its sliding window, key padding, or explicit; only n_q, n_k and the
+  // mask read) and soft cap. Without row statistics the flash pass finds them on the GPU and, when the pointers
+  // are not null, reads them back into found_max, found_sum (n_q), for the CPU's tiles to keep. Throws InputError
+  // naming the field for shapes that disagree or do not fit the device.
+  void residentHead(const Scene& scene, const GivenHead& head, RowVector* found_max = nullptr,
                     RowVector* found_sum = nullptr);
   // Reads every resident matrix back into `result` (as computeInto would have produced).
   void readBack(const Scene& scene, Result& result, const ComputeOptions& options = {});

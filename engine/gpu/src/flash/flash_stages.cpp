@@ -77,9 +77,11 @@ void GpuBackend::Impl::bindKeyMask(const gpu::ComputeProgram& program) const {
   program.set("u_score_cap", score_cap);
 }
 
-void GpuBackend::Impl::loadHead(const Scene& scene, const HeadResult& head, float cap) {
-  const Matrix& hq = head.q;
-  const Matrix& hk = head.k();
+void GpuBackend::Impl::loadHead(const Scene& scene, const GivenHead& head) {
+  if (!head.q || !head.k) throw InputError("q, k", "both given", "a null matrix");
+  const Matrix& hq = *head.q;
+  const Matrix& hk = *head.k;
+  const float cap = head.score_cap;
   const std::size_t n_q = static_cast<std::size_t>(scene.nQ()), n_k = static_cast<std::size_t>(scene.nK());
   const std::size_t d = static_cast<std::size_t>(hq.cols());
   if (hq.rows() != scene.nQ() || hk.rows() != scene.nK() || hk.cols() != hq.cols() || d == 0)
@@ -147,11 +149,14 @@ void GpuBackend::Impl::loadHead(const Scene& scene, const HeadResult& head, floa
       if (scene.key_padding[j]) padded[j / 32] |= 1u << (j % 32);
   padding.upload(padded.data(), padded.size() * sizeof(std::uint32_t));
 
-  if (head.row_sum.size() == static_cast<Eigen::Index>(n_q) && head.row_max.size() == static_cast<Eigen::Index>(n_q)) {
+  if (head.row_max && head.row_sum) {
+    if (head.row_max->size() != scene.nQ() || head.row_sum->size() != scene.nQ())
+      throw InputError("row statistics", std::to_string(scene.nQ()) + " rows",
+                       std::to_string(head.row_max->size()) + " and " + std::to_string(head.row_sum->size()));
     std::vector<float> ml(2 * n_q);
     for (std::size_t i = 0; i < n_q; ++i) {
-      ml[2 * i] = head.row_max[static_cast<Eigen::Index>(i)];
-      ml[2 * i + 1] = head.row_sum[static_cast<Eigen::Index>(i)];
+      ml[2 * i] = (*head.row_max)[static_cast<Eigen::Index>(i)];
+      ml[2 * i + 1] = (*head.row_sum)[static_cast<Eigen::Index>(i)];
     }
     stats.upload(ml.data(), ml.size() * sizeof(float));
   } else {

@@ -98,7 +98,12 @@ class LayerReader {
   using Read = std::function<Result(int layer)>;
   using RowStatistics = std::function<void(int layer, HeadResult& head)>;  // fills head.row_max, head.row_sum
   LayerReader(Read read, RowStatistics row_statistics, int resident = 2);
-  std::shared_ptr<const Result> layer(int layer, int head = -1) const;
+  // `statistics` false: the layer as read, no row statistics worked out (a GPU finds its own: check ready()
+  // before reading a head's, which another thread may be writing until then).
+  std::shared_ptr<const Result> layer(int layer, int head = -1, bool statistics = true) const;
+  // Head `head`'s row statistics found elsewhere (the GPU's flash pass): kept for the CPU's use when the layer is
+  // held and the head has none yet; else nothing. Never waits for a layer read.
+  void setStatistics(int layer, int head, RowVector row_max, RowVector row_sum) const;
   // Whether layer(layer, head) would answer at once: the layer held and the head's row statistics in (the window's
   // hover asks before it reads a weight on the UI thread; a layer read at 128k tokens takes seconds). Never waits.
   bool ready(int layer, int head) const;
@@ -137,6 +142,9 @@ struct ForwardResult {
   // Maps not kept: layer `layer`'s statistics with head `head`'s row statistics present (every head's for -1),
   // from stats or read through the reader; hold the pointer while using the layer.
   std::shared_ptr<const Result> layerStats(int layer, int head = -1) const;
+  // The same without working out missing row statistics (a reader's layer; `known` says whether head `head`'s are
+  // in and safe to read). For a GPU that finds them itself.
+  std::shared_ptr<const Result> layerData(int layer, int head, bool& known) const;
   // Head `head` of `layer`'s (n, n) map by value: the kept one copied, or recomputed from the layer's stats (one
   // map's memory at a time). Masked cells exactly 0. The index form: index = layer * n_head + head.
   Matrix map(int layer, int head) const;
