@@ -13,6 +13,7 @@
 #include "attnscope/model/head_finding.h"
 #include "attnscope/model/model.h"
 #include "attnscope/model/model_export.h"
+#include "attnscope/model/patching.h"
 #include "attnscope/scene/scene_json.h"
 #include "attnscope/text_bounds.h"
 #include "backend_choice.h"
@@ -29,6 +30,8 @@ constexpr const char* kModelHelp =
     "                       [--rollout-out ROLLOUT.png|.svg] [--analysis-out A.json [--dla-position P]\n"
     "                       [--dla-target ID]] [--backend cpu|gpu|auto] [--contrast fixed|shared|head|row]\n"
     "                       [--log] [--dpi N] [--width IN] [--height IN] [--font-size PT]\n"
+    "                       [--patch-out P.json --metric logit-diff:A,B|logprob:T|loss [--position P]\n"
+    "                        [--corrupt TEXT [--patch-direction denoise|noise]] [--ablate zero|mean]]\n"
     "  DIR             a checkpoint folder, its family from config.json's model_type: GPT-2 (config.json,\n"
     "                  model.safetensors, vocab.json, merges.txt), or llama, mistral, qwen2, qwen3, gpt_neox,\n"
     "                  phi3, olmo2, mixtral (config.json,\n"
@@ -62,6 +65,20 @@ constexpr const char* kModelHelp =
     "                  scale frozen; position, target, logit, heads -> [layer][head], and the other parts)\n"
     "  --dla-position  the token whose prediction is attributed, from 0 (default: the last)\n"
     "  --dla-target    the token id whose logit is attributed (default: the top prediction there)\n"
+    "  --patch-out     which heads matter, causally (docs/patching.md), as JSON: the metric after each\n"
+    "                  head's output is ablated (--ablate, on the text) or patched between the text and\n"
+    "                  --corrupt: heads -> [layer][head], layers (all heads of a layer at once), and with\n"
+    "                  --corrupt the residual stream -> [layer][position], each also normalised as\n"
+    "                  (patched - corrupt) / (clean - corrupt); every intervention reruns from its layer on\n"
+    "  --metric        logit-diff:A,B (logit of A minus logit of B), logprob:T (log-probability of T), at\n"
+    "                  --position (default: the last token), or loss (mean next-token loss over the text);\n"
+    "                  A, B, T token ids or texts of one token (\" Mary\")\n"
+    "  --corrupt       the corrupted text, as many tokens as --text (activation patching)\n"
+    "  --patch-direction\n"
+    "                  denoise (default: the corrupt run with one clean activation patched in) or noise\n"
+    "                  (the clean run with one corrupt activation)\n"
+    "  --ablate        zero (default) or mean (each head's output averaged over the positions): without\n"
+    "                  --corrupt, each head ablated on the text\n"
     "  --backend       who computes each layer's attention: cpu (default; the forward's own fused loop), gpu\n"
     "                  (the GPU engine, each layer as a scene, every family), or auto (the GPU when it\n"
     "                  starts)\n";
@@ -102,6 +119,25 @@ int runModel(Args& args) {
   const long dla_target = args.takeInt("--dla-target", -1, 0, 1 << 30);
   if ((dla_position >= 0 || dla_target >= 0) && !analysis_out)
     throw InputError(dla_position >= 0 ? "--dla-position" : "--dla-target", "--analysis-out to write it to", "none");
+  const std::optional<std::string> patch_out = args.take("--patch-out");
+  const std::optional<std::string> metric_text = args.take("--metric");
+  const std::optional<std::string> corrupt = args.take("--corrupt");
+  const std::optional<std::string> direction = args.take("--patch-direction");
+  const std::optional<std::string> ablate = args.take("--ablate");
+  const long metric_position = args.takeInt("--position", -1, 0, 1 << 30);
+  if (patch_out && !metric_text) throw InputError("--metric", "the metric --patch-out measures", "none");
+  for (const auto& [flag, given] : {std::pair{"--metric", metric_text.has_value()},
+                                    std::pair{"--corrupt", corrupt.has_value()},
+                                    std::pair{"--patch-direction", direction.has_value()},
+                                    std::pair{"--ablate", ablate.has_value()},
+                                    std::pair{"--position", metric_position >= 0}})
+    if (given && !patch_out) throw InputError(flag, "--patch-out to write the maps to", "none");
+  if (direction && *direction != "denoise" && *direction != "noise")
+    throw InputError("--patch-direction", "denoise or noise", quoteFragment(*direction, 40));
+  if (direction && !corrupt) throw InputError("--patch-direction", "--corrupt to patch from", "none");
+  if (ablate && *ablate != "zero" && *ablate != "mean")
+    throw InputError("--ablate", "zero or mean", quoteFragment(*ablate, 40));
+  if (ablate && corrupt) throw InputError("--ablate", "either --ablate or --corrupt", "both");
   const std::string backend_name = args.takeChoice("--backend", {"cpu", "gpu", "auto"}, "cpu");
   const MapContrast contrast = takeContrast(args);
   const int dpi = takeDpi(args);
@@ -129,12 +165,13 @@ int runModel(Args& args) {
   // Every output either written or none: each path gets its temporary file now (a path that cannot be written
   // fails before any work), and all are renamed together at the end. An error on the way removes them all.
   std::vector<PendingFile> files;
-  files.reserve(5);
+  files.reserve(6);
   PendingFile* out_file = out ? &files.emplace_back(*out) : nullptr;
   PendingFile* scene_file = scene_out ? &files.emplace_back(*scene_out) : nullptr;
   PendingFile* grid_file = grid_out ? &files.emplace_back(*grid_out) : nullptr;
   PendingFile* rollout_file = rollout_out ? &files.emplace_back(*rollout_out) : nullptr;
   PendingFile* analysis_file = analysis_out ? &files.emplace_back(*analysis_out) : nullptr;
+  PendingFile* patch_file = patch_out ? &files.emplace_back(*patch_out) : nullptr;
 
   const model::Model checkpoint = model::loadModel(dirs[0]);
   checkPendingOutputs();  // no output is a file of the checkpoint (tokenizer.json, say): refused before the forward
@@ -160,6 +197,25 @@ int runModel(Args& args) {
   if (trace_position >= static_cast<int>(ids.size()))
     throw InputError("--dla-position", "a token from 0 to " + std::to_string(ids.size() - 1),
                      std::to_string(trace_position));
+  // Which heads matter: the metric and the corrupt text checked before the forward.
+  model::PatchMetric metric;
+  std::vector<int> corrupt_ids;
+  if (patch_out) {
+    if (const std::string why = model::patchRefusal(checkpoint); !why.empty())
+      throw InputError("--patch-out", "a decoder", why);
+    metric = model::parsePatchMetric(checkpoint, *metric_text);
+    metric.position = static_cast<int>(metric_position);
+    if (metric_position >= static_cast<long>(ids.size()))
+      throw InputError("--position", "a token from 0 to " + std::to_string(ids.size() - 1),
+                       std::to_string(metric_position));
+    if (corrupt) {
+      if (repeated > 0) throw InputError("--corrupt", "a --text to patch against", "--repeated-random");
+      corrupt_ids = checkpoint.tokenizer.encodeAtMost(*corrupt, static_cast<std::size_t>(checkpoint.maxTokens()));
+      if (corrupt_ids.size() != ids.size())
+        throw InputError("--corrupt", std::to_string(ids.size()) + " tokens (as many as --text)",
+                         std::to_string(corrupt_ids.size()) + " tokens");
+    }
+  }
   if (analysis_out) checkMemoryBudget("composition", "the composition of every pair of heads",
                                       model::compositionBytes(checkpoint));
   const bool npy = out && extension(*out) == "npy";
@@ -247,6 +303,25 @@ int runModel(Args& args) {
                          model::logitAttribution(checkpoint, forward, trace_position, static_cast<int>(dla_target)));
     // The checkpoint folder's name may be any bytes: invalid UTF-8 is written as U+FFFD (as formatJson does).
     analysis_file->write(j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
+  }
+  if (patch_file) {
+    // Progress on standard error, a line every tenth of the interventions.
+    model::PatchOptions options;
+    options.progress = [](int done, int total) {
+      if (done == total || done % std::max(1, total / 10) == 0)
+        std::fprintf(stderr, "attnscope: patching %d/%d\n", done, total);
+      return true;
+    };
+    const model::PatchMaps maps =
+        corrupt ? model::patchActivations(checkpoint, ids, corrupt_ids, metric, !direction || *direction == "denoise",
+                                          options)
+                : model::ablateHeads(checkpoint, ids, metric,
+                                     ablate && *ablate == "mean" ? model::Ablation::Mean : model::Ablation::Zero, options);
+    nlohmann::ordered_json j = model::patchMapsJson(maps, labels);
+    j["model"] = checkpoint.dir;
+    j["token_ids"] = ids;
+    if (corrupt) j["corrupt_token_ids"] = corrupt_ids;
+    patch_file->write(j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
   }
   commitAll(files);
 

@@ -454,4 +454,51 @@ TEST(ModelCli, HostileConfigVocabMerges) {
   }
 }
 
+// --patch-out: activation patching between two texts of 5 tokens each, written as JSON, every head's and every
+// residual (layer, position) value against patching_reference.py's float64 NumPy run of the written token ids
+// (tolerance as test_patching.cpp derives it); and the refusals, each one line with exit 2 and no file.
+TEST(ModelCli, PatchOutAgainstNumPy) {
+  ATTNSCOPE_REQUIRE_PYTHON_MODULE("numpy");
+  const std::string dir = freshCheckpoint(), out = model_test::tempDir() + "/patch.json";
+  const model_test::CommandRun r = attnscope("model '" + dir + "' --text 'hello there' --corrupt 'hello ther!' " +
+                                             "--metric logit-diff:5,7 --patch-out '" + out + "'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json got = json::parse(model_test::slurp(out));
+  EXPECT_EQ(got["kind"], "patching (clean into corrupt)");
+  EXPECT_EQ(got["tokens"].size(), 5u);
+  const std::string ref_out = model_test::tempDir() + "/ref.json";
+  const model_test::CommandRun ref = model_test::run(
+      std::string(model_test::kPython) + " '" + ATTNSCOPE_SOURCE_DIR + "/tests/model/patching_reference.py' '" + dir +
+      "' --ids '" + got["token_ids"].dump() + "' --corrupt '" + got["corrupt_token_ids"].dump() +
+      "' --metric logit-diff:5,7 --out '" + ref_out + "'");
+  ASSERT_EQ(ref.status, 0) << ref.err;
+  const json want = json::parse(model_test::slurp(ref_out));
+  const double tol = 2 * model_test::kHiddenTol * want["unembed_l1"].get<double>();
+  double worst = std::abs(got["clean"].get<double>() - want["clean"].get<double>());
+  worst = std::max(worst, std::abs(got["corrupt"].get<double>() - want["corrupt"].get<double>()));
+  for (const char* key : {"heads", "residual"})
+    for (std::size_t l = 0; l < want[key].size(); ++l)
+      for (std::size_t j = 0; j < want[key][l].size(); ++j)
+        worst = std::max(worst, std::abs(got[key][l][j].get<double>() - want[key][l][j].get<double>()));
+  EXPECT_LE(worst, tol);
+  // Normalised: the changed token's residual at layer 1 restores the clean run exactly; the others change nothing.
+  EXPECT_NEAR(got["residual_normalised"][0][4].get<double>(), 1.0, 1e-6);
+  EXPECT_NEAR(got["residual_normalised"][0][0].get<double>(), 0.0, 1e-6);
+
+  for (const auto& [args, field] :
+       {std::pair<std::string, std::string>{"--metric loss", "--metric"},
+        {"--metric loss --patch-out '" + out + ".2' --corrupt 'hi'", "--corrupt"},
+        {"--metric 'logprob:hello there' --patch-out '" + out + ".2'", "--metric"},
+        {"--metric entropy --patch-out '" + out + ".2'", "--metric"},
+        {"--patch-out '" + out + ".2'", "--metric"},
+        {"--metric loss --patch-out '" + out + ".2' --ablate half", "--ablate"},
+        {"--metric loss --patch-out '" + out + ".2' --patch-direction noise", "--patch-direction"}}) {
+    const model_test::CommandRun bad = attnscope("model '" + dir + "' --text 'hello there' " + args);
+    EXPECT_EQ(bad.status, 2) << args;
+    EXPECT_EQ(lineCount(bad.err), 1) << bad.err;
+    EXPECT_NE(bad.err.find(field), std::string::npos) << bad.err;
+    EXPECT_FALSE(fs::exists(out + ".2")) << args;
+  }
+}
+
 }  // namespace

@@ -76,11 +76,13 @@ def gelu_tanh(x):
     return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
 
 
-def forward(w, cfg, ids, prefix, trace=None, value_norms=None):
+def forward(w, cfg, ids, prefix, trace=None, value_norms=None, edit_residual=None, edit_heads=None):
     """GPT-2 forward in float64: returns per-layer weights (L, H, n, n) and ln_f's output (n, d). A dict `trace`
     gets "x": the residual stream after the embedding and after each attention and MLP add, "heads": per layer
     each head's output through its rows of c_proj (H, n, d), "attn_bias": per layer c_proj's bias. A list
-    `value_norms` gets per layer (H, n): ||v_j W_O^h||, what head h writes for key j (Kobayashi et al. 2020)."""
+    `value_norms` gets per layer (H, n): ||v_j W_O^h||, what head h writes for key j (Kobayashi et al. 2020).
+    Interventions (patching_reference.py): edit_residual(layer, x) and edit_heads(layer, z) return the residual
+    stream entering the layer and its heads' outputs before c_proj (n, H dh), edited or not."""
     p = prefix
     d, nh = cfg["n_embd"], cfg["n_head"]
     dh, eps, n = d // nh, cfg["layer_norm_epsilon"], len(ids)
@@ -91,6 +93,8 @@ def forward(w, cfg, ids, prefix, trace=None, value_norms=None):
         trace.update(x=[x.copy()], heads=[], attn_bias=[])
     for layer in range(cfg["n_layer"]):
         h = f"{p}h.{layer}."
+        if edit_residual is not None:
+            x = edit_residual(layer, x)
         a = layer_norm(x, w[h + "ln_1.weight"], w[h + "ln_1.bias"], eps)
         qkv = a @ w[h + "attn.c_attn.weight"] + w[h + "attn.c_attn.bias"]  # (n, 3d)
         q, k, v = qkv[:, :d], qkv[:, d:2 * d], qkv[:, 2 * d:]
@@ -103,6 +107,8 @@ def forward(w, cfg, ids, prefix, trace=None, value_norms=None):
             att = e / e.sum(axis=1, keepdims=True)
             maps[layer, head] = att
             out[:, cols] = att @ v[:, cols]
+        if edit_heads is not None:
+            out = edit_heads(layer, out)
         x = x + out @ w[h + "attn.c_proj.weight"] + w[h + "attn.c_proj.bias"]
         if value_norms is not None:
             o = w[h + "attn.c_proj.weight"]  # (d, d): head c's rows c dh .. (c + 1) dh

@@ -76,13 +76,16 @@ def head_value_norms(v, o):
     return np.stack([np.linalg.norm(v[c] @ o[:, c * hd:(c + 1) * hd].T, axis=1) for c in range(v.shape[0])])
 
 
-def forward(w, cfg, ids, dtype=np.float64, trace=None, value_norms=None, attention=None):
+def forward(w, cfg, ids, dtype=np.float64, trace=None, value_norms=None, attention=None, edit_residual=None,
+            edit_heads=None):
     """(maps (L, H, n, n), final normed hidden state (n, d)) in `dtype`. w: name -> array (PyTorch layouts).
     A dict `trace` gets "x": the residual stream after the embedding and after each attention and MLP add,
     "heads": per layer each head's output through its columns of o_proj (H, n, d), "attn_bias": o_proj's bias.
     A list `value_norms` gets per layer (H, n): ||v_j W_O^h||, what head h writes for key j (Kobayashi et al. 2020;
     v_j from its KV head). `attention(layer, q, k, v, window)`, when given, sees each layer's q (H, n, hd) and k, v
-    (KV, n, hd) after RoPE and before repeat_kv, as transformers hands them to an attention function."""
+    (KV, n, hd) after RoPE and before repeat_kv, as transformers hands them to an attention function.
+    Interventions (patching_reference.py): edit_residual(layer, x) and edit_heads(layer, z) return the residual
+    stream entering the layer and its heads' outputs before o_proj (n, H hd), edited or not."""
     t = cfg["model_type"]
     H, KV, d = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["hidden_size"]
     hd = cfg.get("head_dim") or d // H
@@ -100,6 +103,8 @@ def forward(w, cfg, ids, dtype=np.float64, trace=None, value_norms=None, attenti
         trace.update(x=[x.copy()], heads=[], attn_bias=[])
     for layer, window in enumerate(windows(cfg)):
         p = f"model.layers.{layer}."
+        if edit_residual is not None:
+            x = edit_residual(layer, x)
         h = rms_norm(x, w[p + "input_layernorm.weight"], eps)
         q = h @ w[p + "self_attn.q_proj.weight"].T
         k = h @ w[p + "self_attn.k_proj.weight"].T
@@ -129,6 +134,8 @@ def forward(w, cfg, ids, dtype=np.float64, trace=None, value_norms=None, attenti
         if value_norms is not None:
             value_norms.append(head_value_norms(v, w[p + "self_attn.o_proj.weight"]))
         out = (a @ v).transpose(1, 0, 2).reshape(n, H * hd)
+        if edit_heads is not None:
+            out = edit_heads(layer, out)
         out = out @ w[p + "self_attn.o_proj.weight"].T
         if o_bias:
             out = out + w[p + "self_attn.o_proj.bias"]

@@ -33,6 +33,19 @@ struct ForwardOptions {
   MapPolicy maps = MapPolicy::Auto;
   // >= 0: ForwardResult::trace keeps the residual stream at this token (direct logit attribution reads it).
   int trace_position = -1;
+  // [SECTION] interventions (model/patching.h)
+  // Keep each layer's input residual stream and its heads' outputs before W_O (ForwardResult::residual,
+  // head_outputs): what an intervention starts from and patches in.
+  bool keep_residual = false;
+  // With start_residual: the forward starts at this layer from `start_residual` (n, hidden), the residual stream
+  // entering it (a kept run's residual[start_layer], edited or not); the layers before are not run (their maps,
+  // statistics and kept matrices left empty) and the embedding's result is replaced.
+  int start_layer = 0;
+  const Matrix* start_residual = nullptr;
+  // Called at each layer run with its heads' outputs (n, n_head head_dim; head h in columns [h hd, (h + 1) hd))
+  // before W_O: an ablation zeroes or replaces a head's columns, activation patching copies another run's. Not with
+  // `attention` (the backend computes the heads and W_O as one).
+  std::function<void(int layer, Matrix& heads)> edit_heads{};
 };
 
 // Thrown by the forward when ForwardOptions::progress returned false; the result is then incomplete.
@@ -137,6 +150,9 @@ struct ForwardResult {
   // then after each layer's attention is added (row 1 + 2 l) and after its MLP is added (row 2 + 2 l); the last
   // row is the final norm's input.
   Matrix trace;
+  // With ForwardOptions::keep_residual, per layer: the residual stream entering it (n, hidden), and its heads'
+  // outputs before W_O (n, n_head head_dim), as edited by edit_heads. Empty otherwise.
+  std::vector<Matrix> residual, head_outputs;
 
   bool keepsMaps() const { return stats.empty() && !reader; }
   // Maps not kept: layer `layer`'s statistics with head `head`'s row statistics present (every head's for -1),

@@ -237,6 +237,18 @@ void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult&
       rope_local = RopeTable(positions, ropeInverseFrequencies(a.rope_local_theta, a.rotary_dims, RopeScaling{}));
   }
 
+  const int start = options.start_layer;
+  if (start < 0 || start >= a.n_layer || (start > 0 && !options.start_residual))
+    throw InputError("start_layer", "0, or a layer up to " + std::to_string(a.n_layer - 1) + " with its residual",
+                     std::to_string(start));
+  if (options.start_residual && (options.start_residual->rows() != n || options.start_residual->cols() != a.hidden))
+    throw InputError("start_residual", shapeString(n, a.hidden),
+                     shapeString(options.start_residual->rows(), options.start_residual->cols()));
+  if (options.edit_heads && options.attention)
+    throw InputError("edit_heads", "the forward's own attention", "an attention backend");
+  r.residual.assign(options.keep_residual ? static_cast<std::size_t>(a.n_layer) : 0, Matrix());
+  r.head_outputs.assign(options.keep_residual ? static_cast<std::size_t>(a.n_layer) : 0, Matrix());
+
   Matrix x(n, a.hidden);  // (n, hidden) the residual stream
   for (int i = 0; i < n; ++i) x.row(i) = v.embed->row(ids[static_cast<std::size_t>(i)]);
   if (a.learned_positions && a.position_offset == 0) x += v.pos_embed->topRows(n);
@@ -269,8 +281,10 @@ void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult&
   timings.mark("setup (maps, rope, embed)");
   // Each sublayer: x = out(x + branch(f(in(x)))), each norm where the layer has it (SublayerNorms); a parallel
   // residual (GPT-NeoX) feeds both sublayers the layer's input.
-  for (int l = 0; l < a.n_layer; ++l) {
+  if (options.start_residual) x = *options.start_residual;  // the layers before are not run
+  for (int l = start; l < a.n_layer; ++l) {
     const LayerView& L = v.layers[static_cast<std::size_t>(l)];
+    if (options.keep_residual) r.residual[static_cast<std::size_t>(l)] = x;
     const SublayerNormsView &an = L.attn_norms, &mn = L.mlp_norms;
     if (an.in.g) norm(a.norm, x, *an.in.g, an.in.b, eps, normed);
     else normed = x;  // no input norm (OLMo 2, the encoders): attention reads the layer's input itself
@@ -307,6 +321,8 @@ void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult&
       timings.mark("q/k norm, rope, q scale, checks");
       attendLayer(a, l, qkv, concat, r);
       timings.mark("attention (scores, softmax, w v)");
+      if (options.edit_heads) options.edit_heads(l, concat);
+      if (options.keep_residual) r.head_outputs[static_cast<std::size_t>(l)] = concat;
       if (an.branch.g) {  // x += norm(o_proj(heads))
         linear(concat, *L.w_o, L.b_o, a.conv1d, branch);
         addBranch(a, an.branch, branch, branch_normed, x);

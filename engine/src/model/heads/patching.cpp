@@ -1,0 +1,255 @@
+// Ablation and activation patching on the one forward (model/patching.h): each intervention a forward from its
+// layer on (ForwardOptions::start_layer, edit_heads), the metric read from its final hidden states.
+#include "attnscope/model/patching.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "attnscope/error.h"
+#include "attnscope/model/families.h"
+
+namespace attnscope::model {
+
+namespace {
+
+// A token typed as an id (digits) or as a text of one token (" Mary"), below the vocabulary's size.
+int tokenOf(const Model& model, const std::string& typed, const std::string& whole) {
+  const int vocab = model.architecture().vocab_size;
+  if (!typed.empty() && typed.find_first_not_of("0123456789") == std::string::npos) {
+    if (typed.size() <= 9 && std::stoi(typed) < vocab) return std::stoi(typed);
+    throw InputError("--metric", "token ids from 0 to " + std::to_string(vocab - 1), whole);
+  }
+  const std::vector<int> ids = typed.empty() ? std::vector<int>() : model.tokenizer.encode(typed, false);
+  if (ids.size() == 1 && ids[0] < vocab) return ids[0];
+  std::string got = "\"" + typed + "\" is " + std::to_string(ids.size()) + " tokens";
+  for (std::size_t k = 0; k < std::min<std::size_t>(ids.size(), 4); ++k)
+    got += (k ? ", '" : ": '") + model.tokenizer.label(ids[k]) + "'";
+  if (ids.size() > 4) got += ", ...";
+  throw InputError("--metric", "each token an id or a text of one token", got);
+}
+
+// What every intervention's forward keeps: no maps (only what the metric reads), the layer inputs for starts.
+ForwardOptions runOptions(bool keep_residual) {
+  ForwardOptions o;
+  o.keep_ln1 = false;
+  o.maps = MapPolicy::Drop;
+  o.keep_residual = keep_residual;
+  return o;
+}
+
+struct Runner {
+  const Model& model;
+  const Matrix& unembed;
+  const PatchMetric& metric;
+  const PatchOptions& options;
+  int done = 0, total = 0;
+
+  // The metric of `ids` run from `layer` on from `residual`, with `edit` applied to that layer's heads.
+  double from(const std::vector<int>& ids, int layer, const Matrix& residual,
+              const std::function<void(Matrix&)>& edit) {
+    ForwardOptions o = runOptions(false);
+    o.start_layer = layer, o.start_residual = &residual;
+    if (edit)
+      o.edit_heads = [layer, &edit](int l, Matrix& heads) {
+        if (l == layer) edit(heads);
+      };
+    const ForwardResult f = modelForward(model, ids, o, options.budget_bytes);
+    const double value = patchMetricValue(model, unembed, f.hidden, ids, metric);
+    ++done;
+    if (options.progress && !options.progress(done, total)) throw PatchCancelled();
+    return value;
+  }
+};
+
+void checkDecoder(const Model& model) {
+  if (const std::string why = patchRefusal(model); !why.empty())
+    throw InputError("--metric", "a decoder (a next-token metric)", familyDisplayName(model.architecture().model_type));
+}
+
+}  // namespace
+
+PatchMetric parsePatchMetric(const Model& model, const std::string& text) {
+  PatchMetric m;
+  if (text == "loss") {
+    m.kind = PatchMetric::Kind::Loss;
+  } else if (text.rfind("logprob:", 0) == 0) {
+    m.kind = PatchMetric::Kind::LogProb;
+    m.target = tokenOf(model, text.substr(8), text);
+  } else if (text.rfind("logit-diff:", 0) == 0) {
+    const std::string rest = text.substr(11);
+    const std::size_t comma = rest.find(',');
+    if (comma == std::string::npos) throw InputError("--metric", "logit-diff:A,B, two tokens", text);
+    m.kind = PatchMetric::Kind::LogitDiff;
+    m.target = tokenOf(model, rest.substr(0, comma), text);
+    m.other = tokenOf(model, rest.substr(comma + 1), text);
+  } else {
+    throw InputError("--metric", "logit-diff:A,B, logprob:T or loss (A, B, T token ids or one-token texts)", text);
+  }
+  return m;
+}
+
+std::string patchMetricText(const PatchMetric& m) {
+  switch (m.kind) {
+    case PatchMetric::Kind::LogitDiff: return "logit-diff:" + std::to_string(m.target) + "," + std::to_string(m.other);
+    case PatchMetric::Kind::LogProb: return "logprob:" + std::to_string(m.target);
+    case PatchMetric::Kind::Loss: break;
+  }
+  return "loss";
+}
+
+std::string patchRefusal(const Model& model) {
+  if (model.architecture().residual != Residual::PostNorm) return "";
+  return "which heads matter needs a decoder's next-token prediction: " +
+         familyDisplayName(model.architecture().model_type) + " is an encoder";
+}
+
+double patchMetricValue(const Model& model, const Matrix& unembed, const Matrix& hidden, const std::vector<int>& ids,
+                        const PatchMetric& metric) {
+  const Architecture& a = model.architecture();
+  const Matrix& w_u = unembed.size() ? unembed : model.weights.embed;  // (vocab, hidden)
+  const int n = static_cast<int>(hidden.rows()), vocab = static_cast<int>(w_u.rows());
+  const auto check_id = [&](int id) {
+    if (id < 0 || id >= vocab)
+      throw InputError("--metric", "token ids below the vocabulary's " + std::to_string(vocab), std::to_string(id));
+  };
+  // Logits in double from float32 hidden states and W_U, soft-capped as the model caps them.
+  const auto logits_at = [&](int i) {
+    Eigen::VectorXd z = (w_u.cast<double>() * hidden.row(i).transpose().cast<double>());
+    if (a.final_softcap > 0) z = (z.array() / a.final_softcap).tanh() * a.final_softcap;
+    return z;
+  };
+  const auto log_softmax_at = [](const Eigen::VectorXd& z, int id) {
+    const double top = z.maxCoeff();
+    return z[id] - top - std::log((z.array() - top).exp().sum());
+  };
+  if (metric.kind == PatchMetric::Kind::Loss) {
+    if (n < 2) throw InputError("--metric", "loss over a text of at least 2 tokens", std::to_string(n) + " token");
+    double sum = 0;
+    for (int i = 0; i + 1 < n; ++i) sum -= log_softmax_at(logits_at(i), ids[static_cast<std::size_t>(i) + 1]);
+    return sum / (n - 1);
+  }
+  const int p = metric.position < 0 ? n - 1 : metric.position;
+  if (p >= n) throw InputError("--position", "a token from 0 to " + std::to_string(n - 1), std::to_string(p));
+  check_id(metric.target);
+  if (metric.kind == PatchMetric::Kind::LogProb) return log_softmax_at(logits_at(p), metric.target);
+  check_id(metric.other);
+  // Only the two logits: two dot products, with the cap applied to each.
+  const auto logit = [&](int id) {
+    double z = w_u.row(id).cast<double>().dot(hidden.row(p).cast<double>());
+    if (a.final_softcap > 0) z = std::tanh(z / a.final_softcap) * a.final_softcap;
+    return z;
+  };
+  return logit(metric.target) - logit(metric.other);
+}
+
+Eigen::MatrixXd PatchMaps::normalised(const Eigen::MatrixXd& values) const {
+  const double span = clean - corrupt;
+  if (span == 0) return Eigen::MatrixXd::Constant(values.rows(), values.cols(), std::numeric_limits<double>::quiet_NaN());
+  return (values.array() - corrupt) / span;
+}
+
+PatchMaps ablateHeads(const Model& model, const std::vector<int>& ids, const PatchMetric& metric, Ablation ablation,
+                      const PatchOptions& options) {
+  checkDecoder(model);
+  const Architecture& a = model.architecture();
+  const Matrix unembed = loadUnembedding(model.dir, a, options.budget_bytes);
+  const ForwardResult run = modelForward(model, ids, runOptions(true), options.budget_bytes);
+  PatchMaps out;
+  out.kind = ablation == Ablation::Zero ? "ablation (zero)" : "ablation (mean)";
+  out.metric = metric;
+  out.clean = patchMetricValue(model, unembed, run.hidden, ids, metric);
+  out.corrupt = std::numeric_limits<double>::quiet_NaN();
+  const int layers = a.n_layer, heads = a.n_head, hd = a.head_dim;
+  out.heads.resize(layers, heads);
+  out.layers.resize(layers, 1);
+  Runner runner{model, unembed, metric, options, 0, layers * (heads + 1)};
+  for (int l = 0; l < layers; ++l) {
+    const Matrix& z = run.head_outputs[static_cast<std::size_t>(l)];  // (n, heads hd)
+    const RowVector mean = z.colwise().mean();
+    const auto ablate = [&](Matrix& m, int h) {
+      if (ablation == Ablation::Zero) m.middleCols(h * hd, hd).setZero();
+      else m.middleCols(h * hd, hd).rowwise() = mean.segment(h * hd, hd);
+    };
+    const Matrix& residual = run.residual[static_cast<std::size_t>(l)];
+    for (int h = 0; h < heads; ++h) out.heads(l, h) = runner.from(ids, l, residual, [&](Matrix& m) { ablate(m, h); });
+    out.layers(l, 0) = runner.from(ids, l, residual, [&](Matrix& m) {
+      for (int h = 0; h < heads; ++h) ablate(m, h);
+    });
+  }
+  return out;
+}
+
+PatchMaps patchActivations(const Model& model, const std::vector<int>& clean, const std::vector<int>& corrupt,
+                           const PatchMetric& metric, bool into_corrupt, const PatchOptions& options) {
+  checkDecoder(model);
+  if (clean.size() != corrupt.size())
+    throw InputError("--corrupt", std::to_string(clean.size()) + " tokens (the clean text's)",
+                     std::to_string(corrupt.size()));
+  const Architecture& a = model.architecture();
+  const Matrix unembed = loadUnembedding(model.dir, a, options.budget_bytes);
+  const ForwardResult clean_run = modelForward(model, clean, runOptions(true), options.budget_bytes);
+  const ForwardResult corrupt_run = modelForward(model, corrupt, runOptions(true), options.budget_bytes);
+  PatchMaps out;
+  out.kind = into_corrupt ? "patching (clean into corrupt)" : "patching (corrupt into clean)";
+  out.metric = metric;
+  out.clean = patchMetricValue(model, unembed, clean_run.hidden, clean, metric);
+  out.corrupt = patchMetricValue(model, unembed, corrupt_run.hidden, corrupt, metric);
+  // The run intervened on (base) and the run its activations come from (source).
+  const ForwardResult& base = into_corrupt ? corrupt_run : clean_run;
+  const ForwardResult& source = into_corrupt ? clean_run : corrupt_run;
+  const std::vector<int>& ids = into_corrupt ? corrupt : clean;
+  const int layers = a.n_layer, heads = a.n_head, hd = a.head_dim, n = static_cast<int>(ids.size());
+  out.heads.resize(layers, heads);
+  out.layers.resize(layers, 1);
+  out.residual.resize(layers, n);
+  Runner runner{model, unembed, metric, options, 0, layers * (heads + 1 + n)};
+  for (int l = 0; l < layers; ++l) {
+    const Matrix& from = source.head_outputs[static_cast<std::size_t>(l)];
+    const Matrix& residual = base.residual[static_cast<std::size_t>(l)];
+    for (int h = 0; h < heads; ++h)
+      out.heads(l, h) = runner.from(ids, l, residual, [&](Matrix& m) { m.middleCols(h * hd, hd) = from.middleCols(h * hd, hd); });
+    out.layers(l, 0) = runner.from(ids, l, residual, [&](Matrix& m) { m = from; });
+    // The residual stream entering layer l at position p (at layer 0: the embedding, token and position).
+    for (int p = 0; p < n; ++p) {
+      Matrix patched = residual;
+      patched.row(p) = source.residual[static_cast<std::size_t>(l)].row(p);
+      out.residual(l, p) = runner.from(ids, l, patched, {});
+    }
+  }
+  return out;
+}
+
+nlohmann::ordered_json patchMapsJson(const PatchMaps& maps, const std::vector<std::string>& tokens) {
+  const auto matrix = [](const Eigen::MatrixXd& m) {
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (Eigen::Index i = 0; i < m.rows(); ++i) {
+      nlohmann::ordered_json row = nlohmann::ordered_json::array();
+      for (Eigen::Index j = 0; j < m.cols(); ++j)
+        row.push_back(std::isfinite(m(i, j)) ? nlohmann::ordered_json(m(i, j)) : nlohmann::ordered_json(nullptr));
+      rows.push_back(std::move(row));
+    }
+    return rows;
+  };
+  const auto number = [](double x) { return std::isfinite(x) ? nlohmann::ordered_json(x) : nlohmann::ordered_json(nullptr); };
+  nlohmann::ordered_json j;
+  j["kind"] = maps.kind;
+  j["metric"] = patchMetricText(maps.metric);
+  j["position"] = maps.metric.position;
+  j["clean"] = number(maps.clean);
+  j["corrupt"] = number(maps.corrupt);
+  j["heads"] = matrix(maps.heads);
+  j["layers"] = matrix(maps.layers);
+  if (maps.residual.size() > 0) {
+    j["heads_normalised"] = matrix(maps.normalised(maps.heads));
+    j["layers_normalised"] = matrix(maps.normalised(maps.layers));
+    j["residual"] = matrix(maps.residual);
+    j["residual_normalised"] = matrix(maps.normalised(maps.residual));
+  }
+  j["tokens"] = tokens;
+  return j;
+}
+
+}  // namespace attnscope::model

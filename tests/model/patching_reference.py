@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Which heads matter, independently of attnscope: ablation and activation patching in float64 NumPy, each
+intervention a whole forward from layer 0 with a hook (as TransformerLens runs them), on a checkpoint written by
+gpt2_reference.py or llama_reference.py (their own forwards, with their edit_residual / edit_heads hooks).
+
+  patching_reference.py CKPT --ids '[...]' [--corrupt '[...]'] --metric logit-diff:A,B|logprob:T|loss
+                        [--position P] [--ablate zero|mean] [--direction denoise|noise] --out OUT.json
+
+Writes {"clean", "corrupt", "heads": [layer][head], "layers": [layer], "residual": [layer][position] (patching),
+"unembed_l1": the largest sum |W_U[t, :]| over the vocabulary} in float64."""
+import argparse
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpt2_reference  # noqa: E402
+import llama_reference  # noqa: E402
+
+
+def read_safetensors(path):
+    """name -> float64 array, from F32, F16 or BF16 tensors."""
+    with open(path, "rb") as f:
+        size = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(size))
+        data = f.read()
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        lo, hi = t["data_offsets"]
+        raw = data[lo:hi]
+        if t["dtype"] == "F32":
+            a = np.frombuffer(raw, dtype="<f4")
+        elif t["dtype"] == "F16":
+            a = np.frombuffer(raw, dtype="<f2")
+        elif t["dtype"] == "BF16":
+            a = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
+        else:
+            raise SystemExit(f"{name}: dtype {t['dtype']}")
+        out[name] = a.astype(np.float64).reshape(t["shape"])
+    return out
+
+
+def load(ckpt):
+    with open(os.path.join(ckpt, "config.json")) as f:
+        cfg = json.load(f)
+    w = read_safetensors(os.path.join(ckpt, "model.safetensors"))
+    if cfg.get("model_type", "gpt2") == "gpt2":
+        prefix = "transformer." if "transformer.wte.weight" in w else ""
+        run = lambda ids, **hooks: gpt2_reference.forward(w, cfg, ids, prefix, **hooks)[1]  # noqa: E731
+        unembed = w[prefix + "wte.weight"]
+        layers, heads = cfg["n_layer"], cfg["n_head"]
+        hd = cfg["n_embd"] // heads
+    else:
+        run = lambda ids, **hooks: llama_reference.forward(w, cfg, ids, **hooks)[1]  # noqa: E731
+        unembed = w.get("lm_head.weight", w["model.embed_tokens.weight"])
+        layers, heads = cfg["num_hidden_layers"], cfg["num_attention_heads"]
+        hd = cfg.get("head_dim") or cfg["hidden_size"] // heads
+    return run, unembed, layers, heads, hd
+
+
+def metric_of(kind, args, unembed):
+    def log_softmax(z):
+        top = z.max()
+        return z - top - np.log(np.exp(z - top).sum())
+
+    def value(hidden, ids):
+        if kind == "loss":
+            return float(np.mean([-log_softmax(unembed @ hidden[i])[ids[i + 1]] for i in range(len(ids) - 1)]))
+        p = args.position if args.position >= 0 else len(ids) - 1
+        z = unembed @ hidden[p]
+        if kind == "logprob":
+            return float(log_softmax(z)[args.tokens[0]])
+        return float(z[args.tokens[0]] - z[args.tokens[1]])
+    return value
+
+
+def recorded(run, ids, layers):
+    """The run's hidden state, each layer's entering residual stream and its heads' outputs before W_O."""
+    residual, heads = [None] * layers, [None] * layers
+
+    def keep_x(layer, x):
+        residual[layer] = x.copy()
+        return x
+
+    def keep_z(layer, z):
+        heads[layer] = z.copy()
+        return z
+    hidden = run(ids, edit_residual=keep_x, edit_heads=keep_z)
+    return hidden, residual, heads
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("ckpt")
+    ap.add_argument("--ids", required=True)
+    ap.add_argument("--corrupt")
+    ap.add_argument("--metric", required=True)
+    ap.add_argument("--position", type=int, default=-1)
+    ap.add_argument("--ablate", default="zero", choices=["zero", "mean"])
+    ap.add_argument("--direction", default="denoise", choices=["denoise", "noise"])
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    run, unembed, layers, heads, hd = load(args.ckpt)
+    kind, _, tokens = args.metric.partition(":")
+    args.tokens = [int(t) for t in tokens.split(",")] if tokens else []
+    value = metric_of(kind, args, unembed)
+    clean = json.loads(args.ids)
+    hidden, residual, z = recorded(run, clean, layers)
+    out = {"clean": value(hidden, clean), "unembed_l1": float(np.abs(unembed).sum(axis=1).max())}
+
+    def edit_head(layer, head, new):  # new(z) -> the head's columns
+        def edit(l, m):
+            if l != layer:
+                return m
+            m = m.copy()
+            m[:, head * hd:(head + 1) * hd] = new(m)
+            return m
+        return edit
+
+    if args.corrupt is None:
+        out["heads"] = [[value(run(clean, edit_heads=edit_head(
+            l, h, (lambda m, h=h: 0.0) if args.ablate == "zero"
+            else (lambda m, l=l, h=h: z[l][:, h * hd:(h + 1) * hd].mean(axis=0)))), clean)
+            for h in range(heads)] for l in range(layers)]
+
+        def whole(layer):
+            def edit(l, m):
+                if l != layer:
+                    return m
+                return np.zeros_like(m) if args.ablate == "zero" else np.broadcast_to(z[l].mean(axis=0), m.shape).copy()
+            return edit
+        out["layers"] = [value(run(clean, edit_heads=whole(l)), clean) for l in range(layers)]
+    else:
+        corrupt = json.loads(args.corrupt)
+        c_hidden, c_residual, c_z = recorded(run, corrupt, layers)
+        out["corrupt"] = value(c_hidden, corrupt)
+        into_corrupt = args.direction == "denoise"
+        ids = corrupt if into_corrupt else clean
+        src_z, src_x = (z, residual) if into_corrupt else (c_z, c_residual)
+        out["heads"] = [[value(run(ids, edit_heads=edit_head(l, h, lambda m, l=l, h=h: src_z[l][:, h * hd:(h + 1) * hd])),
+                               ids) for h in range(heads)] for l in range(layers)]
+        out["layers"] = [value(run(ids, edit_heads=lambda ll, m, l=l: src_z[l].copy() if ll == l else m), ids)
+                         for l in range(layers)]
+
+        def patch_x(layer, p):
+            def edit(ll, x):
+                if ll != layer:
+                    return x
+                x = x.copy()
+                x[p] = src_x[layer][p]
+                return x
+            return edit
+        out["residual"] = [[value(run(ids, edit_residual=patch_x(l, p)), ids) for p in range(len(ids))]
+                           for l in range(layers)]
+    with open(args.out, "w") as f:
+        json.dump(out, f)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+// Which heads matter (model/patching.h): ablation and activation patching on tiny checkpoints, every number against
+// tests/model/patching_reference.py, an independent float64 NumPy run of each intervention as a whole forward from
+// layer 0 with a hook (the reference scripts' own forwards), where attnscope reruns from the intervened layer on.
+//
+// Tolerance, from the arithmetic: the engine's final hidden states are within kHiddenTol (5e-5, test_model_support.h,
+// float32 against float64 through every layer) of NumPy's; a logit h . W_U[t] then moves by at most kHiddenTol
+// sum_k |W_U[t, k]|, so a logit difference, a log-probability (a logit less a log-sum-exp, which moves no more than
+// the largest logit) or a mean next-token loss by at most 2 kHiddenTol max_t sum_k |W_U[t, k]| (the reference's
+// unembed_l1).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "attnscope/error.h"
+#include "attnscope/model/patching.h"
+#include "compare.h"
+#include "model/test_model_support.h"
+
+namespace model = attnscope::model;
+using nlohmann::json;
+
+namespace {
+
+std::string idsText(const std::vector<int>& ids) { return json(ids).dump(); }
+
+// patching_reference.py's numbers for the checkpoint in `dir`.
+json referenceOf(const std::string& dir, const std::vector<int>& clean, const std::vector<int>* corrupt,
+                 const std::string& metric, const std::string& more) {
+  const std::string out = model_test::tempDir() + "/patch.json";
+  std::string command = std::string(model_test::kPython) + " '" + ATTNSCOPE_SOURCE_DIR +
+                        "/tests/model/patching_reference.py' '" + dir + "' --ids '" + idsText(clean) + "' --metric " +
+                        metric + " --out '" + out + "' " + more;
+  if (corrupt) command += " --corrupt '" + idsText(*corrupt) + "'";
+  const model_test::CommandRun r = model_test::run(command);
+  if (r.status != 0) throw std::runtime_error("patching_reference.py failed: " + r.err);
+  return json::parse(model_test::slurp(out));
+}
+
+double worstOf(const Eigen::MatrixXd& got, const json& want) {
+  double worst = 0;
+  EXPECT_EQ(got.rows(), static_cast<Eigen::Index>(want.size()));
+  for (Eigen::Index i = 0; i < got.rows() && i < static_cast<Eigen::Index>(want.size()); ++i) {
+    const json& row = want[static_cast<std::size_t>(i)];
+    const std::size_t cols = row.is_array() ? row.size() : 1;
+    EXPECT_EQ(got.cols(), static_cast<Eigen::Index>(cols));
+    for (Eigen::Index j = 0; j < got.cols() && j < static_cast<Eigen::Index>(cols); ++j)
+      worst = attnscope::test::worse(
+          worst, attnscope::test::valueError(got(i, j), (row.is_array() ? row[static_cast<std::size_t>(j)] : row).get<double>()));
+  }
+  return worst;
+}
+
+struct Case {
+  const char* name;
+  const char* script;
+  const char* args;
+};
+
+class PatchingReference : public ::testing::TestWithParam<Case> {};
+
+// Ablation (zero, mean) on the clean text and patching both ways between it and a corrupt one (one token changed
+// near the end), on logit difference, log-probability and loss: every head, every layer's heads at once and (for
+// patching) the residual stream at every (layer, position).
+TEST_P(PatchingReference, EveryInterventionEqualsNumPy) {
+  ATTNSCOPE_REQUIRE_PYTHON_MODULE("numpy");
+  const std::string dir = model_test::referenceCheckpoint(GetParam().script, GetParam().args);
+  const json expected = json::parse(model_test::slurp(dir + "/expected.json"));
+  const std::vector<int> clean = model_test::idsOf(expected);
+  std::vector<int> corrupt = clean;
+  corrupt[corrupt.size() - 3] = (corrupt[corrupt.size() - 3] + 17) % 200;
+  const model::Model m = model::loadModel(dir);
+  struct Run {
+    const char* metric;
+    const char* what;  // "zero", "mean", "denoise", "noise"
+  };
+  for (const Run& run : {Run{"logit-diff:5,7", "denoise"}, Run{"logprob:9", "noise"}, Run{"loss", "zero"},
+                         Run{"logit-diff:3,11", "mean"}}) {
+    SCOPED_TRACE(std::string(run.metric) + " " + run.what);
+    const bool patch = std::string(run.what) == "denoise" || std::string(run.what) == "noise";
+    const json want = referenceOf(dir, clean, patch ? &corrupt : nullptr, run.metric,
+                                  patch ? std::string("--direction ") + run.what : std::string("--ablate ") + run.what);
+    const model::PatchMetric metric = model::parsePatchMetric(m, run.metric);
+    const model::PatchMaps got =
+        patch ? model::patchActivations(m, clean, corrupt, metric, std::string(run.what) == "denoise")
+              : model::ablateHeads(m, clean, metric,
+                                   std::string(run.what) == "zero" ? model::Ablation::Zero : model::Ablation::Mean);
+    const double tol = 2 * model_test::kHiddenTol * want["unembed_l1"].get<double>();
+    double worst = attnscope::test::valueError(got.clean, want["clean"].get<double>());
+    if (patch) worst = attnscope::test::worse(worst, attnscope::test::valueError(got.corrupt, want["corrupt"].get<double>()));
+    worst = attnscope::test::worse(worst, worstOf(got.heads, want["heads"]));
+    worst = attnscope::test::worse(worst, worstOf(got.layers, want["layers"]));
+    if (patch) worst = attnscope::test::worse(worst, worstOf(got.residual, want["residual"]));
+    std::printf("%s %s %s: worst error %.3g (tolerance %.3g), clean %.4f\n", GetParam().name, run.metric, run.what,
+                worst, tol, got.clean);
+    EXPECT_LE(worst, tol);
+    // The metric moved: some head's intervention changes it by far more than the tolerance (a test of something).
+    const double base = patch && std::string(run.what) == "denoise" ? got.corrupt : got.clean;
+    EXPECT_GT((got.heads.array() - base).abs().maxCoeff(), 10 * tol);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Families, PatchingReference,
+    ::testing::Values(Case{"gpt2", "gpt2_reference.py", "--tokens 12"},
+                      Case{"llama_gqa", "llama_reference.py", "--family llama --heads 4 --kv-heads 2 --text 'The cat sat.'"},
+                      Case{"mistral_window", "llama_reference.py",
+                           "--family mistral --heads 4 --kv-heads 2 --window 4 --text 'A dog ran far.'"}),
+    [](const ::testing::TestParamInfo<Case>& c) { return std::string(c.param.name); });
+
+TEST(Patching, MetricsAreReadAsIdsOrOneTokenTexts) {
+  const model::Model m = model::loadModel(model_test::tinyCheckpoint());
+  const model::PatchMetric d = model::parsePatchMetric(m, "logit-diff:5,7");
+  EXPECT_EQ(d.kind, model::PatchMetric::Kind::LogitDiff);
+  EXPECT_EQ(d.target, 5);
+  EXPECT_EQ(d.other, 7);
+  EXPECT_EQ(model::parsePatchMetric(m, "loss").kind, model::PatchMetric::Kind::Loss);
+  const std::vector<int> a = m.tokenizer.encode("a", false);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(model::parsePatchMetric(m, "logprob:a").target, a[0]);
+  for (const char* bad : {"logit-diff:5", "logprob:", "entropy", "logprob:999999", "logprob:-3", "logit-diff:5,hello world"}) {
+    try {
+      model::parsePatchMetric(m, bad);
+      ADD_FAILURE() << bad << " was taken";
+    } catch (const attnscope::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("--metric"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(Patching, TextsOfDifferentLengthsAreRefused) {
+  const model::Model m = model::loadModel(model_test::tinyCheckpoint());
+  EXPECT_THROW(model::patchActivations(m, {1, 2, 3}, {1, 2}, model::PatchMetric{}, true), attnscope::InputError);
+}
+
+}  // namespace
