@@ -104,6 +104,8 @@ def main():
     ap.add_argument("--ablate", default="zero", choices=["zero", "mean"])
     ap.add_argument("--direction", default="denoise", choices=["denoise", "noise"])
     ap.add_argument("--out", required=True)
+    ap.add_argument("--layers-only", type=int, default=0,
+                    help="ablation of the first N layers' heads only (scripts/bench-patching.sh times them)")
     args = ap.parse_args()
     run, unembed, layers, heads, hd = load(args.ckpt)
     kind, _, tokens = args.metric.partition(":")
@@ -123,6 +125,8 @@ def main():
         return edit
 
     if args.corrupt is None:
+        if args.layers_only:
+            layers = args.layers_only
         out["heads"] = [[value(run(clean, edit_heads=edit_head(
             l, h, (lambda m, h=h: 0.0) if args.ablate == "zero"
             else (lambda m, l=l, h=h: z[l][:, h * hd:(h + 1) * hd].mean(axis=0)))), clean)

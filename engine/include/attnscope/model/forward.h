@@ -46,6 +46,10 @@ struct ForwardOptions {
   // before W_O: an ablation zeroes or replaces a head's columns, activation patching copies another run's. Not with
   // `attention` (the backend computes the heads and W_O as one).
   std::function<void(int layer, Matrix& heads)> edit_heads{};
+  // > 1 (with start_residual, maps dropped): the n rows are `segments` sequences of n / segments tokens run side by
+  // side, each attending only within itself with its positions from 0: a batch of interventions on one text shares
+  // each layer's weight reads. The ids are the text's, repeated `segments` times.
+  int segments = 1;
 };
 
 // Thrown by the forward when ForwardOptions::progress returned false; the result is then incomplete.

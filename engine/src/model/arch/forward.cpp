@@ -152,7 +152,7 @@ void attendOnBackend(const ModelView& v, int l, const Matrix& normed, Backend& b
 
 // Layer l's attention on the CPU, fused: every query head against its kv head, its map into r (or its Q, K and row
 // statistics into r.stats[l]), the heads' outputs into concat (n, q_dim). qkv: (n, q + 2 kv), after RoPE, Q scaled.
-void attendLayer(const Architecture& a, int l, const Matrix& qkv, Matrix& concat, ForwardResult& r) {
+void attendLayer(const Architecture& a, int l, const Matrix& qkv, Matrix& concat, ForwardResult& r, int segments) {
   const float softcap = static_cast<float>(a.attn_softcap);  // Gemma 2; 0: none
   const int hd = a.head_dim, q_dim = a.qDim(), kv_dim = a.kvDim(), group = a.n_head / a.n_kv_head;
   const int window = a.window.empty() ? 0 : a.window[static_cast<std::size_t>(l)];
@@ -172,7 +172,13 @@ void attendLayer(const Architecture& a, int l, const Matrix& qkv, Matrix& concat
     const int g = h / group;  // the kv head this query head reads
     const auto q = qkv.middleCols(h * hd, hd), k = qkv.middleCols(q_dim + g * hd, hd),
                v = qkv.middleCols(q_dim + kv_dim + g * hd, hd);
-    if (kept) {
+    if (segments > 1) {  // a batch (ForwardOptions::segments): each sequence on its own; no statistics kept
+      const Eigen::Index len = qkv.rows() / segments;
+      HeadResult scratch;
+      for (int s = 0; s < segments; ++s)
+        attendHeadStats(q.middleRows(s * len, len), k.middleRows(s * len, len), v.middleRows(s * len, len), window,
+                        a.causal, concat.middleCols(h * hd, hd).middleRows(s * len, len), scratch, softcap);
+    } else if (kept) {
       attendHead(q, k, v, window, a.causal, r.mutableMap(l * a.n_head + h), concat.middleCols(h * hd, hd), softcap);
     } else {
       HeadResult& hr = stats->heads[static_cast<std::size_t>(h)];
@@ -214,45 +220,15 @@ std::size_t forwardBytes(const Architecture& a, int n, bool keep_ln1, MapPolicy 
   return 4 * (maps + nn * per_token + ln1) + (a.n_experts > 0 ? routedMlpBytes(a, n) : 0);  // Mixtral
 }
 
-void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult& r, const ForwardOptions& options,
-                 std::size_t budget_bytes) {
+namespace {
+// The embedding of `ids` into x (n, hidden): tokens, learned positions, an encoder's token type and norm, Gemma's
+// scale. `normed`: scratch of x's shape.
+void embedTokens(const ModelView& v, const std::vector<int>& ids, Matrix& x, Matrix& normed) {
   const Architecture& a = v.arch;
   const int n = static_cast<int>(ids.size());
-  checkForwardInput(ids, a.max_positions, a.max_positions_field.c_str(), a.vocab_size,
-                    forwardBytes(a, n, options.keep_ln1, options.maps), budget_bytes);
-  StageTimings timings("forward");
-  // A result of the same size keeps its buffer: a forward on it touches no new pages.
-  r.layout = a.layout();
-  r.resize(n, a.n_layer * a.n_head, keepsMaps(a, n, options.maps));
-  r.ln1.resize(options.keep_ln1 ? static_cast<std::size_t>(a.n_layer) : 0);
-  const bool kept = r.keepsMaps();
-  const int hd = a.head_dim, q_dim = a.qDim();
   const float eps = static_cast<float>(a.norm_eps);
-  RopeTable rope, rope_local;  // rope_local: Gemma 3's windowed layers, on their own base, unscaled
-  if (a.rotary_dims > 0) {
-    std::vector<int> positions(static_cast<std::size_t>(n));
-    std::iota(positions.begin(), positions.end(), 0);
-    rope = RopeTable(positions, ropeInverseFrequencies(a.rope_theta, a.rotary_dims, a.rope_scaling));
-    if (a.rope_local_theta > 0)
-      rope_local = RopeTable(positions, ropeInverseFrequencies(a.rope_local_theta, a.rotary_dims, RopeScaling{}));
-  }
-
-  const int start = options.start_layer;
-  if (start < 0 || start >= a.n_layer || (start > 0 && !options.start_residual))
-    throw InputError("start_layer", "0, or a layer up to " + std::to_string(a.n_layer - 1) + " with its residual",
-                     std::to_string(start));
-  if (options.start_residual && (options.start_residual->rows() != n || options.start_residual->cols() != a.hidden))
-    throw InputError("start_residual", shapeString(n, a.hidden),
-                     shapeString(options.start_residual->rows(), options.start_residual->cols()));
-  if (options.edit_heads && options.attention)
-    throw InputError("edit_heads", "the forward's own attention", "an attention backend");
-  r.residual.assign(options.keep_residual ? static_cast<std::size_t>(a.n_layer) : 0, Matrix());
-  r.head_outputs.assign(options.keep_residual ? static_cast<std::size_t>(a.n_layer) : 0, Matrix());
-
-  Matrix x(n, a.hidden);  // (n, hidden) the residual stream
   for (int i = 0; i < n; ++i) x.row(i) = v.embed->row(ids[static_cast<std::size_t>(i)]);
   if (a.learned_positions && a.position_offset == 0) x += v.pos_embed->topRows(n);
-  Matrix normed(n, a.hidden), normed2, qkv(n, q_dim + 2 * a.kvDim()), concat(n, q_dim), up, act;
   // [SECTION] encoders: RoBERTa's position ids (create_position_ids_from_input_ids: padding tokens at padding_idx,
   // the others from padding_idx + 1 counting only non-padding tokens), token type 0, the embedding's norm.
   if (a.learned_positions && a.position_offset > 0) {
@@ -271,6 +247,60 @@ void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult&
     x.swap(normed);
     checkStage(x, -1, "the embedding's LayerNorm");
   }
+}
+}  // namespace
+
+void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult& r, const ForwardOptions& options,
+                 std::size_t budget_bytes) {
+  const Architecture& a = v.arch;
+  const int n = static_cast<int>(ids.size());
+  // A batch of segments (ForwardOptions::segments) is checked as one of its sequences, with the whole batch's bytes.
+  const std::size_t per_segment = ids.size() / static_cast<std::size_t>(std::max(1, options.segments));
+  checkForwardInput(options.segments > 1 ? std::vector<int>(ids.begin(), ids.begin() + static_cast<long>(per_segment)) : ids,
+                    a.max_positions, a.max_positions_field.c_str(), a.vocab_size,
+                    forwardBytes(a, n, options.keep_ln1, options.maps), budget_bytes);
+  StageTimings timings("forward");
+  // A result of the same size keeps its buffer: a forward on it touches no new pages.
+  r.layout = a.layout();
+  r.resize(n, a.n_layer * a.n_head, keepsMaps(a, n, options.maps));
+  r.ln1.resize(options.keep_ln1 ? static_cast<std::size_t>(a.n_layer) : 0);
+  const bool kept = r.keepsMaps();
+  const int hd = a.head_dim, q_dim = a.qDim();
+  const float eps = static_cast<float>(a.norm_eps);
+  const int start = options.start_layer;
+  if (start < 0 || start >= a.n_layer || (start > 0 && !options.start_residual))
+    throw InputError("start_layer", "0, or a layer up to " + std::to_string(a.n_layer - 1) + " with its residual",
+                     std::to_string(start));
+  if (options.start_residual && (options.start_residual->rows() != n || options.start_residual->cols() != a.hidden))
+    throw InputError("start_residual", shapeString(n, a.hidden),
+                     shapeString(options.start_residual->rows(), options.start_residual->cols()));
+  if (options.edit_heads && options.attention)
+    throw InputError("edit_heads", "the forward's own attention", "an attention backend");
+  const int segments = options.segments, len = n / std::max(1, segments);  // len: each sequence's tokens
+  if (segments < 1 || n % segments != 0 || (segments > 1 && (!options.start_residual || r.keepsMaps())))
+    throw InputError("segments", "a divisor of the rows, with a start residual and maps dropped",
+                     std::to_string(segments));
+  if (segments > 1 && options.trace_position >= 0)
+    throw InputError("trace_position", "none in a batch of segments", std::to_string(options.trace_position));
+  r.residual.assign(options.keep_residual ? static_cast<std::size_t>(a.n_layer) : 0, Matrix());
+  r.head_outputs.assign(options.keep_residual ? static_cast<std::size_t>(a.n_layer) : 0, Matrix());
+
+  RopeTable rope, rope_local;  // rope_local: Gemma 3's windowed layers, on their own base, unscaled
+  if (a.rotary_dims > 0) {
+    std::vector<int> positions(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) positions[static_cast<std::size_t>(i)] = i % len;  // each segment from 0
+    rope = RopeTable(positions, ropeInverseFrequencies(a.rope_theta, a.rotary_dims, a.rope_scaling));
+    if (a.rope_local_theta > 0)
+      rope_local = RopeTable(positions, ropeInverseFrequencies(a.rope_local_theta, a.rotary_dims, RopeScaling{}));
+  }
+
+  Matrix x(n, a.hidden);  // (n, hidden) the residual stream
+  Matrix normed(n, a.hidden), normed2, qkv(n, q_dim + 2 * a.kvDim()), concat(n, q_dim), up, act;
+  if (options.start_residual) {
+    x = *options.start_residual;  // the embedding and the layers before start_layer are not run
+  } else {
+    embedTokens(v, ids, x, normed);
+  }
   // The residual stream at one token, for direct logit attribution: after the embedding, then after each
   // layer's attention and MLP are added.
   const int trace = options.trace_position;
@@ -281,7 +311,6 @@ void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult&
   timings.mark("setup (maps, rope, embed)");
   // Each sublayer: x = out(x + branch(f(in(x)))), each norm where the layer has it (SublayerNorms); a parallel
   // residual (GPT-NeoX) feeds both sublayers the layer's input.
-  if (options.start_residual) x = *options.start_residual;  // the layers before are not run
   for (int l = start; l < a.n_layer; ++l) {
     const LayerView& L = v.layers[static_cast<std::size_t>(l)];
     if (options.keep_residual) r.residual[static_cast<std::size_t>(l)] = x;
@@ -319,7 +348,7 @@ void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult&
       qkv.leftCols(q_dim) *= a.scoreScale();
       checkStage(qkv, l, v.stages.qkv.c_str());
       timings.mark("q/k norm, rope, q scale, checks");
-      attendLayer(a, l, qkv, concat, r);
+      attendLayer(a, l, qkv, concat, r, options.segments);
       timings.mark("attention (scores, softmax, w v)");
       if (options.edit_heads) options.edit_heads(l, concat);
       if (options.keep_residual) r.head_outputs[static_cast<std::size_t>(l)] = concat;

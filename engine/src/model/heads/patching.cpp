@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "attnscope/error.h"
 #include "attnscope/model/families.h"
@@ -40,6 +41,17 @@ ForwardOptions runOptions(bool keep_residual) {
   return o;
 }
 
+// Rows of a batch of interventions (ForwardOptions::segments): enough for the GEMMs to reuse each weight read, few
+// enough that a long text's batch stays small (activations are ~10 floats of hidden a row).
+constexpr int kBatchRows = 512;
+
+// One intervention at a layer: the residual stream entering it (the base run's, or one edited), and an edit of
+// that layer's heads' outputs (n, n_head head_dim), or none.
+struct Intervention {
+  const Matrix* residual;
+  std::function<void(Eigen::Block<Matrix> heads)> edit;
+};
+
 struct Runner {
   const Model& model;
   const Matrix& unembed;
@@ -47,20 +59,37 @@ struct Runner {
   const PatchOptions& options;
   int done = 0, total = 0;
 
-  // The metric of `ids` run from `layer` on from `residual`, with `edit` applied to that layer's heads.
-  double from(const std::vector<int>& ids, int layer, const Matrix& residual,
-              const std::function<void(Matrix&)>& edit) {
-    ForwardOptions o = runOptions(false);
-    o.start_layer = layer, o.start_residual = &residual;
-    if (edit)
-      o.edit_heads = [layer, &edit](int l, Matrix& heads) {
-        if (l == layer) edit(heads);
+  // Each intervention's metric on `ids`, all of them at `layer`, run from that layer on side by side in batches of
+  // segments (one weight read per layer for the batch).
+  std::vector<double> run(const std::vector<int>& ids, int layer, const std::vector<Intervention>& list) {
+    const int n = static_cast<int>(ids.size()), per_batch = std::max(1, kBatchRows / n);
+    std::vector<double> out;
+    for (std::size_t first = 0; first < list.size(); first += static_cast<std::size_t>(per_batch)) {
+      const int count = static_cast<int>(std::min<std::size_t>(per_batch, list.size() - first));
+      Matrix residual(static_cast<Eigen::Index>(count) * n, model.architecture().hidden);
+      std::vector<int> batch_ids;
+      batch_ids.reserve(static_cast<std::size_t>(count) * ids.size());
+      for (int s = 0; s < count; ++s) {
+        residual.middleRows(static_cast<Eigen::Index>(s) * n, n) = *list[first + static_cast<std::size_t>(s)].residual;
+        batch_ids.insert(batch_ids.end(), ids.begin(), ids.end());
+      }
+      ForwardOptions o = runOptions(false);
+      o.start_layer = layer, o.start_residual = &residual, o.segments = count;
+      o.edit_heads = [&](int l, Matrix& heads) {
+        if (l != layer) return;
+        for (int s = 0; s < count; ++s)
+          if (const auto& edit = list[first + static_cast<std::size_t>(s)].edit)
+            edit(Eigen::Block<Matrix>(heads, static_cast<Eigen::Index>(s) * n, 0, n, heads.cols()));
       };
-    const ForwardResult f = modelForward(model, ids, o, options.budget_bytes);
-    const double value = patchMetricValue(model, unembed, f.hidden, ids, metric);
-    ++done;
-    if (options.progress && !options.progress(done, total)) throw PatchCancelled();
-    return value;
+      const ForwardResult f = modelForward(model, batch_ids, o, options.budget_bytes);
+      for (int s = 0; s < count; ++s) {
+        out.push_back(patchMetricValue(model, unembed, f.hidden.middleRows(static_cast<Eigen::Index>(s) * n, n), ids,
+                                       metric));
+        ++done;
+      }
+      if (options.progress && !options.progress(done, total)) throw PatchCancelled();
+    }
+    return out;
   }
 };
 
@@ -169,15 +198,19 @@ PatchMaps ablateHeads(const Model& model, const std::vector<int>& ids, const Pat
   for (int l = 0; l < layers; ++l) {
     const Matrix& z = run.head_outputs[static_cast<std::size_t>(l)];  // (n, heads hd)
     const RowVector mean = z.colwise().mean();
-    const auto ablate = [&](Matrix& m, int h) {
+    const auto ablate = [&](Eigen::Block<Matrix> m, int h) {
       if (ablation == Ablation::Zero) m.middleCols(h * hd, hd).setZero();
       else m.middleCols(h * hd, hd).rowwise() = mean.segment(h * hd, hd);
     };
-    const Matrix& residual = run.residual[static_cast<std::size_t>(l)];
-    for (int h = 0; h < heads; ++h) out.heads(l, h) = runner.from(ids, l, residual, [&](Matrix& m) { ablate(m, h); });
-    out.layers(l, 0) = runner.from(ids, l, residual, [&](Matrix& m) {
-      for (int h = 0; h < heads; ++h) ablate(m, h);
-    });
+    const Matrix* residual = &run.residual[static_cast<std::size_t>(l)];
+    std::vector<Intervention> list;
+    for (int h = 0; h < heads; ++h) list.push_back({residual, [&ablate, h](Eigen::Block<Matrix> m) { ablate(m, h); }});
+    list.push_back({residual, [&](Eigen::Block<Matrix> m) {
+                      for (int h = 0; h < heads; ++h) ablate(m, h);
+                    }});
+    const std::vector<double> values = runner.run(ids, l, list);
+    for (int h = 0; h < heads; ++h) out.heads(l, h) = values[static_cast<std::size_t>(h)];
+    out.layers(l, 0) = values.back();
   }
   return out;
 }
@@ -208,16 +241,23 @@ PatchMaps patchActivations(const Model& model, const std::vector<int>& clean, co
   Runner runner{model, unembed, metric, options, 0, layers * (heads + 1 + n)};
   for (int l = 0; l < layers; ++l) {
     const Matrix& from = source.head_outputs[static_cast<std::size_t>(l)];
-    const Matrix& residual = base.residual[static_cast<std::size_t>(l)];
+    const Matrix* residual = &base.residual[static_cast<std::size_t>(l)];
+    std::vector<Intervention> list;
     for (int h = 0; h < heads; ++h)
-      out.heads(l, h) = runner.from(ids, l, residual, [&](Matrix& m) { m.middleCols(h * hd, hd) = from.middleCols(h * hd, hd); });
-    out.layers(l, 0) = runner.from(ids, l, residual, [&](Matrix& m) { m = from; });
+      list.push_back({residual, [&from, h, hd](Eigen::Block<Matrix> m) {
+                        m.middleCols(h * hd, hd) = from.middleCols(h * hd, hd);
+                      }});
+    list.push_back({residual, [&from](Eigen::Block<Matrix> m) { m = from; }});
     // The residual stream entering layer l at position p (at layer 0: the embedding, token and position).
+    std::vector<Matrix> patched(static_cast<std::size_t>(n), *residual);
     for (int p = 0; p < n; ++p) {
-      Matrix patched = residual;
-      patched.row(p) = source.residual[static_cast<std::size_t>(l)].row(p);
-      out.residual(l, p) = runner.from(ids, l, patched, {});
+      patched[static_cast<std::size_t>(p)].row(p) = source.residual[static_cast<std::size_t>(l)].row(p);
+      list.push_back({&patched[static_cast<std::size_t>(p)], {}});
     }
+    const std::vector<double> values = runner.run(ids, l, list);
+    for (int h = 0; h < heads; ++h) out.heads(l, h) = values[static_cast<std::size_t>(h)];
+    out.layers(l, 0) = values[static_cast<std::size_t>(heads)];
+    for (int p = 0; p < n; ++p) out.residual(l, p) = values[static_cast<std::size_t>(heads + 1 + p)];
   }
   return out;
 }
