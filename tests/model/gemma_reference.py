@@ -37,6 +37,8 @@ import sys
 
 import numpy as np
 
+import patching_reference  # noqa: E402
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpt2_reference import rollout, write_safetensors  # noqa: E402  (shared helpers)
 from llama_reference import capture_attention, finish_capture, head_value_norms, tokenizer_json  # noqa: E402
@@ -65,10 +67,11 @@ def in_dtype(x, torch_dtype):
     return round(m * 2 ** bits) / 2 ** bits * 2 ** e
 
 
-def forward(w, c, ids, value_norms=None, attention=None):
+def forward(w, c, ids, value_norms=None, attention=None, edit_residual=None, edit_heads=None):
     """(maps (L, H, n, n), final norm output (n, d)) in float64. w: name -> array (PyTorch layouts), names without
     the body prefix; c: the reference's switches. `attention(layer, q, k, v, window)`, when given, sees each layer's
-    q (H, n, hd) and k, v (K, n, hd) after RoPE, before repeat_kv (llama_reference.capture_attention)."""
+    q (H, n, hd) and k, v (K, n, hd) after RoPE, before repeat_kv (llama_reference.capture_attention).
+    edit_residual(layer, x), edit_heads(layer, z): interventions (patching_reference.py), as llama_reference's."""
     H, K, hd, eps = c["heads"], c["kv_heads"], c["head_dim"], 1e-6
     n = len(ids)
     pos = np.arange(n, dtype=np.float64)
@@ -83,6 +86,8 @@ def forward(w, c, ids, value_norms=None, attention=None):
     maps = []
     for layer in range(c["layers"]):
         p = f"layers.{layer}."
+        if edit_residual is not None:
+            x = edit_residual(layer, x)
         sliding = c["sliding"][layer]
         h = rms1(x, w[p + "input_layernorm.weight"], eps)
 
@@ -114,7 +119,10 @@ def forward(w, c, ids, value_norms=None, attention=None):
         maps.append(a)
         if value_norms is not None:  # before the sandwich norm: what each head writes into o_proj's sum
             value_norms.append(head_value_norms(v, w[p + "self_attn.o_proj.weight"]))
-        o = (a @ v).transpose(1, 0, 2).reshape(n, H * hd) @ w[p + "self_attn.o_proj.weight"].T
+        z = (a @ v).transpose(1, 0, 2).reshape(n, H * hd)
+        if edit_heads is not None:
+            z = edit_heads(layer, z)
+        o = z @ w[p + "self_attn.o_proj.weight"].T
         if p + "self_attn.o_proj.bias" in w:
             o = o + w[p + "self_attn.o_proj.bias"]
         if c["sandwich"]:
@@ -245,6 +253,8 @@ def main():
                     "(llama_reference.capture_attention: the capture's attention function called as transformers does)")
     ap.add_argument("--capture-lse", action="store_true", help="the capture stores each row's log-sum-exp")
     ap.add_argument("--capture-values", action="store_true", help="the capture stores v and W_O's rows")
+    ap.add_argument("--patch", help="interventions to run (a JSON list, patching_reference.run_specs), into "
+                    "OUT/patch.json")
     a = ap.parse_args()
     if a.layer_types and len(a.layer_types) != a.layers:
         sys.exit("--layer-types needs one letter per layer")
@@ -286,6 +296,14 @@ def main():
                 "value_norms": np.stack(value_norms).tolist()}
     with open(os.path.join(a.out, "expected.json"), "w") as f:
         json.dump(expected, f)
+    if a.patch:
+        final_cap = None if gemma1 or a.family.startswith("gemma3") else 30.0  # make_config's
+        H = a.heads
+        out = patching_reference.run_specs(json.loads(a.patch),
+                                           lambda t, **hooks: forward(w, ref, t, **hooks)[1], w["embed_tokens.weight"],
+                                           a.layers, H, a.head_dim, final_cap or 0.0)
+        with open(os.path.join(a.out, "patch.json"), "w") as f:
+            json.dump(out, f)
 
 
 if __name__ == "__main__":

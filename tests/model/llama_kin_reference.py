@@ -29,6 +29,8 @@ import sys
 
 import numpy as np
 
+import patching_reference  # noqa: E402
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpt2_reference import rollout, write_safetensors  # noqa: E402  (shared helpers; __metadata__ written)
 from llama_reference import head_value_norms, tokenizer_json  # noqa: E402  (byte-level BPE, BOS 256; shared)
@@ -78,8 +80,9 @@ def attention(q, k, v, H, K, hd, rot, theta, window):
     return a, (a @ vh).transpose(1, 0, 2).reshape(n, H * hd)
 
 
-def forward(w, c, ids, value_norms=None):
-    """(maps (L, H, n, n), the final norm's output (n, d), the smallest router gap) in float64."""
+def forward(w, c, ids, value_norms=None, edit_residual=None, edit_heads=None):
+    """(maps (L, H, n, n), the final norm's output (n, d), the smallest router gap) in float64. edit_residual(layer,
+    x), edit_heads(layer, z): interventions (patching_reference.py), as llama_reference's."""
     H, K, d, I = c["heads"], c["kv_heads"], c["hidden"], c["inter"]
     hd = d // H
     rot = int(hd * c["rotary"])
@@ -88,6 +91,8 @@ def forward(w, c, ids, value_norms=None):
     maps, gap = [], np.inf
     for layer in range(c["layers"]):
         p = f"model.layers.{layer}."
+        if edit_residual is not None:
+            x = edit_residual(layer, x)
 
         def W(name):
             return w[p + name + ".weight"]
@@ -108,6 +113,8 @@ def forward(w, c, ids, value_norms=None):
             else:
                 q, k, v = h @ W("self_attn.q_proj").T, h @ W("self_attn.k_proj").T, h @ W("self_attn.v_proj").T
         a, heads = attention(q, k, v, H, K, hd, rot, c["theta"], c["window"])
+        if edit_heads is not None:
+            heads = edit_heads(layer, heads)
         maps.append(a)
         if value_norms is not None:  # OLMo 2: before its post_attention_layernorm
             vh = np.repeat(v.reshape(len(ids), K, hd).transpose(1, 0, 2), H // K, axis=0)  # (H, n, hd)
@@ -246,6 +253,8 @@ def main():
     ap.add_argument("--bad-gate-up", action="store_true")  # gate_up_proj with intermediate rows, not 2 x
     ap.add_argument("--drop-expert", type=int, default=-1)  # layer 0's expert E without its w2
     ap.add_argument("--text", default="Hello there, attention heads!")
+    ap.add_argument("--patch", help="interventions to run (a JSON list, patching_reference.run_specs), into "
+                    "OUT/patch.json")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     rng = np.random.default_rng(a.seed)
@@ -270,6 +279,11 @@ def main():
                 "router_gap": None if gap == np.inf else gap, "value_norms": np.stack(value_norms).tolist()}
     with open(os.path.join(a.out, "expected.json"), "w") as f:
         json.dump(expected, f)
+    if a.patch:
+        out = patching_reference.run_specs(json.loads(a.patch), lambda t, **hooks: forward(held, c, t, **hooks)[1],
+                                           held["lm_head.weight"], a.layers, a.heads, a.hidden // a.heads)
+        with open(os.path.join(a.out, "patch.json"), "w") as f:
+            json.dump(out, f)
 
 
 if __name__ == "__main__":

@@ -63,19 +63,22 @@ def load(ckpt):
     return run, unembed, layers, heads, hd
 
 
-def metric_of(kind, args, unembed):
+def metric_of(kind, tokens, position, unembed, softcap=0.0):
+    def logits(h):
+        z = unembed @ h
+        return np.tanh(z / softcap) * softcap if softcap else z
+
     def log_softmax(z):
         top = z.max()
         return z - top - np.log(np.exp(z - top).sum())
 
     def value(hidden, ids):
         if kind == "loss":
-            return float(np.mean([-log_softmax(unembed @ hidden[i])[ids[i + 1]] for i in range(len(ids) - 1)]))
-        p = args.position if args.position >= 0 else len(ids) - 1
-        z = unembed @ hidden[p]
+            return float(np.mean([-log_softmax(logits(hidden[i]))[ids[i + 1]] for i in range(len(ids) - 1)]))
+        z = logits(hidden[position if position >= 0 else len(ids) - 1])
         if kind == "logprob":
-            return float(log_softmax(z)[args.tokens[0]])
-        return float(z[args.tokens[0]] - z[args.tokens[1]])
+            return float(log_softmax(z)[tokens[0]])
+        return float(z[tokens[0]] - z[tokens[1]])
     return value
 
 
@@ -94,6 +97,71 @@ def recorded(run, ids, layers):
     return hidden, residual, heads
 
 
+def interventions(run, unembed, layers, heads, hd, clean, metric, corrupt=None, position=-1, ablate="zero",
+                  direction="denoise", softcap=0.0, layers_only=0):
+    """Every intervention as a whole forward with a hook. run(ids, edit_residual=, edit_heads=) -> final hidden
+    (n, d); unembed (V, d); softcap: the logits' (Gemma 2). Returns the dict the module's header describes."""
+    kind, _, tokens = metric.partition(":")
+    value = metric_of(kind, [int(t) for t in tokens.split(",")] if tokens else [], position, unembed, softcap)
+    hidden, residual, z = recorded(run, clean, layers)
+    out = {"clean": value(hidden, clean), "unembed_l1": float(np.abs(unembed).sum(axis=1).max())}
+
+    def edit_head(layer, head, new):  # new(z) -> the head's columns
+        def edit(l, m):
+            if l != layer:
+                return m
+            m = m.copy()
+            m[:, head * hd:(head + 1) * hd] = new(m)
+            return m
+        return edit
+
+    if corrupt is None:
+        if layers_only:
+            layers = layers_only
+        out["heads"] = [[value(run(clean, edit_heads=edit_head(
+            l, h, (lambda m, h=h: 0.0) if ablate == "zero"
+            else (lambda m, l=l, h=h: z[l][:, h * hd:(h + 1) * hd].mean(axis=0)))), clean)
+            for h in range(heads)] for l in range(layers)]
+
+        def whole(layer):
+            def edit(l, m):
+                if l != layer:
+                    return m
+                return np.zeros_like(m) if ablate == "zero" else np.broadcast_to(z[l].mean(axis=0), m.shape).copy()
+            return edit
+        out["layers"] = [value(run(clean, edit_heads=whole(l)), clean) for l in range(layers)]
+        return out
+    c_hidden, c_residual, c_z = recorded(run, corrupt, layers)
+    out["corrupt"] = value(c_hidden, corrupt)
+    into_corrupt = direction == "denoise"
+    ids = corrupt if into_corrupt else clean
+    src_z, src_x = (z, residual) if into_corrupt else (c_z, c_residual)
+    out["heads"] = [[value(run(ids, edit_heads=edit_head(l, h, lambda m, l=l, h=h: src_z[l][:, h * hd:(h + 1) * hd])),
+                           ids) for h in range(heads)] for l in range(layers)]
+    out["layers"] = [value(run(ids, edit_heads=lambda ll, m, l=l: src_z[l].copy() if ll == l else m), ids)
+                     for l in range(layers)]
+
+    def patch_x(layer, p):
+        def edit(ll, x):
+            if ll != layer:
+                return x
+            x = x.copy()
+            x[p] = src_x[layer][p]
+            return x
+        return edit
+    out["residual"] = [[value(run(ids, edit_residual=patch_x(l, p)), ids) for p in range(len(ids))]
+                       for l in range(layers)]
+    return out
+
+
+def run_specs(specs, run, unembed, layers, heads, hd, softcap=0.0):
+    """A list of runs (each {"ids", "metric"} and optionally "corrupt", "ablate", "direction", "position"), as a
+    family's reference script hands them from --patch: the list of their results."""
+    return [interventions(run, unembed, layers, heads, hd, s["ids"], s["metric"], s.get("corrupt"),
+                          s.get("position", -1), s.get("ablate", "zero"), s.get("direction", "denoise"), softcap)
+            for s in specs]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("ckpt")
@@ -108,59 +176,9 @@ def main():
                     help="ablation of the first N layers' heads only (scripts/bench-patching.sh times them)")
     args = ap.parse_args()
     run, unembed, layers, heads, hd = load(args.ckpt)
-    kind, _, tokens = args.metric.partition(":")
-    args.tokens = [int(t) for t in tokens.split(",")] if tokens else []
-    value = metric_of(kind, args, unembed)
-    clean = json.loads(args.ids)
-    hidden, residual, z = recorded(run, clean, layers)
-    out = {"clean": value(hidden, clean), "unembed_l1": float(np.abs(unembed).sum(axis=1).max())}
-
-    def edit_head(layer, head, new):  # new(z) -> the head's columns
-        def edit(l, m):
-            if l != layer:
-                return m
-            m = m.copy()
-            m[:, head * hd:(head + 1) * hd] = new(m)
-            return m
-        return edit
-
-    if args.corrupt is None:
-        if args.layers_only:
-            layers = args.layers_only
-        out["heads"] = [[value(run(clean, edit_heads=edit_head(
-            l, h, (lambda m, h=h: 0.0) if args.ablate == "zero"
-            else (lambda m, l=l, h=h: z[l][:, h * hd:(h + 1) * hd].mean(axis=0)))), clean)
-            for h in range(heads)] for l in range(layers)]
-
-        def whole(layer):
-            def edit(l, m):
-                if l != layer:
-                    return m
-                return np.zeros_like(m) if args.ablate == "zero" else np.broadcast_to(z[l].mean(axis=0), m.shape).copy()
-            return edit
-        out["layers"] = [value(run(clean, edit_heads=whole(l)), clean) for l in range(layers)]
-    else:
-        corrupt = json.loads(args.corrupt)
-        c_hidden, c_residual, c_z = recorded(run, corrupt, layers)
-        out["corrupt"] = value(c_hidden, corrupt)
-        into_corrupt = args.direction == "denoise"
-        ids = corrupt if into_corrupt else clean
-        src_z, src_x = (z, residual) if into_corrupt else (c_z, c_residual)
-        out["heads"] = [[value(run(ids, edit_heads=edit_head(l, h, lambda m, l=l, h=h: src_z[l][:, h * hd:(h + 1) * hd])),
-                               ids) for h in range(heads)] for l in range(layers)]
-        out["layers"] = [value(run(ids, edit_heads=lambda ll, m, l=l: src_z[l].copy() if ll == l else m), ids)
-                         for l in range(layers)]
-
-        def patch_x(layer, p):
-            def edit(ll, x):
-                if ll != layer:
-                    return x
-                x = x.copy()
-                x[p] = src_x[layer][p]
-                return x
-            return edit
-        out["residual"] = [[value(run(ids, edit_residual=patch_x(l, p)), ids) for p in range(len(ids))]
-                           for l in range(layers)]
+    out = interventions(run, unembed, layers, heads, hd, json.loads(args.ids), args.metric,
+                        json.loads(args.corrupt) if args.corrupt else None, args.position, args.ablate, args.direction,
+                        layers_only=args.layers_only)
     with open(args.out, "w") as f:
         json.dump(out, f)
 

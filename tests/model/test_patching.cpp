@@ -111,6 +111,86 @@ INSTANTIATE_TEST_SUITE_P(
                            "--family mistral --heads 4 --kv-heads 2 --window 4 --text 'A dog ran far.'"}),
     [](const ::testing::TestParamInfo<Case>& c) { return std::string(c.param.name); });
 
+// The families whose reference scripts run the interventions themselves (--patch: patching_reference.run_specs on
+// their own forwards): Gemma 2 (attention and final logit soft caps, sandwich norms, a sliding window, GQA) and
+// Mixtral (routed experts). Their byte-level tokenizer: BOS 256, then one token per byte of the text.
+struct SelfPatchingCase {
+  const char* name;
+  const char* script;
+  const char* args;
+};
+
+class PatchingSelfReference : public ::testing::TestWithParam<SelfPatchingCase> {};
+
+TEST_P(PatchingSelfReference, EveryInterventionEqualsNumPy) {
+  ATTNSCOPE_REQUIRE_PYTHON_MODULE("numpy");
+  const std::string text = "Heads at work.";
+  std::vector<int> clean{256};
+  for (unsigned char b : text) clean.push_back(b);
+  std::vector<int> corrupt = clean;
+  corrupt[corrupt.size() - 3] = 'x';
+  struct Run {
+    const char* metric;
+    const char* what;
+  };
+  const std::vector<Run> runs{{"logit-diff:5,7", "denoise"}, {"logprob:9", "noise"}, {"loss", "zero"},
+                              {"logit-diff:3,11", "mean"}};
+  json specs = json::array();
+  for (const Run& run : runs) {
+    const bool patch = std::string(run.what) == "denoise" || std::string(run.what) == "noise";
+    json spec{{"ids", clean}, {"metric", run.metric}};
+    if (patch) spec["corrupt"] = corrupt, spec["direction"] = run.what;
+    else spec["ablate"] = run.what;
+    specs.push_back(spec);
+  }
+  const std::string dir = model_test::referenceCheckpoint(
+      GetParam().script, std::string(GetParam().args) + " --text '" + text + "' --patch '" + specs.dump() + "'");
+  const json all = json::parse(model_test::slurp(dir + "/patch.json"));
+  ASSERT_EQ(all.size(), runs.size());
+  const model::Model m = model::loadModel(dir);
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    const Run& run = runs[k];
+    const json& want = all[k];
+    SCOPED_TRACE(std::string(run.metric) + " " + run.what);
+    const bool patch = specs[k].contains("corrupt");
+    const model::PatchMetric metric = model::parsePatchMetric(m, run.metric);
+    const model::PatchMaps got =
+        patch ? model::patchActivations(m, clean, corrupt, metric, std::string(run.what) == "denoise")
+              : model::ablateHeads(m, clean, metric,
+                                   std::string(run.what) == "zero" ? model::Ablation::Zero : model::Ablation::Mean);
+    const double tol = 2 * model_test::kHiddenTol * want["unembed_l1"].get<double>();
+    double worst = attnscope::test::valueError(got.clean, want["clean"].get<double>());
+    if (patch) worst = attnscope::test::worse(worst, attnscope::test::valueError(got.corrupt, want["corrupt"].get<double>()));
+    worst = attnscope::test::worse(worst, worstOf(got.heads, want["heads"]));
+    worst = attnscope::test::worse(worst, worstOf(got.layers, want["layers"]));
+    if (patch) worst = attnscope::test::worse(worst, worstOf(got.residual, want["residual"]));
+    std::printf("%s %s %s: worst error %.3g (tolerance %.3g), clean %.4f\n", GetParam().name, run.metric, run.what,
+                worst, tol, got.clean);
+    EXPECT_LE(worst, tol);
+    const double base = patch && std::string(run.what) == "denoise" ? got.corrupt : got.clean;
+    EXPECT_GT((got.heads.array() - base).abs().maxCoeff(), 10 * tol);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Families, PatchingSelfReference,
+    ::testing::Values(SelfPatchingCase{"gemma2_softcaps", "gemma_reference.py", "--family gemma2 --softcap 1"},
+                      SelfPatchingCase{"mixtral_experts", "llama_kin_reference.py", "--family mixtral"}),
+    [](const ::testing::TestParamInfo<SelfPatchingCase>& c) { return std::string(c.param.name); });
+
+// An encoder has no next-token metric: refused in one line naming the family.
+TEST(Patching, EncodersAreRefused) {
+  ATTNSCOPE_REQUIRE_PYTHON_MODULE("numpy");
+  const model::Model bert = model::loadModel(model_test::referenceCheckpoint("bert_reference.py", ""));
+  EXPECT_NE(model::patchRefusal(bert), "");
+  try {
+    model::ablateHeads(bert, {1, 2, 3}, model::PatchMetric{}, model::Ablation::Zero);
+    ADD_FAILURE() << "an encoder was ablated";
+  } catch (const attnscope::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--metric"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Patching, MetricsAreReadAsIdsOrOneTokenTexts) {
   const model::Model m = model::loadModel(model_test::tinyCheckpoint());
   const model::PatchMetric d = model::parsePatchMetric(m, "logit-diff:5,7");
