@@ -74,7 +74,8 @@ def metric_of(kind, tokens, position, unembed, softcap=0.0):
 
     def value(hidden, ids):
         if kind == "loss":
-            return float(np.mean([-log_softmax(logits(hidden[i]))[ids[i + 1]] for i in range(len(ids) - 1)]))
+            return float(np.mean([-log_softmax(logits(hidden[i]))[ids[i + 1]]
+                                  for i in range(max(position, 0), len(ids) - 1)]))
         z = logits(hidden[position if position >= 0 else len(ids) - 1])
         if kind == "logprob":
             return float(log_softmax(z)[tokens[0]])

@@ -76,14 +76,17 @@ TEST_P(PatchingReference, EveryInterventionEqualsNumPy) {
   struct Run {
     const char* metric;
     const char* what;  // "zero", "mean", "denoise", "noise"
+    int position = -1;  // the loss from this position on
   };
   for (const Run& run : {Run{"logit-diff:5,7", "denoise"}, Run{"logprob:9", "noise"}, Run{"loss", "zero"},
-                         Run{"logit-diff:3,11", "mean"}}) {
+                         Run{"logit-diff:3,11", "mean"}, Run{"loss", "mean", 4}}) {
     SCOPED_TRACE(std::string(run.metric) + " " + run.what);
     const bool patch = std::string(run.what) == "denoise" || std::string(run.what) == "noise";
     const json want = referenceOf(dir, clean, patch ? &corrupt : nullptr, run.metric,
-                                  patch ? std::string("--direction ") + run.what : std::string("--ablate ") + run.what);
-    const model::PatchMetric metric = model::parsePatchMetric(m, run.metric);
+                                  (patch ? std::string("--direction ") + run.what : std::string("--ablate ") + run.what) +
+                                      " --position " + std::to_string(run.position));
+    model::PatchMetric metric = model::parsePatchMetric(m, run.metric);
+    metric.position = run.position;
     const model::PatchMaps got =
         patch ? model::patchActivations(m, clean, corrupt, metric, std::string(run.what) == "denoise")
               : model::ablateHeads(m, clean, metric,

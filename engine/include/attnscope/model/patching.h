@@ -18,7 +18,8 @@ namespace attnscope::model {
 
 // What is measured on a forward's final hidden states, at `position` (-1: the last token):
 //   LogitDiff: logit[target] - logit[other];  LogProb: log softmax(logits)[target];
-//   Loss: the mean next-token cross-entropy over positions 0 .. n - 2 (position unused).
+//   Loss: the mean next-token cross-entropy over positions max(position, 0) .. n - 2 (the second half of a
+//   repeated text, say, where an induction head predicts).
 // Logits are the final hidden state times the unembedding (the embedding where tied), soft-capped where the model
 // caps them (Gemma 2's final_logit_softcapping).
 struct PatchMetric {

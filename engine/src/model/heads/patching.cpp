@@ -154,11 +154,14 @@ double patchMetricValue(const Model& model, const Matrix& unembed, const Matrix&
     const double top = z.maxCoeff();
     return z[id] - top - std::log((z.array() - top).exp().sum());
   };
-  if (metric.kind == PatchMetric::Kind::Loss) {
-    if (n < 2) throw InputError("--metric", "loss over a text of at least 2 tokens", std::to_string(n) + " token");
+  if (metric.kind == PatchMetric::Kind::Loss) {  // predicting tokens from0 + 1 .. n - 1
+    const int from0 = std::max(0, metric.position);
+    if (from0 > n - 2)
+      throw InputError("--position", "a token from 0 to " + std::to_string(n - 2) + " for the loss (one after it)",
+                       std::to_string(from0));
     double sum = 0;
-    for (int i = 0; i + 1 < n; ++i) sum -= log_softmax_at(logits_at(i), ids[static_cast<std::size_t>(i) + 1]);
-    return sum / (n - 1);
+    for (int i = from0; i + 1 < n; ++i) sum -= log_softmax_at(logits_at(i), ids[static_cast<std::size_t>(i) + 1]);
+    return sum / (n - 1 - from0);
   }
   const int p = metric.position < 0 ? n - 1 : metric.position;
   if (p >= n) throw InputError("--position", "a token from 0 to " + std::to_string(n - 1), std::to_string(p));
