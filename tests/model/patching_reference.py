@@ -11,38 +11,14 @@ Writes {"clean", "corrupt", "heads": [layer][head], "layers": [layer], "residual
 import argparse
 import json
 import os
-import struct
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpt2_reference  # noqa: E402
+from head_finding_reference import read_safetensors  # noqa: E402
 import llama_reference  # noqa: E402
-
-
-def read_safetensors(path):
-    """name -> float64 array, from F32, F16 or BF16 tensors."""
-    with open(path, "rb") as f:
-        size = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(size))
-        data = f.read()
-    out = {}
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        lo, hi = t["data_offsets"]
-        raw = data[lo:hi]
-        if t["dtype"] == "F32":
-            a = np.frombuffer(raw, dtype="<f4")
-        elif t["dtype"] == "F16":
-            a = np.frombuffer(raw, dtype="<f2")
-        elif t["dtype"] == "BF16":
-            a = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
-        else:
-            raise SystemExit(f"{name}: dtype {t['dtype']}")
-        out[name] = a.astype(np.float64).reshape(t["shape"])
-    return out
 
 
 def load(ckpt):

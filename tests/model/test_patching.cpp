@@ -54,6 +54,42 @@ double worstOf(const Eigen::MatrixXd& got, const json& want) {
   return worst;
 }
 
+// One run of interventions: a metric (the loss from `position` on, or at it) and what is done ("zero" or "mean"
+// ablation, "denoise" or "noise" patching).
+struct PatchRun {
+  const char* metric;
+  const char* what;
+  int position = -1;
+  bool patches() const { return std::string(what) == "denoise" || std::string(what) == "noise"; }
+};
+
+// attnscope's numbers of `run` on `m` against the reference's `want` (patching_reference.py's dict), within the
+// header's tolerance; and the metric moved somewhere by far more than it (a test of something).
+void expectRunMatches(const model::Model& m, const std::vector<int>& clean, const std::vector<int>& corrupt,
+                      const PatchRun& run, const json& want, const std::string& name) {
+  model::PatchMetric metric = model::parsePatchMetric(m, run.metric);
+  metric.position = run.position;
+  const bool patch = run.patches();
+  const model::PatchMaps got =
+      patch ? model::patchActivations(m, clean, corrupt, metric, std::string(run.what) == "denoise")
+            : model::ablateHeads(m, clean, metric,
+                                 std::string(run.what) == "zero" ? model::Ablation::Zero : model::Ablation::Mean);
+  const double tol = 2 * model_test::kHiddenTol * want["unembed_l1"].get<double>();
+  double worst = attnscope::test::valueError(got.clean, want["clean"].get<double>());
+  if (patch) worst = attnscope::test::worse(worst, attnscope::test::valueError(got.corrupt, want["corrupt"].get<double>()));
+  worst = attnscope::test::worse(worst, worstOf(got.heads, want["heads"]));
+  worst = attnscope::test::worse(worst, worstOf(got.layers, want["layers"]));
+  if (patch) worst = attnscope::test::worse(worst, worstOf(got.residual, want["residual"]));
+  std::printf("%s %s %s: worst error %.3g (tolerance %.3g), clean %.4f\n", name.c_str(), run.metric, run.what, worst,
+              tol, got.clean);
+  EXPECT_LE(worst, tol);
+  const double base = patch && std::string(run.what) == "denoise" ? got.corrupt : got.clean;
+  EXPECT_GT((got.heads.array() - base).abs().maxCoeff(), 10 * tol);
+}
+
+const std::vector<PatchRun> kRuns{{"logit-diff:5,7", "denoise"}, {"logprob:9", "noise"}, {"loss", "zero"},
+                             {"logit-diff:3,11", "mean"}, {"loss", "mean", 4}};
+
 struct Case {
   const char* name;
   const char* script;
@@ -73,36 +109,12 @@ TEST_P(PatchingReference, EveryInterventionEqualsNumPy) {
   std::vector<int> corrupt = clean;
   corrupt[corrupt.size() - 3] = (corrupt[corrupt.size() - 3] + 17) % 200;
   const model::Model m = model::loadModel(dir);
-  struct Run {
-    const char* metric;
-    const char* what;  // "zero", "mean", "denoise", "noise"
-    int position = -1;  // the loss from this position on
-  };
-  for (const Run& run : {Run{"logit-diff:5,7", "denoise"}, Run{"logprob:9", "noise"}, Run{"loss", "zero"},
-                         Run{"logit-diff:3,11", "mean"}, Run{"loss", "mean", 4}}) {
+  for (const PatchRun& run : kRuns) {
     SCOPED_TRACE(std::string(run.metric) + " " + run.what);
-    const bool patch = std::string(run.what) == "denoise" || std::string(run.what) == "noise";
-    const json want = referenceOf(dir, clean, patch ? &corrupt : nullptr, run.metric,
-                                  (patch ? std::string("--direction ") + run.what : std::string("--ablate ") + run.what) +
+    const json want = referenceOf(dir, clean, run.patches() ? &corrupt : nullptr, run.metric,
+                                  (run.patches() ? std::string("--direction ") : std::string("--ablate ")) + run.what +
                                       " --position " + std::to_string(run.position));
-    model::PatchMetric metric = model::parsePatchMetric(m, run.metric);
-    metric.position = run.position;
-    const model::PatchMaps got =
-        patch ? model::patchActivations(m, clean, corrupt, metric, std::string(run.what) == "denoise")
-              : model::ablateHeads(m, clean, metric,
-                                   std::string(run.what) == "zero" ? model::Ablation::Zero : model::Ablation::Mean);
-    const double tol = 2 * model_test::kHiddenTol * want["unembed_l1"].get<double>();
-    double worst = attnscope::test::valueError(got.clean, want["clean"].get<double>());
-    if (patch) worst = attnscope::test::worse(worst, attnscope::test::valueError(got.corrupt, want["corrupt"].get<double>()));
-    worst = attnscope::test::worse(worst, worstOf(got.heads, want["heads"]));
-    worst = attnscope::test::worse(worst, worstOf(got.layers, want["layers"]));
-    if (patch) worst = attnscope::test::worse(worst, worstOf(got.residual, want["residual"]));
-    std::printf("%s %s %s: worst error %.3g (tolerance %.3g), clean %.4f\n", GetParam().name, run.metric, run.what,
-                worst, tol, got.clean);
-    EXPECT_LE(worst, tol);
-    // The metric moved: some head's intervention changes it by far more than the tolerance (a test of something).
-    const double base = patch && std::string(run.what) == "denoise" ? got.corrupt : got.clean;
-    EXPECT_GT((got.heads.array() - base).abs().maxCoeff(), 10 * tol);
+    expectRunMatches(m, clean, corrupt, run, want, GetParam().name);
   }
 }
 
@@ -132,46 +144,21 @@ TEST_P(PatchingSelfReference, EveryInterventionEqualsNumPy) {
   for (unsigned char b : text) clean.push_back(b);
   std::vector<int> corrupt = clean;
   corrupt[corrupt.size() - 3] = 'x';
-  struct Run {
-    const char* metric;
-    const char* what;
-  };
-  const std::vector<Run> runs{{"logit-diff:5,7", "denoise"}, {"logprob:9", "noise"}, {"loss", "zero"},
-                              {"logit-diff:3,11", "mean"}};
   json specs = json::array();
-  for (const Run& run : runs) {
-    const bool patch = std::string(run.what) == "denoise" || std::string(run.what) == "noise";
-    json spec{{"ids", clean}, {"metric", run.metric}};
-    if (patch) spec["corrupt"] = corrupt, spec["direction"] = run.what;
+  for (const PatchRun& run : kRuns) {
+    json spec{{"ids", clean}, {"metric", run.metric}, {"position", run.position}};
+    if (run.patches()) spec["corrupt"] = corrupt, spec["direction"] = run.what;
     else spec["ablate"] = run.what;
     specs.push_back(spec);
   }
   const std::string dir = model_test::referenceCheckpoint(
       GetParam().script, std::string(GetParam().args) + " --text '" + text + "' --patch '" + specs.dump() + "'");
   const json all = json::parse(model_test::slurp(dir + "/patch.json"));
-  ASSERT_EQ(all.size(), runs.size());
+  ASSERT_EQ(all.size(), kRuns.size());
   const model::Model m = model::loadModel(dir);
-  for (std::size_t k = 0; k < runs.size(); ++k) {
-    const Run& run = runs[k];
-    const json& want = all[k];
-    SCOPED_TRACE(std::string(run.metric) + " " + run.what);
-    const bool patch = specs[k].contains("corrupt");
-    const model::PatchMetric metric = model::parsePatchMetric(m, run.metric);
-    const model::PatchMaps got =
-        patch ? model::patchActivations(m, clean, corrupt, metric, std::string(run.what) == "denoise")
-              : model::ablateHeads(m, clean, metric,
-                                   std::string(run.what) == "zero" ? model::Ablation::Zero : model::Ablation::Mean);
-    const double tol = 2 * model_test::kHiddenTol * want["unembed_l1"].get<double>();
-    double worst = attnscope::test::valueError(got.clean, want["clean"].get<double>());
-    if (patch) worst = attnscope::test::worse(worst, attnscope::test::valueError(got.corrupt, want["corrupt"].get<double>()));
-    worst = attnscope::test::worse(worst, worstOf(got.heads, want["heads"]));
-    worst = attnscope::test::worse(worst, worstOf(got.layers, want["layers"]));
-    if (patch) worst = attnscope::test::worse(worst, worstOf(got.residual, want["residual"]));
-    std::printf("%s %s %s: worst error %.3g (tolerance %.3g), clean %.4f\n", GetParam().name, run.metric, run.what,
-                worst, tol, got.clean);
-    EXPECT_LE(worst, tol);
-    const double base = patch && std::string(run.what) == "denoise" ? got.corrupt : got.clean;
-    EXPECT_GT((got.heads.array() - base).abs().maxCoeff(), 10 * tol);
+  for (std::size_t k = 0; k < kRuns.size(); ++k) {
+    SCOPED_TRACE(std::string(kRuns[k].metric) + " " + kRuns[k].what);
+    expectRunMatches(m, clean, corrupt, kRuns[k], all[k], GetParam().name);
   }
 }
 

@@ -130,6 +130,7 @@ struct GpuBackend::Impl {
   // when its biases appeared or went (then uploadProjections must run).
   bool uploadHeadProjections(const Scene& scene, int head);
   void upload(const Scene& scene);
+  void uploadKeyMask(const Scene& scene, bool full_bits);  // the mask's bits and the key padding's
   // out[:, col0 : col0 + width] = input (rows, k) W[:, col0 : col0 + width] + bias; W, bias and out have ld columns.
   void projectColumns(const GlBuffer& input, unsigned rows, unsigned k_size, const GlBuffer& w, const GlBuffer& bias,
                       bool with_bias, const GlBuffer& out, unsigned ld, unsigned col0, unsigned width) const;

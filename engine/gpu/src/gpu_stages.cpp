@@ -147,6 +147,25 @@ bool GpuBackend::Impl::uploadHeadProjections(const Scene& scene, int head) {
   return true;
 }
 
+// The mask's buffers: allowedMask(scene) packed 32 keys to a word (bit set = may attend) when `full_bits`, else a
+// word of stand-in; and the key padding, one bit per key (set = padded). mask_words and has_padding set first.
+void GpuBackend::Impl::uploadKeyMask(const Scene& scene, bool full_bits) {
+  const std::size_t n_q = static_cast<std::size_t>(scene.nQ()), n_k = static_cast<std::size_t>(scene.nK());
+  std::vector<std::uint32_t> bits(full_bits ? n_q * mask_words : 1, 0u);
+  if (full_bits) {
+    const MaskMatrix allowed = allowedMask(scene);
+    for (std::size_t i = 0; i < n_q; ++i)
+      for (std::size_t j = 0; j < n_k; ++j)
+        if (allowed(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j))) bits[i * mask_words + j / 32] |= 1u << (j % 32);
+  }
+  mask.upload(bits.data(), bits.size() * sizeof(std::uint32_t));
+  std::vector<std::uint32_t> padded(mask_words, 0u);  // bit set = padded key
+  if (has_padding)
+    for (std::size_t j = 0; j < n_k; ++j)
+      if (scene.key_padding[j]) padded[j / 32] |= 1u << (j % 32);
+  padding.upload(padded.data(), padded.size() * sizeof(std::uint32_t));
+}
+
 void GpuBackend::Impl::upload(const Scene& scene) {
   const gpu::Shape previous = shape;
   shape = gpu::shapeOf(scene);
@@ -187,20 +206,7 @@ void GpuBackend::Impl::upload(const Scene& scene) {
   has_padding = !scene.key_padding.empty() &&
                 std::any_of(scene.key_padding.begin(), scene.key_padding.end(), [](std::uint8_t p) { return p != 0; });
   mask_words = groupsFor(n_k, 32);
-  const bool full_bits = has_mask && (!flash || explicit_mask);
-  std::vector<std::uint32_t> bits(full_bits ? n_q * mask_words : 1, 0u);
-  if (full_bits) {
-    const MaskMatrix allowed = allowedMask(scene);
-    for (std::size_t i = 0; i < n_q; ++i)
-      for (std::size_t j = 0; j < n_k; ++j)
-        if (allowed(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j))) bits[i * mask_words + j / 32] |= 1u << (j % 32);
-  }
-  mask.upload(bits.data(), bits.size() * sizeof(std::uint32_t));
-  std::vector<std::uint32_t> padded(mask_words, 0u);  // bit set = padded key
-  if (has_padding)
-    for (std::size_t j = 0; j < n_k; ++j)
-      if (scene.key_padding[j]) padded[j / 32] |= 1u << (j % 32);
-  padding.upload(padded.data(), padded.size() * sizeof(std::uint32_t));
+  uploadKeyMask(scene, has_mask && (!flash || explicit_mask));
   valid_rows = static_cast<unsigned>(n_q);
   if (has_mask) {
     const KeyMask key_mask(scene);

@@ -131,23 +131,10 @@ void GpuBackend::Impl::loadHead(const Scene& scene, const GivenHead& head) {
   score_cap = cap > 0 ? cap : 0.0f;
   has_padding = std::any_of(scene.key_padding.begin(), scene.key_padding.end(), [](std::uint8_t p) { return p != 0; });
   mask_words = groupsFor(n_k, 32);
-  std::vector<std::uint32_t> bits(explicit_mask ? n_q * mask_words : 1, 0u);
-  if (explicit_mask) {
-    if (scene.explicit_mask.rows() != scene.nQ() || scene.explicit_mask.cols() != scene.nK())
-      throw InputError("explicit_mask", shapeString(scene.nQ(), scene.nK()),
-                       shapeString(scene.explicit_mask.rows(), scene.explicit_mask.cols()));
-    for (std::size_t i = 0; i < n_q; ++i)
-      for (std::size_t j = 0; j < n_k; ++j)
-        if (scene.explicit_mask(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) &&
-            !(has_padding && scene.key_padding[j]))
-          bits[i * mask_words + j / 32] |= 1u << (j % 32);
-  }
-  mask.upload(bits.data(), bits.size() * sizeof(std::uint32_t));
-  std::vector<std::uint32_t> padded(mask_words, 0u);  // bit set = padded key
-  if (has_padding)
-    for (std::size_t j = 0; j < n_k; ++j)
-      if (scene.key_padding[j]) padded[j / 32] |= 1u << (j % 32);
-  padding.upload(padded.data(), padded.size() * sizeof(std::uint32_t));
+  if (explicit_mask && (scene.explicit_mask.rows() != scene.nQ() || scene.explicit_mask.cols() != scene.nK()))
+    throw InputError("explicit_mask", shapeString(scene.nQ(), scene.nK()),
+                     shapeString(scene.explicit_mask.rows(), scene.explicit_mask.cols()));
+  uploadKeyMask(scene, explicit_mask);
 
   if (head.row_max && head.row_sum) {
     if (head.row_max->size() != scene.nQ() || head.row_sum->size() != scene.nQ())
