@@ -205,8 +205,42 @@ void checkValueNorms(Checker& c, const std::string& dir) {
 
 }  // namespace
 
+// Which heads matter: every head zero-ablated on the loss, each cell the diverging colour of NumPy's change of the
+// loss (patching_reference.py, a whole float64 forward per head) over +-(the largest change). The float32 forward's
+// hidden states at 12 layers are within 2e-4 of NumPy's (gui_check_model.cpp's kDeepTol), so a loss (a log-softmax
+// of logits h . W_U) within 2 x 2e-4 x the unembedding's largest row sum, and a change (two of them) twice that.
+void checkPatching(Checker& c, const std::string& dir) {
+  const nlohmann::json d = loadJson(dir + "/ckpt/patch_zero.json");
+  const Checker shot{loadPng(dir + "/patch.png"), loadLayout(dir + "/layout_patch.json")};
+  c.expect(note(shot.layout, "findheads.patch.title").rfind("ablation (zero), loss", 0) == 0,
+           "which heads matter: the title names zero ablation on the loss: '" +
+               note(shot.layout, "findheads.patch.title") + "'");
+  if (!shot.layout.contains("findheads.map")) {
+    c.expect(false, "which heads matter: the map is drawn");
+    return;
+  }
+  const int layers = static_cast<int>(d["heads"].size()), heads = static_cast<int>(d["heads"][0].size());
+  const double clean = d["clean"].get<double>();
+  double m = 0;
+  for (int l = 0; l < layers; ++l)
+    for (int h = 0; h < heads; ++h) m = std::max(m, std::abs(d["heads"][l][h].get<double>() - clean));
+  const double tol = 2 * 2 * 2e-4 * d["unembed_l1"].get<double>();
+  int wrong = 0;
+  for (int l = 0; l < layers; ++l)
+    for (int h = 0; h < heads; ++h) {
+      const double v = d["heads"][l][h].get<double>() - clean;
+      const Rgb8 got = mapCell(shot, l, h, layers, heads);
+      if (!colourNear(got, ColorMap::Diverging, v, tol, -m, m) && ++wrong <= 3)
+        std::printf("      ablation L%d H%d: %+.6f of +-%.6f drawn %s\n", l + 1, h + 1, v, m, Checker::str(got).c_str());
+    }
+  c.expect(wrong == 0, "which heads matter: " + std::to_string(layers * heads) +
+                           " cells in the diverging colour of NumPy's change of the loss, " + std::to_string(wrong) +
+                           " wrong");
+}
+
 void checkFindHeadsMaps(Checker& c, const std::string& dir) {
   checkValueNorms(c, dir);
+  checkPatching(c, dir);
   checkComposition(c, dir);
   checkLogit(c, dir, "dla", "analysis_10");
   checkLogit(c, dir, "dla_prev", "analysis_9");

@@ -67,6 +67,9 @@ if [[ "$script" == model_grid ]]; then
   /usr/bin/python3 "$scripts/../../model/head_finding_reference.py" "$out/ckpt" --family gpt2 --ids "$ids" \
     --dla-position 9 --dla-target "$(/usr/bin/python3 -c 'import json, sys; print(json.loads(sys.argv[1])[0])' "$ids")" \
     >"$out/ckpt/analysis_9_hello.json"
+  # Which heads matter: NumPy's loss with each head zero-ablated (a whole forward each).
+  /usr/bin/python3 "$scripts/../../model/patching_reference.py" "$out/ckpt" --ids "$ids" --metric loss \
+    --out "$out/ckpt/patch_zero.json"
 fi
 # A Llama checkpoint with grouped-query heads (3 layers x 8 query heads, 2 per KV head) and NumPy's maps of the
 # Checkpoint panel's default text, which the script runs.

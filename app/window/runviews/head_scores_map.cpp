@@ -28,7 +28,8 @@ std::vector<std::string> mapChoices() {
   std::vector<std::string> choices;
   for (const std::string& name : headTypeScoreNames()) choices.emplace_back(headTypeText(name));
   choices.insert(choices.end(),
-                 {"composition: query", "composition: key", "composition: value", "direct logit attribution"});
+                 {"composition: query", "composition: key", "composition: value", "direct logit attribution",
+                  "which heads matter"});
   return choices;
 }
 
@@ -115,7 +116,7 @@ void drawHeadScoresMap(ViewState& view, ModelSession& s) {
     const std::string no_dla = s.checkpoint() ? model::logitAttributionRefusal(*s.checkpoint()) : "";
     for (int k = 0; k < static_cast<int>(choices.size()); ++k) {
       if (k == scores) ImGui::Separator();
-      const bool refused = k == scores + 3 && !no_dla.empty();
+      const bool refused = (k == scores + 3 || k == scores + 4) && !no_dla.empty();  // both need a decoder
       if (ImGui::Selectable(choices[static_cast<std::size_t>(k)].c_str(), k == view.find.score,
                             refused ? ImGuiSelectableFlags_Disabled : 0))
         view.find.score = k;
@@ -130,8 +131,10 @@ void drawHeadScoresMap(ViewState& view, ModelSession& s) {
     drawScoreMap(view, s, headTypeScoreNames()[static_cast<std::size_t>(view.find.score)]);
   else if (view.find.score < scores + 3)
     drawCompositionMap(view.find, view.run, s, view.find.score - scores);
-  else
+  else if (view.find.score == scores + 3)
     drawLogitAttributionMap(view.find, view.run, s);
+  else
+    drawPatchingMap(view.find, view.run, s);
 }
 
 }  // namespace attnscope::app

@@ -62,5 +62,7 @@ bool drawStrongestHeads(ModelViewState& run, ModelSession& s, const LayerHeadMap
 // their query, key or value (`mode` 0, 1, 2), and each head's direct share of a predicted token's logit.
 void drawCompositionMap(FindHeadsState& find, ModelViewState& run, ModelSession& s, int mode);
 void drawLogitAttributionMap(FindHeadsState& find, ModelViewState& run, ModelSession& s);
+// Which heads matter: each head ablated or patched on a metric (patch_map.cpp).
+void drawPatchingMap(FindHeadsState& find, ModelViewState& run, ModelSession& s);
 
 }  // namespace attnscope::app

@@ -107,10 +107,37 @@ ModelSession::ModelSession()
           failed.error = e.what();
           return failed;
         }
+      }),
+      patching_([progress = patch_progress_](const Inputs& in, const std::pair<unsigned, PatchRequest>& key) {
+        const PatchRequest& r = key.second;
+        Patching out;
+        try {
+          progress->done = 0, progress->total = 0, progress->cancel = false;
+          const model::PatchMetric metric = model::parsePatchMetric(*in.checkpoint, r.metric);
+          model::PatchOptions options;
+          options.progress = [&progress](int done, int total) {
+            progress->done = done, progress->total = total;
+            return !progress->cancel.load();
+          };
+          if (r.kind < 2) {
+            out.maps = model::ablateHeads(*in.checkpoint, in.ids, metric,
+                                          r.kind == 0 ? model::Ablation::Zero : model::Ablation::Mean, options);
+          } else {
+            const std::vector<int> corrupt = in.checkpoint->tokenizer.encodeAtMost(
+                r.corrupt, static_cast<std::size_t>(in.checkpoint->maxTokens()));
+            out.maps = model::patchActivations(*in.checkpoint, in.ids, corrupt, metric, r.kind == 2, options);
+          }
+        } catch (const model::PatchCancelled&) {
+          out.error = "cancelled";
+        } catch (const std::exception& e) {
+          out.error = e.what();
+        }
+        return out;
       }) {}
 
 ModelSession::~ModelSession() {
   progress_->cancel = true;
+  patch_progress_->cancel = true;  // a patching run stops at its next batch
   worker_.reset();  // joins: the forward stops at its next layer
 }
 
@@ -235,6 +262,11 @@ const TokenViewValues* ModelSession::tokenAttention(int of_layer, const TokenVie
   if (forward_->n == 0) return nullptr;
   return token_attention_.get(inputs(), TokenAttentionKey{revision_, of_layer, state.head, state.token, state.to_it,
                                                           weighted, weighted ? sharedCheckpoint() : nullptr});
+}
+
+const ModelSession::Patching* ModelSession::patching(const PatchRequest& request) {
+  if (!checkpoint() || forward_->n == 0) return nullptr;
+  return patching_.get(inputs(), {revision_, request});
 }
 
 const Matrix* ModelSession::rollout() { return forward_->n == 0 ? nullptr : rollout_.get(inputs(), revision_); }

@@ -21,6 +21,7 @@
 #include "attnscope/model/tokenizer.h"
 #include "window/latest_worker.h"
 #include "window/maps/token_attention.h"
+#include "attnscope/model/patching.h"
 
 namespace attnscope::app {
 
@@ -114,6 +115,24 @@ class ModelSession {
     std::string error;  // why not (an id outside the vocabulary ...)
   };
   const Attribution* logitAttribution(int position, int target);
+  // Which heads matter (model/patching.h) off the UI thread, once per Run: `kind` 0 zero ablation, 1 mean
+  // ablation, 2 patching clean into corrupt (denoising), 3 corrupt into clean; `metric` as --metric takes it
+  // ("logit-diff: Mary, John"); `corrupt` the corrupted text (kinds 2 and 3). Null until it lands (or for a tensor).
+  struct Patching {
+    model::PatchMaps maps;
+    std::string error;  // why not (a metric naming no token, texts of different lengths, cancelled)
+  };
+  struct PatchRequest {
+    int kind = 0;
+    std::string metric = "loss", corrupt;
+    int run = 0;  // the Run button's count: each press computes again
+    bool operator==(const PatchRequest&) const = default;
+  };
+  const Patching* patching(const PatchRequest& request);
+  bool patchingPending() const { return patching_.pending(); }
+  // While patching() is null: interventions done and their total; cancel() stops at the next batch.
+  std::pair<int, int> patchingDone() const { return {patch_progress_->done.load(), patch_progress_->total.load()}; }
+  void cancelPatching() { patch_progress_->cancel = true; }
   // The token view's numbers (maps/token_attention.h) for `of_layer` and `state`, off the UI thread: a capture's
   // layer is read and its heads' row statistics worked out there (seconds at 128k tokens). Null until they land;
   // `weighted`: times the value-norm scales (MapWeighting on).
@@ -232,6 +251,12 @@ class ModelSession {
   // revision, layer, head, token, to_it, the weighting (its checkpoint, null for a capture's own norms)
   using TokenAttentionKey = std::tuple<unsigned, int, int, int, int, bool, std::shared_ptr<const model::Model>>;
   PerForward<TokenViewValues, TokenAttentionKey> token_attention_;
+  struct PatchProgress {
+    std::atomic<int> done{0}, total{0};
+    std::atomic<bool> cancel{false};
+  };
+  std::shared_ptr<PatchProgress> patch_progress_ = std::make_shared<PatchProgress>();
+  PerForward<Patching, std::pair<unsigned, PatchRequest>> patching_;
   unsigned checkpoint_revision_ = 0;  // bumped when another checkpoint is loaded
   std::string tensor_file_;           // "" unless a tensor is shown
   std::string tensor_name_;           // the tensor chosen in it ("" for a .npy file)

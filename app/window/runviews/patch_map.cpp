@@ -1,0 +1,133 @@
+// Find heads' "which heads matter": each head's output ablated (zeroed, or replaced by its mean over the positions)
+// or patched between the text and a corrupted one, and the change in a metric on the prediction (model/patching.h),
+// as a layers x heads map in diverging colours around 0. Ablation shows the metric's change from the clean run;
+// patching its normalised value (patched - corrupt) / (clean - corrupt), 1 where the head alone restores the clean
+// run. Computed off the UI thread when Run is pressed (ModelSession::patching), with progress and Cancel.
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string>
+
+#include "attnscope/model/patching.h"
+#include "window/subject/model_session.h"
+#include "window/view_state.h"
+#include "window/runviews/find_heads.h"
+#include "window/runviews/layer_head_map.h"
+#include "window/widgets/widgets.h"
+#include "window/ui_probe.h"
+
+namespace attnscope::app {
+
+namespace {
+
+constexpr const char* kKinds[] = {"ablate: zero", "ablate: mean over positions", "patch clean into corrupt",
+                                  "patch corrupt into clean"};
+
+}  // namespace
+
+void drawPatchingMap(FindHeadsState& find, ModelViewState& run, ModelSession& s) {
+  if (!s.checkpoint()) {
+    textWrappedAtSpaces("Which heads matter needs a checkpoint's weights: a saved tensor holds maps only.");
+    probeItem("findheads.unavailable");
+    return;
+  }
+  if (const std::string why = model::patchRefusal(*s.checkpoint()); !why.empty()) {
+    textWrappedAtSpaces("Not offered: " + why + ".");
+    probeItem("findheads.unavailable");
+    return;
+  }
+  const float font = ImGui::GetFontSize();
+  find.patch_kind = std::clamp(find.patch_kind, 0, 3);
+  ImGui::SetNextItemWidth(std::min(ImGui::GetContentRegionAvail().x, 16 * font));
+  if (ImGui::BeginCombo("##patch_kind", kKinds[find.patch_kind])) {
+    for (int k = 0; k < 4; ++k) {
+      if (ImGui::Selectable(kKinds[k], k == find.patch_kind)) find.patch_kind = k;
+      probeItem("findheads.patch.kind." + std::to_string(k));
+    }
+    ImGui::EndCombo();
+  }
+  probeItem("findheads.patch.kind");
+  const auto field = [&](const char* label, const char* probe, std::string& text) {
+    ImGui::AlignTextToFramePadding();
+    ImGui::TextUnformatted(label);
+    ImGui::SameLine(font * 5.5f);
+    std::string typed;
+    if (committedText(probe, text, std::min(ImGui::GetContentRegionAvail().x, 16 * font), typed)) text = typed;
+  };
+  field("metric", "findheads.patch.metric", find.patch_metric);
+  const bool patching = find.patch_kind >= 2;
+  if (patching) field("corrupt", "findheads.patch.corrupt", find.patch_corrupt);
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+  textWrappedAtSpaces(patching ? "metric: logit-diff:A,B, logprob:T or loss (A, B, T ids or one-token texts); "
+                                 "corrupt: a text of as many tokens as the subject's"
+                               : "metric: logit-diff:A,B, logprob:T or loss (A, B, T ids or one-token texts)");
+  ImGui::PopStyleColor();
+  if (ImGui::Button("Run")) ++find.patch_runs;
+  probeItem("findheads.patch.run");
+  if (find.patch_runs == 0) {
+    ImGui::TextDisabled("each head reruns the model from its layer on");
+    return;
+  }
+  const ModelSession::Patching* p =
+      s.patching({find.patch_kind, find.patch_metric, patching ? find.patch_corrupt : "", find.patch_runs});
+  if (!p) {
+    const auto [done, total] = s.patchingDone();
+    ImGui::SameLine();
+    ImGui::TextDisabled("%d / %d interventions...", done, total);
+    probeItem("findheads.pending");
+    ImGui::SameLine();
+    if (ImGui::SmallButton("Cancel")) s.cancelPatching();
+    probeItem("findheads.patch.cancel");
+    return;
+  }
+  if (!p->error.empty()) {
+    errorText(p->error);
+    probeItem("findheads.patch.error");
+    return;
+  }
+  const model::PatchMaps& maps = p->maps;
+  // What each cell shows: ablation the metric's change from the clean run, patching the normalised value.
+  const Eigen::MatrixXd shown = patching ? maps.normalised(maps.heads) : Eigen::MatrixXd(maps.heads.array() - maps.clean);
+  const int layers = static_cast<int>(shown.rows()), heads = static_cast<int>(shown.cols());
+  const std::string metric = model::patchMetricText(maps.metric);
+  const std::string title =
+      patching ? formatted("%s, %s: clean %.4f, corrupt %.4f; each head (patched - corrupt) / (clean - corrupt)",
+                           maps.kind.c_str(), metric.c_str(), maps.clean, maps.corrupt)
+               : formatted("%s, %s: %.4f; each head's change of it", maps.kind.c_str(), metric.c_str(), maps.clean);
+  textWrappedAtSpaces(title);
+  probeItem("findheads.patch.title");
+  probeNote("findheads.patch.title", title);
+  double m = 0;
+  for (int l = 0; l < layers; ++l)
+    for (int h = 0; h < heads; ++h)
+      if (std::isfinite(shown(l, h))) m = std::max(m, std::abs(shown(l, h)));
+  const float bar_max = m > 0 ? static_cast<float>(m) : 1.0f;
+  drawDivergingBar(ImGui::GetWindowDrawList(), ImGui::GetCursorScreenPos(),
+                   std::min(ImGui::GetContentRegionAvail().x, 12 * font), 0.6f * font, bar_max);
+  ImGui::Dummy(ImVec2(1, 1.9f * ImGui::GetTextLineHeight()));
+  probeNote("findheads.vmax", formatted("%.6g", bar_max));
+  LayerHeadMap map;
+  map.id = "findheads", map.layers = layers, map.heads = heads;
+  map.value = [&](int l, int h) -> std::optional<double> {
+    if (!std::isfinite(shown(l, h))) return std::nullopt;  // clean == corrupt: nothing to normalise by
+    return shown(l, h);
+  };
+  map.colors = ColorMap::Diverging;
+  map.vmin = -bar_max, map.vmax = bar_max;
+  if (s.focused()) map.marked_layer = s.layer, map.marked_head = s.focus_head;
+  map.tooltip = [&](int l, int h) {
+    return formatted("layer %d, head %d\n%s %.4f (%s)\nclick: open its map", l + 1, h + 1, metric.c_str(),
+                     maps.heads(l, h), patching ? formatted("normalised %+.3f", shown(l, h)).c_str()
+                                                : formatted("%+.4f", shown(l, h)).c_str());
+  };
+  map.title = s.title() + ": " + title;
+  map.scale_label = patching ? "normalised metric" : "change of the metric";
+  map.number_name = patching ? "normalised" : "change";
+  rememberShown(find, map);
+  if (const auto cell = drawLayerHeadMap(map)) openHeadMap(run, s, cell->first, cell->second);
+  drawStrongestHeads(run, s, map, "%+.3f", true);
+}
+
+}  // namespace attnscope::app
