@@ -3,10 +3,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "attnscope/model/model_export.h"
+#include "window/subject/model_session.h"
 #include "window/ui_probe.h"
+#include "window/widgets/widgets.h"
 #include "window/runviews/find_heads.h"
 
 namespace attnscope::app {
@@ -113,6 +116,31 @@ void rememberShown(FindHeadsState& find, const LayerHeadMap& map) {
       }
   find.shown = std::move(values);
   find.shown_frame = ImGui::GetFrameCount();
+}
+
+bool checkpointMapOffered(const ModelSession& s, const std::string& what, std::string (*refusal)(const model::Model&)) {
+  if (!s.checkpoint()) {
+    textWrappedAtSpaces(what + " needs a checkpoint's weights: a saved tensor holds maps only.");
+    probeItem("findheads.unavailable");
+    return false;
+  }
+  if (const std::string why = refusal(*s.checkpoint()); !why.empty()) {
+    textWrappedAtSpaces("Not offered: " + why + ".");
+    probeItem("findheads.unavailable");
+    probeNote("findheads.unavailable", why);
+    return false;
+  }
+  return true;
+}
+
+float drawDivergingScale(double largest) {
+  const float m = largest > 0 ? static_cast<float>(largest) : 1.0f;
+  const float font = ImGui::GetFontSize();
+  drawDivergingBar(ImGui::GetWindowDrawList(), ImGui::GetCursorScreenPos(),
+                   std::min(ImGui::GetContentRegionAvail().x, 12 * font), 0.6f * font, m);
+  ImGui::Dummy(ImVec2(1, 1.9f * ImGui::GetTextLineHeight()));
+  probeNote("findheads.vmax", formatted("%.6g", m));
+  return m;
 }
 
 }  // namespace attnscope::app

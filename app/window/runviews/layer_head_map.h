@@ -47,6 +47,10 @@ std::optional<int> drawRankedButtons(const std::string& id, const std::vector<st
 
 }  // namespace attnscope::app
 
+namespace attnscope::model {
+struct Model;
+}
+
 namespace attnscope::app {
 
 struct FindHeadsState;
@@ -64,5 +68,11 @@ void drawCompositionMap(FindHeadsState& find, ModelViewState& run, ModelSession&
 void drawLogitAttributionMap(FindHeadsState& find, ModelViewState& run, ModelSession& s);
 // Which heads matter: each head ablated or patched on a metric (patch_map.cpp).
 void drawPatchingMap(FindHeadsState& find, ModelViewState& run, ModelSession& s);
+// Whether a map of a checkpoint's own (`what`: "Logit attribution") is offered for `s`: false, after saying why in
+// the pane, for a saved tensor (maps only, no weights) or when `refusal` of its checkpoint is not empty (an encoder).
+bool checkpointMapOffered(const ModelSession& s, const std::string& what, std::string (*refusal)(const model::Model&));
+// The diverging colour bar over -m .. m for a map whose largest |value| is `largest` (m = 1 when 0), and the room
+// under it; returns m. Probed as the note "findheads.vmax".
+float drawDivergingScale(double largest);
 
 }  // namespace attnscope::app

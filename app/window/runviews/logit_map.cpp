@@ -38,17 +38,7 @@ std::string partsText(const model::LogitAttribution& d) {
 }  // namespace
 
 void drawLogitAttributionMap(FindHeadsState& find, ModelViewState& run, ModelSession& s) {
-  if (!s.checkpoint()) {
-    textWrappedAtSpaces("Logit attribution needs a checkpoint's weights: a saved tensor holds maps only.");
-    probeItem("findheads.unavailable");
-    return;
-  }
-  if (const std::string why = model::logitAttributionRefusal(*s.checkpoint()); !why.empty()) {
-    textWrappedAtSpaces("Not offered: " + why + ".");
-    probeItem("findheads.unavailable");
-    probeNote("findheads.unavailable", why);
-    return;
-  }
+  if (!checkpointMapOffered(s, "Logit attribution", &model::logitAttributionRefusal)) return;
   const int n = s.forward().n;
   if (n == 0) return;
   // Positions from 0, as the token list, the token view, the hovers and the docs count them.
@@ -104,12 +94,7 @@ void drawLogitAttributionMap(FindHeadsState& find, ModelViewState& run, ModelSes
   double m = 0;
   for (int l = 0; l < layers; ++l)
     for (int h = 0; h < heads; ++h) m = std::max(m, std::abs(share(l, h)));
-  const float bar_max = m > 0 ? static_cast<float>(m) : 1.0f;
-  const float font = ImGui::GetFontSize();
-  drawDivergingBar(ImGui::GetWindowDrawList(), ImGui::GetCursorScreenPos(),
-                   std::min(ImGui::GetContentRegionAvail().x, 12 * font), 0.6f * font, bar_max);
-  ImGui::Dummy(ImVec2(1, 1.9f * ImGui::GetTextLineHeight()));
-  probeNote("findheads.vmax", formatted("%.6g", bar_max));
+  const float bar_max = drawDivergingScale(m);
   LayerHeadMap map;
   map.id = "findheads", map.layers = layers, map.heads = heads;
   map.value = [&](int l, int h) -> std::optional<double> { return share(l, h); };

@@ -28,16 +28,7 @@ constexpr const char* kKinds[] = {"ablate: zero", "ablate: mean over positions",
 }  // namespace
 
 void drawPatchingMap(FindHeadsState& find, ModelViewState& run, ModelSession& s) {
-  if (!s.checkpoint()) {
-    textWrappedAtSpaces("Which heads matter needs a checkpoint's weights: a saved tensor holds maps only.");
-    probeItem("findheads.unavailable");
-    return;
-  }
-  if (const std::string why = model::patchRefusal(*s.checkpoint()); !why.empty()) {
-    textWrappedAtSpaces("Not offered: " + why + ".");
-    probeItem("findheads.unavailable");
-    return;
-  }
+  if (!checkpointMapOffered(s, "Which heads matter", &model::patchRefusal)) return;
   const float font = ImGui::GetFontSize();
   find.patch_kind = std::clamp(find.patch_kind, 0, 3);
   ImGui::SetNextItemWidth(std::min(ImGui::GetContentRegionAvail().x, 16 * font));
@@ -103,11 +94,7 @@ void drawPatchingMap(FindHeadsState& find, ModelViewState& run, ModelSession& s)
   for (int l = 0; l < layers; ++l)
     for (int h = 0; h < heads; ++h)
       if (std::isfinite(shown(l, h))) m = std::max(m, std::abs(shown(l, h)));
-  const float bar_max = m > 0 ? static_cast<float>(m) : 1.0f;
-  drawDivergingBar(ImGui::GetWindowDrawList(), ImGui::GetCursorScreenPos(),
-                   std::min(ImGui::GetContentRegionAvail().x, 12 * font), 0.6f * font, bar_max);
-  ImGui::Dummy(ImVec2(1, 1.9f * ImGui::GetTextLineHeight()));
-  probeNote("findheads.vmax", formatted("%.6g", bar_max));
+  const float bar_max = drawDivergingScale(m);
   LayerHeadMap map;
   map.id = "findheads", map.layers = layers, map.heads = heads;
   map.value = [&](int l, int h) -> std::optional<double> {
