@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <string>
 #include <utility>
@@ -144,29 +145,31 @@ double patchMetricValue(const Model& model, const Matrix& unembed, const Matrix&
     if (id < 0 || id >= vocab)
       throw InputError("--metric", "token ids below the vocabulary's " + std::to_string(vocab), std::to_string(id));
   };
-  // Logits in double from float32 hidden states and W_U, soft-capped as the model caps them.
-  const auto logits_at = [&](int i) {
-    Eigen::VectorXd z = (w_u.cast<double>() * hidden.row(i).transpose().cast<double>());
-    if (a.final_softcap > 0) z = (z.array() / a.final_softcap).tanh() * a.final_softcap;
-    return z;
-  };
-  const auto log_softmax_at = [](const Eigen::VectorXd& z, int id) {
-    const double top = z.maxCoeff();
-    return z[id] - top - std::log((z.array() - top).exp().sum());
+  // Log-softmax of rows [r0, r1) at id_of(row): their logits in one float32 product (the unembedding, vocab x
+  // hidden, read once and never copied: a Qwen vocabulary's is 155M floats), soft-capped as the model caps them,
+  // the softmax's sums in double.
+  const auto log_softmax = [&](int r0, int r1, const std::function<int(int row)>& id_of) {
+    const Matrix z = hidden.middleRows(r0, r1 - r0) * w_u.transpose();  // (rows, vocab)
+    double sum = 0;
+    for (int r = r0; r < r1; ++r) {
+      Eigen::ArrayXd row = z.row(r - r0).transpose().cast<double>().array();
+      if (a.final_softcap > 0) row = (row / a.final_softcap).tanh() * a.final_softcap;
+      const double top = row.maxCoeff();
+      sum += row[id_of(r)] - top - std::log((row - top).exp().sum());
+    }
+    return sum;
   };
   if (metric.kind == PatchMetric::Kind::Loss) {  // predicting tokens from0 + 1 .. n - 1
     const int from0 = std::max(0, metric.position);
     if (from0 > n - 2)
       throw InputError("--position", "a token from 0 to " + std::to_string(n - 2) + " for the loss (one after it)",
                        std::to_string(from0));
-    double sum = 0;
-    for (int i = from0; i + 1 < n; ++i) sum -= log_softmax_at(logits_at(i), ids[static_cast<std::size_t>(i) + 1]);
-    return sum / (n - 1 - from0);
+    return -log_softmax(from0, n - 1, [&](int i) { return ids[static_cast<std::size_t>(i) + 1]; }) / (n - 1 - from0);
   }
   const int p = metric.position < 0 ? n - 1 : metric.position;
   if (p >= n) throw InputError("--position", "a token from 0 to " + std::to_string(n - 1), std::to_string(p));
   check_id(metric.target);
-  if (metric.kind == PatchMetric::Kind::LogProb) return log_softmax_at(logits_at(p), metric.target);
+  if (metric.kind == PatchMetric::Kind::LogProb) return log_softmax(p, p + 1, [&](int) { return metric.target; });
   check_id(metric.other);
   // Only the two logits: two dot products, with the cap applied to each.
   const auto logit = [&](int id) {
