@@ -31,7 +31,8 @@ constexpr const char* kModelHelp =
     "                       [--dla-target ID]] [--backend cpu|gpu|auto] [--contrast fixed|shared|head|row]\n"
     "                       [--log] [--dpi N] [--width IN] [--height IN] [--font-size PT]\n"
     "                       [--patch-out P.json --metric logit-diff:A,B|logprob:T|loss [--position P]\n"
-    "                        [--corrupt TEXT [--patch-direction denoise|noise]] [--ablate zero|mean]]\n"
+    "                        [--corrupt TEXT [--patch-direction denoise|noise]]\n"
+    "                        [--ablate zero|mean [--reference TEXT]]]\n"
     "  DIR             a checkpoint folder, its family from config.json's model_type: GPT-2 (config.json,\n"
     "                  model.safetensors, vocab.json, merges.txt), or llama, mistral, qwen2, qwen3, gpt_neox,\n"
     "                  phi3, olmo2, mixtral (config.json,\n"
@@ -65,21 +66,24 @@ constexpr const char* kModelHelp =
     "                  scale frozen; position, target, logit, heads -> [layer][head], and the other parts)\n"
     "  --dla-position  the token whose prediction is attributed, from 0 (default: the last)\n"
     "  --dla-target    the token id whose logit is attributed (default: the top prediction there)\n"
-    "  --patch-out     which heads matter, causally (docs/patching.md), as JSON: the metric after each\n"
+    "  --patch-out     which heads matter, causally (docs/models.md), as JSON: the metric after each\n"
     "                  head's output is ablated (--ablate, on the text) or patched between the text and\n"
-    "                  --corrupt: heads -> [layer][head], layers (all heads of a layer at once), and with\n"
+    "                  --corrupt: heads -> [layer][head], layers (all heads of a layer at once: its\n"
+    "                  attention), mlp (each layer's MLP output), and with\n"
     "                  --corrupt the residual stream -> [layer][position], each also normalised as\n"
     "                  (patched - corrupt) / (clean - corrupt); every intervention reruns from its layer on\n"
     "  --metric        logit-diff:A,B (logit of A minus logit of B), logprob:T (log-probability of T), at\n"
     "                  --position (default: the last token), or loss (mean next-token loss over the text,\n"
     "                  or from --position on);\n"
-    "                  A, B, T token ids or texts of one token (\" Mary\")\n"
+    "                  A, B, T token ids or texts of one token (\" Mary\"); an encoder's (BERT, RoBERTa)\n"
+    "                  through its masked-LM head, its loss each position's own token's (a [MASK]: logprob:T)\n"
     "  --corrupt       the corrupted text, as many tokens as --text (activation patching)\n"
     "  --patch-direction\n"
     "                  denoise (default: the corrupt run with one clean activation patched in) or noise\n"
     "                  (the clean run with one corrupt activation)\n"
     "  --ablate        zero (default) or mean (each head's output averaged over the positions): without\n"
     "                  --corrupt, each head ablated on the text\n"
+    "  --reference     with --ablate mean: the means over this text's positions instead of the text's own\n"
     "  --backend       who computes each layer's attention: cpu (default; the forward's own fused loop), gpu\n"
     "                  (the GPU engine, each layer as a scene, every family), or auto (the GPU when it\n"
     "                  starts)\n";
@@ -125,6 +129,7 @@ int runModel(Args& args) {
   const std::optional<std::string> corrupt = args.take("--corrupt");
   const std::optional<std::string> direction = args.take("--patch-direction");
   const std::optional<std::string> ablate = args.take("--ablate");
+  const std::optional<std::string> reference = args.take("--reference");
   const long metric_position = args.takeInt("--position", -1, 0, 1 << 30);
   if (patch_out && !metric_text) throw InputError("--metric", "the metric --patch-out measures", "none");
   for (const auto& [flag, given] : {std::pair{"--metric", metric_text.has_value()},
@@ -139,6 +144,7 @@ int runModel(Args& args) {
   if (ablate && *ablate != "zero" && *ablate != "mean")
     throw InputError("--ablate", "zero or mean", quoteFragment(*ablate, 40));
   if (ablate && corrupt) throw InputError("--ablate", "either --ablate or --corrupt", "both");
+  if (reference && (!ablate || *ablate != "mean")) throw InputError("--reference", "--ablate mean to take means from it", "none");
   const std::string backend_name = args.takeChoice("--backend", {"cpu", "gpu", "auto"}, "cpu");
   const MapContrast contrast = takeContrast(args);
   const int dpi = takeDpi(args);
@@ -200,7 +206,7 @@ int runModel(Args& args) {
                      std::to_string(trace_position));
   // Which heads matter: the metric and the corrupt text checked before the forward.
   model::PatchMetric metric;
-  std::vector<int> corrupt_ids;
+  std::vector<int> corrupt_ids, reference_ids;
   if (patch_out) {
     if (const std::string why = model::patchRefusal(checkpoint); !why.empty())
       throw InputError("--patch-out", "a decoder", why);
@@ -215,6 +221,10 @@ int runModel(Args& args) {
       if (corrupt_ids.size() != ids.size())
         throw InputError("--corrupt", std::to_string(ids.size()) + " tokens (as many as --text)",
                          std::to_string(corrupt_ids.size()) + " tokens");
+    }
+    if (reference) {
+      reference_ids = checkpoint.tokenizer.encodeAtMost(*reference, static_cast<std::size_t>(checkpoint.maxTokens()));
+      if (reference_ids.empty()) throw InputError("--reference", "a text of at least one token", "none");
     }
   }
   if (analysis_out) checkMemoryBudget("composition", "the composition of every pair of heads",
@@ -308,6 +318,7 @@ int runModel(Args& args) {
   if (patch_file) {
     // Progress on standard error, a line every tenth of the interventions.
     model::PatchOptions options;
+    options.reference = reference_ids;
     options.progress = [](int done, int total) {
       if (done == total || done % std::max(1, total / 10) == 0)
         std::fprintf(stderr, "attnscope: patching %d/%d\n", done, total);
@@ -322,6 +333,7 @@ int runModel(Args& args) {
     j["model"] = checkpoint.dir;
     j["token_ids"] = ids;
     if (corrupt) j["corrupt_token_ids"] = corrupt_ids;
+    if (reference) j["reference_token_ids"] = reference_ids;
     patch_file->write(j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
   }
   commitAll(files);

@@ -454,8 +454,8 @@ TEST(ModelCli, HostileConfigVocabMerges) {
   }
 }
 
-// --patch-out: activation patching between two texts of 5 tokens each, written as JSON, every head's and every
-// residual (layer, position) value against patching_reference.py's float64 NumPy run of the written token ids
+// --patch-out: activation patching between two texts of 5 tokens each, written as JSON, every head's, every MLP's and
+// every residual (layer, position) value against patching_reference.py's float64 NumPy run of the written token ids
 // (tolerance as test_patching.cpp derives it); and the refusals, each one line with exit 2 and no file.
 TEST(ModelCli, PatchOutAgainstNumPy) {
   ATTNSCOPE_REQUIRE_PYTHON_MODULE("numpy");
@@ -476,10 +476,11 @@ TEST(ModelCli, PatchOutAgainstNumPy) {
   const double tol = 2 * model_test::kHiddenTol * want["unembed_l1"].get<double>();
   double worst = std::abs(got["clean"].get<double>() - want["clean"].get<double>());
   worst = std::max(worst, std::abs(got["corrupt"].get<double>() - want["corrupt"].get<double>()));
-  for (const char* key : {"heads", "residual"})
+  for (const char* key : {"heads", "residual", "mlp"})
     for (std::size_t l = 0; l < want[key].size(); ++l)
       for (std::size_t j = 0; j < want[key][l].size(); ++j)
-        worst = std::max(worst, std::abs(got[key][l][j].get<double>() - want[key][l][j].get<double>()));
+        worst = std::max(worst, std::abs(got[key][l][j].get<double>() -
+                                         (want[key][l].is_array() ? want[key][l][j] : want[key][l]).get<double>()));
   EXPECT_LE(worst, tol);
   // Normalised: the changed token's residual at layer 1 restores the clean run exactly; the others change nothing.
   EXPECT_NEAR(got["residual_normalised"][0][4].get<double>(), 1.0, 1e-6);
@@ -492,6 +493,8 @@ TEST(ModelCli, PatchOutAgainstNumPy) {
         {"--metric entropy --patch-out '" + out + ".2'", "--metric"},
         {"--patch-out '" + out + ".2'", "--metric"},
         {"--metric loss --patch-out '" + out + ".2' --ablate half", "--ablate"},
+        {"--metric loss --patch-out '" + out + ".2' --reference 'hi'", "--reference"},
+        {"--metric loss --patch-out '" + out + ".2' --ablate mean --reference ''", "--reference"},
         {"--metric loss --patch-out '" + out + ".2' --patch-direction noise", "--patch-direction"}}) {
     const model_test::CommandRun bad = attnscope("model '" + dir + "' --text 'hello there' " + args);
     EXPECT_EQ(bad.status, 2) << args;

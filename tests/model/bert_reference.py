@@ -116,9 +116,11 @@ def position_ids(ids, cfg):
     return np.cumsum(mask) * mask + pad
 
 
-def forward(w, cfg, ids, p, value_norms=None):
+def forward(w, cfg, ids, p, value_norms=None, edit_residual=None, edit_heads=None, edit_mlp=None):
     """(maps (L, H, n, n), the last layer's output (n, d)) in float64. w: name -> array (PyTorch layouts); p the
-    body's prefix ("bert.", "roberta." or "")."""
+    body's prefix ("bert.", "roberta." or ""). edit_residual(layer, x), edit_heads(layer, context before
+    attention.output.dense), edit_mlp(layer, output.dense's result before its add and LayerNorm): interventions
+    (patching_reference.py)."""
     H, d = cfg["num_attention_heads"], cfg["hidden_size"]
     hd, n, eps = d // H, len(ids), cfg["layer_norm_eps"]
 
@@ -137,6 +139,8 @@ def forward(w, cfg, ids, p, value_norms=None):
     maps = []
     for layer in range(cfg["num_hidden_layers"]):
         q_ = p + f"encoder.layer.{layer}."
+        if edit_residual is not None:
+            x = edit_residual(layer, x)
 
         def heads(t):
             return t.reshape(n, H, hd).transpose(1, 0, 2)  # (H, n, hd)
@@ -151,10 +155,27 @@ def forward(w, cfg, ids, p, value_norms=None):
         if value_norms is not None:  # before the output LayerNorm: what each head writes into the dense sum
             value_norms.append(head_value_norms(v, w[q_ + "attention.output.dense.weight"]))
         context = (a @ v).transpose(1, 0, 2).reshape(n, d)
+        if edit_heads is not None:
+            context = edit_heads(layer, context)
         x = norm(lin(context, q_ + "attention.output.dense") + x, q_ + "attention.output.LayerNorm")
         h = gelu(lin(x, q_ + "intermediate.dense"), cfg["hidden_act"])
-        x = norm(lin(h, q_ + "output.dense") + x, q_ + "output.LayerNorm")
+        m = lin(h, q_ + "output.dense")
+        if edit_mlp is not None:
+            m = edit_mlp(layer, m)
+        x = norm(m + x, q_ + "output.LayerNorm")
     return np.stack(maps), x
+
+
+def masked_lm_transform(w, cfg, h):
+    """BertForMaskedLM's cls.predictions.transform (dense, hidden_act, LayerNorm) or RobertaForMaskedLM's lm_head
+    (dense, erf GELU, layer_norm), before the tied word embeddings and the bias."""
+    roberta = cfg["model_type"] == "roberta"
+    dense, ln = ("lm_head.dense", "lm_head.layer_norm") if roberta else \
+        ("cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm")
+    t = gelu(h @ w[dense + ".weight"].T + w[dense + ".bias"], "gelu" if roberta else cfg["hidden_act"])
+    g = w.get(ln + ".weight", w.get(ln + ".gamma"))
+    b = w.get(ln + ".bias", w.get(ln + ".beta"))
+    return layer_norm(t, g, b, cfg["layer_norm_eps"])
 
 
 def make_weights(a, rng, p, vocab_size, positions):
@@ -185,7 +206,7 @@ def make_weights(a, rng, p, vocab_size, positions):
         w[q + "output.dense.bias"] = rng.normal(0, 0.1, d)
         w[q + "output.LayerNorm." + g] = 1 + rng.normal(0, 0.1, d)
         w[q + "output.LayerNorm." + b] = rng.normal(0, 0.1, d)
-    if p:  # BertForMaskedLM's head and BertModel's pooler: present in real files, never read by attnscope
+    if p == "bert.":  # BertForMaskedLM's head (read for a metric: patching) and BertModel's pooler (never read)
         w[p + "pooler.dense.weight"] = rng.normal(0, s, (d, d))
         w[p + "pooler.dense.bias"] = rng.normal(0, 0.1, d)
         w["cls.predictions.bias"] = rng.normal(0, 0.1, vocab_size)
@@ -193,6 +214,12 @@ def make_weights(a, rng, p, vocab_size, positions):
         w["cls.predictions.transform.dense.bias"] = rng.normal(0, 0.1, d)
         w["cls.predictions.transform.LayerNorm." + g] = 1 + rng.normal(0, 0.1, d)
         w["cls.predictions.transform.LayerNorm." + b] = rng.normal(0, 0.1, d)
+    elif p:  # RobertaForMaskedLM's lm_head (its decoder tied to the word embeddings)
+        w["lm_head.bias"] = rng.normal(0, 0.1, vocab_size)
+        w["lm_head.dense.weight"] = rng.normal(0, s, (d, d))
+        w["lm_head.dense.bias"] = rng.normal(0, 0.1, d)
+        w["lm_head.layer_norm.weight"] = 1 + rng.normal(0, 0.1, d)
+        w["lm_head.layer_norm.bias"] = rng.normal(0, 0.1, d)
     return w
 
 
@@ -215,6 +242,8 @@ def main():
     ap.add_argument("--bad-query", action="store_true")   # hostile: query.weight with hidden / 2 rows, no forward
     ap.add_argument("--text", default="Hello there, every key sees the query!")
     ap.add_argument("--ids", default="")  # comma-separated ids instead of --text (RoBERTa's padding positions)
+    ap.add_argument("--patch", help="interventions to run (a JSON list, patching_reference.run_specs), into "
+                                    "OUT_DIR/patch.json: the metric through the masked-LM head")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     rng = np.random.default_rng(a.seed)
@@ -244,6 +273,27 @@ def main():
                 "value_norms": np.stack(value_norms).tolist()}
     with open(os.path.join(a.out, "expected.json"), "w") as f:
         json.dump(expected, f)
+    if a.patch:
+        import patching_reference  # noqa: E402  (it imports the reference scripts, this one's siblings)
+        # How far a logit moves per unit of error e in every element of the last layer's output h, through the
+        # masked-LM head, in 2-norms: ||e|| <= e sqrt(d); the dense layer multiplies it by at most its spectral norm,
+        # GELU by its largest slope 1.13, the LayerNorm by max|g| / sigma (its Jacobian: a projection times g /
+        # sigma; sigma the row's deviation, the smallest over the texts' un-intervened runs, with a factor 2 of room
+        # for the interventions'); a logit reads the result through a word embedding, at most its largest 2-norm.
+        dense, ln = ("lm_head.dense", "lm_head.layer_norm") if roberta else \
+            ("cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm")
+        sigma = min(float((forward(held, cfg, s["ids"], prefix)[1] @ held[dense + ".weight"].T +
+                           held[dense + ".bias"]).std(axis=1).min()) for s in json.loads(a.patch)) / 2
+        embed = held[prefix + "embeddings.word_embeddings.weight"]
+        sensitivity = math.sqrt(a.hidden) * float(np.linalg.norm(held[dense + ".weight"], 2)) * 1.13 * \
+            float(np.abs(held.get(ln + ".weight", held.get(ln + ".gamma"))).max()) / sigma * \
+            float(np.linalg.norm(embed, axis=1).max())
+        out = patching_reference.run_specs(
+            json.loads(a.patch), lambda t, **hooks: masked_lm_transform(held, cfg, forward(held, cfg, t, prefix, **hooks)[1]),
+            held[prefix + "embeddings.word_embeddings.weight"], a.layers, a.heads, a.hidden // a.heads,
+            bias=held["lm_head.bias" if roberta else "cls.predictions.bias"], encoder=True, sensitivity=sensitivity)
+        with open(os.path.join(a.out, "patch.json"), "w") as f:
+            json.dump(out, f)
 
 
 if __name__ == "__main__":

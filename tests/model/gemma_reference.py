@@ -67,7 +67,7 @@ def in_dtype(x, torch_dtype):
     return round(m * 2 ** bits) / 2 ** bits * 2 ** e
 
 
-def forward(w, c, ids, value_norms=None, attention=None, edit_residual=None, edit_heads=None):
+def forward(w, c, ids, value_norms=None, attention=None, edit_residual=None, edit_heads=None, edit_mlp=None):
     """(maps (L, H, n, n), final norm output (n, d)) in float64. w: name -> array (PyTorch layouts), names without
     the body prefix; c: the reference's switches. `attention(layer, q, k, v, window)`, when given, sees each layer's
     q (H, n, hd) and k, v (K, n, hd) after RoPE, before repeat_kv (llama_reference.capture_attention).
@@ -133,6 +133,8 @@ def forward(w, c, ids, value_norms=None, attention=None, edit_residual=None, edi
             h = rms1(x, w[p + "post_attention_layernorm.weight"], eps)
         m = (gelu_tanh(h @ w[p + "mlp.gate_proj.weight"].T) * (h @ w[p + "mlp.up_proj.weight"].T)) @ \
             w[p + "mlp.down_proj.weight"].T
+        if edit_mlp is not None:  # before the sandwich norm
+            m = edit_mlp(layer, m)
         x = x + (rms1(m, w[p + "post_feedforward_layernorm.weight"], eps) if c["sandwich"] else m)
     return np.stack(maps), rms1(x, w["norm.weight"], eps)
 

@@ -76,7 +76,7 @@ def gelu_tanh(x):
     return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
 
 
-def forward(w, cfg, ids, prefix, trace=None, value_norms=None, edit_residual=None, edit_heads=None):
+def forward(w, cfg, ids, prefix, trace=None, value_norms=None, edit_residual=None, edit_heads=None, edit_mlp=None):
     """GPT-2 forward in float64: returns per-layer weights (L, H, n, n) and ln_f's output (n, d). A dict `trace`
     gets "x": the residual stream after the embedding and after each attention and MLP add, "heads": per layer
     each head's output through its rows of c_proj (H, n, d), "attn_bias": per layer c_proj's bias. A list
@@ -121,7 +121,8 @@ def forward(w, cfg, ids, prefix, trace=None, value_norms=None, edit_residual=Non
             trace["x"].append(x.copy())
         m = layer_norm(x, w[h + "ln_2.weight"], w[h + "ln_2.bias"], eps)
         m = gelu_tanh(m @ w[h + "mlp.c_fc.weight"] + w[h + "mlp.c_fc.bias"])
-        x = x + m @ w[h + "mlp.c_proj.weight"] + w[h + "mlp.c_proj.bias"]
+        m = m @ w[h + "mlp.c_proj.weight"] + w[h + "mlp.c_proj.bias"]
+        x = x + (edit_mlp(layer, m) if edit_mlp is not None else m)
         if trace is not None:
             trace["x"].append(x.copy())
     return maps, layer_norm(x, w[p + "ln_f.weight"], w[p + "ln_f.bias"], eps)

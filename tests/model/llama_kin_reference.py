@@ -80,7 +80,7 @@ def attention(q, k, v, H, K, hd, rot, theta, window):
     return a, (a @ vh).transpose(1, 0, 2).reshape(n, H * hd)
 
 
-def forward(w, c, ids, value_norms=None, edit_residual=None, edit_heads=None):
+def forward(w, c, ids, value_norms=None, edit_residual=None, edit_heads=None, edit_mlp=None):
     """(maps (L, H, n, n), the final norm's output (n, d), the smallest router gap) in float64. edit_residual(layer,
     x), edit_heads(layer, z): interventions (patching_reference.py), as llama_reference's."""
     H, K, d, I = c["heads"], c["kv_heads"], c["hidden"], c["inter"]
@@ -135,7 +135,8 @@ def forward(w, c, ids, value_norms=None, edit_residual=None, edit_heads=None):
         if fam == "phi3":
             gu = h @ W("mlp.gate_up_proj").T
             gate, up = gu[:, :I], gu[:, I:]  # chunk(2, dim=-1)
-            x = x + (up * silu(gate)) @ W("mlp.down_proj").T
+            m = (up * silu(gate)) @ W("mlp.down_proj").T
+            x = x + (edit_mlp(layer, m) if edit_mlp is not None else m)
         else:
             logits = h @ W("block_sparse_moe.gate").T  # (n, E)
             prob = np.exp(logits - logits.max(axis=-1, keepdims=True))
@@ -151,7 +152,7 @@ def forward(w, c, ids, value_norms=None, edit_residual=None, edit_heads=None):
                     ep = f"block_sparse_moe.experts.{e}."
                     y = silu(h[t] @ W(ep + "w1").T) * (h[t] @ W(ep + "w3").T)
                     out[t] += we * (y @ W(ep + "w2").T)
-            x = x + out
+            x = x + (edit_mlp(layer, out) if edit_mlp is not None else out)
     return np.stack(maps), rms(x, w["model.norm.weight"]), gap
 
 

@@ -77,7 +77,7 @@ def head_value_norms(v, o):
 
 
 def forward(w, cfg, ids, dtype=np.float64, trace=None, value_norms=None, attention=None, edit_residual=None,
-            edit_heads=None):
+            edit_heads=None, edit_mlp=None):
     """(maps (L, H, n, n), final normed hidden state (n, d)) in `dtype`. w: name -> array (PyTorch layouts).
     A dict `trace` gets "x": the residual stream after the embedding and after each attention and MLP add,
     "heads": per layer each head's output through its columns of o_proj (H, n, d), "attn_bias": o_proj's bias.
@@ -147,7 +147,8 @@ def forward(w, cfg, ids, dtype=np.float64, trace=None, value_norms=None, attenti
             trace["x"].append(x.copy())
         h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
         gate = h @ w[p + "mlp.gate_proj.weight"].T
-        x = x + ((gate / (1 + np.exp(-gate))) * (h @ w[p + "mlp.up_proj.weight"].T)) @ w[p + "mlp.down_proj.weight"].T
+        m = ((gate / (1 + np.exp(-gate))) * (h @ w[p + "mlp.up_proj.weight"].T)) @ w[p + "mlp.down_proj.weight"].T
+        x = x + (edit_mlp(layer, m) if edit_mlp is not None else m)
         if trace is not None:
             trace["x"].append(x.copy())
     return np.stack(maps), rms_norm(x, w["model.norm.weight"], eps)

@@ -6,7 +6,9 @@
 // float32 against float64 through every layer) of NumPy's; a logit h . W_U[t] then moves by at most kHiddenTol
 // sum_k |W_U[t, k]|, so a logit difference, a log-probability (a logit less a log-sum-exp, which moves no more than
 // the largest logit) or a mean next-token loss by at most 2 kHiddenTol max_t sum_k |W_U[t, k]| (the reference's
-// unembed_l1).
+// unembed_l1). An encoder's logits read the last layer through its masked-LM head: bert_reference.py bounds how far
+// a logit moves per unit of error there (dense, GELU, LayerNorm, word embedding, in 2-norms) and writes that as
+// unembed_l1: bars of 0.047 (BERT) and 0.048 (RoBERTa) against errors seen up to 1.1e-5.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -55,13 +57,17 @@ double worstOf(const Eigen::MatrixXd& got, const json& want) {
 }
 
 // One run of interventions: a metric (the loss from `position` on, or at it) and what is done ("zero" or "mean"
-// ablation, "denoise" or "noise" patching).
+// ablation, "mean-over" ablation to the means over a reference text (referenceIds), "denoise" or "noise" patching).
 struct PatchRun {
   const char* metric;
   const char* what;
   int position = -1;
   bool patches() const { return std::string(what) == "denoise" || std::string(what) == "noise"; }
+  bool referenced() const { return std::string(what) == "mean-over"; }
 };
+
+// The reference text of a "mean-over" run: another text of another length (the corrupt one less its last 2 tokens).
+std::vector<int> referenceIds(const std::vector<int>& corrupt) { return {corrupt.begin(), corrupt.end() - 2}; }
 
 // attnscope's numbers of `run` on `m` against the reference's `want` (patching_reference.py's dict), within the
 // header's tolerance; and the metric moved somewhere by far more than it (a test of something).
@@ -70,25 +76,30 @@ void expectRunMatches(const model::Model& m, const std::vector<int>& clean, cons
   model::PatchMetric metric = model::parsePatchMetric(m, run.metric);
   metric.position = run.position;
   const bool patch = run.patches();
+  model::PatchOptions options;
+  if (run.referenced()) options.reference = referenceIds(corrupt);
   const model::PatchMaps got =
       patch ? model::patchActivations(m, clean, corrupt, metric, std::string(run.what) == "denoise")
             : model::ablateHeads(m, clean, metric,
-                                 std::string(run.what) == "zero" ? model::Ablation::Zero : model::Ablation::Mean);
+                                 std::string(run.what) == "zero" ? model::Ablation::Zero : model::Ablation::Mean,
+                                 options);
   const double tol = 2 * model_test::kHiddenTol * want["unembed_l1"].get<double>();
   double worst = attnscope::test::valueError(got.clean, want["clean"].get<double>());
   if (patch) worst = attnscope::test::worse(worst, attnscope::test::valueError(got.corrupt, want["corrupt"].get<double>()));
   worst = attnscope::test::worse(worst, worstOf(got.heads, want["heads"]));
   worst = attnscope::test::worse(worst, worstOf(got.layers, want["layers"]));
+  worst = attnscope::test::worse(worst, worstOf(got.mlp, want["mlp"]));
   if (patch) worst = attnscope::test::worse(worst, worstOf(got.residual, want["residual"]));
   std::printf("%s %s %s: worst error %.3g (tolerance %.3g), clean %.4f\n", name.c_str(), run.metric, run.what, worst,
               tol, got.clean);
   EXPECT_LE(worst, tol);
   const double base = patch && std::string(run.what) == "denoise" ? got.corrupt : got.clean;
   EXPECT_GT((got.heads.array() - base).abs().maxCoeff(), 10 * tol);
+  EXPECT_GT((got.mlp.array() - base).abs().maxCoeff(), 10 * tol);  // the MLPs matter too: their edit is seen
 }
 
 const std::vector<PatchRun> kRuns{{"logit-diff:5,7", "denoise"}, {"logprob:9", "noise"}, {"loss", "zero"},
-                             {"logit-diff:3,11", "mean"}, {"loss", "mean", 4}};
+                                  {"logit-diff:3,11", "mean"}, {"loss", "mean", 4}, {"logprob:9", "mean-over"}};
 
 struct Case {
   const char* name;
@@ -99,8 +110,8 @@ struct Case {
 class PatchingReference : public ::testing::TestWithParam<Case> {};
 
 // Ablation (zero, mean) on the clean text and patching both ways between it and a corrupt one (one token changed
-// near the end), on logit difference, log-probability and loss: every head, every layer's heads at once and (for
-// patching) the residual stream at every (layer, position).
+// near the end), on logit difference, log-probability and loss: every head, every layer's heads at once, every layer's
+// MLP and (for patching) the residual stream at every (layer, position); a mean ablation over a reference text.
 TEST_P(PatchingReference, EveryInterventionEqualsNumPy) {
   ATTNSCOPE_REQUIRE_PYTHON_MODULE("numpy");
   const std::string dir = model_test::referenceCheckpoint(GetParam().script, GetParam().args);
@@ -111,9 +122,11 @@ TEST_P(PatchingReference, EveryInterventionEqualsNumPy) {
   const model::Model m = model::loadModel(dir);
   for (const PatchRun& run : kRuns) {
     SCOPED_TRACE(std::string(run.metric) + " " + run.what);
+    const std::string how = run.patches()      ? std::string("--direction ") + run.what
+                            : run.referenced() ? "--ablate mean --reference '" + idsText(referenceIds(corrupt)) + "'"
+                                               : std::string("--ablate ") + run.what;
     const json want = referenceOf(dir, clean, run.patches() ? &corrupt : nullptr, run.metric,
-                                  (run.patches() ? std::string("--direction ") : std::string("--ablate ")) + run.what +
-                                      " --position " + std::to_string(run.position));
+                                  how + " --position " + std::to_string(run.position));
     expectRunMatches(m, clean, corrupt, run, want, GetParam().name);
   }
 }
@@ -127,8 +140,10 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<Case>& c) { return std::string(c.param.name); });
 
 // The families whose reference scripts run the interventions themselves (--patch: patching_reference.run_specs on
-// their own forwards): Gemma 2 (attention and final logit soft caps, sandwich norms, a sliding window, GQA) and
-// Mixtral (routed experts). Their byte-level tokenizer: BOS 256, then one token per byte of the text.
+// their own forwards): Gemma 2 (attention and final logit soft caps, sandwich norms, a sliding window, GQA),
+// Mixtral (routed experts), and the encoders BERT and RoBERTa (post-norm, no mask; the metric through the masked-LM
+// head, the loss each position's own token's). The ids: 256, then one per byte of the text (below every vocabulary
+// here; RoBERTa's padding id 1 is none of them).
 struct SelfPatchingCase {
   const char* name;
   const char* script;
@@ -148,6 +163,7 @@ TEST_P(PatchingSelfReference, EveryInterventionEqualsNumPy) {
   for (const PatchRun& run : kRuns) {
     json spec{{"ids", clean}, {"metric", run.metric}, {"position", run.position}};
     if (run.patches()) spec["corrupt"] = corrupt, spec["direction"] = run.what;
+    else if (run.referenced()) spec["ablate"] = "mean", spec["reference"] = referenceIds(corrupt);
     else spec["ablate"] = run.what;
     specs.push_back(spec);
   }
@@ -165,19 +181,22 @@ TEST_P(PatchingSelfReference, EveryInterventionEqualsNumPy) {
 INSTANTIATE_TEST_SUITE_P(
     Families, PatchingSelfReference,
     ::testing::Values(SelfPatchingCase{"gemma2_softcaps", "gemma_reference.py", "--family gemma2 --softcap 1"},
-                      SelfPatchingCase{"mixtral_experts", "llama_kin_reference.py", "--family mixtral"}),
+                      SelfPatchingCase{"mixtral_experts", "llama_kin_reference.py", "--family mixtral"},
+                      SelfPatchingCase{"bert_masked_lm", "bert_reference.py", "--family bert"},
+                      SelfPatchingCase{"roberta_masked_lm", "bert_reference.py", "--family roberta"}),
     [](const ::testing::TestParamInfo<SelfPatchingCase>& c) { return std::string(c.param.name); });
 
-// An encoder has no next-token metric: refused in one line naming the family.
-TEST(Patching, EncodersAreRefused) {
+// An encoder saved without its masked-LM head (BertModel's names, no cls.predictions.*) has no metric: refused in one
+// line naming the first tensor missing.
+TEST(Patching, AnEncoderWithoutItsHeadIsRefused) {
   ATTNSCOPE_REQUIRE_PYTHON_MODULE("numpy");
-  const model::Model bert = model::loadModel(model_test::referenceCheckpoint("bert_reference.py", ""));
-  EXPECT_NE(model::patchRefusal(bert), "");
+  const model::Model bert = model::loadModel(model_test::referenceCheckpoint("bert_reference.py", "--no-prefix"));
   try {
-    model::ablateHeads(bert, {1, 2, 3}, model::PatchMetric{}, model::Ablation::Zero);
-    ADD_FAILURE() << "an encoder was ablated";
+    model::ablateHeads(bert, {2, 7, 3}, model::PatchMetric{}, model::Ablation::Zero);
+    ADD_FAILURE() << "an encoder without its head was ablated";
   } catch (const attnscope::InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("--metric"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cls.predictions.transform.dense.weight"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
   }
 }
 

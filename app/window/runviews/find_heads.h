@@ -20,10 +20,12 @@ struct FindHeadsState {
   int dla_target = -1;                  // the target token's id (-1: the top prediction)
   std::string dla_target_text;          // as typed: an id or a token's text
   // Which heads matter (patch_map.cpp): the intervention (0 zero ablation, 1 mean ablation, 2 patch clean into
-  // corrupt, 3 corrupt into clean), the metric and the corrupted text as typed, and how many times Run was pressed
-  // (0: not yet; nothing is computed before).
+  // corrupt, 3 corrupt into clean, 4 mean ablation over a reference text), the metric, its position (from 0; -1 the
+  // last), the corrupted and the reference text as typed, and how many times Run was pressed (0: not yet; nothing is
+  // computed before).
   int patch_kind = 0;
-  std::string patch_metric = "loss", patch_corrupt;
+  std::string patch_metric = "loss", patch_corrupt, patch_reference;
+  int patch_position = -1;
   int patch_runs = 0;
   // The map last drawn, titled, for Export (layer_head_map.h's rememberShown), and the frame it was drawn in.
   std::shared_ptr<const model::LayerHeadValues> shown;

@@ -37,14 +37,19 @@ std::optional<std::pair<int, int>> drawLayerHeadMap(const LayerHeadMap& map) {
   const float font = ImGui::GetFontSize(), line = ImGui::GetTextLineHeight();
   const float label_w = ImGui::CalcTextSize("L00").x + 0.4f * font;
   const float cell_w = std::clamp(
-      std::floor((ImGui::GetContentRegionAvail().x - label_w - 2) / static_cast<float>(heads)), 3.0f, 2 * font);
+      std::floor((ImGui::GetContentRegionAvail().x - label_w - 2) / static_cast<float>(heads)), 3.0f,
+      map.max_cell_fonts * font);
   const float cell_h = std::clamp(cell_w, 3.0f, line);
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   const ImVec2 p0(origin.x + label_w, origin.y + line + 2);
   const ImU32 label_color = ImGui::GetColorU32(ImGuiCol_TextDisabled);
-  const int head_step = std::max(1, static_cast<int>(std::ceil((ImGui::CalcTextSize("H00").x + 4) / cell_w)));
+  const auto label = [&](int h) { return map.column_label ? map.column_label(h) : "H" + std::to_string(h + 1); };
+  float widest = ImGui::CalcTextSize("H00").x;
+  if (map.column_label)
+    for (int h = 0; h < heads; ++h) widest = std::max(widest, ImGui::CalcTextSize(label(h).c_str()).x);
+  const int head_step = std::max(1, static_cast<int>(std::ceil((widest + 4) / cell_w)));
   for (int h : labelled(heads, head_step)) {
-    const std::string text = "H" + std::to_string(h + 1);
+    const std::string text = label(h);
     drawProbedText(list, map.id + ".headlabel." + std::to_string(h),
                    ImVec2(p0.x + (h + 0.5f) * cell_w - ImGui::CalcTextSize(text.c_str()).x * 0.5f, origin.y),
                    label_color, text.c_str());

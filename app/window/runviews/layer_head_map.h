@@ -23,6 +23,9 @@ struct LayerHeadMap {
   ColorMap colors = ColorMap::Viridis;
   float vmin = 0, vmax = 1;
   int marked_layer = -1, marked_head = -1;  // the cell outlined in white (-1: none)
+  // A column's label (null: "H1", "H2", ...): another strip over the layers (attention and MLP, the positions' tokens).
+  std::function<std::string(int column)> column_label;
+  float max_cell_fonts = 2;  // the widest a cell is drawn, in font sizes (a strip of 2 columns wants its labels' room)
   // The hovered cell's tooltip (layer, head from 0).
   std::function<std::string(int layer, int head)> tooltip;
   // Where a value lies on the colours' vmin..vmax (null: the value itself): the composition centred on its

@@ -113,13 +113,19 @@ ModelSession::ModelSession()
         Patching out;
         try {
           progress->done = 0, progress->total = 0, progress->cancel = false;
-          const model::PatchMetric metric = model::parsePatchMetric(*in.checkpoint, r.metric);
+          model::PatchMetric metric = model::parsePatchMetric(*in.checkpoint, r.metric);
+          metric.position = r.position;
           model::PatchOptions options;
           options.progress = [&progress](int done, int total) {
             progress->done = done, progress->total = total;
             return !progress->cancel.load();
           };
-          if (r.kind < 2) {
+          if (r.kind < 2 || r.kind == 4) {
+            if (r.kind == 4) {
+              options.reference = in.checkpoint->tokenizer.encodeAtMost(
+                  r.reference, static_cast<std::size_t>(in.checkpoint->maxTokens()));
+              if (options.reference.empty()) throw InputError("reference", "a text of at least one token", "none");
+            }
             out.maps = model::ablateHeads(*in.checkpoint, in.ids, metric,
                                           r.kind == 0 ? model::Ablation::Zero : model::Ablation::Mean, options);
           } else {

@@ -123,8 +123,9 @@ class ModelSession {
     std::string error;  // why not (a metric naming no token, texts of different lengths, cancelled)
   };
   struct PatchRequest {
-    int kind = 0;
-    std::string metric = "loss", corrupt;
+    int kind = 0;  // FindHeadsState::patch_kind's
+    std::string metric = "loss", corrupt, reference;
+    int position = -1;  // the metric's (PatchMetric::position)
     int run = 0;  // the Run button's count: each press computes again
     bool operator==(const PatchRequest&) const = default;
   };

@@ -142,6 +142,18 @@ Weights loadWeights(const std::string& dir, const Architecture& arch, std::size_
 // read on demand from DIR (the maps never need it); an empty matrix for a tied one, whose W_U is the embedding.
 Matrix loadUnembedding(const std::string& dir, const Architecture& arch, std::size_t budget_bytes = 0);
 
+// An encoder's masked-LM head, which turns the last layer's output h into logits: LayerNorm(act(h W^T + b)) times
+// the word embeddings (tied) plus `bias`. BERT's cls.predictions.transform.dense, .LayerNorm (weight and bias, or
+// gamma and beta) and cls.predictions.bias, act the config's hidden_act; RoBERTa's lm_head.dense, lm_head.layer_norm
+// and lm_head.bias, act the erf GELU. Read on demand from DIR; InputError naming the first tensor missing (a
+// BertModel / RobertaModel file has no head).
+struct MaskedLmHead {
+  Matrix dense;                             // (hidden, hidden) as stored: (out, in)
+  RowVector dense_b, norm_g, norm_b, bias;  // (hidden) x 3, (vocab)
+  Activation act = Activation::GeluErf;
+};
+MaskedLmHead loadMaskedLmHead(const std::string& dir, const Architecture& arch);
+
 // float32 bytes the forward keeps and its activations need for n tokens: the maps while `maps` keeps them, else
 // per layer Q, K once per kv head and m, l per query head; with keep_ln1 each layer's first norm's output.
 std::size_t forwardBytes(const Architecture& arch, int n, bool keep_ln1, MapPolicy maps);

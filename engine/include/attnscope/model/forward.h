@@ -46,6 +46,9 @@ struct ForwardOptions {
   // before W_O: an ablation zeroes or replaces a head's columns, activation patching copies another run's. Not with
   // `attention` (the backend computes the heads and W_O as one).
   std::function<void(int layer, Matrix& heads)> edit_heads{};
+  // Called at each layer run with its MLP's output (n, hidden) before it joins the residual stream (before a branch
+  // norm where the layer has one): an ablation or a patch of the MLP. Not with `attention`.
+  std::function<void(int layer, Matrix& mlp_out)> edit_mlp{};
   // > 1 (with start_residual, maps dropped): the n rows are `segments` sequences of n / segments tokens run side by
   // side, each attending only within itself with its positions from 0: a batch of interventions on one text shares
   // each layer's weight reads. The ids are the text's, repeated `segments` times.
@@ -154,9 +157,10 @@ struct ForwardResult {
   // then after each layer's attention is added (row 1 + 2 l) and after its MLP is added (row 2 + 2 l); the last
   // row is the final norm's input.
   Matrix trace;
-  // With ForwardOptions::keep_residual, per layer: the residual stream entering it (n, hidden), and its heads'
-  // outputs before W_O (n, n_head head_dim), as edited by edit_heads. Empty otherwise.
-  std::vector<Matrix> residual, head_outputs;
+  // With ForwardOptions::keep_residual, per layer: the residual stream entering it (n, hidden), its heads' outputs
+  // before W_O (n, n_head head_dim) as edited by edit_heads, and its MLP's output (n, hidden) as edit_mlp left it.
+  // Empty otherwise.
+  std::vector<Matrix> residual, head_outputs, mlp_outputs;
 
   bool keepsMaps() const { return stats.empty() && !reader; }
   // Maps not kept: layer `layer`'s statistics with head `head`'s row statistics present (every head's for -1),

@@ -7,10 +7,12 @@
 
 #include <atomic>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "attnscope/eigen.h"
+#include "attnscope/model/architecture.h"
 #include "attnscope/model/model.h"
 #include "attnscope/types.h"
 
@@ -18,10 +20,12 @@ namespace attnscope::model {
 
 // What is measured on a forward's final hidden states, at `position` (-1: the last token):
 //   LogitDiff: logit[target] - logit[other];  LogProb: log softmax(logits)[target];
-//   Loss: the mean next-token cross-entropy over positions max(position, 0) .. n - 2 (the second half of a
-//   repeated text, say, where an induction head predicts).
+//   Loss: a decoder's mean next-token cross-entropy over positions max(position, 0) .. n - 2 (the second half of a
+//   repeated text, say, where an induction head predicts); an encoder's (BERT, RoBERTa) mean cross-entropy of each
+//   position's own token over max(position, 0) .. n - 1 (how well the masked LM reconstructs the text; for a
+//   [MASK], measure logprob:T or logit-diff:A,B at its position).
 // Logits are the final hidden state times the unembedding (the embedding where tied), soft-capped where the model
-// caps them (Gemma 2's final_logit_softcapping).
+// caps them (Gemma 2's final_logit_softcapping); an encoder's go through its masked-LM head (LogitHead).
 struct PatchMetric {
   enum class Kind { LogitDiff, LogProb, Loss } kind = Kind::LogitDiff;
   int position = -1;
@@ -32,7 +36,9 @@ struct PatchMetric {
 PatchMetric parsePatchMetric(const Model& model, const std::string& text);
 std::string patchMetricText(const PatchMetric& metric);  // with ids: "logit-diff:3,7"
 
-enum class Ablation { Zero, Mean };  // Mean: each head's output averaged over the run's positions, at every position
+// Mean: each head's (or MLP's) output averaged over the run's positions (or a reference text's: PatchOptions),
+// at every position.
+enum class Ablation { Zero, Mean };
 
 // The maps of one run of interventions. Each value is the metric after that intervention; `normalised` (patching
 // only) is (value - corrupt) / (clean - corrupt): 1 where the intervention restores the clean metric, 0 where it
@@ -42,7 +48,9 @@ struct PatchMaps {
   PatchMetric metric;
   double clean = 0, corrupt = 0;  // the metric of the runs without intervention (ablation: corrupt unused)
   Eigen::MatrixXd heads;          // (layers, heads): each head's output ablated or patched
-  Eigen::MatrixXd layers;         // (layers, 1): every head of the layer at once (its attention output)
+  Eigen::MatrixXd layers;         // (layers, 1): every head of the layer at once (its attention output; zero
+                                  // ablation keeps W_O's bias, where the model has one)
+  Eigen::MatrixXd mlp;            // (layers, 1): the layer's MLP output (Mixtral: its routed experts' sum)
   Eigen::MatrixXd residual;       // (layers, n): patching only, the residual stream entering (layer, position)
   Eigen::MatrixXd normalised(const Eigen::MatrixXd& values) const;
 };
@@ -51,31 +59,42 @@ struct PatchOptions {
   // Called after each intervention with (done, total); returning false stops: PatchCancelled is thrown.
   std::function<bool(int done, int total)> progress{};
   std::size_t budget_bytes = 0;  // for the forwards (0: defaultMemoryBudget())
+  // Ablation::Mean: the means over this text's positions (token ids, any length up to the model's) instead of
+  // over the ablated run's own.
+  std::vector<int> reference{};
 };
 struct PatchCancelled : std::runtime_error {
   PatchCancelled() : std::runtime_error("patching cancelled") {}
 };
 
-// Why `model` has no next-token metric, in one sentence naming its family; "" for every decoder. An encoder
-// (BERT) predicts masked tokens, not the next one: not offered yet.
+// Why `model` has no metric to measure, in one sentence naming its family; "" for every family attnscope reads (the
+// decoders' next-token prediction, the encoders' masked-LM head). Kept for a family that has neither.
 std::string patchRefusal(const Model& model);
 
-// The metric of a forward's final hidden states (n, hidden) for ids (n); `unembed` from loadUnembedding (empty:
-// tied, the embedding). Throws InputError naming --metric for a token id outside the vocabulary or a position
-// outside the text.
-double patchMetricValue(const Model& model, const Matrix& unembed, const Matrix& hidden, const std::vector<int>& ids,
+// What turns final hidden states into logits: the unembedding (loadUnembedding; empty: tied, the embedding), and for
+// an encoder its masked-LM head before the embedding (loadMaskedLmHead).
+struct LogitHead {
+  Matrix unembed;
+  std::optional<MaskedLmHead> masked_lm;
+};
+// `model`'s, read from its folder: InputError naming the missing tensor for an encoder saved without its head.
+LogitHead loadLogitHead(const Model& model, std::size_t budget_bytes = 0);
+
+// The metric of a forward's final hidden states (n, hidden) for ids (n). Throws InputError naming --metric for a
+// token id outside the vocabulary or a position outside the text.
+double patchMetricValue(const Model& model, const LogitHead& head, const Matrix& hidden, const std::vector<int>& ids,
                         const PatchMetric& metric);
 
-// Every head (and every layer's heads at once) ablated on `ids`.
+// Every head, every layer's heads at once and every layer's MLP ablated on `ids`.
 PatchMaps ablateHeads(const Model& model, const std::vector<int>& ids, const PatchMetric& metric, Ablation ablation,
                       const PatchOptions& options = {});
 // Activation patching between two texts of the same token count. into_corrupt (denoising): the corrupt run with
-// one clean activation patched in; else (noising) the clean run with one corrupt activation. Heads, layers, and the
-// residual stream at each (layer, position).
+// one clean activation patched in; else (noising) the clean run with one corrupt activation. Heads, layers' attention
+// and MLP outputs, and the residual stream at each (layer, position).
 PatchMaps patchActivations(const Model& model, const std::vector<int>& clean, const std::vector<int>& corrupt,
                            const PatchMetric& metric, bool into_corrupt, const PatchOptions& options = {});
 
-// {"kind", "metric", "clean", "corrupt", "heads": [layer][head], "heads_normalised", "layers", "residual":
+// {"kind", "metric", "clean", "corrupt", "heads": [layer][head], "heads_normalised", "layers", "mlp", "residual":
 // [layer][position], "residual_normalised", "tokens"} (NaN as null).
 nlohmann::ordered_json patchMapsJson(const PatchMaps& maps, const std::vector<std::string>& tokens);
 

@@ -274,8 +274,8 @@ void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult&
   if (options.start_residual && (options.start_residual->rows() != n || options.start_residual->cols() != a.hidden))
     throw InputError("start_residual", shapeString(n, a.hidden),
                      shapeString(options.start_residual->rows(), options.start_residual->cols()));
-  if (options.edit_heads && options.attention)
-    throw InputError("edit_heads", "the forward's own attention", "an attention backend");
+  if ((options.edit_heads || options.edit_mlp) && options.attention)
+    throw InputError(options.edit_heads ? "edit_heads" : "edit_mlp", "the forward's own attention", "an attention backend");
   const int segments = options.segments, len = n / std::max(1, segments);  // len: each sequence's tokens
   if (segments < 1 || n % segments != 0 || (segments > 1 && (!options.start_residual || r.keepsMaps())))
     throw InputError("segments", "a divisor of the rows, with a start residual and maps dropped",
@@ -284,6 +284,7 @@ void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult&
     throw InputError("trace_position", "none in a batch of segments", std::to_string(options.trace_position));
   r.residual.assign(options.keep_residual ? static_cast<std::size_t>(a.n_layer) : 0, Matrix());
   r.head_outputs.assign(options.keep_residual ? static_cast<std::size_t>(a.n_layer) : 0, Matrix());
+  r.mlp_outputs.assign(options.keep_residual ? static_cast<std::size_t>(a.n_layer) : 0, Matrix());
 
   RopeTable rope, rope_local;  // rope_local: Gemma 3's windowed layers, on their own base, unscaled
   if (a.rotary_dims > 0) {
@@ -377,9 +378,11 @@ void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult&
     }
     timings.mark("norms");
     const Matrix& mlp_in = parallel ? normed2 : mn.in.g ? normed : x;
-    // The MLP's output: into `branch` when a norm follows it, else added to x straight away (x is read before).
-    Matrix& mlp_out = mn.branch.g ? branch : x;
-    if (mn.branch.g) branch.setZero(n, a.hidden);
+    // The MLP's output: into `branch` when a norm follows it or an intervention reads it, else added to x straight
+    // away (x is read before).
+    const bool own_out = mn.branch.g || options.edit_mlp || options.keep_residual;
+    Matrix& mlp_out = own_out ? branch : x;
+    if (own_out) branch.setZero(n, a.hidden);
     if (a.n_experts > 0) {  // Mixtral's routed MLP
       routedMlpAdd(a, L, mlp_in, mlp_out);
       timings.mark("routed mlp");
@@ -389,10 +392,13 @@ void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult&
       const Matrix& activated = mlpActivation(a, up, act);
       checkStage(activated, l, v.stages.mlp_up.c_str());
       timings.mark("mlp activation");
-      if (mn.branch.g) linear(activated, *L.w_down, L.b_down, a.conv1d, branch);
+      if (own_out) linear(activated, *L.w_down, L.b_down, a.conv1d, branch);
       else linearAdd(activated, *L.w_down, L.b_down, a.conv1d, x);  // (n, hidden)
     }
+    if (options.edit_mlp) options.edit_mlp(l, branch);
+    if (options.keep_residual) r.mlp_outputs[static_cast<std::size_t>(l)] = branch;
     if (mn.branch.g) addBranch(a, mn.branch, branch, branch_normed, x);  // x += norm(mlp(...))
+    else if (own_out) x += branch;
     checkStage(x, l, v.stages.mlp_down.c_str());
     if (mn.out.g) normInPlace(a, mn.out, x, normed, l, v.stages.norm2.c_str());  // x = norm(x + mlp(x))
     if (trace >= 0) r.trace.row(2 + 2 * l) = x.row(trace);

@@ -246,6 +246,28 @@ Weights loadWeights(const std::string& dir, const Architecture& a, std::size_t b
   return w;
 }
 
+MaskedLmHead loadMaskedLmHead(const std::string& dir, const Architecture& a) {
+  const bool roberta = a.model_type == "roberta";
+  const std::string p = roberta ? "lm_head." : "cls.predictions.";
+  const std::string dense = roberta ? "lm_head.dense" : "cls.predictions.transform.dense";
+  const std::string norm = roberta ? "lm_head.layer_norm" : "cls.predictions.transform.LayerNorm";
+  const std::string why = "the masked-LM head, for a metric on the encoder's predictions";
+  TensorFiles files(dir, "");
+  const auto read = [&](const std::string& name, std::vector<std::int64_t> shape, const std::string& old = "") {
+    const std::string found = !old.empty() && !files.has(name) && files.has(old) ? old : name;
+    return files.fileFor(found, why).readMatrix(found, shape);
+  };
+  const std::int64_t d = a.hidden;
+  MaskedLmHead h;
+  h.dense = read(dense + ".weight", {d, d});
+  h.dense_b = read(dense + ".bias", {d});
+  h.norm_g = read(norm + ".weight", {d}, norm + ".gamma");
+  h.norm_b = read(norm + ".bias", {d}, norm + ".beta");
+  h.bias = read(p + "bias", {a.vocab_size}, p + "decoder.bias");
+  h.act = roberta ? Activation::GeluErf : a.activation;
+  return h;
+}
+
 Matrix loadUnembedding(const std::string& dir, const Architecture& a, std::size_t budget_bytes) {
   for (const ExpectedTensor& e : expectedTensors(a, ""))
     if (e.slot == Slot::LmHead) {

@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "attnscope/error.h"
-#include "attnscope/model/families.h"
 
 namespace attnscope::model {
 
@@ -51,11 +50,16 @@ constexpr int kBatchRows = 512;
 struct Intervention {
   const Matrix* residual;
   std::function<void(Eigen::Block<Matrix> heads)> edit;
+  std::function<void(Eigen::Block<Matrix> mlp_out)> edit_mlp = {};  // or of the layer's MLP output (n, hidden)
+  // Or of the residual stream: its row `row` taken from `from` (n, hidden), copied in when the batch is built (a
+  // text's n interventions never hold n residual streams at once).
+  int row = -1;
+  const Matrix* from = nullptr;
 };
 
 struct Runner {
   const Model& model;
-  const Matrix& unembed;
+  const LogitHead& head;
   const PatchMetric& metric;
   const PatchOptions& options;
   int done = 0, total = 0;
@@ -71,7 +75,9 @@ struct Runner {
       std::vector<int> batch_ids;
       batch_ids.reserve(static_cast<std::size_t>(count) * ids.size());
       for (int s = 0; s < count; ++s) {
-        residual.middleRows(static_cast<Eigen::Index>(s) * n, n) = *list[first + static_cast<std::size_t>(s)].residual;
+        const Intervention& in = list[first + static_cast<std::size_t>(s)];
+        residual.middleRows(static_cast<Eigen::Index>(s) * n, n) = *in.residual;
+        if (in.row >= 0) residual.row(static_cast<Eigen::Index>(s) * n + in.row) = in.from->row(in.row);
         batch_ids.insert(batch_ids.end(), ids.begin(), ids.end());
       }
       ForwardOptions o = runOptions(false);
@@ -82,9 +88,15 @@ struct Runner {
           if (const auto& edit = list[first + static_cast<std::size_t>(s)].edit)
             edit(Eigen::Block<Matrix>(heads, static_cast<Eigen::Index>(s) * n, 0, n, heads.cols()));
       };
+      o.edit_mlp = [&](int l, Matrix& mlp_out) {
+        if (l != layer) return;
+        for (int s = 0; s < count; ++s)
+          if (const auto& edit = list[first + static_cast<std::size_t>(s)].edit_mlp)
+            edit(Eigen::Block<Matrix>(mlp_out, static_cast<Eigen::Index>(s) * n, 0, n, mlp_out.cols()));
+      };
       const ForwardResult f = modelForward(model, batch_ids, o, options.budget_bytes);
       for (int s = 0; s < count; ++s) {
-        out.push_back(patchMetricValue(model, unembed, f.hidden.middleRows(static_cast<Eigen::Index>(s) * n, n), ids,
+        out.push_back(patchMetricValue(model, head, f.hidden.middleRows(static_cast<Eigen::Index>(s) * n, n), ids,
                                        metric));
         ++done;
       }
@@ -94,9 +106,9 @@ struct Runner {
   }
 };
 
-void checkDecoder(const Model& model) {
+void checkMeasurable(const Model& model) {
   if (const std::string why = patchRefusal(model); !why.empty())
-    throw InputError("--metric", "a decoder (a next-token metric)", familyDisplayName(model.architecture().model_type));
+    throw InputError("--metric", "a model with a metric to measure", why);
 }
 
 }  // namespace
@@ -130,17 +142,51 @@ std::string patchMetricText(const PatchMetric& m) {
   return "loss";
 }
 
-std::string patchRefusal(const Model& model) {
-  if (model.architecture().residual != Residual::PostNorm) return "";
-  return "which heads matter needs a decoder's next-token prediction: " +
-         familyDisplayName(model.architecture().model_type) + " is an encoder";
+std::string patchRefusal(const Model&) { return ""; }
+
+LogitHead loadLogitHead(const Model& model, std::size_t budget_bytes) {
+  const Architecture& a = model.architecture();
+  LogitHead head;
+  head.unembed = loadUnembedding(model.dir, a, budget_bytes);
+  if (a.residual == Residual::PostNorm) head.masked_lm = loadMaskedLmHead(model.dir, a);  // the encoders
+  return head;
 }
 
-double patchMetricValue(const Model& model, const Matrix& unembed, const Matrix& hidden, const std::vector<int>& ids,
+namespace {
+
+// An encoder's masked-LM head before the embedding, on rows [r0, r1) of the last layer's output: LayerNorm(act(h
+// W^T + b)) (rows, hidden), in float as the forward.
+Matrix maskedLmTransform(const MaskedLmHead& m, const Architecture& a, const Matrix& hidden, int r0, int r1) {
+  Matrix t = hidden.middleRows(r0, r1 - r0) * m.dense.transpose();
+  t.rowwise() += m.dense_b;
+  for (Eigen::Index i = 0; i < t.rows(); ++i) {
+    for (Eigen::Index j = 0; j < t.cols(); ++j) {
+      const float z = t(i, j);
+      t(i, j) = m.act == Activation::GeluTanh
+                    ? 0.5f * z * (1.0f + std::tanh(0.7978845608028654f * (z + 0.044715f * z * z * z)))
+                    : 0.5f * z * (1.0f + std::erf(z * 0.70710678118654752f));
+    }
+    const float mean = t.row(i).mean();
+    const float var = (t.row(i).array() - mean).square().mean();
+    t.row(i) = ((t.row(i).array() - mean) / std::sqrt(var + static_cast<float>(a.norm_eps))).matrix();
+    t.row(i) = (t.row(i).array() * m.norm_g.array() + m.norm_b.array()).matrix();
+  }
+  return t;
+}
+
+}  // namespace
+
+double patchMetricValue(const Model& model, const LogitHead& head, const Matrix& hidden, const std::vector<int>& ids,
                         const PatchMetric& metric) {
   const Architecture& a = model.architecture();
-  const Matrix& w_u = unembed.size() ? unembed : model.weights.embed;  // (vocab, hidden)
+  const Matrix& w_u = head.unembed.size() ? head.unembed : model.weights.embed;  // (vocab, hidden)
+  const MaskedLmHead* mlm = head.masked_lm ? &*head.masked_lm : nullptr;
   const int n = static_cast<int>(hidden.rows()), vocab = static_cast<int>(w_u.rows());
+  // The rows logits are read from: the hidden states, or an encoder's through its masked-LM head.
+  const auto rows = [&](int r0, int r1) -> Matrix {
+    return mlm ? maskedLmTransform(*mlm, a, hidden, r0, r1) : Matrix(hidden.middleRows(r0, r1 - r0));
+  };
+  const auto bias = [&](int id) { return mlm ? static_cast<double>(mlm->bias[id]) : 0.0; };
   const auto check_id = [&](int id) {
     if (id < 0 || id >= vocab)
       throw InputError("--metric", "token ids below the vocabulary's " + std::to_string(vocab), std::to_string(id));
@@ -149,7 +195,8 @@ double patchMetricValue(const Model& model, const Matrix& unembed, const Matrix&
   // hidden, read once and never copied: a Qwen vocabulary's is 155M floats), soft-capped as the model caps them,
   // the softmax's sums in double.
   const auto log_softmax = [&](int r0, int r1, const std::function<int(int row)>& id_of) {
-    const Matrix z = hidden.middleRows(r0, r1 - r0) * w_u.transpose();  // (rows, vocab)
+    Matrix z = rows(r0, r1) * w_u.transpose();  // (rows, vocab)
+    if (mlm) z.rowwise() += mlm->bias;
     double sum = 0;
     for (int r = r0; r < r1; ++r) {
       Eigen::ArrayXd row = z.row(r - r0).transpose().cast<double>().array();
@@ -159,6 +206,12 @@ double patchMetricValue(const Model& model, const Matrix& unembed, const Matrix&
     }
     return sum;
   };
+  if (metric.kind == PatchMetric::Kind::Loss && mlm) {  // an encoder: each position's own token
+    const int from0 = std::max(0, metric.position);
+    if (from0 > n - 1)
+      throw InputError("--position", "a token from 0 to " + std::to_string(n - 1), std::to_string(from0));
+    return -log_softmax(from0, n, [&](int i) { return ids[static_cast<std::size_t>(i)]; }) / (n - from0);
+  }
   if (metric.kind == PatchMetric::Kind::Loss) {  // predicting tokens from0 + 1 .. n - 1
     const int from0 = std::max(0, metric.position);
     if (from0 > n - 2)
@@ -172,8 +225,9 @@ double patchMetricValue(const Model& model, const Matrix& unembed, const Matrix&
   if (metric.kind == PatchMetric::Kind::LogProb) return log_softmax(p, p + 1, [&](int) { return metric.target; });
   check_id(metric.other);
   // Only the two logits: two dot products, with the cap applied to each.
+  const Matrix at = rows(p, p + 1);  // (1, hidden)
   const auto logit = [&](int id) {
-    double z = w_u.row(id).cast<double>().dot(hidden.row(p).cast<double>());
+    double z = w_u.row(id).cast<double>().dot(at.row(0).cast<double>()) + bias(id);
     if (a.final_softcap > 0) z = std::tanh(z / a.final_softcap) * a.final_softcap;
     return z;
   };
@@ -188,22 +242,30 @@ Eigen::MatrixXd PatchMaps::normalised(const Eigen::MatrixXd& values) const {
 
 PatchMaps ablateHeads(const Model& model, const std::vector<int>& ids, const PatchMetric& metric, Ablation ablation,
                       const PatchOptions& options) {
-  checkDecoder(model);
+  checkMeasurable(model);
   const Architecture& a = model.architecture();
-  const Matrix unembed = loadUnembedding(model.dir, a, options.budget_bytes);
+  const LogitHead head = loadLogitHead(model, options.budget_bytes);
   const ForwardResult run = modelForward(model, ids, runOptions(true), options.budget_bytes);
+  // The means a mean ablation puts in: over this run's positions, or over a reference text's.
+  const bool referenced = ablation == Ablation::Mean && !options.reference.empty();
+  const ForwardResult reference =
+      referenced ? modelForward(model, options.reference, runOptions(true), options.budget_bytes) : ForwardResult();
+  const ForwardResult& means = referenced ? reference : run;
   PatchMaps out;
-  out.kind = ablation == Ablation::Zero ? "ablation (zero)" : "ablation (mean)";
+  out.kind = ablation == Ablation::Zero ? "ablation (zero)"
+             : referenced               ? "ablation (mean over the reference text)"
+                                        : "ablation (mean)";
   out.metric = metric;
-  out.clean = patchMetricValue(model, unembed, run.hidden, ids, metric);
+  out.clean = patchMetricValue(model, head, run.hidden, ids, metric);
   out.corrupt = std::numeric_limits<double>::quiet_NaN();
   const int layers = a.n_layer, heads = a.n_head, hd = a.head_dim;
   out.heads.resize(layers, heads);
   out.layers.resize(layers, 1);
-  Runner runner{model, unembed, metric, options, 0, layers * (heads + 1)};
+  out.mlp.resize(layers, 1);
+  Runner runner{model, head, metric, options, 0, layers * (heads + 2)};
   for (int l = 0; l < layers; ++l) {
-    const Matrix& z = run.head_outputs[static_cast<std::size_t>(l)];  // (n, heads hd)
-    const RowVector mean = z.colwise().mean();
+    const RowVector mean = means.head_outputs[static_cast<std::size_t>(l)].colwise().mean();  // (heads hd)
+    const RowVector mlp_mean = means.mlp_outputs[static_cast<std::size_t>(l)].colwise().mean();  // (hidden)
     const auto ablate = [&](Eigen::Block<Matrix> m, int h) {
       if (ablation == Ablation::Zero) m.middleCols(h * hd, hd).setZero();
       else m.middleCols(h * hd, hd).rowwise() = mean.segment(h * hd, hd);
@@ -214,28 +276,33 @@ PatchMaps ablateHeads(const Model& model, const std::vector<int>& ids, const Pat
     list.push_back({residual, [&](Eigen::Block<Matrix> m) {
                       for (int h = 0; h < heads; ++h) ablate(m, h);
                     }});
+    list.push_back({residual, {}, [&](Eigen::Block<Matrix> m) {
+                      if (ablation == Ablation::Zero) m.setZero();
+                      else m.rowwise() = mlp_mean;
+                    }});
     const std::vector<double> values = runner.run(ids, l, list);
     for (int h = 0; h < heads; ++h) out.heads(l, h) = values[static_cast<std::size_t>(h)];
-    out.layers(l, 0) = values.back();
+    out.layers(l, 0) = values[static_cast<std::size_t>(heads)];
+    out.mlp(l, 0) = values[static_cast<std::size_t>(heads + 1)];
   }
   return out;
 }
 
 PatchMaps patchActivations(const Model& model, const std::vector<int>& clean, const std::vector<int>& corrupt,
                            const PatchMetric& metric, bool into_corrupt, const PatchOptions& options) {
-  checkDecoder(model);
+  checkMeasurable(model);
   if (clean.size() != corrupt.size())
     throw InputError("--corrupt", std::to_string(clean.size()) + " tokens (the clean text's)",
                      std::to_string(corrupt.size()));
   const Architecture& a = model.architecture();
-  const Matrix unembed = loadUnembedding(model.dir, a, options.budget_bytes);
+  const LogitHead head = loadLogitHead(model, options.budget_bytes);
   const ForwardResult clean_run = modelForward(model, clean, runOptions(true), options.budget_bytes);
   const ForwardResult corrupt_run = modelForward(model, corrupt, runOptions(true), options.budget_bytes);
   PatchMaps out;
   out.kind = into_corrupt ? "patching (clean into corrupt)" : "patching (corrupt into clean)";
   out.metric = metric;
-  out.clean = patchMetricValue(model, unembed, clean_run.hidden, clean, metric);
-  out.corrupt = patchMetricValue(model, unembed, corrupt_run.hidden, corrupt, metric);
+  out.clean = patchMetricValue(model, head, clean_run.hidden, clean, metric);
+  out.corrupt = patchMetricValue(model, head, corrupt_run.hidden, corrupt, metric);
   // The run intervened on (base) and the run its activations come from (source).
   const ForwardResult& base = into_corrupt ? corrupt_run : clean_run;
   const ForwardResult& source = into_corrupt ? clean_run : corrupt_run;
@@ -243,8 +310,9 @@ PatchMaps patchActivations(const Model& model, const std::vector<int>& clean, co
   const int layers = a.n_layer, heads = a.n_head, hd = a.head_dim, n = static_cast<int>(ids.size());
   out.heads.resize(layers, heads);
   out.layers.resize(layers, 1);
+  out.mlp.resize(layers, 1);
   out.residual.resize(layers, n);
-  Runner runner{model, unembed, metric, options, 0, layers * (heads + 1 + n)};
+  Runner runner{model, head, metric, options, 0, layers * (heads + 2 + n)};
   for (int l = 0; l < layers; ++l) {
     const Matrix& from = source.head_outputs[static_cast<std::size_t>(l)];
     const Matrix* residual = &base.residual[static_cast<std::size_t>(l)];
@@ -254,16 +322,15 @@ PatchMaps patchActivations(const Model& model, const std::vector<int>& clean, co
                         m.middleCols(h * hd, hd) = from.middleCols(h * hd, hd);
                       }});
     list.push_back({residual, [&from](Eigen::Block<Matrix> m) { m = from; }});
+    const Matrix& from_mlp = source.mlp_outputs[static_cast<std::size_t>(l)];
+    list.push_back({residual, {}, [&from_mlp](Eigen::Block<Matrix> m) { m = from_mlp; }});
     // The residual stream entering layer l at position p (at layer 0: the embedding, token and position).
-    std::vector<Matrix> patched(static_cast<std::size_t>(n), *residual);
-    for (int p = 0; p < n; ++p) {
-      patched[static_cast<std::size_t>(p)].row(p) = source.residual[static_cast<std::size_t>(l)].row(p);
-      list.push_back({&patched[static_cast<std::size_t>(p)], {}});
-    }
+    for (int p = 0; p < n; ++p) list.push_back({residual, {}, {}, p, &source.residual[static_cast<std::size_t>(l)]});
     const std::vector<double> values = runner.run(ids, l, list);
     for (int h = 0; h < heads; ++h) out.heads(l, h) = values[static_cast<std::size_t>(h)];
     out.layers(l, 0) = values[static_cast<std::size_t>(heads)];
-    for (int p = 0; p < n; ++p) out.residual(l, p) = values[static_cast<std::size_t>(heads + 1 + p)];
+    out.mlp(l, 0) = values[static_cast<std::size_t>(heads + 1)];
+    for (int p = 0; p < n; ++p) out.residual(l, p) = values[static_cast<std::size_t>(heads + 2 + p)];
   }
   return out;
 }
@@ -288,9 +355,11 @@ nlohmann::ordered_json patchMapsJson(const PatchMaps& maps, const std::vector<st
   j["corrupt"] = number(maps.corrupt);
   j["heads"] = matrix(maps.heads);
   j["layers"] = matrix(maps.layers);
+  j["mlp"] = matrix(maps.mlp);
   if (maps.residual.size() > 0) {
     j["heads_normalised"] = matrix(maps.normalised(maps.heads));
     j["layers_normalised"] = matrix(maps.normalised(maps.layers));
+    j["mlp_normalised"] = matrix(maps.normalised(maps.mlp));
     j["residual"] = matrix(maps.residual);
     j["residual_normalised"] = matrix(maps.normalised(maps.residual));
   }
