@@ -455,6 +455,8 @@ int main(int argc, char** argv) {
       if (test == "model_grid_ondemand" && argc == 4 && std::string(argv[3]) == "gpu")
         c.expect(note(c.layout, "model.grid_gpu_tiles") == "144" && !c.layout.contains("model.grid_problem"),
                  "the grid's 144 maps drawn on the GPU (" + note(c.layout, "model.grid_gpu_tiles") + ")");
+    } else if (test == "tiny_model") {
+      checkTinyModel(c, dir);
     } else if (test == "model_wide") {
       checkModelWide(c, dir);
       checkModelGridFills(c);

@@ -206,6 +206,7 @@ inline bool isWeightColor(Rgb8 got, double w) {
 void checkModelGrid(Checker& c, const std::string& dir, bool maps_dropped);
 // gui_model_grid's Find heads: composition and direct logit attribution against NumPy (gui_check_findheads.cpp).
 void checkFindHeadsMaps(Checker& c, const std::string& dir);
+void checkTinyModel(Checker& c, const std::string& dir);  // the Checkpoint tab's tiny trained model (gui_tiny_model)
 void checkModelLlama(Checker& c, const std::string& dir);
 void checkModelBert(Checker& c, const std::string& dir);  // an encoder's maps drawn full (gui_check_families.cpp)
 // gui_model_wide: a 28 x 16-head grid's labels, none overlapping, the first and last of each kind drawn.

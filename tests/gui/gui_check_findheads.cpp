@@ -24,8 +24,8 @@ nlohmann::json loadJson(const std::string& path) {
   return nlohmann::json::parse(in);
 }
 
-Rgb8 mapCell(const Checker& shot, int l, int h, int layers, int heads) {
-  const std::vector<float> m = shot.rect("findheads.map");
+Rgb8 mapCell(const Checker& shot, int l, int h, int layers, int heads, const std::string& id = "findheads.map") {
+  const std::vector<float> m = shot.rect(id);
   const float cw = (m[2] - m[0]) / static_cast<float>(heads), ch = (m[3] - m[1]) / static_cast<float>(layers);
   return shot.img.at(static_cast<int>(m[0] + (h + 0.4f) * cw), static_cast<int>(m[1] + (l + 0.4f) * ch));
 }
@@ -206,7 +206,8 @@ void checkValueNorms(Checker& c, const std::string& dir) {
 }  // namespace
 
 // Which heads matter: every head zero-ablated on the loss, each cell the diverging colour of NumPy's change of the
-// loss (patching_reference.py, a whole float64 forward per head) over +-(the largest change). The float32 forward's
+// loss (patching_reference.py, a whole float64 forward per head) over +-(the largest change of a head, a layer's
+// attention or its MLP: the heads and the layers' strip share one bar). The float32 forward's
 // hidden states at 12 layers are within 2e-4 of NumPy's (gui_check_model.cpp's kDeepTol), so a loss (a log-softmax
 // of logits h . W_U) within 2 x 2e-4 x the unembedding's largest row sum, and a change (two of them) twice that.
 void checkPatching(Checker& c, const std::string& dir) {
@@ -221,9 +222,11 @@ void checkPatching(Checker& c, const std::string& dir) {
   }
   const int layers = static_cast<int>(d["heads"].size()), heads = static_cast<int>(d["heads"][0].size());
   const double clean = d["clean"].get<double>();
-  double m = 0;
-  for (int l = 0; l < layers; ++l)
+  double m = 0;  // the bar's reach: the largest change of any head, any layer's attention or MLP (one scale)
+  for (int l = 0; l < layers; ++l) {
     for (int h = 0; h < heads; ++h) m = std::max(m, std::abs(d["heads"][l][h].get<double>() - clean));
+    for (const char* part : {"layers", "mlp"}) m = std::max(m, std::abs(d[part][l].get<double>() - clean));
+  }
   const double tol = 2 * 2 * 2e-4 * d["unembed_l1"].get<double>();
   int wrong = 0;
   for (int l = 0; l < layers; ++l)
@@ -236,6 +239,66 @@ void checkPatching(Checker& c, const std::string& dir) {
   c.expect(wrong == 0, "which heads matter: " + std::to_string(layers * heads) +
                            " cells in the diverging colour of NumPy's change of the loss, " + std::to_string(wrong) +
                            " wrong");
+  // The layers' strip: each layer's attention (every head at once) and MLP, on the same bar.
+  wrong = 0;
+  for (int l = 0; l < layers; ++l)
+    for (int part = 0; part < 2; ++part) {
+      const double v = d[part == 0 ? "layers" : "mlp"][l].get<double>() - clean;
+      const Rgb8 got = shot.layout.contains("findheads.parts.map") ? mapCell(shot, l, part, layers, 2, "findheads.parts.map")
+                                                                   : Rgb8{0, 0, 0};
+      if (!colourNear(got, ColorMap::Diverging, v, tol, -m, m) && ++wrong <= 3)
+        std::printf("      ablation L%d %s: %+.6f of +-%.6f drawn %s\n", l + 1, part == 0 ? "attn" : "MLP", v, m,
+                    Checker::str(got).c_str());
+    }
+  c.expect(wrong == 0, "which heads matter: the layers' " + std::to_string(2 * layers) +
+                           " attention and MLP cells in NumPy's colours, " + std::to_string(wrong) + " wrong");
+}
+
+// The tiny trained model's preset (gui_tiny_model): the induction map lights the one head training.json names (the
+// training script's PyTorch scores: 0.96 there, every other head under 0.05), its cell viridis above 0.5 and every
+// other cell's below 0.25; then zero ablation on the loss over the second copy: that head's cell in the diverging
+// map's red half, far from white (the loss goes from near 0 to several nats: test_tiny_induction.cpp), and the heads
+// outside the circuit (at least 4 of 8) near white; the layers' attention and MLP strip drawn beside.
+void checkTinyModel(Checker& c, const std::string& dir) {
+  const nlohmann::json trained = loadJson(std::string(ATTNSCOPE_ASSETS_DIR) + "/models/tiny-induction/training.json");
+  const int il = trained["strongest_induction"][0].get<int>(), ih = trained["strongest_induction"][1].get<int>();
+  const Checker induction{loadPng(dir + "/induction.png"), loadLayout(dir + "/layout_induction.json")};
+  if (!induction.layout.contains("findheads.map")) {
+    c.expect(false, "tiny model: Find heads' map is drawn");
+    return;
+  }
+  const auto viridisAbove = [](Rgb8 got, double at) {
+    for (int k = attnscope::colorMapIndex(static_cast<float>(at)); k < 256; ++k)
+      if (got == attnscope::colorMapTable(ColorMap::Viridis)[static_cast<std::size_t>(k)]) return true;
+    return false;
+  };
+  int lit = 0, dark = 0;
+  for (int l = 0; l < 2; ++l)
+    for (int h = 0; h < 4; ++h) {
+      const Rgb8 got = mapCell(induction, l, h, 2, 4);
+      if (l == il && h == ih) lit += viridisAbove(got, 0.5) ? 1 : 0;
+      else dark += viridisAbove(got, 0.25) ? 0 : 1;
+    }
+  c.expect(lit == 1 && dark == 7, "tiny model: the induction map lights layer " + std::to_string(il + 1) + ", head " +
+                                      std::to_string(ih + 1) + " alone (lit " + std::to_string(lit) + ", dark " +
+                                      std::to_string(dark) + " of 7)");
+  const std::string title = note(c.layout, "findheads.patch.title");
+  c.expect(title.rfind("ablation (zero), loss from position 20", 0) == 0, "tiny model: zero ablation on the loss "
+                                                                           "from position 20: '" + title + "'");
+  if (!c.layout.contains("findheads.map") || !c.layout.contains("findheads.parts.map")) {
+    c.expect(false, "tiny model: the heads' map and the layers' strip are drawn");
+    return;
+  }
+  const Rgb8 head = mapCell(c, il, ih, 2, 4);
+  c.expect(head.r > head.g + 60 && head.r > head.b + 60, "tiny model: the induction head's ablation in red, drawn " +
+                                                     Checker::str(head));
+  int white = 0;
+  for (int l = 0; l < 2; ++l)
+    for (int h = 0; h < 4; ++h) {
+      const Rgb8 got = mapCell(c, l, h, 2, 4);
+      white += got.r > 215 && got.g > 215 && got.b > 215 ? 1 : 0;
+    }
+  c.expect(white >= 4, "tiny model: the heads outside the circuit near white (" + std::to_string(white) + " of 8)");
 }
 
 void checkFindHeadsMaps(Checker& c, const std::string& dir) {

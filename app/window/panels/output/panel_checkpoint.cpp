@@ -9,7 +9,9 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "attnscope/analysis/analysis.h"
 #include "attnscope/atomic_file.h"
 #include "attnscope/error.h"
 #include "attnscope/model/families.h"
@@ -91,6 +93,26 @@ void drawGridFigureExport(ModelSession& s, const MapContrast& contrast, int dpi,
   }
 }
 
+// The model that ships (assets/models/tiny-induction, scripts/train_tiny_induction.py): a real trained model on a
+// first run with nothing downloaded. It runs on 20 random tokens twice with Find heads on the induction score, and
+// "which heads matter" set to the loss over the second copy (position 20 on), where the induction head predicts.
+void drawTinyModelPreset(ViewState& view, ModelSession& s) {
+  constexpr int kRepeated = 20;
+  if (ImGui::Button("Try the tiny trained model")) {
+    s.dir = std::string(ATTNSCOPE_ASSETS_DIR) + "/models/tiny-induction";
+    s.repeated_length = kRepeated, s.repeated_seed = 0;
+    const std::vector<std::string>& scores = headTypeScoreNames();
+    view.find.score = static_cast<int>(std::find(scores.begin(), scores.end(), "induction") - scores.begin());
+    view.find.patch_kind = 0, view.find.patch_metric = "loss", view.find.patch_position = kRepeated;
+    s.start(kRepeated);
+  }
+  probeItem("checkpoint.tiny");
+  ImGui::SameLine();
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+  textWrappedAtSpaces("2 layers x 4 heads trained to copy repeated tokens: find its induction head, then ablate it");
+  ImGui::PopStyleColor();
+}
+
 }  // namespace
 
 void drawCheckpointPanel(AppState& state, ViewState& view) {
@@ -108,6 +130,7 @@ void drawCheckpointPanel(AppState& state, ViewState& view) {
   ImGui::TextWrapped("GPT-2, Llama, Mistral, Qwen2, Qwen3, Pythia (GPT-NeoX), Gemma 1-3, Phi-3, OLMo 2, Mixtral, "
                      "BERT, RoBERTa");
   ImGui::PopStyleColor();
+  drawTinyModelPreset(view, s);
   const ImGuiStyle& style = ImGui::GetStyle();
   ImGui::SetNextItemWidth(-(ImGui::CalcTextSize("Browse...").x + 2 * style.FramePadding.x + style.ItemSpacing.x));
   ImGui::InputTextWithHint("##checkpoint_dir", "folder (or its config.json): model.safetensors, tokenizer", &s.dir);
