@@ -34,9 +34,9 @@ import json, os
 ours, numpy_first = float(os.environ["T1"]) - float(os.environ["T0"]), float(os.environ["T2"]) - float(os.environ["T1"])
 got = json.load(open(os.environ["OUT"]))
 layers, heads = len(got["heads"]), len(got["heads"][0])
-runs = layers * (heads + 1)  # every head, then every layer's heads at once
-# NumPy ran the clean forward and the first layer's heads + 1: heads + 2 whole forwards.
-numpy_all = numpy_first / (heads + 2) * (runs + 1)
+runs = layers * (heads + 2)  # every head, then every layer's heads at once, then every layer's MLP
+# NumPy ran the clean forward, the first layer's heads, its heads at once and its MLP: heads + 3 whole forwards.
+numpy_all = numpy_first / (heads + 3) * (runs + 1)
 print(f"{os.environ['SHAPE']}: {layers} x {heads} heads, {len(got['tokens'])} tokens, {runs} ablations: "
       f"attnscope {ours:.1f} s (whole command), NumPy (a forward per head) {numpy_all:.1f} s (from "
       f"{numpy_first:.1f} s for the first layer), ratio {ours / numpy_all:.2f}")
