@@ -27,6 +27,7 @@ struct FindHeadsState {
   std::string patch_metric = "loss", patch_corrupt, patch_reference;
   int patch_position = -1;
   int patch_runs = 0;
+  unsigned patch_revision = 0;  // the forward's revision when Run was last pressed: a new text waits for Run again
   // The map last drawn, titled, for Export (layer_head_map.h's rememberShown), and the frame it was drawn in.
   std::shared_ptr<const model::LayerHeadValues> shown;
   int shown_frame = -1;

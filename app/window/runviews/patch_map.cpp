@@ -98,10 +98,15 @@ void drawPatchingMap(FindHeadsState& find, ModelViewState& run, ModelSession& s)
                                  "corrupt: a text of as many tokens as the subject's"
                                : "metric: logit-diff:A,B, logprob:T or loss (A, B, T ids or one-token texts)");
   ImGui::PopStyleColor();
-  if (ImGui::Button("Run")) ++find.patch_runs;
+  if (ImGui::Button("Run")) ++find.patch_runs, find.patch_revision = s.revision();
   probeItem("findheads.patch.run");
   if (find.patch_runs == 0) {
     ImGui::TextDisabled("each head reruns the model from its layer on");
+    return;
+  }
+  if (find.patch_revision != s.revision()) {  // seconds to minutes of work: never started by a new text alone
+    ImGui::TextDisabled("the text changed: Run measures it");
+    probeItem("findheads.patch.stale");
     return;
   }
   const ModelSession::Patching* p =

@@ -78,7 +78,7 @@ void drawTokenView(TokenViewState& tokens, bool value_norms, ModelSession& s) {
   // ones stay on show, with a line saying so (a checkpoint's land within a frame or two).
   // Value norms weigh it as they weigh the grid (a checkpoint's or a capture's; a saved tensor has none).
   const bool weighted = value_norms && s.hasValueNorms();
-  static TokenViewValues last;  // the last numbers landed, drawn while newer ones compute
+  TokenViewValues& last = s.token_view_shown;  // this subject's last numbers landed, drawn while newer ones compute
   if (const TokenViewValues* landed = s.tokenAttention(s.layer, tokens, weighted)) last = *landed;
   if (s.tokenAttentionPending()) {
     ImGui::TextDisabled("computing the token's attention in layer %d...", s.layer + 1);

@@ -139,6 +139,7 @@ class ModelSession {
   // `weighted`: times the value-norm scales (MapWeighting on).
   const TokenViewValues* tokenAttention(int of_layer, const TokenViewState& state, bool weighted);
   bool tokenAttentionPending() const { return token_attention_.pending(); }
+  TokenViewValues token_view_shown;  // the last numbers landed for this subject, drawn while newer ones compute
   bool attributing() const { return attribution_.pending(); }
   // The tokenizer's label of id `id` (" mat"), for the attribution's target.
   std::string tokenLabel(int id) const;
