@@ -3,6 +3,8 @@
 #   docs/images/window.png  the window (1280 x 800, under its own Xvfb, driven by the scripted mode) on
 #                           assets/scenes/sentence_heads.json, the Similarity tab open, the induction head hovered
 #   docs/images/heads.png   `attnscope export --what heads` of the same scene
+#   docs/images/tiny_model.png  the window on the model that ships (the Checkpoint tab's Try the tiny trained model):
+#                           its attention grid on 20 random tokens twice, Find heads' induction map lighting one head
 # Usage: scripts/make-figures.sh [ATTNSCOPE]   (default build/app/attnscope: scripts/build.sh --target attnscope)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,4 +44,19 @@ SCRIPT
 DISPLAY=:$display "$app" --backend cpu --scene "$scene" --script "$work/window.txt"
 cp "$work/window.png" "$out/window.png"
 "$app" export "$scene" --what heads --out "$out/heads.png"
-echo "make-figures: wrote $out/window.png and $out/heads.png"
+# The tiny trained model, from the Checkpoint tab's preset: its grid and Find heads' induction map.
+cat >"$work/tiny.txt" <<SCRIPT
+wait 3
+click tab.checkpoint
+wait 2
+click checkpoint.tiny
+until model.tile.1.3
+until no model.grid_pending
+until findheads.map
+wait 2
+screenshot $work/tiny.png
+quit
+SCRIPT
+DISPLAY=:$display "$app" --backend cpu --script "$work/tiny.txt"
+cp "$work/tiny.png" "$out/tiny_model.png"
+echo "make-figures: wrote $out/window.png, $out/heads.png and $out/tiny_model.png"
