@@ -20,7 +20,7 @@ layer 2 reading it (K-composition). Why the model is shaped so:
 Writes config.json, model.safetensors (F32), tokenizer.json (byte-level, 256 byte tokens and <|endoftext|>, no
 merges) and training.json: the steps, the last training loss on the copies (mean of the last 100 steps), and each
 head's previous-token and induction scores measured here on held-out repeated random tokens, with the heads they
-name."""
+name. A rerun learns the same heads, not the same bits (PyTorch's threaded CPU sums vary run to run)."""
 import argparse
 import json
 import math
