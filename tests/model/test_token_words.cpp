@@ -29,9 +29,17 @@ TEST(TokenWords, ByteLevelPiecesReadAsWords) {
 }
 
 TEST(TokenWords, BytesSplitAcrossTokensMergeIntoTheirCharacter) {
-  // "caf\u00e9 ok": é is C3 A9, split over two byte tokens; a lone C3 at the end is not a character: U+FFFD.
-  const std::vector<TokenWord> w = tokenWords({"caf", "<0xC3>", "<0xA9>", "\u2423ok", "\u2423<0xC3>"});
-  EXPECT_EQ(texts(w), (std::vector<std::string>{"caf\u00e9", "ok", "\uFFFD"}));
+  // "caf\u00e9 ok": é is C3 A9, split over two byte tokens; a lone C3 at the end is not a character: a word of
+  // that token alone reads as its label; within a longer word it is U+FFFD.
+  const std::vector<TokenWord> w = tokenWords({"caf", "<0xC3>", "<0xA9>", "\u2423ok", "\u2423<0xC3>", "\u2423a", "<0xC3>"});
+  EXPECT_EQ(texts(w), (std::vector<std::string>{"caf\u00e9", "ok", "\u2423<0xC3>", "a\uFFFD"}));
+}
+
+TEST(TokenWords, RandomBytesReadAsTheirLabels) {
+  // Random byte tokens (the tiny trained model's repeated text): a control byte and a lone byte read as their
+  // labels, a printable one as itself.
+  const std::vector<TokenWord> w = tokenWords({"&", "<0xD7>", "<0x10>", "~"});
+  EXPECT_EQ(texts(w), (std::vector<std::string>{"&", "<0xD7>", "<0x10>", "~"}));
 }
 
 TEST(TokenWords, NewlinesEndWordsAndStandAlone) {

@@ -284,7 +284,14 @@ std::vector<TokenWord> tokenWords(const std::vector<std::string>& labels) {
     TokenWord& w = words.back();
     w.last = last;
     const std::size_t a = joined.find_first_not_of(" \n\t"), b = joined.find_last_not_of(" \n\t");
-    w.text = a == std::string::npos ? labels[static_cast<std::size_t>(w.first)] : wholeCharacters(joined.substr(a, b - a + 1));
+    const std::string text = a == std::string::npos ? "" : wholeCharacters(joined.substr(a, b - a + 1));
+    // Nothing a reader can read (white space alone; one token of a lone byte or a control character: random
+    // tokens, say): the token's label, which names it ("<0xD7>").
+    const bool readable = !text.empty() && text.find("\uFFFD") == std::string::npos &&
+                          std::none_of(text.begin(), text.end(), [](char c) {
+                            return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+                          });
+    w.text = readable || (!text.empty() && w.first != last) ? text : labels[static_cast<std::size_t>(w.first)];
   };
   for (std::size_t t = 0; t < labels.size(); ++t) {
     const std::string& b = bytes[t];

@@ -73,7 +73,8 @@ std::string tokenLabel(const std::string& bytes);
 // no token starts with one (WordPiece, a user's tokens) every token but a "##" continuation starts a word. Its text:
 // its tokens' bytes joined (a "##" dropped), so that bytes split across tokens merge into their character
 // ("<0xC3>", "<0xA9>" read "\u00e9"), white space trimmed at both ends, any byte not part of a whole character
-// U+FFFD; a word of white space alone keeps its first token's label ("\u21B5"). Tokens [first, last], from 0.
+// U+FFFD; a word of white space alone keeps its first token's label ("\u21B5"), and so does a word of one token that
+// reads as nothing printable (a lone byte, a control character: "<0xD7>"). Tokens [first, last], from 0.
 struct TokenWord {
   int first = 0, last = 0;
   std::string text;
