@@ -299,6 +299,11 @@ void checkTinyModel(Checker& c, const std::string& dir) {
       white += got.r > 215 && got.g > 215 && got.b > 215 ? 1 : 0;
     }
   c.expect(white >= 4, "tiny model: the heads outside the circuit near white (" + std::to_string(white) + " of 8)");
+  // Run again on a new forward: the interventions wait for Run (seconds to minutes on a real model).
+  const nlohmann::json stale = loadLayout(dir + "/layout_stale.json");
+  c.expect(stale.contains("findheads.patch.stale") && !stale.contains("findheads.pending") &&
+               !stale.contains("findheads.map"),
+           "tiny model: after a new forward, which heads matter waits for Run (nothing computing, no old map)");
 }
 
 void checkFindHeadsMaps(Checker& c, const std::string& dir) {
