@@ -75,7 +75,7 @@ constexpr const char* kModelHelp =
     "  --metric        logit-diff:A,B (logit of A minus logit of B), logprob:T (log-probability of T), at\n"
     "                  --position (default: the last token), or loss (mean next-token loss over the text,\n"
     "                  or from --position on);\n"
-    "                  A, B, T token ids or texts of one token (\" Mary\"); an encoder's (BERT, RoBERTa)\n"
+    "                  A, B, T token ids or texts of one token (\" Mary\"); an encoder's\n"
     "                  through its masked-LM head, its loss each position's own token's (a [MASK]: logprob:T)\n"
     "  --corrupt       the corrupted text, as many tokens as --text (activation patching)\n"
     "  --patch-direction\n"

@@ -50,7 +50,7 @@ struct PatchMaps {
   Eigen::MatrixXd heads;          // (layers, heads): each head's output ablated or patched
   Eigen::MatrixXd layers;         // (layers, 1): every head of the layer at once (its attention output; zero
                                   // ablation keeps W_O's bias, where the model has one)
-  Eigen::MatrixXd mlp;            // (layers, 1): the layer's MLP output (Mixtral: its routed experts' sum)
+  Eigen::MatrixXd mlp;            // (layers, 1): the layer's MLP output (a routed MLP: its experts' sum)
   Eigen::MatrixXd residual;       // (layers, n): patching only, the residual stream entering (layer, position)
   Eigen::MatrixXd normalised(const Eigen::MatrixXd& values) const;
 };
