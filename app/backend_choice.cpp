@@ -190,6 +190,13 @@ std::unique_ptr<Backend> makeBackend(const std::string& name, int threads, std::
       [threads]() -> std::unique_ptr<Backend> { return std::make_unique<CpuBackend>(threads); });
 }
 
+std::unique_ptr<GpuForward> makeGpuForward(const std::string& name, const model::Weights& weights,
+                                           std::vector<std::string>& warnings) {
+  return choose(
+      name, warnings, [&weights]() { return std::make_unique<GpuForward>(weights); },
+      []() { return std::unique_ptr<GpuForward>(); });
+}
+
 std::vector<std::string> gpuCheckWarnings(const Backend& backend) {
   const auto* checked = dynamic_cast<const CheckedGpuBackend*>(&backend);
   return checked ? checked->failures() : std::vector<std::string>{};

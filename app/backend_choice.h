@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "attnscope/compute/backend.h"
+#include "attnscope/gpu_forward.h"
 
 namespace attnscope::cli {
 
@@ -20,6 +21,12 @@ std::unique_ptr<Backend> makeBackend(const std::string& name, int threads, std::
 // The warnings of the failed checks so far of a backend made by makeBackend (empty for the CPU): for callers
 // that keep no Result of their own (a model's layers).
 std::vector<std::string> gpuCheckWarnings(const Backend& backend);
+
+// The checkpoint forward by name: null for cpu (the forward's own loop), else the whole forward on the GPU over
+// `weights` (kept alive by the caller), checked as it runs (GpuForward::warnings); auto: null and a warning where no
+// GPU context starts, gpu: a usage error there.
+std::unique_ptr<GpuForward> makeGpuForward(const std::string& name, const model::Weights& weights,
+                                           std::vector<std::string>& warnings);
 
 // What `bench` times: prepare() does the one-off work (upload), run() one full recompute, finished.
 class BenchTarget {

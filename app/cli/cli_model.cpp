@@ -84,9 +84,9 @@ constexpr const char* kModelHelp =
     "  --ablate        zero (default) or mean (each head's output averaged over the positions): without\n"
     "                  --corrupt, each head ablated on the text\n"
     "  --reference     with --ablate mean: the means over this text's positions instead of the text's own\n"
-    "  --backend       who computes each layer's attention: cpu (default; the forward's own fused loop), gpu\n"
-    "                  (the GPU engine, each layer as a scene, every family), or auto (the GPU when it\n"
-    "                  starts)\n";
+    "  --backend       who computes the forward: cpu (default; the forward's own fused loop), gpu (the whole\n"
+    "                  forward on the GPU, weights held as stored, each layer checked against the CPU on\n"
+    "                  sampled rows), or auto (the GPU when it starts)\n";
 
 // A text file is refused past this before it is read: n_positions tokens (1024 for GPT-2) of the longest
 // token's bytes is far less, and encode() refuses by that exact bound once the tokenizer is loaded.
@@ -235,22 +235,17 @@ int runModel(Args& args) {
                                                        npy, text->size()));
   std::vector<std::string> labels;
   for (int id : ids) labels.push_back(checkpoint.tokenizer.label(id));
-  // The CPU's own fused loop is the forward's fastest CPU path; another backend gets each layer as a scene.
-  std::unique_ptr<Backend> attention;
-  if (backend_name != "cpu") {
-    std::vector<std::string> warnings;
-    attention = makeBackend(backend_name, 0, warnings);
-    for (const std::string& w : warnings) std::fprintf(stderr, "attnscope: warning: %s\n", w.c_str());
-    if (attention->name() == "cpu") attention.reset();
-  }
+  // cpu: the forward's own fused loop; gpu (auto, where a context starts): the whole forward on the GPU, each
+  // layer checked against the CPU on sampled rows as it runs.
+  std::vector<std::string> warnings;
+  const std::unique_ptr<GpuForward> gpu = makeGpuForward(backend_name, checkpoint.weights, warnings);
+  const model::ForwardOptions forward_options{
+      .keep_ln1 = scene_out.has_value() || analysis_out.has_value() || value_norm, .trace_position = trace_position};
   const model::ForwardResult forward =
-      model::modelForward(checkpoint, ids,
-                          {.keep_ln1 = scene_out.has_value() || analysis_out.has_value() || value_norm,
-                           .attention = attention.get(),
-                           .trace_position = trace_position});
-  // A layer whose GPU result failed its run-time check was recomputed on the CPU: the forward goes on, said here.
-  if (attention)
-    for (const std::string& w : gpuCheckWarnings(*attention)) std::fprintf(stderr, "attnscope: warning: %s\n", w.c_str());
+      gpu ? gpu->forward(ids, forward_options) : model::modelForward(checkpoint, ids, forward_options);
+  // A layer whose GPU result failed its run-time check: the forward was recomputed on the CPU, said here.
+  if (gpu) warnings.insert(warnings.end(), gpu->warnings().begin(), gpu->warnings().end());
+  for (const std::string& w : warnings) std::fprintf(stderr, "attnscope: warning: %s\n", w.c_str());
   // The rollout reads every layer's maps (recomputed, one at a time, when the forward kept none): only when
   // an output holds it, --rollout-out or the JSON --out.
   const Matrix rollout =

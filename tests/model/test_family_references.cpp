@@ -5,10 +5,11 @@
 // test_model_forward.cpp). For every row: `attnscope model` with the maps kept and past a 1 KiB maps limit (every
 // map recomputed flash-style from Q, K and the row statistics), maps and rollout against NumPy; the final hidden
 // state through the engine; each layer as a scene on the CPU backend (a soft-capped layer refused, naming the cap);
-// the forward with each layer's attention computed by a backend, as --backend gpu does; and the hostile rows:
-// a config field or a tensor made wrong, exit 2, one line naming the file and the field, nothing written. A new
-// family is a registry row, a config reader, a reference script and rows here. What is particular to one family
-// (its switches, its tokenizer, its config defaults) stays in its own test_*_model.cpp.
+// the forward with each layer's attention computed by a backend (ForwardOptions::attention); the command's whole
+// forward on the GPU (--backend gpu; every row on the GPU forward itself: tests/gpu/test_gpu_forward.cpp); and the
+// hostile rows: a config field or a tensor made wrong, exit 2, one line naming the file and the field, nothing
+// written. A new family is a registry row, a config reader, a reference script and rows in family_rows.h. What is
+// particular to one family (its switches, its tokenizer, its config defaults) stays in its own test_*_model.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include "attnscope/error.h"
 #include "attnscope/model/model.h"
 #include "compare.h"
+#include "model/family_rows.h"
 #include "model/test_model_support.h"
 
 using nlohmann::json;
@@ -40,23 +42,8 @@ using model_test::kShort;
 using model_test::kWeightTol;
 using model_test::worstMap;
 
-struct Row {
-  const char* model_type;  // what config.json names, checked after loading
-  const char* script;      // tests/model/SCRIPT writes the checkpoint and expected.json
-  const char* args;
-  const std::string* text;
-};
-
-// gtest's name for a row in a failure (rather than the struct's bytes).
-void PrintTo(const Row& r, std::ostream* out) { *out << r.script << " " << r.args; }
-
-std::string checkpointOf(const Row& r) {
-  return model_test::referenceCheckpoint(r.script, std::string(r.args) + " --text '" + *r.text + "'");
-}
-
-std::string rowName(const ::testing::TestParamInfo<Row>& info) {
-  return std::to_string(info.index) + "_" + info.param.model_type;
-}
+using model_test::checkpointOf;
+using Row = model_test::FamilyRow;
 
 // Over every head of every layer, the least mean weight a query puts on the keys after it: zero under a causal
 // mask. NumPy's maps of the encoder rows give 0.43 to 0.45 (one query alone may put as little as 1e-5 there).
@@ -152,8 +139,8 @@ TEST_P(FamilyReference, MatchesNumPy) {
   }
   EXPECT_LE(scenes, kWeightTol);
 
-  // The forward with each layer's attention computed by the CPU backend from its scene (as --backend gpu does on
-  // the GPU): the same maps.
+  // The forward with each layer's attention computed by the CPU backend from its scene (ForwardOptions::attention):
+  // the same maps.
   double via_scenes = 0;
   if (!capped) {
     via_scenes = worstMap(model::modelForward(m, ids, {.attention = &cpu}), expected);
@@ -163,67 +150,8 @@ TEST_P(FamilyReference, MatchesNumPy) {
               row.args, hidden, scenes, via_scenes);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Families, FamilyReference,
-    ::testing::Values(
-        // Llama: sharded into 3 files, GQA 4 query heads on 2 kv heads, Llama 3.1's rope scaling, q/k/v/o biases
-        Row{"llama", "llama_reference.py",
-            "--family llama --shards 3 --rope-scaling llama3 --attention-bias --rope-theta 500000", &kShort},
-        // Mistral: BF16, a sliding window of 5 over 151 tokens, MQA (4 query heads on 1 kv head)
-        Row{"mistral", "llama_reference.py", "--family mistral --dtype BF16 --window 5 --kv-heads 1 --positions 256",
-            &kLong},
-        // Qwen2: F16, q/k/v biases, tied embeddings, linear rope scaling, a window of 7 from layer 2 on
-        Row{"qwen2", "llama_reference.py",
-            "--family qwen2 --dtype F16 --tie --rope-scaling linear --window 7 --layers 3 --positions 256", &kLong},
-        // Qwen3: head_dim 12 != 32 / 4, q_norm and k_norm before RoPE, GQA 2 per kv head
-        Row{"qwen3", "llama_reference.py", "--family qwen3 --head-dim 12 --seed 5", &kShort},
-        // Pythia (GPT-NeoX): parallel residual, rotary_pct 0.25 (4 of 16 dims), erf GELU, biases
-        Row{"gpt_neox", "neox_reference.py", "", &kShort},
-        // sequential residual, BF16, half the dims rotating, transformers 5's rope_parameters, 151 tokens
-        Row{"gpt_neox", "neox_reference.py", "--sequential --dtype BF16 --rotary-pct 0.5 --v5 --positions 256",
-            &kLong},
-        // every dim rotating on base 500, tanh GELU, no attention biases, F16
-        Row{"gpt_neox", "neox_reference.py",
-            "--rotary-pct 1 --rotary-base 500 --act gelu_new --no-attention-bias --dtype F16", &kShort},
-        // Gemma 1: head_dim 16 of hidden 48 / 4 heads, GQA 4:2, scores by head_dim^-1/2, (1 + w) norms, bf16 sqrt(48)
-        Row{"gemma", "gemma_reference.py", "--family gemma", &kShort},
-        // Gemma 2 in BF16: soft cap 3, query_pre_attn_scalar 24, sandwich norms, layer 0 local (window 5), 151 tokens
-        Row{"gemma2", "gemma_reference.py", "--family gemma2 --dtype BF16 --softcap 3", &kLong},
-        // Gemma 2, F16, no soft cap, layer_types: global then local, sqrt(48) in float16, transformers 5's config
-        Row{"gemma2", "gemma_reference.py", "--family gemma2 --dtype F16 --layer-types fs --torch-dtype float16 --v5",
-            &kLong},
-        // Gemma 3: q/k norms, 3 layers with pattern 3 (local, local, global), local base 10000, global 1e6 with
-        // linear scaling 4
-        Row{"gemma3_text", "gemma_reference.py",
-            "--family gemma3_text --layers 3 --pattern 3 --rope-theta 1000000 --linear-scaling 4", &kLong},
-        // Gemma 3's multimodal config (model_type gemma3; the text model inside, read from text_config and
-        // language_model.model.*, is gemma3_text), v5's per-layer-type rope_parameters, layer_types sfs, MQA,
-        // float32 scale
-        Row{"gemma3_text", "gemma_reference.py",
-            "--family gemma3 --layers 3 --layer-types sfs --kv-heads 1 --rope-theta 50000 --local-theta 300 --v5 "
-            "--torch-dtype float32",
-            &kLong},
-        // Phi-3: every dim rotating, grouped heads (4 query, 2 kv)
-        Row{"phi3", "llama_kin_reference.py", "--family phi3", &kShort},
-        // Phi-3: partial rotary 0.5 (8 of 16 dims), a 40-key sliding window, BF16, transformers 5's rope_parameters
-        Row{"phi3", "llama_kin_reference.py", "--family phi3 --rotary 0.5 --window 40 --dtype BF16 --v5 --theta 500",
-            &kLong},
-        // OLMo 2: whole-projection q/k norms, post norms; 4 kv heads (no grouping), F16
-        Row{"olmo2", "llama_kin_reference.py", "--family olmo2 --kv-heads 4 --dtype F16", &kShort},
-        Row{"olmo2", "llama_kin_reference.py", "--family olmo2 --v5 --theta 500000", &kLong},
-        // Mixtral: 4 experts, top 2, grouped heads
-        Row{"mixtral", "llama_kin_reference.py", "--family mixtral", &kShort},
-        // Mixtral: top 1, 3 experts, a 50-key window, BF16
-        Row{"mixtral", "llama_kin_reference.py", "--family mixtral --topk 1 --experts 3 --window 50 --dtype BF16",
-            &kLong},
-        // BERT: BertForMaskedLM's names (bert.*, the cls.predictions head and the pooler unread), erf GELU, F32
-        Row{"bert", "bert_reference.py", "", &kEncoderShort},
-        // BertModel's bare names, older gamma / beta LayerNorms, BF16, tanh GELU, 3 layers, 131 tokens
-        Row{"bert", "bert_reference.py", "--no-prefix --gamma-beta --dtype BF16 --act gelu_new --layers 3 --positions 256",
-            &kEncoderLong},
-        // RoBERTa (positions from padding_idx + 1 = 2), F16, one token type
-        Row{"roberta", "bert_reference.py", "--family roberta --dtype F16 --types 1", &kEncoderShort}),
-    rowName);
+INSTANTIATE_TEST_SUITE_P(Families, FamilyReference, ::testing::ValuesIn(model_test::kFamilyRows),
+                         model_test::familyRowName);
 
 // --- hostile checkpoints: one field or tensor made wrong ----------------------------------------------------
 
@@ -424,13 +352,12 @@ TEST(FamilyHostile, TensorsOfTheWrongSizeOrMissing) {
   }
 }
 
-// --- `attnscope model --backend gpu`: every family's layers as scenes on the GPU engine ---------------------------
+// --- `attnscope model --backend gpu`: the whole forward of every family on the GPU -------------------------------
 
-// GPU (llvmpipe here) against NumPy and against --backend cpu on the same checkpoint: the GPU engine sums in
-// another order (one float32 rounding per term, ~1e-7 relative), carried through the same two layers: the GPT-2
-// GPU test's bars (tests/gpu/test_gpu_model.cpp: maps 1e-5, seen 2.0e-6). Skipped where no GL 4.3 context can be
-// made (failed under ATTNSCOPE_REQUIRE_GPU=1). Seen on llvmpipe (146 tokens): GPU vs NumPy 2.3e-7 to 1.5e-6, GPU
-// vs CPU up to 1.5e-6.
+// GPU (llvmpipe here) against NumPy and against --backend cpu on the same checkpoint, through the command: the GPU
+// forward sums in another order (one float32 rounding per term, ~1e-7 relative), carried through the same two
+// layers: the family table's bar (maps 1e-5). Skipped where no GL 4.3 context can be made (failed under
+// ATTNSCOPE_REQUIRE_GPU=1). Seen on llvmpipe (146 tokens): GPU vs NumPy 4.2e-7 to 2.0e-6, GPU vs CPU up to 2.0e-6.
 TEST(FamilyBackends, GpuAgreesWithCpuOnEveryFamily) {
   struct Ckpt {
     const char* script;

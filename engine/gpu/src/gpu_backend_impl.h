@@ -31,6 +31,11 @@ namespace gpu {
 constexpr unsigned kFinishThreads = 64;  // local_size_x of similarity_finish.comp
 
 inline unsigned groupsFor(std::size_t n, unsigned per) { return static_cast<unsigned>((n + per - 1) / per); }
+// A dispatch whose writes the next command's storage reads see (GL_SHADER_STORAGE_BARRIER_BIT after it).
+inline void dispatch(unsigned x, unsigned y, unsigned z = 1) {
+  glDispatchCompute(std::max(x, 1u), std::max(y, 1u), std::max(z, 1u));
+  glMemoryBarrier(GL_SHADER_STORAGE_BARRIER_BIT);
+}
 
 // What must match for resident results to be reused by an incremental recompute or a read-back.
 struct Shape {

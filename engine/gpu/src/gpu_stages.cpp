@@ -63,13 +63,9 @@ bool stackHeads(const Scene& scene, GetW get_w, GetB get_b, std::vector<float>& 
   return any_bias;
 }
 
-void dispatch(unsigned x, unsigned y, unsigned z = 1) {
-  glDispatchCompute(std::max(x, 1u), std::max(y, 1u), std::max(z, 1u));
-  glMemoryBarrier(GL_SHADER_STORAGE_BARRIER_BIT);
-}
-
 }  // namespace
 
+using gpu::dispatch;
 using gpu::groupsFor;
 using gpu::kFinishThreads;
 using gpu::kSimilarityRows;

@@ -50,11 +50,7 @@ void checkStage(const Eigen::MatrixBase<Derived>& m, int layer, const char* stag
   Eigen::Index row = 0;
   for (Eigen::Index i = 0; i < m.rows() && row == 0; ++i)
     if (!m.row(i).allFinite()) row = i + 1;
-  // layer: the block's index, named from 1 as everywhere (h.0 is layer 1); -1 before the blocks.
-  const std::string where = layer < 0 ? std::string(stage) : "layer " + std::to_string(layer + 1) + ", " + stage;
-  throw InputError("forward", "finite activations (float32)",
-                   "a non-finite value at " + where + ", token " + std::to_string(row - 1) +
-                       " (the weights are finite, but this stage overflows float32)");
+  throw stageOverflow(layer, stage, static_cast<long>(row) - 1);
 }
 
 }  // namespace attnscope::model

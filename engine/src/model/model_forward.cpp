@@ -38,6 +38,14 @@ void checkForwardInput(const std::vector<int>& ids, int max_tokens, const char* 
                      byteString(need_bytes) + " for " + std::to_string(n) + " tokens");
 }
 
+InputError stageOverflow(int layer, const std::string& stage, long token) {
+  // layer: the block's index, named from 1 as everywhere (h.0 is layer 1); -1 before the blocks.
+  const std::string where = layer < 0 ? stage : "layer " + std::to_string(layer + 1) + ", " + stage;
+  return InputError("forward", "finite activations (float32)",
+                    "a non-finite value at " + where + ", token " + std::to_string(token) +
+                        " (the weights are finite, but this stage overflows float32)");
+}
+
 // (Here, not beside loadModel: the fuzz targets link the loaders without any forward.)
 ForwardResult modelForward(const Model& model, const std::vector<int>& ids, const ForwardOptions& options,
                            std::size_t budget_bytes) {
@@ -49,6 +57,11 @@ ForwardResult modelForward(const Model& model, const std::vector<int>& ids, cons
 void modelForwardInto(const Model& model, const std::vector<int>& ids, ForwardResult& result,
                       const ForwardOptions& options, std::size_t budget_bytes) {
   forwardInto(viewOf(model), ids, result, options, budget_bytes);
+}
+
+void weightsForwardInto(const Weights& weights, const std::vector<int>& ids, ForwardResult& result,
+                        const ForwardOptions& options, std::size_t budget_bytes) {
+  forwardInto(viewOf(weights), ids, result, options, budget_bytes);
 }
 
 std::size_t modelForwardBytes(const Model& model, int n, const ForwardOptions& options) {

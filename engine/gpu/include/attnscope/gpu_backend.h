@@ -135,6 +135,7 @@ class GpuBackend final : public Backend, public ResidentMaps {
   GpuPathCounts pathCounts() const;
 
  private:
+  friend class GpuForward;  // the checkpoint forward runs its layers' attention on these stages
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

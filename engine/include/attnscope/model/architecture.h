@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attnscope/compute/rope.h"
@@ -153,6 +154,25 @@ struct MaskedLmHead {
   Activation act = Activation::GeluErf;
 };
 MaskedLmHead loadMaskedLmHead(const std::string& dir, const Architecture& arch);
+
+// Stage names for the overflow check's message, in the family's own words ("ln_1", "attention c_proj").
+struct StageNames {
+  std::string embedding, norm1, qkv, attention_out, norm2, mlp_up, mlp_down, final_norm;
+};
+// The family's stage names (tensor_names.cpp, beside its tensor names).
+StageNames stageNames(const Architecture& arch);
+
+// The forward's first stage, on the CPU for every engine: `ids` checked as the forward checks them (1 to
+// max_positions tokens, each below vocab_size), then the embedding (n, hidden): token rows, learned positions, an
+// encoder's token type and norm, Gemma's scale. An O(n hidden) gather, so the GPU forward uploads its result
+// rather than hold the (vocab, hidden) table on the card.
+Matrix embedInput(const Weights& weights, const std::vector<int>& ids);
+
+// Mixtral's routing of each token from its router logits (n, n_experts): per expert the rows routed to it with
+// their weights (a softmax over the experts, the top experts_per_tok, renormalised to sum 1; ties to the lower
+// index, as torch.topk). The CPU's routed MLP and the GPU forward's route by this one function.
+using ExpertRoutes = std::vector<std::vector<std::pair<long, float>>>;
+ExpertRoutes routeTokens(const Architecture& arch, const Matrix& logits);
 
 // float32 bytes the forward keeps and its activations need for n tokens: the maps while `maps` keeps them, else
 // per layer Q, K once per kv head and m, l per query head; with keep_ln1 each layer's first norm's output.

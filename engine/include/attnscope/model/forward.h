@@ -15,6 +15,7 @@
 
 #include "attnscope/compute/backend.h"
 #include "attnscope/compute/tiles.h"
+#include "attnscope/error.h"
 #include "attnscope/scene/scene.h"
 #include "attnscope/types.h"
 
@@ -59,6 +60,10 @@ struct ForwardOptions {
 struct ForwardCancelled : std::runtime_error {
   ForwardCancelled() : std::runtime_error("forward cancelled") {}
 };
+
+// The forward's refusal when a stage's activations overflow float32 (finite weights can): names the layer (from 1;
+// -1 before the blocks), the stage in the family's words and the first token holding a non-finite value.
+InputError stageOverflow(int layer, const std::string& stage, long token);
 
 // Float storage for the forward's maps: one anonymous mapping with transparent huge pages requested, so that
 // the first touch of layers x heads x n x n floats (576 MiB for GPT-2 small at 1024 tokens) costs hundreds of

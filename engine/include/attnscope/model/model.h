@@ -36,6 +36,9 @@ ForwardResult modelForward(const Model& model, const std::vector<int>& ids, cons
 // costs page faults that can take longer than the arithmetic).
 void modelForwardInto(const Model& model, const std::vector<int>& ids, ForwardResult& result,
                       const ForwardOptions& options = {}, std::size_t budget_bytes = 0);
+// The same forward over bare weights (the GPU forward's fallback when its run-time check fails).
+void weightsForwardInto(const Weights& weights, const std::vector<int>& ids, ForwardResult& result,
+                        const ForwardOptions& options = {}, std::size_t budget_bytes = 0);
 // float32 bytes that forward keeps and needs for n tokens (forwardBytes of its description).
 std::size_t modelForwardBytes(const Model& model, int n, const ForwardOptions& options);
 // Layer `layer` as a scene (a forward with keep_ln1), through the one layer-scene builder: each query head's W_Q

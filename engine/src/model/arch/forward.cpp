@@ -250,6 +250,15 @@ void embedTokens(const ModelView& v, const std::vector<int>& ids, Matrix& x, Mat
 }
 }  // namespace
 
+Matrix embedInput(const Weights& weights, const std::vector<int>& ids) {
+  const Architecture& a = weights.arch;
+  checkForwardInput(ids, a.max_positions, a.max_positions_field.c_str(), a.vocab_size, 0, 0);
+  const ModelView v = viewOf(weights);
+  Matrix x(static_cast<Eigen::Index>(ids.size()), a.hidden), normed;
+  embedTokens(v, ids, x, normed);
+  return x;
+}
+
 void forwardInto(const ModelView& v, const std::vector<int>& ids, ForwardResult& r, const ForwardOptions& options,
                  std::size_t budget_bytes) {
   const Architecture& a = v.arch;

@@ -32,11 +32,6 @@ struct LayerView {
   const std::vector<Matrix>*expert_up = nullptr, *expert_down = nullptr;
 };
 
-// Stage names for the overflow check's message, in the family's own words ("ln_1", "attention c_proj").
-struct StageNames {
-  std::string embedding, norm1, qkv, attention_out, norm2, mlp_up, mlp_down, final_norm;
-};
-
 struct ModelView {
   Architecture arch;
   const Matrix* embed = nullptr;
@@ -47,9 +42,6 @@ struct ModelView {
   const RowVector *final_g = nullptr, *final_b = nullptr;
   StageNames stages;
 };
-
-// The family's stage names (tensor_names.cpp, beside its tensor names).
-StageNames stageNames(const Architecture& arch);
 
 ModelView viewOf(const Weights& w);
 ModelView viewOf(const Model& model);

@@ -18,14 +18,11 @@ std::size_t routedMlpBytes(const Architecture& a, int n) {
   return 4 * (static_cast<std::size_t>(n) * static_cast<std::size_t>(a.n_experts) + rows * (2 * hidden + 3 * inter));
 }
 
-void routedMlpAdd(const Architecture& a, const LayerView& L, const Matrix& x, Matrix& out) {
-  const long n = x.rows();
-  const int experts = a.n_experts, k = a.experts_per_tok, inter = a.intermediate;
-  const Matrix logits = x * L.router->transpose();  // (n, experts)
-  // expert -> the rows routed to it and their weights
-  std::vector<std::vector<std::pair<long, float>>> routed(static_cast<std::size_t>(experts));
+ExpertRoutes routeTokens(const Architecture& a, const Matrix& logits) {
+  const int experts = a.n_experts, k = a.experts_per_tok;
+  ExpertRoutes routed(static_cast<std::size_t>(experts));
   std::vector<int> order(static_cast<std::size_t>(experts));
-  for (long i = 0; i < n; ++i) {
+  for (long i = 0; i < logits.rows(); ++i) {
     const auto row = logits.row(i);
     std::iota(order.begin(), order.end(), 0);
     // Largest logit first (softmax keeps the order); ties to the lower index, as torch.topk keeps them.
@@ -39,6 +36,13 @@ void routedMlpAdd(const Architecture& a, const LayerView& L, const Matrix& x, Ma
       routed[static_cast<std::size_t>(e)].push_back({i, std::exp(row[e] - top) / sum});
     }
   }
+  return routed;
+}
+
+void routedMlpAdd(const Architecture& a, const LayerView& L, const Matrix& x, Matrix& out) {
+  const int experts = a.n_experts, inter = a.intermediate;
+  const Matrix logits = x * L.router->transpose();  // (n, experts)
+  const ExpertRoutes routed = routeTokens(a, logits);  // expert -> the rows routed to it and their weights
   Matrix in, up, act, down;
   for (int e = 0; e < experts; ++e) {
     const auto& rows = routed[static_cast<std::size_t>(e)];

@@ -1,0 +1,211 @@
+// The whole checkpoint forward on the GPU (attnscope/gpu_forward.h) on every row of the family table
+// (tests/model/family_rows.h) and GPT-2: its maps, kept and recomputed from its Q, K and row statistics, and its
+// final hidden state against the NumPy float64 forward (expected.json) and against the CPU forward; ln_1, the
+// traced token and the statistics against the CPU forward; weights held as the file stores them.
+//
+// Tolerances: the CPU forward's own bars against NumPy (model_test::kWeightTol 1e-5 on maps, kHiddenTol 5e-5 on
+// the hidden state: float32 rounding carried through two or three layers), since the GPU forward is the same
+// float32 arithmetic in another order of summation (one rounding per term, ~1e-7 relative; erf by a fit of relative
+// error 1.2e-7). GPU against CPU: each within the bar of NumPy, so within twice it. Seen on llvmpipe: see the
+// printed lines (maps to 1.5e-6, hidden to 8e-6).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <cstdlib>
+#include <random>
+
+#include "attnscope/error.h"
+#include "attnscope/gpu_forward.h"
+#include "attnscope/model/model.h"
+#include "compare.h"
+#include "gpu_test_support.h"
+#include "model/family_rows.h"
+
+using namespace attnscope;
+using nlohmann::json;
+
+namespace {
+
+using model_test::FamilyRow;
+using model_test::kHiddenTol;
+using model_test::kWeightTol;
+
+struct Bars {
+  double maps = kWeightTol, hidden = kHiddenTol;
+};
+
+// The GPU forward of `dir`'s checkpoint against expected.json and the CPU forward; `stored`: the dtype its
+// weights are held in on the device ("float32", "bfloat16", "float16").
+void expectGpuForwardMatches(const std::string& dir, const std::string& label, const std::string& stored,
+                             const Bars& bars = {}) {
+  const json expected = json::parse(model_test::slurp(dir + "/expected.json"));
+  const model::Model m = model::loadModel(dir);
+  const std::vector<int> ids = model_test::idsOf(expected);
+  const int n = static_cast<int>(ids.size()), last = n - 1;
+  std::unique_ptr<GpuForward> gpu;
+  try {
+    gpu = std::make_unique<GpuForward>(m.weights);
+  } catch (const GpuUnavailable& e) {
+    if (test::gpuRequired()) GTEST_FAIL() << "ATTNSCOPE_REQUIRE_GPU=1 but: " << e.what();
+    GTEST_SKIP() << "no OpenGL 4.3 context: " << e.what();
+  }
+  EXPECT_EQ(gpu->weightStorage(), stored);
+  EXPECT_TRUE(gpu->warnings().empty());
+  const model::ForwardOptions kept{.keep_ln1 = true, .maps = MapPolicy::Keep, .trace_position = last};
+  const model::ForwardResult cpu = model::modelForward(m, ids, kept);
+  const model::ForwardResult on_gpu = gpu->forward(ids, kept);
+  ASSERT_TRUE(on_gpu.keepsMaps());
+  const double maps = model_test::worstMap(on_gpu, expected);
+  const double hidden = test::expectClose(on_gpu.hidden, test::jsonMatrix(expected["hidden"]), bars.hidden, "hidden");
+  EXPECT_LE(maps, bars.maps);
+  double apart = 0, ln1 = 0;
+  for (int l = 0; l < m.layout().n_layer; ++l) {
+    for (int h = 0; h < m.layout().n_head; ++h)
+      apart = test::worse(apart, test::maxError(on_gpu.map(l, h), cpu.map(l, h), test::kMixed, "gpu vs cpu map"));
+    ln1 = test::worse(ln1, test::expectClose(on_gpu.ln1[static_cast<std::size_t>(l)], cpu.ln1[static_cast<std::size_t>(l)],
+                                             2 * bars.hidden, "ln1", test::kMixed));
+  }
+  EXPECT_LE(apart, 2 * bars.maps);
+  const double trace = test::expectClose(on_gpu.trace, cpu.trace, 2 * bars.hidden, "trace", test::kMixed);
+
+  // Maps dropped: each layer's Q, K and row statistics, from which map() recomputes every weight.
+  const model::ForwardResult dropped = gpu->forward(ids, {.keep_ln1 = false, .maps = MapPolicy::Drop});
+  ASSERT_FALSE(dropped.keepsMaps());
+  ASSERT_EQ(dropped.stats.size(), static_cast<std::size_t>(m.layout().n_layer));
+  const double recomputed = model_test::worstMap(dropped, expected);
+  EXPECT_LE(recomputed, bars.maps);
+  test::expectClose(dropped.hidden, on_gpu.hidden, 1e-6, "hidden, maps dropped", test::kMixed);  // the same work
+  std::printf("[ %s ] GPU forward (%s) vs NumPy: maps %.2g, hidden %.2g, maps from statistics %.2g; vs CPU: maps "
+              "%.2g, ln_1 %.2g, trace %.2g\n",
+              label.c_str(), stored.c_str(), maps, hidden, recomputed, apart, ln1, trace);
+  EXPECT_TRUE(gpu->warnings().empty()) << gpu->warnings().front();  // the run-time check silent on a right answer
+}
+
+// The dtype a row's script writes (--dtype BF16 / F16; float32 otherwise).
+std::string storedOf(const std::string& args) {
+  if (args.find("--dtype BF16") != std::string::npos) return "bfloat16";
+  if (args.find("--dtype F16") != std::string::npos) return "float16";
+  return "float32";
+}
+
+class GpuForwardFamilies : public ::testing::TestWithParam<FamilyRow> {};
+
+TEST_P(GpuForwardFamilies, MatchesNumPyAndTheCpuForward) {
+  const FamilyRow row = GetParam();
+  expectGpuForwardMatches(model_test::checkpointOf(row), std::string(row.model_type) + " " + row.args, storedOf(row.args));
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, GpuForwardFamilies, ::testing::ValuesIn(model_test::kFamilyRows),
+                         model_test::familyRowName);
+
+// GPT-2's tiny checkpoint has random W_QK giving logits of tens: sharp maps, which amplify float32's rounding of the
+// residual stream. The CPU forward's bars there (test_model_forward.cpp: 5e-5 on maps and hidden, seen 1.2e-5 and
+// 1.5e-5); the GPU's seen: maps 2.5e-5, hidden 3.5e-5, so its hidden bar is doubled to 1e-4.
+TEST(GpuForward, Gpt2MatchesNumPyAndTheCpuForward) {
+  const Bars sharp{.maps = 5e-5, .hidden = 1e-4};
+  expectGpuForwardMatches(model_test::tinyCheckpoint(), "gpt2", "float32", sharp);
+  expectGpuForwardMatches(model_test::tinyCheckpoint("--dtype F16"), "gpt2 F16", "float16", sharp);
+}
+
+// What the GPU forward refuses, as the CPU forward does: no tokens, an id past the vocabulary, too many tokens, the
+// CPU forward's interventions; and a stage that overflows float32 named as the CPU forward names it.
+TEST(GpuForward, RefusesWhatTheCpuForwardRefuses) {
+  std::mt19937 rng(3);
+  model::Model m = test::randomGpt2({.layers = 2, .heads = 2, .d = 16, .vocab = 40, .positions = 24}, rng);
+  std::unique_ptr<GpuForward> gpu;
+  try {
+    gpu = std::make_unique<GpuForward>(m.weights);
+  } catch (const GpuUnavailable& e) {
+    if (test::gpuRequired()) GTEST_FAIL() << "ATTNSCOPE_REQUIRE_GPU=1 but: " << e.what();
+    GTEST_SKIP() << e.what();
+  }
+  const auto refusal = [&](const std::vector<int>& ids, const model::ForwardOptions& o) -> std::string {
+    try {
+      (void)gpu->forward(ids, o);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  EXPECT_EQ(refusal({}, {}), "tokens: expected 1 to 24 (n_positions), got 0");
+  EXPECT_EQ(refusal({1, 40}, {}), "tokens[1]: expected an id below vocab_size 40, got 40");
+  EXPECT_EQ(refusal(std::vector<int>(25, 1), {}), "tokens: expected 1 to 24 (n_positions), got 25");
+  EXPECT_EQ(refusal({1, 2}, {.keep_residual = true}), "keep_residual: expected none on the GPU forward (the CPU forward's), got set");
+  EXPECT_EQ(refusal({1, 2}, {.trace_position = 2}), "position: expected a token from 0 to 1, got 2");
+
+  // Layer 2's attention output biased by 3e38: its ln_2 sums 16 such values, past float32's 3.4e38. The CPU
+  // forward's message, word for word.
+  m.weights.layers[1].b_o.setConstant(3e38f);
+  GpuForward overflowing(m.weights);
+  const std::vector<int> ids = {1, 2, 3, 4};
+  std::string cpu_message, gpu_message;
+  try {
+    (void)model::modelForward(m, ids);
+  } catch (const InputError& e) {
+    cpu_message = e.what();
+  }
+  try {
+    (void)overflowing.forward(ids);
+  } catch (const InputError& e) {
+    gpu_message = e.what();
+  }
+  EXPECT_NE(cpu_message.find("layer 2, ln_2, token 0"), std::string::npos) << cpu_message;
+  EXPECT_EQ(gpu_message, cpu_message);
+}
+
+// ATTNSCOPE_GPU_FAULT=1 (the test aid: the last layer's last head's l doubled after the flash pass) is caught by the
+// run-time check, with maps kept and dropped; the forward is then the CPU's, number for number.
+TEST(GpuForward, RunTimeCheckCatchesAWrongLayerAndRecomputesOnTheCpu) {
+  std::mt19937 rng(6);
+  const model::Model m = test::randomGpt2({.layers = 2, .heads = 3, .d = 24, .vocab = 50, .positions = 90,
+                                           .random_norms_and_biases = true}, rng);
+  std::vector<int> ids;
+  for (int i = 0; i < 80; ++i) ids.push_back(static_cast<int>(rng() % 50));
+  ::setenv("ATTNSCOPE_GPU_FAULT", "1", 1);
+  std::unique_ptr<GpuForward> gpu;
+  try {
+    gpu = std::make_unique<GpuForward>(m.weights);
+  } catch (const GpuUnavailable& e) {
+    ::unsetenv("ATTNSCOPE_GPU_FAULT");
+    if (test::gpuRequired()) GTEST_FAIL() << e.what();
+    GTEST_SKIP() << e.what();
+  }
+  ::unsetenv("ATTNSCOPE_GPU_FAULT");
+  for (const MapPolicy maps : {MapPolicy::Keep, MapPolicy::Drop}) {
+    const model::ForwardResult cpu = model::modelForward(m, ids, {.maps = maps});
+    const std::size_t before = gpu->warnings().size();
+    const model::ForwardResult checked = gpu->forward(ids, {.maps = maps});
+    ASSERT_EQ(gpu->warnings().size(), before + 1);
+    const std::string& warning = gpu->warnings().back();
+    EXPECT_NE(warning.find("at layer 2, head 2, query row"), std::string::npos) << warning;
+    EXPECT_NE(warning.find(maps == MapPolicy::Keep ? "weights at key" : ": l is"), std::string::npos) << warning;
+    EXPECT_NE(warning.find("recomputed on the CPU"), std::string::npos) << warning;
+    EXPECT_EQ(test::maxError(checked.map(1, 2), cpu.map(1, 2), {}, "map"), 0.0);
+    EXPECT_EQ(test::maxError(checked.hidden, cpu.hidden, {}, "hidden"), 0.0);
+  }
+  // Without the fault the check is silent (the other tests: every family, no warning).
+  const model::Model clean = m;
+  GpuForward healthy(clean.weights);
+  (void)healthy.forward(ids);
+  EXPECT_TRUE(healthy.warnings().empty()) << healthy.warnings().front();
+}
+
+// A checkpoint whose weights do not fit the device's budget is refused before any upload, naming the bytes.
+TEST(GpuForward, RefusesWeightsPastTheMemoryBudget) {
+  std::mt19937 rng(4);
+  const model::Model m = test::randomGpt2({.layers = 2, .heads = 2, .d = 16, .vocab = 40, .positions = 24}, rng);
+  try {
+    GpuForward gpu(m.weights, {.memory_budget_bytes = 1024});
+    ADD_FAILURE() << "uploaded past a 1 KiB budget";
+  } catch (const GpuUnavailable& e) {
+    if (test::gpuRequired()) GTEST_FAIL() << e.what();
+    GTEST_SKIP() << e.what();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("gpu memory: expected at most 0 MiB (GpuOptions::memory_budget_bytes)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
