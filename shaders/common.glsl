@@ -133,6 +133,27 @@ void gemmTile(uint m, uint n, uint k_total) {
 #endif  // GEMM_ACCUMULATE_ONLY
 #endif  // ATTNSCOPE_GEMM
 
+#ifdef ATTNSCOPE_WEIGHTS
+// [SECTION] a checkpoint's weights as the file stores them, at binding 1: float32, or with W_BF16 / W_F16 bfloat16 /
+// float16 packed two to a uint (element e in the low half of word e / 2 when e is even, the high half when odd;
+// forward/device_weights.cpp packs them), widened here. weightAt(e): element e of the tensor, row-major.
+#if defined(W_BF16) || defined(W_F16)
+layout(std430, binding = 1) readonly buffer BW { uint b_w[]; };
+#else
+layout(std430, binding = 1) readonly buffer BW { float b_w[]; };
+#endif
+float weightAt(uint e) {
+#if defined(W_BF16)
+  const uint word = b_w[e >> 1u];
+  return uintBitsToFloat(((e & 1u) == 0u ? word & 0xffffu : word >> 16u) << 16u);  // bf16: float32's top half
+#elif defined(W_F16)
+  return unpackHalf2x16(b_w[e >> 1u])[e & 1u];
+#else
+  return b_w[e];
+#endif
+}
+#endif
+
 #ifdef ATTNSCOPE_KEY_MASK
 // [SECTION] which keys a query may attend, from indices (the CPU's KeyMask): a causal mask (and a sliding
 // window) from i and j, key padding from one bit per key; only an explicit mask is read from its (n_q, n_k) bits

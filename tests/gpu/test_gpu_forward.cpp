@@ -191,6 +191,29 @@ TEST(GpuForward, RunTimeCheckCatchesAWrongLayerAndRecomputesOnTheCpu) {
   EXPECT_TRUE(healthy.warnings().empty()) << healthy.warnings().front();
 }
 
+// An embedding table larger than one device buffer may be is gathered on the CPU instead; the forward is the same.
+TEST(GpuForward, GathersTheEmbeddingOnTheCpuWhenItsTableIsTooLargeForABuffer) {
+  std::mt19937 rng(7);
+  const model::Model m = test::randomGpt2({.layers = 2, .heads = 2, .d = 16, .vocab = 2000, .positions = 40,
+                                           .random_norms_and_biases = true}, rng);
+  std::vector<int> ids;
+  for (int i = 0; i < 30; ++i) ids.push_back(static_cast<int>(rng() % 2000));
+  std::unique_ptr<GpuForward> on_device, on_cpu;
+  try {
+    on_device = std::make_unique<GpuForward>(m.weights);
+    on_cpu = std::make_unique<GpuForward>(m.weights, GpuOptions{.max_buffer_bytes = 64 << 10});  // the table: 125 KiB
+  } catch (const GpuUnavailable& e) {
+    if (test::gpuRequired()) GTEST_FAIL() << e.what();
+    GTEST_SKIP() << e.what();
+  }
+  EXPECT_TRUE(on_device->embeddingOnDevice());
+  EXPECT_FALSE(on_cpu->embeddingOnDevice());
+  const model::ForwardResult a = on_device->forward(ids, {.trace_position = 29}), b = on_cpu->forward(ids, {.trace_position = 29});
+  // The same sums in the same order (token row, then position row), one float32 rounding each: equal.
+  EXPECT_EQ(test::maxError(a.trace.topRows(1), b.trace.topRows(1), {}, "embedding"), 0.0);
+  EXPECT_EQ(test::maxError(a.hidden, b.hidden, {}, "hidden"), 0.0);
+}
+
 // A checkpoint whose weights do not fit the device's budget is refused before any upload, naming the bytes.
 TEST(GpuForward, RefusesWeightsPastTheMemoryBudget) {
   std::mt19937 rng(4);

@@ -45,8 +45,11 @@ void readRows(const GlBuffer& buffer, int cols, int first, int count, float* dst
   buffer.download(dst, row_bytes * static_cast<std::size_t>(count), row_bytes * static_cast<std::size_t>(first));
 }
 
-// The stages the overflow check names, in the order a layer runs them (a slot each per layer).
+// The stages the overflow check names, in the order a layer runs them (a slot each per layer), after the
+// embedding's two slots (the sum, an encoder's norm); the final norm's slot comes last.
 enum Stage : unsigned { kNorm1, kQkv, kScores, kAttentionOut, kNorm2, kMlpUp, kMlpDown, kStagesPerLayer };
+constexpr unsigned kEmbeddingSlot = 0, kEmbeddingNormSlot = 1, kFirstLayerSlot = 2;
+unsigned slotOf(int layer, unsigned stage) { return kFirstLayerSlot + static_cast<unsigned>(layer) * kStagesPerLayer + stage; }
 
 }  // namespace
 
@@ -55,7 +58,16 @@ struct GpuForward::State {
   GpuBackend backend;  // its context, limits and attention stages
   GpuBackend::Impl& s;
   std::vector<LayerDevice> layers;
-  NormDevice final_norm;
+  NormDevice final_norm, embed_norm;
+  // The embedding on the device (the table as stored; learned positions and the token-type row as float32), or,
+  // when the table is larger than one buffer may be, gathered on the CPU (model::embedInput) and uploaded.
+  bool embed_on_device = false;
+  DeviceMatrix embed;
+  DeviceMatrix positions;
+  DeviceVector type_row;
+  RowVector type_row_host;
+  std::map<WeightStorage, gpu::ComputeProgram> embed_programs;
+  GlBuffer tokens;
   std::size_t weight_bytes = 0;
   std::string storage;
   std::map<std::string, gpu::ComputeProgram> linear_programs;  // per weight storage and layout
@@ -163,6 +175,7 @@ struct GpuForward::State {
   void attention(int l, unsigned n, model::ForwardResult& r);
   void routedMlp(const LayerDevice& L, const GlBuffer& in, unsigned n, const LinearOut& out);
   void throwFirstOverflow(unsigned n) const;
+  void embedTokens(const std::vector<int>& ids);
   void checkLayer(int l, unsigned n, const model::ForwardResult& r, const Matrix* q, const Matrix* k);
   std::size_t activationBytes(int n, bool keep_maps) const;
 };
@@ -203,15 +216,26 @@ void GpuForward::State::upload(const GpuForward::UploadProgress& progress) {
   }
   vectors.emplace_back(&weights.final_g, &final_norm.g);
   vectors.emplace_back(&weights.final_b, &final_norm.b);
+  vectors.emplace_back(&weights.embed_norm_g, &embed_norm.g);
+  vectors.emplace_back(&weights.embed_norm_b, &embed_norm.b);
+  const WeightStorage embed_storage = gpu::storageOf(weights.embed);
+  embed_on_device = gpu::storedBytes(weights.embed, embed_storage) <= s.max_block_bytes &&
+                    static_cast<std::size_t>(weights.pos_embed.size()) * sizeof(float) <= s.max_block_bytes;
+  if (embed_on_device) {
+    jobs.push_back({&weights.embed, &embed, embed_storage});
+    jobs.push_back({&weights.pos_embed, &positions, WeightStorage::Float32});  // empty without learned positions
+    if (weights.type_embed.rows() > 0) type_row_host = weights.type_embed.row(0);
+    vectors.emplace_back(&type_row_host, &type_row);
+  }
 
   std::size_t total = 0, largest = 0;
   std::map<WeightStorage, bool> used;
   for (Job& j : jobs) {
-    j.storage = gpu::storageOf(*j.w);
+    if (j.out != &embed && j.out != &positions) j.storage = gpu::storageOf(*j.w);
     const std::size_t bytes = gpu::storedBytes(*j.w, j.storage);
     total += bytes;
     largest = std::max(largest, bytes);
-    if (j.w->size() > 0) used[j.storage] = true;
+    if (j.w->size() > 0 && j.out != &positions) used[j.storage] = true;  // positions: float32 whatever the file
   }
   for (const auto& [v, d] : vectors) total += static_cast<std::size_t>(v->size()) * sizeof(float);
   if (largest > s.max_block_bytes)
@@ -258,7 +282,7 @@ void GpuForward::State::attention(int l, unsigned n, model::ForwardResult& r) {
   s.score_cap = static_cast<float>(a.attn_softcap);
   s.flashHeads(0, static_cast<int>(heads));
   if (s.fault && l + 1 == a.n_layer) s.injectFault();  // the test aid: the last layer's last head's l doubled
-  checkFinite(s.stats, heads * n, 2, static_cast<unsigned>(l) * kStagesPerLayer + kScores);
+  checkFinite(s.stats, heads * n, 2, slotOf(l, kScores));
 
   const std::size_t nn = static_cast<std::size_t>(n) * n;
   if (r.keepsMaps()) {  // (n, n) per head from Q, K and (m, l), read back a group of heads at a time
@@ -361,32 +385,74 @@ void GpuForward::State::routedMlp(const LayerDevice& L, const GlBuffer& in, unsi
 
 void GpuForward::State::throwFirstOverflow(unsigned n) const {
   const model::Architecture& a = arch();
-  const std::size_t slots = static_cast<std::size_t>(a.n_layer) * kStagesPerLayer + 1;
+  const std::size_t slots = slotOf(a.n_layer, 1);
   std::vector<std::uint32_t> first(slots);
   glMemoryBarrier(GL_BUFFER_UPDATE_BARRIER_BIT);
   flags.download(first.data(), slots * sizeof(std::uint32_t));
   const model::StageNames names = model::stageNames(a);
   for (std::size_t slot = 0; slot < slots; ++slot) {
     if (first[slot] == 0xffffffffu) continue;
-    const int layer = slot + 1 == slots ? -1 : static_cast<int>(slot / kStagesPerLayer);
-    const unsigned stage = static_cast<unsigned>(slot % kStagesPerLayer);
-    std::string name = layer < 0 ? names.final_norm : "";
     long token = static_cast<long>(first[slot]);
-    if (layer >= 0) {
-      switch (stage) {
-        case kNorm1: name = names.norm1; break;
-        case kQkv: name = names.qkv; break;
-        case kScores:  // rows of the statistics: head h's rows are h n .. h n + n - 1
-          name = "attention scores and softmax of head " + std::to_string(token / n);
-          token %= n;
-          break;
-        case kAttentionOut: name = names.attention_out; break;
-        case kNorm2: name = names.norm2; break;
-        case kMlpUp: name = names.mlp_up; break;
-        default: name = names.mlp_down; break;
-      }
+    if (slot < kFirstLayerSlot) throw model::stageOverflow(-1, slot == kEmbeddingSlot ? names.embedding : names.embedding_norm, token);
+    if (slot + 1 == slots) throw model::stageOverflow(-1, names.final_norm, token);
+    const int layer = static_cast<int>((slot - kFirstLayerSlot) / kStagesPerLayer);
+    std::string name;
+    switch ((slot - kFirstLayerSlot) % kStagesPerLayer) {
+      case kNorm1: name = names.norm1; break;
+      case kQkv: name = names.qkv; break;
+      case kScores:  // rows of the statistics: head h's rows are h n .. h n + n - 1
+        name = "attention scores and softmax of head " + std::to_string(token / n);
+        token %= n;
+        break;
+      case kAttentionOut: name = names.attention_out; break;
+      case kNorm2: name = names.norm2; break;
+      case kMlpUp: name = names.mlp_up; break;
+      default: name = names.mlp_down; break;
     }
     throw model::stageOverflow(layer, name, token);
+  }
+}
+
+// [SECTION] the embedding into x (n, hidden), its slots checked
+void GpuForward::State::embedTokens(const std::vector<int>& ids) {
+  const model::Architecture& a = arch();
+  const unsigned n = static_cast<unsigned>(ids.size()), hidden = static_cast<unsigned>(a.hidden);
+  if (!embed_on_device) {
+    const Matrix embedded = model::embedInput(weights, ids);  // checked and named on the CPU
+    x.upload(embedded.data(), static_cast<std::size_t>(embedded.size()) * sizeof(float));
+    return;
+  }
+  const std::vector<int> rows = model::positionIds(a, ids);
+  std::vector<std::uint32_t> pairs;
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    pairs.insert(pairs.end(), {static_cast<std::uint32_t>(ids[i]), static_cast<std::uint32_t>(rows[i])});
+  tokens.upload(pairs.data(), pairs.size() * sizeof(std::uint32_t));
+  auto found = embed_programs.find(embed.storage);
+  if (found == embed_programs.end()) {
+    const gpu::ShaderLibrary library(s.options.shader_dir);
+    const std::string defines = embed.storage == WeightStorage::BFloat16 ? "#define W_BF16\n"
+                                : embed.storage == WeightStorage::Float16 ? "#define W_F16\n"
+                                                                          : "";
+    found = embed_programs.emplace(embed.storage, gpu::ComputeProgram(library, "embed.comp", defines)).first;
+  }
+  const gpu::ComputeProgram& p = found->second;
+  p.use();
+  tokens.bind(0);
+  embed.buffer.bind(1);
+  (positions.present() ? positions.buffer : embed.buffer).bind(2);
+  (type_row.present() ? type_row.buffer : embed.buffer).bind(3);
+  x.bind(4);
+  p.set("u_rows", n);
+  p.set("u_d", hidden);
+  p.set("u_positions", a.learned_positions);
+  p.set("u_type", a.type_vocab_size > 0);
+  p.set("u_scale", a.embed_scale);
+  dispatch(groupsFor(hidden, 64), std::min(n, 65535u));
+  checkFinite(x, n, hidden, kEmbeddingSlot);
+  if (a.embed_norm) {
+    norm(x, embed_norm, n, x_next, false);
+    std::swap(x, x_next);
+    checkFinite(x, n, hidden, kEmbeddingNormSlot);
   }
 }
 
@@ -402,7 +468,7 @@ void GpuForward::State::run(const std::vector<int>& ids, model::ForwardResult& r
                                                   {o.segments != 1, "segments"}};
   for (const auto& [set, field] : refused)
     if (set) throw InputError(field, "none on the GPU forward (the CPU forward's)", "set");
-  Matrix embedded = model::embedInput(weights, ids);  // the ids checked, the embedding on the CPU
+  model::checkInputIds(a, ids);
   const int n_int = static_cast<int>(ids.size());
   const unsigned n = static_cast<unsigned>(n_int);
   if (o.trace_position >= n_int)
@@ -432,18 +498,16 @@ void GpuForward::State::run(const std::vector<int>& ids, model::ForwardResult& r
   r.ln1.assign(o.keep_ln1 ? static_cast<std::size_t>(a.n_layer) : 0, Matrix());
   r.residual.clear(), r.head_outputs.clear(), r.mlp_outputs.clear();
   r.trace.resize(o.trace_position >= 0 ? 2 * a.n_layer + 1 : 0, a.hidden);
-  if (o.trace_position >= 0) r.trace.row(0) = embedded.row(o.trace_position);
 
   const std::size_t hidden_bytes = static_cast<std::size_t>(n) * a.hidden * sizeof(float);
   const unsigned hidden = static_cast<unsigned>(a.hidden), q_dim = static_cast<unsigned>(a.qDim());
   const unsigned qkv_cols = q_dim + 2u * static_cast<unsigned>(a.kvDim()), inter = static_cast<unsigned>(a.intermediate);
   const bool gated = a.mlp == model::MlpKind::Gated, parallel = a.residual == model::Residual::Parallel;
-  x.upload(embedded.data(), hidden_bytes);
-  for (GlBuffer* b : {&x_next, &normed, &normed2, &branch}) b->ensure(hidden_bytes);
+  for (GlBuffer* b : {&x, &x_next, &normed, &normed2, &branch}) b->ensure(hidden_bytes);
   qkv.ensure(static_cast<std::size_t>(n) * qkv_cols * sizeof(float));
   up.ensure(static_cast<std::size_t>(n) * (gated || a.n_experts > 0 ? 2 : 1) * inter * sizeof(float));
   act.ensure(static_cast<std::size_t>(n) * inter * sizeof(float));
-  const std::vector<std::uint32_t> none(static_cast<std::size_t>(a.n_layer) * kStagesPerLayer + 1, 0xffffffffu);
+  const std::vector<std::uint32_t> none(slotOf(a.n_layer, 1), 0xffffffffu);
   flags.upload(none.data(), none.size() * sizeof(std::uint32_t));
   expert_rows.ensure(16), expert_scales.ensure(16);
 
@@ -481,15 +545,15 @@ void GpuForward::State::run(const std::vector<int>& ids, model::ForwardResult& r
   // RoPE tables (compute/rope.h: the CPU's own rounded cos and sin), the local base's for Gemma 3's windowed layers.
   rope_half = 0;
   if (a.rotary_dims > 0) {
-    std::vector<int> positions(n);
-    for (unsigned i = 0; i < n; ++i) positions[i] = static_cast<int>(i);
+    std::vector<int> rows(n);
+    for (unsigned i = 0; i < n; ++i) rows[i] = static_cast<int>(i);
     const auto put = [&](const RopeTable& t, GlBuffer& cos, GlBuffer& sin) {
       cos.upload(t.cosines().data(), t.cosines().size() * sizeof(float));
       sin.upload(t.sines().data(), t.sines().size() * sizeof(float));
     };
-    put(RopeTable(positions, ropeInverseFrequencies(a.rope_theta, a.rotary_dims, a.rope_scaling)), rope_cos, rope_sin);
+    put(RopeTable(rows, ropeInverseFrequencies(a.rope_theta, a.rotary_dims, a.rope_scaling)), rope_cos, rope_sin);
     if (a.rope_local_theta > 0)
-      put(RopeTable(positions, ropeInverseFrequencies(a.rope_local_theta, a.rotary_dims, RopeScaling{})), rope_local_cos,
+      put(RopeTable(rows, ropeInverseFrequencies(a.rope_local_theta, a.rotary_dims, RopeScaling{})), rope_local_cos,
           rope_local_sin);
     rope_half = static_cast<unsigned>(a.rotary_dims / 2);
   }
@@ -522,13 +586,15 @@ void GpuForward::State::run(const std::vector<int>& ids, model::ForwardResult& r
     if (o.trace_position >= 0) readRows(x, a.hidden, o.trace_position, 1, r.trace.row(row).data());
   };
 
+  embedTokens(ids);
+  trace(0);
+
   for (int l = 0; l < a.n_layer; ++l) {
     const LayerDevice& L = layers[static_cast<std::size_t>(l)];
-    const unsigned slot = static_cast<unsigned>(l) * kStagesPerLayer;
     const SublayerNormsDevice &an = L.attn_norms, &mn = L.mlp_norms;
     if (an.in.g.present()) norm(x, an.in, n, normed, false);
     const GlBuffer& attn_in = an.in.g.present() ? normed : x;  // no input norm (OLMo 2, encoders): x itself
-    checkFinite(attn_in, n, hidden, slot + kNorm1);
+    checkFinite(attn_in, n, hidden, slotOf(l, kNorm1));
     if (o.keep_ln1) {
       Matrix& kept = r.ln1[static_cast<std::size_t>(l)];
       kept.resize(n_int, a.hidden);
@@ -536,7 +602,7 @@ void GpuForward::State::run(const std::vector<int>& ids, model::ForwardResult& r
     }
     if (parallel) {  // both norms read the layer's input
       norm(x, mn.in, n, normed2, false);
-      checkFinite(normed2, n, hidden, slot + kNorm2);
+      checkFinite(normed2, n, hidden, slotOf(l, kNorm2));
     }
     linear(attn_in, n, L.w_qkv, &L.b_qkv, {.c = &qkv, .ldc = qkv_cols});
     if (a.qk_norm) {  // Qwen3: each head, before RoPE
@@ -551,7 +617,7 @@ void GpuForward::State::run(const std::vector<int>& ids, model::ForwardResult& r
       const bool local = a.rope_local_theta > 0 && a.window[static_cast<std::size_t>(l)] > 0;
       for (int h = 0; h < a.n_head + a.n_kv_head; ++h) rotate(static_cast<unsigned>(h * hd), local);
     }
-    checkFinite(qkv, n, qkv_cols, slot + kQkv);
+    checkFinite(qkv, n, qkv_cols, slotOf(l, kQkv));
     attention(l, n, r);
     if (an.branch.g.present()) {  // x += norm(o_proj(heads))
       linear(s.concat, n, L.w_o, &L.b_o, {.c = &branch, .ldc = hidden});
@@ -559,16 +625,16 @@ void GpuForward::State::run(const std::vector<int>& ids, model::ForwardResult& r
     } else {
       linear(s.concat, n, L.w_o, &L.b_o, {.c = &x, .ldc = hidden, .accumulate = true});
     }
-    checkFinite(x, n, hidden, slot + kAttentionOut);
+    checkFinite(x, n, hidden, slotOf(l, kAttentionOut));
     trace(1 + 2 * l);
     if (an.out.g.present()) {  // x = norm(x + attn(x))
       norm(x, an.out, n, x_next, false);
       std::swap(x, x_next);
-      checkFinite(x, n, hidden, slot + kNorm1);
+      checkFinite(x, n, hidden, slotOf(l, kNorm1));
     }
     if (!parallel && mn.in.g.present()) {
       norm(x, mn.in, n, normed, false);
-      checkFinite(normed, n, hidden, slot + kNorm2);
+      checkFinite(normed, n, hidden, slotOf(l, kNorm2));
     }
     const GlBuffer& mlp_in = parallel ? normed2 : mn.in.g.present() ? normed : x;
     // The MLP's output: into `branch` when a norm follows it, else added to x straight away (x is read before).
@@ -585,15 +651,15 @@ void GpuForward::State::run(const std::vector<int>& ids, model::ForwardResult& r
       if (gated) activate(up, act, n, inter, true);
       else activate(up, up, n, inter, false);
       const GlBuffer& activated = gated ? act : up;
-      checkFinite(activated, n, inter, slot + kMlpUp);
+      checkFinite(activated, n, inter, slotOf(l, kMlpUp));
       linear(activated, n, L.w_down, &L.b_down, mlp_out);
     }
     if (own_out) norm(branch, mn.branch, n, x, true);  // x += norm(mlp(...))
-    checkFinite(x, n, hidden, slot + kMlpDown);
+    checkFinite(x, n, hidden, slotOf(l, kMlpDown));
     if (mn.out.g.present()) {  // x = norm(x + mlp(x))
       norm(x, mn.out, n, x_next, false);
       std::swap(x, x_next);
-      checkFinite(x, n, hidden, slot + kNorm2);
+      checkFinite(x, n, hidden, slotOf(l, kNorm2));
     }
     trace(2 + 2 * l);
     gpu::checkGl("a layer of the GPU forward");
@@ -602,7 +668,7 @@ void GpuForward::State::run(const std::vector<int>& ids, model::ForwardResult& r
   const bool final_norm_present = final_norm.g.present();
   if (final_norm_present) norm(x, final_norm, n, x_next, false);
   const GlBuffer& out = final_norm_present ? x_next : x;
-  checkFinite(out, n, hidden, static_cast<unsigned>(a.n_layer) * kStagesPerLayer);
+  checkFinite(out, n, hidden, slotOf(a.n_layer, 0));
   throwFirstOverflow(n);
   r.hidden.resize(n_int, a.hidden);
   readRows(out, a.hidden, 0, n_int, r.hidden.data());
@@ -667,6 +733,7 @@ model::ForwardResult GpuForward::forward(const std::vector<int>& ids, const mode
 std::string GpuForward::device() const { return state_->backend.device(); }
 std::size_t GpuForward::weightBytes() const { return state_->weight_bytes; }
 std::string GpuForward::weightStorage() const { return state_->storage; }
+bool GpuForward::embeddingOnDevice() const { return state_->embed_on_device; }
 
 std::size_t GpuForward::State::activationBytes(int n, bool keep_maps) const {
   const model::Architecture& a = arch();

@@ -158,14 +158,19 @@ MaskedLmHead loadMaskedLmHead(const std::string& dir, const Architecture& arch);
 // Stage names for the overflow check's message, in the family's own words ("ln_1", "attention c_proj").
 struct StageNames {
   std::string embedding, norm1, qkv, attention_out, norm2, mlp_up, mlp_down, final_norm;
+  std::string embedding_norm = "the embedding's LayerNorm";  // an encoder's
 };
 // The family's stage names (tensor_names.cpp, beside its tensor names).
 StageNames stageNames(const Architecture& arch);
 
-// The forward's first stage, on the CPU for every engine: `ids` checked as the forward checks them (1 to
-// max_positions tokens, each below vocab_size), then the embedding (n, hidden): token rows, learned positions, an
-// encoder's token type and norm, Gemma's scale. An O(n hidden) gather, so the GPU forward uploads its result
-// rather than hold the (vocab, hidden) table on the card.
+// `ids` checked as every forward checks them: 1 to max_positions tokens, each below vocab_size (InputError).
+void checkInputIds(const Architecture& arch, const std::vector<int>& ids);
+// Each token's row of the learned position table: 0, 1, 2, ..., or from position_offset counting only non-padding
+// tokens, a padding token at padding_idx (RoBERTa).
+std::vector<int> positionIds(const Architecture& arch, const std::vector<int>& ids);
+// The forward's first stage on the CPU: `ids` checked, then the embedding (n, hidden): token rows, learned
+// positions, an encoder's token type and norm, Gemma's scale (the GPU forward's when the table is too large for
+// one of the device's buffers).
 Matrix embedInput(const Weights& weights, const std::vector<int>& ids);
 
 // Mixtral's routing of each token from its router logits (n, n_experts): per expert the rows routed to it with

@@ -228,16 +228,9 @@ void embedTokens(const ModelView& v, const std::vector<int>& ids, Matrix& x, Mat
   const int n = static_cast<int>(ids.size());
   const float eps = static_cast<float>(a.norm_eps);
   for (int i = 0; i < n; ++i) x.row(i) = v.embed->row(ids[static_cast<std::size_t>(i)]);
-  if (a.learned_positions && a.position_offset == 0) x += v.pos_embed->topRows(n);
-  // [SECTION] encoders: RoBERTa's position ids (create_position_ids_from_input_ids: padding tokens at padding_idx,
-  // the others from padding_idx + 1 counting only non-padding tokens), token type 0, the embedding's norm.
-  if (a.learned_positions && a.position_offset > 0) {
-    const int pad = a.position_offset - 1;
-    for (int i = 0, seen = 0; i < n; ++i) {
-      const bool is_pad = ids[static_cast<std::size_t>(i)] == pad;
-      x.row(i) += v.pos_embed->row(is_pad ? pad : a.position_offset + seen);
-      seen += is_pad ? 0 : 1;
-    }
+  if (a.learned_positions) {
+    const std::vector<int> positions = positionIds(a, ids);
+    for (int i = 0; i < n; ++i) x.row(i) += v.pos_embed->row(positions[static_cast<std::size_t>(i)]);
   }
   if (a.type_vocab_size > 0) x.rowwise() += v.type_embed->row(0);
   if (a.embed_scale != 1.0f) x *= a.embed_scale;  // Gemma: sqrt(hidden) in the model's dtype
@@ -245,14 +238,31 @@ void embedTokens(const ModelView& v, const std::vector<int>& ids, Matrix& x, Mat
   if (a.embed_norm) {
     norm(a.norm, x, *v.embed_norm_g, v.embed_norm_b, eps, normed);
     x.swap(normed);
-    checkStage(x, -1, "the embedding's LayerNorm");
+    checkStage(x, -1, v.stages.embedding_norm.c_str());
   }
 }
 }  // namespace
 
-Matrix embedInput(const Weights& weights, const std::vector<int>& ids) {
-  const Architecture& a = weights.arch;
+std::vector<int> positionIds(const Architecture& a, const std::vector<int>& ids) {
+  std::vector<int> positions(ids.size());
+  // RoBERTa's (create_position_ids_from_input_ids): padding tokens at padding_idx, the others from padding_idx + 1
+  // counting only non-padding tokens; every other family 0, 1, 2, ...
+  const int pad = a.position_offset - 1;
+  for (std::size_t i = 0, seen = 0; i < ids.size(); ++i) {
+    const bool is_pad = a.position_offset > 0 && ids[i] == pad;
+    positions[i] = is_pad ? pad : a.position_offset + static_cast<int>(seen);
+    seen += is_pad ? 0 : 1;
+  }
+  return positions;
+}
+
+void checkInputIds(const Architecture& a, const std::vector<int>& ids) {
   checkForwardInput(ids, a.max_positions, a.max_positions_field.c_str(), a.vocab_size, 0, 0);
+}
+
+Matrix embedInput(const Weights& weights, const std::vector<int>& ids) {
+  checkInputIds(weights.arch, ids);
+  const Architecture& a = weights.arch;
   const ModelView v = viewOf(weights);
   Matrix x(static_cast<Eigen::Index>(ids.size()), a.hidden), normed;
   embedTokens(v, ids, x, normed);
