@@ -5,16 +5,20 @@
 # (scripts/bench_gemma2.py, as transformers runs with output_attentions), RUNS runs each (default 3), alternated.
 # Prints each run and the medians, and each process's peak RSS (/usr/bin/time -v). The checkpoint (4 GB of BF16,
 # 8 GB as float32) goes to $GEMMA_BENCH_DIR (default /tmp/attnscope-gemma2-2b), made once. Build first.
+# On a card: BACKEND=gpu runs attnscope's whole forward on the GPU (--backend gpu; the renderer is printed with
+# its timings) and TORCH_DEVICE=cuda PyTorch's on the same card.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n="${1:-1024}"; runs="${2:-3}"; dir="${GEMMA_BENCH_DIR:-/tmp/attnscope-gemma2-2b}"
+backend="${BACKEND:-cpu}"; torch_device="${TORCH_DEVICE:-cpu}"
 [[ -f "$dir/model.safetensors" ]] || /usr/bin/python3 scripts/bench_gemma2.py make "$dir" "$n"
 log="$dir/logs"; rm -rf "$log"; mkdir -p "$log"  # each run's stderr, kept for a look
 for r in $(seq "$runs"); do
   # Every map kept, as PyTorch keeps them (past the default 256 MiB maps limit Gemma 2 too now keeps tiles' inputs).
   OMP_NUM_THREADS=2 ATTNSCOPE_TIMINGS=1 ATTNSCOPE_MAPS_LIMIT=64G /usr/bin/time -v "${ATTNSCOPE:-build/app/attnscope}" model "$dir" \
-    --text-file "$dir/text.txt" >/dev/null 2>"$log/ours.$r"
-  /usr/bin/time -v /usr/bin/python3 scripts/bench_gemma2.py torch "$dir" 1 >"$log/torch.$r.json" 2>"$log/torch.$r"
+    --text-file "$dir/text.txt" --backend "$backend" >/dev/null 2>"$log/ours.$r"
+  /usr/bin/time -v /usr/bin/python3 scripts/bench_gemma2.py torch "$dir" 1 "$torch_device" >"$log/torch.$r.json" \
+    2>"$log/torch.$r"
 done
 LOG="$log" RUNS="$runs" N="$n" /usr/bin/python3 - <<'PY'
 import json, os, re, statistics
@@ -29,9 +33,13 @@ def cpu_s(path):  # user + sys seconds of the whole process (loading included): 
     return sum(float(re.search(rf"{k} time \(seconds\): ([\d.]+)", t).group(1)) for k in ("User", "System"))
 def forward_s(path):  # the forward's own total (ATTNSCOPE_TIMINGS: "attnscope: timings: forward S s")
     return float(re.search(r"timings: forward ([\d.]+) s", open(path).read()).group(1))
+def renderer(path):  # the GPU forward names its renderer: "forward S s (the GPU forward on RENDERER)"
+    m = re.search(r"timings: forward [\d.]+ s \(the GPU forward on (.*)\)", open(path).read())
+    return m.group(1) if m else "cpu"
 ours = [forward_s(f"{log}/ours.{r}") for r in range(1, runs + 1)]
 torch = [json.load(open(f"{log}/torch.{r}.json"))["forward_s"][0] for r in range(1, runs + 1)]
-out = {"ours_forward_s": [round(t, 2) for t in ours], "torch_forward_s": [round(t, 2) for t in torch],
+out = {"ours_device": renderer(f"{log}/ours.1"), "torch_device": json.load(open(f"{log}/torch.1.json"))["device"],
+       "ours_forward_s": [round(t, 2) for t in ours], "torch_forward_s": [round(t, 2) for t in torch],
        "ours_median_s": round(statistics.median(ours), 2), "torch_median_s": round(statistics.median(torch), 2),
        "ours_wall_s": [round(wall(f"{log}/ours.{r}"), 1) for r in range(1, runs + 1)],
        "torch_wall_s": [round(wall(f"{log}/torch.{r}"), 1) for r in range(1, runs + 1)],

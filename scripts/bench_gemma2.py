@@ -4,10 +4,13 @@ keep the file small) for scripts/bench-gemma2.sh.
 
   bench_gemma2.py make DIR N       a random BF16 checkpoint (config.json, model.safetensors, tokenizer.json: one
                                    token per byte, BOS 256) and DIR/text.txt, N - 1 bytes (N tokens with BOS)
-  bench_gemma2.py torch DIR RUNS   PyTorch eager float32 on 2 threads, written in plain torch ops as transformers'
-                                   Gemma2ForCausalLM runs with output_attentions=True (every layer's (heads, n, n)
-                                   map kept, eager attention: scores, soft cap, mask, softmax); one JSON line of the
-                                   forward's seconds per run (the weights loaded once, before)
+  bench_gemma2.py torch DIR RUNS [DEVICE]
+                                   PyTorch eager float32 (on 2 CPU threads, or on DEVICE, e.g. cuda), written in
+                                   plain torch ops as transformers' Gemma2ForCausalLM runs with
+                                   output_attentions=True (every layer's (heads, n, n) map kept, on the device;
+                                   eager attention: scores, soft cap, mask, softmax); one JSON line of the
+                                   forward's seconds per run (the weights loaded and moved once, before; on a GPU
+                                   each run ends with torch.cuda.synchronize())
 """
 import json
 import math
@@ -93,16 +96,16 @@ def load(out, torch):
     return w
 
 
-def torch_forward(torch, w, ids):
+def torch_forward(torch, w, ids, dev="cpu"):
     F = torch.nn.functional
     n, eps = len(ids), 1e-6
-    normalizer = torch.tensor(D ** 0.5, dtype=torch.bfloat16).float()  # GemmaModel's, in the model's dtype
+    normalizer = torch.tensor(D ** 0.5, dtype=torch.bfloat16).float().to(dev)  # GemmaModel's, in the model's dtype
 
     def rms(x, g):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * (1.0 + g)
 
-    inv = 1.0 / (10000.0 ** (torch.arange(0, HD, 2, dtype=torch.int64).float() / HD))
-    freqs = torch.arange(n).float()[:, None] * inv[None, :]
+    inv = 1.0 / (10000.0 ** (torch.arange(0, HD, 2, dtype=torch.int64, device=dev).float() / HD))
+    freqs = torch.arange(n, device=dev).float()[:, None] * inv[None, :]
     emb = torch.cat([freqs, freqs], dim=-1)
     cos, sin = emb.cos(), emb.sin()
 
@@ -110,11 +113,11 @@ def torch_forward(torch, w, ids):
         half = t.shape[-1] // 2
         return t * cos + torch.cat([-t[..., half:], t[..., :half]], dim=-1) * sin
 
-    i = torch.arange(n)[:, None]
-    j = torch.arange(n)[None, :]
+    i = torch.arange(n, device=dev)[:, None]
+    j = torch.arange(n, device=dev)[None, :]
     full = torch.where(j <= i, 0.0, float("-inf"))
     sliding = torch.where((j <= i) & (j > i - 4096), 0.0, float("-inf"))
-    x = w["model.embed_tokens.weight"][torch.tensor(ids)] * normalizer
+    x = w["model.embed_tokens.weight"][torch.tensor(ids, device=dev)] * normalizer
     maps = []
     for layer in range(L):
         p = f"model.layers.{layer}."
@@ -138,24 +141,29 @@ def torch_forward(torch, w, ids):
     return rms(x, w["model.norm.weight"]), maps
 
 
-def run_torch(out, runs):
+def run_torch(out, runs, dev="cpu"):
     import torch
     torch.set_num_threads(2)
-    w = load(out, torch)
+    w = {name: t.to(dev) for name, t in load(out, torch).items()}
+    sync = torch.cuda.synchronize if dev.startswith("cuda") else (lambda: None)
     with open(os.path.join(out, "text.txt"), "rb") as f:
         ids = [256] + list(f.read())
     times = []
     with torch.no_grad():
         for _ in range(runs):
+            sync()
             t0 = time.perf_counter()
-            hidden, maps = torch_forward(torch, w, ids)
+            hidden, maps = torch_forward(torch, w, ids, dev)
+            sync()
             times.append(time.perf_counter() - t0)
             del hidden, maps
-    print(json.dumps({"n": len(ids), "torch": torch.__version__, "forward_s": [round(t, 3) for t in times]}))
+    device = torch.cuda.get_device_name() if dev.startswith("cuda") else "cpu"
+    print(json.dumps({"n": len(ids), "torch": torch.__version__, "device": device,
+                      "forward_s": [round(t, 3) for t in times]}))
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "make":
         make(sys.argv[2], int(sys.argv[3]))
     else:
-        run_torch(sys.argv[2], int(sys.argv[3]))
+        run_torch(sys.argv[2], int(sys.argv[3]), sys.argv[4] if len(sys.argv) > 4 else "cpu")

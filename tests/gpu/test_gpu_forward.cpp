@@ -11,8 +11,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <nlohmann/json.hpp>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "attnscope/error.h"
@@ -63,8 +63,9 @@ void expectGpuForwardMatches(const std::string& dir, const std::string& label, c
   for (int l = 0; l < m.layout().n_layer; ++l) {
     for (int h = 0; h < m.layout().n_head; ++h)
       apart = test::worse(apart, test::maxError(on_gpu.map(l, h), cpu.map(l, h), test::kMixed, "gpu vs cpu map"));
-    ln1 = test::worse(ln1, test::expectClose(on_gpu.ln1[static_cast<std::size_t>(l)], cpu.ln1[static_cast<std::size_t>(l)],
-                                             2 * bars.hidden, "ln1", test::kMixed));
+    ln1 =
+        test::worse(ln1, test::expectClose(on_gpu.ln1[static_cast<std::size_t>(l)],
+                                           cpu.ln1[static_cast<std::size_t>(l)], 2 * bars.hidden, "ln1", test::kMixed));
   }
   EXPECT_LE(apart, 2 * bars.maps);
   const double trace = test::expectClose(on_gpu.trace, cpu.trace, 2 * bars.hidden, "trace", test::kMixed);
@@ -76,9 +77,10 @@ void expectGpuForwardMatches(const std::string& dir, const std::string& label, c
   const double recomputed = model_test::worstMap(dropped, expected);
   EXPECT_LE(recomputed, bars.maps);
   test::expectClose(dropped.hidden, on_gpu.hidden, 1e-6, "hidden, maps dropped", test::kMixed);  // the same work
-  std::printf("[ %s ] GPU forward (%s) vs NumPy: maps %.2g, hidden %.2g, maps from statistics %.2g; vs CPU: maps "
-              "%.2g, ln_1 %.2g, trace %.2g\n",
-              label.c_str(), stored.c_str(), maps, hidden, recomputed, apart, ln1, trace);
+  std::printf(
+      "[ %s ] GPU forward (%s) vs NumPy: maps %.2g, hidden %.2g, maps from statistics %.2g; vs CPU: maps "
+      "%.2g, ln_1 %.2g, trace %.2g\n",
+      label.c_str(), stored.c_str(), maps, hidden, recomputed, apart, ln1, trace);
   EXPECT_TRUE(gpu->warnings().empty()) << gpu->warnings().front();  // the run-time check silent on a right answer
 }
 
@@ -93,7 +95,8 @@ class GpuForwardFamilies : public ::testing::TestWithParam<FamilyRow> {};
 
 TEST_P(GpuForwardFamilies, MatchesNumPyAndTheCpuForward) {
   const FamilyRow row = GetParam();
-  expectGpuForwardMatches(model_test::checkpointOf(row), std::string(row.model_type) + " " + row.args, storedOf(row.args));
+  expectGpuForwardMatches(model_test::checkpointOf(row), std::string(row.model_type) + " " + row.args,
+                          storedOf(row.args));
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, GpuForwardFamilies, ::testing::ValuesIn(model_test::kFamilyRows),
@@ -131,7 +134,8 @@ TEST(GpuForward, RefusesWhatTheCpuForwardRefuses) {
   EXPECT_EQ(refusal({}, {}), "tokens: expected 1 to 24 (n_positions), got 0");
   EXPECT_EQ(refusal({1, 40}, {}), "tokens[1]: expected an id below vocab_size 40, got 40");
   EXPECT_EQ(refusal(std::vector<int>(25, 1), {}), "tokens: expected 1 to 24 (n_positions), got 25");
-  EXPECT_EQ(refusal({1, 2}, {.keep_residual = true}), "keep_residual: expected none on the GPU forward (the CPU forward's), got set");
+  EXPECT_EQ(refusal({1, 2}, {.keep_residual = true}),
+            "keep_residual: expected none on the GPU forward (the CPU forward's), got set");
   EXPECT_EQ(refusal({1, 2}, {.trace_position = 2}), "position: expected a token from 0 to 1, got 2");
 
   // Layer 2's attention output biased by 3e38: its ln_2 sums 16 such values, past float32's 3.4e38. The CPU
@@ -158,8 +162,8 @@ TEST(GpuForward, RefusesWhatTheCpuForwardRefuses) {
 // run-time check, with maps kept and dropped; the forward is then the CPU's, number for number.
 TEST(GpuForward, RunTimeCheckCatchesAWrongLayerAndRecomputesOnTheCpu) {
   std::mt19937 rng(6);
-  const model::Model m = test::randomGpt2({.layers = 2, .heads = 3, .d = 24, .vocab = 50, .positions = 90,
-                                           .random_norms_and_biases = true}, rng);
+  const model::Model m = test::randomGpt2(
+      {.layers = 2, .heads = 3, .d = 24, .vocab = 50, .positions = 90, .random_norms_and_biases = true}, rng);
   std::vector<int> ids;
   for (int i = 0; i < 80; ++i) ids.push_back(static_cast<int>(rng() % 50));
   ::setenv("ATTNSCOPE_GPU_FAULT", "1", 1);
@@ -194,8 +198,8 @@ TEST(GpuForward, RunTimeCheckCatchesAWrongLayerAndRecomputesOnTheCpu) {
 // An embedding table larger than one device buffer may be is gathered on the CPU instead; the forward is the same.
 TEST(GpuForward, GathersTheEmbeddingOnTheCpuWhenItsTableIsTooLargeForABuffer) {
   std::mt19937 rng(7);
-  const model::Model m = test::randomGpt2({.layers = 2, .heads = 2, .d = 16, .vocab = 2000, .positions = 40,
-                                           .random_norms_and_biases = true}, rng);
+  const model::Model m = test::randomGpt2(
+      {.layers = 2, .heads = 2, .d = 16, .vocab = 2000, .positions = 40, .random_norms_and_biases = true}, rng);
   std::vector<int> ids;
   for (int i = 0; i < 30; ++i) ids.push_back(static_cast<int>(rng() % 2000));
   std::unique_ptr<GpuForward> on_device, on_cpu;
@@ -208,7 +212,8 @@ TEST(GpuForward, GathersTheEmbeddingOnTheCpuWhenItsTableIsTooLargeForABuffer) {
   }
   EXPECT_TRUE(on_device->embeddingOnDevice());
   EXPECT_FALSE(on_cpu->embeddingOnDevice());
-  const model::ForwardResult a = on_device->forward(ids, {.trace_position = 29}), b = on_cpu->forward(ids, {.trace_position = 29});
+  const model::ForwardResult a = on_device->forward(ids, {.trace_position = 29}),
+                             b = on_cpu->forward(ids, {.trace_position = 29});
   // The same sums in the same order (token row, then position row), one float32 rounding each: equal.
   EXPECT_EQ(test::maxError(a.trace.topRows(1), b.trace.topRows(1), {}, "embedding"), 0.0);
   EXPECT_EQ(test::maxError(a.hidden, b.hidden, {}, "hidden"), 0.0);

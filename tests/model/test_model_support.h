@@ -26,6 +26,17 @@ namespace model_test {
 // Debian's python3 (python3-numpy is installed for it by scripts/setup-deps.sh), not whatever is first on PATH.
 inline const char* kPython = "/usr/bin/python3";
 
+// Where the reference scripts run from: the build's source tree and Python, or, where the tests run on another
+// machine (the lent GPU machine: ../shared/tools/device-pack), $ATTNSCOPE_SOURCE_DIR and $ATTNSCOPE_PYTHON.
+inline std::string referenceSourceDir() {
+  const char* dir = std::getenv("ATTNSCOPE_SOURCE_DIR");
+  return dir && *dir ? dir : ATTNSCOPE_SOURCE_DIR;
+}
+inline std::string referencePython() {
+  const char* python = std::getenv("ATTNSCOPE_PYTHON");
+  return python && *python ? python : kPython;
+}
+
 using attnscope::test::CommandRun;
 using attnscope::test::run;
 using attnscope::test::slurp;
@@ -59,7 +70,7 @@ inline double writtenMapsError(const nlohmann::json& written, const nlohmann::js
 inline std::string tinyCheckpoint(const std::string& args = "") {
   const std::string dir = tempDir() + "/ckpt";
   const CommandRun r =
-      run(std::string(kPython) + " '" + ATTNSCOPE_SOURCE_DIR + "/tests/model/gpt2_reference.py' '" + dir + "' " + args);
+      run(referencePython() + " '" + referenceSourceDir() + "/tests/model/gpt2_reference.py' '" + dir + "' " + args);
   if (r.status != 0) throw std::runtime_error("gpt2_reference.py failed: " + r.err);
   return dir;
 }
@@ -68,7 +79,7 @@ inline std::string tinyCheckpoint(const std::string& args = "") {
 // its NumPy forward's numbers into expected.json) with ARGS.
 inline std::string referenceCheckpoint(const std::string& script, const std::string& args) {
   const std::string dir = tempDir() + "/ckpt";
-  const CommandRun r = run(std::string(kPython) + " '" + ATTNSCOPE_SOURCE_DIR + "/tests/model/" + script + "' '" + dir +
+  const CommandRun r = run(referencePython() + " '" + referenceSourceDir() + "/tests/model/" + script + "' '" + dir +
                            "' " + args);
   if (r.status != 0) throw std::runtime_error(script + " failed: " + r.err);
   return dir;

@@ -48,9 +48,9 @@ class GpuForward {
   void setCheck(bool on);
   const std::vector<std::string>& warnings() const;
 
-  std::string device() const;           // GL_RENDERER, GL_VERSION
-  std::size_t weightBytes() const;      // the weights on the device
-  std::string weightStorage() const;    // how they are held: "bfloat16", "float16", "float32", or a mix joined by " and "
+  std::string device() const;         // GL_RENDERER, GL_VERSION
+  std::size_t weightBytes() const;    // the weights on the device
+  std::string weightStorage() const;  // how they are held: "bfloat16", "float16", "float32", or a mix joined by " and "
   // Whether the embedding is gathered on the device (its table uploaded as stored), or, where the table is larger
   // than one of the device's buffers may be, on the CPU (an O(n hidden) upload per forward).
   bool embeddingOnDevice() const;

@@ -41,9 +41,12 @@ bool exactHalf(float x, std::uint16_t& half) {
 
 const char* storageName(WeightStorage storage) {
   switch (storage) {
-    case WeightStorage::BFloat16: return "bfloat16";
-    case WeightStorage::Float16: return "float16";
-    case WeightStorage::Float32: break;
+    case WeightStorage::BFloat16:
+      return "bfloat16";
+    case WeightStorage::Float16:
+      return "float16";
+    case WeightStorage::Float32:
+      break;
   }
   return "float32";
 }
@@ -81,8 +84,10 @@ void uploadMatrix(const Matrix& w, WeightStorage storage, DeviceMatrix& out) {
   std::uint16_t half = 0;
   for (std::size_t e = 0; e < count; ++e) {
     const float x = w.data()[e];
-    if (out.storage == WeightStorage::BFloat16) half = static_cast<std::uint16_t>(bitsOf(x) >> 16);
-    else exactHalf(x, half);
+    if (out.storage == WeightStorage::BFloat16)
+      half = static_cast<std::uint16_t>(bitsOf(x) >> 16);
+    else
+      exactHalf(x, half);
     packed[e / 2] |= static_cast<std::uint32_t>(half) << (16 * (e % 2));
   }
   out.buffer.upload(packed.data(), bytes);

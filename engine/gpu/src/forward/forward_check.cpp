@@ -37,18 +37,26 @@ std::optional<CheckMismatch> checkLayerRows(const model::ForwardResult& forward,
       const auto off = [&](const char* what, int column, double got, double cpu) -> std::optional<CheckMismatch> {
         const double error = std::isfinite(got) ? std::fabs(got - cpu) / (1 + std::fabs(cpu)) : INFINITY;
         if (error <= tolerance) return std::nullopt;
-        return CheckMismatch{.head = h, .row = i, .what = what, .column = column, .got = got, .cpu = cpu,
-                             .error = error, .tolerance = tolerance};
+        return CheckMismatch{.head = h,
+                             .row = i,
+                             .what = what,
+                             .column = column,
+                             .got = got,
+                             .cpu = cpu,
+                             .error = error,
+                             .tolerance = tolerance};
       };
       std::optional<CheckMismatch> found;
       if (forward.keepsMaps()) {
         const auto map = forward.keptMap(layer * layout.n_head + h);
         for (int j = 0; j < n && !found; ++j) {
-          const double want = layout.keyAllowed(layer, i, j) ? std::exp(s[static_cast<std::size_t>(j)] - top) / sum : 0.0;
+          const double want =
+              layout.keyAllowed(layer, i, j) ? std::exp(s[static_cast<std::size_t>(j)] - top) / sum : 0.0;
           found = off("weights", j, map(i, j), want);
         }
       } else {
-        const HeadResult& stats = forward.stats.at(static_cast<std::size_t>(layer)).heads.at(static_cast<std::size_t>(h));
+        const HeadResult& stats =
+            forward.stats.at(static_cast<std::size_t>(layer)).heads.at(static_cast<std::size_t>(h));
         found = off("m", -1, stats.row_max[i], top);
         if (!found) found = off("l", -1, stats.row_sum[i], sum);
       }

@@ -10,7 +10,9 @@
 #include "attnscope/gpu_forward.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -19,6 +21,7 @@
 #include "attnscope/compute/rope.h"
 #include "attnscope/error.h"
 #include "attnscope/model/model.h"
+#include "attnscope/settings.h"
 #include "forward/device_weights.h"
 #include "forward/forward_check.h"
 #include "gpu_backend_impl.h"
@@ -28,8 +31,8 @@ namespace attnscope {
 
 using gpu::DeviceMatrix;
 using gpu::DeviceVector;
-using gpu::GlBuffer;
 using gpu::dispatch;
+using gpu::GlBuffer;
 using gpu::groupsFor;
 using gpu::LayerDevice;
 using gpu::NormDevice;
@@ -49,7 +52,9 @@ void readRows(const GlBuffer& buffer, int cols, int first, int count, float* dst
 // embedding's two slots (the sum, an encoder's norm); the final norm's slot comes last.
 enum Stage : unsigned { kNorm1, kQkv, kScores, kAttentionOut, kNorm2, kMlpUp, kMlpDown, kStagesPerLayer };
 constexpr unsigned kEmbeddingSlot = 0, kEmbeddingNormSlot = 1, kFirstLayerSlot = 2;
-unsigned slotOf(int layer, unsigned stage) { return kFirstLayerSlot + static_cast<unsigned>(layer) * kStagesPerLayer + stage; }
+unsigned slotOf(int layer, unsigned stage) {
+  return kFirstLayerSlot + static_cast<unsigned>(layer) * kStagesPerLayer + stage;
+}
 
 }  // namespace
 
@@ -90,7 +95,8 @@ struct GpuForward::State {
     const std::string key = std::string(gpu::storageName(held)) + (out_in ? " out_in" : " in_out");
     auto found = linear_programs.find(key);
     if (found != linear_programs.end()) return found->second;
-    std::string defines = "#define GEMM_SIDE " + std::to_string(s.project.gemmTile() / gpu::ComputeProgram::kGemmPerInvocation) + "u\n";
+    std::string defines =
+        "#define GEMM_SIDE " + std::to_string(s.project.gemmTile() / gpu::ComputeProgram::kGemmPerInvocation) + "u\n";
     if (out_in) defines += "#define W_OUT_IN\n";
     if (held == WeightStorage::BFloat16) defines += "#define W_BF16\n";
     if (held == WeightStorage::Float16) defines += "#define W_F16\n";
@@ -110,8 +116,10 @@ struct GpuForward::State {
   void linear(const GlBuffer& a, unsigned rows, const DeviceMatrix& w, const DeviceVector* b, const LinearOut& out,
               Rows rows_of = Rows::Direct) {
     const bool out_in = !arch().conv1d;
-    const unsigned k = static_cast<unsigned>(out_in ? w.cols : w.rows), n = static_cast<unsigned>(out_in ? w.rows : w.cols);
+    const unsigned k = static_cast<unsigned>(out_in ? w.cols : w.rows),
+                   n = static_cast<unsigned>(out_in ? w.rows : w.cols);
     const gpu::ComputeProgram& p = linearProgram(w.storage);
+    const gpu::StageTimer::Scope timed = s.timer.scope("products (q|k|v, o, MLP, router, experts)");
     p.use();
     a.bind(0);
     w.buffer.bind(1);
@@ -134,6 +142,7 @@ struct GpuForward::State {
 
   void norm(const GlBuffer& in, const NormDevice& w, unsigned rows, const GlBuffer& out, bool add) {
     const unsigned d = static_cast<unsigned>(arch().hidden);
+    const gpu::StageTimer::Scope timed = s.timer.scope("norms");
     row_norm.use();
     in.bind(0);
     w.g.buffer.bind(1);
@@ -150,6 +159,7 @@ struct GpuForward::State {
 
   // The overflow check's slot `slot` over (rows, cols) of `buffer`.
   void checkFinite(const GlBuffer& buffer, unsigned rows, unsigned cols, unsigned slot) {
+    const gpu::StageTimer::Scope timed = s.timer.scope("overflow checks");
     finite_rows.use();
     buffer.bind(0);
     flags.bind(1);
@@ -160,6 +170,7 @@ struct GpuForward::State {
   }
 
   void activate(const GlBuffer& in, const GlBuffer& out, unsigned rows, unsigned cols, bool gated) {
+    const gpu::StageTimer::Scope timed = s.timer.scope("activations");
     activation.use();
     in.bind(0);
     out.bind(1);
@@ -193,7 +204,8 @@ void GpuForward::State::upload(const GpuForward::UploadProgress& progress) {
   std::vector<std::pair<const RowVector*, DeviceVector*>> vectors;
   layers.resize(weights.layers.size());
   const auto norms = [&](const model::SublayerNorms& from, SublayerNormsDevice& to) {
-    for (auto [w, d] : {std::pair{&from.in, &to.in}, std::pair{&from.branch, &to.branch}, std::pair{&from.out, &to.out}}) {
+    for (auto [w, d] :
+         {std::pair{&from.in, &to.in}, std::pair{&from.branch, &to.branch}, std::pair{&from.out, &to.out}}) {
       vectors.emplace_back(&w->g, &d->g);
       vectors.emplace_back(&w->b, &d->b);
     }
@@ -206,8 +218,9 @@ void GpuForward::State::upload(const GpuForward::UploadProgress& progress) {
     for (auto [w, d] : {std::pair{&W.w_qkv, &D.w_qkv}, std::pair{&W.w_o, &D.w_o}, std::pair{&W.w_up, &D.w_up},
                         std::pair{&W.w_down, &D.w_down}, std::pair{&W.router, &D.router}})
       jobs.push_back({w, d});
-    for (auto [v, d] : {std::pair{&W.b_qkv, &D.b_qkv}, std::pair{&W.b_o, &D.b_o}, std::pair{&W.b_up, &D.b_up},
-                        std::pair{&W.b_down, &D.b_down}, std::pair{&W.q_norm, &D.q_norm}, std::pair{&W.k_norm, &D.k_norm}})
+    for (auto [v, d] :
+         {std::pair{&W.b_qkv, &D.b_qkv}, std::pair{&W.b_o, &D.b_o}, std::pair{&W.b_up, &D.b_up},
+          std::pair{&W.b_down, &D.b_down}, std::pair{&W.q_norm, &D.q_norm}, std::pair{&W.k_norm, &D.k_norm}})
       vectors.emplace_back(v, d);
     D.expert_up.resize(W.expert_up.size());
     D.expert_down.resize(W.expert_down.size());
@@ -239,14 +252,15 @@ void GpuForward::State::upload(const GpuForward::UploadProgress& progress) {
   }
   for (const auto& [v, d] : vectors) total += static_cast<std::size_t>(v->size()) * sizeof(float);
   if (largest > s.max_block_bytes)
-    throw InputError("gpu buffer", "at most " + std::to_string(s.max_block_bytes >> 20) + " MiB in one buffer (" +
-                                       s.renderer + ")",
+    throw InputError("gpu buffer",
+                     "at most " + std::to_string(s.max_block_bytes >> 20) + " MiB in one buffer (" + s.renderer + ")",
                      std::to_string(largest >> 20) + " MiB for one weight matrix");
   const gpu::MemoryBudget budget = gpu::memoryBudget(s.options.memory_budget_bytes, 0);
   if (total > budget.bytes)
     throw InputError("gpu memory", "at most " + std::to_string(budget.bytes >> 20) + " MiB (" + budget.source + ")",
                      std::to_string(total >> 20) + " MiB for the weights");
-  for (const auto& [kind, yes] : used) storage += (storage.empty() ? "" : " and ") + std::string(gpu::storageName(kind));
+  for (const auto& [kind, yes] : used)
+    storage += (storage.empty() ? "" : " and ") + std::string(gpu::storageName(kind));
   if (storage.empty()) storage = "float32";
 
   std::size_t done = 0;
@@ -266,18 +280,21 @@ void GpuForward::State::attention(int l, unsigned n, model::ForwardResult& r) {
   const model::Architecture& a = arch();
   const unsigned q_dim = static_cast<unsigned>(a.qDim()), hd = static_cast<unsigned>(a.head_dim);
   const unsigned heads = static_cast<unsigned>(a.n_head), group = static_cast<unsigned>(a.n_head / a.n_kv_head);
-  split_heads.use();
-  qkv.bind(0);
-  s.q.bind(1);
-  s.k.bind(2);
-  s.v.bind(3);
-  split_heads.set("u_rows", n);
-  split_heads.set("u_q_dim", q_dim);
-  split_heads.set("u_kv_dim", static_cast<unsigned>(a.kvDim()));
-  split_heads.set("u_head_dim", hd);
-  split_heads.set("u_group", group);
-  split_heads.set("u_scale", a.scoreScale());
-  dispatch(groupsFor(q_dim, 64), std::min(n, 65535u));
+  {
+    const gpu::StageTimer::Scope timed = s.timer.scope("q scale, heads split");
+    split_heads.use();
+    qkv.bind(0);
+    s.q.bind(1);
+    s.k.bind(2);
+    s.v.bind(3);
+    split_heads.set("u_rows", n);
+    split_heads.set("u_q_dim", q_dim);
+    split_heads.set("u_kv_dim", static_cast<unsigned>(a.kvDim()));
+    split_heads.set("u_head_dim", hd);
+    split_heads.set("u_group", group);
+    split_heads.set("u_scale", a.scoreScale());
+    dispatch(groupsFor(q_dim, 64), std::min(n, 65535u));
+  }
   s.window = a.causal ? static_cast<unsigned>(a.window.empty() ? 0 : a.window[static_cast<std::size_t>(l)]) : 0u;
   s.score_cap = static_cast<float>(a.attn_softcap);
   s.flashHeads(0, static_cast<int>(heads));
@@ -286,10 +303,12 @@ void GpuForward::State::attention(int l, unsigned n, model::ForwardResult& r) {
 
   const std::size_t nn = static_cast<std::size_t>(n) * n;
   if (r.keepsMaps()) {  // (n, n) per head from Q, K and (m, l), read back a group of heads at a time
-    const unsigned per = static_cast<unsigned>(std::clamp<std::size_t>(s.max_block_bytes / (nn * sizeof(float)), 1, heads));
+    const unsigned per =
+        static_cast<unsigned>(std::clamp<std::size_t>(s.max_block_bytes / (nn * sizeof(float)), 1, heads));
     maps.ensure(std::min<std::size_t>(per, heads) * nn * sizeof(float));
     for (unsigned h0 = 0; h0 < heads; h0 += per) {
       const unsigned count = std::min(per, heads - h0);
+      const gpu::StageTimer::Scope timed = s.timer.scope("maps from statistics");
       stats_map.use();
       s.bindKeyMask(stats_map);
       s.q.bind(0);
@@ -319,8 +338,10 @@ void GpuForward::State::attention(int l, unsigned n, model::ForwardResult& r) {
   for (unsigned h = 0; h < heads; ++h) {
     HeadResult& hr = stats.heads[h];
     hr.q = q.middleCols(h * hd, hd);
-    if (h % group == 0) hr.ownK() = k.middleCols(h * hd, hd);
-    else hr.shareKeyValues(stats.heads[h - h % group]);
+    if (h % group == 0)
+      hr.ownK() = k.middleCols(h * hd, hd);
+    else
+      hr.shareKeyValues(stats.heads[h - h % group]);
     hr.row_max.resize(n);
     hr.row_sum.resize(n);
     for (unsigned i = 0; i < n; ++i) {
@@ -378,7 +399,7 @@ void GpuForward::State::routedMlp(const LayerDevice& L, const GlBuffer& in, unsi
     expert_scales.upload(scale.data(), scale.size() * sizeof(float));
     const unsigned r = static_cast<unsigned>(rows.size());
     linear(in, r, L.expert_up[e], nullptr, {.c = &up, .ldc = 2 * inter}, Rows::GatherA);  // (r, 2 inter): w1 | w3
-    activate(up, act, r, inter, true);                                                  // silu(w1 x) * w3 x
+    activate(up, act, r, inter, true);                                                    // silu(w1 x) * w3 x
     linear(act, r, L.expert_down[e], nullptr, {.c = out.c, .ldc = out.ldc}, Rows::ScatterC);
   }
 }
@@ -393,21 +414,34 @@ void GpuForward::State::throwFirstOverflow(unsigned n) const {
   for (std::size_t slot = 0; slot < slots; ++slot) {
     if (first[slot] == 0xffffffffu) continue;
     long token = static_cast<long>(first[slot]);
-    if (slot < kFirstLayerSlot) throw model::stageOverflow(-1, slot == kEmbeddingSlot ? names.embedding : names.embedding_norm, token);
+    if (slot < kFirstLayerSlot)
+      throw model::stageOverflow(-1, slot == kEmbeddingSlot ? names.embedding : names.embedding_norm, token);
     if (slot + 1 == slots) throw model::stageOverflow(-1, names.final_norm, token);
     const int layer = static_cast<int>((slot - kFirstLayerSlot) / kStagesPerLayer);
     std::string name;
     switch ((slot - kFirstLayerSlot) % kStagesPerLayer) {
-      case kNorm1: name = names.norm1; break;
-      case kQkv: name = names.qkv; break;
+      case kNorm1:
+        name = names.norm1;
+        break;
+      case kQkv:
+        name = names.qkv;
+        break;
       case kScores:  // rows of the statistics: head h's rows are h n .. h n + n - 1
         name = "attention scores and softmax of head " + std::to_string(token / n);
         token %= n;
         break;
-      case kAttentionOut: name = names.attention_out; break;
-      case kNorm2: name = names.norm2; break;
-      case kMlpUp: name = names.mlp_up; break;
-      default: name = names.mlp_down; break;
+      case kAttentionOut:
+        name = names.attention_out;
+        break;
+      case kNorm2:
+        name = names.norm2;
+        break;
+      case kMlpUp:
+        name = names.mlp_up;
+        break;
+      default:
+        name = names.mlp_down;
+        break;
     }
     throw model::stageOverflow(layer, name, token);
   }
@@ -430,24 +464,27 @@ void GpuForward::State::embedTokens(const std::vector<int>& ids) {
   auto found = embed_programs.find(embed.storage);
   if (found == embed_programs.end()) {
     const gpu::ShaderLibrary library(s.options.shader_dir);
-    const std::string defines = embed.storage == WeightStorage::BFloat16 ? "#define W_BF16\n"
+    const std::string defines = embed.storage == WeightStorage::BFloat16  ? "#define W_BF16\n"
                                 : embed.storage == WeightStorage::Float16 ? "#define W_F16\n"
                                                                           : "";
     found = embed_programs.emplace(embed.storage, gpu::ComputeProgram(library, "embed.comp", defines)).first;
   }
   const gpu::ComputeProgram& p = found->second;
-  p.use();
-  tokens.bind(0);
-  embed.buffer.bind(1);
-  (positions.present() ? positions.buffer : embed.buffer).bind(2);
-  (type_row.present() ? type_row.buffer : embed.buffer).bind(3);
-  x.bind(4);
-  p.set("u_rows", n);
-  p.set("u_d", hidden);
-  p.set("u_positions", a.learned_positions);
-  p.set("u_type", a.type_vocab_size > 0);
-  p.set("u_scale", a.embed_scale);
-  dispatch(groupsFor(hidden, 64), std::min(n, 65535u));
+  {
+    const gpu::StageTimer::Scope timed = s.timer.scope("embedding");
+    p.use();
+    tokens.bind(0);
+    embed.buffer.bind(1);
+    (positions.present() ? positions.buffer : embed.buffer).bind(2);
+    (type_row.present() ? type_row.buffer : embed.buffer).bind(3);
+    x.bind(4);
+    p.set("u_rows", n);
+    p.set("u_d", hidden);
+    p.set("u_positions", a.learned_positions);
+    p.set("u_type", a.type_vocab_size > 0);
+    p.set("u_scale", a.embed_scale);
+    dispatch(groupsFor(hidden, 64), std::min(n, 65535u));
+  }
   checkFinite(x, n, hidden, kEmbeddingSlot);
   if (a.embed_norm) {
     norm(x, embed_norm, n, x_next, false);
@@ -477,7 +514,8 @@ void GpuForward::State::run(const std::vector<int>& ids, model::ForwardResult& r
   // The host's share as the CPU forward counts it, then the device's before anything is allocated.
   const std::size_t host = model::forwardBytes(a, n_int, o.keep_ln1, o.maps);
   if (host > defaultMemoryBudget())
-    throw InputError("forward", "at most " + byteString(defaultMemoryBudget()) + " for maps and activations (the memory budget)",
+    throw InputError("forward",
+                     "at most " + byteString(defaultMemoryBudget()) + " for maps and activations (the memory budget)",
                      byteString(host) + " for " + std::to_string(n_int) + " tokens");
   const std::size_t need = activationBytes(n_int, keep);
   const gpu::MemoryBudget budget = gpu::memoryBudget(s.options.memory_budget_bytes, s.heldBytes() + weight_bytes);
@@ -485,12 +523,14 @@ void GpuForward::State::run(const std::vector<int>& ids, model::ForwardResult& r
     throw InputError("gpu memory", "at most " + std::to_string(budget.bytes >> 20) + " MiB (" + budget.source + ")",
                      std::to_string((need + weight_bytes) >> 20) + " MiB for the weights and " + std::to_string(n_int) +
                          " tokens' activations");
-  const std::size_t widest = static_cast<std::size_t>(n) *
-                             std::max({static_cast<std::size_t>(a.hidden), static_cast<std::size_t>(a.qDim() + 2 * a.kvDim()),
-                                       static_cast<std::size_t>(2 * a.intermediate)}) * sizeof(float);
+  const std::size_t widest =
+      static_cast<std::size_t>(n) *
+      std::max({static_cast<std::size_t>(a.hidden), static_cast<std::size_t>(a.qDim() + 2 * a.kvDim()),
+                static_cast<std::size_t>(2 * a.intermediate)}) *
+      sizeof(float);
   if (widest > s.max_block_bytes)
-    throw InputError("gpu buffer", "at most " + std::to_string(s.max_block_bytes >> 20) + " MiB in one buffer (" +
-                                       s.renderer + ")",
+    throw InputError("gpu buffer",
+                     "at most " + std::to_string(s.max_block_bytes >> 20) + " MiB in one buffer (" + s.renderer + ")",
                      std::to_string(widest >> 20) + " MiB for one activation of " + std::to_string(n_int) + " tokens");
 
   r.layout = a.layout();
@@ -501,7 +541,8 @@ void GpuForward::State::run(const std::vector<int>& ids, model::ForwardResult& r
 
   const std::size_t hidden_bytes = static_cast<std::size_t>(n) * a.hidden * sizeof(float);
   const unsigned hidden = static_cast<unsigned>(a.hidden), q_dim = static_cast<unsigned>(a.qDim());
-  const unsigned qkv_cols = q_dim + 2u * static_cast<unsigned>(a.kvDim()), inter = static_cast<unsigned>(a.intermediate);
+  const unsigned qkv_cols = q_dim + 2u * static_cast<unsigned>(a.kvDim()),
+                 inter = static_cast<unsigned>(a.intermediate);
   const bool gated = a.mlp == model::MlpKind::Gated, parallel = a.residual == model::Residual::Parallel;
   for (GlBuffer* b : {&x, &x_next, &normed, &normed2, &branch}) b->ensure(hidden_bytes);
   qkv.ensure(static_cast<std::size_t>(n) * qkv_cols * sizeof(float));
@@ -519,7 +560,10 @@ void GpuForward::State::run(const std::vector<int>& ids, model::ForwardResult& r
   if (!s.textures.empty()) glDeleteTextures(static_cast<GLsizei>(s.textures.size()), s.textures.data());
   s.textures.clear(), s.texture_stale.clear(), s.weight_groups.clear();
   const int hd = a.head_dim;
-  s.shape = gpu::Shape{.n_q = n_int, .n_k = n_int, .d_model = a.hidden, .d_k = std::vector<int>(static_cast<std::size_t>(a.n_head), hd),
+  s.shape = gpu::Shape{.n_q = n_int,
+                       .n_k = n_int,
+                       .d_model = a.hidden,
+                       .d_k = std::vector<int>(static_cast<std::size_t>(a.n_head), hd),
                        .d_v = std::vector<int>(static_cast<std::size_t>(a.n_head), hd)};
   s.k_col.clear(), s.v_col.clear();
   std::vector<std::uint32_t> table;
@@ -529,7 +573,8 @@ void GpuForward::State::run(const std::vector<int>& ids, model::ForwardResult& r
   for (int h = 0; h < a.n_head; ++h) {
     const std::uint32_t col = static_cast<std::uint32_t>(h * hd);
     s.k_col.push_back(col), s.v_col.push_back(col);
-    table.insert(table.end(), {col, static_cast<std::uint32_t>(hd), col, static_cast<std::uint32_t>(hd), one_bits, 0u, 0u, 0u});
+    table.insert(table.end(),
+                 {col, static_cast<std::uint32_t>(hd), col, static_cast<std::uint32_t>(hd), one_bits, 0u, 0u, 0u});
   }
   s.heads_table.upload(table.data(), table.size() * sizeof(std::uint32_t));
   s.head_scales.assign(static_cast<std::size_t>(a.n_head), 1.0f);
@@ -559,6 +604,7 @@ void GpuForward::State::run(const std::vector<int>& ids, model::ForwardResult& r
   }
   // Columns [col0, col0 + dims) of each of `count` heads of qkv normalised in place (head_norm.comp).
   const auto head_norms = [&](const DeviceVector& w, unsigned col0, unsigned count, unsigned dims) {
+    const gpu::StageTimer::Scope timed = s.timer.scope("q/k norms and RoPE");
     s.head_norm.use();
     qkv.bind(0);
     w.buffer.bind(1);
@@ -572,6 +618,7 @@ void GpuForward::State::run(const std::vector<int>& ids, model::ForwardResult& r
     }
   };
   const auto rotate = [&](unsigned col0, bool local) {
+    const gpu::StageTimer::Scope timed = s.timer.scope("q/k norms and RoPE");
     s.rope.use();
     qkv.bind(0);
     (local ? rope_local_cos : rope_cos).bind(1);
@@ -639,7 +686,8 @@ void GpuForward::State::run(const std::vector<int>& ids, model::ForwardResult& r
     const GlBuffer& mlp_in = parallel ? normed2 : mn.in.g.present() ? normed : x;
     // The MLP's output: into `branch` when a norm follows it, else added to x straight away (x is read before).
     const bool own_out = mn.branch.g.present();
-    const LinearOut mlp_out = own_out ? LinearOut{.c = &branch, .ldc = hidden} : LinearOut{.c = &x, .ldc = hidden, .accumulate = true};
+    const LinearOut mlp_out =
+        own_out ? LinearOut{.c = &branch, .ldc = hidden} : LinearOut{.c = &x, .ldc = hidden, .accumulate = true};
     if (own_out && a.n_experts > 0) {  // the experts add into it
       const std::vector<float> zeros(static_cast<std::size_t>(n) * hidden, 0.0f);
       branch.upload(zeros.data(), hidden_bytes);
@@ -648,8 +696,10 @@ void GpuForward::State::run(const std::vector<int>& ids, model::ForwardResult& r
       routedMlp(L, mlp_in, n, mlp_out);
     } else {
       linear(mlp_in, n, L.w_up, &L.b_up, {.c = &up, .ldc = gated ? 2 * inter : inter});
-      if (gated) activate(up, act, n, inter, true);
-      else activate(up, up, n, inter, false);
+      if (gated)
+        activate(up, act, n, inter, true);
+      else
+        activate(up, up, n, inter, false);
       const GlBuffer& activated = gated ? act : up;
       checkFinite(activated, n, inter, slotOf(l, kMlpUp));
       linear(activated, n, L.w_down, &L.b_down, mlp_out);
@@ -680,8 +730,10 @@ void GpuForward::State::run(const std::vector<int>& ids, model::ForwardResult& r
 namespace {
 struct ContextScope {
   explicit ContextScope(const gpu::EglContext* egl) {
-    if (egl) egl->makeCurrent();
-    else guard.emplace();
+    if (egl)
+      egl->makeCurrent();
+    else
+      guard.emplace();
   }
   std::optional<gpu::GlStateGuard> guard;
 };
@@ -711,9 +763,21 @@ void GpuForward::forwardInto(const std::vector<int>& ids, model::ForwardResult& 
                              const model::ForwardOptions& options) {
   State& st = *state_;
   ++st.check_seed;
+  // ATTNSCOPE_TIMINGS: the forward's seconds (as the CPU forward prints them) and the GPU's milliseconds per stage
+  // (GL timer queries, summed over the layers).
+  const bool timings = flagSetting("ATTNSCOPE_TIMINGS");
+  const auto start = std::chrono::steady_clock::now();
   try {
     ContextScope scope(st.s.egl.get());
+    st.s.timer.enable(timings);
     st.run(ids, result, options);
+    if (timings) {
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::fprintf(stderr, "attnscope: timings: forward %.3f s (the GPU forward on %s)\n", seconds,
+                   st.s.renderer.c_str());
+      for (const auto& [stage, ms] : st.s.timer.take())
+        std::fprintf(stderr, "attnscope: timings:   %-42s %9.2f ms of GPU time\n", stage.c_str(), ms);
+    }
   } catch (const LayerCheckFailed& failed) {  // a wrong number on this card: the CPU's forward instead
     st.warnings.push_back("the GPU forward failed its run-time check at " + failed.text +
                           "; the forward was recomputed on the CPU");
