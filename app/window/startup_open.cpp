@@ -78,6 +78,7 @@ void applyStartupOpen(StartupOpen& open, AppState& state, ViewState& view) {
     view.run.session = std::make_shared<ModelSession>();
     view.run.session->dir = open.path;
     view.run.session->text = *open.checkpoint_text;
+    view.run.session->on_gpu = state.backend().name() == "gpu";
     view.run.session->start();
   } else if (open.tensor) {
     showAttention(state, view, std::move(*open.tensor), open.path);

@@ -450,7 +450,7 @@ int main(int argc, char** argv) {
       c.expect(cell.contains("clipped") && clipped.empty() && cell.contains("breakdown.weight"),
                "the Cell tab at 3-digit positions: drawn, nothing clipped" + (clipped.empty() ? "" : " (clipped:" + clipped + ")"));
     } else if (test == "model_grid" || test == "model_grid_ondemand") {
-      checkModelGrid(c, dir, test == "model_grid_ondemand");
+      checkModelGrid(c, dir, test == "model_grid_ondemand", argc == 4 && std::string(argv[3]) == "gpu");
       // Maps not kept, on the GPU backend: every tile recomputed by the grid worker's GPU (RunTiles), 12 x 12.
       if (test == "model_grid_ondemand" && argc == 4 && std::string(argv[3]) == "gpu")
         c.expect(note(c.layout, "model.grid_gpu_tiles") == "144" && !c.layout.contains("model.grid_problem"),

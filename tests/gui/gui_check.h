@@ -203,7 +203,7 @@ inline bool isWeightColor(Rgb8 got, double w) {
 
 // The checks of other files, by test name (gui_check_model.cpp, gui_check_panels.cpp, gui_check_families.cpp).
 // maps_dropped: the forward kept no maps (model_grid_ondemand): the same pixels, recomputed from Q and K.
-void checkModelGrid(Checker& c, const std::string& dir, bool maps_dropped);
+void checkModelGrid(Checker& c, const std::string& dir, bool maps_dropped, bool gpu);
 // gui_model_grid's Find heads: composition and direct logit attribution against NumPy (gui_check_findheads.cpp).
 void checkFindHeadsMaps(Checker& c, const std::string& dir);
 void checkTinyModel(Checker& c, const std::string& dir);  // the Checkpoint tab's tiny trained model (gui_tiny_model)

@@ -34,10 +34,21 @@ int wrongCells(const Checker& c, const std::string& rect_id, const std::vector<s
 }
 
 // The float32 forward against NumPy's float64 one on this fixture (an NPY export holds the float32 weights
-// unchanged): the error grows with depth through the float32 residual stream; seen per layer 1.9e-6 (layer 1),
-// 1.4e-5 (layer 5), 6.6e-5 (layer 12). Layer 5's maps within kWeightTol (the engine's own model tests' bound,
-// test_model_tiles.cpp), every layer's within kDeepTol, three times the deepest seen.
-constexpr double kWeightTol = 5e-5, kDeepTol = 2e-4;
+// unchanged): the error grows with depth through the float32 residual stream (12 layers of sharp maps); seen per
+// layer on the CPU 1.9e-6 (layer 1), 1.4e-5 to 2.5e-5 (layer 5), 6.6e-5 to 7.3e-5 (layer 12). Layer 5's maps
+// within 5e-5 (the engine's own model tests' bound, test_model_tiles.cpp), every layer's within 2e-4, three times
+// the deepest seen. The GPU forward's (the window's GPU backend) sums in other orders with GLSL's own exp, tanh,
+// division and sqrt, which the spec lets be off by a few ulp (exp 3 + 2|x| ulp, division 2.5) where the CPU's are
+// within one: three times the CPU's bars. Seen on llvmpipe: 3.9e-6 (layer 1), 5.9e-5 (layer 5), 1.6e-4 at worst.
+struct MapBars {
+  double layer5, deep;
+};
+std::string shortNumber(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", x);
+  return text;
+}
+constexpr MapBars kCpuBars{5e-5, 2e-4}, kGpuBars{1.5e-4, 6e-4};
 
 // Largest |exported - NumPy| over `count` weights from `values[offset]` against `want` (row-major).
 double worstAgainst(const std::vector<double>& values, std::size_t offset, const std::vector<double>& want) {
@@ -54,7 +65,7 @@ std::vector<double> flat(const std::vector<std::vector<double>>& m) {
 
 // Export and Similarity act on what the centre shows (scripts/model_grid.txt): the grid, then layer 5 head 8
 // full-size, its layer's heads and their similarity; every number decoded from the files against NumPy's maps.
-void checkSubjectExports(Checker& c, const std::string& dir, const Maps& maps) {
+void checkSubjectExports(Checker& c, const std::string& dir, const Maps& maps, const MapBars& bars) {
   const int layers = static_cast<int>(maps.size()), heads = static_cast<int>(maps[0].size());
   const int n = static_cast<int>(maps[0][0].size());
   const nlohmann::json grid_layout = loadLayout(dir + "/layout_export_grid.json");
@@ -72,7 +83,8 @@ void checkSubjectExports(Checker& c, const std::string& dir, const Maps& maps) {
       for (int h = 0; h < heads; ++h)
         worst = std::max(worst, worstAgainst(grid.values, static_cast<std::size_t>((l * heads + h) * n * n),
                                              flat(maps[static_cast<std::size_t>(l)][static_cast<std::size_t>(h)])));
-    c.expect(worst <= kDeepTol, "grid.npy: every weight within 2e-4 of NumPy's (worst " + std::to_string(worst) + ")");
+    c.expect(worst <= bars.deep, "grid.npy: every weight within " + shortNumber(bars.deep) + " of NumPy's (worst " +
+                                     std::to_string(worst) + ")");
   }
   const nlohmann::json sim_grid = loadLayout(dir + "/layout_similarity_grid.json");
   c.expect(note(sim_grid, "similarity.subject") == "GPT-2, layer 1: its 12 heads' maps compared" &&
@@ -125,8 +137,8 @@ void checkSubjectExports(Checker& c, const std::string& dir, const Maps& maps) {
   c.expect(map.shape == std::vector<long>{n, n}, "the focused map exported as (11, 11)");
   if (map.shape == std::vector<long>{n, n}) {
     const double worst = worstAgainst(map.values, 0, flat(maps[4][7]));
-    c.expect(worst <= kWeightTol, "map.npy is layer 5 head 8: within 5e-5 of NumPy's (worst " +
-                                      std::to_string(worst) + ")");
+    c.expect(worst <= bars.layer5, "map.npy is layer 5 head 8: within " + shortNumber(bars.layer5) +
+                                       " of NumPy's (worst " + std::to_string(worst) + ")");
   }
   const Npy layer = loadNpy(dir + "/layer.npy");
   c.expect(layer.shape == std::vector<long>{heads, n, n}, "layer 5's heads exported as (12, 11, 11)");
@@ -135,7 +147,8 @@ void checkSubjectExports(Checker& c, const std::string& dir, const Maps& maps) {
     for (int h = 0; h < heads; ++h)
       worst = std::max(worst, worstAgainst(layer.values, static_cast<std::size_t>(h * n * n),
                                            flat(maps[4][static_cast<std::size_t>(h)])));
-    c.expect(worst <= kWeightTol, "layer.npy: within 5e-5 of NumPy's (worst " + std::to_string(worst) + ")");
+    c.expect(worst <= bars.layer5,
+             "layer.npy: within " + shortNumber(bars.layer5) + " of NumPy's (worst " + std::to_string(worst) + ")");
   }
   // Cosine of the flattened maps, in double from NumPy's: each weight of layer 5 off by at most d = 5e-5 moves a map by at
   // most d sqrt(121) = 5.5e-4 in norm, and a map's norm is at least 1 (11 rows summing to 1, sum w^2 >= 11 / 11),
@@ -343,7 +356,7 @@ void checkRolloutView(Checker& c, const std::string& dir) {
 
 }  // namespace
 
-void checkModelGrid(Checker& c, const std::string& dir, bool maps_dropped) {
+void checkModelGrid(Checker& c, const std::string& dir, bool maps_dropped, bool gpu) {
   std::ifstream in(dir + "/ckpt/expected.json");
   const nlohmann::json expected = nlohmann::json::parse(in);
   const Maps maps = expected["weights"].get<Maps>();
@@ -358,6 +371,10 @@ void checkModelGrid(Checker& c, const std::string& dir, bool maps_dropped) {
   // says which.
   c.expect(c.layout.contains("checkpoint.maps_on_demand") == maps_dropped,
            maps_dropped ? "the forward kept no maps (ATTNSCOPE_MODEL_MAPS=drop)" : "the forward kept its maps");
+  // The window's backend computes the forward: the GPU's whole forward on the GPU backend, and the pane says so.
+  const std::string computed_on = note(c.layout, "checkpoint.computed_on");
+  c.expect(computed_on.rfind(gpu ? "the GPU (" : "the CPU", 0) == 0 && computed_on.find("check") == std::string::npos,
+           "the Checkpoint tab says where the forward ran, its check silent: '" + computed_on + "'");
   c.expect(!c.layout.contains("model.grid_pending"), "the grid's tiles all landed before the screenshot");
 
   // The grid: every cell of all 144 tiles, in the centre pane (between the scene and the analysis panes).
@@ -437,7 +454,7 @@ void checkModelGrid(Checker& c, const std::string& dir, bool maps_dropped) {
   c.expect(scene.layout.contains("model.back"), "a button leads back to the model");
   c.expect(loadLayout(dir + "/layout_back_map.json").contains("model.map"), "and back: the map last shown");
   c.expect(loadLayout(dir + "/layout_back.json").contains("model.tile.11.11"), "and its grid");
-  checkSubjectExports(c, dir, maps);
+  checkSubjectExports(c, dir, maps, gpu ? kGpuBars : kCpuBars);
   checkFindHeads(c, dir, maps);
   checkFindHeadsMaps(c, dir);
   checkTokenView(c, dir, maps);

@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "attnscope/error.h"
+#include "attnscope/gpu_forward.h"
 #include "attnscope/json_file.h"
 #include "attnscope/model/families.h"
 #include "attnscope/model/head_finding.h"
@@ -147,6 +148,51 @@ ModelSession::~ModelSession() {
   worker_.reset();  // joins: the forward stops at its next layer
 }
 
+namespace {
+
+// The worker thread's GPU forward: a headless context of its own (a GL context is current on one thread), the
+// weights of the checkpoint it last ran uploaded there and kept; made again for another checkpoint. Destroyed with
+// the worker thread, on it. Throws GpuUnavailable where no context starts.
+GpuForward& workerGpuForward(const std::shared_ptr<const model::Model>& checkpoint) {
+#ifdef ATTNSCOPE_HAS_GPU
+  thread_local std::shared_ptr<const model::Model> uploaded;  // what `forward` reads the embedding from
+  thread_local std::unique_ptr<GpuForward> forward;
+  if (!forward || uploaded != checkpoint) {
+    forward.reset();
+    forward = std::make_unique<GpuForward>(checkpoint->weights);
+    uploaded = checkpoint;
+  }
+  return *forward;
+#else
+  (void)checkpoint;
+  throw GpuUnavailable("this build has no GPU backend");
+#endif
+}
+
+// The forward on the GPU when asked (and one starts), else the CPU's; `computed_on` says which, and any failed
+// run-time check (the forward then recomputed on the CPU).
+model::ForwardResult forwardOn(bool gpu, const std::shared_ptr<const model::Model>& checkpoint,
+                               const std::vector<int>& ids, const model::ForwardOptions& options,
+                               std::string& computed_on) {
+  if (gpu) {
+    try {
+      GpuForward& on_gpu = workerGpuForward(checkpoint);
+      const std::size_t warned = on_gpu.warnings().size();
+      model::ForwardResult result = on_gpu.forward(ids, options);
+      computed_on = "the GPU (" + on_gpu.device() + ")";
+      for (std::size_t i = warned; i < on_gpu.warnings().size(); ++i) computed_on += "; " + on_gpu.warnings()[i];
+      return result;
+    } catch (const GpuUnavailable& e) {
+      computed_on = std::string("the CPU (no GPU: ") + e.what() + ")";
+      return model::modelForward(*checkpoint, ids, options);
+    }
+  }
+  computed_on = "the CPU";
+  return model::modelForward(*checkpoint, ids, options);
+}
+
+}  // namespace
+
 ModelSession::Reply ModelSession::work(const Request& request, Progress& progress) {
   Reply reply;
   reply.text = request.text;
@@ -189,7 +235,7 @@ ModelSession::Reply ModelSession::work(const Request& request, Progress& progres
       progress.layers_done = done;
       return !progress.cancel.load();
     };
-    reply.forward = model::modelForward(*reply.checkpoint, ids, options);
+    reply.forward = forwardOn(request.gpu, reply.checkpoint, ids, options, reply.computed_on);
     for (int id : ids) reply.labels.push_back(reply.checkpoint->tokenizer.label(id));
     reply.ids = ids;
     reply.stated_dtype = configDtype(request.dir);
@@ -226,7 +272,7 @@ void ModelSession::start(int repeated) {
   progress_->layers_total = loaded ? checkpoint_->layout().n_layer : 0;
   error.clear();
   cancelled = false;
-  worker_->request(Request{folder, text, repeated, repeated_seed, loaded ? checkpoint_ : nullptr});
+  worker_->request(Request{folder, text, repeated, repeated_seed, loaded ? checkpoint_ : nullptr, on_gpu});
   running_ = true;
 }
 
@@ -349,6 +395,7 @@ bool ModelSession::poll() {
   ids_ = std::move(r.ids);
   ran_text_ = std::move(r.text);
   stated_dtype_ = std::move(r.stated_dtype);
+  computed_on_ = std::move(r.computed_on);
   analysis_layer_ = -1;  // the cached analysis was of the previous forward
   focus_head = -1;
   layer = std::min(layer, checkpoint_->layout().n_layer - 1);

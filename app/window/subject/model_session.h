@@ -43,6 +43,11 @@ class ModelSession {
   // repeatedRandomTokens, seeded by `repeated_seed`), the text on which induction heads show.
   void start(int repeated = 0);
   int repeated_length = 50, repeated_seed = 0;  // the Checkpoint tab's repeated-random-tokens fields
+  // The forward on the GPU (GpuForward, on the worker thread's own headless context, the weights kept there
+  // between runs): what start() asks when the window's backend is the GPU. Where none starts, the CPU's.
+  bool on_gpu = false;
+  // Where the forward shown was computed: "the CPU", "the GPU (RENDERER)", and what its run-time check said.
+  const std::string& computedOn() const { return computed_on_; }
   // Asks the running forward to stop after its current layer; what was shown before stays.
   void cancel();
   // Once a frame: takes a finished forward (or its error). True when a new forward landed this frame.
@@ -175,13 +180,14 @@ class ModelSession {
     std::string dir, text;
     int repeated = 0, seed = 0;                      // > 0: repeated random tokens instead of the text
     std::shared_ptr<const model::Model> checkpoint;  // the folder's, when already loaded
+    bool gpu = false;                                // on_gpu
   };
   struct Reply {
     std::shared_ptr<const model::Model> checkpoint;
     model::ForwardResult forward;
     std::vector<std::string> labels;
     std::vector<int> ids;
-    std::string text, error, stated_dtype;
+    std::string text, error, stated_dtype, computed_on;
     bool cancelled = false;
   };
   static Reply work(const Request& request, Progress& progress);
@@ -194,7 +200,7 @@ class ModelSession {
   std::vector<std::string> labels_;
   std::vector<model::TokenWord> words_;  // tokenWords(labels_)
   std::string ran_text_;
-  std::string stated_dtype_;
+  std::string stated_dtype_, computed_on_;
   unsigned revision_ = 0;
   std::vector<int> ids_;
   // What a value derived off the UI thread reads: the checkpoint (null for a tensor), the forward and its ids.

@@ -118,6 +118,7 @@ void drawTinyModelPreset(ViewState& view, ModelSession& s) {
 void drawCheckpointPanel(AppState& state, ViewState& view) {
   if (!view.run.session) view.run.session = std::make_shared<ModelSession>();
   ModelSession& s = *view.run.session;
+  s.on_gpu = state.backend().name() == "gpu";  // the forward where the window computes
   if (!s.tensorFile().empty() && s.forward().n > 0) {  // an opened tensor: its analysis first, then the checkpoint
     drawTensorAnalysis(s);
     ImGui::Spacing();
@@ -176,6 +177,9 @@ void drawCheckpointPanel(AppState& state, ViewState& view) {
   probeItem("checkpoint.config");
   textWrappedAtSpaces(formatted("%d tokens: every map is in the centre pane%s.", s.forward().n,
                                 c.n_kv_head < c.n_head ? ", the query heads of each KV head framed together" : ""));
+  textWrappedAtSpaces("Computed on " + s.computedOn() + ".");
+  probeItem("checkpoint.computed_on");
+  probeNote("checkpoint.computed_on", s.computedOn());
   if (!s.forward().keepsMaps()) {  // past the memory budget (or ATTNSCOPE_MODEL_MAPS=drop)
     textWrappedAtSpaces("No maps kept (past the memory budget): the grid's tiles and a map shown full-size are "
                         "recomputed from Q and K.");
