@@ -13,6 +13,7 @@
 #include "attnscope/error.h"
 #include "attnscope/model/families.h"
 #include "attnscope/model/tokenizer.h"
+#include "attnscope/scene/scene.h"
 #include "window/maps/run_maps.h"
 #include "window/subject/layer_scene.h"
 #include "window/subject/model_session.h"
@@ -445,9 +446,13 @@ std::vector<int> kvHeadOfEachHead(const ViewState& view) {
 void drawModelProgress(ViewState& view, const char* probe) {
   if (!view.run.session || !view.run.session->running()) return;
   ModelSession& s = *view.run.session;
-  const int done = s.layersDone(), total = s.layersTotal();
-  const std::string text = total > 0 ? "layer " + std::to_string(done) + " of " + std::to_string(total)
-                                     : std::string("loading the checkpoint...");
+  int done = s.layersDone(), total = s.layersTotal();
+  std::string text = total > 0 ? "layer " + std::to_string(done) + " of " + std::to_string(total)
+                               : std::string("loading the checkpoint...");
+  if (const auto [sent, weights] = s.uploadDone(); weights > 0 && sent < weights) {  // the first run on the GPU
+    text = "weights to the GPU: " + byteString(sent) + " of " + byteString(weights);
+    done = static_cast<int>(1000.0 * static_cast<double>(sent) / static_cast<double>(weights)), total = 1000;
+  }
   const float cancel_w = ImGui::CalcTextSize("Cancel").x + 2 * ImGui::GetStyle().FramePadding.x;
   ImGui::ProgressBar(total > 0 ? static_cast<float>(done) / static_cast<float>(total) : 0.0f,
                      ImVec2(ImGui::GetContentRegionAvail().x - cancel_w - ImGui::GetStyle().ItemSpacing.x, 0),

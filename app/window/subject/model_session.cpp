@@ -153,30 +153,31 @@ namespace {
 // The worker thread's GPU forward: a headless context of its own (a GL context is current on one thread), the
 // weights of the checkpoint it last ran uploaded there and kept; made again for another checkpoint. Destroyed with
 // the worker thread, on it. Throws GpuUnavailable where no context starts.
-GpuForward& workerGpuForward(const std::shared_ptr<const model::Model>& checkpoint) {
+GpuForward& workerGpuForward(const std::shared_ptr<const model::Model>& checkpoint,
+                             const GpuForward::UploadProgress& progress) {
 #ifdef ATTNSCOPE_HAS_GPU
   thread_local std::shared_ptr<const model::Model> uploaded;  // what `forward` reads the embedding from
   thread_local std::unique_ptr<GpuForward> forward;
   if (!forward || uploaded != checkpoint) {
     forward.reset();
-    forward = std::make_unique<GpuForward>(checkpoint->weights);
+    forward = std::make_unique<GpuForward>(checkpoint->weights, GpuOptions{}, progress);
     uploaded = checkpoint;
   }
   return *forward;
 #else
-  (void)checkpoint;
+  (void)checkpoint, (void)progress;
   throw GpuUnavailable("this build has no GPU backend");
 #endif
 }
 
 // The forward on the GPU when asked (and one starts), else the CPU's; `computed_on` says which, and any failed
-// run-time check (the forward then recomputed on the CPU).
+// run-time check (the forward then recomputed on the CPU). `upload`: the weights' bytes sent, on a first run.
 model::ForwardResult forwardOn(bool gpu, const std::shared_ptr<const model::Model>& checkpoint,
                                const std::vector<int>& ids, const model::ForwardOptions& options,
-                               std::string& computed_on) {
+                               const GpuForward::UploadProgress& upload, std::string& computed_on) {
   if (gpu) {
     try {
-      GpuForward& on_gpu = workerGpuForward(checkpoint);
+      GpuForward& on_gpu = workerGpuForward(checkpoint, upload);
       const std::size_t warned = on_gpu.warnings().size();
       model::ForwardResult result = on_gpu.forward(ids, options);
       computed_on = "the GPU (" + on_gpu.device() + ")";
@@ -235,7 +236,10 @@ ModelSession::Reply ModelSession::work(const Request& request, Progress& progres
       progress.layers_done = done;
       return !progress.cancel.load();
     };
-    reply.forward = forwardOn(request.gpu, reply.checkpoint, ids, options, reply.computed_on);
+    const auto upload = [&progress](std::size_t done, std::size_t total) {
+      progress.upload_total = total, progress.upload_done = done;
+    };
+    reply.forward = forwardOn(request.gpu, reply.checkpoint, ids, options, upload, reply.computed_on);
     for (int id : ids) reply.labels.push_back(reply.checkpoint->tokenizer.label(id));
     reply.ids = ids;
     reply.stated_dtype = configDtype(request.dir);
@@ -268,6 +272,7 @@ void ModelSession::start(int repeated) {
   }
   progress_->cancel = false;
   progress_->layers_done = 0;
+  progress_->upload_done = 0, progress_->upload_total = 0;
   const bool loaded = checkpoint_ && checkpoint_->dir == folder;
   progress_->layers_total = loaded ? checkpoint_->layout().n_layer : 0;
   error.clear();

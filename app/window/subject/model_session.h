@@ -55,6 +55,10 @@ class ModelSession {
   bool running() const { return running_; }
   int layersDone() const { return progress_->layers_done.load(); }
   int layersTotal() const { return progress_->layers_total.load(); }
+  // While the weights go up to the GPU (the first run of a checkpoint on_gpu): bytes done of the total; 0 of 0 else.
+  std::pair<std::size_t, std::size_t> uploadDone() const {
+    return {progress_->upload_done.load(), progress_->upload_total.load()};
+  }
 
   // Shows a saved attention tensor from `path` in place of any forward (a forward still running is cancelled).
   void showTensor(arrays::AttentionTensor tensor, const std::string& path);
@@ -174,6 +178,7 @@ class ModelSession {
  private:
   struct Progress {
     std::atomic<int> layers_done{0}, layers_total{0};
+    std::atomic<std::size_t> upload_done{0}, upload_total{0};  // bytes of weights to the GPU (on_gpu), as held there
     std::atomic<bool> cancel{false};
   };
   struct Request {

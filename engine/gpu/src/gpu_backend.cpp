@@ -238,17 +238,7 @@ GLuint GpuBackend::Impl::texture(int head) {
 }
 
 // [SECTION] public interface: each call makes the context current and, on the window's, restores its state
-namespace {
-struct CallScope {
-  explicit CallScope(const gpu::EglContext* egl) {
-    if (egl)
-      egl->makeCurrent();
-    else
-      guard.emplace();
-  }
-  std::optional<gpu::GlStateGuard> guard;
-};
-}  // namespace
+using gpu::CallScope;
 
 GpuBackend::GpuBackend(const GpuOptions& options) : impl_(std::make_unique<Impl>(options)) {}
 GpuBackend::~GpuBackend() = default;

@@ -37,6 +37,19 @@ inline void dispatch(unsigned x, unsigned y, unsigned z = 1) {
   glMemoryBarrier(GL_SHADER_STORAGE_BARRIER_BIT);
 }
 
+// Around each public call (the backend's, the checkpoint forward's): the backend's own headless context made current
+// (a context is current on one thread; the caller's thread may change between calls), or, on a window's context,
+// the caller's bindings saved and restored.
+struct CallScope {
+  explicit CallScope(const EglContext* egl) {
+    if (egl)
+      egl->makeCurrent();
+    else
+      guard.emplace();
+  }
+  std::optional<GlStateGuard> guard;
+};
+
 // What must match for resident results to be reused by an incremental recompute or a read-back.
 struct Shape {
   int n_q = 0, n_k = 0, d_model = 0;

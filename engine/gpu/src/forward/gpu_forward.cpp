@@ -725,24 +725,13 @@ void GpuForward::State::run(const std::vector<int>& ids, model::ForwardResult& r
   gpu::checkGl("reading the GPU forward back");
 }
 
-// [SECTION] public interface: each call makes the backend's context current (its own, headless) or, on a window's,
-// leaves the caller's bindings as it found them.
-namespace {
-struct ContextScope {
-  explicit ContextScope(const gpu::EglContext* egl) {
-    if (egl)
-      egl->makeCurrent();
-    else
-      guard.emplace();
-  }
-  std::optional<gpu::GlStateGuard> guard;
-};
-}  // namespace
+// [SECTION] public interface (each call in the backend's context: gpu::CallScope)
+using gpu::CallScope;
 
 GpuForward::GpuForward(const model::Weights& weights, const GpuOptions& options, const UploadProgress& progress)
     : state_(std::make_unique<State>(weights, options)) {
   State& st = *state_;
-  ContextScope scope(st.s.egl.get());
+  CallScope scope(st.s.egl.get());
   const gpu::ShaderLibrary library(options.shader_dir);
   st.row_norm = gpu::ComputeProgram(library, "row_norm.comp");
   st.activation = gpu::ComputeProgram(library, "activation.comp");
@@ -754,7 +743,7 @@ GpuForward::GpuForward(const model::Weights& weights, const GpuOptions& options,
 
 GpuForward::~GpuForward() {
   if (state_) {
-    ContextScope scope(state_->s.egl.get());  // the buffers are deleted in the context that made them
+    CallScope scope(state_->s.egl.get());  // the buffers are deleted in the context that made them
     state_.reset();
   }
 }
@@ -768,7 +757,7 @@ void GpuForward::forwardInto(const std::vector<int>& ids, model::ForwardResult& 
   const bool timings = flagSetting("ATTNSCOPE_TIMINGS");
   const auto start = std::chrono::steady_clock::now();
   try {
-    ContextScope scope(st.s.egl.get());
+    CallScope scope(st.s.egl.get());
     st.s.timer.enable(timings);
     st.run(ids, result, options);
     if (timings) {
