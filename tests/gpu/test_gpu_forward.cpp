@@ -21,6 +21,7 @@
 #include "compare.h"
 #include "gpu_test_support.h"
 #include "model/family_rows.h"
+#include "../engine/gpu/src/forward/forward_check.h"  // the check itself, tested on the CPU
 
 using namespace attnscope;
 using nlohmann::json;
@@ -217,6 +218,37 @@ TEST(GpuForward, GathersTheEmbeddingOnTheCpuWhenItsTableIsTooLargeForABuffer) {
   // The same sums in the same order (token row, then position row), one float32 rounding each: equal.
   EXPECT_EQ(test::maxError(a.trace.topRows(1), b.trace.topRows(1), {}, "embedding"), 0.0);
   EXPECT_EQ(test::maxError(a.hidden, b.hidden, {}, "hidden"), 0.0);
+}
+
+// The products' half of the run-time check (forward_check.h), on the CPU alone: a float32 product within its bound
+// passes in either layout, written or added to what C held; one element off by 1% is named.
+TEST(GpuForwardCheck, ProductCheckNamesOneWrongElement) {
+  std::mt19937 rng(8);
+  const Matrix a = test::randomMatrix(6, 300, 1.0f, rng), w = test::randomMatrix(20, 300, 0.1f, rng);
+  const RowVector b = test::randomRow(20, 0.5f, rng);
+  const Matrix before = test::randomMatrix(6, 20, 2.0f, rng);
+  const std::vector<int> rows = {0, 2, 5}, cols = {1, 7, 19};
+  for (const bool in_out : {false, true})
+    for (const bool added : {false, true}) {
+      const Matrix stored = in_out ? Matrix(w.transpose()) : w;  // (in, out) or (out, in)
+      Matrix c(rows.size(), cols.size()), a_rows(rows.size(), 300), held(rows.size(), cols.size());
+      for (std::size_t r = 0; r < rows.size(); ++r) {
+        a_rows.row(static_cast<Eigen::Index>(r)) = a.row(rows[r]);
+        for (std::size_t k = 0; k < cols.size(); ++k) {
+          float sum = 0;  // float32, in order: what a GPU's sum may be
+          for (int t = 0; t < 300; ++t) sum += a(rows[r], t) * w(cols[k], t);
+          held(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(k)) = before(rows[r], cols[k]);
+          c(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(k)) =
+              (added ? before(rows[r], cols[k]) : 0.0f) + (sum + b[cols[k]]);
+        }
+      }
+      const Matrix* was = added ? &held : nullptr;
+      EXPECT_FALSE(gpu::checkProductRows(stored, in_out, &b, rows, cols, a_rows, c, was).has_value());
+      c(1, 2) += 0.01f * (1.0f + std::fabs(c(1, 2)));  // the bound here: (300 + 2) eps32 sum |a w| ~ 1e-3
+      const std::optional<std::string> caught = gpu::checkProductRows(stored, in_out, &b, rows, cols, a_rows, c, was);
+      ASSERT_TRUE(caught.has_value());
+      EXPECT_EQ(caught->rfind("row 2, column 19 is ", 0), 0u) << *caught;
+    }
 }
 
 // A checkpoint whose weights do not fit the device's budget is refused before any upload, naming the bytes.

@@ -72,6 +72,7 @@ void uploadMatrix(const Matrix& w, WeightStorage storage, DeviceMatrix& out) {
   out.rows = static_cast<int>(w.rows());
   out.cols = static_cast<int>(w.cols());
   out.storage = storage;
+  out.host = &w;
   if (w.size() == 0) return;
   const std::size_t bytes = storedBytes(w, storage);
   if (storage == WeightStorage::Float32) {
@@ -95,6 +96,7 @@ void uploadMatrix(const Matrix& w, WeightStorage storage, DeviceMatrix& out) {
 
 void uploadVector(const RowVector& v, DeviceVector& out) {
   out.size = static_cast<int>(v.size());
+  out.host = &v;
   if (v.size() > 0) out.buffer.upload(v.data(), static_cast<std::size_t>(v.size()) * sizeof(float));
 }
 

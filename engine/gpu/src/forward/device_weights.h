@@ -23,11 +23,13 @@ struct DeviceMatrix {
   GlBuffer buffer;
   WeightStorage storage = WeightStorage::Float32;
   int rows = 0, cols = 0;  // as loaded: (out, in), or (in, out) for a Conv1D checkpoint
+  const Matrix* host = nullptr;  // the loaded values (the run-time check recomputes sampled outputs from them)
   bool present() const { return rows > 0; }
 };
 struct DeviceVector {
   GlBuffer buffer;
   int size = 0;  // 0: none (no such bias or norm)
+  const RowVector* host = nullptr;
   bool present() const { return size > 0; }
 };
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstdio>
 
 namespace attnscope::gpu {
 
@@ -61,6 +62,37 @@ std::optional<CheckMismatch> checkLayerRows(const model::ForwardResult& forward,
         if (!found) found = off("l", -1, stats.row_sum[i], sum);
       }
       if (found) return found;
+    }
+  return std::nullopt;
+}
+
+std::optional<std::string> checkProductRows(const Matrix& w, bool in_out, const RowVector* bias,
+                                            const std::vector<int>& rows, const std::vector<int>& cols,
+                                            const Matrix& a_rows, const Matrix& c_rows, const Matrix* before_rows) {
+  constexpr double kEps32 = FLT_EPSILON;
+  const Eigen::Index k = in_out ? w.rows() : w.cols();
+  for (std::size_t r = 0; r < rows.size(); ++r)
+    for (std::size_t c = 0; c < cols.size(); ++c) {
+      const Eigen::Index j = cols[c];
+      double sum = 0, magnitude = 0;
+      for (Eigen::Index t = 0; t < k; ++t) {
+        const double term = static_cast<double>(a_rows(static_cast<Eigen::Index>(r), t)) * (in_out ? w(t, j) : w(j, t));
+        sum += term;
+        magnitude += std::fabs(term);
+      }
+      const double b = bias && bias->size() > 0 ? (*bias)[j] : 0.0;
+      const double before = before_rows ? (*before_rows)(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(c)) : 0.0;
+      const double want = before + sum + b;
+      const double got = c_rows(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(c));
+      const double tolerance = static_cast<double>(k + 2) * kEps32 * (magnitude + std::fabs(b)) +
+                               kEps32 * (std::fabs(before) + std::fabs(want)) + 1e-30;
+      const double error = std::isfinite(got) ? std::fabs(got - want) : INFINITY;
+      if (error > tolerance) {
+        char text[200];
+        std::snprintf(text, sizeof text, "row %d, column %d is %.6g where the CPU's is %.6g (error %.3g, tolerance %.3g)",
+                      rows[r], cols[c], got, want, error, tolerance);
+        return std::string(text);
+      }
     }
   return std::nullopt;
 }

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <random>
 #include <utility>
 
 #include "attnscope/compute/rope.h"
@@ -56,6 +57,25 @@ unsigned slotOf(int layer, unsigned stage) {
   return kFirstLayerSlot + static_cast<unsigned>(layer) * kStagesPerLayer + stage;
 }
 
+// A layer that fails the run-time check: what the forward catches to recompute on the CPU.
+struct LayerCheckFailed {
+  std::string text;
+};
+
+// Columns `cols` of rows `rows` of a (.., ld) float buffer, its window starting at column col0.
+Matrix readSample(const GlBuffer& buffer, unsigned ld, unsigned col0, unsigned width, const std::vector<int>& rows,
+                  const std::vector<int>& cols) {
+  glMemoryBarrier(GL_BUFFER_UPDATE_BARRIER_BIT);
+  Matrix sample(static_cast<Eigen::Index>(rows.size()), static_cast<Eigen::Index>(cols.size()));
+  std::vector<float> row(width);
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    buffer.download(row.data(), width * sizeof(float), (static_cast<std::size_t>(rows[r]) * ld + col0) * sizeof(float));
+    for (std::size_t c = 0; c < cols.size(); ++c)
+      sample(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(c)) = row[static_cast<std::size_t>(cols[c])];
+  }
+  return sample;
+}
+
 }  // namespace
 
 struct GpuForward::State {
@@ -83,6 +103,11 @@ struct GpuForward::State {
   unsigned rope_half = 0;
   bool run_time_check = true;
   std::uint64_t check_seed = 0;  // a new draw of rows each forward (sampled_check.h)
+  std::uint64_t products_checked = 0;
+  int layer_now = -1;  // the layer running, for a failed check's message
+  // Columns of each product checked at the sampled rows: 34 rows x 8 columns x k multiply-adds on the CPU, a few
+  // per cent of the row's own product.
+  static constexpr unsigned kProductColumns = 8;
   std::vector<std::string> warnings;
 
   State(const model::Weights& w, const GpuOptions& options) : weights(w), backend(options), s(*backend.impl_) {}
@@ -113,11 +138,22 @@ struct GpuForward::State {
   // rows x (in) times W (out outputs) + b into `out`; `rows_of`: A's rows gathered through expert_rows, or the
   // output scattered into them times expert_scales (a Mixtral expert), or neither.
   enum class Rows { Direct, GatherA, ScatterC };
-  void linear(const GlBuffer& a, unsigned rows, const DeviceMatrix& w, const DeviceVector* b, const LinearOut& out,
-              Rows rows_of = Rows::Direct) {
+  // `what` names the product in a failed check's message. With the run-time check, sampled rows and columns of
+  // a direct product are compared with the CPU's from the GPU's own input rows (forward_check.h).
+  void linear(const char* what, const GlBuffer& a, unsigned rows, const DeviceMatrix& w, const DeviceVector* b,
+              const LinearOut& out, Rows rows_of = Rows::Direct) {
     const bool out_in = !arch().conv1d;
     const unsigned k = static_cast<unsigned>(out_in ? w.cols : w.rows),
                    n = static_cast<unsigned>(out_in ? w.rows : w.cols);
+    const bool checked = run_time_check && rows_of == Rows::Direct && w.host != nullptr;
+    std::vector<int> sample_rows, sample_cols;
+    Matrix before;
+    if (checked) {
+      ++products_checked;
+      sample_rows = sampledQueryRows(static_cast<int>(rows), check_seed * 7919 + products_checked);
+      sample_cols = sampledColumns(n);
+      if (out.accumulate) before = readSample(*out.c, out.ldc, out.col0, n, sample_rows, sample_cols);
+    }
     const gpu::ComputeProgram& p = linearProgram(w.storage);
     const gpu::StageTimer::Scope timed = s.timer.scope("products (q|k|v, o, MLP, router, experts)");
     p.use();
@@ -138,6 +174,24 @@ struct GpuForward::State {
     p.set("u_gather_a", rows_of == Rows::GatherA);
     p.set("u_scatter_c", rows_of == Rows::ScatterC);
     dispatch(groupsFor(n, p.gemmTile()), groupsFor(rows, p.gemmTile()));
+    if (!checked) return;
+    Matrix a_rows(static_cast<Eigen::Index>(sample_rows.size()), k);
+    for (std::size_t r = 0; r < sample_rows.size(); ++r)
+      readRows(a, static_cast<int>(k), sample_rows[r], 1, a_rows.row(static_cast<Eigen::Index>(r)).data());
+    const Matrix c_rows = readSample(*out.c, out.ldc, out.col0, n, sample_rows, sample_cols);
+    if (const std::optional<std::string> bad =
+            gpu::checkProductRows(*w.host, !out_in, b && b->present() ? b->host : nullptr, sample_rows, sample_cols,
+                                  a_rows, c_rows, out.accumulate ? &before : nullptr))
+      throw LayerCheckFailed{"layer " + std::to_string(layer_now + 1) + ", " + what + ": " + *bad};
+  }
+
+  // kProductColumns output columns of a product, drawn anew for each (a wrong tile shows in some draw).
+  std::vector<int> sampledColumns(unsigned n) const {
+    std::mt19937_64 rng(check_seed * 104729 + products_checked);
+    std::vector<int> cols;
+    for (unsigned c = 0; c < std::min(n, kProductColumns); ++c)
+      cols.push_back(n <= kProductColumns ? static_cast<int>(c) : static_cast<int>(rng() % n));
+    return cols;
   }
 
   void norm(const GlBuffer& in, const NormDevice& w, unsigned rows, const GlBuffer& out, bool add) {
@@ -352,12 +406,6 @@ void GpuForward::State::attention(int l, unsigned n, model::ForwardResult& r) {
   checkLayer(l, n, r, &q, &k);
 }
 
-namespace {
-// A layer that fails the run-time check: what the forward catches to recompute on the CPU.
-struct LayerCheckFailed {
-  std::string text;
-};
-}  // namespace
 
 // Sampled rows of layer l's attention against the CPU (forward_check.h), Q and K read back unless given.
 void GpuForward::State::checkLayer(int l, unsigned n, const model::ForwardResult& r, const Matrix* q, const Matrix* k) {
@@ -382,7 +430,7 @@ void GpuForward::State::routedMlp(const LayerDevice& L, const GlBuffer& in, unsi
   const model::Architecture& a = arch();
   const unsigned experts = static_cast<unsigned>(a.n_experts), inter = static_cast<unsigned>(a.intermediate);
   logits.ensure(static_cast<std::size_t>(n) * experts * sizeof(float));
-  linear(in, n, L.router, nullptr, {.c = &logits, .ldc = experts});
+  linear("the router", in, n, L.router, nullptr, {.c = &logits, .ldc = experts});
   Matrix router_logits(n, experts);
   readRows(logits, static_cast<int>(experts), 0, static_cast<int>(n), router_logits.data());
   const model::ExpertRoutes routes = model::routeTokens(a, router_logits);
@@ -398,9 +446,9 @@ void GpuForward::State::routedMlp(const LayerDevice& L, const GlBuffer& in, unsi
     expert_rows.upload(index.data(), index.size() * sizeof(std::uint32_t));
     expert_scales.upload(scale.data(), scale.size() * sizeof(float));
     const unsigned r = static_cast<unsigned>(rows.size());
-    linear(in, r, L.expert_up[e], nullptr, {.c = &up, .ldc = 2 * inter}, Rows::GatherA);  // (r, 2 inter): w1 | w3
+    linear("an expert's w1 | w3", in, r, L.expert_up[e], nullptr, {.c = &up, .ldc = 2 * inter}, Rows::GatherA);  // (r, 2 inter): w1 | w3
     activate(up, act, r, inter, true);                                                    // silu(w1 x) * w3 x
-    linear(act, r, L.expert_down[e], nullptr, {.c = out.c, .ldc = out.ldc}, Rows::ScatterC);
+    linear("an expert's w2", act, r, L.expert_down[e], nullptr, {.c = out.c, .ldc = out.ldc}, Rows::ScatterC);
   }
 }
 
@@ -636,7 +684,9 @@ void GpuForward::State::run(const std::vector<int>& ids, model::ForwardResult& r
   embedTokens(ids);
   trace(0);
 
+  const model::StageNames names = model::stageNames(a);
   for (int l = 0; l < a.n_layer; ++l) {
+    layer_now = l;
     const LayerDevice& L = layers[static_cast<std::size_t>(l)];
     const SublayerNormsDevice &an = L.attn_norms, &mn = L.mlp_norms;
     if (an.in.g.present()) norm(x, an.in, n, normed, false);
@@ -651,7 +701,7 @@ void GpuForward::State::run(const std::vector<int>& ids, model::ForwardResult& r
       norm(x, mn.in, n, normed2, false);
       checkFinite(normed2, n, hidden, slotOf(l, kNorm2));
     }
-    linear(attn_in, n, L.w_qkv, &L.b_qkv, {.c = &qkv, .ldc = qkv_cols});
+    linear(names.qkv.c_str(), attn_in, n, L.w_qkv, &L.b_qkv, {.c = &qkv, .ldc = qkv_cols});
     if (a.qk_norm) {  // Qwen3: each head, before RoPE
       head_norms(L.q_norm, 0, static_cast<unsigned>(a.n_head), static_cast<unsigned>(hd));
       head_norms(L.k_norm, q_dim, static_cast<unsigned>(a.n_kv_head), static_cast<unsigned>(hd));
@@ -667,10 +717,10 @@ void GpuForward::State::run(const std::vector<int>& ids, model::ForwardResult& r
     checkFinite(qkv, n, qkv_cols, slotOf(l, kQkv));
     attention(l, n, r);
     if (an.branch.g.present()) {  // x += norm(o_proj(heads))
-      linear(s.concat, n, L.w_o, &L.b_o, {.c = &branch, .ldc = hidden});
+      linear(names.attention_out.c_str(), s.concat, n, L.w_o, &L.b_o, {.c = &branch, .ldc = hidden});
       norm(branch, an.branch, n, x, true);
     } else {
-      linear(s.concat, n, L.w_o, &L.b_o, {.c = &x, .ldc = hidden, .accumulate = true});
+      linear(names.attention_out.c_str(), s.concat, n, L.w_o, &L.b_o, {.c = &x, .ldc = hidden, .accumulate = true});
     }
     checkFinite(x, n, hidden, slotOf(l, kAttentionOut));
     trace(1 + 2 * l);
@@ -695,14 +745,14 @@ void GpuForward::State::run(const std::vector<int>& ids, model::ForwardResult& r
     if (a.n_experts > 0) {
       routedMlp(L, mlp_in, n, mlp_out);
     } else {
-      linear(mlp_in, n, L.w_up, &L.b_up, {.c = &up, .ldc = gated ? 2 * inter : inter});
+      linear(names.mlp_up.c_str(), mlp_in, n, L.w_up, &L.b_up, {.c = &up, .ldc = gated ? 2 * inter : inter});
       if (gated)
         activate(up, act, n, inter, true);
       else
         activate(up, up, n, inter, false);
       const GlBuffer& activated = gated ? act : up;
       checkFinite(activated, n, inter, slotOf(l, kMlpUp));
-      linear(activated, n, L.w_down, &L.b_down, mlp_out);
+      linear(names.mlp_down.c_str(), activated, n, L.w_down, &L.b_down, mlp_out);
     }
     if (own_out) norm(branch, mn.branch, n, x, true);  // x += norm(mlp(...))
     checkFinite(x, n, hidden, slotOf(l, kMlpDown));
