@@ -1,6 +1,7 @@
 // Packing a checkpoint's tensors as stored (device_weights.h).
 #include "forward/device_weights.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -53,14 +54,18 @@ const char* storageName(WeightStorage storage) {
 
 WeightStorage storageOf(const Matrix& w) {
   const float* p = w.data();
-  const std::size_t count = static_cast<std::size_t>(w.size());
-  bool bf16 = true;
-  for (std::size_t i = 0; i < count && bf16; ++i) bf16 = (bitsOf(p[i]) & 0xffffu) == 0;
+  const long count = static_cast<long>(w.size());
+  // Two passes over up to billions of values (a 2B model): every thread takes a share.
+  bool bf16 = true, f16 = true;
+#pragma omp parallel for reduction(&& : bf16) schedule(static)
+  for (long i = 0; i < count; ++i) bf16 = bf16 && (bitsOf(p[i]) & 0xffffu) == 0;
   if (bf16) return WeightStorage::BFloat16;
-  std::uint16_t half = 0;
-  for (std::size_t i = 0; i < count; ++i)
-    if (!exactHalf(p[i], half)) return WeightStorage::Float32;
-  return WeightStorage::Float16;
+#pragma omp parallel for reduction(&& : f16) schedule(static)
+  for (long i = 0; i < count; ++i) {
+    std::uint16_t half = 0;
+    f16 = f16 && exactHalf(p[i], half);
+  }
+  return f16 ? WeightStorage::Float16 : WeightStorage::Float32;
 }
 
 std::size_t storedBytes(const Matrix& w, WeightStorage storage) {
@@ -79,17 +84,22 @@ void uploadMatrix(const Matrix& w, WeightStorage storage, DeviceMatrix& out) {
     out.buffer.upload(w.data(), bytes);
     return;
   }
-  // Element e in the low half of word e / 2 when e is even, the high half when odd (linear.comp's weightAt).
-  const std::size_t count = static_cast<std::size_t>(w.size());
-  std::vector<std::uint32_t> packed((count + 1) / 2, 0u);
-  std::uint16_t half = 0;
-  for (std::size_t e = 0; e < count; ++e) {
-    const float x = w.data()[e];
-    if (out.storage == WeightStorage::BFloat16)
-      half = static_cast<std::uint16_t>(bitsOf(x) >> 16);
-    else
-      exactHalf(x, half);
-    packed[e / 2] |= static_cast<std::uint32_t>(half) << (16 * (e % 2));
+  // Element e in the low half of word e / 2 when e is even, the high half when odd (linear.comp's weightAt); each
+  // thread writes whole words.
+  const long count = static_cast<long>(w.size()), words = (count + 1) / 2;
+  std::vector<std::uint32_t> packed(static_cast<std::size_t>(words), 0u);
+  const float* p = w.data();
+  const bool bf16 = storage == WeightStorage::BFloat16;
+#pragma omp parallel for schedule(static)
+  for (long word = 0; word < words; ++word) {
+    std::uint32_t bits = 0;
+    for (long e = 2 * word; e < std::min(count, 2 * word + 2); ++e) {
+      std::uint16_t half = 0;
+      if (bf16) half = static_cast<std::uint16_t>(bitsOf(p[e]) >> 16);
+      else exactHalf(p[e], half);
+      bits |= static_cast<std::uint32_t>(half) << (16 * (e % 2));
+    }
+    packed[static_cast<std::size_t>(word)] = bits;
   }
   out.buffer.upload(packed.data(), bytes);
 }
