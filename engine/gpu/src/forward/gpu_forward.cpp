@@ -419,9 +419,11 @@ void GpuForward::State::checkLayer(int l, unsigned n, const model::ForwardResult
     q = &read_q, k = &read_k;
   }
   const std::vector<int> rows = sampledQueryRows(static_cast<int>(n), check_seed + static_cast<std::uint64_t>(l));
-  if (const std::optional<CheckMismatch> found =
-          gpu::checkLayerRows(r, l, *q, *k, arch().head_dim, static_cast<float>(arch().attn_softcap), rows))
+  if (std::optional<CheckMismatch> found =
+          gpu::checkLayerRows(r, l, *q, *k, arch().head_dim, static_cast<float>(arch().attn_softcap), rows)) {
+    ++found->head;  // layers and heads counted from 1, as everywhere in attnscope; rows (tokens) from 0
     throw LayerCheckFailed{"layer " + std::to_string(l + 1) + ", " + found->text()};
+  }
 }
 
 // [SECTION] Mixtral's experts: the router's logits read back and routed by model::routeTokens (the CPU's own
