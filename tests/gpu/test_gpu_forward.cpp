@@ -32,6 +32,17 @@ using model_test::FamilyRow;
 using model_test::kHiddenTol;
 using model_test::kWeightTol;
 
+// Declares `gpu`, a GpuForward made of the arguments, or skips the test with the reason where no GL 4.3 context
+// starts (fails instead under ATTNSCOPE_REQUIRE_GPU=1), as ATTNSCOPE_REQUIRE_GPU does for the shared backend.
+#define GPU_FORWARD_OR_SKIP(gpu, ...)                                                 \
+  std::unique_ptr<GpuForward> gpu;                                                    \
+  try {                                                                               \
+    gpu = std::make_unique<GpuForward>(__VA_ARGS__);                                  \
+  } catch (const GpuUnavailable& e) {                                                 \
+    if (test::gpuRequired()) GTEST_FAIL() << "ATTNSCOPE_REQUIRE_GPU=1 but: " << e.what(); \
+    GTEST_SKIP() << "no OpenGL 4.3 context: " << e.what();                            \
+  }
+
 struct Bars {
   double maps = kWeightTol, hidden = kHiddenTol;
 };
@@ -44,13 +55,7 @@ void expectGpuForwardMatches(const std::string& dir, const std::string& label, c
   const model::Model m = model::loadModel(dir);
   const std::vector<int> ids = model_test::idsOf(expected);
   const int n = static_cast<int>(ids.size()), last = n - 1;
-  std::unique_ptr<GpuForward> gpu;
-  try {
-    gpu = std::make_unique<GpuForward>(m.weights);
-  } catch (const GpuUnavailable& e) {
-    if (test::gpuRequired()) GTEST_FAIL() << "ATTNSCOPE_REQUIRE_GPU=1 but: " << e.what();
-    GTEST_SKIP() << "no OpenGL 4.3 context: " << e.what();
-  }
+  GPU_FORWARD_OR_SKIP(gpu, m.weights);
   EXPECT_EQ(gpu->weightStorage(), stored);
   EXPECT_TRUE(gpu->warnings().empty());
   const model::ForwardOptions kept{.keep_ln1 = true, .maps = MapPolicy::Keep, .trace_position = last};
@@ -117,13 +122,7 @@ TEST(GpuForward, Gpt2MatchesNumPyAndTheCpuForward) {
 TEST(GpuForward, RefusesWhatTheCpuForwardRefuses) {
   std::mt19937 rng(3);
   model::Model m = test::randomGpt2({.layers = 2, .heads = 2, .d = 16, .vocab = 40, .positions = 24}, rng);
-  std::unique_ptr<GpuForward> gpu;
-  try {
-    gpu = std::make_unique<GpuForward>(m.weights);
-  } catch (const GpuUnavailable& e) {
-    if (test::gpuRequired()) GTEST_FAIL() << "ATTNSCOPE_REQUIRE_GPU=1 but: " << e.what();
-    GTEST_SKIP() << e.what();
-  }
+  GPU_FORWARD_OR_SKIP(gpu, m.weights);
   const auto refusal = [&](const std::vector<int>& ids, const model::ForwardOptions& o) -> std::string {
     try {
       (void)gpu->forward(ids, o);
@@ -167,16 +166,15 @@ TEST(GpuForward, RunTimeCheckCatchesAWrongLayerAndRecomputesOnTheCpu) {
       {.layers = 2, .heads = 3, .d = 24, .vocab = 50, .positions = 90, .random_norms_and_biases = true}, rng);
   std::vector<int> ids;
   for (int i = 0; i < 80; ++i) ids.push_back(static_cast<int>(rng() % 50));
-  ::setenv("ATTNSCOPE_GPU_FAULT", "1", 1);
   std::unique_ptr<GpuForward> gpu;
-  try {
-    gpu = std::make_unique<GpuForward>(m.weights);
-  } catch (const GpuUnavailable& e) {
-    ::unsetenv("ATTNSCOPE_GPU_FAULT");
-    if (test::gpuRequired()) GTEST_FAIL() << e.what();
-    GTEST_SKIP() << e.what();
+  {  // the backend reads ATTNSCOPE_GPU_FAULT when it is made: set for this one alone
+    struct FaultSet {
+      FaultSet() { ::setenv("ATTNSCOPE_GPU_FAULT", "1", 1); }
+      ~FaultSet() { ::unsetenv("ATTNSCOPE_GPU_FAULT"); }
+    } fault_set;
+    GPU_FORWARD_OR_SKIP(faulty, m.weights);
+    gpu = std::move(faulty);
   }
-  ::unsetenv("ATTNSCOPE_GPU_FAULT");
   for (const MapPolicy maps : {MapPolicy::Keep, MapPolicy::Drop}) {
     const model::ForwardResult cpu = model::modelForward(m, ids, {.maps = maps});
     const std::size_t before = gpu->warnings().size();
@@ -203,14 +201,8 @@ TEST(GpuForward, GathersTheEmbeddingOnTheCpuWhenItsTableIsTooLargeForABuffer) {
       {.layers = 2, .heads = 2, .d = 16, .vocab = 2000, .positions = 40, .random_norms_and_biases = true}, rng);
   std::vector<int> ids;
   for (int i = 0; i < 30; ++i) ids.push_back(static_cast<int>(rng() % 2000));
-  std::unique_ptr<GpuForward> on_device, on_cpu;
-  try {
-    on_device = std::make_unique<GpuForward>(m.weights);
-    on_cpu = std::make_unique<GpuForward>(m.weights, GpuOptions{.max_buffer_bytes = 64 << 10});  // the table: 125 KiB
-  } catch (const GpuUnavailable& e) {
-    if (test::gpuRequired()) GTEST_FAIL() << e.what();
-    GTEST_SKIP() << e.what();
-  }
+  GPU_FORWARD_OR_SKIP(on_device, m.weights);
+  GPU_FORWARD_OR_SKIP(on_cpu, m.weights, GpuOptions{.max_buffer_bytes = 64 << 10});  // the table: 125 KiB
   EXPECT_TRUE(on_device->embeddingOnDevice());
   EXPECT_FALSE(on_cpu->embeddingOnDevice());
   const model::ForwardResult a = on_device->forward(ids, {.trace_position = 29}),
